@@ -1,0 +1,26 @@
+# fluxgo build and test entry points. See README.md.
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
+LDFLAGS := -s -w -X github.com/fluxgo/fluxgo/internal/version.Version=$(VERSION)
+export CGO_ENABLED ?= 0
+
+.PHONY: all build demo check test fmt-check vet race bench clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/flux ./cmd/flux
+
+# Quick start, step 1: build and run a demo instance.
+demo: build
+	./scripts/demo.sh
+
+# Quick start, step 2: the whole test suite (what CI runs).
+check:
+	./scripts/check.sh
+
+bench: build
+	./scripts/bench.sh
+
+clean:
+	rm -rf bin

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The whole test suite: install missing test tools, then gofmt, go vet,
+# the build, the unit and integration tests, and the race detector on the
+# concurrent core packages. CI (.ci/run) runs exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./scripts/deps.sh
+
+echo "== gofmt"
+bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$bad" ]; then
+	echo "gofmt would change:" $bad >&2
+	exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== build"
+make --no-print-directory build
+
+echo "== go test"
+FLUX_TEST_BINARY="$PWD/bin/flux" go test -count=1 -timeout 20m ./...
+
+echo "== go test -race (core packages)"
+race_pkgs=$(go list ./internal/message/... ./internal/broker/... ./pkg/flux/... ./internal/modules/job-manager/... 2>/dev/null || true)
+if [ -n "$race_pkgs" ]; then
+	CGO_ENABLED=1 FLUX_TEST_BINARY="$PWD/bin/flux" go test -race -count=1 -timeout 20m $race_pkgs
+fi
+echo "== all tests passed"
