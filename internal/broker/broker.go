@@ -1,0 +1,284 @@
+// Package broker implements the fluxgo broker: one process per node that
+// owns the local connector socket, the tree-based overlay network links to
+// its parent and children, the service table and router, broker
+// attributes, logging, and the modules that provide the instance's
+// services.
+package broker
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/internal/version"
+)
+
+// ModuleSpec names a module rc1 loads and the ranks that load it.
+type ModuleSpec struct {
+	Name  string
+	Ranks string // "all", "0", or "1-" style; empty means all
+	Args  []string
+}
+
+// onRank reports whether the module loads on rank r.
+func (s ModuleSpec) onRank(r uint32) bool {
+	switch s.Ranks {
+	case "", "all":
+		return true
+	case "0":
+		return r == 0
+	case "!0", "1-":
+		return r != 0
+	}
+	n, err := strconv.ParseUint(s.Ranks, 10, 32)
+	return err == nil && uint32(n) == r
+}
+
+// Config is everything a broker needs to start.
+type Config struct {
+	Rank   uint32
+	Size   uint32
+	Fanout uint32
+	// Rundir is this broker's runtime directory; its local socket is
+	// Rundir/local. Created (and removed at exit) when empty.
+	Rundir   string
+	Statedir string
+	// ParentURI is the parent's overlay endpoint (ranks > 0).
+	ParentURI string
+	// BindURI is where this broker accepts its children.
+	BindURI string
+	// ListenFile, when set, is an already-bound listening socket for
+	// BindURI inherited from flux start (children can connect before this
+	// broker has even started).
+	ListenFile *os.File
+	// CertPath is the instance key pair for TCP overlay links.
+	CertPath string
+	// Hostlist lists every rank's hostname in rank order.
+	Hostlist []string
+	// Attrs are extra attributes from -S name=value.
+	Attrs map[string]string
+	// InitialProgram runs on rank 0 once the instance is up; nil means no
+	// initial program (the broker runs until flux shutdown).
+	InitialProgram []string
+	// Modules are loaded in order by rc1 and unloaded in reverse by rc3.
+	Modules  []ModuleSpec
+	Registry *module.Registry
+	// TBONTimeout is how long an overlay peer may be silent before it is
+	// declared lost.
+	TBONTimeout time.Duration
+	// ConnectTimeout bounds how long a child retries reaching its parent.
+	ConnectTimeout time.Duration
+	// QuorumTimeout bounds how long rank 0 waits for all brokers to join
+	// before starting the initial program anyway.
+	QuorumTimeout time.Duration
+	// Logger receives a copy of broker log entries at or above its level
+	// (stderr by default, errors only).
+	LogStderrLevel int
+}
+
+func (c *Config) setDefaults() {
+	if c.Size == 0 {
+		c.Size = 1
+	}
+	if c.Fanout == 0 {
+		c.Fanout = 2
+	}
+	if c.TBONTimeout == 0 {
+		c.TBONTimeout = 30 * time.Second
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = 30 * time.Second
+	}
+	if c.QuorumTimeout == 0 {
+		c.QuorumTimeout = 60 * time.Second
+	}
+	if c.LogStderrLevel == 0 {
+		c.LogStderrLevel = sevErr
+	}
+}
+
+// Validate reports a configuration that can't work.
+func (c *Config) Validate() error {
+	if c.Rank >= c.Size {
+		return fmt.Errorf("rank %d is not less than size %d", c.Rank, c.Size)
+	}
+	if c.Rank > 0 && c.ParentURI == "" {
+		return fmt.Errorf("rank %d needs a parent URI", c.Rank)
+	}
+	if len(c.Hostlist) != 0 && uint32(len(c.Hostlist)) != c.Size {
+		return fmt.Errorf("hostlist has %d hosts for %d ranks", len(c.Hostlist), c.Size)
+	}
+	return nil
+}
+
+// Broker is one running broker.
+type Broker struct {
+	cfg   Config
+	rank  uint32
+	size  uint32
+	owner uint32
+	topo  topology
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	log     *slog.Logger
+	ring    *logRing
+	attrs   *attrTable
+	router  *router
+	overlay *overlay
+	local   *localConnector
+	modules *moduleHost
+	svc     *builtins
+
+	tlsOnce sync.Once
+	tlsCfg  *tls.Config
+	tlsErr  error
+
+	started   time.Time
+	stopping  atomic.Bool
+	shutdownC chan int // exit code requested by flux shutdown
+	state     atomic.Value
+	rmRundir  bool
+	exitCode  int
+}
+
+func versionString() string { return version.Version }
+
+// New prepares a broker: directories, attributes, logging. Run starts it.
+func New(cfg Config) (*Broker, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	b := &Broker{
+		cfg:       cfg,
+		rank:      cfg.Rank,
+		size:      cfg.Size,
+		owner:     uint32(os.Getuid()),
+		topo:      topology{size: cfg.Size, fanout: cfg.Fanout},
+		started:   time.Now(),
+		shutdownC: make(chan int, 1),
+	}
+	b.state.Store("join")
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.ring = newLogRing(1024, b.rank)
+	b.ring.stderrSev = cfg.LogStderrLevel
+	b.log = slog.New(&ringHandler{ring: b.ring, name: "broker", level: slog.LevelDebug})
+	if b.cfg.Rundir == "" {
+		dir, err := os.MkdirTemp("", "flux-")
+		if err != nil {
+			return nil, fmt.Errorf("rundir: %w", err)
+		}
+		b.cfg.Rundir = dir
+		b.rmRundir = true
+	} else if err := os.MkdirAll(b.cfg.Rundir, 0o755); err != nil {
+		return nil, fmt.Errorf("rundir: %w", err)
+	}
+	if b.cfg.Statedir != "" {
+		if err := os.MkdirAll(b.cfg.Statedir, 0o700); err != nil {
+			return nil, fmt.Errorf("statedir: %w", err)
+		}
+	}
+	b.attrs = newAttrTable()
+	b.initAttrs()
+	b.router = newRouter(b)
+	b.overlay = newOverlay(b)
+	b.modules = newModuleHost(b, cfg.Registry)
+	return b, nil
+}
+
+// LocalURI returns the URI of this broker's local socket.
+func (b *Broker) LocalURI() string { return "local://" + filepath.Join(b.cfg.Rundir, "local") }
+
+func (b *Broker) initAttrs() {
+	a := b.attrs
+	imm := attrImmutable
+	hostname, _ := os.Hostname()
+	hosts := b.cfg.Hostlist
+	if len(hosts) == 0 {
+		hosts = make([]string, b.size)
+		for i := range hosts {
+			hosts[i] = hostname
+		}
+	}
+	a.set("rank", strconv.FormatUint(uint64(b.rank), 10), imm)
+	a.set("size", strconv.FormatUint(uint64(b.size), 10), imm)
+	a.set("rundir", b.cfg.Rundir, imm)
+	a.set("local-uri", b.LocalURI(), imm)
+	a.set("broker.pid", strconv.Itoa(os.Getpid()), imm)
+	a.set("version", version.Version, imm)
+	a.set("tbon.fanout", strconv.FormatUint(uint64(b.cfg.Fanout), 10), imm)
+	a.set("tbon.level", strconv.Itoa(b.topo.depth(b.rank)), imm)
+	a.set("tbon.maxlevel", strconv.Itoa(b.topo.depth(b.size-1)), imm)
+	a.set("tbon.descendants", strconv.Itoa(len(b.topo.subtree(b.rank))-1), imm)
+	a.set("tbon.timeout", b.cfg.TBONTimeout.String(), imm)
+	a.set("hostlist", compressHosts(hosts), imm)
+	a.set("hostname", hosts[b.rank], imm)
+	a.set("security.owner", strconv.FormatUint(uint64(b.owner), 10), imm)
+	a.set("instance-level", envOr("FLUX_INSTANCE_LEVEL_NEXT", "0"), imm)
+	if p, ok := b.topo.parent(b.rank); ok {
+		a.set("tbon.parent-endpoint", b.cfg.ParentURI, imm)
+		a.set("tbon.parent-rank", strconv.FormatUint(uint64(p), 10), imm)
+	}
+	if b.cfg.BindURI != "" {
+		a.set("tbon.endpoint", b.cfg.BindURI, imm)
+	}
+	if b.cfg.Statedir != "" {
+		a.set("statedir", b.cfg.Statedir, imm)
+	}
+	if v := os.Getenv("FLUX_PARENT_URI"); v != "" {
+		a.set("parent-uri", v, imm)
+	}
+	if v := os.Getenv("FLUX_PARENT_JOB_ID"); v != "" {
+		a.set("jobid", v, imm)
+	}
+	a.setFunc("broker.state", attrReadOnly, func() string { return b.state.Load().(string) })
+	a.setFunc("broker.uptime", attrReadOnly, func() string {
+		return strconv.FormatFloat(time.Since(b.started).Seconds(), 'f', 3, 64)
+	})
+	for k, v := range b.cfg.Attrs {
+		if _, _, err := a.get(k); err == nil {
+			continue // command-line settings can't override broker facts
+		}
+		a.set(k, v, 0)
+	}
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// allowGuests reports whether users other than the owner may connect.
+func (b *Broker) allowGuests() bool {
+	if v, _, err := b.attrs.get("access.allow-guest-user"); err == nil {
+		return v == "1" || v == "true"
+	}
+	return b.owner == 0
+}
+
+// Shutdown asks the broker to shut down with an exit code.
+func (b *Broker) Shutdown(code int) {
+	select {
+	case b.shutdownC <- code:
+	default:
+	}
+}
+
+func compressHosts(hosts []string) string {
+	// A plain comma list; callers that need compression parse it with the
+	// hostlist package.
+	return strings.Join(hosts, ",")
+}

@@ -1,0 +1,379 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+)
+
+// testInstance runs size brokers in this process, wired like flux start
+// -s size wires them (unix-socket overlay), so routing can be tested with
+// the race detector.
+type testInstance struct {
+	t       *testing.T
+	brokers []*Broker
+	done    []chan int
+	dir     string
+}
+
+func startInProcess(t *testing.T, size int, fanout uint32, reg *module.Registry, mods []ModuleSpec) *testInstance {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "fb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ti := &testInstance{t: t, dir: dir}
+	for r := 0; r < size; r++ {
+		cfg := Config{
+			Rank:           uint32(r),
+			Size:           uint32(size),
+			Fanout:         fanout,
+			Rundir:         filepath.Join(dir, strconv.Itoa(r)),
+			Registry:       reg,
+			Modules:        mods,
+			TBONTimeout:    3 * time.Second,
+			ConnectTimeout: 10 * time.Second,
+			LogStderrLevel: -1,
+		}
+		if r > 0 {
+			p := (uint32(r) - 1) / fanout
+			cfg.ParentURI = "ipc://" + filepath.Join(dir, strconv.Itoa(int(p)), "tbon")
+		}
+		b, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.ring.stderr = nil
+		ti.brokers = append(ti.brokers, b)
+		done := make(chan int, 1)
+		ti.done = append(ti.done, done)
+		go func() {
+			code, err := b.Run()
+			if err != nil {
+				t.Errorf("broker %d: %v", b.rank, err)
+			}
+			done <- code
+		}()
+	}
+	// wait for quorum: rank 0's joined channel
+	select {
+	case <-ti.brokers[0].overlay.joined:
+	case <-time.After(20 * time.Second):
+		t.Fatal("brokers did not join in 20s")
+	}
+	t.Cleanup(ti.stop)
+	return ti
+}
+
+func (ti *testInstance) stop() {
+	ti.brokers[0].Shutdown(0)
+	for i, d := range ti.done {
+		select {
+		case <-d:
+		case <-time.After(30 * time.Second):
+			ti.t.Errorf("broker %d did not exit", i)
+		}
+	}
+	os.RemoveAll(ti.dir)
+}
+
+func (ti *testInstance) handle(rank int) *flux.Handle {
+	ti.t.Helper()
+	h, err := flux.Open(ti.brokers[rank].LocalURI())
+	if err != nil {
+		ti.t.Fatal(err)
+	}
+	ti.t.Cleanup(func() { h.Close() })
+	return h
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func TestTopology(t *testing.T) {
+	topo := topology{size: 8, fanout: 2}
+	if got := topo.children(0); fmt.Sprint(got) != "[1 2]" {
+		t.Fatalf("children(0)=%v", got)
+	}
+	if got := topo.children(3); fmt.Sprint(got) != "[7]" {
+		t.Fatalf("children(3)=%v", got)
+	}
+	if c, ok := topo.childToward(0, 7); !ok || c != 1 {
+		t.Fatalf("childToward(0,7)=%d,%v", c, ok)
+	}
+	if _, ok := topo.childToward(2, 7); ok {
+		t.Fatal("7 is not below 2")
+	}
+	if got := topo.subtree(1); fmt.Sprint(got) != "[1 3 4 7]" {
+		t.Fatalf("subtree(1)=%v", got)
+	}
+	if topo.depth(7) != 3 {
+		t.Fatalf("depth(7)=%d", topo.depth(7))
+	}
+}
+
+// TestRoutingToEveryRank sends attr.get to every rank from rank 0 and from
+// the deepest leaf, and pings across the tree.
+func TestRoutingToEveryRank(t *testing.T) {
+	ti := startInProcess(t, 8, 2, nil, nil)
+	for _, from := range []int{0, 7} {
+		h := ti.handle(from)
+		for r := 0; r < 8; r++ {
+			var resp struct {
+				Value string `json:"value"`
+			}
+			if err := h.Call(ctx(t), "attr.get", uint32(r), map[string]string{"name": "rank"}, &resp); err != nil {
+				t.Fatalf("from %d to %d: %v", from, r, err)
+			}
+			if resp.Value != strconv.Itoa(r) {
+				t.Fatalf("from %d to %d: rank %q", from, r, resp.Value)
+			}
+		}
+	}
+	h := ti.handle(0)
+	var ping map[string]any
+	if err := h.Call(ctx(t), "broker.ping", 7, map[string]any{"seq": 1}, &ping); err != nil {
+		t.Fatal(err)
+	}
+	if ping["rank"].(float64) != 7 {
+		t.Fatalf("ping answered by %v", ping["rank"])
+	}
+	// no such service
+	err := h.Call(ctx(t), "nosuch.thing", flux.NodeidAny, nil, nil)
+	if !errors.Is(err, syscall.ENOSYS) {
+		t.Fatalf("want ENOSYS, got %v", err)
+	}
+	// no such rank
+	err = h.Call(ctx(t), "attr.get", 99, map[string]string{"name": "rank"}, nil)
+	if !errors.Is(err, syscall.EHOSTUNREACH) {
+		t.Fatalf("want EHOSTUNREACH, got %v", err)
+	}
+}
+
+// TestEventsInOrderEverywhere publishes events from two ranks and checks
+// every rank's subscriber sees all of them in sequence order.
+func TestEventsInOrderEverywhere(t *testing.T) {
+	const size, n = 8, 200
+	ti := startInProcess(t, size, 2, nil, nil)
+	subs := make([]*flux.Subscription, size)
+	for r := 0; r < size; r++ {
+		s, err := ti.handle(r).Subscribe(ctx(t), "test.")
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs[r] = s
+	}
+	pubs := []*flux.Handle{ti.handle(0), ti.handle(5)}
+	var wg sync.WaitGroup
+	for i, p := range pubs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < n; k++ {
+				if err := p.Publish("test.ev", map[string]int{"pub": i, "k": k}, false); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var ref []uint32
+	for r, s := range subs {
+		var seqs []uint32
+		last := map[int]int{0: -1, 1: -1}
+		for len(seqs) < 2*n {
+			m, err := s.Next(ctx(t))
+			if err != nil {
+				t.Fatalf("rank %d after %d events: %v", r, len(seqs), err)
+			}
+			var p struct{ Pub, K int }
+			m.UnmarshalPayload(&p)
+			if p.K != last[p.Pub]+1 {
+				t.Fatalf("rank %d: publisher %d event %d after %d", r, p.Pub, p.K, last[p.Pub])
+			}
+			last[p.Pub] = p.K
+			if len(seqs) > 0 && m.Seq != seqs[len(seqs)-1]+1 {
+				t.Fatalf("rank %d: seq %d after %d", r, m.Seq, seqs[len(seqs)-1])
+			}
+			seqs = append(seqs, m.Seq)
+		}
+		if ref == nil {
+			ref = seqs
+		} else if fmt.Sprint(ref) != fmt.Sprint(seqs) {
+			t.Fatalf("rank %d saw a different event order", r)
+		}
+	}
+}
+
+// TestClientService registers a service from a client handle and calls it
+// from another rank; it disappears when the client disconnects.
+func TestClientService(t *testing.T) {
+	ti := startInProcess(t, 3, 2, nil, nil)
+	svc := ti.handle(0)
+	if err := svc.RegisterService(ctx(t), "echo"); err != nil {
+		t.Fatal(err)
+	}
+	svc.HandleFunc("echo.hello", func(r *flux.Request) {
+		r.Respond(map[string]any{"uid": r.Userid(), "payload": string(r.Msg.JSON())})
+	})
+	sctx, cancel := context.WithCancel(context.Background())
+	go svc.Serve(sctx)
+	defer cancel()
+	h := ti.handle(2)
+	var resp map[string]any
+	if err := h.Call(ctx(t), "echo.hello", flux.NodeidAny, map[string]int{"x": 1}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp["payload"] != `{"x":1}` {
+		t.Fatalf("resp %v", resp)
+	}
+	if err := svc.RegisterService(ctx(t), "echo"); err != nil {
+		t.Fatalf("re-register by same client: %v", err)
+	}
+	other := ti.handle(0)
+	if err := other.RegisterService(ctx(t), "echo"); !errors.Is(err, syscall.EEXIST) {
+		t.Fatalf("duplicate service: %v", err)
+	}
+	svc.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := h.Call(ctx(t), "echo.hello", flux.NodeidAny, nil, nil)
+		if errors.Is(err, syscall.ENOSYS) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("service still answers after disconnect: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestStreamingAndCancel checks a streaming RPC ends with ENODATA.
+func TestStreamingDmesg(t *testing.T) {
+	ti := startInProcess(t, 1, 2, nil, nil)
+	h := ti.handle(0)
+	for i := 0; i < 3; i++ {
+		if err := h.Call(ctx(t), "log.append", flux.NodeidAny, map[string]any{"message": fmt.Sprintf("hello %d", i), "severity": 6}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := h.RPC("log.dmesg", flux.NodeidAny, map[string]any{"follow": false}, flux.Streaming)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		m, err := f.Next(ctx(t))
+		if err != nil {
+			if err.Error() != "EOF" {
+				t.Fatal(err)
+			}
+			break
+		}
+		var e logEntry
+		m.UnmarshalPayload(&e)
+		got = append(got, e.Message)
+	}
+	if len(got) < 3 || got[len(got)-1] != "hello 2" {
+		t.Fatalf("dmesg: %q", got)
+	}
+}
+
+type panicModule struct{}
+
+func (panicModule) Name() string { return "boom" }
+func (panicModule) Run(ctx context.Context, h *flux.Handle, args []string) error {
+	h.HandleFunc("boom.now", func(r *flux.Request) { panic("kaboom") })
+	h.HandleFunc("boom.ok", func(r *flux.Request) { r.Respond(nil) })
+	return h.Serve(ctx)
+}
+
+// TestModulePanic checks a panicking module is unloaded, its caller gets
+// an error instead of hanging, and the broker keeps serving.
+func TestModulePanic(t *testing.T) {
+	reg := module.NewRegistry()
+	reg.Register("boom", func() module.Module { return panicModule{} })
+	ti := startInProcess(t, 2, 2, reg, []ModuleSpec{{Name: "boom", Ranks: "0"}})
+	h := ti.handle(1)
+	if err := h.Call(ctx(t), "boom.ok", flux.NodeidAny, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	err := h.Call(ctx(t), "boom.now", flux.NodeidAny, nil, nil)
+	if !errors.Is(err, syscall.ENOSYS) {
+		t.Fatalf("call into panicking module: %v", err)
+	}
+	if err := h.Call(ctx(t), "boom.ok", flux.NodeidAny, nil, nil); !errors.Is(err, syscall.ENOSYS) {
+		t.Fatalf("module still loaded: %v", err)
+	}
+	var ml struct {
+		Mods []moduleInfo `json:"mods"`
+	}
+	if err := h.Call(ctx(t), "module.list", 0, nil, &ml); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ml.Mods {
+		if m.Name == "boom" {
+			t.Fatal("boom still listed")
+		}
+	}
+	// and it can be loaded again
+	if err := h.Call(ctx(t), "module.load", 0, map[string]any{"name": "boom"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Call(ctx(t), "boom.ok", flux.NodeidAny, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLeafLost closes a leaf broker abruptly: requests to it fail fast and
+// its parent reports it lost.
+func TestLeafLost(t *testing.T) {
+	ti := startInProcess(t, 4, 2, nil, nil)
+	leaf := ti.brokers[3]
+	// simulate a crash: drop its overlay link without goodbye
+	leaf.overlay.mu.Lock()
+	leaf.overlay.parent.conn.Close()
+	leaf.overlay.mu.Unlock()
+	h := ti.handle(0)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var st struct {
+			Children []struct {
+				Rank   uint32 `json:"rank"`
+				Status string `json:"status"`
+			} `json:"children"`
+		}
+		if err := h.Call(ctx(t), "overlay.status", 1, nil, &st); err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Children) == 1 && st.Children[0].Status == stateLost {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rank 3 not reported lost: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	start := time.Now()
+	err := h.Call(ctx(t), "attr.get", 3, map[string]string{"name": "rank"}, nil)
+	if !errors.Is(err, syscall.EHOSTUNREACH) {
+		t.Fatalf("want EHOSTUNREACH, got %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("failing took %v", d)
+	}
+}

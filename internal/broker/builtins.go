@@ -1,0 +1,481 @@
+package broker
+
+import (
+	"context"
+	"syscall"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/message"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+)
+
+// builtins are the services every broker provides itself: attributes,
+// ping, service registration, event subscription and publishing, logging,
+// module management and overlay status.
+type builtins struct {
+	b      *Broker
+	p      *modulePeer
+	h      *flux.Handle
+	cancel context.CancelFunc
+	done   chan struct{}
+	// dmesg followers by requestor route; only the Serve goroutine
+	// touches this map.
+	followers map[string]*dmesgFollower
+}
+
+var builtinServices = []string{"broker", "attr", "service", "local", "event", "log", "module", "overlay"}
+
+func newBuiltins(b *Broker) *builtins { return &builtins{b: b, done: make(chan struct{}), followers: make(map[string]*dmesgFollower)} }
+
+func (s *builtins) start() error {
+	b := s.b
+	s.p = newModulePeer(b, "broker")
+	b.router.addPeer(s.p)
+	for _, name := range builtinServices {
+		if err := b.router.addService(name, s.p); err != nil {
+			return err
+		}
+	}
+	s.h = flux.NewHandle(s.p)
+	h := s.h
+	h.HandleFunc("attr.get", s.attrGet)
+	h.HandleFunc("attr.set", s.attrSet)
+	h.HandleFunc("attr.rm", s.attrRm)
+	h.HandleFunc("attr.list", s.attrList)
+	h.HandleFunc("broker.ping", s.ping)
+	h.HandleFunc("broker.rusage", s.rusage)
+	h.HandleFunc("broker.shutdown", s.shutdown)
+	h.HandleFunc("broker.disconnect", func(*flux.Request) {})
+	h.HandleFunc("service.add", s.serviceAdd)
+	h.HandleFunc("service.remove", s.serviceRemove)
+	h.HandleFunc("local.sub", s.sub)
+	h.HandleFunc("local.unsub", s.unsub)
+	h.HandleFunc("event.pub", s.eventPub)
+	h.HandleFunc("log.append", s.logAppend)
+	h.HandleFunc("log.dmesg", s.dmesg)
+	h.HandleFunc("log.clear", s.logClear)
+	h.HandleFunc("log.disconnect", s.logDisconnect)
+	h.HandleFunc("module.list", s.moduleList)
+	h.HandleFunc("module.load", s.moduleLoad)
+	h.HandleFunc("module.remove", s.moduleRemove)
+	h.HandleFunc("module.stats", s.moduleStats)
+	h.HandleFunc("overlay.status", s.overlayStatus)
+	for _, name := range []string{"attr", "service", "local", "event", "module", "overlay"} {
+		h.HandleFunc(name+".disconnect", func(*flux.Request) {})
+	}
+	ctx, cancel := context.WithCancel(b.ctx)
+	s.cancel = cancel
+	go func() {
+		defer close(s.done)
+		h.Serve(ctx)
+	}()
+	return nil
+}
+
+func (s *builtins) stop() {
+	s.cancel()
+	<-s.done
+	s.b.router.removePeer(s.p)
+}
+
+// sender returns the local peer a request came from (the last hop pushed
+// by this broker), or nil for requests that crossed the overlay.
+func (s *builtins) sender(r *flux.Request) peer {
+	id, ok := r.Msg.LastRoute()
+	if !ok {
+		return nil
+	}
+	p := s.b.router.peer(id)
+	if p == nil || p.kind() == peerChild || p.kind() == peerParent {
+		return nil
+	}
+	return p
+}
+
+func requireOwner(r *flux.Request) bool {
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "%s: only the instance owner may do this", r.Topic())
+		return false
+	}
+	return true
+}
+
+func (s *builtins) attrGet(r *flux.Request) {
+	var req struct {
+		Name string `json:"name"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	v, flags, err := s.b.attrs.get(req.Name)
+	if err != nil {
+		r.RespondError(err)
+		return
+	}
+	r.Respond(map[string]any{"value": v, "flags": flags})
+}
+
+func (s *builtins) attrSet(r *flux.Request) {
+	var req struct {
+		Name  string  `json:"name"`
+		Value *string `json:"value"`
+	}
+	if r.Decode(&req) != nil || !requireOwner(r) {
+		return
+	}
+	var err error
+	if req.Value == nil {
+		err = s.b.attrs.userRemove(req.Name)
+	} else {
+		err = s.b.attrs.userSet(req.Name, *req.Value)
+	}
+	if err != nil {
+		r.RespondError(err)
+		return
+	}
+	r.Respond(nil)
+}
+
+func (s *builtins) attrRm(r *flux.Request) {
+	var req struct {
+		Name string `json:"name"`
+	}
+	if r.Decode(&req) != nil || !requireOwner(r) {
+		return
+	}
+	if err := s.b.attrs.userRemove(req.Name); err != nil {
+		r.RespondError(err)
+		return
+	}
+	r.Respond(nil)
+}
+
+func (s *builtins) attrList(r *flux.Request) {
+	r.Respond(map[string]any{"names": s.b.attrs.names()})
+}
+
+func (s *builtins) ping(r *flux.Request) {
+	var req map[string]any
+	if err := r.Msg.UnmarshalPayload(&req); err != nil {
+		req = map[string]any{}
+	}
+	req["route"] = r.Msg.RouteString()
+	req["userid"] = r.Userid()
+	req["rolemask"] = r.Rolemask()
+	req["rank"] = s.b.rank
+	r.Respond(req)
+}
+
+func (s *builtins) rusage(r *flux.Request) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		r.RespondError(err)
+		return
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	r.Respond(map[string]any{
+		"utime":   tv(ru.Utime),
+		"stime":   tv(ru.Stime),
+		"maxrss":  ru.Maxrss,
+		"minflt":  ru.Minflt,
+		"majflt":  ru.Majflt,
+		"nvcsw":   ru.Nvcsw,
+		"nivcsw":  ru.Nivcsw,
+		"inblock": ru.Inblock,
+		"oublock": ru.Oublock,
+	})
+}
+
+func (s *builtins) shutdown(r *flux.Request) {
+	var req struct {
+		Exitcode int `json:"exitcode"`
+	}
+	if r.Decode(&req) != nil || !requireOwner(r) {
+		return
+	}
+	if s.b.rank != 0 {
+		r.Errorf(syscall.EINVAL, "shutdown must be requested of rank 0")
+		return
+	}
+	r.Respond(nil)
+	s.b.Shutdown(req.Exitcode)
+}
+
+func (s *builtins) serviceAdd(r *flux.Request) {
+	var req struct {
+		Service string `json:"service"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	p := s.sender(r)
+	if p == nil {
+		r.Errorf(syscall.EINVAL, "service.add: must be sent to the local broker")
+		return
+	}
+	if err := s.b.router.addService(req.Service, p); err != nil {
+		r.RespondError(err)
+		return
+	}
+	r.Respond(nil)
+}
+
+func (s *builtins) serviceRemove(r *flux.Request) {
+	var req struct {
+		Service string `json:"service"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	p := s.sender(r)
+	if p == nil {
+		r.Errorf(syscall.EINVAL, "service.remove: must be sent to the local broker")
+		return
+	}
+	if err := s.b.router.removeService(req.Service, p); err != nil {
+		r.RespondError(err)
+		return
+	}
+	r.Respond(nil)
+}
+
+func (s *builtins) sub(r *flux.Request) {
+	var req struct {
+		Topic string `json:"topic"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	p := s.sender(r)
+	if p == nil {
+		r.Errorf(syscall.EINVAL, "local.sub: must be sent to the local broker")
+		return
+	}
+	s.b.router.subscribe(p, req.Topic)
+	r.Respond(nil)
+}
+
+func (s *builtins) unsub(r *flux.Request) {
+	var req struct {
+		Topic string `json:"topic"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	if p := s.sender(r); p != nil {
+		s.b.router.unsubscribe(p, req.Topic)
+	}
+	r.Respond(nil)
+}
+
+func (s *builtins) eventPub(r *flux.Request) {
+	var req struct {
+		Topic   string  `json:"topic"`
+		Flags   int     `json:"flags"`
+		Payload *string `json:"payload"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	if req.Topic == "" {
+		r.Errorf(syscall.EINVAL, "event.pub: topic must not be empty")
+		return
+	}
+	if s.b.rank != 0 {
+		// Sequencing happens at rank 0: forward the request there.
+		f, err := s.h.RPC("event.pub", 0, r.Msg.JSON(), 0)
+		if err != nil {
+			r.RespondError(err)
+			return
+		}
+		f.Then(func(m *flux.Message, err error) {
+			if err != nil {
+				r.RespondError(err)
+				return
+			}
+			r.Respond(m.JSON())
+		})
+		return
+	}
+	ev := message.New(message.Event, req.Topic)
+	ev.Userid, ev.Rolemask = r.Userid(), r.Rolemask()
+	if req.Flags&int(message.FlagPrivate) != 0 {
+		ev.Flags |= message.FlagPrivate
+	}
+	if req.Payload != nil {
+		ev.SetJSON([]byte(*req.Payload))
+	}
+	seq := s.b.router.publishSeq(ev)
+	r.Respond(map[string]any{"seq": seq})
+}
+
+func (s *builtins) logAppend(r *flux.Request) {
+	var req struct {
+		Severity *int    `json:"severity"`
+		Name     string  `json:"name"`
+		Message  string  `json:"message"`
+		Time     float64 `json:"timestamp"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	sev := sevNotice
+	if req.Severity != nil {
+		if *req.Severity < 0 || *req.Severity > sevDebug {
+			r.Errorf(syscall.EINVAL, "log.append: severity %d is not 0-7", *req.Severity)
+			return
+		}
+		sev = *req.Severity
+	}
+	if req.Name == "" {
+		req.Name = "logger"
+	}
+	ts := req.Time
+	if ts == 0 {
+		ts = float64(time.Now().UnixNano()) / 1e9
+	}
+	s.b.ring.append(logEntry{Timestamp: ts, Rank: s.b.rank, Severity: sev, Name: req.Name, Message: req.Message})
+	r.Respond(nil)
+}
+
+// followers of log.dmesg, by requestor route, so a disconnect can end them
+type dmesgFollower struct {
+	ch   chan logEntry
+	stop chan struct{}
+}
+
+
+func (s *builtins) dmesg(r *flux.Request) {
+	var req struct {
+		Follow    bool `json:"follow"`
+		NoBacklog bool `json:"nobacklog"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	if !r.Msg.IsStreaming() {
+		r.Errorf(syscall.EPROTO, "log.dmesg: request must be streaming")
+		return
+	}
+	if !req.NoBacklog {
+		for _, e := range s.b.ring.snapshot() {
+			r.Respond(e)
+		}
+	}
+	if !req.Follow {
+		r.EndStream()
+		return
+	}
+	f := &dmesgFollower{ch: s.b.ring.follow(), stop: make(chan struct{})}
+	key := r.Msg.RouteString()
+	s.followers[key] = f
+	go func() {
+		defer s.b.ring.unfollow(f.ch)
+		for {
+			select {
+			case e := <-f.ch:
+				r.Respond(e)
+			case <-f.stop:
+				r.EndStream()
+				return
+			case <-s.b.ctx.Done():
+				r.EndStream()
+				return
+			}
+		}
+	}()
+}
+
+func (s *builtins) logDisconnect(r *flux.Request) {
+	key := r.Msg.RouteString()
+	if f, ok := s.followers[key]; ok {
+		close(f.stop)
+		delete(s.followers, key)
+	}
+}
+
+func (s *builtins) logClear(r *flux.Request) {
+	if !requireOwner(r) {
+		return
+	}
+	s.b.ring.clear()
+	r.Respond(nil)
+}
+
+func (s *builtins) moduleList(r *flux.Request) {
+	r.Respond(map[string]any{"mods": s.b.modules.list(), "available": s.b.modules.reg.Names()})
+}
+
+func (s *builtins) moduleLoad(r *flux.Request) {
+	var req struct {
+		Name string   `json:"name"`
+		Path string   `json:"path"`
+		Args []string `json:"args"`
+	}
+	if r.Decode(&req) != nil || !requireOwner(r) {
+		return
+	}
+	name := req.Name
+	if name == "" {
+		name = req.Path
+	}
+	if err := s.b.modules.load(name, req.Args); err != nil {
+		r.RespondError(err)
+		return
+	}
+	r.Respond(nil)
+}
+
+func (s *builtins) moduleRemove(r *flux.Request) {
+	var req struct {
+		Name string `json:"name"`
+	}
+	if r.Decode(&req) != nil || !requireOwner(r) {
+		return
+	}
+	// Removal waits for the module; don't stall other builtin services.
+	go func() {
+		if err := s.b.modules.remove(req.Name, 10*time.Second); err != nil {
+			r.RespondError(err)
+			return
+		}
+		r.Respond(nil)
+	}()
+}
+
+func (s *builtins) moduleStats(r *flux.Request) {
+	var req struct {
+		Name string `json:"name"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	st, err := s.b.modules.stats(req.Name)
+	if err != nil {
+		r.RespondError(err)
+		return
+	}
+	r.Respond(st)
+}
+
+func (s *builtins) overlayStatus(r *flux.Request) {
+	type child struct {
+		Rank     uint32  `json:"rank"`
+		Status   string  `json:"status"`
+		Duration float64 `json:"duration"`
+	}
+	var kids []child
+	for _, cs := range s.b.overlay.childStates() {
+		kids = append(kids, child{Rank: cs.rank, Status: cs.state, Duration: time.Since(cs.since).Seconds()})
+	}
+	host, _, _ := s.b.attrs.get("hostname")
+	r.Respond(map[string]any{
+		"rank":     s.b.rank,
+		"size":     s.b.size,
+		"hostname": host,
+		"state":    s.b.state.Load(),
+		"children": kids,
+		"uptime":   time.Since(s.b.started).Seconds(),
+	})
+}
+

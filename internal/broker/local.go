@@ -1,0 +1,234 @@
+package broker
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/fluxgo/fluxgo/internal/message"
+)
+
+// localConnector listens on the broker's unix socket and speaks
+// flux-core's local connector protocol: on accept the broker learns the
+// peer's uid with SO_PEERCRED and writes one byte (0 = accepted, else an
+// errno), then stream-framed messages flow both ways.
+type localConnector struct {
+	b    *Broker
+	ln   *net.UnixListener
+	path string
+
+	mu      sync.Mutex
+	clients map[*client]struct{}
+	wg      sync.WaitGroup
+}
+
+func listenLocal(b *Broker, path string) (*localConnector, error) {
+	_ = os.Remove(path)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("local connector: %w", err)
+	}
+	ln.SetUnlinkOnClose(true)
+	// Guests may connect when the instance allows them; the
+	// authentication byte refuses them otherwise.
+	if err := os.Chmod(path, 0o777); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("local connector: %w", err)
+	}
+	return &localConnector{b: b, ln: ln, path: path, clients: make(map[*client]struct{})}, nil
+}
+
+func (lc *localConnector) serve() {
+	for {
+		c, err := lc.ln.AcceptUnix()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				lc.b.log.Error("local connector accept", "err", err)
+			}
+			return
+		}
+		lc.wg.Add(1)
+		go func() {
+			defer lc.wg.Done()
+			lc.handle(c)
+		}()
+	}
+}
+
+// close stops accepting and disconnects every client.
+func (lc *localConnector) close() {
+	lc.ln.Close()
+	lc.mu.Lock()
+	for c := range lc.clients {
+		c.conn.Close()
+	}
+	lc.mu.Unlock()
+	lc.wg.Wait()
+}
+
+func peerUID(c *net.UnixConn) (uint32, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *syscall.Ucred
+	var cerr error
+	err = raw.Control(func(fd uintptr) {
+		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	})
+	if err != nil {
+		return 0, err
+	}
+	if cerr != nil {
+		return 0, cerr
+	}
+	return cred.Uid, nil
+}
+
+func (lc *localConnector) handle(c *net.UnixConn) {
+	b := lc.b
+	uid, err := peerUID(c)
+	if err != nil {
+		b.log.Error("local connector: SO_PEERCRED", "err", err)
+		c.Write([]byte{byte(syscall.EPROTO)})
+		c.Close()
+		return
+	}
+	role := message.RoleUser | message.RoleLocal
+	if uid == b.owner {
+		role = message.RoleOwner | message.RoleLocal
+	} else if !b.allowGuests() {
+		b.log.Info("local connector: refusing guest", "uid", uid)
+		c.Write([]byte{byte(syscall.EPERM)})
+		c.Close()
+		return
+	}
+	if _, err := c.Write([]byte{0}); err != nil {
+		c.Close()
+		return
+	}
+	cl := &client{
+		b:       b,
+		conn:    c,
+		uid:     uid,
+		role:    role,
+		ident:   newClientID(),
+		q:       newSendQueue(),
+		touched: make(map[svcAddr]struct{}),
+	}
+	lc.mu.Lock()
+	lc.clients[cl] = struct{}{}
+	lc.mu.Unlock()
+	b.router.addPeer(cl)
+
+	done := make(chan struct{})
+	go func() {
+		cl.q.writeLoop(c)
+		c.Close()
+		close(done)
+	}()
+	cl.readLoop()
+	cl.q.close()
+	<-done
+	lc.mu.Lock()
+	delete(lc.clients, cl)
+	lc.mu.Unlock()
+	cl.disconnect()
+}
+
+// svcAddr is where a client's requests went: a service at a nodeid.
+type svcAddr struct {
+	service  string
+	nodeid   uint32
+	upstream uint8
+}
+
+// client is one local connector connection.
+type client struct {
+	b     *Broker
+	conn  *net.UnixConn
+	uid   uint32
+	role  uint32
+	ident string
+	q     *sendQueue
+
+	mu      sync.Mutex
+	touched map[svcAddr]struct{} // services this client sent requests to
+}
+
+func newClientID() string {
+	var b [4]byte
+	for {
+		rand.Read(b[:])
+		s := hex.EncodeToString(b[:])
+		for _, ch := range s {
+			if ch >= 'a' {
+				return s // never all digits: ranks use those ids
+			}
+		}
+	}
+}
+
+func (c *client) id() string                 { return c.ident }
+func (c *client) kind() peerKind             { return peerClient }
+func (c *client) creds() (uint32, uint32)    { return c.uid, c.role }
+func (c *client) deliver(m *message.Message) { c.q.push(m) }
+
+func (c *client) readLoop() {
+	r := message.NewReader(c.conn)
+	for {
+		m, err := r.Read()
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.ECONNRESET) {
+				c.b.log.Debug("local client read", "client", c.ident, "err", err)
+			}
+			return
+		}
+		c.stampCreds(m)
+		if m.Type == message.Request {
+			c.mu.Lock()
+			c.touched[svcAddr{message.Service(m.Topic), m.Nodeid, m.Flags & message.FlagUpstream}] = struct{}{}
+			c.mu.Unlock()
+		}
+		c.b.router.route(m, c)
+	}
+}
+
+// stampCreds fills in the connection's credentials. The instance owner
+// may send messages with other credentials (as flux-core allows for
+// testing); anyone else always gets their own.
+func (c *client) stampCreds(m *message.Message) {
+	if m.Userid == message.UseridUnknown || c.role&message.RoleOwner == 0 {
+		m.Userid = c.uid
+		m.Rolemask = c.role
+		return
+	}
+	if m.Rolemask == message.RoleNone {
+		m.Rolemask = c.role
+	}
+}
+
+// disconnect tells every service the client used that it is gone (a
+// "<service>.disconnect" request carrying the client's route), so they
+// can drop its watches and streams, then forgets the client.
+func (c *client) disconnect() {
+	c.b.router.removePeer(c)
+	c.mu.Lock()
+	svcs := make([]svcAddr, 0, len(c.touched))
+	for s := range c.touched {
+		svcs = append(svcs, s)
+	}
+	c.mu.Unlock()
+	for _, s := range svcs {
+		m := message.NewRequest(s.service+".disconnect", s.nodeid, nil)
+		m.Flags |= message.FlagNoResponse | s.upstream
+		m.Userid, m.Rolemask = c.uid, c.role
+		c.b.router.route(m, c)
+	}
+}

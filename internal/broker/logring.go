@@ -1,0 +1,181 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Syslog severities used by flux dmesg and flux logger (RFC 5424).
+const (
+	sevEmerg = iota
+	sevAlert
+	sevCrit
+	sevErr
+	sevWarning
+	sevNotice
+	sevInfo
+	sevDebug
+)
+
+var sevNames = []string{"emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"}
+
+// logEntry is one line of the broker's log ring buffer.
+type logEntry struct {
+	Seq       uint64  `json:"seq"`
+	Timestamp float64 `json:"timestamp"`
+	Rank      uint32  `json:"rank"`
+	Severity  int     `json:"severity"`
+	Name      string  `json:"name"`
+	Message   string  `json:"message"`
+}
+
+// Format renders an entry the way flux dmesg prints it.
+func (e logEntry) Format() string {
+	ts := time.Unix(0, int64(e.Timestamp*1e9)).UTC().Format("2006-01-02T15:04:05.000000Z")
+	sev := "debug"
+	if e.Severity >= 0 && e.Severity < len(sevNames) {
+		sev = sevNames[e.Severity]
+	}
+	return fmt.Sprintf("%s %s.%s[%d]: %s", ts, e.Name, sev, e.Rank, e.Message)
+}
+
+// logRing keeps the last N log entries of a broker and feeds followers
+// (flux dmesg --follow).
+type logRing struct {
+	mu        sync.Mutex
+	rank      uint32
+	entries   []logEntry
+	next      int
+	full      bool
+	seq       uint64
+	followers map[chan logEntry]struct{}
+	stderr    io.Writer
+	stderrSev int
+}
+
+func newLogRing(size int, rank uint32) *logRing {
+	return &logRing{
+		entries:   make([]logEntry, size),
+		rank:      rank,
+		followers: make(map[chan logEntry]struct{}),
+		stderr:    os.Stderr,
+		stderrSev: sevErr,
+	}
+}
+
+func (r *logRing) append(e logEntry) {
+	r.mu.Lock()
+	r.seq++
+	e.Seq = r.seq
+	r.entries[r.next] = e
+	r.next = (r.next + 1) % len(r.entries)
+	if r.next == 0 {
+		r.full = true
+	}
+	for ch := range r.followers {
+		select {
+		case ch <- e:
+		default: // a follower that can't keep up misses entries
+		}
+	}
+	w, level := r.stderr, r.stderrSev
+	r.mu.Unlock()
+	if w != nil && e.Severity <= level {
+		fmt.Fprintln(w, e.Format())
+	}
+}
+
+// snapshot returns the buffered entries, oldest first.
+func (r *logRing) snapshot() []logEntry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []logEntry
+	if r.full {
+		out = append(out, r.entries[r.next:]...)
+	}
+	return append(out, r.entries[:r.next]...)
+}
+
+func (r *logRing) clear() {
+	r.mu.Lock()
+	r.next, r.full = 0, false
+	r.mu.Unlock()
+}
+
+func (r *logRing) follow() chan logEntry {
+	ch := make(chan logEntry, 1024)
+	r.mu.Lock()
+	r.followers[ch] = struct{}{}
+	r.mu.Unlock()
+	return ch
+}
+
+func (r *logRing) unfollow(ch chan logEntry) {
+	r.mu.Lock()
+	delete(r.followers, ch)
+	r.mu.Unlock()
+}
+
+// ringHandler is a slog.Handler that writes into the ring.
+type ringHandler struct {
+	ring  *logRing
+	name  string
+	attrs []slog.Attr
+	level slog.Leveler
+}
+
+func (h *ringHandler) Enabled(_ context.Context, l slog.Level) bool {
+	return l >= h.level.Level()
+}
+
+func slogSeverity(l slog.Level) int {
+	switch {
+	case l >= slog.LevelError:
+		return sevErr
+	case l >= slog.LevelWarn:
+		return sevWarning
+	case l >= slog.LevelInfo:
+		return sevInfo
+	}
+	return sevDebug
+}
+
+func (h *ringHandler) Handle(_ context.Context, rec slog.Record) error {
+	var sb strings.Builder
+	sb.WriteString(rec.Message)
+	name := h.name
+	write := func(a slog.Attr) bool {
+		if a.Key == "module" {
+			name = a.Value.String()
+			return true
+		}
+		fmt.Fprintf(&sb, " %s=%v", a.Key, a.Value.Any())
+		return true
+	}
+	for _, a := range h.attrs {
+		write(a)
+	}
+	rec.Attrs(write)
+	h.ring.append(logEntry{
+		Timestamp: float64(rec.Time.UnixNano()) / 1e9,
+		Rank:      h.ring.rank,
+		Severity:  slogSeverity(rec.Level),
+		Name:      name,
+		Message:   sb.String(),
+	})
+	return nil
+}
+
+func (h *ringHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	c := *h
+	c.attrs = append(append([]slog.Attr(nil), h.attrs...), as...)
+	return &c
+}
+
+func (h *ringHandler) WithGroup(string) slog.Handler { return h }

@@ -1,0 +1,299 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/message"
+	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+)
+
+// modulePeer is a module's in-process connection: its flux.Handle sends
+// through the router directly, and the router delivers to the handle
+// without a socket in between.
+type modulePeer struct {
+	b       *Broker
+	name    string
+	args    []string
+	h       *flux.Handle
+	loaded  time.Time
+	cancel  context.CancelFunc
+	done    chan struct{}
+	dead    atomic.Bool
+	lastMsg atomic.Int64
+	rx, tx  atomic.Uint64
+
+	mu       sync.Mutex
+	deliverF func(*message.Message)
+	closedF  func(error)
+	pending  map[string]*message.Message // requests delivered, not yet answered
+}
+
+func newModulePeer(b *Broker, name string) *modulePeer {
+	p := &modulePeer{b: b, name: name, loaded: time.Now(), done: make(chan struct{}),
+		pending: make(map[string]*message.Message)}
+	p.lastMsg.Store(time.Now().UnixNano())
+	return p
+}
+
+// peer interface
+func (p *modulePeer) id() string     { return p.name }
+func (p *modulePeer) kind() peerKind { return peerModule }
+func (p *modulePeer) creds() (uint32, uint32) {
+	return p.b.owner, message.RoleOwner | message.RoleLocal
+}
+
+func (p *modulePeer) deliver(m *message.Message) {
+	p.rx.Add(1)
+	p.lastMsg.Store(time.Now().UnixNano())
+	if m.Type == message.Request {
+		if p.dead.Load() {
+			p.b.router.respondError(m, syscall.ENOSYS, fmt.Sprintf("module %s is not loaded", p.name))
+			return
+		}
+		if !m.NoResponse() {
+			p.mu.Lock()
+			p.pending[inflightKey(m)] = m
+			p.mu.Unlock()
+		}
+	}
+	p.mu.Lock()
+	f := p.deliverF
+	p.mu.Unlock()
+	if f != nil {
+		f(m)
+	}
+}
+
+// flux.Conn interface
+
+func (p *modulePeer) Send(m *message.Message) error {
+	p.tx.Add(1)
+	p.lastMsg.Store(time.Now().UnixNano())
+	if m.Userid == message.UseridUnknown {
+		m.Userid, m.Rolemask = p.creds()
+	}
+	if m.Type == message.Response && (!m.IsStreaming() || m.Errnum != 0) {
+		// the route stack still ends with the requestor's hop here
+		p.mu.Lock()
+		delete(p.pending, inflightKey(m))
+		p.mu.Unlock()
+	}
+	p.b.router.route(m, p)
+	return nil
+}
+
+func (p *modulePeer) Start(deliver func(*message.Message), closed func(error)) {
+	p.mu.Lock()
+	p.deliverF, p.closedF = deliver, closed
+	p.mu.Unlock()
+}
+
+func (p *modulePeer) Close() error {
+	p.mu.Lock()
+	closed := p.closedF
+	p.closedF = nil
+	p.mu.Unlock()
+	if closed != nil {
+		closed(flux.ErrClosed)
+	}
+	return nil
+}
+
+// failPending answers requests the module never answered.
+func (p *modulePeer) failPending(why string) {
+	p.mu.Lock()
+	pending := p.pending
+	p.pending = make(map[string]*message.Message)
+	p.mu.Unlock()
+	for _, req := range pending {
+		p.b.router.respondError(req, syscall.ENOSYS, why)
+	}
+}
+
+// moduleHost loads, runs and unloads modules.
+type moduleHost struct {
+	b   *Broker
+	reg *module.Registry
+
+	mu    sync.Mutex
+	mods  map[string]*modulePeer
+	order []string // load order, for reverse-order unload
+}
+
+func newModuleHost(b *Broker, reg *module.Registry) *moduleHost {
+	if reg == nil {
+		reg = module.NewRegistry()
+	}
+	return &moduleHost{b: b, reg: reg, mods: make(map[string]*modulePeer)}
+}
+
+// load starts module name with args. It returns once the module's
+// goroutine is running and its service is registered.
+func (mh *moduleHost) load(name string, args []string) error {
+	factory, ok := mh.reg.Lookup(name)
+	if !ok {
+		return fmt.Errorf("no module named %q (see flux module list --all): %w", name, syscall.ENOENT)
+	}
+	mh.mu.Lock()
+	if _, dup := mh.mods[name]; dup {
+		mh.mu.Unlock()
+		return fmt.Errorf("module %q is already loaded: %w", name, syscall.EEXIST)
+	}
+	mod := factory()
+	p := newModulePeer(mh.b, name)
+	p.args = args
+	mh.mods[name] = p
+	mh.order = append(mh.order, name)
+	mh.mu.Unlock()
+
+	b := mh.b
+	b.router.addPeer(p)
+	if err := b.router.addService(mod.Name(), p); err != nil {
+		mh.forget(p)
+		b.router.removePeer(p)
+		return err
+	}
+	p.h = flux.NewHandle(p)
+	ctx, cancel := context.WithCancel(b.ctx)
+	p.cancel = cancel
+	log := b.log.With("module", name)
+	go func() {
+		defer close(p.done)
+		err := runModule(ctx, mod, p.h, args)
+		p.dead.Store(true)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Error(fmt.Sprintf("module %s failed and was unloaded: %v", name, err))
+		default:
+			log.Debug("module unloaded")
+		}
+		b.router.removePeer(p)
+		p.failPending(fmt.Sprintf("module %s was unloaded", name))
+		p.Close()
+		mh.forget(p)
+	}()
+	log.Debug("module loaded")
+	return nil
+}
+
+// runModule runs a module, turning a panic into an error.
+func runModule(ctx context.Context, mod module.Module, h *flux.Handle, args []string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return mod.Run(ctx, h, args)
+}
+
+func (mh *moduleHost) forget(p *modulePeer) {
+	mh.mu.Lock()
+	defer mh.mu.Unlock()
+	if mh.mods[p.name] != p {
+		return
+	}
+	delete(mh.mods, p.name)
+	for i, n := range mh.order {
+		if n == p.name {
+			mh.order = append(mh.order[:i], mh.order[i+1:]...)
+			break
+		}
+	}
+}
+
+// remove stops module name and waits for it to finish.
+func (mh *moduleHost) remove(name string, timeout time.Duration) error {
+	mh.mu.Lock()
+	p := mh.mods[name]
+	mh.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("module %q is not loaded: %w", name, syscall.ENOENT)
+	}
+	p.cancel()
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(timeout):
+		return fmt.Errorf("module %q did not stop within %v: %w", name, timeout, syscall.ETIMEDOUT)
+	}
+}
+
+// removeAll unloads every module in reverse load order (rc3).
+func (mh *moduleHost) removeAll(timeout time.Duration) {
+	mh.mu.Lock()
+	names := append([]string(nil), mh.order...)
+	mh.mu.Unlock()
+	for i := len(names) - 1; i >= 0; i-- {
+		if err := mh.remove(names[i], timeout); err != nil {
+			mh.b.log.Warn("rc3: " + err.Error())
+		}
+	}
+}
+
+// moduleInfo is one row of flux module list.
+type moduleInfo struct {
+	Name     string   `json:"name"`
+	Path     string   `json:"path"`
+	Idle     int      `json:"idle"`
+	Status   int      `json:"status"`
+	Services []string `json:"services"`
+	Args     []string `json:"args"`
+	Loaded   float64  `json:"loaded"`
+	Rx       uint64   `json:"rx"`
+	Tx       uint64   `json:"tx"`
+}
+
+// Module status values (flux-core's module states).
+const modStatusRunning = 2
+
+func (mh *moduleHost) list() []moduleInfo {
+	mh.mu.Lock()
+	defer mh.mu.Unlock()
+	out := make([]moduleInfo, 0, len(mh.mods))
+	now := time.Now().UnixNano()
+	for _, p := range mh.mods {
+		out = append(out, moduleInfo{
+			Name:     p.name,
+			Path:     "builtin:" + p.name,
+			Idle:     int((now - p.lastMsg.Load()) / int64(time.Second)),
+			Status:   modStatusRunning,
+			Services: mh.b.router.serviceList(p),
+			Args:     p.args,
+			Loaded:   float64(p.loaded.UnixNano()) / 1e9,
+			Rx:       p.rx.Load(),
+			Tx:       p.tx.Load(),
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (mh *moduleHost) stats(name string) (map[string]any, error) {
+	mh.mu.Lock()
+	p := mh.mods[name]
+	mh.mu.Unlock()
+	if p == nil {
+		return nil, fmt.Errorf("module %q is not loaded: %w", name, syscall.ENOENT)
+	}
+	p.mu.Lock()
+	pending := len(p.pending)
+	p.mu.Unlock()
+	return map[string]any{
+		"name":     p.name,
+		"rx":       p.rx.Load(),
+		"tx":       p.tx.Load(),
+		"pending":  pending,
+		"uptime":   time.Since(p.loaded).Seconds(),
+		"idle":     strconv.FormatInt((time.Now().UnixNano()-p.lastMsg.Load())/int64(time.Second), 10),
+		"services": mh.b.router.serviceList(p),
+	}, nil
+}

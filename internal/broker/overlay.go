@@ -1,0 +1,574 @@
+package broker
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/message"
+)
+
+// Overlay control message types (CtlType of message.Control), private to
+// broker-to-broker links.
+const (
+	ctlHello     = 1 // child -> parent: join as rank CtlStatus; parent -> child: answer (CtlStatus = errno)
+	ctlKeepalive = 2 // both ways, whenever a link has been idle
+	ctlShutdown  = 3 // parent -> child: shut down your subtree
+	ctlGoodbye   = 4 // child -> parent: leaving cleanly
+	ctlReady     = 5 // child -> parent: my whole subtree has joined
+)
+
+// Child broker states as flux overlay status reports them.
+const (
+	stateOnline  = "full"
+	stateLost    = "lost"
+	stateOffline = "offline"
+)
+
+// link is one overlay connection, to the parent or to a child.
+type link struct {
+	o        *overlay
+	conn     net.Conn
+	q        *sendQueue
+	rank     uint32
+	pk       peerKind
+	ident    string
+	lastRecv atomic.Int64
+
+	mu       sync.Mutex
+	inflight map[string]*message.Message // requests sent over this link awaiting responses
+	closed   bool
+}
+
+func (l *link) id() string                 { return l.ident }
+func (l *link) kind() peerKind             { return l.pk }
+func (l *link) creds() (uint32, uint32)    { return l.o.b.owner, message.RoleOwner }
+func (l *link) deliver(m *message.Message) { l.send(m) }
+
+func inflightKey(m *message.Message) string {
+	return strconv.FormatUint(uint64(m.Matchtag), 10) + "|" + m.RouteString()
+}
+
+// send queues m on the link, remembering requests that expect responses
+// so they can be failed if the link is lost.
+func (l *link) send(m *message.Message) bool {
+	if m.Type == message.Request && !m.NoResponse() {
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return false
+		}
+		l.inflight[inflightKey(m)] = m.Copy()
+		l.mu.Unlock()
+	}
+	return l.q.push(m)
+}
+
+// responseArrived forgets the request a response from this link answers.
+func (l *link) responseArrived(m *message.Message) {
+	if m.IsStreaming() && m.Errnum == 0 {
+		return
+	}
+	l.mu.Lock()
+	delete(l.inflight, inflightKey(m))
+	l.mu.Unlock()
+}
+
+// failInflight answers every request still waiting on the link with
+// EHOSTUNREACH, so nothing hangs on a lost broker.
+func (l *link) failInflight(r *router, why string) {
+	l.mu.Lock()
+	l.closed = true
+	pending := l.inflight
+	l.inflight = nil
+	l.mu.Unlock()
+	for _, req := range pending {
+		r.respondError(req, syscall.EHOSTUNREACH, why)
+	}
+}
+
+type childState struct {
+	rank  uint32
+	state string
+	ready bool // the child's whole subtree has joined
+	link  *link
+	since time.Time
+}
+
+// overlay owns this broker's tree-based overlay network (TBON) links: one
+// to the parent (ranks > 0) and one per child.
+type overlay struct {
+	b        *Broker
+	ln       net.Listener
+	children map[uint32]*childState
+
+	mu       sync.Mutex
+	parent   *link
+	joined   chan struct{} // closed when every child has joined once (quorum)
+	changed  chan struct{} // signalled when a child's state changes
+	shutdown chan int      // receives an exit code when the parent says shut down
+	timeout  time.Duration
+	interval time.Duration
+	lostHook func(rank uint32)
+	wg       sync.WaitGroup
+}
+
+func newOverlay(b *Broker) *overlay {
+	o := &overlay{
+		b:        b,
+		children: make(map[uint32]*childState),
+		joined:   make(chan struct{}),
+		changed:  make(chan struct{}, 1),
+		shutdown: make(chan int, 1),
+		timeout:  b.cfg.TBONTimeout,
+		interval: b.cfg.TBONTimeout / 5,
+	}
+	for _, c := range b.topo.children(b.rank) {
+		o.children[c] = &childState{rank: c, state: stateOffline, since: time.Now()}
+	}
+	if len(o.children) == 0 {
+		close(o.joined)
+	}
+	return o
+}
+
+func (o *overlay) hasParent() bool { return o.b.rank != 0 }
+
+func (o *overlay) sendParent(m *message.Message) bool {
+	o.mu.Lock()
+	p := o.parent
+	o.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	return p.send(m)
+}
+
+func (o *overlay) sendChild(rank uint32, m *message.Message) bool {
+	o.mu.Lock()
+	cs := o.children[rank]
+	var l *link
+	if cs != nil {
+		l = cs.link
+	}
+	o.mu.Unlock()
+	if l == nil {
+		return false
+	}
+	return l.send(m)
+}
+
+func (o *overlay) sendChildren(m *message.Message) {
+	o.mu.Lock()
+	for _, cs := range o.children {
+		if cs.link != nil {
+			cs.link.q.push(m)
+		}
+	}
+	o.mu.Unlock()
+}
+
+// listen starts accepting child connections on uri.
+func (o *overlay) listen(uri string, inherited *os.File) error {
+	var ln net.Listener
+	var err error
+	if inherited != nil {
+		ln, err = net.FileListener(inherited)
+		inherited.Close()
+		if ul, ok := ln.(*net.UnixListener); ok {
+			ul.SetUnlinkOnClose(true)
+		}
+	} else {
+		ln, err = listenURI(uri, o.b)
+	}
+	if err != nil {
+		return fmt.Errorf("overlay: listen on %s: %w", uri, err)
+	}
+	o.ln = ln
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				if !errors.Is(err, net.ErrClosed) {
+					o.b.log.Error("overlay accept", "err", err)
+				}
+				return
+			}
+			o.wg.Add(1)
+			go func() {
+				defer o.wg.Done()
+				o.acceptChild(c)
+			}()
+		}
+	}()
+	return nil
+}
+
+type helloPayload struct {
+	Rank    uint32 `json:"rank"`
+	Size    uint32 `json:"size"`
+	Version string `json:"version"`
+}
+
+func (o *overlay) acceptChild(c net.Conn) {
+	b := o.b
+	if err := authenticatePeer(c, b); err != nil {
+		b.log.Warn("overlay: refusing connection", "remote", c.RemoteAddr().String(), "err", err)
+		c.Close()
+		return
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	r := message.NewReader(c)
+	m, err := r.Read()
+	if err != nil || m.Type != message.Control || m.CtlType != ctlHello {
+		b.log.Warn("overlay: bad hello", "remote", c.RemoteAddr().String(), "err", err)
+		c.Close()
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	var hello helloPayload
+	_ = json.Unmarshal(m.JSON(), &hello)
+	rank := m.CtlStatus
+	reply := &message.Message{Type: message.Control, CtlType: ctlHello}
+	o.mu.Lock()
+	cs := o.children[rank]
+	switch {
+	case cs == nil:
+		reply.CtlStatus = uint32(syscall.EINVAL)
+	case cs.link != nil:
+		reply.CtlStatus = uint32(syscall.EEXIST)
+	case hello.Size != 0 && hello.Size != b.size:
+		reply.CtlStatus = uint32(syscall.EINVAL)
+	}
+	if reply.CtlStatus != 0 {
+		o.mu.Unlock()
+		b.log.Warn("overlay: refusing child", "rank", rank, "err", syscall.Errno(reply.CtlStatus))
+		reply.WriteTo(c)
+		c.Close()
+		return
+	}
+	l := &link{o: o, conn: c, q: newSendQueue(), rank: rank, pk: peerChild,
+		ident: strconv.FormatUint(uint64(rank), 10), inflight: make(map[string]*message.Message)}
+	l.lastRecv.Store(time.Now().UnixNano())
+	cs.link = l
+	cs.ready = false
+	wasLost := cs.state == stateLost
+	cs.state = stateOnline
+	cs.since = time.Now()
+	o.mu.Unlock()
+	b.router.addPeer(l)
+	l.q.push(reply)
+	if wasLost {
+		b.log.Info("overlay: child rejoined", "rank", rank)
+	} else {
+		b.log.Debug("overlay: child joined", "rank", rank)
+	}
+	o.notifyChanged()
+
+	writeDone := make(chan struct{})
+	go func() {
+		l.q.writeLoop(c)
+		close(writeDone)
+	}()
+	err = readBuffered(l, r)
+	l.q.close()
+	c.Close()
+	<-writeDone
+
+	o.mu.Lock()
+	graceful := cs.state == stateOffline // set by goodbye
+	cs.link = nil
+	cs.ready = false
+	if !graceful {
+		cs.state = stateLost
+	}
+	cs.since = time.Now()
+	o.mu.Unlock()
+	b.router.removePeer(l)
+	why := fmt.Sprintf("broker rank %d is offline", rank)
+	if !graceful {
+		why = fmt.Sprintf("broker rank %d was lost", rank)
+		b.log.Error("overlay: child lost", "rank", rank, "err", err)
+	}
+	l.failInflight(b.router, why)
+	o.notifyChanged()
+	if !graceful && o.lostHook != nil {
+		o.lostHook(rank)
+	}
+}
+
+func (o *overlay) notifyChanged() {
+	o.mu.Lock()
+	all := true
+	for _, cs := range o.children {
+		if cs.state != stateOnline || !cs.ready {
+			all = false
+		}
+	}
+	if all {
+		select {
+		case <-o.joined:
+		default:
+			close(o.joined)
+		}
+	}
+	o.mu.Unlock()
+	select {
+	case o.changed <- struct{}{}:
+	default:
+	}
+}
+
+// connectParent joins the parent at uri and starts routing its messages.
+func (o *overlay) connectParent(uri string) error {
+	b := o.b
+	c, err := dialURI(uri, b)
+	if err != nil {
+		return fmt.Errorf("overlay: connect to parent %s: %w", uri, err)
+	}
+	hello := &message.Message{Type: message.Control, CtlType: ctlHello, CtlStatus: b.rank}
+	hello.MarshalPayload(helloPayload{Rank: b.rank, Size: b.size, Version: versionString()})
+	if _, err := hello.WriteTo(c); err != nil {
+		c.Close()
+		return fmt.Errorf("overlay: hello to parent: %w", err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	r := message.NewReader(c)
+	m, err := r.Read()
+	if err != nil {
+		c.Close()
+		return fmt.Errorf("overlay: parent %s did not answer hello: %w", uri, err)
+	}
+	if m.Type != message.Control || m.CtlType != ctlHello {
+		c.Close()
+		return fmt.Errorf("overlay: parent %s answered hello with %v", uri, m.Type)
+	}
+	if m.CtlStatus != 0 {
+		c.Close()
+		return fmt.Errorf("overlay: parent %s refused rank %d: %w", uri, b.rank, syscall.Errno(m.CtlStatus))
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	prank, _ := b.topo.parent(b.rank)
+	l := &link{o: o, conn: c, q: newSendQueue(), rank: prank, pk: peerParent, ident: "p",
+		inflight: make(map[string]*message.Message)}
+	l.lastRecv.Store(time.Now().UnixNano())
+	o.mu.Lock()
+	o.parent = l
+	o.mu.Unlock()
+	b.router.addPeer(l)
+	go func() {
+		// tell the parent once our subtree is complete (quorum)
+		select {
+		case <-o.joined:
+			l.q.push(&message.Message{Type: message.Control, CtlType: ctlReady})
+		case <-b.ctx.Done():
+		}
+	}()
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		writeDone := make(chan struct{})
+		go func() {
+			l.q.writeLoop(c)
+			// queue closed (goodbye) or write failed: end the link
+			c.Close()
+			close(writeDone)
+		}()
+		err := readBuffered(l, r)
+		l.q.close()
+		c.Close()
+		<-writeDone
+		o.mu.Lock()
+		o.parent = nil
+		o.mu.Unlock()
+		b.router.removePeer(l)
+		l.failInflight(b.router, "parent broker was lost")
+		select {
+		case o.shutdown <- -1:
+			if !b.stopping.Load() {
+				b.log.Error("overlay: lost parent, shutting down", "err", err)
+			}
+		default:
+		}
+	}()
+	return nil
+}
+
+// readBuffered continues reading on r (which may hold buffered bytes
+// from the handshake).
+func readBuffered(l *link, r *message.Reader) error {
+	b := l.o.b
+	for {
+		m, err := r.Read()
+		if err != nil {
+			return err
+		}
+		l.lastRecv.Store(time.Now().UnixNano())
+		switch m.Type {
+		case message.Control:
+			l.o.control(l, m)
+		case message.Response:
+			l.responseArrived(m)
+			b.router.route(m, l)
+		default:
+			b.router.route(m, l)
+		}
+	}
+}
+
+// control handles an overlay control message from link l.
+func (o *overlay) control(l *link, m *message.Message) {
+	switch m.CtlType {
+	case ctlKeepalive:
+	case ctlShutdown:
+		if l.pk == peerParent {
+			select {
+			case o.shutdown <- int(m.CtlStatus):
+			default:
+			}
+		}
+	case ctlReady:
+		if l.pk == peerChild {
+			o.mu.Lock()
+			if cs := o.children[l.rank]; cs != nil && cs.link == l {
+				cs.ready = true
+			}
+			o.mu.Unlock()
+			o.notifyChanged()
+		}
+	case ctlGoodbye:
+		if l.pk == peerChild {
+			o.mu.Lock()
+			if cs := o.children[l.rank]; cs != nil {
+				cs.state = stateOffline
+			}
+			o.mu.Unlock()
+		}
+	}
+}
+
+// keepalive sends keepalives on every link and drops links that have been
+// silent longer than the timeout (a hung or unreachable broker).
+func (o *overlay) keepalive(stop <-chan struct{}) {
+	if o.interval <= 0 {
+		return
+	}
+	t := time.NewTicker(o.interval)
+	defer t.Stop()
+	ka := &message.Message{Type: message.Control, CtlType: ctlKeepalive}
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		now := time.Now().UnixNano()
+		var links []*link
+		o.mu.Lock()
+		if o.parent != nil {
+			links = append(links, o.parent)
+		}
+		for _, cs := range o.children {
+			if cs.link != nil {
+				links = append(links, cs.link)
+			}
+		}
+		o.mu.Unlock()
+		for _, l := range links {
+			l.q.push(ka)
+			if time.Duration(now-l.lastRecv.Load()) > o.timeout {
+				o.b.log.Error("overlay: peer stopped responding", "rank", l.rank, "timeout", o.timeout)
+				l.conn.Close()
+			}
+		}
+	}
+}
+
+// shutdownChildren tells every child to shut down and waits (up to
+// timeout) until they have all disconnected.
+func (o *overlay) shutdownChildren(code int, timeout time.Duration) {
+	msg := &message.Message{Type: message.Control, CtlType: ctlShutdown, CtlStatus: uint32(code)}
+	o.sendChildren(msg)
+	deadline := time.After(timeout)
+	for {
+		o.mu.Lock()
+		busy := 0
+		for _, cs := range o.children {
+			if cs.link != nil {
+				busy++
+			}
+		}
+		o.mu.Unlock()
+		if busy == 0 {
+			return
+		}
+		select {
+		case <-o.changed:
+		case <-deadline:
+			o.b.log.Warn("overlay: children did not disconnect in time", "count", busy)
+			return
+		}
+	}
+}
+
+// goodbye tells the parent we are leaving cleanly and closes the link.
+func (o *overlay) goodbye() {
+	o.mu.Lock()
+	p := o.parent
+	o.mu.Unlock()
+	if p == nil {
+		return
+	}
+	p.q.push(&message.Message{Type: message.Control, CtlType: ctlGoodbye})
+	p.q.close()
+	setWriteDeadline(p.conn, 2*time.Second)
+}
+
+// close stops listening and closes all links.
+func (o *overlay) close() {
+	if o.ln != nil {
+		o.ln.Close()
+	}
+	o.mu.Lock()
+	if o.parent != nil {
+		o.parent.q.close()
+	}
+	for _, cs := range o.children {
+		if cs.link != nil {
+			cs.link.conn.Close()
+		}
+	}
+	o.mu.Unlock()
+	o.wg.Wait()
+}
+
+// childStates returns a snapshot of direct children's states.
+func (o *overlay) childStates() []childState {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]childState, 0, len(o.children))
+	for _, r := range o.b.topo.children(o.b.rank) {
+		cs := o.children[r]
+		out = append(out, childState{rank: cs.rank, state: cs.state, since: cs.since})
+	}
+	return out
+}
+
+// splitURI separates "scheme://rest".
+func splitURI(uri string) (scheme, rest string, err error) {
+	i := strings.Index(uri, "://")
+	if i < 0 {
+		return "", "", fmt.Errorf("overlay URI %q: missing scheme (ipc:// or tcp://)", uri)
+	}
+	return uri[:i], uri[i+3:], nil
+}

@@ -1,0 +1,196 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Run starts the broker and blocks until it has shut down. It returns the
+// instance's exit code: the initial program's on rank 0, 0 elsewhere
+// unless the broker failed.
+func (b *Broker) Run() (int, error) {
+	defer b.cancel()
+	if b.rmRundir {
+		defer os.RemoveAll(b.cfg.Rundir)
+	}
+	lc, err := listenLocal(b, filepath.Join(b.cfg.Rundir, "local"))
+	if err != nil {
+		return 1, err
+	}
+	b.local = lc
+	go lc.serve()
+	defer lc.close()
+
+	b.svc = newBuiltins(b)
+	if err := b.svc.start(); err != nil {
+		return 1, err
+	}
+
+	if len(b.topo.children(b.rank)) > 0 {
+		bind := b.cfg.BindURI
+		if bind == "" {
+			bind = "ipc://" + filepath.Join(b.cfg.Rundir, "tbon")
+			b.cfg.BindURI = bind
+			b.attrs.set("tbon.endpoint", bind, attrImmutable)
+		}
+		if err := b.overlay.listen(bind, b.cfg.ListenFile); err != nil {
+			return 1, err
+		}
+	}
+	if b.rank > 0 {
+		if err := b.overlay.connectParent(b.cfg.ParentURI); err != nil {
+			b.overlay.close()
+			return 1, err
+		}
+	}
+	stopKA := make(chan struct{})
+	go b.overlay.keepalive(stopKA)
+	defer close(stopKA)
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	// rc1: load the configured modules.
+	b.state.Store("init")
+	for _, spec := range b.cfg.Modules {
+		if !spec.onRank(b.rank) {
+			continue
+		}
+		if err := b.modules.load(spec.Name, spec.Args); err != nil {
+			b.log.Error(fmt.Sprintf("rc1: load %s: %v", spec.Name, err))
+			b.teardown()
+			return 1, fmt.Errorf("rc1: load module %s: %w", spec.Name, err)
+		}
+	}
+	b.state.Store("quorum")
+	if b.rank == 0 {
+		select {
+		case <-b.overlay.joined:
+		case <-time.After(b.cfg.QuorumTimeout):
+			b.log.Warn("quorum not reached: starting with brokers missing", "timeout", b.cfg.QuorumTimeout)
+		case code := <-b.shutdownC:
+			b.exitCode = code
+			b.teardown()
+			return b.exitCode, nil
+		}
+	}
+	b.state.Store("run")
+	b.log.Debug("broker running", "rank", b.rank, "size", b.size)
+
+	var progDone chan progResult
+	var prog *exec.Cmd
+	if b.rank == 0 && len(b.cfg.InitialProgram) > 0 {
+		prog, progDone, err = b.startInitialProgram()
+		if err != nil {
+			b.log.Error(err.Error())
+			b.exitCode = 127
+			fmt.Fprintf(os.Stderr, "flux-broker: %v\n", err)
+			b.teardown()
+			return b.exitCode, nil
+		}
+	}
+	for {
+		select {
+		case r := <-progDone:
+			b.exitCode = r.code
+			if r.err != nil {
+				b.log.Error(r.err.Error())
+			}
+			b.teardown()
+			return b.exitCode, nil
+		case code := <-b.shutdownC:
+			b.exitCode = code
+			if prog != nil {
+				terminate(prog, progDone, 5*time.Second)
+			}
+			b.teardown()
+			return b.exitCode, nil
+		case code := <-b.overlay.shutdown:
+			if code < 0 {
+				b.exitCode = 1
+			}
+			b.teardown()
+			return b.exitCode, nil
+		case sig := <-sigs:
+			b.log.Info(fmt.Sprintf("received %v, shutting down", sig))
+			b.exitCode = 128 + int(sig.(syscall.Signal))
+			if prog != nil {
+				terminate(prog, progDone, 5*time.Second)
+			}
+			b.teardown()
+			return b.exitCode, nil
+		}
+	}
+}
+
+// teardown runs the shutdown sequence: children first (so they can flush
+// to us while we still serve), then rc3 here, then goodbye to our parent.
+func (b *Broker) teardown() {
+	b.stopping.Store(true)
+	b.state.Store("shutdown")
+	b.overlay.shutdownChildren(b.exitCode, 30*time.Second)
+	b.state.Store("finalize")
+	b.modules.removeAll(10 * time.Second)
+	b.svc.stop()
+	b.overlay.goodbye()
+	b.overlay.close()
+	b.state.Store("exit")
+}
+
+type progResult struct {
+	code int
+	err  error
+}
+
+func (b *Broker) startInitialProgram() (*exec.Cmd, chan progResult, error) {
+	argv := b.cfg.InitialProgram
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), "FLUX_URI="+b.LocalURI())
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("initial program %s: %w", argv[0], err)
+	}
+	done := make(chan progResult, 1)
+	go func() {
+		err := cmd.Wait()
+		done <- progResult{code: exitStatus(cmd, err)}
+	}()
+	return cmd, done, nil
+}
+
+// exitStatus converts a finished command to a shell-style exit code.
+func exitStatus(cmd *exec.Cmd, err error) int {
+	if cmd.ProcessState == nil {
+		return 127
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// terminate stops a running initial program: SIGHUP, then SIGKILL after
+// grace.
+func terminate(cmd *exec.Cmd, done chan progResult, grace time.Duration) {
+	if cmd.Process == nil {
+		return
+	}
+	cmd.Process.Signal(syscall.SIGHUP)
+	select {
+	case r := <-done:
+		done <- r
+	case <-time.After(grace):
+		cmd.Process.Kill()
+	}
+}

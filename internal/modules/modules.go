@@ -1,0 +1,30 @@
+// Package modules lists the broker modules compiled into fluxgo and the
+// set rc1 loads by default. Adding a module means adding it here: there is
+// no init()-time registration.
+package modules
+
+import (
+	"github.com/fluxgo/fluxgo/internal/broker"
+	"github.com/fluxgo/fluxgo/internal/module"
+)
+
+// Registry returns every compiled-in module by name.
+func Registry() *module.Registry {
+	r := module.NewRegistry()
+	for name, f := range builtin() {
+		if err := r.Register(name, f); err != nil {
+			panic(err) // a duplicate in the list below is a programming error
+		}
+	}
+	return r
+}
+
+func builtin() map[string]module.Factory {
+	return map[string]module.Factory{}
+}
+
+// DefaultRC1 is the module set rc1 loads, in load order (rc3 unloads in
+// reverse).
+func DefaultRC1() []broker.ModuleSpec {
+	return nil
+}

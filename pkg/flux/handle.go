@@ -1,0 +1,355 @@
+// Package flux is the Go client API of fluxgo: connect to a broker, make
+// RPCs (single and streaming, RFC 6), subscribe to and publish events, and
+// provide services. It speaks flux-core's local connector protocol, so it
+// works against fluxgo and flux-core brokers alike.
+//
+// A Handle is safe for concurrent use. Responses are matched to their
+// requests by matchtag on the connection's reader goroutine; requests and
+// events for services registered on the handle are queued and run by
+// Serve on the caller's goroutine, so a service's state needs no locks.
+package flux
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/fluxgo/fluxgo/internal/message"
+)
+
+// Message is a Flux message (RFC 3).
+type Message = message.Message
+
+// Nodeid values.
+const (
+	NodeidAny      = message.NodeidAny
+	NodeidUpstream = message.NodeidUpstream
+)
+
+// Conn is a transport between a Handle and a broker: the local socket
+// connector, or an in-process link inside the broker.
+type Conn interface {
+	// Send transmits m. It must not block indefinitely.
+	Send(m *Message) error
+	// Start begins delivering received messages, in order, to deliver;
+	// when the connection ends, closed is called once with the reason.
+	Start(deliver func(*Message), closed func(error))
+	// Close ends the connection.
+	Close() error
+}
+
+// ErrClosed is returned for operations on a closed or lost connection.
+var ErrClosed = errors.New("flux handle: connection closed")
+
+// Handle is a connection to a Flux broker.
+type Handle struct {
+	conn Conn
+
+	mu       sync.Mutex
+	tag      uint32
+	rpcs     map[uint32]*Future
+	subs     map[*Subscription]struct{}
+	handlers []handler
+	evh      []evHandler
+	queue    []func()
+	signal   chan struct{}
+	err      error
+	done     chan struct{}
+	attrs    map[string]string
+}
+
+// NewHandle wraps a connection and starts receiving on it.
+func NewHandle(c Conn) *Handle {
+	h := &Handle{
+		conn:   c,
+		rpcs:   make(map[uint32]*Future),
+		subs:   make(map[*Subscription]struct{}),
+		signal: make(chan struct{}, 1),
+		done:   make(chan struct{}),
+		attrs:  make(map[string]string),
+	}
+	c.Start(h.deliver, h.lost)
+	return h
+}
+
+// Open connects to the broker at uri ("" means $FLUX_URI).
+func Open(uri string) (*Handle, error) {
+	if uri == "" {
+		uri = os.Getenv("FLUX_URI")
+	}
+	c, err := DialLocal(uri)
+	if err != nil {
+		return nil, err
+	}
+	return NewHandle(c), nil
+}
+
+// Close closes the connection. Outstanding RPCs fail with ErrClosed.
+func (h *Handle) Close() error {
+	err := h.conn.Close()
+	h.lost(ErrClosed)
+	return err
+}
+
+// Done is closed when the connection has ended.
+func (h *Handle) Done() <-chan struct{} { return h.done }
+
+// Err returns why the connection ended, or nil while it is up.
+func (h *Handle) Err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+func (h *Handle) lost(reason error) {
+	if reason == nil {
+		reason = ErrClosed
+	}
+	h.mu.Lock()
+	if h.err != nil {
+		h.mu.Unlock()
+		return
+	}
+	h.err = reason
+	rpcs := h.rpcs
+	h.rpcs = make(map[uint32]*Future)
+	subs := h.subs
+	h.subs = make(map[*Subscription]struct{})
+	h.mu.Unlock()
+	for _, f := range rpcs {
+		f.fail(reason)
+	}
+	for s := range subs {
+		s.fail(reason)
+	}
+	close(h.done)
+	h.wake()
+}
+
+// Send transmits a message as is. Most callers want RPC or Publish.
+func (h *Handle) Send(m *Message) error {
+	if err := h.Err(); err != nil {
+		return err
+	}
+	return h.conn.Send(m)
+}
+
+// deliver dispatches one received message. It never blocks.
+func (h *Handle) deliver(m *Message) {
+	switch m.Type {
+	case message.Response:
+		h.mu.Lock()
+		f := h.rpcs[m.Matchtag]
+		if f != nil && (!f.streaming || m.Errnum != 0) {
+			delete(h.rpcs, m.Matchtag)
+		}
+		h.mu.Unlock()
+		if f != nil {
+			f.put(m)
+		}
+	case message.Request:
+		h.post(func() { h.dispatchRequest(m) })
+	case message.Event:
+		h.mu.Lock()
+		var hit []*Subscription
+		for s := range h.subs {
+			if s.matches(m.Topic) {
+				hit = append(hit, s)
+			}
+		}
+		wantServe := false
+		for _, e := range h.evh {
+			if topicHasPrefix(m.Topic, e.prefix) {
+				wantServe = true
+				break
+			}
+		}
+		h.mu.Unlock()
+		for _, s := range hit {
+			s.put(m)
+		}
+		if wantServe {
+			h.post(func() { h.dispatchEvent(m) })
+		}
+	}
+}
+
+// post queues fn to run on the goroutine that calls Serve.
+func (h *Handle) post(fn func()) {
+	h.mu.Lock()
+	h.queue = append(h.queue, fn)
+	h.mu.Unlock()
+	h.wake()
+}
+
+// Post queues fn to run on the Serve goroutine. Use it to hand results of
+// other goroutines (timers, I/O) to a service without locks.
+func (h *Handle) Post(fn func()) { h.post(fn) }
+
+func (h *Handle) wake() {
+	select {
+	case h.signal <- struct{}{}:
+	default:
+	}
+}
+
+// Serve runs request handlers, event handlers and posted functions on the
+// calling goroutine until ctx is done or the connection ends.
+func (h *Handle) Serve(ctx context.Context) error {
+	var batch []func()
+	for {
+		h.mu.Lock()
+		batch, h.queue = h.queue, batch[:0]
+		err := h.err
+		h.mu.Unlock()
+		for i, fn := range batch {
+			fn()
+			batch[i] = nil
+		}
+		if len(batch) > 0 {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-h.signal:
+		}
+	}
+}
+
+// nextTag allocates a matchtag not in use by an outstanding RPC.
+func (h *Handle) register(f *Future) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err != nil {
+		return h.err
+	}
+	for {
+		h.tag++
+		if h.tag == 0 {
+			h.tag = 1
+		}
+		if _, busy := h.rpcs[h.tag]; !busy {
+			break
+		}
+	}
+	f.tag = h.tag
+	h.rpcs[h.tag] = f
+	return nil
+}
+
+func (h *Handle) unregister(tag uint32) {
+	h.mu.Lock()
+	delete(h.rpcs, tag)
+	h.mu.Unlock()
+}
+
+// encodePayload turns an RPC payload argument into JSON bytes: nil means
+// no payload, []byte and json.RawMessage are taken as JSON text, anything
+// else is marshaled.
+func encodePayload(v any) ([]byte, error) {
+	switch p := v.(type) {
+	case nil:
+		return nil, nil
+	case []byte:
+		return p, nil
+	case json.RawMessage:
+		return p, nil
+	default:
+		return json.Marshal(v)
+	}
+}
+
+// RPC flags.
+const (
+	// Streaming asks for a stream of responses ended by ENODATA (RFC 6).
+	Streaming = message.FlagStreaming
+	// NoResponse sends a request that gets no response.
+	NoResponse = message.FlagNoResponse
+	// Upstream routes a request to the sender's parent broker or above.
+	Upstream = message.FlagUpstream
+)
+
+// RPC sends a request with a JSON payload and returns its Future.
+func (h *Handle) RPC(topic string, nodeid uint32, payload any, flags uint8) (*Future, error) {
+	b, err := encodePayload(payload)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encode payload: %w", topic, err)
+	}
+	m := message.NewRequest(topic, nodeid, nil)
+	if b != nil {
+		m.SetJSON(b)
+	}
+	return h.SendRequest(m, flags)
+}
+
+// RPCRaw sends a request whose payload is raw bytes (no NUL terminator).
+func (h *Handle) RPCRaw(topic string, nodeid uint32, payload []byte, flags uint8) (*Future, error) {
+	m := message.NewRequest(topic, nodeid, nil)
+	m.SetPayload(payload)
+	return h.SendRequest(m, flags)
+}
+
+// SendRequest sends a prepared request message, assigning its matchtag.
+func (h *Handle) SendRequest(m *Message, flags uint8) (*Future, error) {
+	m.Flags |= flags
+	f := newFuture(h, m.Topic, flags&message.FlagStreaming != 0)
+	if flags&message.FlagNoResponse != 0 {
+		m.Matchtag = 0
+		f.put(message.ResponseTo(m, nil))
+		return f, h.Send(m)
+	}
+	if err := h.register(f); err != nil {
+		return nil, err
+	}
+	m.Matchtag = f.tag
+	if err := h.conn.Send(m); err != nil {
+		h.unregister(f.tag)
+		return nil, err
+	}
+	return f, nil
+}
+
+// Call makes an RPC to nodeid and decodes the response payload into resp
+// (nil: ignore it).
+func (h *Handle) Call(ctx context.Context, topic string, nodeid uint32, payload, resp any) error {
+	f, err := h.RPC(topic, nodeid, payload, 0)
+	if err != nil {
+		return err
+	}
+	return f.Decode(ctx, resp)
+}
+
+// Attr returns a broker attribute of the local broker (cached once read:
+// attributes a client asks for are fixed for the life of the instance).
+func (h *Handle) Attr(ctx context.Context, name string) (string, error) {
+	h.mu.Lock()
+	v, ok := h.attrs[name]
+	h.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	var resp struct {
+		Value string `json:"value"`
+		Flags int    `json:"flags"`
+	}
+	if err := h.Call(ctx, "attr.get", NodeidAny, map[string]string{"name": name}, &resp); err != nil {
+		return "", fmt.Errorf("getattr %s: %w", name, err)
+	}
+	if resp.Flags&1 != 0 { // immutable
+		h.mu.Lock()
+		h.attrs[name] = resp.Value
+		h.mu.Unlock()
+	}
+	return resp.Value, nil
+}
+
+// errnoENODATA ends a stream.
+const errnoENODATA = uint32(syscall.ENODATA)

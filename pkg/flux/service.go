@@ -1,0 +1,174 @@
+package flux
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+
+	"github.com/fluxgo/fluxgo/internal/message"
+)
+
+// Request is a request received by a service on this handle.
+type Request struct {
+	h   *Handle
+	Msg *Message
+	// responded is set once a final response went out.
+	responded bool
+}
+
+// HandlerFunc serves one request. It runs on the Serve goroutine.
+type HandlerFunc func(r *Request)
+
+type handler struct {
+	pattern string
+	fn      HandlerFunc
+}
+
+type evHandler struct {
+	prefix string
+	fn     func(m *Message)
+}
+
+// HandleFunc registers fn for requests whose topic matches pattern: an
+// exact topic, "prefix.*" for every topic under prefix, or "*". The most
+// specific registered pattern wins (exact, then longest prefix).
+func (h *Handle) HandleFunc(pattern string, fn HandlerFunc) {
+	h.mu.Lock()
+	h.handlers = append(h.handlers, handler{pattern: pattern, fn: fn})
+	h.mu.Unlock()
+}
+
+func patternMatch(pattern, topic string) (bool, int) {
+	switch {
+	case pattern == topic:
+		return true, 1 << 20
+	case pattern == "*":
+		return true, 0
+	case strings.HasSuffix(pattern, ".*"):
+		p := pattern[:len(pattern)-1]
+		if strings.HasPrefix(topic, p) {
+			return true, len(p)
+		}
+	}
+	return false, 0
+}
+
+func (h *Handle) dispatchRequest(m *Message) {
+	h.mu.Lock()
+	var best HandlerFunc
+	bestScore := -1
+	for _, hd := range h.handlers {
+		if ok, score := patternMatch(hd.pattern, m.Topic); ok && score > bestScore {
+			best, bestScore = hd.fn, score
+		}
+	}
+	h.mu.Unlock()
+	r := &Request{h: h, Msg: m}
+	if best == nil {
+		r.RespondError(NewError(syscall.ENOSYS, fmt.Sprintf("no handler for %s", m.Topic)))
+		return
+	}
+	best(r)
+}
+
+func (h *Handle) dispatchEvent(m *Message) {
+	h.mu.Lock()
+	var fns []func(*Message)
+	for _, e := range h.evh {
+		if topicHasPrefix(m.Topic, e.prefix) {
+			fns = append(fns, e.fn)
+		}
+	}
+	h.mu.Unlock()
+	for _, fn := range fns {
+		fn(m)
+	}
+}
+
+// Topic returns the request topic.
+func (r *Request) Topic() string { return r.Msg.Topic }
+
+// Userid returns the requestor's userid.
+func (r *Request) Userid() uint32 { return r.Msg.Userid }
+
+// Rolemask returns the requestor's rolemask.
+func (r *Request) Rolemask() uint32 { return r.Msg.Rolemask }
+
+// IsOwner reports whether the requestor holds the instance owner role.
+func (r *Request) IsOwner() bool { return r.Msg.Rolemask&message.RoleOwner != 0 }
+
+// Handle returns the handle the request arrived on.
+func (r *Request) Handle() *Handle { return r.h }
+
+// Decode decodes the JSON payload into v; on failure it answers the
+// request with EPROTO and returns the error.
+func (r *Request) Decode(v any) error {
+	if err := r.Msg.UnmarshalPayload(v); err != nil {
+		r.RespondError(NewError(syscall.EPROTO, err.Error()))
+		return err
+	}
+	return nil
+}
+
+// Respond sends a response with payload v (nil: no payload). For a
+// streaming request it may be called many times; end the stream with
+// RespondError(ENODATA) or EndStream.
+func (r *Request) Respond(v any) error {
+	if r.Msg.NoResponse() {
+		return nil
+	}
+	b, err := encodePayload(v)
+	if err != nil {
+		return r.RespondError(fmt.Errorf("encode response: %w", err))
+	}
+	if !r.Msg.IsStreaming() {
+		r.responded = true
+	}
+	return r.h.Send(message.ResponseTo(r.Msg, b))
+}
+
+// RespondRaw sends a response whose payload is raw bytes.
+func (r *Request) RespondRaw(p []byte) error {
+	if r.Msg.NoResponse() {
+		return nil
+	}
+	resp := message.ResponseTo(r.Msg, nil)
+	resp.SetPayload(p)
+	if !r.Msg.IsStreaming() {
+		r.responded = true
+	}
+	return r.h.Send(resp)
+}
+
+// RespondError sends an error response: the errno from err's chain (see
+// ErrnoOf) and err's text.
+func (r *Request) RespondError(err error) error {
+	if r.Msg.NoResponse() {
+		return nil
+	}
+	r.responded = true
+	return r.h.Send(message.ErrorTo(r.Msg, uint32(ErrnoOf(err)), ErrorText(err)))
+}
+
+// Errorf answers with errno and a formatted message.
+func (r *Request) Errorf(errno syscall.Errno, format string, args ...any) error {
+	return r.RespondError(NewError(errno, fmt.Sprintf(format, args...)))
+}
+
+// EndStream ends a streaming response (ENODATA).
+func (r *Request) EndStream() error {
+	return r.RespondError(NewError(syscall.ENODATA, ""))
+}
+
+// RegisterService asks the broker to route requests for service name
+// (topics "name.*") to this handle. The broker removes the service when
+// the handle disconnects.
+func (h *Handle) RegisterService(ctx context.Context, name string) error {
+	return h.Call(ctx, "service.add", NodeidAny, map[string]string{"service": name}, nil)
+}
+
+// UnregisterService removes a service registered with RegisterService.
+func (h *Handle) UnregisterService(ctx context.Context, name string) error {
+	return h.Call(ctx, "service.remove", NodeidAny, map[string]string{"service": name}, nil)
+}
