@@ -25,7 +25,9 @@ type builtins struct {
 
 var builtinServices = []string{"broker", "attr", "service", "local", "event", "log", "module", "overlay"}
 
-func newBuiltins(b *Broker) *builtins { return &builtins{b: b, done: make(chan struct{}), followers: make(map[string]*dmesgFollower)} }
+func newBuiltins(b *Broker) *builtins {
+	return &builtins{b: b, done: make(chan struct{}), followers: make(map[string]*dmesgFollower)}
+}
 
 func (s *builtins) start() error {
 	b := s.b
@@ -344,7 +346,6 @@ type dmesgFollower struct {
 	stop chan struct{}
 }
 
-
 func (s *builtins) dmesg(r *flux.Request) {
 	var req struct {
 		Follow    bool `json:"follow"`
@@ -478,4 +479,3 @@ func (s *builtins) overlayStatus(r *flux.Request) {
 		"uptime":   time.Since(s.b.started).Seconds(),
 	})
 }
-

@@ -166,4 +166,3 @@ func (f *Future) Close() {
 		f.h.unregister(f.tag)
 	}
 }
-
