@@ -26,6 +26,15 @@ func exitCode(code int) error { return exitError{code: code} }
 func commands() []*cobra.Command {
 	return []*cobra.Command{
 		newVersionCmd(),
+		newBrokerCmd(),
+		newStartCmd(),
+		newGetattrCmd(),
+		newSetattrCmd(),
+		newLsattrCmd(),
+		newRCmd(),
+		newJobCmd(),
+		newJobspecCmd(), newSubmitCmd(), newRunCmd(),
+		newHostlistCmd(),
 	}
 }
 

@@ -1,0 +1,267 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fluxgo/fluxgo/pkg/fsd"
+)
+
+type startOptions struct {
+	testSize    int
+	brokerOpts  []string
+	setattrs    []string
+	configPath  string
+	testHosts   string
+	exitTimeout string
+	verbose     bool
+}
+
+func newStartCmd() *cobra.Command {
+	var o startOptions
+	cmd := &cobra.Command{
+		Use:   "start [OPTIONS] [COMMAND...]",
+		Short: "Bootstrap a Flux instance and run COMMAND (or a shell) in it",
+		Long: `flux start launches a Flux instance and runs COMMAND as its initial
+program on rank 0; the instance shuts down when COMMAND exits, and flux start
+exits with COMMAND's exit code. With no COMMAND an interactive shell runs.
+
+With --test-size=N, N brokers are started on this host (a test instance
+whose brokers talk over unix sockets). Otherwise a single broker starts,
+taking its rank and size from PMI when launched by mpiexec, srun or a
+parent Flux instance, or from a [bootstrap] table with --config-path.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runStart(o, args, cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().SetInterspersed(false)
+	f := cmd.Flags()
+	f.IntVarP(&o.testSize, "test-size", "s", 0, "start a test instance of `N` brokers on this host")
+	f.StringArrayVarP(&o.brokerOpts, "broker-opts", "o", nil, "pass `OPTION` to each broker")
+	f.StringArrayVarP(&o.setattrs, "setattr", "S", nil, "set broker attribute `NAME=VALUE` on every broker")
+	f.StringVarP(&o.configPath, "config-path", "c", "", "broker configuration `PATH`")
+	f.StringVar(&o.testHosts, "test-hosts", "", "comma-separated fake hostnames for the test brokers")
+	f.StringVar(&o.exitTimeout, "test-exit-timeout", "30s", "after rank 0 exits, wait this `FSD` for the other brokers")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "print what flux start does")
+	return cmd
+}
+
+func selfExe() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("cannot find the flux executable: %w", err)
+	}
+	return exe, nil
+}
+
+func runStart(o startOptions, args []string, stderr io.Writer) error {
+	exe, err := selfExe()
+	if err != nil {
+		return err
+	}
+	if len(args) == 0 {
+		shell := os.Getenv("SHELL")
+		if shell == "" {
+			shell = "/bin/sh"
+		}
+		args = []string{shell}
+	}
+	var common []string
+	for _, s := range o.setattrs {
+		common = append(common, "-S", s)
+	}
+	if o.configPath != "" {
+		common = append(common, "-c", o.configPath)
+	}
+	for _, bo := range o.brokerOpts {
+		common = append(common, strings.Fields(bo)...)
+	}
+	if o.testSize <= 0 {
+		// A single broker: become it, so PMI and config boot see our
+		// environment and the exit code passes straight through.
+		argv := append([]string{exe, "broker"}, common...)
+		argv = append(argv, "--")
+		argv = append(argv, args...)
+		if o.verbose {
+			fmt.Fprintf(stderr, "flux-start: exec %s\n", strings.Join(argv, " "))
+		}
+		return syscall.Exec(exe, argv, os.Environ())
+	}
+	exitTimeout, err := fsd.ParseDuration(o.exitTimeout)
+	if err != nil {
+		return fmt.Errorf("--test-exit-timeout: %w", err)
+	}
+	var hosts []string
+	if o.testHosts != "" {
+		hosts = strings.Split(o.testHosts, ",")
+		if len(hosts) != o.testSize {
+			return fmt.Errorf("--test-hosts lists %d hosts for --test-size=%d", len(hosts), o.testSize)
+		}
+	}
+	return startTestInstance(exe, o, common, hosts, args, exitTimeout, stderr)
+}
+
+// startTestInstance runs size brokers on this host, rank 0 with the
+// initial program, and waits for them all.
+func startTestInstance(exe string, o startOptions, common, hosts, args []string, exitTimeout time.Duration, stderr io.Writer) error {
+	base, err := os.MkdirTemp("", "flux-")
+	if err != nil {
+		return fmt.Errorf("creating rundir: %w", err)
+	}
+	defer os.RemoveAll(base)
+	fanout := 2
+	attrs, err := parseSetattrs(o.setattrs)
+	if err != nil {
+		return err
+	}
+	if v, ok := attrs["tbon.fanout"]; ok {
+		if fanout, err = strconv.Atoi(v); err != nil || fanout < 1 {
+			return fmt.Errorf("tbon.fanout=%q: must be a positive integer", v)
+		}
+	}
+	size := o.testSize
+	procs := make([]*exec.Cmd, size)
+	for rank := 0; rank < size; rank++ {
+		rundir := filepath.Join(base, strconv.Itoa(rank))
+		argv := []string{"broker", "--boot-from-start",
+			"--boot-rank", strconv.Itoa(rank), "--boot-size", strconv.Itoa(size),
+			"-S", "rundir=" + rundir}
+		if rank > 0 {
+			parent := (rank - 1) / fanout
+			argv = append(argv, "--boot-parent", "ipc://"+filepath.Join(base, strconv.Itoa(parent), "tbon"))
+		}
+		if hosts != nil {
+			argv = append(argv, "--boot-hosts", strings.Join(hosts, ","))
+		}
+		argv = append(argv, common...)
+		if rank == 0 {
+			argv = append(argv, "--")
+			argv = append(argv, args...)
+		}
+		var lnFile *os.File
+		if rank*fanout+1 < size {
+			// Bind the overlay socket here so children can connect before
+			// their parent broker has started.
+			endpoint := filepath.Join(rundir, "tbon")
+			if err := os.MkdirAll(rundir, 0o755); err != nil {
+				killAll(procs)
+				return err
+			}
+			ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: endpoint, Net: "unix"})
+			if err != nil {
+				killAll(procs)
+				return fmt.Errorf("overlay socket for rank %d: %w", rank, err)
+			}
+			if lnFile, err = ln.File(); err != nil {
+				killAll(procs)
+				return err
+			}
+			ln.SetUnlinkOnClose(false)
+			ln.Close()
+			argv = append(argv[:2], append([]string{"--boot-listen-fd", "3", "-S", "tbon.endpoint=ipc://" + endpoint}, argv[2:]...)...)
+		}
+		cmd := exec.Command(exe, argv...)
+		if lnFile != nil {
+			cmd.ExtraFiles = []*os.File{lnFile}
+		}
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if rank == 0 {
+			cmd.Stdin = os.Stdin
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if o.verbose {
+			fmt.Fprintf(stderr, "flux-start: %s %s\n", exe, strings.Join(argv, " "))
+		}
+		if err := cmd.Start(); err != nil {
+			killAll(procs)
+			return fmt.Errorf("starting broker rank %d: %w", rank, err)
+		}
+		procs[rank] = cmd
+		if lnFile != nil {
+			lnFile.Close()
+		}
+	}
+
+	// Forward termination signals to the brokers; a terminal's SIGINT
+	// already reaches the initial program directly.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	go func() {
+		for sig := range sigs {
+			if sig == syscall.SIGINT {
+				continue
+			}
+			for _, p := range procs {
+				p.Process.Signal(sig)
+			}
+		}
+	}()
+
+	codes := make([]int, size)
+	var wg sync.WaitGroup
+	done := make(chan int, size)
+	for rank, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := p.Wait()
+			codes[rank] = cmdExitCode(p, err)
+			done <- rank
+		}()
+	}
+	// Wait for rank 0, then give the others exitTimeout to finish.
+	for r := range done {
+		if r == 0 {
+			break
+		}
+	}
+	allDone := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(allDone)
+	}()
+	select {
+	case <-allDone:
+	case <-time.After(exitTimeout):
+		fmt.Fprintf(stderr, "flux-start: brokers did not exit within %v; killing them\n", exitTimeout)
+		killAll(procs)
+		<-allDone
+	}
+	if codes[0] != 0 {
+		return exitCode(codes[0])
+	}
+	return nil
+}
+
+func killAll(procs []*exec.Cmd) {
+	for _, p := range procs {
+		if p != nil && p.Process != nil {
+			p.Process.Kill()
+		}
+	}
+}
+
+// cmdExitCode converts a finished process to a shell-style exit code.
+func cmdExitCode(cmd *exec.Cmd, err error) int {
+	if cmd.ProcessState == nil {
+		return 1
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return cmd.ProcessState.ExitCode()
+}
