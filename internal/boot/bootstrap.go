@@ -1,0 +1,403 @@
+package boot
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fluxgo/fluxgo/pkg/fsd"
+	"github.com/fluxgo/fluxgo/pkg/hostlist"
+)
+
+// Bootstrap is a validated [bootstrap] table, in either of its forms:
+// the hosts array of flux-config-bootstrap(5), or the older
+// tbon-endpoints array.
+type Bootstrap struct {
+	CurveCert  string // absolute (resolved against the config directory)
+	EnableIPv6 bool
+	// Hosts has one entry per rank, hostlists expanded, defaults and
+	// %h/%p substituted.
+	Hosts []HostEntry
+
+	// Legacy form: tbon-endpoints (each rank binds and is reached at
+	// its endpoint), with the optional session-id and rank keys.
+	Legacy    bool
+	SessionID string
+	Rank      int // -1 unless bootstrap.rank is set
+}
+
+// HostEntry is one rank's line of the expanded hosts array.
+type HostEntry struct {
+	Host    string
+	Bind    string // "" when neither bind nor default_bind applies
+	Connect string // "" when neither connect nor default_connect applies
+	Parent  string // the parent key, "" if not given
+	// key names the hosts[] entry this came from, for errors.
+	key string
+}
+
+// TBON is the validated [tbon] table.
+type TBON struct {
+	Fanout         uint32 // 0 = not configured
+	Flat           bool   // topo = "custom" without parent keys: rank 0 is every broker's parent
+	ConnectTimeout time.Duration
+}
+
+const bootstrapKeys = "curve_cert, default_bind, default_connect, default_port, enable_ipv6, hosts; older form: rank, session-id, tbon-endpoints"
+
+// ParseBootstrap validates a [bootstrap] table.
+func ParseBootstrap(c *Config, t map[string]any) (*Bootstrap, error) {
+	f := newFields("bootstrap", t)
+	bs := &Bootstrap{Rank: -1}
+	var err error
+	if bs.EnableIPv6, err = f.boolean("enable_ipv6"); err != nil {
+		return nil, err
+	}
+	cert, ok, err := f.str("curve_cert")
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		if cert == "" {
+			return nil, fmt.Errorf("%w: bootstrap.curve_cert: empty path", ErrConfig)
+		}
+		bs.CurveCert = c.Resolve(cert)
+	}
+	port, havePort, err := f.integer("default_port")
+	if err != nil {
+		return nil, err
+	}
+	if havePort && (port < 1 || port > 65535) {
+		return nil, fmt.Errorf("%w: bootstrap.default_port: %d is not a port number 1-65535", ErrConfig, port)
+	}
+	defBind, _, err := f.str("default_bind")
+	if err != nil {
+		return nil, err
+	}
+	defConnect, _, err := f.str("default_connect")
+	if err != nil {
+		return nil, err
+	}
+	hosts, haveHosts, err := f.tables("hosts")
+	if err != nil {
+		return nil, err
+	}
+	endpoints, haveEndpoints, err := f.stringList("tbon-endpoints")
+	if err != nil {
+		return nil, err
+	}
+	sid, haveSID, err := f.str("session-id")
+	if err != nil {
+		return nil, err
+	}
+	rank, haveRank, err := f.integer("rank")
+	if err != nil {
+		return nil, err
+	}
+	if err := f.unknown(bootstrapKeys); err != nil {
+		return nil, err
+	}
+	if haveHosts && haveEndpoints {
+		return nil, fmt.Errorf("%w: bootstrap.tbon-endpoints: set either bootstrap.hosts or the older bootstrap.tbon-endpoints, not both", ErrConfig)
+	}
+	if (haveSID || haveRank) && !haveEndpoints {
+		k := "session-id"
+		if haveRank {
+			k = "rank"
+		}
+		return nil, fmt.Errorf("%w: bootstrap.%s: only used with bootstrap.tbon-endpoints", ErrConfig, k)
+	}
+	if haveEndpoints {
+		if defBind != "" || defConnect != "" || havePort {
+			return nil, fmt.Errorf("%w: bootstrap.tbon-endpoints: default_port, default_bind and default_connect apply to bootstrap.hosts only", ErrConfig)
+		}
+		return bs.parseLegacy(endpoints, sid, haveSID, rank, haveRank)
+	}
+	seen := make(map[string]string) // host -> key of its entry
+	for i, ht := range hosts {
+		key := fmt.Sprintf("bootstrap.hosts[%d]", i)
+		hf := newFields(key, ht)
+		spec, ok, err := hf.str("host")
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: %s.host: required", ErrConfig, key)
+		}
+		bind, haveBind, err := hf.str("bind")
+		if err != nil {
+			return nil, err
+		}
+		connect, haveConnect, err := hf.str("connect")
+		if err != nil {
+			return nil, err
+		}
+		parent, haveParent, err := hf.str("parent")
+		if err != nil {
+			return nil, err
+		}
+		if err := hf.unknown("host, bind, connect, parent"); err != nil {
+			return nil, err
+		}
+		if haveParent && parent == "" {
+			return nil, fmt.Errorf("%w: %s.parent: empty host name", ErrConfig, key)
+		}
+		hl, err := hostlist.Parse(spec)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s.host: %v", ErrConfig, key, err)
+		}
+		if hl.Len() == 0 {
+			return nil, fmt.Errorf("%w: %s.host: %q names no hosts", ErrConfig, key, spec)
+		}
+		bindKey, connectKey := key+".bind", key+".connect"
+		if !haveBind {
+			bind, bindKey = defBind, "bootstrap.default_bind"
+		}
+		if !haveConnect {
+			connect, connectKey = defConnect, "bootstrap.default_connect"
+		}
+		for h := range hl.All() {
+			if prev, dup := seen[h]; dup {
+				return nil, fmt.Errorf("%w: %s.host: duplicate host %q (already in %s)", ErrConfig, key, h, prev)
+			}
+			seen[h] = key
+			e := HostEntry{Host: h, Parent: parent, key: key}
+			if bind != "" {
+				if e.Bind, err = expand(bind, h, port, bindKey); err != nil {
+					return nil, err
+				}
+				if _, err := parseEndpoint(e.Bind, true, bindKey); err != nil {
+					return nil, err
+				}
+			}
+			if connect != "" {
+				if e.Connect, err = expand(connect, h, port, connectKey); err != nil {
+					return nil, err
+				}
+				if _, err := parseEndpoint(e.Connect, false, connectKey); err != nil {
+					return nil, err
+				}
+			}
+			bs.Hosts = append(bs.Hosts, e)
+		}
+	}
+	for _, e := range bs.Hosts {
+		if e.Parent != "" {
+			if _, ok := seen[e.Parent]; !ok {
+				return nil, fmt.Errorf("%w: %s.parent: %q is not in bootstrap.hosts", ErrConfig, e.key, e.Parent)
+			}
+		}
+	}
+	return bs, nil
+}
+
+func (bs *Bootstrap) parseLegacy(endpoints []string, sid string, haveSID bool, rank int64, haveRank bool) (*Bootstrap, error) {
+	bs.Legacy = true
+	if haveSID && sid == "" {
+		return nil, fmt.Errorf("%w: bootstrap.session-id: empty", ErrConfig)
+	}
+	bs.SessionID = sid
+	if len(endpoints) == 0 {
+		return nil, fmt.Errorf("%w: bootstrap.tbon-endpoints: empty array", ErrConfig)
+	}
+	if haveRank {
+		if rank < 0 || rank >= int64(len(endpoints)) {
+			return nil, fmt.Errorf("%w: bootstrap.rank: %d is not a rank of the %d tbon-endpoints", ErrConfig, rank, len(endpoints))
+		}
+		bs.Rank = int(rank)
+	}
+	seen := make(map[string]int)
+	for i, uri := range endpoints {
+		key := fmt.Sprintf("bootstrap.tbon-endpoints[%d]", i)
+		ep, err := parseEndpoint(uri, false, key)
+		if err != nil {
+			return nil, err
+		}
+		if ep.scheme == "tcp" && net.ParseIP(ep.host) == nil {
+			return nil, fmt.Errorf("%w: %s: %q: the address must be numeric (this form binds it too)", ErrConfig, key, uri)
+		}
+		if j, dup := seen[uri]; dup {
+			return nil, fmt.Errorf("%w: %s: duplicate endpoint %q (already bootstrap.tbon-endpoints[%d])", ErrConfig, key, uri, j)
+		}
+		seen[uri] = i
+		host := ep.path
+		if ep.scheme == "tcp" {
+			host = ep.host
+		}
+		bs.Hosts = append(bs.Hosts, HostEntry{Host: host, Bind: uri, Connect: uri, key: key})
+	}
+	return bs, nil
+}
+
+// ParseTBON validates a [tbon] table (nil when absent).
+func ParseTBON(t map[string]any) (*TBON, error) {
+	tb := &TBON{}
+	if t == nil {
+		return tb, nil
+	}
+	f := newFields("tbon", t)
+	n, haveFanout, err := f.integer("fanout")
+	if err != nil {
+		return nil, err
+	}
+	if haveFanout {
+		if n < 1 || n > 1<<16 {
+			return nil, fmt.Errorf("%w: tbon.fanout: %d must be 1-65536", ErrConfig, n)
+		}
+		tb.Fanout = uint32(n)
+	}
+	topo, haveTopo, err := f.str("topo")
+	if err != nil {
+		return nil, err
+	}
+	if haveTopo {
+		switch {
+		case topo == "custom":
+			tb.Flat = true
+		case strings.HasPrefix(topo, "kary:"):
+			k, err := strconv.ParseUint(strings.TrimPrefix(topo, "kary:"), 10, 32)
+			if err != nil || k < 1 || k > 1<<16 {
+				return nil, fmt.Errorf("%w: tbon.topo: %q: want kary:K with K 1-65536", ErrConfig, topo)
+			}
+			if haveFanout && uint32(k) != tb.Fanout {
+				return nil, fmt.Errorf("%w: tbon.topo: %q contradicts tbon.fanout = %d", ErrConfig, topo, tb.Fanout)
+			}
+			tb.Fanout = uint32(k)
+		default:
+			return nil, fmt.Errorf("%w: tbon.topo: %q: supported topologies are kary:K and custom", ErrConfig, topo)
+		}
+		if tb.Flat && haveFanout {
+			return nil, fmt.Errorf("%w: tbon.topo: \"custom\" contradicts tbon.fanout = %d", ErrConfig, tb.Fanout)
+		}
+	}
+	ct, haveCT, err := f.str("connect_timeout")
+	if err != nil {
+		return nil, err
+	}
+	if haveCT {
+		if tb.ConnectTimeout, err = fsd.ParseDuration(ct); err != nil {
+			return nil, fmt.Errorf("%w: tbon.connect_timeout: %v", ErrConfig, err)
+		}
+	}
+	if err := f.unknown("connect_timeout, fanout, topo"); err != nil {
+		return nil, err
+	}
+	return tb, nil
+}
+
+// parentOf is the k-ary tree the broker uses: rank r's parent is
+// (r-1)/k.
+func parentOf(r, k int) int { return (r - 1) / k }
+
+func hasChildren(r, k, size int) bool { return r*k+1 < size }
+
+// planConfig places host in the instance a [bootstrap] table describes.
+// fanout is the tree's fanout (already chosen); certPath the instance
+// key from the command line, which overrides bootstrap.curve_cert.
+func planConfig(bs *Bootstrap, h Host, fanout uint32, certPath string) (*Plan, error) {
+	size := len(bs.Hosts)
+	p := &Plan{Method: "config", Size: 1, Fanout: fanout, CertPath: certPath}
+	if p.CertPath == "" {
+		p.CertPath = bs.CurveCert
+	}
+	if size == 0 {
+		// An empty hosts array is a standalone broker.
+		p.Hostlist = []string{h.Name}
+		return p, nil
+	}
+	k := int(fanout)
+	rank, err := bs.findRank(h)
+	if err != nil {
+		return nil, err
+	}
+	// Check the whole tree, not just this broker's corner of it, so every
+	// broker rejects a bad configuration the same way.
+	needCert := false
+	for r, e := range bs.Hosts {
+		if e.Parent != "" && r > 0 {
+			if want := bs.Hosts[parentOf(r, k)].Host; e.Parent != want {
+				return nil, fmt.Errorf("%w: %s.parent: %q is not the parent of %s in the k-ary tree with fanout %d (%q is); custom trees are not supported",
+					ErrConfig, e.key, e.Parent, e.Host, k, want)
+			}
+		}
+		if r == 0 && e.Parent != "" {
+			return nil, fmt.Errorf("%w: %s.parent: %s is rank 0, the root of the tree", ErrConfig, e.key, e.Host)
+		}
+		if !hasChildren(r, k, size) {
+			continue
+		}
+		if e.Bind == "" {
+			return nil, fmt.Errorf("%w: %s: host %s has brokers below it in the tree but no bind URI (set bind, or bootstrap.default_bind)", ErrConfig, e.key, e.Host)
+		}
+		if e.Connect == "" {
+			return nil, fmt.Errorf("%w: %s: host %s has brokers below it in the tree but no connect URI (set connect, or bootstrap.default_connect)", ErrConfig, e.key, e.Host)
+		}
+		if strings.HasPrefix(e.Connect, "tcp://") {
+			needCert = true
+		}
+	}
+	if needCert && p.CertPath == "" {
+		return nil, fmt.Errorf("%w: bootstrap.curve_cert: required for %d brokers linked over tcp:// (make a key with flux keygen and give every broker the same file)", ErrNeedCert, size)
+	}
+	if needCert {
+		if st, err := os.Stat(p.CertPath); err != nil {
+			return nil, fmt.Errorf("%w: bootstrap.curve_cert: %v", ErrConfig, err)
+		} else if !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("%w: bootstrap.curve_cert: %s is not a regular file", ErrConfig, p.CertPath)
+		}
+	}
+	p.Rank, p.Size = uint32(rank), uint32(size)
+	for _, e := range bs.Hosts {
+		p.Hostlist = append(p.Hostlist, e.Host)
+	}
+	me := bs.Hosts[rank]
+	if rank > 0 {
+		p.ParentURI = bs.Hosts[parentOf(rank, k)].Connect
+	}
+	if hasChildren(rank, k, size) {
+		key := me.key + ".bind"
+		ep, err := parseEndpoint(me.Bind, true, key)
+		if err != nil {
+			return nil, err
+		}
+		if p.BindURI, err = resolveBind(ep, h, bs.EnableIPv6, key); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// findRank locates this host: by hostname in bootstrap.hosts; in the
+// older form by bootstrap.rank, or else the one endpoint whose address
+// is this host's.
+func (bs *Bootstrap) findRank(h Host) (int, error) {
+	if !bs.Legacy {
+		for r, e := range bs.Hosts {
+			if e.Host == h.Name {
+				return r, nil
+			}
+		}
+		return 0, fmt.Errorf("%w: bootstrap.hosts: this host %q is not listed (hostname, or $%s)", ErrNotListed, h.Name, FakeHostnameEnv)
+	}
+	if bs.Rank >= 0 {
+		return bs.Rank, nil
+	}
+	found := -1
+	for r, e := range bs.Hosts {
+		ip := net.ParseIP(e.Host)
+		if ip == nil || !h.hasAddr(ip) {
+			continue
+		}
+		if found >= 0 {
+			return 0, fmt.Errorf("%w: bootstrap.tbon-endpoints: entries %d and %d are both addresses of this host; set bootstrap.rank", ErrConfig, found, r)
+		}
+		found = r
+	}
+	if found < 0 {
+		return 0, fmt.Errorf("%w: bootstrap.tbon-endpoints: no entry is an address of this host; set bootstrap.rank", ErrNotListed)
+	}
+	return found, nil
+}
