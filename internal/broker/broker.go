@@ -145,6 +145,7 @@ type Broker struct {
 	tlsErr  error
 
 	started   time.Time
+	running   chan struct{} // closed when rc1 is done and the broker runs
 	stopping  atomic.Bool
 	shutdownC chan int // exit code requested by flux shutdown
 	state     atomic.Value
@@ -168,6 +169,7 @@ func New(cfg Config) (*Broker, error) {
 		topo:      topology{size: cfg.Size, fanout: cfg.Fanout},
 		started:   time.Now(),
 		shutdownC: make(chan int, 1),
+		running:   make(chan struct{}),
 	}
 	b.state.Store("join")
 	b.ctx, b.cancel = context.WithCancel(context.Background())
@@ -268,6 +270,17 @@ func (b *Broker) allowGuests() bool {
 	}
 	return b.owner == 0
 }
+
+// Joined is closed once every broker of the instance has joined (on rank
+// 0), or of this broker's subtree (elsewhere).
+func (b *Broker) Joined() <-chan struct{} { return b.overlay.joined }
+
+// Running is closed once rc1 has loaded the modules and the broker is in
+// its run state (on rank 0: after every broker joined).
+func (b *Broker) Running() <-chan struct{} { return b.running }
+
+// Rank returns the broker's rank.
+func (b *Broker) Rank() uint32 { return b.rank }
 
 // Shutdown asks the broker to shut down with an exit code.
 func (b *Broker) Shutdown(code int) {

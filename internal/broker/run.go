@@ -82,6 +82,7 @@ func (b *Broker) Run() (int, error) {
 		}
 	}
 	b.state.Store("run")
+	close(b.running)
 	b.log.Debug("broker running", "rank", b.rank, "size", b.size)
 
 	var progDone chan progResult

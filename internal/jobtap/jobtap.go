@@ -1,0 +1,185 @@
+// Package jobtap defines job manager plugins: small Go types that hook
+// into the job manager at validation, state transitions, events, updates
+// and priority, and act on jobs through the narrow Host interface.
+//
+// A plugin implements Plugin plus any of the optional hook interfaces
+// below; the job manager finds them by type assertion.
+package jobtap
+
+import (
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
+)
+
+// State is an RFC 21 job state (a bit, so sets of states are masks).
+type State int
+
+// Job states (RFC 21).
+const (
+	StateNew      State = 1
+	StateDepend   State = 2
+	StatePriority State = 4
+	StateSched    State = 8
+	StateRun      State = 16
+	StateCleanup  State = 32
+	StateInactive State = 64
+
+	StatePending = StateDepend | StatePriority | StateSched
+	StateRunning = StateRun | StateCleanup
+	StateActive  = StatePending | StateRunning | StateNew
+)
+
+var stateNames = map[State]string{
+	StateNew: "NEW", StateDepend: "DEPEND", StatePriority: "PRIORITY",
+	StateSched: "SCHED", StateRun: "RUN", StateCleanup: "CLEANUP",
+	StateInactive: "INACTIVE",
+}
+
+func (s State) String() string {
+	if n, ok := stateNames[s]; ok {
+		return n
+	}
+	return "UNKNOWN"
+}
+
+// Urgency bounds (RFC 21 / flux-core).
+const (
+	UrgencyHold     = 0
+	UrgencyDefault  = 16
+	UrgencyExpedite = 31
+	PriorityMin     = 0
+	PriorityMax     = 4294967295
+)
+
+// Job is the read-only view of a job that plugins receive. Plugins keep
+// their own per-job data with Host.SetAux / Host.Aux.
+type Job struct {
+	ID       jobid.ID
+	Userid   uint32
+	Urgency  int
+	Priority int64 // -1 until first assigned
+	State    State
+	Flags    int
+	TSubmit  float64
+	// Jobspec is the parsed jobspec (nil once the job is inactive).
+	Jobspec *jobspec.Jobspec
+	// Raw is the jobspec as submitted.
+	Raw json.RawMessage
+	// Dependencies still outstanding.
+	Dependencies []string
+	// Result of an inactive job: "COMPLETED", "FAILED", "CANCELED",
+	// "TIMEOUT" (empty while active).
+	Result string
+	// WaitStatus is the finish event's status (-1 when the job never ran).
+	WaitStatus int
+	// Exception is the first fatal exception's type, if any.
+	Exception string
+}
+
+// Host is what the job manager offers plugins. All methods must be
+// called on the job manager's goroutine (inside hooks, or from functions
+// scheduled with AfterFunc / Post).
+type Host interface {
+	// PostEvent appends an event to the job's eventlog and applies it.
+	PostEvent(id jobid.ID, name string, context map[string]any) error
+	// RaiseException posts an exception event (severity 0 is fatal).
+	RaiseException(id jobid.ID, typ string, severity int, note string) error
+	// AddDependency / RemoveDependency manage named dependencies; a job
+	// leaves DEPEND when it has none.
+	AddDependency(id jobid.ID, description string) error
+	RemoveDependency(id jobid.ID, description string) error
+	// Reprioritize asks for the job's priority to be recomputed.
+	Reprioritize(id jobid.ID)
+	// Job returns a job by id (including recently inactive ones).
+	Job(id jobid.ID) (*Job, bool)
+	// SetAux / Aux keep plugin data on a job (dropped when it is purged).
+	SetAux(id jobid.ID, key string, value any)
+	Aux(id jobid.ID, key string) any
+	// AfterFunc runs fn on the job manager goroutine after d.
+	AfterFunc(d time.Duration, fn func()) (stop func() bool)
+	// Owner is the instance owner's userid.
+	Owner() uint32
+	Log() *slog.Logger
+}
+
+// Plugin is the base interface.
+type Plugin interface {
+	Name() string
+}
+
+// Loader is called once when the plugin is loaded, with its config.
+type Loader interface {
+	Load(h Host, conf json.RawMessage) error
+}
+
+// Unloader is called when the plugin is removed.
+type Unloader interface {
+	Unload()
+}
+
+// Validator may reject a job at submission (job.validate). The error text
+// is returned to the submitter.
+type Validator interface {
+	Validate(job *Job, requestorIsOwner bool) error
+}
+
+// NewHook sees every job as it is created or restored (job.new).
+type NewHook interface {
+	JobNew(job *Job)
+}
+
+// DependHook runs when a job enters DEPEND (job.state.depend); it may add
+// dependencies. An error raises a fatal dependency exception.
+type DependHook interface {
+	JobDepend(job *Job) error
+}
+
+// PriorityHook computes a job's priority (job.priority.get). ok=false
+// means "not yet": the job stays in PRIORITY until Reprioritize.
+type PriorityHook interface {
+	Priority(job *Job) (priority int64, ok bool)
+}
+
+// StateHook sees every state transition of every job.
+type StateHook interface {
+	JobState(job *Job, prev State)
+}
+
+// EventHook sees every event posted to any job.
+type EventHook interface {
+	JobEvent(job *Job, name string, context map[string]any)
+}
+
+// AllocHook may satisfy a job's allocation itself when it enters SCHED
+// (alloc-bypass). handled=true means R is the job's allocation and the
+// scheduler is neither asked nor told when it is freed.
+type AllocHook interface {
+	Alloc(job *Job) (R json.RawMessage, handled bool, err error)
+}
+
+// UpdateHook allows (or refuses) a job update of key (job.update.KEY);
+// it returns the value to store (possibly changed) or an error.
+type UpdateHook interface {
+	UpdateKeys() []string
+	Update(job *Job, key string, value any, requestorIsOwner bool) (any, error)
+}
+
+// Querier returns data for flux jobtap query.
+type Querier interface {
+	Query() any
+}
+
+// Method is a service method a plugin offers under job-manager.<Topic>.
+type Method struct {
+	Topic   string
+	Handler func(payload json.RawMessage, userid uint32, owner bool) (any, error)
+}
+
+// Servicer offers request handlers.
+type Servicer interface {
+	Methods() []Method
+}

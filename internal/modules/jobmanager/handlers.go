@@ -1,0 +1,387 @@
+package jobmanager
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"syscall"
+
+	"github.com/fluxgo/fluxgo/internal/jobtap"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
+)
+
+func (m *manager) register() {
+	h := m.h
+	h.HandleFunc("job-manager.submit", m.handleSubmit)
+	h.HandleFunc("job-manager.raise", m.handleRaise)
+	h.HandleFunc("job-manager.kill", m.handleKill)
+	h.HandleFunc("job-manager.urgency", m.handleUrgency)
+	h.HandleFunc("job-manager.update", m.handleUpdate)
+	h.HandleFunc("job-manager.wait", m.handleWait)
+	h.HandleFunc("job-manager.jobtap", m.handleJobtap)
+	h.HandleFunc("job-manager.jobtap-query", m.handleJobtapQuery)
+	h.HandleFunc("job-manager.events-journal", m.journal.subscribe)
+	h.HandleFunc("job-manager.sched-hello", m.sched.hello)
+	h.HandleFunc("job-manager.sched-ready", m.sched.readyRequest)
+	h.HandleFunc("job-manager.exec-hello", m.exec.hello)
+	h.HandleFunc("job-manager.stats-get", m.handleStats)
+	h.HandleFunc("job-manager.disconnect", m.handleDisconnect)
+	h.HandleFunc("job-manager.*", m.handlePluginMethod)
+}
+
+type submitJob struct {
+	ID      jobid.ID        `json:"id"`
+	Userid  uint32          `json:"userid"`
+	Urgency int             `json:"urgency"`
+	TSubmit float64         `json:"t_submit"`
+	Flags   int             `json:"flags"`
+	Jobspec json.RawMessage `json:"jobspec"`
+}
+
+// handleSubmit accepts jobs from job-ingest (already recorded in the KVS
+// with their submit event), runs jobtap validation, and starts them on
+// their way.
+func (m *manager) handleSubmit(r *flux.Request) {
+	var req struct {
+		Jobs []submitJob `json:"jobs"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "job-manager.submit is for job-ingest only")
+		return
+	}
+	errs := [][2]any{}
+	for _, sj := range req.Jobs {
+		if _, dup := m.jobs[sj.ID]; dup {
+			errs = append(errs, [2]any{sj.ID, "duplicate job id"})
+			continue
+		}
+		spec, err := jobspec.Parse(sj.Jobspec)
+		if err != nil {
+			errs = append(errs, [2]any{sj.ID, err.Error()})
+			continue
+		}
+		j := newJob(sj.ID, sj.Userid, sj.Urgency, sj.Flags, sj.TSubmit)
+		j.Raw = sj.Jobspec
+		j.Jobspec = spec
+		if err := m.plugins.validate(j, sj.Userid == m.owner); err != nil {
+			errs = append(errs, [2]any{sj.ID, err.Error()})
+			continue
+		}
+		m.jobs[j.ID] = j
+		if j.ID > m.maxID {
+			m.maxID = j.ID
+		}
+		ctx, _ := json.Marshal(map[string]any{"userid": sj.Userid, "urgency": sj.Urgency, "flags": sj.Flags, "version": 1})
+		ev := event{Timestamp: sj.TSubmit, Name: "submit", Context: ctx}
+		line, _ := json.Marshal(ev)
+		j.eventlog = append(append(j.eventlog, line...), '\n')
+		m.journal.add(j, ev)
+		m.plugins.newJob(j)
+		m.post(j, "validate", nil)
+	}
+	r.Respond(map[string]any{"errors": errs})
+}
+
+// raise posts an exception event.
+func (m *manager) raise(j *job, typ string, severity int, note string, userid uint32) {
+	m.post(j, "exception", map[string]any{"type": typ, "severity": severity, "note": note, "userid": userid})
+	if severity == 0 {
+		m.cleanup(j, j.State)
+	}
+}
+
+func (m *manager) handleRaise(r *flux.Request) {
+	var req struct {
+		ID       jobid.ID `json:"id"`
+		Type     string   `json:"type"`
+		Severity int      `json:"severity"`
+		Note     string   `json:"note"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	j := m.lookup(r, req.ID)
+	if j == nil || !authorize(r, j) {
+		return
+	}
+	if req.Severity < 0 || req.Severity > 7 {
+		r.Errorf(syscall.EINVAL, "exception severity %d is not 0-7", req.Severity)
+		return
+	}
+	if req.Type == "" || strings.ContainsAny(req.Type, " \t\n=") {
+		r.Errorf(syscall.EINVAL, "invalid exception type %q", req.Type)
+		return
+	}
+	if j.State == jobtap.StateInactive {
+		r.Errorf(syscall.EINVAL, "job %s is inactive", j.ID.String())
+		return
+	}
+	m.raise(j, req.Type, req.Severity, req.Note, r.Userid())
+	r.Respond(nil)
+}
+
+func (m *manager) handleKill(r *flux.Request) {
+	var req struct {
+		ID     jobid.ID `json:"id"`
+		Signum int      `json:"signum"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	j := m.lookup(r, req.ID)
+	if j == nil || !authorize(r, j) {
+		return
+	}
+	if req.Signum <= 0 || req.Signum >= 65 {
+		r.Errorf(syscall.EINVAL, "invalid signal number %d", req.Signum)
+		return
+	}
+	if j.State != jobtap.StateRun && j.State != jobtap.StateCleanup || !j.startSent {
+		r.Errorf(syscall.EINVAL, "job %s is not running", j.ID.String())
+		return
+	}
+	m.exec.kill(j, req.Signum)
+	r.Respond(nil)
+}
+
+func (m *manager) handleUrgency(r *flux.Request) {
+	var req struct {
+		ID      jobid.ID `json:"id"`
+		Urgency int      `json:"urgency"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	j := m.lookup(r, req.ID)
+	if j == nil || !authorize(r, j) {
+		return
+	}
+	if req.Urgency < jobtap.UrgencyHold || req.Urgency > jobtap.UrgencyExpedite {
+		r.Errorf(syscall.EINVAL, "urgency %d is out of range 0-31", req.Urgency)
+		return
+	}
+	if !r.IsOwner() && req.Urgency > jobtap.UrgencyDefault {
+		r.Errorf(syscall.EPERM, "only the instance owner may set urgency above %d", jobtap.UrgencyDefault)
+		return
+	}
+	if j.State&jobtap.StatePending == 0 {
+		r.Errorf(syscall.EINVAL, "urgency can only be changed for pending jobs (job %s is %s)", j.ID.String(), j.State)
+		return
+	}
+	old := j.Urgency
+	m.post(j, "urgency", map[string]any{"userid": r.Userid(), "urgency": req.Urgency})
+	m.computePriority(j)
+	r.Respond(map[string]any{"old_urgency": old})
+}
+
+// handleUpdate changes jobspec attributes of a pending job
+// (flux update), asking plugins whether each change is allowed.
+func (m *manager) handleUpdate(r *flux.Request) {
+	var req struct {
+		ID      jobid.ID       `json:"id"`
+		Updates map[string]any `json:"updates"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	j := m.lookup(r, req.ID)
+	if j == nil || !authorize(r, j) {
+		return
+	}
+	if len(req.Updates) == 0 {
+		r.Errorf(syscall.EINVAL, "no updates given")
+		return
+	}
+	if j.State&jobtap.StatePending == 0 {
+		r.Errorf(syscall.EINVAL, "job %s is %s: only pending jobs can be updated", j.ID.String(), j.State)
+		return
+	}
+	applied := make(map[string]any, len(req.Updates))
+	for key, val := range req.Updates {
+		if !strings.HasPrefix(key, "attributes.") {
+			r.Errorf(syscall.EINVAL, "update key %q: only attributes.* keys can be updated", key)
+			return
+		}
+		v, err := m.plugins.update(j, key, val, r.IsOwner())
+		if err != nil {
+			r.RespondError(fmt.Errorf("update %s: %w", key, err))
+			return
+		}
+		applied[key] = v
+	}
+	// apply to the stored jobspec
+	var doc map[string]any
+	if err := json.Unmarshal(j.Raw, &doc); err != nil {
+		r.RespondError(err)
+		return
+	}
+	for key, val := range applied {
+		setPath(doc, strings.Split(key, "."), val)
+	}
+	raw, _ := json.Marshal(doc)
+	spec, err := jobspec.Parse(raw)
+	if err != nil {
+		r.Errorf(syscall.EINVAL, "updated jobspec is invalid: %v", err)
+		return
+	}
+	j.Raw, j.Jobspec = raw, spec
+	m.batch.put(j.kvsDir+".jobspec", raw)
+	m.post(j, "jobspec-update", applied)
+	r.Respond(nil)
+}
+
+func setPath(doc map[string]any, path []string, val any) {
+	for i, p := range path {
+		if i == len(path)-1 {
+			doc[p] = val
+			return
+		}
+		next, ok := doc[p].(map[string]any)
+		if !ok {
+			next = make(map[string]any)
+			doc[p] = next
+		}
+		doc = next
+	}
+}
+
+func (m *manager) answerWait(r *flux.Request, j *job) {
+	success := j.Result == "COMPLETED"
+	errstr := ""
+	if !success {
+		switch {
+		case j.exceptType != "":
+			errstr = fmt.Sprintf("job %s: fatal exception type=%s", j.ID.String(), j.exceptType)
+		default:
+			errstr = fmt.Sprintf("job %s: exit status %d", j.ID.String(), j.finishStatus)
+		}
+	}
+	r.Respond(map[string]any{"id": j.ID, "success": success, "errstr": errstr})
+}
+
+func (m *manager) handleWait(r *flux.Request) {
+	var req struct {
+		ID jobid.ID `json:"id"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	j := m.lookup(r, req.ID)
+	if j == nil || !authorize(r, j) {
+		return
+	}
+	if j.Flags&flagWaitable == 0 {
+		r.Errorf(syscall.EINVAL, "job %s was not submitted with the waitable flag", j.ID.String())
+		return
+	}
+	if j.State == jobtap.StateInactive {
+		m.answerWait(r, j)
+		return
+	}
+	m.waiters[j.ID] = append(m.waiters[j.ID], r)
+}
+
+func (m *manager) handleJobtap(r *flux.Request) {
+	var req struct {
+		Load      string          `json:"load"`
+		Remove    string          `json:"remove"`
+		Conf      json.RawMessage `json:"conf"`
+		QueryOnly bool            `json:"query_only"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	if !req.QueryOnly && !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "only the instance owner may load or remove jobtap plugins")
+		return
+	}
+	if req.Remove != "" {
+		if err := m.plugins.remove(req.Remove); err != nil {
+			r.RespondError(err)
+			return
+		}
+	}
+	if req.Load != "" {
+		if err := m.plugins.load(req.Load, req.Conf); err != nil {
+			r.RespondError(err)
+			return
+		}
+	}
+	if req.QueryOnly {
+		r.Respond(map[string]any{"plugins": m.plugins.names()})
+		return
+	}
+	r.Respond(nil)
+}
+
+func (m *manager) handleJobtapQuery(r *flux.Request) {
+	var req struct {
+		Name string `json:"name"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	p := m.plugins.find(req.Name)
+	if p == nil {
+		r.Errorf(syscall.ENOENT, "jobtap plugin %q is not loaded", req.Name)
+		return
+	}
+	out := map[string]any{"name": p.Name(), "path": "builtin:" + p.Name()}
+	if q, ok := p.(jobtap.Querier); ok {
+		out["data"] = q.Query()
+	}
+	r.Respond(out)
+}
+
+func (m *manager) handlePluginMethod(r *flux.Request) {
+	meth, ok := m.plugins.methods[strings.TrimPrefix(r.Topic(), "job-manager.")]
+	if !ok {
+		r.Errorf(syscall.ENOSYS, "no job-manager method %s", r.Topic())
+		return
+	}
+	resp, err := meth.Handler(r.Msg.JSON(), r.Userid(), r.IsOwner())
+	if err != nil {
+		r.RespondError(err)
+		return
+	}
+	r.Respond(resp)
+}
+
+func (m *manager) handleStats(r *flux.Request) {
+	counts := map[string]int{}
+	for _, j := range m.jobs {
+		counts[strings.ToLower(j.State.String())]++
+	}
+	r.Respond(map[string]any{
+		"jobs":        counts,
+		"kvs_commits": m.batch.commits,
+		"kvs_ops":     m.batch.ops,
+		"journal":     len(m.journal.subs),
+		"plugins":     m.plugins.names(),
+	})
+}
+
+func (m *manager) handleDisconnect(r *flux.Request) {
+	route := r.Msg.RouteString()
+	m.sched.disconnected(route)
+	m.exec.disconnected(route)
+	m.journal.disconnect(route)
+	for id, list := range m.waiters {
+		kept := list[:0]
+		for _, w := range list {
+			if w.Msg.RouteString() != route {
+				kept = append(kept, w)
+			}
+		}
+		if len(kept) == 0 {
+			delete(m.waiters, id)
+		} else {
+			m.waiters[id] = kept
+		}
+	}
+}

@@ -1,0 +1,100 @@
+package jobmanager
+
+import (
+	"encoding/json"
+
+	"github.com/fluxgo/fluxgo/internal/jobtap"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+)
+
+// Submit flags (flux-core's FLUX_JOB_* submit flags).
+const (
+	flagDebug    = 0x02
+	flagWaitable = 0x04
+	flagNoValidate = 0x08
+)
+
+// job is the job manager's record of one job. The embedded jobtap.Job is
+// the view plugins see.
+type job struct {
+	jobtap.Job
+	kvsDir string
+
+	// eventlog text as committed (active jobs only)
+	eventlog []byte
+	deps     map[string]struct{}
+	aux      map[string]any
+	annot    map[string]any
+	flagSet  map[string]bool
+
+	R            json.RawMessage
+	allocPending bool // sched.alloc outstanding
+	cancelSent   bool // sched.cancel sent for the outstanding alloc
+	hasAlloc     bool // resources allocated (until free)
+	bypass       bool // allocated by a jobtap AllocHook
+	startSent    bool // job-exec.start sent
+	killSent     bool // executor asked to kill after a fatal exception
+	started      bool // start event posted
+	releasedAll  bool // release with final=true seen
+	freeSent     bool
+	perilog      int // prolog/epilog actions in progress
+	fatal        bool
+	exceptType   string
+	finishStatus int
+	finished     bool
+	cleanPosted  bool
+	tInactive    float64
+	expiration   float64
+}
+
+func newJob(id jobid.ID, userid uint32, urgency int, flags int, tSubmit float64) *job {
+	j := &job{
+		Job: jobtap.Job{
+			ID:         id,
+			Userid:     userid,
+			Urgency:    urgency,
+			Priority:   -1,
+			State:      jobtap.StateNew,
+			Flags:      flags,
+			TSubmit:    tSubmit,
+			WaitStatus: -1,
+		},
+	}
+	dothex, _ := id.Encode("dothex")
+	j.kvsDir = "job." + dothex
+	return j
+}
+
+func (j *job) view() *jobtap.Job {
+	j.Dependencies = j.Dependencies[:0]
+	for d := range j.deps {
+		j.Dependencies = append(j.Dependencies, d)
+	}
+	return &j.Job
+}
+
+// result names an inactive job's outcome the way flux-core does.
+func (j *job) result() string {
+	switch {
+	case j.exceptType == "cancel":
+		return "CANCELED"
+	case j.exceptType == "timeout":
+		return "TIMEOUT"
+	case j.fatal:
+		return "FAILED"
+	case !j.finished || j.finishStatus != 0:
+		return "FAILED"
+	}
+	return "COMPLETED"
+}
+
+// dropActiveData frees what an inactive job no longer needs in memory
+// (it stays in the KVS).
+func (j *job) dropActiveData() {
+	j.eventlog = nil
+	j.Raw = nil
+	j.Jobspec = nil
+	j.R = nil
+	j.annot = nil
+	j.deps = nil
+}

@@ -1,0 +1,414 @@
+package jobmanager
+
+import (
+	"encoding/json"
+	"log/slog"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/jobtap"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+)
+
+// manager owns all job state. Every method runs on the module's Serve
+// goroutine, so nothing here needs a lock.
+type manager struct {
+	h     *flux.Handle
+	log   *slog.Logger
+	owner uint32
+
+	jobs     map[jobid.ID]*job
+	inactive []jobid.ID // in order of becoming inactive, for purge
+	maxID    jobid.ID
+
+	batch   *kvsBatch
+	journal *journal
+	sched   *schedClient
+	exec    *execClient
+	plugins *pluginSet
+	waiters map[jobid.ID][]*flux.Request
+
+	// inactiveLimit bounds how many inactive jobs are kept in memory
+	// (their records stay in the KVS).
+	inactiveLimit int
+	now           func() float64
+}
+
+func newManager(h *flux.Handle, log *slog.Logger, owner uint32) *manager {
+	m := &manager{
+		h:             h,
+		log:           log,
+		owner:         owner,
+		jobs:          make(map[jobid.ID]*job),
+		waiters:       make(map[jobid.ID][]*flux.Request),
+		inactiveLimit: 100000,
+		now:           func() float64 { return float64(time.Now().UnixNano()) / 1e9 },
+	}
+	m.batch = newKVSBatch(m)
+	m.journal = newJournal(m)
+	m.sched = newSchedClient(m)
+	m.exec = newExecClient(m)
+	m.plugins = newPluginSet(m)
+	return m
+}
+
+// event is one posted event, kept encoded.
+type event struct {
+	Timestamp float64         `json:"timestamp"`
+	Name      string          `json:"name"`
+	Context   json.RawMessage `json:"context,omitempty"`
+}
+
+func encodeContext(ctx map[string]any) json.RawMessage {
+	if len(ctx) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(ctx)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// post appends an event to a job's eventlog (KVS, batched), applies it to
+// the state machine, tells plugins and queues it for the journal.
+func (m *manager) post(j *job, name string, ctx map[string]any) {
+	m.postRaw(j, name, encodeContext(ctx), ctx)
+}
+
+func (m *manager) postRaw(j *job, name string, rawCtx json.RawMessage, ctx map[string]any) {
+	if j.State == jobtap.StateInactive {
+		m.log.Debug("ignoring event for inactive job", "id", j.ID.String(), "event", name)
+		return
+	}
+	ev := event{Timestamp: m.now(), Name: name, Context: rawCtx}
+	line, _ := json.Marshal(ev)
+	line = append(line, '\n')
+	j.eventlog = append(j.eventlog, line...)
+	m.batch.append(j.kvsDir+".eventlog", line)
+	m.journal.add(j, ev)
+	prev := j.State
+	m.apply(j, name, ctx)
+	m.plugins.event(j, name, ctx)
+	if j.State != prev {
+		m.enterState(j, prev)
+	}
+}
+
+// apply updates job fields for an event and performs state transitions
+// (RFC 21).
+func (m *manager) apply(j *job, name string, ctx map[string]any) {
+	switch name {
+	case "validate":
+		j.State = jobtap.StateDepend
+	case "invalidate":
+		j.State = jobtap.StateInactive
+	case "dependency-add":
+		if d, ok := ctx["description"].(string); ok {
+			if j.deps == nil {
+				j.deps = make(map[string]struct{})
+			}
+			j.deps[d] = struct{}{}
+		}
+	case "dependency-remove":
+		if d, ok := ctx["description"].(string); ok {
+			delete(j.deps, d)
+		}
+	case "depend":
+		j.State = jobtap.StatePriority
+	case "priority":
+		j.Priority = ctxInt64(ctx, "priority")
+		if j.State == jobtap.StatePriority {
+			j.State = jobtap.StateSched
+		}
+	case "urgency":
+		j.Urgency = int(ctxInt64(ctx, "urgency"))
+	case "alloc":
+		j.hasAlloc = true
+		j.allocPending = false
+		if j.State == jobtap.StateSched {
+			j.State = jobtap.StateRun
+		}
+	case "prolog-start", "epilog-start":
+		j.perilog++
+	case "prolog-finish", "epilog-finish":
+		if j.perilog > 0 {
+			j.perilog--
+		}
+	case "start":
+		j.started = true
+	case "finish":
+		j.finished = true
+		j.finishStatus = int(ctxInt64(ctx, "status"))
+		j.WaitStatus = j.finishStatus
+		if j.State == jobtap.StateRun {
+			j.State = jobtap.StateCleanup
+		}
+	case "release":
+		if final, _ := ctx["final"].(bool); final {
+			j.releasedAll = true
+		}
+	case "exception":
+		sev := int(ctxInt64(ctx, "severity"))
+		if sev == 0 {
+			if !j.fatal {
+				j.exceptType, _ = ctx["type"].(string)
+				j.Exception = j.exceptType
+			}
+			j.fatal = true
+			if j.State < jobtap.StateCleanup && j.State != jobtap.StateNew {
+				j.State = jobtap.StateCleanup
+			}
+		}
+	case "free":
+		j.hasAlloc = false
+	case "clean":
+		j.State = jobtap.StateInactive
+	case "set-flags":
+		if list, ok := ctx["flags"].([]any); ok {
+			if j.flagSet == nil {
+				j.flagSet = make(map[string]bool)
+			}
+			for _, f := range list {
+				if s, ok := f.(string); ok {
+					j.flagSet[s] = true
+				}
+			}
+		}
+	case "resource-update":
+		if v, ok := ctx["expiration"].(float64); ok {
+			j.expiration = v
+		}
+	}
+}
+
+// enterState runs the actions of a state the job just entered.
+func (m *manager) enterState(j *job, prev jobtap.State) {
+	m.plugins.state(j, prev)
+	switch j.State {
+	case jobtap.StateDepend:
+		if err := m.plugins.depend(j); err != nil {
+			m.post(j, "exception", map[string]any{"type": "dependency", "severity": 0, "note": err.Error(), "userid": m.owner})
+			return
+		}
+		m.checkDepend(j)
+	case jobtap.StatePriority:
+		m.computePriority(j)
+	case jobtap.StateSched:
+		m.schedule(j)
+	case jobtap.StateRun:
+		m.maybeStart(j)
+	case jobtap.StateCleanup:
+		m.cleanup(j, prev)
+	case jobtap.StateInactive:
+		m.retire(j)
+	}
+}
+
+// checkDepend posts depend once a job in DEPEND has no dependencies.
+func (m *manager) checkDepend(j *job) {
+	if j.State == jobtap.StateDepend && len(j.deps) == 0 {
+		m.post(j, "depend", nil)
+	}
+}
+
+func (m *manager) computePriority(j *job) {
+	if j.State != jobtap.StatePriority && j.State != jobtap.StateSched {
+		return
+	}
+	p, ok := m.plugins.priority(j)
+	if !ok {
+		return // stays in PRIORITY until reprioritized
+	}
+	if j.State == jobtap.StateSched && p == j.Priority {
+		return
+	}
+	m.post(j, "priority", map[string]any{"priority": p})
+	if j.State == jobtap.StateSched {
+		m.sched.reprioritize(j)
+	}
+}
+
+// schedule asks for resources for a job in SCHED state: a jobtap
+// AllocHook (alloc-bypass) or the scheduler.
+func (m *manager) schedule(j *job) {
+	if j.State != jobtap.StateSched || j.allocPending || j.hasAlloc {
+		return
+	}
+	R, handled, err := m.plugins.alloc(j)
+	if err != nil {
+		m.post(j, "exception", map[string]any{"type": "alloc", "severity": 0, "note": err.Error(), "userid": m.owner})
+		return
+	}
+	if handled {
+		j.bypass = true
+		j.R = R
+		m.batch.put(j.kvsDir+".R", R)
+		m.post(j, "alloc", map[string]any{"bypass": true})
+		return
+	}
+	m.sched.enqueue(j)
+}
+
+// allocated records an allocation from the scheduler.
+func (m *manager) allocated(j *job, R json.RawMessage, annotations map[string]any) {
+	j.R = R
+	m.batch.put(j.kvsDir+".R", R)
+	mergeAnnotations(&j.annot, annotations)
+	ctx := map[string]any{}
+	if len(j.annot) > 0 {
+		ctx["annotations"] = j.annot
+	}
+	m.post(j, "alloc", ctx)
+}
+
+// maybeStart sends the start request once the job is in RUN, no prolog is
+// running, and its alloc event and R are committed.
+func (m *manager) maybeStart(j *job) {
+	if j.State != jobtap.StateRun || j.startSent || j.perilog > 0 || j.fatal {
+		return
+	}
+	j.startSent = true
+	m.batch.afterCommit(func(err error) {
+		if err != nil {
+			m.post(j, "exception", map[string]any{"type": "exec", "severity": 0, "note": "KVS commit failed: " + err.Error(), "userid": m.owner})
+			return
+		}
+		if j.State != jobtap.StateRun || j.fatal {
+			m.cleanup(j, jobtap.StateRun)
+			return
+		}
+		m.exec.start(j)
+	})
+}
+
+// cleanup drives a job in CLEANUP to INACTIVE: wait for the executor to
+// release everything and for epilogs, free the resources, then clean.
+func (m *manager) cleanup(j *job, prev jobtap.State) {
+	if j.State != jobtap.StateCleanup || j.cleanPosted {
+		return
+	}
+	if j.allocPending {
+		if !j.cancelSent {
+			j.cancelSent = true
+			m.sched.cancel(j)
+		}
+		return
+	}
+	if j.startSent && !j.releasedAll {
+		if j.fatal && !j.finished && !j.killSent {
+			// the executor escalates to SIGKILL after its kill timeout
+			j.killSent = true
+			m.exec.kill(j, int(syscall.SIGTERM))
+		}
+		return
+	}
+	if j.perilog > 0 {
+		return
+	}
+	if j.hasAlloc {
+		if j.freeSent {
+			return
+		}
+		j.freeSent = true
+		if j.bypass {
+			m.post(j, "free", nil)
+			m.cleanup(j, j.State)
+			return
+		}
+		m.sched.free(j)
+		return
+	}
+	j.cleanPosted = true
+	m.post(j, "clean", nil)
+}
+
+// retire finishes a job that became inactive.
+func (m *manager) retire(j *job) {
+	j.Result = j.result()
+	j.tInactive = m.now()
+	m.sched.forget(j)
+	m.batch.afterCommit(func(error) {
+		for _, r := range m.waiters[j.ID] {
+			m.answerWait(r, j)
+		}
+		delete(m.waiters, j.ID)
+		j.dropActiveData()
+	})
+	m.inactive = append(m.inactive, j.ID)
+	if len(m.inactive) > m.inactiveLimit {
+		old := m.inactive[0]
+		m.inactive = m.inactive[1:]
+		delete(m.jobs, old)
+	}
+}
+
+func ctxInt64(ctx map[string]any, key string) int64 {
+	switch v := ctx[key].(type) {
+	case float64:
+		return int64(v)
+	case int:
+		return int64(v)
+	case int64:
+		return v
+	case uint32:
+		return int64(v)
+	case json.Number:
+		n, _ := v.Int64()
+		return n
+	case string:
+		n, _ := strconv.ParseInt(v, 10, 64)
+		return n
+	}
+	return 0
+}
+
+// mergeAnnotations applies RFC 27 annotation update rules.
+func mergeAnnotations(dst *map[string]any, upd map[string]any) {
+	if len(upd) == 0 {
+		return
+	}
+	if *dst == nil {
+		*dst = make(map[string]any)
+	}
+	for k, v := range upd {
+		if v == nil {
+			delete(*dst, k)
+			continue
+		}
+		if nv, ok := v.(map[string]any); ok {
+			if cur, ok := (*dst)[k].(map[string]any); ok {
+				mergeAnnotations(&cur, nv)
+				if len(cur) == 0 {
+					delete(*dst, k)
+				} else {
+					(*dst)[k] = cur
+				}
+				continue
+			}
+		}
+		(*dst)[k] = v
+	}
+}
+
+// lookup finds a job by id for a request, answering ENOENT itself.
+func (m *manager) lookup(r *flux.Request, id jobid.ID) *job {
+	j, ok := m.jobs[id]
+	if !ok {
+		r.Errorf(syscall.ENOENT, "unknown job id %s", id.String())
+		return nil
+	}
+	return j
+}
+
+// authorize checks the requestor owns the job or the instance.
+func authorize(r *flux.Request, j *job) bool {
+	if r.IsOwner() || r.Userid() == j.Userid {
+		return true
+	}
+	r.Errorf(syscall.EPERM, "job %s belongs to another user", j.ID.String())
+	return false
+}
+

@@ -1,0 +1,416 @@
+package jobmanager
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/broker"
+	"github.com/fluxgo/fluxgo/internal/broker/brokertest"
+	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+)
+
+// fakeKVS accepts commits and keeps appended values, standing in for the
+// KVS so the job manager's state machine is tested on its own.
+type fakeKVS struct {
+	mu   sync.Mutex
+	vals map[string][]byte
+}
+
+func (*fakeKVS) Name() string { return "kvs" }
+func (f *fakeKVS) Run(ctx context.Context, h *flux.Handle, _ []string) error {
+	h.HandleFunc("kvs.commit", func(r *flux.Request) {
+		var req struct {
+			Ops []kvs.Op `json:"ops"`
+		}
+		if r.Decode(&req) != nil {
+			return
+		}
+		f.mu.Lock()
+		for _, op := range req.Ops {
+			var d struct {
+				Data []byte `json:"data"`
+			}
+			json.Unmarshal(op.Dirent, &d)
+			if op.Flags&kvs.FlagAppend != 0 {
+				f.vals[op.Key] = append(f.vals[op.Key], d.Data...)
+			} else {
+				f.vals[op.Key] = d.Data
+			}
+		}
+		f.mu.Unlock()
+		r.Respond(map[string]any{"rootref": "sha1-x", "rootseq": 1})
+	})
+	return h.Serve(ctx)
+}
+
+// fakeSched allocates immediately unless hold is set.
+type fakeSched struct {
+	hold bool
+}
+
+func (*fakeSched) Name() string { return "sched" }
+func (s *fakeSched) Run(ctx context.Context, h *flux.Handle, _ []string) error {
+	pending := map[jobid.ID]*flux.Request{}
+	h.HandleFunc("sched.alloc", func(r *flux.Request) {
+		var req struct {
+			ID jobid.ID `json:"id"`
+		}
+		r.Decode(&req)
+		if s.hold {
+			pending[req.ID] = r
+			r.Respond(map[string]any{"id": req.ID, "type": allocAnnotate, "annotations": map[string]any{"sched": map[string]any{"reason_pending": "held by test"}}})
+			return
+		}
+		r.Respond(map[string]any{"id": req.ID, "type": allocSuccess,
+			"R":           json.RawMessage(`{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0"}}]}}`),
+			"annotations": map[string]any{"sched": map[string]any{"resource_summary": "rank0/core0"}}})
+	})
+	h.HandleFunc("sched.cancel", func(r *flux.Request) {
+		var req struct {
+			ID jobid.ID `json:"id"`
+		}
+		r.Decode(&req)
+		if p, ok := pending[req.ID]; ok {
+			delete(pending, req.ID)
+			p.Respond(map[string]any{"id": req.ID, "type": allocCancel})
+		}
+	})
+	h.HandleFunc("sched.free", func(r *flux.Request) {
+		var req struct {
+			ID jobid.ID `json:"id"`
+		}
+		r.Decode(&req)
+		r.Respond(map[string]any{"id": req.ID})
+	})
+	h.HandleFunc("sched.prioritize", func(r *flux.Request) {})
+	go func() {
+		if err := h.Call(ctx, "job-manager.sched-hello", flux.NodeidAny, nil, nil); err != nil {
+			return
+		}
+		h.Call(ctx, "job-manager.sched-ready", flux.NodeidAny, map[string]any{"mode": "unlimited"}, nil)
+	}()
+	return h.Serve(ctx)
+}
+
+// fakeExec "runs" jobs: start, then finish with status from the job's
+// urgency-free attribute, then release. Jobs named "sleep" wait for kill.
+type fakeExec struct{}
+
+func (*fakeExec) Name() string { return "job-exec" }
+func (*fakeExec) Run(ctx context.Context, h *flux.Handle, _ []string) error {
+	running := map[jobid.ID]*flux.Request{}
+	finish := func(id jobid.ID, r *flux.Request, status int) {
+		r.Respond(map[string]any{"id": id, "type": "finish", "data": map[string]any{"status": status}})
+		r.Respond(map[string]any{"id": id, "type": "release", "data": map[string]any{"ranks": "all", "final": true}})
+		r.EndStream()
+	}
+	h.HandleFunc("job-exec.start", func(r *flux.Request) {
+		var req struct {
+			ID      jobid.ID `json:"id"`
+			Jobspec struct {
+				Tasks []struct {
+					Command []string `json:"command"`
+				} `json:"tasks"`
+			} `json:"jobspec"`
+		}
+		r.Decode(&req)
+		r.Respond(map[string]any{"id": req.ID, "type": "start", "data": map[string]any{}})
+		cmd := req.Jobspec.Tasks[0].Command[0]
+		switch cmd {
+		case "sleep":
+			running[req.ID] = r
+		case "false":
+			finish(req.ID, r, 256)
+		default:
+			finish(req.ID, r, 0)
+		}
+	})
+	h.HandleFunc("job-exec.kill", func(r *flux.Request) {
+		var req struct {
+			ID     jobid.ID `json:"id"`
+			Signum int      `json:"signum"`
+		}
+		r.Decode(&req)
+		if s, ok := running[req.ID]; ok {
+			delete(running, req.ID)
+			finish(req.ID, s, req.Signum)
+		}
+	})
+	go h.Call(ctx, "job-manager.exec-hello", flux.NodeidAny, map[string]any{"service": "job-exec"}, nil)
+	return h.Serve(ctx)
+}
+
+type env struct {
+	t    *testing.T
+	h    *flux.Handle
+	kvs  *fakeKVS
+	gen  *jobid.Generator
+	jour *flux.Future
+
+	mu     sync.Mutex
+	events map[jobid.ID][]string
+	notify chan struct{}
+}
+
+func start(t *testing.T, hold bool, extra ...broker.ModuleSpec) *env {
+	fk := &fakeKVS{vals: map[string][]byte{}}
+	reg := module.NewRegistry()
+	reg.Register("kvs", func() module.Module { return fk })
+	reg.Register("job-manager", New)
+	reg.Register("sched", func() module.Module { return &fakeSched{hold: hold} })
+	reg.Register("job-exec", func() module.Module { return &fakeExec{} })
+	mods := []broker.ModuleSpec{{Name: "kvs"}, {Name: "job-manager"}, {Name: "sched"}, {Name: "job-exec"}}
+	inst := brokertest.Start(t, brokertest.Options{Size: 1, Registry: reg, Modules: mods})
+	e := &env{t: t, h: inst.Handle(0), kvs: fk, events: map[jobid.ID][]string{}, notify: make(chan struct{}, 1)}
+	e.gen, _ = jobid.NewGenerator(0, time.Now().Add(-time.Hour))
+	f, err := e.h.RPC("job-manager.events-journal", flux.NodeidAny, map[string]any{"full": true}, flux.Streaming)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.jour = f
+	go func() {
+		for {
+			m, err := f.Next(context.Background())
+			if err != nil {
+				return
+			}
+			var ent struct {
+				ID     jobid.ID `json:"id"`
+				Events []struct {
+					Name string `json:"name"`
+				} `json:"events"`
+			}
+			m.UnmarshalPayload(&ent)
+			e.mu.Lock()
+			for _, ev := range ent.Events {
+				if ev.Name != "annotations" {
+					e.events[ent.ID] = append(e.events[ent.ID], ev.Name)
+				}
+			}
+			e.mu.Unlock()
+			select {
+			case e.notify <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return e
+}
+
+func jobspecFor(cmd string, extra map[string]any) json.RawMessage {
+	sys := map[string]any{"duration": 0}
+	for k, v := range extra {
+		sys[k] = v
+	}
+	js := map[string]any{
+		"version":    1,
+		"resources":  []any{map[string]any{"type": "slot", "count": 1, "label": "task", "with": []any{map[string]any{"type": "core", "count": 1}}}},
+		"tasks":      []any{map[string]any{"command": []string{cmd}, "slot": "task", "count": map[string]any{"per_slot": 1}}},
+		"attributes": map[string]any{"system": sys},
+	}
+	b, _ := json.Marshal(js)
+	return b
+}
+
+func (e *env) submit(cmd string, urgency int, extra map[string]any) jobid.ID {
+	e.t.Helper()
+	id, _ := e.gen.Next()
+	req := map[string]any{"jobs": []any{map[string]any{
+		"id": id, "userid": 0, "urgency": urgency, "t_submit": float64(time.Now().UnixNano()) / 1e9,
+		"flags": flagWaitable, "jobspec": jobspecFor(cmd, extra),
+	}}}
+	var resp struct {
+		Errors [][2]any `json:"errors"`
+	}
+	if err := e.h.Call(brokertest.Ctx(e.t), "job-manager.submit", flux.NodeidAny, req, &resp); err != nil {
+		e.t.Fatal(err)
+	}
+	if len(resp.Errors) > 0 {
+		e.t.Fatalf("submit rejected: %v", resp.Errors)
+	}
+	return id
+}
+
+// waitEvent waits until job id has posted event name.
+func (e *env) waitEvent(id jobid.ID, name string) []string {
+	e.t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		e.mu.Lock()
+		evs := append([]string(nil), e.events[id]...)
+		e.mu.Unlock()
+		for _, n := range evs {
+			if n == name {
+				return evs
+			}
+		}
+		select {
+		case <-e.notify:
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			e.t.Fatalf("job %s: no %s event; saw %v", id.String(), name, evs)
+		}
+	}
+}
+
+func eq(a []string, b ...string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestJobRunsToInactive(t *testing.T) {
+	e := start(t, false)
+	id := e.submit("true", 16, nil)
+	evs := e.waitEvent(id, "clean")
+	if !eq(evs, "submit", "validate", "depend", "priority", "alloc", "start", "finish", "release", "free", "clean") {
+		t.Fatalf("events: %v", evs)
+	}
+	// the eventlog in the KVS has the same events
+	dothex, _ := id.Encode("dothex")
+	e.kvs.mu.Lock()
+	log := string(e.kvs.vals["job."+dothex+".eventlog"])
+	e.kvs.mu.Unlock()
+	if n := countLines(log); n != 9 { // submit is written by ingest
+		t.Fatalf("kvs eventlog has %d lines:\n%s", n, log)
+	}
+	var w struct {
+		Success bool   `json:"success"`
+		Errstr  string `json:"errstr"`
+	}
+	if err := e.h.Call(brokertest.Ctx(t), "job-manager.wait", flux.NodeidAny, map[string]any{"id": id}, &w); err != nil || !w.Success {
+		t.Fatalf("wait: %v %+v", err, w)
+	}
+	fid := e.submit("false", 16, nil)
+	e.waitEvent(fid, "clean")
+	if err := e.h.Call(brokertest.Ctx(t), "job-manager.wait", flux.NodeidAny, map[string]any{"id": fid}, &w); err != nil || w.Success {
+		t.Fatalf("wait on failed job: %v %+v", err, w)
+	}
+}
+
+func countLines(s string) int {
+	n := 0
+	for _, c := range s {
+		if c == '\n' {
+			n++
+		}
+	}
+	return n
+}
+
+func TestCancelPendingAndRunning(t *testing.T) {
+	e := start(t, true)
+	id := e.submit("true", 16, nil)
+	e.waitEvent(id, "priority")
+	if err := e.h.Call(brokertest.Ctx(t), "job-manager.raise", flux.NodeidAny, map[string]any{"id": id, "type": "cancel", "severity": 0, "note": ""}, nil); err != nil {
+		t.Fatal(err)
+	}
+	evs := e.waitEvent(id, "clean")
+	if !eq(evs, "submit", "validate", "depend", "priority", "exception", "clean") {
+		t.Fatalf("events: %v", evs)
+	}
+	// raising on an inactive job is an error
+	err := e.h.Call(brokertest.Ctx(t), "job-manager.raise", flux.NodeidAny, map[string]any{"id": id, "type": "cancel", "severity": 0}, nil)
+	if !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("raise on inactive: %v", err)
+	}
+}
+
+func TestCancelRunning(t *testing.T) {
+	e := start(t, false)
+	id := e.submit("sleep", 16, nil)
+	e.waitEvent(id, "start")
+	if err := e.h.Call(brokertest.Ctx(t), "job-manager.raise", flux.NodeidAny, map[string]any{"id": id, "type": "cancel", "severity": 0}, nil); err != nil {
+		t.Fatal(err)
+	}
+	evs := e.waitEvent(id, "clean")
+	if !eq(evs, "submit", "validate", "depend", "priority", "alloc", "start", "exception", "finish", "release", "free", "clean") {
+		t.Fatalf("events: %v", evs)
+	}
+}
+
+func TestUrgencyHoldAndRelease(t *testing.T) {
+	e := start(t, false)
+	id := e.submit("true", 0, nil)
+	e.waitEvent(id, "priority")
+	time.Sleep(100 * time.Millisecond)
+	e.mu.Lock()
+	n := len(e.events[id])
+	e.mu.Unlock()
+	if n != 4 {
+		t.Fatalf("held job progressed: %v", e.events[id])
+	}
+	var resp struct {
+		Old int `json:"old_urgency"`
+	}
+	if err := e.h.Call(brokertest.Ctx(t), "job-manager.urgency", flux.NodeidAny, map[string]any{"id": id, "urgency": 16}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Old != 0 {
+		t.Fatalf("old urgency %d", resp.Old)
+	}
+	evs := e.waitEvent(id, "clean")
+	if !eq(evs, "submit", "validate", "depend", "priority", "urgency", "priority", "alloc", "start", "finish", "release", "free", "clean") {
+		t.Fatalf("events: %v", evs)
+	}
+}
+
+func TestDependencyAfterOK(t *testing.T) {
+	e := start(t, false)
+	first := e.submit("sleep", 16, nil)
+	e.waitEvent(first, "start")
+	second := e.submit("true", 16, map[string]any{"dependencies": []any{map[string]any{"scheme": "afterok", "value": first.String()}}})
+	e.waitEvent(second, "dependency-add")
+	failing := e.submit("true", 16, map[string]any{"dependencies": []any{map[string]any{"scheme": "afternotok", "value": first.String()}}})
+	e.waitEvent(failing, "dependency-add")
+	// end the first job successfully via kill with signal 0 status
+	if err := e.h.Call(brokertest.Ctx(t), "job-manager.kill", flux.NodeidAny, map[string]any{"id": first, "signum": 15}, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.waitEvent(first, "clean")
+	// first finished with status 15 -> failed: afterok can never be satisfied
+	evs := e.waitEvent(second, "clean")
+	if !eq(evs, "submit", "validate", "dependency-add", "exception", "clean") {
+		t.Fatalf("afterok job events: %v", evs)
+	}
+	evs = e.waitEvent(failing, "clean")
+	if !eq(evs[:5], "submit", "validate", "dependency-add", "dependency-remove", "depend") {
+		t.Fatalf("afternotok job events: %v", evs)
+	}
+}
+
+func TestAllocBypass(t *testing.T) {
+	e := start(t, true) // the scheduler would hold everything
+	if err := e.h.Call(brokertest.Ctx(t), "job-manager.jobtap", flux.NodeidAny, map[string]any{"load": "alloc-bypass.so"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	R := `{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0"}}],"nodelist":["x"]}}`
+	id := e.submit("true", 16, map[string]any{"alloc-bypass": map[string]any{"R": R}})
+	evs := e.waitEvent(id, "clean")
+	if !eq(evs, "submit", "set-flags", "validate", "depend", "priority", "alloc", "start", "finish", "release", "free", "clean") {
+		t.Fatalf("events: %v", evs)
+	}
+	var list struct {
+		Plugins []string `json:"plugins"`
+	}
+	if err := e.h.Call(brokertest.Ctx(t), "job-manager.jobtap", flux.NodeidAny, map[string]any{"query_only": true}, &list); err != nil {
+		t.Fatal(err)
+	}
+	if list.Plugins[len(list.Plugins)-1] != "alloc-bypass" {
+		t.Fatalf("plugins: %v", list.Plugins)
+	}
+}

@@ -1,0 +1,45 @@
+// Package jobmanager is the job-manager broker module: it drives every job
+// through the RFC 21 state machine by posting events to the job's
+// eventlog, asks the scheduler for resources (RFC 27) and the executor to
+// run jobs (RFC 32), runs jobtap plugins at each step, and streams every
+// event to journal subscribers.
+package jobmanager
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/fluxgo/fluxgo/internal/jobtap/builtin"
+	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+)
+
+// Module is the job-manager module.
+type Module struct{}
+
+// New returns the module.
+func New() module.Module { return &Module{} }
+
+// Name implements module.Module.
+func (*Module) Name() string { return "job-manager" }
+
+// Run implements module.Module.
+func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
+	ownerStr, err := h.Attr(ctx, "security.owner")
+	if err != nil {
+		return err
+	}
+	owner, err := strconv.ParseUint(ownerStr, 10, 32)
+	if err != nil {
+		return fmt.Errorf("security.owner=%q: %w", ownerStr, err)
+	}
+	m := newManager(h, flux.NewLogger(h, "job-manager"), uint32(owner))
+	m.register()
+	for _, name := range builtin.Defaults() {
+		if err := m.plugins.load(name, nil); err != nil {
+			return err
+		}
+	}
+	return h.Serve(ctx)
+}
