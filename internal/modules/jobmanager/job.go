@@ -9,8 +9,8 @@ import (
 
 // Submit flags (flux-core's FLUX_JOB_* submit flags).
 const (
-	flagDebug    = 0x02
-	flagWaitable = 0x04
+	flagDebug      = 0x02
+	flagWaitable   = 0x04
 	flagNoValidate = 0x08
 )
 

@@ -411,4 +411,3 @@ func authorize(r *flux.Request, j *job) bool {
 	r.Errorf(syscall.EPERM, "job %s belongs to another user", j.ID.String())
 	return false
 }
-
