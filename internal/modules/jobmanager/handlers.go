@@ -27,6 +27,9 @@ func (m *manager) register() {
 	h.HandleFunc("job-manager.sched-ready", m.sched.readyRequest)
 	h.HandleFunc("job-manager.exec-hello", m.exec.hello)
 	h.HandleFunc("job-manager.stats-get", m.handleStats)
+	h.HandleFunc("job-manager.getinfo", func(r *flux.Request) {
+		r.Respond(map[string]any{"max_jobid": m.maxID})
+	})
 	h.HandleFunc("job-manager.disconnect", m.handleDisconnect)
 	h.HandleFunc("job-manager.*", m.handlePluginMethod)
 }

@@ -12,93 +12,10 @@ import (
 	"github.com/fluxgo/fluxgo/internal/broker"
 	"github.com/fluxgo/fluxgo/internal/broker/brokertest"
 	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/internal/modules/modtest"
 	"github.com/fluxgo/fluxgo/pkg/flux"
-	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
-
-// fakeKVS accepts commits and keeps appended values, standing in for the
-// KVS so the job manager's state machine is tested on its own.
-type fakeKVS struct {
-	mu   sync.Mutex
-	vals map[string][]byte
-}
-
-func (*fakeKVS) Name() string { return "kvs" }
-func (f *fakeKVS) Run(ctx context.Context, h *flux.Handle, _ []string) error {
-	h.HandleFunc("kvs.commit", func(r *flux.Request) {
-		var req struct {
-			Ops []kvs.Op `json:"ops"`
-		}
-		if r.Decode(&req) != nil {
-			return
-		}
-		f.mu.Lock()
-		for _, op := range req.Ops {
-			var d struct {
-				Data []byte `json:"data"`
-			}
-			json.Unmarshal(op.Dirent, &d)
-			if op.Flags&kvs.FlagAppend != 0 {
-				f.vals[op.Key] = append(f.vals[op.Key], d.Data...)
-			} else {
-				f.vals[op.Key] = d.Data
-			}
-		}
-		f.mu.Unlock()
-		r.Respond(map[string]any{"rootref": "sha1-x", "rootseq": 1})
-	})
-	return h.Serve(ctx)
-}
-
-// fakeSched allocates immediately unless hold is set.
-type fakeSched struct {
-	hold bool
-}
-
-func (*fakeSched) Name() string { return "sched" }
-func (s *fakeSched) Run(ctx context.Context, h *flux.Handle, _ []string) error {
-	pending := map[jobid.ID]*flux.Request{}
-	h.HandleFunc("sched.alloc", func(r *flux.Request) {
-		var req struct {
-			ID jobid.ID `json:"id"`
-		}
-		r.Decode(&req)
-		if s.hold {
-			pending[req.ID] = r
-			r.Respond(map[string]any{"id": req.ID, "type": allocAnnotate, "annotations": map[string]any{"sched": map[string]any{"reason_pending": "held by test"}}})
-			return
-		}
-		r.Respond(map[string]any{"id": req.ID, "type": allocSuccess,
-			"R":           json.RawMessage(`{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0"}}]}}`),
-			"annotations": map[string]any{"sched": map[string]any{"resource_summary": "rank0/core0"}}})
-	})
-	h.HandleFunc("sched.cancel", func(r *flux.Request) {
-		var req struct {
-			ID jobid.ID `json:"id"`
-		}
-		r.Decode(&req)
-		if p, ok := pending[req.ID]; ok {
-			delete(pending, req.ID)
-			p.Respond(map[string]any{"id": req.ID, "type": allocCancel})
-		}
-	})
-	h.HandleFunc("sched.free", func(r *flux.Request) {
-		var req struct {
-			ID jobid.ID `json:"id"`
-		}
-		r.Decode(&req)
-		r.Respond(map[string]any{"id": req.ID})
-	})
-	h.HandleFunc("sched.prioritize", func(r *flux.Request) {})
-	go func() {
-		if err := h.Call(ctx, "job-manager.sched-hello", flux.NodeidAny, nil, nil); err != nil {
-			return
-		}
-		h.Call(ctx, "job-manager.sched-ready", flux.NodeidAny, map[string]any{"mode": "unlimited"}, nil)
-	}()
-	return h.Serve(ctx)
-}
 
 // fakeExec "runs" jobs: start, then finish with status from the job's
 // urgency-free attribute, then release. Jobs named "sleep" wait for kill.
@@ -151,7 +68,7 @@ func (*fakeExec) Run(ctx context.Context, h *flux.Handle, _ []string) error {
 type env struct {
 	t    *testing.T
 	h    *flux.Handle
-	kvs  *fakeKVS
+	kvs  *modtest.KVS
 	gen  *jobid.Generator
 	jour *flux.Future
 
@@ -161,11 +78,11 @@ type env struct {
 }
 
 func start(t *testing.T, hold bool, extra ...broker.ModuleSpec) *env {
-	fk := &fakeKVS{vals: map[string][]byte{}}
+	fk := modtest.NewKVS()
 	reg := module.NewRegistry()
 	reg.Register("kvs", func() module.Module { return fk })
 	reg.Register("job-manager", New)
-	reg.Register("sched", func() module.Module { return &fakeSched{hold: hold} })
+	reg.Register("sched", func() module.Module { return &modtest.Sched{Hold: hold} })
 	reg.Register("job-exec", func() module.Module { return &fakeExec{} })
 	mods := []broker.ModuleSpec{{Name: "kvs"}, {Name: "job-manager"}, {Name: "sched"}, {Name: "job-exec"}}
 	inst := brokertest.Start(t, brokertest.Options{Size: 1, Registry: reg, Modules: mods})
@@ -282,9 +199,7 @@ func TestJobRunsToInactive(t *testing.T) {
 	}
 	// the eventlog in the KVS has the same events
 	dothex, _ := id.Encode("dothex")
-	e.kvs.mu.Lock()
-	log := string(e.kvs.vals["job."+dothex+".eventlog"])
-	e.kvs.mu.Unlock()
+	log := string(e.kvs.Value("job." + dothex + ".eventlog"))
 	if n := countLines(log); n != 9 { // submit is written by ingest
 		t.Fatalf("kvs eventlog has %d lines:\n%s", n, log)
 	}

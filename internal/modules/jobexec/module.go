@@ -1,0 +1,260 @@
+// Package jobexec is the job-exec broker module (RFC 32): it starts the
+// jobs the job manager hands it, reports start, release, exceptions and
+// finish, enforces the allocation's expiration (time limit) and delivers
+// signals. How a job actually runs is up to an implementation: the test
+// executor "runs" jobs that say attributes.system.exec.test for a set
+// time without processes, so large simulated clusters can be scheduled
+// on one machine.
+package jobexec
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"syscall"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/fsd"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+)
+
+// Module is the job-exec module.
+type Module struct{}
+
+// New returns the module.
+func New() module.Module { return &Module{} }
+
+// Name implements module.Module.
+func (*Module) Name() string { return "job-exec" }
+
+// impl runs jobs one way or another.
+type impl interface {
+	// start begins running j; it reports progress through j's methods
+	// (on the module goroutine).
+	start(j *execJob) error
+	// signal delivers sig to a running job's processes.
+	signal(j *execJob, sig syscall.Signal)
+}
+
+// execJob is one job being executed.
+type execJob struct {
+	x        *executor
+	id       jobid.ID
+	userid   uint32
+	jobspec  json.RawMessage
+	R        json.RawMessage
+	req      *flux.Request
+	impl     impl
+	started  bool
+	finished bool
+	released bool
+	killed   bool
+	timers   []*time.Timer
+	aux      any // implementation data
+}
+
+type executor struct {
+	h           *flux.Handle
+	log         *slog.Logger
+	jobs        map[jobid.ID]*execJob
+	killTimeout time.Duration
+	test        *testExec
+}
+
+// Run implements module.Module.
+func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
+	x := &executor{
+		h:           h,
+		log:         flux.NewLogger(h, "job-exec"),
+		jobs:        make(map[jobid.ID]*execJob),
+		killTimeout: 5 * time.Second,
+	}
+	if v, err := h.Attr(ctx, "job-exec.kill-timeout"); err == nil {
+		if d, err := fsd.ParseDuration(v); err == nil {
+			x.killTimeout = d
+		}
+	}
+	x.test = &testExec{}
+	h.HandleFunc("job-exec.start", x.handleStart)
+	h.HandleFunc("job-exec.kill", x.handleKill)
+	h.HandleFunc("job-exec.list", x.handleList)
+	h.HandleFunc("job-exec.disconnect", func(*flux.Request) {})
+	go func() {
+		if err := h.Call(ctx, "job-manager.exec-hello", flux.NodeidAny, map[string]any{"service": "job-exec"}, nil); err != nil {
+			x.log.Error("exec-hello to job-manager failed", "err", err)
+		}
+	}()
+	err := h.Serve(ctx)
+	for _, j := range x.jobs {
+		j.impl.signal(j, syscall.SIGKILL)
+	}
+	return err
+}
+
+// chooseImpl picks how to run a job.
+func (x *executor) chooseImpl(jobspec json.RawMessage) (impl, error) {
+	return x.test, nil
+}
+
+func (x *executor) handleStart(r *flux.Request) {
+	var req struct {
+		ID      jobid.ID        `json:"id"`
+		Userid  uint32          `json:"userid"`
+		Jobspec json.RawMessage `json:"jobspec"`
+		R       json.RawMessage `json:"R"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "job-exec.start is for the job manager only")
+		return
+	}
+	if _, dup := x.jobs[req.ID]; dup {
+		r.Errorf(syscall.EEXIST, "job %s is already running", req.ID.String())
+		return
+	}
+	j := &execJob{x: x, id: req.ID, userid: req.Userid, jobspec: req.Jobspec, R: req.R, req: r}
+	impl, err := x.chooseImpl(req.Jobspec)
+	if err != nil {
+		j.impl = x.test
+		x.jobs[j.id] = j
+		j.exception("exec", 0, err.Error())
+		j.finish(1 << 8)
+		j.release()
+		return
+	}
+	j.impl = impl
+	x.jobs[j.id] = j
+	x.armExpiration(j)
+	if err := impl.start(j); err != nil {
+		j.exception("exec", 0, err.Error())
+		j.finish(1 << 8)
+		j.release()
+	}
+}
+
+// armExpiration raises a timeout exception when the allocation expires,
+// then terminates the job.
+func (x *executor) armExpiration(j *execJob) {
+	var r struct {
+		Execution struct {
+			Expiration float64 `json:"expiration"`
+		} `json:"execution"`
+	}
+	if json.Unmarshal(j.R, &r) != nil || r.Execution.Expiration <= 0 {
+		return
+	}
+	d := time.Until(time.Unix(0, int64(r.Execution.Expiration*1e9)))
+	j.after(d, func() {
+		if j.finished {
+			return
+		}
+		j.exception("timeout", 0, "resource allocation expired")
+		j.kill(syscall.SIGTERM)
+	})
+}
+
+func (x *executor) handleKill(r *flux.Request) {
+	var req struct {
+		ID     jobid.ID `json:"id"`
+		Signum int      `json:"signum"`
+		Fatal  bool     `json:"fatal"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "job-exec.kill is for the job manager only")
+		return
+	}
+	j, ok := x.jobs[req.ID]
+	if !ok {
+		r.Errorf(syscall.ENOENT, "job %s is not running", req.ID.String())
+		return
+	}
+	if req.Fatal {
+		j.kill(syscall.Signal(req.Signum))
+	} else {
+		j.impl.signal(j, syscall.Signal(req.Signum))
+	}
+	r.Respond(nil)
+}
+
+func (x *executor) handleList(r *flux.Request) {
+	ids := make([]jobid.ID, 0, len(x.jobs))
+	for id := range x.jobs {
+		ids = append(ids, id)
+	}
+	r.Respond(map[string]any{"jobs": ids})
+}
+
+// after runs fn on the module goroutine after d (cancelled when the job
+// is done).
+func (j *execJob) after(d time.Duration, fn func()) {
+	t := time.AfterFunc(d, func() { j.x.h.Post(fn) })
+	j.timers = append(j.timers, t)
+}
+
+// kill terminates the job: sig now, SIGKILL after the kill timeout.
+func (j *execJob) kill(sig syscall.Signal) {
+	if j.finished {
+		return
+	}
+	first := !j.killed
+	j.killed = true
+	j.impl.signal(j, sig)
+	if first && sig != syscall.SIGKILL {
+		j.after(j.x.killTimeout, func() {
+			if !j.finished {
+				j.impl.signal(j, syscall.SIGKILL)
+			}
+		})
+	}
+}
+
+func (j *execJob) respond(typ string, data any) {
+	if data == nil {
+		data = map[string]any{}
+	}
+	j.req.Respond(map[string]any{"id": j.id, "type": typ, "data": data})
+}
+
+// start reports that the job's tasks are running.
+func (j *execJob) start() {
+	if j.started {
+		return
+	}
+	j.started = true
+	j.respond("start", nil)
+}
+
+// exception reports an exception (severity 0 is fatal).
+func (j *execJob) exception(typ string, severity int, note string) {
+	j.respond("exception", map[string]any{"type": typ, "severity": severity, "note": note})
+}
+
+// finish reports the job's wait status.
+func (j *execJob) finish(status int) {
+	if j.finished {
+		return
+	}
+	j.finished = true
+	j.respond("finish", map[string]any{"status": status})
+}
+
+// release gives back all resources and ends the job's exec stream.
+func (j *execJob) release() {
+	if j.released {
+		return
+	}
+	j.released = true
+	j.respond("release", map[string]any{"ranks": "all", "final": true})
+	j.req.EndStream()
+	for _, t := range j.timers {
+		t.Stop()
+	}
+	delete(j.x.jobs, j.id)
+}

@@ -1,0 +1,98 @@
+package jobexec
+
+import (
+	"encoding/json"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/fluxgo/fluxgo/pkg/fsd"
+)
+
+// testExec "runs" jobs without processes, as flux-core's test executor
+// does: attributes.system.exec.test {run_duration: FSD (default 0),
+// wait_status: int, mock_exception: "init"|"run"}.
+type testExec struct{}
+
+type testConfig struct {
+	RunDuration   any    `json:"run_duration"`
+	WaitStatus    int    `json:"wait_status"`
+	MockException string `json:"mock_exception"`
+}
+
+// testConfigOf returns the job's test settings, or nil when the jobspec
+// does not ask for the test executor.
+func testConfigOf(jobspec json.RawMessage) (*testConfig, error) {
+	var js struct {
+		Attributes struct {
+			System struct {
+				Exec struct {
+					Test *testConfig `json:"test"`
+				} `json:"exec"`
+			} `json:"system"`
+		} `json:"attributes"`
+	}
+	if err := json.Unmarshal(jobspec, &js); err != nil {
+		return nil, fmt.Errorf("jobspec: %v", err)
+	}
+	return js.Attributes.System.Exec.Test, nil
+}
+
+func (t *testExec) start(j *execJob) error {
+	cfg, err := testConfigOf(j.jobspec)
+	if err != nil {
+		return err
+	}
+	if cfg == nil {
+		cfg = &testConfig{}
+	}
+	var d time.Duration
+	switch v := cfg.RunDuration.(type) {
+	case nil:
+	case float64:
+		d = fsd.ToDuration(v)
+	case string:
+		if d, err = fsd.ParseDuration(v); err != nil {
+			return fmt.Errorf("exec.test.run_duration: %v", err)
+		}
+	default:
+		return fmt.Errorf("exec.test.run_duration: want an FSD string or number, got %T", v)
+	}
+	if cfg.MockException == "init" {
+		j.exception("exec", 0, "mock initialization exception generated")
+		j.finish(1 << 8)
+		j.release()
+		return nil
+	}
+	j.start()
+	if cfg.MockException == "run" {
+		j.exception("exec", 0, "mock run exception generated")
+		j.finish(int(syscall.SIGKILL))
+		j.release()
+		return nil
+	}
+	j.aux = cfg
+	done := func() {
+		if j.finished {
+			return
+		}
+		j.finish(cfg.WaitStatus)
+		j.release()
+	}
+	if d <= 0 {
+		done()
+		return nil
+	}
+	j.after(d, done)
+	return nil
+}
+
+// signal ends a test job as if its processes died of sig (any signal
+// but SIGCONT/SIGSTOP-like ones "kills" a simulated job).
+func (t *testExec) signal(j *execJob, sig syscall.Signal) {
+	if j.finished || sig == 0 {
+		return
+	}
+	j.finish(int(sig))
+	j.release()
+}

@@ -1,0 +1,334 @@
+// Package jobingest is the job-ingest broker module: it accepts signed
+// jobspecs from users (job-ingest.submit), validates them, assigns job
+// ids (FLUIDs), records each job in the KVS with its submit event, and
+// hands the jobs to the job manager. Submissions arriving together are
+// recorded in one KVS commit and announced in one job-manager request.
+package jobingest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
+	"github.com/fluxgo/fluxgo/pkg/sign"
+)
+
+// Submit flags accepted from users (flux-core's FLUX_JOB_* flags).
+const (
+	flagDebug      = 0x02
+	flagWaitable   = 0x04
+	flagNoValidate = 0x08
+	validFlags     = flagDebug | flagWaitable | flagNoValidate
+)
+
+// epochKey holds the instance's FLUID epoch so ids stay ordered and unique
+// across restarts.
+const epochKey = "job-ingest.epoch"
+
+// Module is the job-ingest module.
+type Module struct{}
+
+// New returns the module.
+func New() module.Module { return &Module{} }
+
+// Name implements module.Module.
+func (*Module) Name() string { return "job-ingest" }
+
+type pending struct {
+	r       *flux.Request
+	id      jobid.ID
+	userid  uint32
+	urgency int
+	flags   int
+	tSubmit float64
+	J       string
+	jobspec []byte
+}
+
+type ingest struct {
+	h        *flux.Handle
+	log      *slog.Logger
+	owner    uint32
+	gen      *jobid.Generator
+	queue    []*pending
+	inflight bool
+	kicked   bool
+	feasible bool // a scheduler answers feasibility.check
+	// submitted counts accepted jobs, batches the KVS commits (stats).
+	submitted, batches int
+}
+
+// Run implements module.Module.
+func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
+	ownerStr, err := h.Attr(ctx, "security.owner")
+	if err != nil {
+		return err
+	}
+	owner, _ := strconv.ParseUint(ownerStr, 10, 32)
+	in := &ingest{h: h, log: flux.NewLogger(h, "job-ingest"), owner: uint32(owner), feasible: true}
+	if err := in.initGenerator(ctx); err != nil {
+		return err
+	}
+	h.HandleFunc("job-ingest.submit", in.submit)
+	h.HandleFunc("job-ingest.stats", func(r *flux.Request) {
+		r.Respond(map[string]any{"submitted": in.submitted, "batches": in.batches, "queued": len(in.queue)})
+	})
+	h.HandleFunc("job-ingest.disconnect", func(*flux.Request) {})
+	return h.Serve(ctx)
+}
+
+// initGenerator sets up FLUID generation with the instance's epoch (kept
+// in the KVS so ids stay ordered across restarts) and past the largest id
+// the job manager knows.
+func (in *ingest) initGenerator(ctx context.Context) error {
+	epoch := time.Now()
+	var resp struct {
+		Val struct {
+			Data []byte `json:"data"`
+		} `json:"val"`
+	}
+	err := in.h.Call(ctx, "kvs.lookup", flux.NodeidAny, map[string]any{"key": epochKey, "namespace": "primary", "flags": 0}, &resp)
+	switch {
+	case err == nil:
+		ms, perr := strconv.ParseInt(string(resp.Val.Data), 10, 64)
+		if perr != nil {
+			return fmt.Errorf("%s=%q: %v", epochKey, resp.Val.Data, perr)
+		}
+		epoch = time.UnixMilli(ms)
+	case errors.Is(err, syscall.ENOENT):
+		var txn kvs.Txn
+		txn.Put(epochKey, []byte(strconv.FormatInt(epoch.UnixMilli(), 10)))
+		if _, err := kvs.Commit(ctx, in.h, "", 0, &txn); err != nil {
+			return fmt.Errorf("recording FLUID epoch: %w", err)
+		}
+	default:
+		return fmt.Errorf("reading FLUID epoch: %w", err)
+	}
+	gen, err := jobid.NewGenerator(0, epoch)
+	if err != nil {
+		return err
+	}
+	var info struct {
+		MaxJobID jobid.ID `json:"max_jobid"`
+	}
+	if err := in.h.Call(ctx, "job-manager.getinfo", flux.NodeidAny, nil, &info); err == nil {
+		gen.AdvancePast(info.MaxJobID)
+	}
+	in.gen = gen
+	return nil
+}
+
+func (in *ingest) submit(r *flux.Request) {
+	var req struct {
+		J       string `json:"J"`
+		Urgency *int   `json:"urgency"`
+		Flags   int    `json:"flags"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	env, err := sign.Unwrap(req.J)
+	if err != nil {
+		r.Errorf(syscall.EINVAL, "%v", err)
+		return
+	}
+	if env.Userid != r.Userid() {
+		r.Errorf(syscall.EPERM, "signer userid %d does not match requestor userid %d", env.Userid, r.Userid())
+		return
+	}
+	urgency := 16
+	if req.Urgency != nil {
+		urgency = *req.Urgency
+	}
+	if urgency < 0 || urgency > 31 {
+		r.Errorf(syscall.EINVAL, "urgency %d is out of range 0-31", urgency)
+		return
+	}
+	if urgency > 16 && !r.IsOwner() {
+		r.Errorf(syscall.EINVAL, "only the instance owner may submit with urgency above 16")
+		return
+	}
+	if req.Flags&^validFlags != 0 {
+		r.Errorf(syscall.EINVAL, "invalid submit flags 0x%x", req.Flags)
+		return
+	}
+	spec, err := jobspec.Parse(env.Payload)
+	if err == nil && req.Flags&flagNoValidate == 0 {
+		err = spec.ValidateV1()
+	}
+	if err != nil {
+		r.Errorf(syscall.EINVAL, "%v", err)
+		return
+	}
+	p := &pending{r: r, userid: r.Userid(), urgency: urgency, flags: req.Flags, J: req.J, jobspec: env.Payload}
+	if !in.feasible {
+		in.enqueue(p)
+		return
+	}
+	f, err := in.h.RPC("feasibility.check", flux.NodeidAny, json.RawMessage(`{"jobspec":`+string(env.Payload)+`}`), 0)
+	if err != nil {
+		r.RespondError(err)
+		return
+	}
+	f.Then(func(_ *flux.Message, err error) {
+		switch {
+		case err == nil:
+		case errors.Is(err, syscall.ENOSYS):
+			in.feasible = false // no scheduler loaded that checks; stop asking
+		default:
+			r.RespondError(err)
+			return
+		}
+		in.enqueue(p)
+	})
+}
+
+func (in *ingest) enqueue(p *pending) {
+	id, err := in.gen.Next()
+	if err != nil {
+		p.r.RespondError(err)
+		return
+	}
+	p.id = id
+	p.tSubmit = float64(time.Now().UnixNano()) / 1e9
+	in.queue = append(in.queue, p)
+	in.kick()
+}
+
+// kick flushes queued jobs after the current batch of requests, unless a
+// flush is already in flight (then they go with the next one).
+func (in *ingest) kick() {
+	if in.kicked || in.inflight {
+		return
+	}
+	in.kicked = true
+	in.h.Post(in.flush)
+}
+
+func kvsDir(id jobid.ID) string {
+	dothex, _ := id.Encode("dothex")
+	return "job." + dothex
+}
+
+// flush records queued jobs in the KVS, then tells the job manager, then
+// answers the submitters.
+func (in *ingest) flush() {
+	in.kicked = false
+	if in.inflight || len(in.queue) == 0 {
+		return
+	}
+	batch := in.queue
+	in.queue = nil
+	in.inflight = true
+	in.batches++
+	var txn kvs.Txn
+	type jmJob struct {
+		ID      jobid.ID        `json:"id"`
+		Userid  uint32          `json:"userid"`
+		Urgency int             `json:"urgency"`
+		TSubmit float64         `json:"t_submit"`
+		Flags   int             `json:"flags"`
+		Jobspec json.RawMessage `json:"jobspec"`
+	}
+	jobs := make([]jmJob, 0, len(batch))
+	for _, p := range batch {
+		dir := kvsDir(p.id)
+		txn.Put(dir+".J", []byte(p.J))
+		txn.Put(dir+".jobspec", p.jobspec)
+		ctx, _ := json.Marshal(map[string]any{"userid": p.userid, "urgency": p.urgency, "flags": p.flags, "version": 1})
+		line, _ := json.Marshal(struct {
+			Timestamp float64         `json:"timestamp"`
+			Name      string          `json:"name"`
+			Context   json.RawMessage `json:"context"`
+		}{p.tSubmit, "submit", ctx})
+		txn.Put(dir+".eventlog", append(line, '\n'))
+		jobs = append(jobs, jmJob{p.id, p.userid, p.urgency, p.tSubmit, p.flags, p.jobspec})
+	}
+	fail := func(err error) {
+		for _, p := range batch {
+			p.r.RespondError(err)
+		}
+		in.done()
+	}
+	f, err := kvs.CommitAsync(in.h, "", 0, &txn)
+	if err != nil {
+		fail(err)
+		return
+	}
+	f.Then(func(_ *flux.Message, err error) {
+		if err != nil {
+			in.log.Error("recording submitted jobs in the KVS failed", "err", err, "jobs", len(batch))
+			fail(fmt.Errorf("recording job in the KVS: %w", err))
+			return
+		}
+		jf, err := in.h.RPC("job-manager.submit", flux.NodeidAny, map[string]any{"jobs": jobs}, 0)
+		if err != nil {
+			in.forget(batch, nil)
+			fail(err)
+			return
+		}
+		jf.Then(func(m *flux.Message, err error) {
+			if err != nil {
+				in.log.Error("job manager refused jobs", "err", err, "jobs", len(batch))
+				in.forget(batch, nil)
+				fail(fmt.Errorf("job manager: %w", err))
+				return
+			}
+			var resp struct {
+				Errors [][2]json.RawMessage `json:"errors"`
+			}
+			m.UnmarshalPayload(&resp)
+			rejected := map[jobid.ID]string{}
+			for _, e := range resp.Errors {
+				var id jobid.ID
+				var msg string
+				json.Unmarshal(e[0], &id)
+				json.Unmarshal(e[1], &msg)
+				rejected[id] = msg
+			}
+			if len(rejected) > 0 {
+				in.forget(batch, rejected)
+			}
+			for _, p := range batch {
+				if msg, bad := rejected[p.id]; bad {
+					p.r.Errorf(syscall.EINVAL, "%s", msg)
+					continue
+				}
+				in.submitted++
+				p.r.Respond(map[string]any{"id": p.id})
+			}
+			in.done()
+		})
+	})
+}
+
+// forget removes rejected jobs' KVS records (all of batch if only is nil).
+func (in *ingest) forget(batch []*pending, only map[jobid.ID]string) {
+	var txn kvs.Txn
+	for _, p := range batch {
+		if only != nil {
+			if _, ok := only[p.id]; !ok {
+				continue
+			}
+		}
+		txn.Unlink(kvsDir(p.id))
+	}
+	if txn.Len() > 0 {
+		kvs.CommitAsync(in.h, "", 0, &txn)
+	}
+}
+
+func (in *ingest) done() {
+	in.inflight = false
+	in.kick()
+}

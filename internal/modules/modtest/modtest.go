@@ -1,0 +1,131 @@
+// Package modtest holds stand-in modules (a KVS that only records
+// commits, a scheduler that allocates instantly) for testing one module
+// against the protocols of its neighbours without the real ones.
+package modtest
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"syscall"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+)
+
+// KVS accepts commits and keeps appended values, standing in for the
+// KVS so the job manager's state machine is tested on its own.
+type KVS struct {
+	mu   sync.Mutex
+	vals map[string][]byte
+}
+
+// NewKVS returns an empty stand-in KVS module named "kvs".
+func NewKVS() *KVS { return &KVS{vals: map[string][]byte{}} }
+
+// Value returns the value stored at key.
+func (f *KVS) Value(key string) []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]byte(nil), f.vals[key]...)
+}
+
+// Name implements module.Module.
+func (*KVS) Name() string { return "kvs" }
+
+// Run implements module.Module.
+func (f *KVS) Run(ctx context.Context, h *flux.Handle, _ []string) error {
+	h.HandleFunc("kvs.commit", func(r *flux.Request) {
+		var req struct {
+			Ops []kvs.Op `json:"ops"`
+		}
+		if r.Decode(&req) != nil {
+			return
+		}
+		f.mu.Lock()
+		for _, op := range req.Ops {
+			var d struct {
+				Data []byte `json:"data"`
+			}
+			json.Unmarshal(op.Dirent, &d)
+			if op.Flags&kvs.FlagAppend != 0 {
+				f.vals[op.Key] = append(f.vals[op.Key], d.Data...)
+			} else {
+				f.vals[op.Key] = d.Data
+			}
+		}
+		f.mu.Unlock()
+		r.Respond(map[string]any{"rootref": "sha1-x", "rootseq": 1})
+	})
+	h.HandleFunc("kvs.lookup", func(r *flux.Request) {
+		var req struct {
+			Key string `json:"key"`
+		}
+		if r.Decode(&req) != nil {
+			return
+		}
+		f.mu.Lock()
+		v, ok := f.vals[req.Key]
+		f.mu.Unlock()
+		if !ok {
+			r.Errorf(syscall.ENOENT, "%s: no such key", req.Key)
+			return
+		}
+		r.Respond(map[string]any{"val": map[string]any{"ver": 1, "type": "val", "data": v}})
+	})
+	return h.Serve(ctx)
+}
+
+// Sched is a stand-in scheduler module named "sched": it allocates
+// rank 0 core 0 to every job at once, or holds every job when Hold is set.
+type Sched struct {
+	Hold bool
+}
+
+// Name implements module.Module.
+func (*Sched) Name() string { return "sched" }
+
+// Run implements module.Module.
+func (s *Sched) Run(ctx context.Context, h *flux.Handle, _ []string) error {
+	pending := map[jobid.ID]*flux.Request{}
+	h.HandleFunc("sched.alloc", func(r *flux.Request) {
+		var req struct {
+			ID jobid.ID `json:"id"`
+		}
+		r.Decode(&req)
+		if s.Hold {
+			pending[req.ID] = r
+			r.Respond(map[string]any{"id": req.ID, "type": 1, "annotations": map[string]any{"sched": map[string]any{"reason_pending": "held by test"}}})
+			return
+		}
+		r.Respond(map[string]any{"id": req.ID, "type": 0,
+			"R":           json.RawMessage(`{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0"}}]}}`),
+			"annotations": map[string]any{"sched": map[string]any{"resource_summary": "rank0/core0"}}})
+	})
+	h.HandleFunc("sched.cancel", func(r *flux.Request) {
+		var req struct {
+			ID jobid.ID `json:"id"`
+		}
+		r.Decode(&req)
+		if p, ok := pending[req.ID]; ok {
+			delete(pending, req.ID)
+			p.Respond(map[string]any{"id": req.ID, "type": 3})
+		}
+	})
+	h.HandleFunc("sched.free", func(r *flux.Request) {
+		var req struct {
+			ID jobid.ID `json:"id"`
+		}
+		r.Decode(&req)
+		r.Respond(map[string]any{"id": req.ID})
+	})
+	h.HandleFunc("sched.prioritize", func(r *flux.Request) {})
+	go func() {
+		if err := h.Call(ctx, "job-manager.sched-hello", flux.NodeidAny, nil, nil); err != nil {
+			return
+		}
+		h.Call(ctx, "job-manager.sched-ready", flux.NodeidAny, map[string]any{"mode": "unlimited"}, nil)
+	}()
+	return h.Serve(ctx)
+}
