@@ -19,6 +19,11 @@ const jobProg = "flux-job"
 func jobSubcommands() []*cobra.Command {
 	return []*cobra.Command{
 		newJobIDCmd(),
+		newJobCancelCmd(),
+		newJobRaiseCmd(),
+		newJobKillCmd(),
+		newJobUrgencyCmd(),
+		newJobSubmitCmd(),
 	}
 }
 

@@ -33,7 +33,8 @@ func commands() []*cobra.Command {
 		newLsattrCmd(),
 		newRCmd(),
 		newJobCmd(),
-		newJobspecCmd(), newSubmitCmd(), newRunCmd(),
+		newJobspecCmd(), newSubmitCmd(), newRunCmd(), newBulksubmitCmd(),
+		newCancelCmd(), newUpdateCmd(),
 		newHostlistCmd(),
 	}
 }

@@ -4,6 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"time"
+
+	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -83,7 +87,64 @@ func runSubmit(o *submitOptions, args []string, out io.Writer) error {
 	if _, ok := envMap(o.proc.environ())["FLUX_URI"]; !ok {
 		return errNoInstance
 	}
-	return errors.New("cannot submit: job submission is not available in this build yet")
+	urgency, err := urgencyValue(o.urgency)
+	if err != nil {
+		return err
+	}
+	flags, err := flagsValue(o.flags)
+	if err != nil {
+		return err
+	}
+	h, err := openHandle()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	ctx, cancel := cmdContext()
+	defer cancel()
+	started := time.Now()
+	var bar *progressBar
+	if o.progress {
+		bar = &progressBar{w: os.Stderr, total: len(specs), start: started}
+	}
+	failed := 0
+	ids := make([]jobid.ID, 0, len(specs))
+	err = submitJobs(ctx, h, specs, urgency, flags, func(i int, r submitResult) {
+		if r.err != nil {
+			failed++
+			fmt.Fprintf(os.Stderr, "flux-%s: %v\n", o.cmdName, r.err)
+			return
+		}
+		ids = append(ids, r.id)
+		if !o.quiet && o.cmdName == "submit" {
+			fmt.Fprintln(out, r.id.String())
+		}
+		if bar != nil {
+			bar.update(len(ids), false)
+		}
+	})
+	if bar != nil {
+		bar.update(len(ids), true)
+	}
+	if o.jps {
+		fmt.Fprintf(os.Stderr, "%.1f jps\n", float64(len(ids))/time.Since(started).Seconds())
+	}
+	if err != nil {
+		return err
+	}
+	if o.cmdName == "run" || o.wait || o.watch || o.waitEvent != "" {
+		code, err := followJobs(ctx, h, o, ids, out)
+		if err != nil {
+			return err
+		}
+		if code != 0 {
+			return exitCode(code)
+		}
+	}
+	if failed > 0 {
+		return exitCode(1)
+	}
+	return nil
 }
 
 // The process-derived parts of a jobspec: the environment (--env rules),

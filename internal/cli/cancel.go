@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+)
+
+// State bits (RFC 21) for job-list constraints.
+var stateBits = map[string]int{
+	"new": 1, "depend": 2, "priority": 4, "sched": 8, "run": 16, "cleanup": 32, "inactive": 64,
+	"pending": 14, "running": 48, "active": 62,
+}
+
+type cancelOptions struct {
+	all     bool
+	user    string
+	states  string
+	dryRun  bool
+	quiet   bool
+	message string
+}
+
+func newCancelCmd() *cobra.Command {
+	var o cancelOptions
+	cmd := &cobra.Command{
+		Use:   "cancel [OPTIONS] [JOBID...]",
+		Short: "Cancel one or more jobs",
+		Long: `Cancel the given jobs, or with --all every active job of the current user
+(or of --user, for the instance owner), optionally only those in --states.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCancel(o, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVarP(&o.all, "all", "A", false, "cancel all of the user's active jobs")
+	f.StringVarP(&o.user, "user", "u", "", "with --all: cancel jobs of `USER` (name, id, or \"all\"; owner only)")
+	f.StringVarP(&o.states, "states", "S", "active", "with --all: only jobs in these `STATES` (comma list: pending, running, sched, ...)")
+	f.BoolVarP(&o.dryRun, "dry-run", "n", false, "with --all: only print how many jobs would be canceled")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "with --all: do not print the number of jobs canceled")
+	f.StringVarP(&o.message, "message", "m", "", "add a message to the cancel exception")
+	return cmd
+}
+
+// userid resolves a user name or number.
+func lookupUserid(s string) (int64, error) {
+	if s == "all" {
+		return -1, nil
+	}
+	if n, err := strconv.ParseUint(s, 10, 32); err == nil {
+		return int64(n), nil
+	}
+	u, err := user.Lookup(s)
+	if err != nil {
+		return 0, fmt.Errorf("unknown user %q", s)
+	}
+	n, _ := strconv.ParseUint(u.Uid, 10, 32)
+	return int64(n), nil
+}
+
+// listJobIDs asks job-list for the ids of jobs matching userid (-1 = all)
+// and a state mask.
+func listJobIDs(ctx context.Context, h *flux.Handle, userid int64, states int) ([]jobid.ID, error) {
+	var cons []any
+	if userid >= 0 {
+		cons = append(cons, map[string]any{"userid": []int64{userid}})
+	}
+	cons = append(cons, map[string]any{"states": []int{states}})
+	f, err := h.RPC("job-list.list", flux.NodeidAny, map[string]any{
+		"max_entries": 0, "attrs": []string{}, "since": 0.0,
+		"constraint": map[string]any{"and": cons},
+	}, flux.Streaming)
+	if err != nil {
+		return nil, err
+	}
+	var ids []jobid.ID
+	for {
+		m, err := f.Next(ctx)
+		if err == io.EOF {
+			return ids, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var resp struct {
+			Jobs []struct {
+				ID jobid.ID `json:"id"`
+			} `json:"jobs"`
+		}
+		if err := m.UnmarshalPayload(&resp); err != nil {
+			return nil, err
+		}
+		for _, j := range resp.Jobs {
+			ids = append(ids, j.ID)
+		}
+	}
+}
+
+func runCancel(o cancelOptions, args []string, out, errw io.Writer) error {
+	if o.all == (len(args) > 0) {
+		return fmt.Errorf("give job ids or --all (not both)")
+	}
+	h, err := openHandle()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	ctx, cancel := cmdContext()
+	defer cancel()
+	var ids []jobid.ID
+	if o.all {
+		uid := int64(os.Getuid())
+		if o.user != "" {
+			if uid, err = lookupUserid(o.user); err != nil {
+				return err
+			}
+		}
+		mask := 0
+		for _, s := range strings.Split(o.states, ",") {
+			bit, ok := stateBits[strings.ToLower(strings.TrimSpace(s))]
+			if !ok {
+				return fmt.Errorf("--states: unknown state %q", s)
+			}
+			mask |= bit
+		}
+		if mask&stateBits["inactive"] != 0 {
+			return fmt.Errorf("--states: inactive jobs cannot be canceled")
+		}
+		if ids, err = listJobIDs(ctx, h, uid, mask); err != nil {
+			return err
+		}
+		if o.dryRun {
+			fmt.Fprintf(errw, "flux-cancel: Would cancel %d jobs\n", len(ids))
+			return nil
+		}
+	} else if ids, err = parseJobIDs(args); err != nil {
+		return err
+	}
+	failed := raiseJobs(ctx, h, ids, "cancel", 0, o.message, errw, "flux-cancel")
+	if o.all && !o.quiet {
+		fmt.Fprintf(errw, "flux-cancel: Canceled %d jobs (%d errors)\n", len(ids)-failed, failed)
+	}
+	if failed > 0 {
+		return exitCode(1)
+	}
+	return nil
+}

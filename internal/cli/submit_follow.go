@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/fluxgo/fluxgo/pkg/eventlog"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+)
+
+// jobOutcome is what following a job's eventlog learned.
+type jobOutcome struct {
+	status    int // wait status from the finish event, -1 if none
+	exception string
+	note      string
+	exSev     int
+}
+
+// exitCode converts an outcome to a shell exit code the way flux-core's
+// commands do: the exit code, 128+signal, or 1 for a job that never
+// finished because of an exception.
+func (o jobOutcome) exitCode() int {
+	if o.status >= 0 {
+		ws := syscall.WaitStatus(o.status)
+		switch {
+		case ws.Exited():
+			return ws.ExitStatus()
+		case ws.Signaled():
+			return 128 + int(ws.Signal())
+		}
+		return 1
+	}
+	if o.exception != "" {
+		return 1
+	}
+	return 0
+}
+
+// watchEventlog streams a job's main eventlog until stop returns true or
+// the log ends, calling fn for each event.
+func watchEventlog(ctx context.Context, h *flux.Handle, id jobid.ID, fn func(ev eventlog.Event) (stop bool)) error {
+	f, err := h.RPC("job-info.eventlog-watch", flux.NodeidAny, map[string]any{"id": id, "path": "eventlog", "flags": 0}, flux.Streaming)
+	if err != nil {
+		return err
+	}
+	cancel := func() {
+		h.RPC("job-info.eventlog-watch-cancel", flux.NodeidAny, map[string]any{"matchtag": f.Matchtag()}, flux.NoResponse)
+	}
+	for {
+		m, err := f.Next(ctx)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				cancel()
+			}
+			return err
+		}
+		var resp struct {
+			Event string `json:"event"`
+		}
+		if err := m.UnmarshalPayload(&resp); err != nil {
+			return err
+		}
+		ev, err := eventlog.ParseEvent([]byte(resp.Event))
+		if err != nil {
+			return fmt.Errorf("job %s eventlog: %w", id.String(), err)
+		}
+		if fn(ev) {
+			cancel()
+			return nil
+		}
+	}
+}
+
+// followJob waits for a job to become inactive and returns its outcome.
+func followJob(ctx context.Context, h *flux.Handle, id jobid.ID) (jobOutcome, error) {
+	out := jobOutcome{status: -1}
+	err := watchEventlog(ctx, h, id, func(ev eventlog.Event) bool {
+		switch ev.Name {
+		case "finish":
+			var c struct {
+				Status int `json:"status"`
+			}
+			json.Unmarshal(ev.Context, &c)
+			out.status = c.Status
+		case "exception":
+			var c struct {
+				Type     string `json:"type"`
+				Severity int    `json:"severity"`
+				Note     string `json:"note"`
+			}
+			json.Unmarshal(ev.Context, &c)
+			if c.Severity == 0 && out.exception == "" {
+				out.exception, out.note, out.exSev = c.Type, c.Note, c.Severity
+			}
+		case "clean":
+			return true
+		}
+		return false
+	})
+	return out, err
+}
+
+// followJobs implements --wait / --wait-event / flux run: wait for each
+// job and return the largest exit code.
+func followJobs(ctx context.Context, h *flux.Handle, o *submitOptions, ids []jobid.ID, out io.Writer) (int, error) {
+	worst := 0
+	for _, id := range ids {
+		if o.waitEvent != "" {
+			name := o.waitEvent
+			err := watchEventlog(ctx, h, id, func(ev eventlog.Event) bool { return ev.Name == name })
+			if err != nil {
+				return 1, err
+			}
+			continue
+		}
+		res, err := followJob(ctx, h, id)
+		if err != nil {
+			return 1, err
+		}
+		if res.exception != "" {
+			fmt.Fprintf(os.Stderr, "%s: job.exception type=%s severity=%d %s\n", id.String(), res.exception, res.exSev, res.note)
+		}
+		if c := res.exitCode(); c > worst {
+			worst = c
+		}
+	}
+	return worst, nil
+}
