@@ -1,0 +1,182 @@
+// Package shell is the Flux job shell: on each node of a job it works out
+// which tasks run there, starts them with the job's environment, binds
+// them to the job's cores, serves PMI to them, collects their output and
+// exit status, and delivers signals. The same code runs inside each
+// broker's job-shell module (the fast path) and, as `flux shell`, as a
+// process of its own.
+package shell
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/fluxgo/fluxgo/pkg/idset"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
+	"github.com/fluxgo/fluxgo/pkg/rset"
+	"github.com/fluxgo/fluxgo/pkg/taskmap"
+)
+
+// Plan says how a job's tasks are spread over its nodes.
+type Plan struct {
+	// Ranks are the broker ranks of the job, ascending; shell i runs on
+	// Ranks[i].
+	Ranks []uint
+	// Counts[i] is the number of tasks on shell i.
+	Counts []int
+	// Map is the RFC 34 task map.
+	Map *taskmap.Map
+	// NTasks is the total number of tasks.
+	NTasks int
+	// Cores and GPUs assigned to each shell (by shell index).
+	Cores []idset.Set
+	GPUs  []idset.Set
+}
+
+// FirstTask returns the global rank of shell i's first task.
+func (p *Plan) Tasks(shell int) []int {
+	t, _ := p.Map.TasksOnNode(shell)
+	return t
+}
+
+// Index returns the shell index of broker rank r, or -1.
+func (p *Plan) Index(r uint) int {
+	i := sort.Search(len(p.Ranks), func(i int) bool { return p.Ranks[i] >= r })
+	if i < len(p.Ranks) && p.Ranks[i] == r {
+		return i
+	}
+	return -1
+}
+
+// PlanOptions are the shell options that change task placement.
+type PlanOptions struct {
+	// PerResourceType / PerResourceCount: -o per-resource.type=node|core
+	// and per-resource.count=N (default 1).
+	PerResourceType  string
+	PerResourceCount int
+	// Cyclic asks for a cyclic instead of block task map.
+	Cyclic bool
+}
+
+// PlanOptionsFrom reads placement options from jobspec shell options.
+func PlanOptionsFrom(js *jobspec.Jobspec) (PlanOptions, error) {
+	var o PlanOptions
+	opts := js.ShellOptions()
+	if pr, ok := opts["per-resource"].(map[string]any); ok {
+		t, _ := pr["type"].(string)
+		if t != "node" && t != "core" {
+			return o, fmt.Errorf("shell option per-resource.type=%q: want node or core", t)
+		}
+		o.PerResourceType = t
+		o.PerResourceCount = 1
+		switch c := pr["count"].(type) {
+		case nil:
+		case float64:
+			o.PerResourceCount = int(c)
+		case int:
+			o.PerResourceCount = c
+		case int64:
+			o.PerResourceCount = int(c)
+		default:
+			return o, fmt.Errorf("shell option per-resource.count: want an integer")
+		}
+		if o.PerResourceCount < 1 {
+			return o, fmt.Errorf("shell option per-resource.count=%d: must be >= 1", o.PerResourceCount)
+		}
+	}
+	if tm, ok := opts["taskmap"].(map[string]any); ok {
+		switch tm["scheme"] {
+		case "cyclic":
+			o.Cyclic = true
+		case "block", nil:
+		default:
+			return o, fmt.Errorf("shell option taskmap.scheme=%v: want block or cyclic", tm["scheme"])
+		}
+	}
+	return o, nil
+}
+
+// MakePlan distributes the jobspec's tasks over the resources in R: per
+// slot (each slot is CoresPerSlot cores of a node), as a total spread
+// evenly over the slots, or per resource (node or core) when asked.
+func MakePlan(js *jobspec.Jobspec, R *rset.R, o PlanOptions) (*Plan, error) {
+	p := &Plan{}
+	for n := range R.All() {
+		p.Ranks = append(p.Ranks, n.Rank)
+		p.Cores = append(p.Cores, n.Cores)
+		p.GPUs = append(p.GPUs, n.GPUs)
+	}
+	if len(p.Ranks) == 0 {
+		return nil, fmt.Errorf("R has no ranks")
+	}
+	if len(js.Tasks) != 1 {
+		return nil, fmt.Errorf("jobspec must have exactly one task (has %d)", len(js.Tasks))
+	}
+	p.Counts = make([]int, len(p.Ranks))
+	switch {
+	case o.PerResourceType == "node":
+		for i := range p.Counts {
+			p.Counts[i] = o.PerResourceCount
+		}
+	case o.PerResourceType == "core":
+		for i := range p.Counts {
+			p.Counts[i] = o.PerResourceCount * max(p.Cores[i].Count(), 1)
+		}
+	default:
+		cps := js.CoresPerSlot()
+		if cps < 1 {
+			cps = 1
+		}
+		slots := make([]int, len(p.Ranks))
+		nslots := 0
+		for i := range slots {
+			slots[i] = p.Cores[i].Count() / cps
+			if slots[i] == 0 && p.GPUs[i].Count() > 0 {
+				slots[i] = 1
+			}
+			nslots += slots[i]
+		}
+		if nslots == 0 {
+			return nil, fmt.Errorf("R holds no complete slot of %d cores", cps)
+		}
+		tc := js.Tasks[0].Count
+		switch {
+		case tc.Total > 0:
+			// spread Total over the slots, earlier slots taking the extra
+			base, extra := tc.Total/nslots, tc.Total%nslots
+			for i := range slots {
+				for s := 0; s < slots[i]; s++ {
+					n := base
+					if extra > 0 {
+						n++
+						extra--
+					}
+					p.Counts[i] += n
+				}
+			}
+		default:
+			per := tc.PerSlot
+			if per < 1 {
+				per = 1
+			}
+			for i := range slots {
+				p.Counts[i] = slots[i] * per
+			}
+		}
+	}
+	for _, c := range p.Counts {
+		p.NTasks += c
+	}
+	if p.NTasks == 0 {
+		return nil, fmt.Errorf("the job has no tasks to run")
+	}
+	var err error
+	if o.Cyclic {
+		p.Map, err = taskmap.CyclicCounts(p.Counts, 1)
+	} else {
+		p.Map, err = taskmap.BlockCounts(p.Counts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}

@@ -1,0 +1,357 @@
+package shell
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
+)
+
+// Output is a chunk of task output (RFC 24 data event).
+type Output struct {
+	Stream string // "stdout" or "stderr"
+	Rank   int    // global task rank
+	Data   []byte
+	EOF    bool
+}
+
+// TaskExit reports one task's end.
+type TaskExit struct {
+	Rank       int
+	LocalID    int
+	PID        int
+	WaitStatus int
+	// Err is set when the task could not be started at all.
+	Err string
+}
+
+// Config describes the part of a job one shell runs.
+type Config struct {
+	JobID   jobid.ID
+	Userid  uint32
+	Jobspec *jobspec.Jobspec
+	Plan    *Plan
+	// Index is this shell's position in Plan.Ranks.
+	Index int
+	// URI is the local broker's URI, given to tasks as FLUX_URI.
+	URI string
+	// Affinity is "on" (bind tasks to the job's cores here, the default),
+	// "per-task" (divide them among tasks) or "off".
+	Affinity string
+	// RunAs sets the tasks' credentials (when the broker runs as root).
+	RunAs *syscall.Credential
+	// Output receives task output; it must not block for long.
+	Output func(Output)
+	// Setup, if set, adjusts each task's command before it starts (PMI
+	// descriptors, cgroup placement ...).
+	Setup func(rank, localID int, cmd *exec.Cmd) error
+	// ExtraEnv is added to every task's environment.
+	ExtraEnv map[string]string
+}
+
+// Shell runs the tasks of one node of a job.
+type Shell struct {
+	cfg   Config
+	tasks []*task
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	exits []TaskExit
+	done  chan struct{}
+}
+
+// Env builds the environment of global task rank with local id local.
+func (c *Config) Env(rank, local int) []string {
+	env := c.Jobspec.Environment()
+	if env == nil {
+		env = map[string]string{}
+	}
+	set := func(k, v string) { env[k] = v }
+	set("FLUX_JOB_ID", c.JobID.String())
+	set("FLUX_JOB_SIZE", strconv.Itoa(c.Plan.NTasks))
+	set("FLUX_JOB_NNODES", strconv.Itoa(len(c.Plan.Ranks)))
+	set("FLUX_TASK_RANK", strconv.Itoa(rank))
+	set("FLUX_TASK_LOCAL_ID", strconv.Itoa(local))
+	set("FLUX_LOCAL_RANKS", strconv.Itoa(c.Plan.Counts[c.Index]))
+	if c.URI != "" {
+		set("FLUX_URI", c.URI)
+	}
+	if g := c.Plan.GPUs[c.Index]; g.Count() > 0 {
+		set("CUDA_VISIBLE_DEVICES", strings.ReplaceAll(g.String(), "-", ","))
+		ids := make([]string, 0, g.Count())
+		for id := range g.All() {
+			ids = append(ids, strconv.FormatUint(uint64(id), 10))
+		}
+		set("CUDA_VISIBLE_DEVICES", strings.Join(ids, ","))
+	} else {
+		delete(env, "CUDA_VISIBLE_DEVICES")
+	}
+	for k, v := range c.ExtraEnv {
+		set(k, v)
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// cpuAssignment returns the CPUs each local task is bound to.
+func (c *Config) cpuAssignment(ntasks int) [][]int {
+	if c.Affinity == "off" || ntasks == 0 {
+		return make([][]int, ntasks)
+	}
+	avail := map[int]bool{}
+	for _, cpu := range onlineCPUs() {
+		avail[cpu] = true
+	}
+	var cores []int
+	for id := range c.Plan.Cores[c.Index].All() {
+		if avail[int(id)] {
+			cores = append(cores, int(id))
+		}
+	}
+	out := make([][]int, ntasks)
+	if len(cores) == 0 {
+		return out // the job's cores are not this machine's CPUs: no binding
+	}
+	for i := range out {
+		if c.Affinity == "per-task" {
+			lo := i * len(cores) / ntasks
+			hi := (i + 1) * len(cores) / ntasks
+			if hi <= lo {
+				hi = lo + 1
+			}
+			if hi > len(cores) {
+				lo, hi = len(cores)-1, len(cores)
+			}
+			out[i] = cores[lo:hi]
+		} else {
+			out[i] = cores
+		}
+	}
+	return out
+}
+
+// Start launches this node's tasks. Output flows to cfg.Output until
+// each task's streams close; Wait returns the exits.
+func Start(cfg Config) (*Shell, error) {
+	s := &Shell{cfg: cfg, done: make(chan struct{})}
+	ranks := cfg.Plan.Tasks(cfg.Index)
+	cmdline := cfg.Jobspec.Tasks[0].Command
+	if len(cmdline) == 0 {
+		return nil, fmt.Errorf("jobspec has an empty command")
+	}
+	cwd := cfg.Jobspec.Cwd()
+	cpus := cfg.cpuAssignment(len(ranks))
+	for local, rank := range ranks {
+		cmd := exec.Command(cmdline[0], cmdline[1:]...)
+		if strings.Contains(cmdline[0], "/") {
+			cmd.Path = cmdline[0]
+		}
+		cmd.Env = cfg.Env(rank, local)
+		// look the command up in the job's PATH, not ours
+		if !strings.Contains(cmdline[0], "/") {
+			if p, err := lookPath(cmdline[0], cmd.Env); err == nil {
+				cmd.Path = p
+				cmd.Err = nil
+			}
+		}
+		if cwd != "" {
+			cmd.Dir = cwd
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cfg.RunAs}
+		t := &task{rank: rank, localID: local, cmd: cmd, cpus: cpus[local]}
+		s.tasks = append(s.tasks, t)
+	}
+	for _, t := range s.tasks {
+		s.launch(t)
+	}
+	go func() {
+		s.wg.Wait()
+		close(s.done)
+	}()
+	return s, nil
+}
+
+// lookPath finds file in the PATH of env.
+func lookPath(file string, env []string) (string, error) {
+	path := ""
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "PATH=") {
+			path = kv[5:]
+		}
+	}
+	for _, dir := range strings.Split(path, ":") {
+		if dir == "" {
+			dir = "."
+		}
+		p := dir + "/" + file
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", exec.ErrNotFound
+}
+
+func (s *Shell) emit(o Output) {
+	if s.cfg.Output != nil {
+		s.cfg.Output(o)
+	}
+}
+
+func (s *Shell) launch(t *task) {
+	cmd := t.cmd
+	fail := func(msg string) {
+		s.emit(Output{Stream: "stderr", Rank: t.rank, Data: []byte("flux-shell: " + msg + "\n")})
+		s.emit(Output{Stream: "stdout", Rank: t.rank, EOF: true})
+		s.emit(Output{Stream: "stderr", Rank: t.rank, EOF: true})
+		s.mu.Lock()
+		t.exited, t.status = true, 127<<8
+		s.exits = append(s.exits, TaskExit{Rank: t.rank, LocalID: t.localID, WaitStatus: 127 << 8, Err: msg})
+		s.mu.Unlock()
+	}
+	if s.cfg.Setup != nil {
+		if err := s.cfg.Setup(t.rank, t.localID, cmd); err != nil {
+			fail(err.Error())
+			return
+		}
+	}
+	stdout, err1 := cmd.StdoutPipe()
+	stderr, err2 := cmd.StderrPipe()
+	stdin, err3 := cmd.StdinPipe()
+	if err := firstErr(err1, err2, err3); err != nil {
+		fail(err.Error())
+		return
+	}
+	t.stdin = stdin
+	if err := startTask(t); err != nil {
+		fail(execError(cmd.Args[0], err))
+		return
+	}
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go s.pump(t.rank, "stdout", stdout, &readers)
+	go s.pump(t.rank, "stderr", stderr, &readers)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		readers.Wait() // all output read before Wait closes the pipes
+		err := cmd.Wait()
+		ws := waitStatusOf(cmd, err)
+		s.mu.Lock()
+		t.exited, t.status = true, ws
+		s.exits = append(s.exits, TaskExit{Rank: t.rank, LocalID: t.localID, PID: cmd.Process.Pid, WaitStatus: ws})
+		s.mu.Unlock()
+	}()
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// pump copies one task stream to the output callback in chunks.
+func (s *Shell) pump(rank int, stream string, r io.Reader, wg *sync.WaitGroup) {
+	defer wg.Done()
+	buf := make([]byte, 4096)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			s.emit(Output{Stream: stream, Rank: rank, Data: bytes.Clone(buf[:n])})
+		}
+		if err != nil {
+			s.emit(Output{Stream: stream, Rank: rank, EOF: true})
+			return
+		}
+	}
+}
+
+// NTasks returns the number of tasks on this node.
+func (s *Shell) NTasks() int { return len(s.tasks) }
+
+// Signal delivers sig to every running task's process group.
+func (s *Shell) Signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.tasks {
+		if !t.exited && t.cmd.Process != nil {
+			syscall.Kill(-t.cmd.Process.Pid, sig)
+		}
+	}
+}
+
+// Stdin writes data to the stdin of the tasks with the given global
+// ranks (nil: all); eof closes their stdin.
+func (s *Shell) Stdin(ranks []int, data []byte, eof bool) {
+	for _, t := range s.tasks {
+		if ranks != nil && !containsInt(ranks, t.rank) {
+			continue
+		}
+		if t.stdin == nil {
+			continue
+		}
+		if len(data) > 0 {
+			t.stdin.Write(data)
+		}
+		if eof {
+			t.stdin.Close()
+		}
+	}
+}
+
+func containsInt(list []int, v int) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Done is closed when every task has exited and its output was read.
+func (s *Shell) Done() <-chan struct{} { return s.done }
+
+// Exits returns the task exits (valid after Done).
+func (s *Shell) Exits() []TaskExit {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]TaskExit(nil), s.exits...)
+}
+
+// ExitCode converts a task wait status to a shell-style exit code:
+// the exit code, or 128+N for a task killed by signal N.
+func ExitCode(ws int) int {
+	w := syscall.WaitStatus(ws)
+	switch {
+	case w.Exited():
+		return w.ExitStatus()
+	case w.Signaled():
+		return 128 + int(w.Signal())
+	}
+	return 1
+}
+
+// Status is this node's result as a wait status: the largest task exit
+// code (128+N for signals), as a shell process exiting with it would
+// report. The job's status is the largest over all nodes.
+func (s *Shell) Status() int {
+	m := 0
+	for _, e := range s.Exits() {
+		if c := ExitCode(e.WaitStatus); c > m {
+			m = c
+		}
+	}
+	return m << 8
+}

@@ -1,0 +1,132 @@
+package shell
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
+	"github.com/fluxgo/fluxgo/pkg/rset"
+)
+
+func mustR(t *testing.T, s string) *rset.R {
+	t.Helper()
+	r, err := rset.Parse([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestMakePlan(t *testing.T) {
+	R := mustR(t, `{"version":1,"execution":{"R_lite":[{"rank":"0-1","children":{"core":"0-3"}}]}}`)
+	tests := []struct {
+		name   string
+		opts   jobspec.CommandOptions
+		po     PlanOptions
+		counts string
+	}{
+		{"per-slot", jobspec.CommandOptions{NTasks: 8}, PlanOptions{}, "[4 4]"},
+		{"cores-per-task", jobspec.CommandOptions{NTasks: 4, CoresPerTask: 2}, PlanOptions{}, "[2 2]"},
+		{"per-node", jobspec.CommandOptions{NTasks: 1}, PlanOptions{PerResourceType: "node", PerResourceCount: 1}, "[1 1]"},
+		{"per-core", jobspec.CommandOptions{NTasks: 1}, PlanOptions{PerResourceType: "core", PerResourceCount: 2}, "[8 8]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			js, err := jobspec.FromCommand([]string{"x"}, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := MakePlan(js, R, tc.po)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(p.Counts); got != tc.counts {
+				t.Fatalf("counts %s want %s", got, tc.counts)
+			}
+		})
+	}
+	// a total that does not divide evenly
+	js, _ := jobspec.FromCommand([]string{"x"}, jobspec.CommandOptions{NTasks: 3, NNodes: 2})
+	p, err := MakePlan(js, R, PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.NTasks != 3 {
+		t.Fatalf("ntasks %d (counts %v)", p.NTasks, p.Counts)
+	}
+}
+
+func TestRunTasks(t *testing.T) {
+	R := mustR(t, `{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0"}}]}}`)
+	js, _ := jobspec.FromCommand([]string{"sh", "-c", `echo rank=$FLUX_TASK_RANK size=$FLUX_JOB_SIZE; echo err >&2; exit $FLUX_TASK_RANK`}, jobspec.CommandOptions{NTasks: 1})
+	js.SetEnvironment(map[string]string{"PATH": "/usr/bin:/bin"})
+	p, err := MakePlan(js, R, PlanOptions{PerResourceType: "node", PerResourceCount: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	out := map[string][]string{}
+	eofs := 0
+	s, err := Start(Config{JobID: jobid.ID(1234), Jobspec: js, Plan: p, Index: 0, Output: func(o Output) {
+		mu.Lock()
+		defer mu.Unlock()
+		if o.EOF {
+			eofs++
+			return
+		}
+		out[o.Stream] = append(out[o.Stream], strings.TrimSpace(string(o.Data)))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("tasks did not finish")
+	}
+	sort.Strings(out["stdout"])
+	if got := strings.Join(out["stdout"], ";"); got != "rank=0 size=3;rank=1 size=3;rank=2 size=3" {
+		t.Fatalf("stdout %q", got)
+	}
+	if eofs != 6 {
+		t.Fatalf("eofs %d", eofs)
+	}
+	if s.Status() != 2<<8 {
+		t.Fatalf("status %d", s.Status())
+	}
+}
+
+func TestSignalAndNotFound(t *testing.T) {
+	R := mustR(t, `{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0"}}]}}`)
+	js, _ := jobspec.FromCommand([]string{"sleep", "30"}, jobspec.CommandOptions{NTasks: 1})
+	js.SetEnvironment(map[string]string{"PATH": "/usr/bin:/bin"})
+	p, _ := MakePlan(js, R, PlanOptions{})
+	s, err := Start(Config{Jobspec: js, Plan: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	s.Signal(syscall.SIGTERM)
+	<-s.Done()
+	if s.Status() != (128+15)<<8 {
+		t.Fatalf("status %d", s.Status())
+	}
+	js2, _ := jobspec.FromCommand([]string{"no-such-command-xyz"}, jobspec.CommandOptions{NTasks: 1})
+	js2.SetEnvironment(map[string]string{"PATH": "/usr/bin:/bin"})
+	var errText string
+	s2, _ := Start(Config{Jobspec: js2, Plan: p, Output: func(o Output) {
+		if o.Stream == "stderr" && !o.EOF {
+			errText += string(o.Data)
+		}
+	}})
+	<-s2.Done()
+	if s2.Status() != 127<<8 || !strings.Contains(errText, "command not found") {
+		t.Fatalf("status %d err %q", s2.Status(), errText)
+	}
+}

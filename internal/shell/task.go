@@ -1,0 +1,95 @@
+package shell
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// task is one process of the job on this node.
+type task struct {
+	rank    int // global task rank
+	localID int
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	pmiConn *os.File // our end of the PMI socketpair
+	cpus    []int    // CPUs to bind to (nil: no binding)
+	status  int      // wait status once exited
+	exited  bool
+}
+
+// startTask forks and execs t with its CPU affinity applied before exec:
+// the forking thread is pinned to the task's CPUs and the child inherits
+// that mask, so the task never runs elsewhere.
+func startTask(t *task) error {
+	if len(t.cpus) == 0 {
+		return t.cmd.Start()
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var orig unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &orig); err != nil {
+		return t.cmd.Start()
+	}
+	var set unix.CPUSet
+	for _, c := range t.cpus {
+		set.Set(c)
+	}
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return t.cmd.Start()
+	}
+	err := t.cmd.Start()
+	if rerr := unix.SchedSetaffinity(0, &orig); rerr != nil && err == nil {
+		// this thread is now stuck on the task's CPUs: let the runtime
+		// discard it rather than reuse it
+		runtime.Goexit()
+	}
+	return err
+}
+
+// onlineCPUs returns the CPUs this process may run on.
+func onlineCPUs() []int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil
+	}
+	var out []int
+	for c := 0; c < 1024; c++ {
+		if set.IsSet(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// waitStatusOf converts a finished command to a wait status.
+func waitStatusOf(cmd *exec.Cmd, err error) int {
+	if cmd.ProcessState != nil {
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+			return int(ws)
+		}
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode() << 8
+	}
+	return 127 << 8
+}
+
+// execError explains why a task could not be started, the way a shell
+// would (command not found, permission denied).
+func execError(argv0 string, err error) string {
+	switch {
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, os.ErrNotExist):
+		return fmt.Sprintf("%s: command not found", argv0)
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Sprintf("%s: permission denied", argv0)
+	}
+	return fmt.Sprintf("%s: %v", argv0, err)
+}
