@@ -53,7 +53,7 @@ func encode(rs []hostRange) string {
 	if len(rs) == 0 {
 		return ""
 	}
-	e := encoder{buf: make([]byte, 0, 16*len(rs)+16)}
+	e := encoder{buf: make([]byte, 0, 8*len(rs)+16)}
 	for i := range rs {
 		r := &rs[i]
 		if c := r.count(); c >= 2 && r.normal() {
@@ -80,7 +80,16 @@ func (e *encoder) host(x hostRef) {
 	case stNone:
 		e.single, e.state1 = x, stSingle
 	case stSingle:
-		if run, ok := pairRun(e.single, x); ok {
+		// Numbered hosts reaching here are split at a whole run of
+		// digits, so two with the same split differ there or nowhere.
+		if sameSplit(e.single, x) {
+			if x.n != e.single.n+1 || x.width != effWidth(x.n, e.single.width) {
+				e.emitSingle(e.single)
+				e.single = x
+				return
+			}
+		}
+		if run, ok := pairRun(e.single, x, e.run.affix); ok {
 			e.run, e.state1 = run, stOpen
 			return
 		}
@@ -101,9 +110,9 @@ func (e *encoder) continues(x hostRef) bool {
 	r := &e.run
 	next := r.hi + 1
 	if x.numbered && x.prefix == r.prefix && x.suffix == r.suffix {
-		return x.n == next && x.width == effWidth(next, r.width)
+		return x.n == next && x.width == effWidth(next, int(r.width))
 	}
-	return refEqual(x, hostRef{prefix: r.prefix, suffix: r.suffix, n: next, width: effWidth(next, r.width), numbered: true})
+	return refEqual(x, r.ref(r.count()))
 }
 
 // block feeds a normal range of at least two hosts to pass 1. It is
@@ -118,15 +127,15 @@ func (e *encoder) block(r hostRange) {
 			e.run, e.state1 = r, stOpen
 			return
 		case stOpen:
-			if r.prefix == e.run.prefix && r.suffix == e.run.suffix &&
-				r.lo == e.run.hi+1 && widthFits(r, e.run.width) {
+			if sameAffix(r.affix, e.run.affix) &&
+				r.lo == e.run.hi+1 && widthFits(r, int(e.run.width)) {
 				e.run.hi = r.hi
 				return
 			}
 		}
 		e.host(r.ref(0))
 		r.lo++
-		r.width = effWidth(r.lo, r.width)
+		r.width = int32(effWidth(r.lo, int(r.width)))
 		if r.lo == r.hi {
 			e.host(r.ref(0))
 			return
@@ -158,23 +167,23 @@ func (e *encoder) emitRun(r hostRange) {
 	case stOpen:
 		// Hosts of a run differ in the run's digits, so a group can only
 		// take a run of the very same split.
-		if r.prefix == e.gPrefix && r.suffix == e.gSuffix && fitsGroup(r.lo, r.width, e.gWidth) {
-			e.writeIDs(r.lo, r.hi, r.width)
+		if r.prefix == e.gPrefix && r.suffix == e.gSuffix && fitsGroup(r.lo, int(r.width), e.gWidth) {
+			e.writeIDs(r.lo, r.hi, int(r.width))
 			return
 		}
 		e.closeGroup()
 	case stSingle:
-		if n, w, ok := matchSplit(e.pending, r.prefix, r.suffix); ok && fitsGroup(r.lo, r.width, w) {
+		if n, w, ok := matchSplit(e.pending, r.prefix, r.suffix); ok && fitsGroup(r.lo, int(r.width), w) {
 			e.openGroup(r.prefix, r.suffix, w)
 			e.writeIDs(n, n, w)
-			e.writeIDs(r.lo, r.hi, r.width)
+			e.writeIDs(r.lo, r.hi, int(r.width))
 			e.state2 = stOpen
 			return
 		}
 		e.writeHost(e.pending)
 	}
-	e.openGroup(r.prefix, r.suffix, r.width)
-	e.writeIDs(r.lo, r.hi, r.width)
+	e.openGroup(r.prefix, r.suffix, int(r.width))
+	e.writeIDs(r.lo, r.hi, int(r.width))
 	e.state2 = stOpen
 }
 

@@ -62,8 +62,10 @@ func (x hostRef) normal() bool {
 	return x.numbered && !endsWithDigit(x.prefix) && !startsWithDigit(x.suffix)
 }
 
-func (x hostRef) toRange() hostRange {
-	return hostRange{prefix: x.prefix, suffix: x.suffix, lo: x.n, hi: x.n, width: x.width, numbered: x.numbered}
+// toRange returns the range of the one host x, sharing near's prefix and
+// suffix when they are x's.
+func (x hostRef) toRange(near *affix) hostRange {
+	return hostRange{affix: newAffix(x.prefix, x.suffix, near), lo: x.n, hi: x.n, width: int32(x.width), numbered: x.numbered}
 }
 
 // sameSplit reports whether a and b are both numbered with the same
@@ -147,13 +149,14 @@ func pairSplitStrings(a, b string) (p, s, da, db string, ok bool) {
 
 // pairRun returns the range of the two hosts a, b when b directly follows
 // a: they differ in one run of digits, b's number is one more, and b is
-// written with a's zero padding.
-func pairRun(a, b hostRef) (hostRange, bool) {
+// written with a's zero padding. The range shares near's prefix and
+// suffix when they are the same.
+func pairRun(a, b hostRef, near *affix) (hostRange, bool) {
 	p, s, na, wa, nb, wb, ok := pairSplit(a, b)
 	if !ok || nb != na+1 || effWidth(nb, wa) != wb {
 		return hostRange{}, false
 	}
-	return hostRange{prefix: p, suffix: s, lo: na, hi: nb, width: wa, numbered: true}, true
+	return hostRange{affix: newAffix(p, s, near), lo: na, hi: nb, width: int32(wa), numbered: true}, true
 }
 
 // matchSplit reports whether x is prefix+d+suffix with d a run of digits,
@@ -172,7 +175,7 @@ func matchSplit(x hostRef, prefix, suffix string) (uint64, int, bool) {
 // widthFits reports whether every host of the numbered range r is written
 // the same way with zero padding w as with its own.
 func widthFits(r hostRange, w int) bool {
-	return r.width == w || (r.width == 0 && ndigits(r.lo) >= w)
+	return int(r.width) == w || (r.width == 0 && ndigits(r.lo) >= w)
 }
 
 // effWidth returns the effective width of n written with zero padding w:
@@ -202,10 +205,14 @@ func parseDigits(d string) uint64 {
 	return n
 }
 
+// pow10s holds the powers of ten that fit a uint64.
+var pow10s = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
+
+// ndigits returns the number of decimal digits of n.
 func ndigits(n uint64) int {
 	k := 1
-	for n >= 10 {
-		n /= 10
+	for k < len(pow10s) && n >= pow10s[k] {
 		k++
 	}
 	return k

@@ -40,11 +40,35 @@ var (
 // Invariants of numbered ranges: lo <= hi < 10^maxDigits; width <=
 // maxDigits; width is 0 ("natural", no padding) unless lo has fewer digits
 // than width, so a non-zero width always shows as a leading zero on lo.
+//
+// The prefix and suffix sit behind a pointer shared by neighbouring
+// ranges, which keeps a range at 32 bytes: a list of one range per host
+// stays small.
 type hostRange struct {
+	*affix
+	lo, hi   uint64
+	width    int32
+	numbered bool
+}
+
+// affix is the text around the number of a hostRange. It is never
+// modified once a range points to it.
+type affix struct {
 	prefix, suffix string
-	lo, hi         uint64
-	width          int
-	numbered       bool
+}
+
+// newAffix returns an affix for prefix and suffix, reusing near when it
+// holds the same text.
+func newAffix(prefix, suffix string, near *affix) *affix {
+	if near != nil && near.prefix == prefix && near.suffix == suffix {
+		return near
+	}
+	return &affix{prefix, suffix}
+}
+
+// sameAffix reports whether a and b have the same prefix and suffix.
+func sameAffix(a, b *affix) bool {
+	return a == b || (a.prefix == b.prefix && a.suffix == b.suffix)
 }
 
 // count returns the number of hosts in r.
@@ -61,7 +85,7 @@ func (r *hostRange) ref(i int) hostRef {
 		return hostRef{prefix: r.prefix}
 	}
 	n := r.lo + uint64(i)
-	return hostRef{prefix: r.prefix, suffix: r.suffix, n: n, width: effWidth(n, r.width), numbered: true}
+	return hostRef{prefix: r.prefix, suffix: r.suffix, n: n, width: effWidth(n, int(r.width)), numbered: true}
 }
 
 // host returns the i-th host name of r.
@@ -80,7 +104,7 @@ func (r *hostRange) index(h string) int {
 		return -1
 	}
 	n := parseDigits(d)
-	if n < r.lo || n > r.hi || width(d) != effWidth(n, r.width) {
+	if n < r.lo || n > r.hi || width(d) != effWidth(n, int(r.width)) {
 		return -1
 	}
 	return int(n - r.lo)
@@ -126,11 +150,11 @@ func (h *Hostlist) Nth(i int) (string, error) {
 	}
 	for k := range h.ranges {
 		r := &h.ranges[k]
-		if c := r.count(); i < c {
+		c := r.count()
+		if i < c {
 			return r.host(i), nil
-		} else {
-			i -= c
 		}
+		i -= c
 	}
 	panic("hostlist: count out of step with ranges")
 }
@@ -206,7 +230,7 @@ func (h *Hostlist) AppendList(o *Hostlist) {
 	}
 }
 
-// Copy returns a copy of h that shares nothing with it.
+// Copy returns a copy of h; changing one does not change the other.
 func (h *Hostlist) Copy() *Hostlist {
 	if h == nil {
 		return &Hostlist{}
@@ -244,7 +268,7 @@ func (h *Hostlist) Delete(host string) int {
 		if i < r.count()-1 {
 			right := r
 			right.lo = r.lo + uint64(i) + 1
-			right.width = effWidth(right.lo, r.width)
+			right.width = int32(effWidth(right.lo, int(r.width)))
 			out = append(out, right)
 		}
 	}
@@ -263,8 +287,14 @@ func (h *Hostlist) appendRef(x hostRef) {
 		last := &h.ranges[k-1]
 		switch {
 		case last.numbered && x.numbered && last.prefix == x.prefix && last.suffix == x.suffix:
-			if x.n == last.hi+1 && effWidth(x.n, last.width) == x.width {
+			if x.n == last.hi+1 && effWidth(x.n, int(last.width)) == x.width {
 				last.hi++
+				return
+			}
+			if x.normal() {
+				// Same split at a whole run of digits, not the next
+				// number: no other split joins them either.
+				h.ranges = append(h.ranges, x.toRange(last.affix))
 				return
 			}
 		case last.count() > 1:
@@ -276,30 +306,38 @@ func (h *Hostlist) appendRef(x hostRef) {
 			}
 		}
 		if last.count() == 1 {
-			if run, ok := pairRun(last.ref(0), x); ok {
+			if run, ok := pairRun(last.ref(0), x, last.affix); ok {
 				*last = run
 				return
 			}
 		}
+		h.ranges = append(h.ranges, x.toRange(last.affix))
+		return
 	}
-	h.ranges = append(h.ranges, x.toRange())
+	h.ranges = append(h.ranges, x.toRange(nil))
 }
 
 // appendRange adds the hosts of r to the end of h, merging r into the last
 // range when it continues it.
 func (h *Hostlist) appendRange(r hostRange) {
+	if k := len(h.ranges); k > 0 {
+		last := &h.ranges[k-1]
+		if last.numbered && r.numbered && sameAffix(last.affix, r.affix) {
+			if r.lo == last.hi+1 && widthFits(r, int(last.width)) {
+				last.hi = r.hi
+				h.n += r.count()
+				return
+			}
+			if r.normal() {
+				h.ranges = append(h.ranges, r)
+				h.n += r.count()
+				return
+			}
+		}
+	}
 	if r.count() == 1 {
 		h.appendRef(r.ref(0))
 		return
-	}
-	if k := len(h.ranges); k > 0 {
-		last := &h.ranges[k-1]
-		if last.numbered && r.numbered && last.prefix == r.prefix && last.suffix == r.suffix &&
-			r.lo == last.hi+1 && widthFits(r, last.width) {
-			last.hi = r.hi
-			h.n += r.count()
-			return
-		}
 	}
 	h.ranges = append(h.ranges, r)
 	h.n += r.count()

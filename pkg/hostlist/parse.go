@@ -113,6 +113,7 @@ func (h *Hostlist) parseExpr(s, expr string) error {
 	if ids == "" {
 		return invalid(s, expr, "empty brackets")
 	}
+	around := &affix{prefix, suffix}
 	w := -1 // padding, set by the first number
 	for len(ids) > 0 {
 		tok := ids
@@ -128,7 +129,7 @@ func (h *Hostlist) parseExpr(s, expr string) error {
 		if err != "" {
 			return invalid(s, expr, fmt.Sprintf("%q: %s", tok, err))
 		}
-		h.appendSplit(hostRange{prefix: prefix, suffix: suffix, lo: lo, hi: hi, width: effWidth(lo, rw), numbered: true})
+		h.appendSplit(hostRange{affix: around, lo: lo, hi: hi, width: int32(effWidth(lo, rw)), numbered: true})
 	}
 	return nil
 }
@@ -149,18 +150,20 @@ func (h *Hostlist) appendSplit(r hostRange) {
 		return
 	}
 	lead := r.prefix[start:]
+	var around *affix
 	for a := r.lo; ; {
-		k := max(r.width, ndigits(a)) // digits each number of this piece shows
+		k := max(int(r.width), ndigits(a)) // digits each number of this piece shows
 		b := min(r.hi, pow10(k)-1)
 		piece := r
-		piece.lo, piece.hi, piece.width = a, b, effWidth(a, r.width)
+		piece.lo, piece.hi, piece.width = a, b, int32(effWidth(a, int(r.width)))
 		if total := len(lead) + k; total <= maxDigits {
 			base := parseDigits(lead) * pow10(k)
 			w := 0
 			if lead[0] == '0' {
 				w = total
 			}
-			piece = hostRange{prefix: r.prefix[:start], suffix: r.suffix, lo: base + a, hi: base + b, width: w, numbered: true}
+			around = newAffix(r.prefix[:start], r.suffix, around)
+			piece = hostRange{affix: around, lo: base + a, hi: base + b, width: int32(w), numbered: true}
 		}
 		h.appendRange(piece)
 		if b == r.hi {
@@ -170,13 +173,8 @@ func (h *Hostlist) appendSplit(r hostRange) {
 	}
 }
 
-func pow10(k int) uint64 {
-	p := uint64(1)
-	for range k {
-		p *= 10
-	}
-	return p
-}
+// pow10 returns 10^k for k <= maxDigits.
+func pow10(k int) uint64 { return pow10s[k] }
 
 // parseIDs reads "n" or "lo-hi" inside brackets and returns its zero
 // padding rw. *w is the padding of the idlist's first number, or -1 before

@@ -121,7 +121,7 @@ func (h *Hostlist) sort(uniq bool) {
 			if x.numbered && !x.normal() {
 				x = decompose(x.String())
 			}
-			one := x.toRange()
+			one := x.toRange(nil)
 			q = append(q, &cursor{r: one, head: x})
 		}
 	}
@@ -164,7 +164,7 @@ func (c *cursor) advance(k int) bool {
 	}
 	c.r.lo += uint64(k)
 	if c.r.numbered {
-		c.r.width = effWidth(c.r.lo, c.r.width)
+		c.r.width = int32(effWidth(c.r.lo, int(c.r.width)))
 	}
 	c.head = c.r.ref(0)
 	return true

@@ -123,11 +123,11 @@ func (s Set) Nth(n int) (id uint, ok bool) {
 	}
 	k := uint(n)
 	for _, iv := range s.r {
-		if w := iv.Hi - iv.Lo; k <= w {
+		w := iv.Hi - iv.Lo
+		if k <= w {
 			return iv.Lo + k, true
-		} else {
-			k -= w + 1
 		}
+		k -= w + 1
 	}
 	return 0, false
 }
