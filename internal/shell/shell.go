@@ -51,7 +51,8 @@ type Config struct {
 	// Output receives task output; it must not block for long.
 	Output func(Output)
 	// Setup, if set, adjusts each task's command before it starts (PMI
-	// descriptors, cgroup placement ...).
+	// descriptors, cgroup placement ...). Files it adds to ExtraFiles
+	// belong to the shell, which closes them once the task has started.
 	Setup func(rank, localID int, cmd *exec.Cmd) error
 	// ExtraEnv is added to every task's environment.
 	ExtraEnv map[string]string
@@ -232,7 +233,11 @@ func (s *Shell) launch(t *task) {
 		return
 	}
 	t.stdin = stdin
-	if err := startTask(t); err != nil {
+	err := startTask(t)
+	for _, f := range cmd.ExtraFiles {
+		f.Close() // the child has its copies now
+	}
+	if err != nil {
 		fail(execError(cmd.Args[0], err))
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/kvsbatch"
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
@@ -61,6 +62,8 @@ type executor struct {
 	jobs        map[jobid.ID]*execJob
 	killTimeout time.Duration
 	test        *testExec
+	shell       *shellExec
+	batch       *kvsbatch.Batch
 }
 
 // Run implements module.Module.
@@ -77,6 +80,8 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		}
 	}
 	x.test = &testExec{}
+	x.shell = &shellExec{}
+	x.batch = kvsbatch.New(h, "")
 	h.HandleFunc("job-exec.start", x.handleStart)
 	h.HandleFunc("job-exec.kill", x.handleKill)
 	h.HandleFunc("job-exec.list", x.handleList)
@@ -93,9 +98,17 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	return err
 }
 
-// chooseImpl picks how to run a job.
+// chooseImpl picks how to run a job: the test executor when the jobspec
+// asks for it, job shells otherwise.
 func (x *executor) chooseImpl(jobspec json.RawMessage) (impl, error) {
-	return x.test, nil
+	cfg, err := testConfigOf(jobspec)
+	if err != nil {
+		return nil, err
+	}
+	if cfg != nil {
+		return x.test, nil
+	}
+	return x.shell, nil
 }
 
 func (x *executor) handleStart(r *flux.Request) {

@@ -81,6 +81,8 @@ func (f *KVS) Run(ctx context.Context, h *flux.Handle, _ []string) error {
 // rank 0 core 0 to every job at once, or holds every job when Hold is set.
 type Sched struct {
 	Hold bool
+	// R is the allocation every job gets (default: rank 0, core 0).
+	R string
 }
 
 // Name implements module.Module.
@@ -100,7 +102,7 @@ func (s *Sched) Run(ctx context.Context, h *flux.Handle, _ []string) error {
 			return
 		}
 		r.Respond(map[string]any{"id": req.ID, "type": 0,
-			"R":           json.RawMessage(`{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0"}}]}}`),
+			"R":           json.RawMessage(s.allocation()),
 			"annotations": map[string]any{"sched": map[string]any{"resource_summary": "rank0/core0"}}})
 	})
 	h.HandleFunc("sched.cancel", func(r *flux.Request) {
@@ -128,4 +130,11 @@ func (s *Sched) Run(ctx context.Context, h *flux.Handle, _ []string) error {
 		h.Call(ctx, "job-manager.sched-ready", flux.NodeidAny, map[string]any{"mode": "unlimited"}, nil)
 	}()
 	return h.Serve(ctx)
+}
+
+func (s *Sched) allocation() string {
+	if s.R != "" {
+		return s.R
+	}
+	return `{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0"}}]}}`
 }

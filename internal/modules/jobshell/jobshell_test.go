@@ -1,0 +1,137 @@
+package jobshell
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/fluxgo/fluxgo/internal/broker"
+	"github.com/fluxgo/fluxgo/internal/broker/brokertest"
+	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/internal/modules/jobexec"
+	"github.com/fluxgo/fluxgo/internal/modules/jobingest"
+	"github.com/fluxgo/fluxgo/internal/modules/jobmanager"
+	"github.com/fluxgo/fluxgo/internal/modules/modtest"
+	"github.com/fluxgo/fluxgo/pkg/eventlog"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
+	"github.com/fluxgo/fluxgo/pkg/sign"
+)
+
+// run submits a job running argv with ntasks on the stand-in scheduler's
+// R and returns the KVS after it finished.
+func run(t *testing.T, size int, R string, argv []string, opts jobspec.CommandOptions, shellOpts map[string]any) (*modtest.KVS, jobid.ID, []string) {
+	fk := modtest.NewKVS()
+	reg := module.NewRegistry()
+	reg.Register("kvs", func() module.Module { return fk })
+	reg.Register("job-manager", jobmanager.New)
+	reg.Register("sched", func() module.Module { return &modtest.Sched{R: R} })
+	reg.Register("job-exec", jobexec.New)
+	reg.Register("job-ingest", jobingest.New)
+	reg.Register("job-shell", New)
+	mods := []broker.ModuleSpec{{Name: "kvs", Ranks: "0"}, {Name: "job-manager", Ranks: "0"}, {Name: "sched", Ranks: "0"},
+		{Name: "job-shell"}, {Name: "job-exec", Ranks: "0"}, {Name: "job-ingest", Ranks: "0"}}
+	inst := brokertest.Start(t, brokertest.Options{Size: size, Registry: reg, Modules: mods})
+	h := inst.Handle(0)
+	ctx := brokertest.Ctx(t)
+	js, err := jobspec.FromCommand(argv, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js.SetEnvironment(map[string]string{"PATH": "/usr/bin:/bin"})
+	for k, v := range shellOpts {
+		js.SetShellOption(k, v)
+	}
+	b, _ := json.Marshal(js)
+	f, _ := h.RPC("job-manager.events-journal", flux.NodeidAny, map[string]any{}, flux.Streaming)
+	var resp struct {
+		ID jobid.ID `json:"id"`
+	}
+	if err := h.Call(ctx, "job-ingest.submit", flux.NodeidAny, map[string]any{"J": sign.Wrap(b, 0)}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for len(names) == 0 || names[len(names)-1] != "clean" {
+		m, err := f.Next(ctx)
+		if err != nil {
+			t.Fatalf("journal: %v (%v)", err, names)
+		}
+		var e struct {
+			ID     jobid.ID `json:"id"`
+			Events []struct {
+				Name string `json:"name"`
+			} `json:"events"`
+		}
+		m.UnmarshalPayload(&e)
+		for _, ev := range e.Events {
+			if e.ID == resp.ID && ev.Name != "annotations" {
+				names = append(names, ev.Name)
+			}
+		}
+	}
+	return fk, resp.ID, names
+}
+
+func events(t *testing.T, fk *modtest.KVS, key string) []eventlog.Event {
+	evs, err := eventlog.Parse(fk.Value(key))
+	if err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+	return evs
+}
+
+func TestRunAcrossRanks(t *testing.T) {
+	R := `{"version":1,"execution":{"R_lite":[{"rank":"0-2","children":{"core":"0-1"}}],"nodelist":["a","b","c"]}}`
+	fk, id, names := run(t, 3, R, []string{"sh", "-c", "echo task $FLUX_TASK_RANK of $FLUX_JOB_SIZE"}, jobspec.CommandOptions{NTasks: 6}, nil)
+	if strings.Join(names, " ") != "submit validate depend priority alloc start finish release free clean" {
+		t.Fatalf("events %v", names)
+	}
+	dothex, _ := id.Encode("dothex")
+	out := events(t, fk, "job."+dothex+".guest.output")
+	if out[0].Name != "header" {
+		t.Fatalf("first output event %q", out[0].Name)
+	}
+	lines := map[string]bool{}
+	eofs := 0
+	for _, ev := range out[1:] {
+		var c struct {
+			Stream string `json:"stream"`
+			Rank   string `json:"rank"`
+			Data   string `json:"data"`
+			EOF    bool   `json:"eof"`
+		}
+		ev.DecodeContext(&c)
+		if c.EOF {
+			eofs++
+		} else {
+			lines[strings.TrimSpace(c.Data)] = true
+		}
+	}
+	for i := 0; i < 6; i++ {
+		if !lines["task "+string(rune('0'+i))+" of 6"] {
+			t.Fatalf("missing output of task %d: %v", i, lines)
+		}
+	}
+	if eofs != 12 {
+		t.Fatalf("eof events %d", eofs)
+	}
+	var execNames []string
+	for _, ev := range events(t, fk, "job."+dothex+".guest.exec.eventlog") {
+		execNames = append(execNames, ev.Name)
+	}
+	got := strings.Join(execNames, " ")
+	for _, want := range []string{"init", "starting", "shell.init", "shell.start", "shell.task-exit", "complete", "done"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("exec eventlog lacks %s: %s", want, got)
+		}
+	}
+}
+
+func TestExitStatusAndPMI(t *testing.T) {
+	R := `{"version":1,"execution":{"R_lite":[{"rank":"0-1","children":{"core":"0"}}],"nodelist":["a","b"]}}`
+	_, _, names := run(t, 2, R, []string{"sh", "-c", `test -n "$PMI_FD" && test "$PMI_SIZE" = 2 && exit $((3 + FLUX_TASK_RANK))`}, jobspec.CommandOptions{NTasks: 2}, nil)
+	if names[len(names)-4] != "finish" {
+		t.Fatalf("events %v", names)
+	}
+}

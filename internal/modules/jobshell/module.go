@@ -1,0 +1,197 @@
+// Package jobshell is the job-shell broker module: on every broker it runs
+// the job shell (internal/shell) for the jobs that have resources on that
+// node, as job-exec asks. It writes task output to the job's output
+// eventlog (RFC 24), reports task exits, serves PMI to the tasks
+// (exchanging PMI puts between nodes through the job's leader shell),
+// forwards stdin, and delivers signals.
+package jobshell
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/user"
+	"strconv"
+	"syscall"
+
+	"github.com/fluxgo/fluxgo/internal/kvsbatch"
+	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/internal/shell"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
+	"github.com/fluxgo/fluxgo/pkg/rset"
+)
+
+// Module is the job-shell module.
+type Module struct{}
+
+// New returns the module.
+func New() module.Module { return &Module{} }
+
+// Name implements module.Module.
+func (*Module) Name() string { return "job-shell" }
+
+type host struct {
+	h     *flux.Handle
+	log   *slog.Logger
+	rank  uint
+	uri   string
+	root  bool
+	batch *kvsbatch.Batch
+	jobs  map[jobid.ID]*job
+	// fences being gathered by leader shells, by job
+	fences map[jobid.ID]*leaderFence
+}
+
+// Run implements module.Module.
+func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
+	rs, err := h.Attr(ctx, "rank")
+	if err != nil {
+		return err
+	}
+	rank, _ := strconv.ParseUint(rs, 10, 32)
+	uri, _ := h.Attr(ctx, "local-uri")
+	x := &host{
+		h:      h,
+		log:    flux.NewLogger(h, "job-shell"),
+		rank:   uint(rank),
+		uri:    uri,
+		root:   os.Geteuid() == 0,
+		batch:  kvsbatch.New(h, ""),
+		jobs:   make(map[jobid.ID]*job),
+		fences: make(map[jobid.ID]*leaderFence),
+	}
+	x.batch.OnError = func(err error, ops int) { x.log.Error("KVS commit of job output failed", "err", err, "ops", ops) }
+	h.HandleFunc("job-shell.start", x.start)
+	h.HandleFunc("job-shell.kill", x.kill)
+	h.HandleFunc("job-shell.stdin", x.stdin)
+	h.HandleFunc("job-shell.pmi-fence", x.pmiFence)
+	h.HandleFunc("job-shell.list", func(r *flux.Request) {
+		ids := make([]jobid.ID, 0, len(x.jobs))
+		for id := range x.jobs {
+			ids = append(ids, id)
+		}
+		r.Respond(map[string]any{"jobs": ids})
+	})
+	h.HandleFunc("job-shell.disconnect", func(*flux.Request) {})
+	h.HandleFunc("*", x.serviceRequest) // per-job stdin services
+	err = h.Serve(ctx)
+	for _, j := range x.jobs {
+		if j.sh != nil {
+			j.sh.Signal(syscall.SIGKILL)
+		}
+	}
+	return err
+}
+
+// credential returns the credentials tasks of userid run with: only when
+// the broker runs as root and the job belongs to someone else.
+func (x *host) credential(userid uint32) (*syscall.Credential, error) {
+	if !x.root || userid == 0 {
+		if uint32(os.Geteuid()) != userid && !x.root {
+			// a single-user instance runs everything as its owner
+			return nil, nil
+		}
+		return nil, nil
+	}
+	u, err := user.LookupId(strconv.FormatUint(uint64(userid), 10))
+	if err != nil {
+		return &syscall.Credential{Uid: userid, Gid: userid, NoSetGroups: true}, nil
+	}
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	cred := &syscall.Credential{Uid: userid, Gid: uint32(gid)}
+	if gids, err := u.GroupIds(); err == nil {
+		for _, g := range gids {
+			if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+				cred.Groups = append(cred.Groups, uint32(n))
+			}
+		}
+	}
+	return cred, nil
+}
+
+type startRequest struct {
+	ID      jobid.ID        `json:"id"`
+	Userid  uint32          `json:"userid"`
+	Jobspec json.RawMessage `json:"jobspec"`
+	R       json.RawMessage `json:"R"`
+}
+
+// start runs this node's part of a job. Responses: {type:"start"} once
+// the tasks are running, {type:"exit", status, exits:[...]} when they
+// have all exited, then the end of the stream.
+func (x *host) start(r *flux.Request) {
+	var req startRequest
+	if r.Decode(&req) != nil {
+		return
+	}
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "job-shell.start is for job-exec only")
+		return
+	}
+	if _, dup := x.jobs[req.ID]; dup {
+		r.Errorf(syscall.EEXIST, "job %s is already running here", req.ID.String())
+		return
+	}
+	js, err := jobspec.Parse(req.Jobspec)
+	if err != nil {
+		r.Errorf(syscall.EINVAL, "jobspec: %v", err)
+		return
+	}
+	R, err := rset.Parse(req.R)
+	if err != nil {
+		r.Errorf(syscall.EINVAL, "R: %v", err)
+		return
+	}
+	po, err := shell.PlanOptionsFrom(js)
+	if err != nil {
+		r.Errorf(syscall.EINVAL, "%v", err)
+		return
+	}
+	plan, err := shell.MakePlan(js, R, po)
+	if err != nil {
+		r.Errorf(syscall.EINVAL, "%v", err)
+		return
+	}
+	idx := plan.Index(x.rank)
+	if idx < 0 {
+		r.Errorf(syscall.EINVAL, "rank %d is not in job %s's resources", x.rank, req.ID.String())
+		return
+	}
+	cred, err := x.credential(req.Userid)
+	if err != nil {
+		r.RespondError(err)
+		return
+	}
+	j := newJob(x, req, js, plan, idx, r)
+	x.jobs[req.ID] = j
+	if err := j.run(cred); err != nil {
+		delete(x.jobs, req.ID)
+		r.RespondError(fmt.Errorf("job %s: %w", req.ID.String(), err))
+		return
+	}
+}
+
+func (x *host) kill(r *flux.Request) {
+	var req struct {
+		ID     jobid.ID `json:"id"`
+		Signum int      `json:"signum"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "job-shell.kill is for job-exec only")
+		return
+	}
+	j, ok := x.jobs[req.ID]
+	if !ok {
+		r.Errorf(syscall.ENOENT, "job %s is not running here", req.ID.String())
+		return
+	}
+	j.signal(syscall.Signal(req.Signum))
+	r.Respond(nil)
+}
