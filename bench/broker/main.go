@@ -1,0 +1,263 @@
+// Command broker measures the broker and messaging layer and prints one
+// line per figure: RPC round trips to the local broker and across the
+// tree, RPC throughput with concurrent clients, event fan-out, instance
+// start-up time and idle broker memory, each beside the machine's raw
+// unix-socket ping-pong measured in the same run.
+//
+//	go run ./bench/broker [-flux bin/flux] [-n 20000]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
+)
+
+func main() {
+	bin := flag.String("flux", "bin/flux", "flux binary")
+	n := flag.Int("n", 20000, "round trips per latency figure")
+	flag.Parse()
+	abs, _ := filepath.Abs(*bin)
+
+	raw := rawPingPong(*n)
+	fmt.Printf("unix-socket ping-pong (raw)        median %8.1f µs  p99 %8.1f µs\n", us(raw.median), us(raw.p99))
+
+	startFigures(abs)
+
+	inst, err := startInstance(abs, 16, "2")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer inst.stop()
+	h, err := flux.Open(inst.uri)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctx := context.Background()
+	local := rpcLatency(ctx, h, 0, *n)
+	fmt.Printf("RPC to local broker (attr.get)     median %8.1f µs  p99 %8.1f µs  (%.1fx raw)\n", us(local.median), us(local.p99), float64(local.median)/float64(raw.median))
+	far := rpcLatency(ctx, h, 15, *n/4)
+	fmt.Printf("RPC to rank 15 over 3 hops         median %8.1f µs  p99 %8.1f µs\n", us(far.median), us(far.p99))
+
+	for _, clients := range []int{1, 8} {
+		rate := rpcThroughput(inst.uri, clients, 3*time.Second)
+		fmt.Printf("RPC throughput, %d client(s)        %10.0f msgs/s\n", clients, rate)
+	}
+	fan := eventFanout(inst, 200)
+	fmt.Printf("event fan-out to 16 brokers        median %8.1f µs  (publish to last delivery)\n", us(fan))
+	rss := brokerRSS(inst)
+	fmt.Printf("broker RSS idle (rank 15)          %10.1f MB\n", float64(rss)/1024)
+}
+
+type lat struct{ median, p99 time.Duration }
+
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
+
+func summarize(d []time.Duration) lat {
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return lat{d[len(d)/2], d[len(d)*99/100]}
+}
+
+// rawPingPong measures a 1-byte round trip over a unix socket pair
+// between two goroutines: the machine's floor for any local RPC.
+func rawPingPong(n int) lat {
+	dir, _ := os.MkdirTemp("", "pp")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "s")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		panic(err)
+	}
+	go func() {
+		c, _ := ln.Accept()
+		buf := make([]byte, 64)
+		for {
+			k, err := c.Read(buf)
+			if err != nil {
+				return
+			}
+			c.Write(buf[:k])
+		}
+	}()
+	c, _ := net.Dial("unix", path)
+	defer c.Close()
+	buf := make([]byte, 64)
+	out := make([]time.Duration, n)
+	for i := range out {
+		t := time.Now()
+		c.Write(buf[:32])
+		c.Read(buf)
+		out[i] = time.Since(t)
+	}
+	return summarize(out)
+}
+
+func rpcLatency(ctx context.Context, h *flux.Handle, rank uint32, n int) lat {
+	out := make([]time.Duration, n)
+	req := map[string]string{"name": "rank"}
+	for i := range out {
+		t := time.Now()
+		if err := h.Call(ctx, "attr.get", rank, req, nil); err != nil {
+			panic(err)
+		}
+		out[i] = time.Since(t)
+	}
+	return summarize(out)
+}
+
+// rpcThroughput runs clients, each keeping 64 requests in flight.
+func rpcThroughput(uri string, clients int, d time.Duration) float64 {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	total := 0
+	deadline := time.Now().Add(d)
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h, err := flux.Open(uri)
+			if err != nil {
+				panic(err)
+			}
+			defer h.Close()
+			ctx := context.Background()
+			count := 0
+			window := make(chan *flux.Future, 64)
+			for time.Now().Before(deadline) {
+				for len(window) < cap(window) {
+					f, _ := h.RPC("broker.ping", flux.NodeidAny, map[string]int{"seq": count}, 0)
+					window <- f
+				}
+				f := <-window
+				f.Get(ctx)
+				count++
+			}
+			for len(window) > 0 {
+				(<-window).Get(ctx)
+				count++
+			}
+			mu.Lock()
+			total += count
+			mu.Unlock()
+		}()
+	}
+	start := time.Now()
+	wg.Wait()
+	return float64(total) / time.Since(start).Seconds()
+}
+
+// eventFanout publishes events at rank 0 and times the arrival at a
+// subscriber on every rank.
+func eventFanout(inst *instance, n int) time.Duration {
+	ctx := context.Background()
+	var subs []*flux.Subscription
+	for r := 0; r < inst.size; r++ {
+		h, err := flux.Open(inst.rankURI(r))
+		if err != nil {
+			panic(err)
+		}
+		s, err := h.Subscribe(ctx, "bench.")
+		if err != nil {
+			panic(err)
+		}
+		subs = append(subs, s)
+	}
+	pub, _ := flux.Open(inst.uri)
+	var out []time.Duration
+	for i := 0; i < n; i++ {
+		t := time.Now()
+		pub.Publish("bench.fanout", map[string]int{"i": i}, false)
+		var wg sync.WaitGroup
+		for _, s := range subs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.Next(ctx)
+			}()
+		}
+		wg.Wait()
+		out = append(out, time.Since(t))
+	}
+	return summarize(out).median
+}
+
+func brokerRSS(inst *instance) int {
+	h, _ := flux.Open(inst.rankURI(15))
+	v, err := h.Attr(context.Background(), "broker.pid")
+	if err != nil {
+		return 0
+	}
+	status, _ := os.ReadFile("/proc/" + v + "/status")
+	for _, line := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			f := strings.Fields(line)
+			kb, _ := strconv.Atoi(f[1])
+			return kb
+		}
+	}
+	return 0
+}
+
+// startFigures times `flux start -s N true`.
+func startFigures(bin string) {
+	for _, size := range []int{8, 16} {
+		var times []time.Duration
+		for i := 0; i < 5; i++ {
+			t := time.Now()
+			cmd := exec.Command(bin, "start", "-s", strconv.Itoa(size), "true")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "flux start: %v\n%s", err, out)
+				return
+			}
+			times = append(times, time.Since(t))
+		}
+		m := summarize(times).median
+		fmt.Printf("flux start -s %-2d true               median %8.3f s\n", size, m.Seconds())
+	}
+}
+
+type instance struct {
+	cmd  *exec.Cmd
+	uri  string
+	size int
+	in   interface{ Close() error }
+}
+
+func startInstance(bin string, size int, fanout string) (*instance, error) {
+	cmd := exec.Command(bin, "start", "-s", strconv.Itoa(size), "-S", "tbon.fanout="+fanout,
+		"sh", "-c", `echo "$FLUX_URI"; exec cat >/dev/null`)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 512)
+	k, err := stdout.Read(buf)
+	if err != nil {
+		return nil, fmt.Errorf("instance did not start: %v", err)
+	}
+	return &instance{cmd: cmd, uri: strings.TrimSpace(string(buf[:k])), size: size, in: stdin}, nil
+}
+
+func (i *instance) rankURI(r int) string {
+	return strings.Replace(i.uri, "/0/local", "/"+strconv.Itoa(r)+"/local", 1)
+}
+
+func (i *instance) stop() {
+	i.in.Close()
+	i.cmd.Wait()
+}
