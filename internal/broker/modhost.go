@@ -163,6 +163,8 @@ func (mh *moduleHost) load(name string, args []string) error {
 		return err
 	}
 	p.h = flux.NewHandle(p)
+	// every module answers NAME.ping, as flux-core's do
+	p.h.HandleFunc(mod.Name()+".ping", func(r *flux.Request) { r.Respond(r.Msg.JSON()) })
 	ctx, cancel := context.WithCancel(b.ctx)
 	p.cancel = cancel
 	log := b.log.With("module", name)

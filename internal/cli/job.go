@@ -24,6 +24,7 @@ func jobSubcommands() []*cobra.Command {
 		newJobKillCmd(),
 		newJobUrgencyCmd(),
 		newJobSubmitCmd(),
+		newJobAttachCmd(),
 	}
 }
 

@@ -36,6 +36,8 @@ func commands() []*cobra.Command {
 		newJobspecCmd(), newSubmitCmd(), newRunCmd(), newBulksubmitCmd(),
 		newCancelCmd(), newUpdateCmd(),
 		newHostlistCmd(),
+		newPingCmd(), newEventCmd(), newDmesgCmd(), newLoggerCmd(), newModuleCmd(),
+		newOverlayCmd(), newUptimeCmd(), newShutdownCmd(), newKeygenCmd(),
 	}
 }
 
@@ -73,9 +75,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
+	// errors are reported by the top-level command: flux-event, not
+	// flux-pub
 	name := "flux"
-	if cmd != nil && cmd != root {
-		name = "flux-" + cmd.Name()
+	for c := cmd; c != nil && c != root; c = c.Parent() {
+		if c.Parent() == root {
+			name = "flux-" + c.Name()
+		}
 	}
 	fmt.Fprintf(stderr, "%s: %v\n", name, err)
 	return 1

@@ -41,42 +41,10 @@ func (o jobOutcome) exitCode() int {
 	return 0
 }
 
-// watchEventlog streams a job's main eventlog until stop returns true or
-// the log ends, calling fn for each event.
+// watchEventlog streams a job's main eventlog until fn returns true or
+// the log ends.
 func watchEventlog(ctx context.Context, h *flux.Handle, id jobid.ID, fn func(ev eventlog.Event) (stop bool)) error {
-	f, err := h.RPC("job-info.eventlog-watch", flux.NodeidAny, map[string]any{"id": id, "path": "eventlog", "flags": 0}, flux.Streaming)
-	if err != nil {
-		return err
-	}
-	cancel := func() {
-		h.RPC("job-info.eventlog-watch-cancel", flux.NodeidAny, map[string]any{"matchtag": f.Matchtag()}, flux.NoResponse)
-	}
-	for {
-		m, err := f.Next(ctx)
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				cancel()
-			}
-			return err
-		}
-		var resp struct {
-			Event string `json:"event"`
-		}
-		if err := m.UnmarshalPayload(&resp); err != nil {
-			return err
-		}
-		ev, err := eventlog.ParseEvent([]byte(resp.Event))
-		if err != nil {
-			return fmt.Errorf("job %s eventlog: %w", id.String(), err)
-		}
-		if fn(ev) {
-			cancel()
-			return nil
-		}
-	}
+	return watchEventlogPath(ctx, h, id, "eventlog", fn)
 }
 
 // followJob waits for a job to become inactive and returns its outcome.
@@ -112,6 +80,10 @@ func followJob(ctx context.Context, h *flux.Handle, id jobid.ID) (jobOutcome, er
 // job and return the largest exit code.
 func followJobs(ctx context.Context, h *flux.Handle, o *submitOptions, ids []jobid.ID, out io.Writer) (int, error) {
 	worst := 0
+	if o.cmdName == "run" && len(ids) == 1 && o.waitEvent == "" {
+		ao := attachOptions{labelIO: o.labelIO, stdinRanks: "all", readOnly: false}
+		return attachJob(h, ids[0], ao, os.Stdin, out, os.Stderr)
+	}
 	for _, id := range ids {
 		if o.waitEvent != "" {
 			name := o.waitEvent

@@ -223,6 +223,7 @@ func (j *job) finished() {
 		f.Close()
 	}
 	status := j.sh.Status()
+	j.execEvent("shell-exit", map[string]any{"rank": x.rank, "wait_status": status})
 	x.batch.AfterCommit(func(err error) {
 		j.req.Respond(map[string]any{"type": "exit", "rank": x.rank, "status": status, "ntasks": len(exits)})
 		j.req.EndStream()

@@ -1,0 +1,219 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
+)
+
+// dmesgOptions are the flux dmesg flags (flux-dmesg(1)).
+type dmesgOptions struct {
+	clear     bool
+	readClear bool
+	follow    bool
+	new       bool
+	human     bool
+	delta     bool
+	color     string
+}
+
+func newDmesgCmd() *cobra.Command {
+	var o dmesgOptions
+	cmd := &cobra.Command{
+		Use:   "dmesg [OPTIONS]",
+		Short: "Print or clear the broker's log ring buffer",
+		Long: `Each broker keeps its recent log entries in a ring buffer. flux dmesg
+prints the local broker's buffer, one entry per line:
+
+  2024-01-02T15:04:05.123456Z broker.err[0]: message`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			color, err := useColor(o.color, cmd.OutOrStdout())
+			if err != nil {
+				return err
+			}
+			h, err := openHandle()
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			ctx, cancel := cmdContext()
+			defer cancel()
+			p := &logPrinter{w: cmd.OutOrStdout(), human: o.human, delta: o.delta, color: color}
+			return dmesg(ctx, h, flux.NodeidAny, o, p)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVarP(&o.clear, "clear", "C", false, "clear the ring buffer")
+	f.BoolVarP(&o.readClear, "read-clear", "c", false, "clear the ring buffer after printing it")
+	f.BoolVarP(&o.follow, "follow", "f", false, "after printing the buffer, print new entries as they arrive")
+	f.BoolVarP(&o.new, "new", "n", false, "print only new entries, as they arrive")
+	f.BoolVarP(&o.human, "human", "H", false, "human-readable timestamps")
+	f.BoolVarP(&o.delta, "delta", "d", false, "with --human, show the time since the previous entry")
+	f.StringVarP(&o.color, "color", "L", "auto", "colorize output: `WHEN` is auto, never or always")
+	f.Lookup("color").NoOptDefVal = "always"
+	return cmd
+}
+
+// dmesg prints (and/or clears) the log ring buffer of the broker at
+// nodeid. With follow or new it keeps printing until ctx ends.
+func dmesg(ctx context.Context, h *flux.Handle, nodeid uint32, o dmesgOptions, p *logPrinter) error {
+	if o.clear {
+		return clearLog(ctx, h, nodeid)
+	}
+	follow := o.follow || o.new
+	req := map[string]bool{"follow": follow, "nobacklog": o.new}
+	f, err := h.RPC("log.dmesg", nodeid, req, flux.Streaming)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for {
+		m, err := f.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if follow && ctx.Err() != nil {
+				return nil // interrupted
+			}
+			return err
+		}
+		var e logEntry
+		if err := m.UnmarshalPayload(&e); err != nil {
+			return err
+		}
+		p.print(e)
+	}
+	if o.readClear {
+		return clearLog(ctx, h, nodeid)
+	}
+	return nil
+}
+
+func clearLog(ctx context.Context, h *flux.Handle, nodeid uint32) error {
+	return h.Call(ctx, "log.clear", nodeid, nil, nil)
+}
+
+// logEntry is one log.dmesg response.
+type logEntry struct {
+	Seq       uint64  `json:"seq"`
+	Timestamp float64 `json:"timestamp"`
+	Rank      uint32  `json:"rank"`
+	Severity  int     `json:"severity"`
+	Name      string  `json:"name"`
+	Message   string  `json:"message"`
+}
+
+func (e logEntry) time() time.Time {
+	return time.Unix(0, int64(e.Timestamp*1e9))
+}
+
+// severityNames are the syslog severities, by number (RFC 5424).
+var severityNames = []string{"emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"}
+
+func severityName(sev int) string {
+	if sev >= 0 && sev < len(severityNames) {
+		return severityNames[sev]
+	}
+	return fmt.Sprint(sev)
+}
+
+// parseSeverity maps a severity name to its number.
+func parseSeverity(s string) (int, error) {
+	for i, n := range severityNames {
+		if s == n {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown severity %q (valid: emerg, alert, crit, err, warning, notice, info, debug)", s)
+}
+
+// logPrinter writes log entries as flux dmesg shows them.
+type logPrinter struct {
+	w     io.Writer
+	human bool
+	delta bool
+	color bool
+
+	stamp time.Time // last absolute timestamp printed (human mode)
+	prev  time.Time // previous entry's time (human mode)
+}
+
+const (
+	ansiReset  = "\033[0m"
+	ansiRed    = "\033[31m"
+	ansiYellow = "\033[33m"
+	ansiGreen  = "\033[32m"
+	ansiBlue   = "\033[34m"
+	ansiGray   = "\033[90m"
+)
+
+func (p *logPrinter) paint(code, s string) string {
+	if !p.color {
+		return s
+	}
+	return code + s + ansiReset
+}
+
+func severityColor(sev int) string {
+	switch {
+	case sev <= 3: // emerg..err
+		return ansiRed
+	case sev == 4:
+		return ansiYellow
+	case sev == 7:
+		return ansiGray
+	}
+	return ansiBlue
+}
+
+func (p *logPrinter) print(e logEntry) {
+	fmt.Fprintf(p.w, "%s %s[%d]: %s\n", p.timestamp(e),
+		p.paint(severityColor(e.Severity), e.Name+"."+severityName(e.Severity)), e.Rank, e.Message)
+}
+
+// timestamp is RFC 3339 UTC with microseconds, or in human mode an
+// absolute "[Jan02 15:04]" whenever the minute changes and an offset
+// "[  +0.003421]" from it (from the previous entry with delta) otherwise.
+func (p *logPrinter) timestamp(e logEntry) string {
+	t := e.time()
+	if !p.human {
+		return p.paint(ansiGreen, t.UTC().Format("2006-01-02T15:04:05.000000Z"))
+	}
+	defer func() { p.prev = t }()
+	if p.stamp.IsZero() || !t.Truncate(time.Minute).Equal(p.stamp.Truncate(time.Minute)) {
+		p.stamp = t
+		return p.paint(ansiGreen, "["+t.Local().Format("Jan02 15:04")+"]")
+	}
+	base := p.stamp
+	if p.delta {
+		base = p.prev
+	}
+	return p.paint(ansiGreen, fmt.Sprintf("[%+11.6f]", t.Sub(base).Seconds()))
+}
+
+// useColor decides --color=WHEN for output w.
+func useColor(when string, w io.Writer) (bool, error) {
+	switch when {
+	case "always":
+		return true, nil
+	case "never":
+		return false, nil
+	case "auto", "":
+		f, ok := w.(*os.File)
+		if !ok {
+			return false, nil
+		}
+		fi, err := f.Stat()
+		return err == nil && fi.Mode()&os.ModeCharDevice != 0 && os.Getenv("NO_COLOR") == "", nil
+	}
+	return false, fmt.Errorf("--color=%q: WHEN must be auto, never or always", when)
+}

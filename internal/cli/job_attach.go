@@ -1,0 +1,356 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fluxgo/fluxgo/pkg/eventlog"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+)
+
+// attachOptions control how a job's I/O is followed.
+type attachOptions struct {
+	labelIO    bool
+	quiet      bool
+	verbose    bool
+	showEvents bool
+	showExec   bool
+	readOnly   bool
+	stdinRanks string
+	waitEvent  string
+}
+
+func newJobAttachCmd() *cobra.Command {
+	var o attachOptions
+	cmd := &cobra.Command{
+		Use:   "attach [OPTIONS] ID",
+		Short: "Attach to a job: copy its output and input, exit with its status",
+		Args:  cobra.ExactArgs(1),
+		RunE: jobRun(func(cmd *cobra.Command, args []string) error {
+			id, err := jobid.Parse(args[0])
+			if err != nil {
+				return fmt.Errorf("invalid jobid %q", args[0])
+			}
+			h, err := openHandle()
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			code, err := attachJob(h, id, o, os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if code != 0 {
+				return exitCode(code)
+			}
+			return nil
+		}),
+	}
+	f := cmd.Flags()
+	f.BoolVarP(&o.labelIO, "label-io", "l", false, "prefix output lines with the task rank")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "suppress warnings")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "print job events as they happen")
+	f.BoolVarP(&o.showEvents, "show-events", "E", false, "show job events on stderr")
+	f.BoolVarP(&o.showExec, "show-exec", "X", false, "show exec events on stderr")
+	f.BoolVarP(&o.readOnly, "read-only", "r", false, "do not forward stdin")
+	f.StringVarP(&o.stdinRanks, "stdin-ranks", "i", "all", "send stdin only to these task `RANKS`")
+	return cmd
+}
+
+// attacher follows one job's eventlogs.
+type attacher struct {
+	h       *flux.Handle
+	id      jobid.ID
+	o       attachOptions
+	stdin   io.Reader
+	out     io.Writer
+	errw    io.Writer
+	mu      sync.Mutex
+	outcome jobOutcome
+	t0      float64
+	partial map[string][]byte // unterminated output per stream/rank when labeling
+}
+
+// attachJob copies a job's output to out/errw (and stdin to it) until the
+// job is done, and returns the exit code flux-core's attach would.
+func attachJob(h *flux.Handle, id jobid.ID, o attachOptions, stdin io.Reader, out, errw io.Writer) (int, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := &attacher{h: h, id: id, o: o, stdin: stdin, out: out, errw: errw, outcome: jobOutcome{status: -1}, partial: map[string][]byte{}}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	go a.interrupts(ctx, sigs)
+
+	execDone := make(chan error, 1)
+	execStarted := false
+	err := watchEventlogPath(ctx, h, id, "eventlog", func(ev eventlog.Event) bool {
+		if a.t0 == 0 {
+			a.t0 = ev.Timestamp
+		}
+		if o.showEvents || o.verbose {
+			fmt.Fprintf(errw, "%.3fs: job.%s %s\n", ev.Timestamp-a.t0, ev.Name, ev.Context)
+		}
+		switch ev.Name {
+		case "start", "alloc":
+			if !execStarted {
+				execStarted = true
+				go func() { execDone <- a.followExec(ctx) }()
+			}
+		case "exception":
+			var c struct {
+				Type     string `json:"type"`
+				Severity int    `json:"severity"`
+				Note     string `json:"note"`
+			}
+			json.Unmarshal(ev.Context, &c)
+			if c.Severity == 0 && a.outcome.exception == "" {
+				a.outcome.exception, a.outcome.note = c.Type, c.Note
+			}
+			if !o.quiet {
+				note := ""
+				if c.Note != "" {
+					note = " " + c.Note
+				}
+				fmt.Fprintf(errw, "%.3fs: job.exception type=%s severity=%d%s\n", ev.Timestamp-a.t0, c.Type, c.Severity, note)
+			}
+		case "finish":
+			var c struct {
+				Status int `json:"status"`
+			}
+			json.Unmarshal(ev.Context, &c)
+			a.mu.Lock()
+			a.outcome.status = c.Status
+			a.mu.Unlock()
+		case "clean":
+			return true
+		}
+		return false
+	})
+	if err != nil {
+		return 1, err
+	}
+	if execStarted {
+		select {
+		case err := <-execDone:
+			if err != nil && !o.quiet {
+				fmt.Fprintf(errw, "flux-job: %v\n", err)
+			}
+		case <-time.After(10 * time.Second):
+		}
+	}
+	a.flushPartial()
+	code := a.outcome.exitCode()
+	if a.outcome.status > 0 && !o.quiet {
+		ws := syscall.WaitStatus(a.outcome.status)
+		switch {
+		case ws.Signaled():
+			fmt.Fprintf(errw, "flux-job: task(s) %s\n", ws.Signal())
+		case ws.ExitStatus() != 0:
+			fmt.Fprintf(errw, "flux-job: task(s) exited with exit code %d\n", ws.ExitStatus())
+		}
+	}
+	return code, nil
+}
+
+// followExec watches the exec eventlog; at shell.init it starts the
+// output watch and stdin forwarding.
+func (a *attacher) followExec(ctx context.Context) error {
+	outDone := make(chan error, 1)
+	outStarted := false
+	err := watchEventlogPath(ctx, a.h, a.id, "guest.exec.eventlog", func(ev eventlog.Event) bool {
+		if a.o.showExec {
+			fmt.Fprintf(a.errw, "%.3fs: exec.%s %s\n", ev.Timestamp-a.t0, ev.Name, ev.Context)
+		}
+		switch ev.Name {
+		case "shell.init":
+			var c struct {
+				Service    string `json:"service"`
+				LeaderRank uint32 `json:"leader-rank"`
+			}
+			json.Unmarshal(ev.Context, &c)
+			if !outStarted {
+				outStarted = true
+				go func() { outDone <- a.followOutput(ctx) }()
+			}
+			if c.Service != "" && !a.o.readOnly {
+				go a.forwardStdin(ctx, c.Service, c.LeaderRank)
+			}
+		case "done":
+			return true
+		}
+		return false
+	})
+	if !outStarted {
+		outStarted = true
+		go func() { outDone <- a.followOutput(ctx) }()
+	}
+	oerr := <-outDone
+	if err != nil {
+		return err
+	}
+	return oerr
+}
+
+// followOutput copies the output eventlog to our stdout/stderr.
+func (a *attacher) followOutput(ctx context.Context) error {
+	return watchEventlogPath(ctx, a.h, a.id, "guest.output", func(ev eventlog.Event) bool {
+		if ev.Name != "data" {
+			return false
+		}
+		var c struct {
+			Stream string `json:"stream"`
+			Rank   string `json:"rank"`
+			Data   string `json:"data"`
+		}
+		json.Unmarshal(ev.Context, &c)
+		if c.Data == "" {
+			return false
+		}
+		w := a.out
+		if c.Stream == "stderr" {
+			w = a.errw
+		}
+		a.write(w, c.Stream, c.Rank, c.Data)
+		return false
+	})
+}
+
+// write prints output, with "RANK: " before each line when labeling.
+func (a *attacher) write(w io.Writer, stream, rank, data string) {
+	if !a.o.labelIO {
+		io.WriteString(w, data)
+		return
+	}
+	key := stream + ":" + rank
+	buf := append(a.partial[key], data...)
+	for {
+		i := strings.IndexByte(string(buf), '\n')
+		if i < 0 {
+			break
+		}
+		fmt.Fprintf(w, "%s: %s", rank, buf[:i+1])
+		buf = buf[i+1:]
+	}
+	a.partial[key] = buf
+}
+
+func (a *attacher) flushPartial() {
+	for key, buf := range a.partial {
+		if len(buf) == 0 {
+			continue
+		}
+		stream, rank, _ := strings.Cut(key, ":")
+		w := a.out
+		if stream == "stderr" {
+			w = a.errw
+		}
+		fmt.Fprintf(w, "%s: %s\n", rank, buf)
+	}
+}
+
+// forwardStdin sends our stdin to the job's shell service.
+func (a *attacher) forwardStdin(ctx context.Context, service string, leader uint32) {
+	topic := service + ".stdin"
+	send := func(data string, eof bool) error {
+		req := map[string]any{"stream": "stdin", "rank": a.o.stdinRanks}
+		if data != "" {
+			req["data"] = data
+		}
+		if eof {
+			req["eof"] = true
+		}
+		return a.h.Call(ctx, topic, leader, req, nil)
+	}
+	if a.stdin == nil {
+		send("", true)
+		return
+	}
+	r := bufio.NewReaderSize(a.stdin, 32*1024)
+	buf := make([]byte, 32*1024)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if send(string(buf[:n]), false) != nil {
+				return
+			}
+		}
+		if err != nil {
+			send("", true)
+			return
+		}
+	}
+}
+
+// interrupts implements flux-core's Ctrl-C handling: the first SIGINT
+// signals the job, a second within 2 s cancels it.
+func (a *attacher) interrupts(ctx context.Context, sigs <-chan os.Signal) {
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sigs:
+		}
+		if time.Since(last) < 2*time.Second {
+			fmt.Fprintf(a.errw, "\nflux-job: Canceling %s\n", a.id.String())
+			a.h.Call(ctx, "job-manager.raise", flux.NodeidAny,
+				map[string]any{"id": a.id, "type": "cancel", "severity": 0, "note": "interrupted by user"}, nil)
+			continue
+		}
+		last = time.Now()
+		fmt.Fprintf(a.errw, "\nflux-job: one more ctrl-C within 2s to cancel or ctrl-Z to detach\n")
+		a.h.Call(ctx, "job-manager.kill", flux.NodeidAny, map[string]any{"id": a.id, "signum": int(syscall.SIGINT)}, nil)
+	}
+}
+
+// watchEventlogPath streams one of a job's eventlogs (path relative to
+// the job directory) until fn returns true or the log ends.
+func watchEventlogPath(ctx context.Context, h *flux.Handle, id jobid.ID, path string, fn func(eventlog.Event) bool) error {
+	f, err := h.RPC("job-info.eventlog-watch", flux.NodeidAny, map[string]any{"id": id, "path": path, "flags": 0}, flux.Streaming)
+	if err != nil {
+		return err
+	}
+	cancelWatch := func() {
+		h.RPC("job-info.eventlog-watch-cancel", flux.NodeidAny, map[string]any{"matchtag": f.Matchtag()}, flux.NoResponse)
+	}
+	for {
+		m, err := f.Next(ctx)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				cancelWatch()
+				return nil
+			}
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		var resp struct {
+			Event string `json:"event"`
+		}
+		if err := m.UnmarshalPayload(&resp); err != nil {
+			return err
+		}
+		ev, err := eventlog.ParseEvent([]byte(resp.Event))
+		if err != nil {
+			return fmt.Errorf("job %s %s: %w", id.String(), path, err)
+		}
+		if fn(ev) {
+			cancelWatch()
+			return nil
+		}
+	}
+}
