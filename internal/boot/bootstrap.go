@@ -46,6 +46,9 @@ type TBON struct {
 	ConnectTimeout time.Duration
 }
 
+// MaxBrokers bounds the size of a configured instance.
+const MaxBrokers = 1 << 20
+
 const bootstrapKeys = "curve_cert, default_bind, default_connect, default_port, enable_ipv6, hosts; older form: rank, session-id, tbon-endpoints"
 
 // ParseBootstrap validates a [bootstrap] table.
@@ -116,16 +119,35 @@ func ParseBootstrap(c *Config, t map[string]any) (*Bootstrap, error) {
 		}
 		return bs.parseLegacy(endpoints, sid, haveSID, rank, haveRank)
 	}
-	seen := make(map[string]string) // host -> key of its entry
-	for i, ht := range hosts {
-		key := fmt.Sprintf("bootstrap.hosts[%d]", i)
-		hf := newFields(key, ht)
+	if bs.Hosts, err = parseHosts(hosts, defBind, defConnect, port); err != nil {
+		return nil, err
+	}
+	return bs, nil
+}
+
+// hostSpec is one bootstrap.hosts[] table before expansion.
+type hostSpec struct {
+	key                 string
+	hosts               *hostlist.Hostlist
+	bind, bindKey       string
+	connect, connectKey string
+	parent              string
+}
+
+// parseHosts checks the hosts array and expands it to one entry per
+// rank, applying the defaults and the %h/%p substitutions.
+func parseHosts(tables []map[string]any, defBind, defConnect string, port int64) ([]HostEntry, error) {
+	specs := make([]hostSpec, 0, len(tables))
+	total := 0
+	for i, ht := range tables {
+		sp := hostSpec{key: fmt.Sprintf("bootstrap.hosts[%d]", i)}
+		hf := newFields(sp.key, ht)
 		spec, ok, err := hf.str("host")
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
-			return nil, fmt.Errorf("%w: %s.host: required", ErrConfig, key)
+			return nil, fmt.Errorf("%w: %s.host: required", ErrConfig, sp.key)
 		}
 		bind, haveBind, err := hf.str("bind")
 		if err != nil {
@@ -143,55 +165,65 @@ func ParseBootstrap(c *Config, t map[string]any) (*Bootstrap, error) {
 			return nil, err
 		}
 		if haveParent && parent == "" {
-			return nil, fmt.Errorf("%w: %s.parent: empty host name", ErrConfig, key)
+			return nil, fmt.Errorf("%w: %s.parent: empty host name", ErrConfig, sp.key)
 		}
-		hl, err := hostlist.Parse(spec)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s.host: %v", ErrConfig, key, err)
+		if sp.hosts, err = hostlist.Parse(spec); err != nil {
+			return nil, fmt.Errorf("%w: %s.host: %v", ErrConfig, sp.key, err)
 		}
-		if hl.Len() == 0 {
-			return nil, fmt.Errorf("%w: %s.host: %q names no hosts", ErrConfig, key, spec)
+		if sp.hosts.Len() == 0 {
+			return nil, fmt.Errorf("%w: %s.host: %q names no hosts", ErrConfig, sp.key, spec)
 		}
-		bindKey, connectKey := key+".bind", key+".connect"
+		if total += sp.hosts.Len(); total > MaxBrokers {
+			return nil, fmt.Errorf("%w: %s.host: more than %d hosts in bootstrap.hosts", ErrConfig, sp.key, MaxBrokers)
+		}
+		sp.bind, sp.bindKey = bind, sp.key+".bind"
 		if !haveBind {
-			bind, bindKey = defBind, "bootstrap.default_bind"
+			sp.bind, sp.bindKey = defBind, "bootstrap.default_bind"
 		}
+		sp.connect, sp.connectKey = connect, sp.key+".connect"
 		if !haveConnect {
-			connect, connectKey = defConnect, "bootstrap.default_connect"
+			sp.connect, sp.connectKey = defConnect, "bootstrap.default_connect"
 		}
-		for h := range hl.All() {
+		sp.parent = parent
+		specs = append(specs, sp)
+	}
+	out := make([]HostEntry, 0, total)
+	seen := make(map[string]string, total) // host -> key of its entry
+	var err error
+	for _, sp := range specs {
+		for h := range sp.hosts.All() {
 			if prev, dup := seen[h]; dup {
-				return nil, fmt.Errorf("%w: %s.host: duplicate host %q (already in %s)", ErrConfig, key, h, prev)
+				return nil, fmt.Errorf("%w: %s.host: duplicate host %q (already in %s)", ErrConfig, sp.key, h, prev)
 			}
-			seen[h] = key
-			e := HostEntry{Host: h, Parent: parent, key: key}
-			if bind != "" {
-				if e.Bind, err = expand(bind, h, port, bindKey); err != nil {
+			seen[h] = sp.key
+			e := HostEntry{Host: h, Parent: sp.parent, key: sp.key}
+			if sp.bind != "" {
+				if e.Bind, err = expand(sp.bind, h, port, sp.bindKey); err != nil {
 					return nil, err
 				}
-				if _, err := parseEndpoint(e.Bind, true, bindKey); err != nil {
-					return nil, err
-				}
-			}
-			if connect != "" {
-				if e.Connect, err = expand(connect, h, port, connectKey); err != nil {
-					return nil, err
-				}
-				if _, err := parseEndpoint(e.Connect, false, connectKey); err != nil {
+				if _, err := parseEndpoint(e.Bind, true, sp.bindKey); err != nil {
 					return nil, err
 				}
 			}
-			bs.Hosts = append(bs.Hosts, e)
+			if sp.connect != "" {
+				if e.Connect, err = expand(sp.connect, h, port, sp.connectKey); err != nil {
+					return nil, err
+				}
+				if _, err := parseEndpoint(e.Connect, false, sp.connectKey); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, e)
 		}
 	}
-	for _, e := range bs.Hosts {
+	for _, e := range out {
 		if e.Parent != "" {
 			if _, ok := seen[e.Parent]; !ok {
 				return nil, fmt.Errorf("%w: %s.parent: %q is not in bootstrap.hosts", ErrConfig, e.key, e.Parent)
 			}
 		}
 	}
-	return bs, nil
+	return out, nil
 }
 
 func (bs *Bootstrap) parseLegacy(endpoints []string, sid string, haveSID bool, rank int64, haveRank bool) (*Bootstrap, error) {
@@ -202,6 +234,9 @@ func (bs *Bootstrap) parseLegacy(endpoints []string, sid string, haveSID bool, r
 	bs.SessionID = sid
 	if len(endpoints) == 0 {
 		return nil, fmt.Errorf("%w: bootstrap.tbon-endpoints: empty array", ErrConfig)
+	}
+	if len(endpoints) > MaxBrokers {
+		return nil, fmt.Errorf("%w: bootstrap.tbon-endpoints: more than %d entries", ErrConfig, MaxBrokers)
 	}
 	if haveRank {
 		if rank < 0 || rank >= int64(len(endpoints)) {
@@ -343,10 +378,14 @@ func planConfig(bs *Bootstrap, h Host, fanout uint32, certPath string) (*Plan, e
 		return nil, fmt.Errorf("%w: bootstrap.curve_cert: required for %d brokers linked over tcp:// (make a key with flux keygen and give every broker the same file)", ErrNeedCert, size)
 	}
 	if needCert {
+		key := "bootstrap.curve_cert"
+		if certPath != "" {
+			key = "tbon.cert"
+		}
 		if st, err := os.Stat(p.CertPath); err != nil {
-			return nil, fmt.Errorf("%w: bootstrap.curve_cert: %v", ErrConfig, err)
+			return nil, fmt.Errorf("%w: %s: %v", ErrConfig, key, err)
 		} else if !st.Mode().IsRegular() {
-			return nil, fmt.Errorf("%w: bootstrap.curve_cert: %s is not a regular file", ErrConfig, p.CertPath)
+			return nil, fmt.Errorf("%w: %s: %s is not a regular file", ErrConfig, key, p.CertPath)
 		}
 	}
 	p.Rank, p.Size = uint32(rank), uint32(size)

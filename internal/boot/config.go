@@ -48,19 +48,28 @@ func LoadConfig(path string) (*Config, error) {
 		files = []string{path}
 	}
 	for _, f := range files {
-		var t map[string]any
-		if _, err := toml.DecodeFile(f, &t); err != nil {
-			var perr toml.ParseError
-			if errors.As(err, &perr) {
-				return nil, fmt.Errorf("%w: %s: line %d: %s", ErrConfig, f, perr.Position.Line, perr.Message)
-			}
-			return nil, fmt.Errorf("%w: %s: %w", ErrConfig, f, err)
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
-		if err := c.merge(c.Table, t, "", f); err != nil {
+		if err := c.add(f, data); err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// add parses one file's TOML text and merges it in.
+func (c *Config) add(name string, data []byte) error {
+	var t map[string]any
+	if _, err := toml.Decode(string(data), &t); err != nil {
+		var perr toml.ParseError
+		if errors.As(err, &perr) {
+			return fmt.Errorf("%w: %s: line %d: %s", ErrConfig, name, perr.Position.Line, perr.Message)
+		}
+		return fmt.Errorf("%w: %s: %w", ErrConfig, name, err)
+	}
+	return c.merge(c.Table, t, "", name)
 }
 
 func (c *Config) merge(dst, src map[string]any, prefix, file string) error {

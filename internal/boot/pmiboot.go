@@ -22,7 +22,6 @@ type pmiParams struct {
 	tbon     *TBON
 	certPath string
 	hint     string // tbon.interface-hint
-	ipv6     bool
 	rundir   string
 }
 
@@ -45,20 +44,21 @@ type pmiParams struct {
 // The instance key is never generated and passed through the PMI KVS:
 // the process manager's KVS is not guaranteed to be readable only by
 // this job, and anyone holding the key can join the instance.
-func planPMI(ctx context.Context, c *pmi.Client, h Host, pp pmiParams) (p *Plan, err error) {
+func planPMI(ctx context.Context, c *pmi.Client, h Host, pp pmiParams) (_ *Plan, err error) {
 	if err := c.Init(ctx); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("%w: %w", ErrPMI, err)
 	}
-	defer func() {
-		if err != nil {
-			c.Abort(1)
-		}
-	}()
 	rank, size := c.Rank(), c.Size()
 	fanout := chooseFanout(pp.fanout, pp.tbon, size)
 	k := int(fanout)
-	p = &Plan{Method: "pmi", Rank: uint32(rank), Size: uint32(size), Fanout: fanout, CertPath: pp.certPath}
+	p := &Plan{Method: "pmi", Rank: uint32(rank), Size: uint32(size), Fanout: fanout, CertPath: pp.certPath}
+	defer func() {
+		if err != nil {
+			p.runCleanup()
+			c.Abort(1)
+		}
+	}()
 	if size == 1 {
 		p.Hostlist = []string{h.Name}
 		if err := c.Finalize(ctx); err != nil {
@@ -92,27 +92,23 @@ func planPMI(ctx context.Context, c *pmi.Client, h Host, pp pmiParams) (p *Plan,
 			if p.BindURI, p.Rundir, p.cleanup, err = ipcEndpoint(pp.rundir); err != nil {
 				return nil, err
 			}
-		} else if p.BindURI, err = tcpEndpoint(h, pp.hint, pp.ipv6); err != nil {
+		} else if p.BindURI, err = tcpEndpoint(h, pp.hint); err != nil {
 			return nil, err
 		}
 		if err := c.Put(ctx, uriKey(rank), p.BindURI); err != nil {
-			p.runCleanup()
 			return nil, fmt.Errorf("%w: %w", ErrPMI, err)
 		}
 	}
 	if err := c.Barrier(ctx); err != nil {
-		p.runCleanup()
 		return nil, fmt.Errorf("%w: %w", ErrPMI, err)
 	}
 	if rank > 0 {
 		parent := parentOf(rank, k)
 		if p.ParentURI, err = c.Get(ctx, uriKey(parent)); err != nil {
-			p.runCleanup()
 			return nil, fmt.Errorf("%w: rank %d's overlay URI: %w", ErrPMI, parent, err)
 		}
 	}
 	if err := c.Finalize(ctx); err != nil {
-		p.runCleanup()
 		return nil, fmt.Errorf("%w: %w", ErrPMI, err)
 	}
 	return p, nil
@@ -153,13 +149,13 @@ func ipcEndpoint(rundir string) (uri, made string, cleanup func(), err error) {
 	return "ipc://" + path, made, cleanup, nil
 }
 
-// tcpEndpoint picks this host's address by interface hint and a free
-// port. The port is found by binding port 0 and closing the socket: the
+// tcpEndpoint picks this host's IPv4 address by interface hint and a
+// free port. The port is found by binding port 0 and closing the socket: the
 // broker binds it again moments later. (The broker can inherit an
 // already-bound listener only for ipc://; a TLS one would have to be
 // wrapped by the overlay.)
-func tcpEndpoint(h Host, hint string, ipv6 bool) (string, error) {
-	ip, err := h.hintAddr(hint, ipv6)
+func tcpEndpoint(h Host, hint string) (string, error) {
+	ip, err := h.hintAddr(hint, false)
 	if err != nil {
 		return "", err
 	}

@@ -71,7 +71,7 @@ func dialURI(uri string, b *Broker) (net.Conn, error) {
 			}
 			d := &net.Dialer{Timeout: 5 * time.Second}
 			c, err = tls.DialWithDialer(d, "tcp", rest, cfg)
-			var verr *peerKeyError
+			var verr peerKeyError
 			if errors.As(err, &verr) {
 				return nil, err
 			}

@@ -3,6 +3,7 @@ package pmi
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -214,10 +215,9 @@ func (c *Client) Get(ctx context.Context, key string) (string, error) {
 	}
 	resp, err := c.call(ctx, NewMessage("get").Set("kvsname", c.kvsname).Set("key", key), "get_result")
 	if err != nil {
-		if strings.HasPrefix(key, "PMI_") {
-			if _, ok := err.(*Error); ok {
-				return "", nil
-			}
+		var rcErr *Error
+		if strings.HasPrefix(key, "PMI_") && errors.As(err, &rcErr) {
+			return "", nil
 		}
 		return "", err
 	}

@@ -71,6 +71,11 @@ func (k *MemKVS) Fence(ctx context.Context, rank int, puts []KeyValue) error {
 	case <-wait:
 		return nil
 	case <-k.abortC:
+		select {
+		case <-wait: // the barrier completed before the abort
+			return nil
+		default:
+		}
 		k.mu.Lock()
 		defer k.mu.Unlock()
 		return k.aborted

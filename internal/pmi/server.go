@@ -239,6 +239,8 @@ func (ss *session) run(ctx context.Context) error {
 }
 
 // handle answers one request; done is set when the session is over.
+// Requests before cmd=init are answered too: PMI-1 clients older than
+// 1.1 never send it (RFC 13, Back Compatibility).
 func (ss *session) handle(ctx context.Context, m *Message) (done bool, err error) {
 	info := ss.s.Info
 	if m.Multi {
