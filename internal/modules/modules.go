@@ -6,6 +6,12 @@ package modules
 import (
 	"github.com/fluxgo/fluxgo/internal/broker"
 	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/internal/modules/content"
+	"github.com/fluxgo/fluxgo/internal/modules/contentsqlite"
+	"github.com/fluxgo/fluxgo/internal/modules/jobexec"
+	"github.com/fluxgo/fluxgo/internal/modules/jobingest"
+	"github.com/fluxgo/fluxgo/internal/modules/jobmanager"
+	"github.com/fluxgo/fluxgo/internal/modules/jobshell"
 )
 
 // Registry returns every compiled-in module by name.
@@ -20,11 +26,22 @@ func Registry() *module.Registry {
 }
 
 func builtin() map[string]module.Factory {
-	return map[string]module.Factory{}
+	return map[string]module.Factory{
+		content.Name:       content.New,
+		contentsqlite.Name: contentsqlite.New,
+		"job-manager":      jobmanager.New,
+		"job-ingest":       jobingest.New,
+		"job-exec":         jobexec.New,
+		"job-shell":        jobshell.New,
+	}
 }
 
 // DefaultRC1 is the module set rc1 loads, in load order (rc3 unloads in
 // reverse).
 func DefaultRC1() []broker.ModuleSpec {
-	return nil
+	return []broker.ModuleSpec{
+		// the content store first: everything else may keep data in it
+		{Name: content.Name, Ranks: "all", Args: []string{"backing-module=" + contentsqlite.Name}},
+		{Name: contentsqlite.Name, Ranks: "0"},
+	}
 }

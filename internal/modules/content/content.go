@@ -1,0 +1,235 @@
+// Package content is the "content" broker module: the RFC 10 content
+// store's cache, loaded on every rank. It answers content.load,
+// content.store, content.flush, content.dropcache, content.stats-get and
+// content.checkpoint-get/put, and accepts a backing store on rank 0
+// through content.register-backing / content.unregister-backing.
+//
+// Write policy. Ranks > 0 write through: a store is answered once the
+// parent has acknowledged it, so a stored blob can be loaded from any
+// rank as soon as the store returns (RFC 10), and a store of a blob the
+// cache already holds clean is answered at once ("squashed"). Rank 0
+// writes back: it answers as soon as the blob is in its memory and
+// writes it to the backing store in the background, at most
+// flush-batch-limit stores in flight, all pipelined (nothing waits for a
+// round trip but the requestor). A store that fails at rank 0 is retried
+// after a second; content.flush reports the failure.
+//
+// Durability. content.flush answers once every blob that was dirty when
+// it arrived is durable: on rank 0 in the backing store; on other ranks
+// at rank 0, after which the request is passed to the parent so the
+// answer also means "in the backing store". A content.checkpoint-put at
+// rank 0 is written to the backing store only after every blob stored
+// before it is there, so a checkpoint never names a root that a crash
+// could lose.
+//
+// Eviction. Clean blobs are kept in LRU order and evicted once the cache
+// holds more than cache-size bytes; dirty blobs are never evicted. Rank
+// 0 without a backing store keeps everything (all of it is dirty).
+//
+// All state belongs to the module's Serve goroutine: handlers and RPC
+// continuations (Future.Then) run there, so nothing is locked.
+package content
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	fluxcontent "github.com/fluxgo/fluxgo/pkg/flux/content"
+)
+
+// Name is the module and service name.
+const Name = "content"
+
+// retryDelay is how long rank 0 waits before retrying failed stores to
+// the backing store.
+const retryDelay = time.Second
+
+// Module is the content module.
+type Module struct{}
+
+var _ module.Module = Module{}
+
+// New returns the module (a module.Factory).
+func New() module.Module { return Module{} }
+
+// Name returns "content".
+func (Module) Name() string { return Name }
+
+// service is the module's state, owned by the Serve goroutine.
+type service struct {
+	h        *flux.Handle
+	log      *slog.Logger
+	rank     uint32
+	cfg      Config
+	hashSize int
+	cache    *cache
+
+	backing     bool   // a backing store is registered (rank 0)
+	backingName string // the first backing store's name; it can't change
+
+	// awaitingBacking is set on rank 0 while cfg.BackingModule has not
+	// registered yet: requests whose answer depends on the backing
+	// store wait in deferred.
+	awaitingBacking bool
+	deferred        []func()
+	backingTimer    *time.Timer
+
+	flushErr   error       // last failed store at rank 0, until the retry
+	retryTimer *time.Timer // pending retry of failed stores
+
+	checkpoints map[string]*checkpoint
+}
+
+// Run serves the content service until ctx is done.
+func (Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
+	s, err := newService(ctx, h, args)
+	if err != nil {
+		return err
+	}
+	s.routes()
+	err = h.Serve(ctx)
+	s.stop()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func newService(ctx context.Context, h *flux.Handle, args []string) (*service, error) {
+	rankStr, err := h.Attr(ctx, "rank")
+	if err != nil {
+		return nil, err
+	}
+	rank, err := strconv.ParseUint(rankStr, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("attribute rank %q: %w", rankStr, syscall.EINVAL)
+	}
+	attrs := make(map[string]string)
+	for _, name := range append([]string{"hash"}, attrNames...) {
+		v, err := h.Attr(ctx, "content."+name)
+		switch {
+		case err == nil:
+			attrs[name] = v
+		case !errors.Is(err, syscall.ENOENT):
+			return nil, err
+		}
+	}
+	cfg, err := parseConfig(attrs, args)
+	if err != nil {
+		return nil, err
+	}
+	if _, set := attrs["hash"]; !set {
+		// Publish the default so clients and the backing store agree.
+		req := map[string]string{"name": "content.hash", "value": cfg.Hash}
+		if err := h.Call(ctx, "attr.set", flux.NodeidAny, req, nil); err != nil {
+			return nil, fmt.Errorf("setattr content.hash: %w", err)
+		}
+	}
+	size, _ := fluxcontent.HashSize(cfg.Hash) // validated
+	s := &service{
+		h:           h,
+		log:         flux.NewLogger(h, Name),
+		rank:        uint32(rank),
+		cfg:         cfg,
+		hashSize:    size,
+		checkpoints: make(map[string]*checkpoint),
+	}
+	batch := 0 // ranks > 0 write through every client store at once
+	if s.rank == 0 {
+		batch = cfg.FlushBatchLimit
+	}
+	s.cache = newCache(cfg.CacheSize, batch)
+	if s.rank == 0 && cfg.BackingModule != "" {
+		s.awaitingBacking = true
+		s.backingTimer = time.AfterFunc(BackingTimeout, func() { h.Post(s.backingWaitOver) })
+	}
+	return s, nil
+}
+
+func (s *service) routes() {
+	h := s.h
+	h.HandleFunc("content.load", s.owner(s.load))
+	h.HandleFunc("content.store", s.owner(s.store))
+	h.HandleFunc("content.flush", s.owner(s.flush))
+	h.HandleFunc("content.dropcache", s.owner(s.dropcache))
+	h.HandleFunc("content.stats-get", s.owner(s.stats))
+	h.HandleFunc("content.stats", s.owner(s.stats))
+	h.HandleFunc("content.register-backing", s.owner(s.registerBacking))
+	h.HandleFunc("content.unregister-backing", s.owner(s.unregisterBacking))
+	h.HandleFunc("content.checkpoint-get", s.owner(s.checkpointGet))
+	h.HandleFunc("content.checkpoint-put", s.owner(s.checkpointPut))
+	h.HandleFunc("content.disconnect", func(*flux.Request) {})
+}
+
+// owner refuses requests from guests: RFC 10 keeps the content service
+// to the instance owner.
+func (s *service) owner(fn flux.HandlerFunc) flux.HandlerFunc {
+	return func(r *flux.Request) {
+		if !r.IsOwner() {
+			r.Errorf(syscall.EPERM, "%s: the content service is restricted to the instance owner", r.Topic())
+			return
+		}
+		fn(r)
+	}
+}
+
+// stop runs after Serve returns.
+func (s *service) stop() {
+	if s.backingTimer != nil {
+		s.backingTimer.Stop()
+	}
+	if s.retryTimer != nil {
+		s.retryTimer.Stop()
+	}
+	if _, _, dirty := s.cache.counts(); dirty > 0 && s.rank == 0 {
+		s.log.Error(fmt.Sprintf("unloading with %d blobs not in a backing store: they are lost", dirty))
+	}
+}
+
+// blobref names a digest in messages.
+func (s *service) blobref(k string) string {
+	ref, err := fluxcontent.Format(s.cfg.Hash, []byte(k))
+	if err != nil {
+		return fmt.Sprintf("%x", k)
+	}
+	return ref
+}
+
+// deferUntilBacking queues fn while rank 0 waits for its backing store
+// and reports whether it did.
+func (s *service) deferUntilBacking(fn func()) bool {
+	if !s.awaitingBacking {
+		return false
+	}
+	s.deferred = append(s.deferred, fn)
+	return true
+}
+
+// backingWaitOver ends the wait for the backing store and runs what it
+// held back.
+func (s *service) backingWaitOver() {
+	if !s.awaitingBacking {
+		return
+	}
+	s.awaitingBacking = false
+	if s.backingTimer != nil {
+		s.backingTimer.Stop()
+		s.backingTimer = nil
+	}
+	if !s.backing {
+		s.log.Warn(fmt.Sprintf("backing store %s did not register within %v: serving from memory only",
+			s.cfg.BackingModule, BackingTimeout))
+	}
+	fns := s.deferred
+	s.deferred = nil
+	for _, fn := range fns {
+		fn()
+	}
+}

@@ -1,0 +1,275 @@
+package content
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	fluxcontent "github.com/fluxgo/fluxgo/pkg/flux/content"
+)
+
+// load answers content.load. Request payload: the raw digest (exactly
+// the hash size). Response payload: the blob (none for an empty blob).
+func (s *service) load(r *flux.Request) {
+	digest := r.Msg.Payload
+	if len(digest) != s.hashSize {
+		r.Errorf(syscall.EPROTO, "content.load: request carries %d bytes, want a %d-byte %s digest",
+			len(digest), s.hashSize, s.cfg.Hash)
+		return
+	}
+	k := string(digest)
+	if data, ok := s.cache.get(k); ok {
+		r.RespondRaw(data)
+		return
+	}
+	if s.rank == 0 && !s.backing {
+		if s.deferUntilBacking(func() { s.load(r) }) {
+			return
+		}
+		r.Errorf(syscall.ENOENT, "content.load: %s: no such blob", s.blobref(k))
+		return
+	}
+	if s.cache.park(k, func(data []byte, err error) {
+		if err != nil {
+			r.RespondError(err)
+			return
+		}
+		r.RespondRaw(data)
+	}) {
+		s.fetch(k)
+	}
+}
+
+// fetch loads k from the parent (ranks > 0) or the backing store (rank
+// 0) and hands the outcome to the cache.
+func (s *service) fetch(k string) {
+	flags := fluxcontent.Upstream
+	if s.rank == 0 {
+		flags = fluxcontent.BypassCache
+	}
+	f, err := fluxcontent.SendLoad(s.h, []byte(k), flags)
+	if err != nil {
+		s.cache.loaded(k, nil, err)
+		return
+	}
+	f.Then(func(m *flux.Message, err error) {
+		data, err := fluxcontent.LoadResult(m, err)
+		switch {
+		case err != nil && s.rank == 0 && errors.Is(err, syscall.ENOSYS):
+			// the backing store went away: rank 0 has no such blob
+			err = fmt.Errorf("content.load: %s: no such blob: %w", s.blobref(k), syscall.ENOENT)
+		case err != nil && !errors.Is(err, syscall.ENOENT):
+			s.log.Error(fmt.Sprintf("load %s: %v", s.blobref(k), err))
+		case err == nil:
+			err = s.verify(k, data)
+		}
+		s.cache.loaded(k, data, err)
+	})
+}
+
+// verify checks that data hashes to k, so no wrong blob is ever cached.
+func (s *service) verify(k string, data []byte) error {
+	sum, err := fluxcontent.Sum(s.cfg.Hash, data)
+	if err != nil {
+		return err
+	}
+	if string(sum) != k {
+		err := fmt.Errorf("content.load: %s: the blob received hashes to %s: %w",
+			s.blobref(k), s.blobref(string(sum)), syscall.EIO)
+		s.log.Error(err.Error())
+		return err
+	}
+	return nil
+}
+
+// store answers content.store. Request payload: the blob (none for an
+// empty blob). Response payload: its raw digest.
+func (s *service) store(r *flux.Request) {
+	data := r.Msg.Payload
+	if int64(len(data)) > s.cfg.BlobSizeLimit {
+		r.Errorf(syscall.EFBIG, "content.store: blob of %d bytes exceeds the %d byte limit",
+			len(data), s.cfg.BlobSizeLimit)
+		return
+	}
+	digest, err := fluxcontent.Sum(s.cfg.Hash, data)
+	if err != nil {
+		r.RespondError(err)
+		return
+	}
+	k := string(digest)
+	dirty := s.cache.store(k, data)
+	if dirty && s.rank > 0 {
+		// write-through: answer once the parent has it
+		s.cache.waitStored(k, func(err error) {
+			if err != nil {
+				r.RespondError(err)
+				return
+			}
+			r.RespondRaw(digest)
+		})
+	} else {
+		r.RespondRaw(digest)
+	}
+	s.pump()
+}
+
+// pump starts as many upstream stores as the in-flight limit allows.
+func (s *service) pump() {
+	if s.rank == 0 && (!s.backing || s.flushErr != nil) {
+		return
+	}
+	flags := fluxcontent.Upstream
+	if s.rank == 0 {
+		flags = fluxcontent.BypassCache
+	}
+	for e := s.cache.next(); e != nil; e = s.cache.next() {
+		k := e.key
+		f, err := fluxcontent.SendStore(s.h, e.data, flags)
+		if err != nil {
+			s.storeDone(k, err)
+			continue
+		}
+		f.Then(func(m *flux.Message, err error) {
+			digest, err := fluxcontent.StoreResult(m, err)
+			if err == nil && !bytes.Equal(digest, []byte(k)) {
+				err = fmt.Errorf("content.store: %s: upstream answered digest %x: %w",
+					s.blobref(k), digest, syscall.EIO)
+			}
+			s.storeDone(k, err)
+			s.pump()
+		})
+	}
+}
+
+// storeDone records the outcome of one upstream store.
+func (s *service) storeDone(k string, err error) {
+	if s.rank > 0 {
+		// the requestors get the error; the blob is not kept
+		s.cache.stored(k, err, true)
+		return
+	}
+	s.cache.stored(k, err, false)
+	if err == nil {
+		return
+	}
+	if !errors.Is(err, syscall.ENOSYS) || s.backing {
+		s.log.Error(fmt.Sprintf("backing store: %s: %v (retrying)", s.blobref(k), err))
+	}
+	if s.retryTimer == nil {
+		s.flushErr = err
+		s.retryTimer = time.AfterFunc(retryDelay, func() {
+			s.h.Post(func() {
+				s.retryTimer = nil
+				s.flushErr = nil
+				s.pump()
+			})
+		})
+	}
+}
+
+// flush answers content.flush (no payload either way) once every blob
+// dirty when it arrived is durable; see the package comment.
+func (s *service) flush(r *flux.Request) {
+	if s.rank == 0 && !s.backing {
+		if s.deferUntilBacking(func() { s.flush(r) }) {
+			return
+		}
+		r.Errorf(syscall.ENOSYS, "content.flush: no backing store is loaded")
+		return
+	}
+	s.cache.barrier(func(err error) {
+		if err != nil {
+			r.RespondError(err)
+			return
+		}
+		if s.rank == 0 {
+			r.Respond(nil)
+			return
+		}
+		f, err := s.h.RPC("content.flush", flux.NodeidUpstream, nil, 0)
+		if err != nil {
+			r.RespondError(err)
+			return
+		}
+		f.Then(func(_ *flux.Message, err error) {
+			if err != nil {
+				r.RespondError(err)
+				return
+			}
+			r.Respond(nil)
+		})
+	})
+	s.pump()
+}
+
+// dropcache answers content.dropcache: drop every clean entry.
+func (s *service) dropcache(r *flux.Request) {
+	n := s.cache.dropcache()
+	s.log.Debug(fmt.Sprintf("dropcache: dropped %d entries", n))
+	r.Respond(nil)
+}
+
+// stats answers content.stats-get with flux-core's fields.
+func (s *service) stats(r *flux.Request) {
+	count, valid, dirty := s.cache.counts()
+	r.Respond(map[string]any{
+		"count":             count,
+		"valid":             valid,
+		"dirty":             dirty,
+		"size":              s.cache.size,
+		"flush-batch-count": s.cache.inflight,
+		"evicted":           s.cache.evicted,
+		"backing":           s.backing,
+	})
+}
+
+// registerBacking answers content.register-backing {"name": NAME} from a
+// module that now provides the content-backing service on rank 0.
+func (s *service) registerBacking(r *flux.Request) {
+	var req struct {
+		Name string `json:"name"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	switch {
+	case req.Name == "":
+		r.Errorf(syscall.EPROTO, "content.register-backing: name is empty")
+		return
+	case s.rank != 0:
+		r.Errorf(syscall.EINVAL, "content backing store can only be registered on rank 0")
+		return
+	case s.backing:
+		r.Errorf(syscall.EBUSY, "content backing store %s is already active", s.backingName)
+		return
+	case s.backingName != "" && s.backingName != req.Name:
+		r.Errorf(syscall.EINVAL, "content backing store cannot change from %s to %s", s.backingName, req.Name)
+		return
+	}
+	s.backingName = req.Name
+	s.backing = true
+	s.flushErr = nil
+	s.log.Debug("backing store enabled: " + req.Name)
+	r.Respond(nil)
+	s.flushCheckpoints()
+	s.pump()
+	s.backingWaitOver()
+}
+
+// unregisterBacking answers content.unregister-backing (no payload).
+func (s *service) unregisterBacking(r *flux.Request) {
+	if !s.backing {
+		r.Errorf(syscall.EINVAL, "content backing store is not active")
+		return
+	}
+	s.backing = false
+	s.log.Debug("backing store disabled: " + s.backingName)
+	r.Respond(nil)
+	if _, _, dirty := s.cache.counts(); dirty > 0 {
+		s.log.Error(fmt.Sprintf("backing store %s unloaded with %d blobs not written to it", s.backingName, dirty))
+	}
+	s.cache.failAllBarriers(flux.NewError(syscall.ENOSYS, "content backing store was unloaded"))
+}

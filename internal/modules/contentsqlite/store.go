@@ -1,0 +1,392 @@
+package contentsqlite
+
+import (
+	"bytes"
+	"compress/flate"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"syscall"
+
+	fluxcontent "github.com/fluxgo/fluxgo/pkg/flux/content"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// ErrCorrupt is the kind of errors for a stored object that does not
+// decode to a blob with its digest. It matches syscall.EIO.
+var ErrCorrupt = errors.New("content store: corrupt object")
+
+// ErrNotFound is the kind of errors for an unknown digest or checkpoint
+// key. They match syscall.ENOENT too.
+var ErrNotFound = errors.New("not found")
+
+// notFound names what was not found.
+type notFound struct{ what string }
+
+func (e notFound) Error() string { return e.what + ": not found" }
+
+func (e notFound) Unwrap() []error { return []error{ErrNotFound, syscall.ENOENT} }
+
+// Object encodings (objects.encoding).
+const (
+	encodingRaw     = 0
+	encodingDeflate = 1
+)
+
+// compressThreshold: blobs smaller than this are never compressed.
+const compressThreshold = 256
+
+const schema = `
+CREATE TABLE IF NOT EXISTS objects (
+	hash     BLOB PRIMARY KEY,
+	size     INTEGER NOT NULL,
+	encoding INTEGER NOT NULL,
+	object   BLOB
+);
+CREATE TABLE IF NOT EXISTS checkpt (
+	key   TEXT PRIMARY KEY,
+	value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (
+	key   TEXT PRIMARY KEY,
+	value TEXT NOT NULL
+);`
+
+// Options open a Store.
+type Options struct {
+	Path string // the database file
+	Hash string // content hash algorithm: sha1 or sha256
+	// JournalMode and Synchronous are the SQLite pragmas (WAL, NORMAL
+	// when empty).
+	JournalMode string
+	Synchronous string
+	// Compress stores blobs of compressThreshold bytes or more deflated,
+	// when that makes them smaller.
+	Compress bool
+	// Truncate removes an existing database file first.
+	Truncate bool
+}
+
+// Store is the content-sqlite database: blobs under their digest and
+// checkpoints under their key. It is not safe for concurrent use; the
+// module's worker goroutine owns it.
+type Store struct {
+	db       *sql.DB
+	opts     Options
+	hashSize int
+	count    int64 // objects in the table
+
+	load, insert, cpGet, cpPut *sql.Stmt
+}
+
+// Open opens (creating if needed) the database at o.Path. A database
+// created with another hash algorithm is refused.
+func Open(o Options) (*Store, error) {
+	size, err := fluxcontent.HashSize(o.Hash)
+	if err != nil {
+		return nil, err
+	}
+	if o.JournalMode == "" {
+		o.JournalMode = "WAL"
+	}
+	if o.Synchronous == "" {
+		o.Synchronous = "NORMAL"
+	}
+	if o.Truncate {
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+			if err := os.Remove(o.Path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("truncate %s: %w", o.Path, err)
+			}
+		}
+	}
+	q := url.Values{}
+	// one broker at a time: a second instance on the same file fails
+	q.Add("_pragma", "locking_mode(EXCLUSIVE)")
+	q.Add("_pragma", "journal_mode("+o.JournalMode+")")
+	q.Add("_pragma", "synchronous("+o.Synchronous+")")
+	q.Add("_pragma", "busy_timeout(1000)")
+	dsn := "file:" + (&url.URL{Path: o.Path}).EscapedPath() + "?" + q.Encode()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", o.Path, err)
+	}
+	db.SetMaxOpenConns(1) // the exclusive lock belongs to one connection
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	s := &Store{db: db, opts: o, hashSize: size}
+	if err := s.init(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", o.Path, err)
+	}
+	return s, nil
+}
+
+func (s *Store) init() error {
+	ctx := context.Background()
+	var check string
+	if err := s.db.QueryRowContext(ctx, "PRAGMA quick_check").Scan(&check); err != nil {
+		return err
+	}
+	if check != "ok" {
+		return fmt.Errorf("%w: quick_check: %s: %w", ErrCorrupt, check, syscall.EIO)
+	}
+	if _, err := s.db.ExecContext(ctx, schema); err != nil {
+		return fmt.Errorf("create tables: %w", err)
+	}
+	var hash string
+	err := s.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'hash'").Scan(&hash)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := s.db.ExecContext(ctx, "INSERT INTO meta (key, value) VALUES ('hash', ?)", s.opts.Hash); err != nil {
+			return fmt.Errorf("record hash algorithm: %w", err)
+		}
+	case err != nil:
+		return err
+	case hash != s.opts.Hash:
+		return fmt.Errorf("database holds %s digests but content.hash is %s: %w", hash, s.opts.Hash, syscall.EINVAL)
+	}
+	if err := s.db.QueryRowContext(ctx, "SELECT count(1) FROM objects").Scan(&s.count); err != nil {
+		return err
+	}
+	for _, p := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{
+		{&s.load, "SELECT size, encoding, object FROM objects WHERE hash = ?"},
+		{&s.insert, "INSERT OR IGNORE INTO objects (hash, size, encoding, object) VALUES (?, ?, ?, ?)"},
+		{&s.cpGet, "SELECT value FROM checkpt WHERE key = ?"},
+		{&s.cpPut, "INSERT OR REPLACE INTO checkpt (key, value) VALUES (?, ?)"},
+	} {
+		st, err := s.db.PrepareContext(ctx, p.sql)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", p.sql, err)
+		}
+		*p.stmt = st
+	}
+	return nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	for _, st := range []*sql.Stmt{s.load, s.insert, s.cpGet, s.cpPut} {
+		if st != nil {
+			st.Close()
+		}
+	}
+	return s.db.Close()
+}
+
+// Count returns the number of stored objects.
+func (s *Store) Count() int64 { return s.count }
+
+// Path returns the database file.
+func (s *Store) Path() string { return s.opts.Path }
+
+// Tx is a group of operations committed together.
+type Tx struct {
+	s       *Store
+	tx      *sql.Tx
+	load    *sql.Stmt
+	insert  *sql.Stmt
+	cpGet   *sql.Stmt
+	cpPut   *sql.Stmt
+	added   int64
+	scratch bytes.Buffer
+}
+
+// Begin starts a transaction.
+func (s *Store) Begin() (*Tx, error) {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", sqliteErrno(err))
+	}
+	return &Tx{s: s, tx: tx,
+		load: tx.Stmt(s.load), insert: tx.Stmt(s.insert),
+		cpGet: tx.Stmt(s.cpGet), cpPut: tx.Stmt(s.cpPut)}, nil
+}
+
+// Commit makes the transaction's writes durable (as the synchronous
+// pragma allows).
+func (t *Tx) Commit() error {
+	if err := t.tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", sqliteErrno(err))
+	}
+	t.s.count += t.added
+	return nil
+}
+
+// Rollback abandons the transaction.
+func (t *Tx) Rollback() { t.tx.Rollback() }
+
+// Store adds blob data (if not already there) and returns its digest.
+func (t *Tx) Store(data []byte) ([]byte, error) {
+	digest, err := fluxcontent.Sum(t.s.opts.Hash, data)
+	if err != nil {
+		return nil, err
+	}
+	obj, enc := data, encodingRaw
+	if t.s.opts.Compress && len(data) >= compressThreshold {
+		if z, ok := t.deflate(data); ok {
+			obj, enc = z, encodingDeflate
+		}
+	}
+	if obj == nil {
+		obj = []byte{} // an empty blob is an empty BLOB, not NULL
+	}
+	res, err := t.insert.Exec(digest, len(data), enc, obj)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", sqliteErrno(err))
+	}
+	if n, err := res.RowsAffected(); err == nil {
+		t.added += n
+	}
+	return digest, nil
+}
+
+func (t *Tx) deflate(data []byte) ([]byte, bool) {
+	t.scratch.Reset()
+	w, _ := flate.NewWriter(&t.scratch, flate.BestSpeed)
+	w.Write(data)
+	if w.Close() != nil || t.scratch.Len() >= len(data) {
+		return nil, false
+	}
+	return bytes.Clone(t.scratch.Bytes()), true
+}
+
+// Load returns the blob with the given digest, checking that it hashes
+// to the digest.
+func (t *Tx) Load(digest []byte) ([]byte, error) {
+	return t.s.loadWith(t.load, digest)
+}
+
+// Load returns the blob with the given digest outside a transaction.
+func (s *Store) Load(digest []byte) ([]byte, error) {
+	return s.loadWith(s.load, digest)
+}
+
+func (s *Store) loadWith(st *sql.Stmt, digest []byte) ([]byte, error) {
+	if len(digest) != s.hashSize {
+		return nil, fmt.Errorf("load: digest has %d bytes, want %d (%s): %w",
+			len(digest), s.hashSize, s.opts.Hash, syscall.EPROTO)
+	}
+	var (
+		size int64
+		enc  int
+		obj  []byte
+	)
+	err := st.QueryRow(digest).Scan(&size, &enc, &obj)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound{s.blobref(digest)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", s.blobref(digest), sqliteErrno(err))
+	}
+	data, err := decode(enc, obj, size)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %v: %w", ErrCorrupt, s.blobref(digest), err, syscall.EIO)
+	}
+	sum, _ := fluxcontent.Sum(s.opts.Hash, data)
+	if !bytes.Equal(sum, digest) {
+		return nil, fmt.Errorf("%w %s: its data hashes to %x: %w", ErrCorrupt, s.blobref(digest), sum, syscall.EIO)
+	}
+	return data, nil
+}
+
+func decode(enc int, obj []byte, size int64) ([]byte, error) {
+	var data []byte
+	switch enc {
+	case encodingRaw:
+		data = obj
+	case encodingDeflate:
+		r := flate.NewReader(bytes.NewReader(obj))
+		var err error
+		data, err = io.ReadAll(io.LimitReader(r, size+1))
+		if err != nil {
+			return nil, fmt.Errorf("inflate: %v", err)
+		}
+	default:
+		return nil, fmt.Errorf("unknown encoding %d", enc)
+	}
+	if int64(len(data)) != size {
+		return nil, fmt.Errorf("%d bytes, recorded size %d", len(data), size)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
+}
+
+func (s *Store) blobref(digest []byte) string {
+	ref, err := fluxcontent.Format(s.opts.Hash, digest)
+	if err != nil {
+		return fmt.Sprintf("%x", digest)
+	}
+	return ref
+}
+
+// CheckpointPut stores a checkpoint value (JSON) under key.
+func (t *Tx) CheckpointPut(key string, value json.RawMessage) error {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, value); err != nil {
+		return fmt.Errorf("checkpoint %s: value is not JSON: %v: %w", key, err, syscall.EPROTO)
+	}
+	if _, err := t.cpPut.Exec(key, buf.String()); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", key, sqliteErrno(err))
+	}
+	return nil
+}
+
+// CheckpointGet returns the checkpoint value under key. A value stored as
+// a bare blobref (the oldest format) comes back as {"version":0,
+// "rootref":REF,"sequence":0,"timestamp":0}.
+func (t *Tx) CheckpointGet(key string) (json.RawMessage, error) {
+	var v string
+	err := t.cpGet.QueryRow(key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound{"checkpoint " + key}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", key, sqliteErrno(err))
+	}
+	if json.Valid([]byte(v)) {
+		return json.RawMessage(v), nil
+	}
+	if fluxcontent.Validate(v) == nil {
+		return json.Marshal(fluxcontent.Checkpoint{Version: 0, Rootref: v})
+	}
+	return nil, fmt.Errorf("%w: checkpoint %s is neither JSON nor a blobref: %w", ErrCorrupt, key, syscall.EIO)
+}
+
+// sqliteErrno attaches an errno to a database error by its SQLite result
+// code, so an RPC answer says what kind of failure it was.
+func sqliteErrno(err error) error {
+	type coder interface{ Code() int }
+	var c coder
+	if !errors.As(err, &c) {
+		return fmt.Errorf("%w: %w", err, syscall.EIO)
+	}
+	var errno syscall.Errno
+	switch c.Code() & 0xff { // primary result code
+	case 7: // SQLITE_NOMEM
+		errno = syscall.ENOMEM
+	case 3, 4, 8, 23: // SQLITE_PERM, SQLITE_ABORT, SQLITE_READONLY, SQLITE_AUTH
+		errno = syscall.EPERM
+	case 13: // SQLITE_FULL
+		errno = syscall.ENOSPC
+	case 18: // SQLITE_TOOBIG
+		errno = syscall.EFBIG
+	case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
+		errno = syscall.EBUSY
+	case 11, 26: // SQLITE_CORRUPT, SQLITE_NOTADB
+		return fmt.Errorf("%w: %w: %w", ErrCorrupt, err, syscall.EIO)
+	default:
+		errno = syscall.EIO
+	}
+	return fmt.Errorf("%w: %w", err, errno)
+}

@@ -1,0 +1,178 @@
+package contentsqlite
+
+import (
+	"encoding/json"
+	"sync"
+	"time"
+)
+
+// opKind says what an op does.
+type opKind int
+
+const (
+	opLoad opKind = iota
+	opStore
+	opCheckpointGet
+	opCheckpointPut
+)
+
+// op is one database operation queued for the worker. The inputs are set
+// by the Serve goroutine; the worker fills the outputs, then done runs
+// back on the Serve goroutine.
+type op struct {
+	kind  opKind
+	data  []byte          // opLoad: digest; opStore: blob
+	key   string          // checkpoint key
+	value json.RawMessage // opCheckpointPut
+
+	out   []byte          // opLoad: blob; opStore: digest
+	json  json.RawMessage // opCheckpointGet
+	err   error
+	start time.Time
+	done  func(o *op)
+}
+
+// maxBatch bounds the operations applied in one transaction, so one
+// commit never holds back answers for long.
+const maxBatch = 4096
+
+// worker owns the Store on its own goroutine. Operations queued while it
+// is busy are applied together in one transaction, in queue order, so a
+// burst of stores costs one commit (one fsync) rather than one each.
+// Queueing never blocks the caller.
+type worker struct {
+	st   *Store
+	post func(func()) // runs a function on the Serve goroutine
+
+	mu      sync.Mutex
+	queue   []*op
+	closed  bool
+	wake    chan struct{}
+	stopped chan struct{}
+
+	// statistics, read under mu
+	batches  uint64
+	maxSeen  int
+	commitNs int64
+}
+
+func startWorker(st *Store, post func(func())) *worker {
+	w := &worker{st: st, post: post, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	go w.run()
+	return w
+}
+
+// enqueue adds o to the queue; o.done will run on the Serve goroutine.
+// After stop, o fails at once.
+func (w *worker) enqueue(o *op) {
+	o.start = time.Now()
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		o.err = errClosed
+		o.done(o)
+		return
+	}
+	w.queue = append(w.queue, o)
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// stop applies what is queued, then ends the goroutine and waits for it.
+func (w *worker) stop() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	<-w.stopped
+}
+
+func (w *worker) run() {
+	defer close(w.stopped)
+	for {
+		w.mu.Lock()
+		batch := w.queue
+		w.queue = nil
+		closed := w.closed
+		w.mu.Unlock()
+		for len(batch) > 0 {
+			n := min(len(batch), maxBatch)
+			w.apply(batch[:n])
+			batch = batch[n:]
+		}
+		if closed {
+			w.mu.Lock()
+			empty := len(w.queue) == 0
+			w.mu.Unlock()
+			if empty {
+				return
+			}
+			continue
+		}
+		<-w.wake
+	}
+}
+
+// apply runs one batch in a transaction and hands the results back.
+func (w *worker) apply(batch []*op) {
+	t0 := time.Now()
+	tx, err := w.st.Begin()
+	if err != nil {
+		for _, o := range batch {
+			o.err = err
+		}
+	} else {
+		wrote := false
+		for _, o := range batch {
+			switch o.kind {
+			case opLoad:
+				o.out, o.err = tx.Load(o.data)
+			case opStore:
+				o.out, o.err = tx.Store(o.data)
+				wrote = true
+			case opCheckpointGet:
+				o.json, o.err = tx.CheckpointGet(o.key)
+			case opCheckpointPut:
+				o.err = tx.CheckpointPut(o.key, o.value)
+				wrote = true
+			}
+		}
+		if err := tx.Commit(); err != nil && wrote {
+			// nothing written in this batch is durable
+			for _, o := range batch {
+				if o.err == nil && (o.kind == opStore || o.kind == opCheckpointPut) {
+					o.out, o.err = nil, err
+				}
+			}
+		}
+	}
+	w.mu.Lock()
+	w.batches++
+	w.maxSeen = max(w.maxSeen, len(batch))
+	w.commitNs += int64(time.Since(t0))
+	w.mu.Unlock()
+	done := append([]*op(nil), batch...)
+	w.post(func() {
+		for _, o := range done {
+			o.done(o)
+		}
+	})
+}
+
+type workerStats struct {
+	Batches  uint64  `json:"batches"`
+	MaxBatch int     `json:"max_batch"`
+	BusySecs float64 `json:"busy_seconds"`
+}
+
+func (w *worker) stats() workerStats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return workerStats{Batches: w.batches, MaxBatch: w.maxSeen, BusySecs: float64(w.commitNs) / 1e9}
+}
