@@ -39,6 +39,7 @@ func commands() []*cobra.Command {
 		newPingCmd(), newEventCmd(), newDmesgCmd(), newLoggerCmd(), newModuleCmd(),
 		newOverlayCmd(), newUptimeCmd(), newShutdownCmd(), newKeygenCmd(),
 		newContentCmd(),
+		newExecCmd(),
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/modules/jobingest"
 	"github.com/fluxgo/fluxgo/internal/modules/jobmanager"
 	"github.com/fluxgo/fluxgo/internal/modules/jobshell"
+	"github.com/fluxgo/fluxgo/internal/modules/rexec"
 )
 
 // Registry returns every compiled-in module by name.
@@ -29,6 +30,7 @@ func builtin() map[string]module.Factory {
 	return map[string]module.Factory{
 		content.Name:       content.New,
 		contentsqlite.Name: contentsqlite.New,
+		"rexec":            rexec.New,
 		"job-manager":      jobmanager.New,
 		"job-ingest":       jobingest.New,
 		"job-exec":         jobexec.New,
@@ -43,5 +45,6 @@ func DefaultRC1() []broker.ModuleSpec {
 		// the content store first: everything else may keep data in it
 		{Name: content.Name, Ranks: "all", Args: []string{"backing-module=" + contentsqlite.Name}},
 		{Name: contentsqlite.Name, Ranks: "0"},
+		{Name: "rexec", Ranks: "all"},
 	}
 }

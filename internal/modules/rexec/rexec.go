@@ -1,0 +1,430 @@
+// Package rexec is the broker's subprocess server: the "rexec" module,
+// loaded on every broker, that runs processes for the instance owner and
+// streams their output back (RFC 42). flux exec and the job executor use
+// it through pkg/flux/subprocess.
+//
+// Services: rexec.exec (streaming: started, output..., finished, then
+// ENODATA; non-streaming: one started response and the process runs in
+// the background), rexec.write (stdin data, no response), rexec.kill,
+// rexec.list and rexec.disconnect. Only the instance owner may use them.
+//
+// Every process runs in its own process group. A client's streaming
+// processes are SIGKILLed when it disconnects, and every process group is
+// SIGKILLed when the module unloads (broker shutdown included); each child
+// also gets SIGKILL from the kernel should the broker die without
+// unloading (PR_SET_PDEATHSIG).
+//
+// Concurrency: the module's state (the process table) belongs to the
+// Serve goroutine. Launches (PATH lookup, fork, exec) run on a few
+// spawner threads (spawn.go), so the Serve goroutine never waits for
+// them. Each running process costs one goroutine per forwarded output
+// pipe, one reaper (parked in the netpoller on a pidfd, so no OS thread),
+// and a stdin writer only while stdin data is backed up. Those goroutines
+// send their responses directly and hand results back to the Serve
+// goroutine with Handle.Post.
+package rexec
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/subprocess"
+)
+
+// Module is the rexec broker module.
+type Module struct{}
+
+// New returns the module (a module.Factory).
+func New() module.Module { return &Module{} }
+
+// Name is the module's name and service.
+func (*Module) Name() string { return subprocess.Service }
+
+// Run serves the subprocess protocol until ctx ends, then kills every
+// process it started.
+func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
+	cfg, err := parseArgs(args)
+	if err != nil {
+		return err
+	}
+	s, err := newServer(ctx, h, cfg)
+	if err != nil {
+		return err
+	}
+	s.register()
+	err = h.Serve(ctx)
+	s.shutdown()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// server is the module's state. Every field is owned by the Serve
+// goroutine except where noted.
+type server struct {
+	h        *flux.Handle
+	cfg      Config
+	rank     int
+	rankStr  string
+	localURI string
+	baseEnv  []string // the broker's environment, adjusted, for commands without env
+	devnull  *os.File
+	spawn    *spawner
+
+	seq     uint64
+	procs   map[int]*proc               // by pid
+	labels  map[string]*proc            // by command label
+	clients map[string]map[uint32]*proc // streaming procs by requestor route, then matchtag
+	wg      sync.WaitGroup              // process goroutines (safe from any goroutine)
+
+	starting int         // procs handed to the spawner, not yet launched or failed
+	halting  atomic.Bool // shutdown began: launches fail (any goroutine)
+	stopping bool
+	drained  context.CancelFunc // set while shutdown waits for procs to end
+}
+
+// Log severities (syslog levels, as log.append takes them).
+const (
+	sevErr  = 3
+	sevInfo = 6
+)
+
+func newServer(ctx context.Context, h *flux.Handle, cfg Config) (*server, error) {
+	rankStr, err := h.Attr(ctx, "rank")
+	if err != nil {
+		return nil, err
+	}
+	rank, err := strconv.Atoi(rankStr)
+	if err != nil {
+		return nil, fmt.Errorf("broker attribute rank=%q is not a number: %w", rankStr, syscall.EPROTO)
+	}
+	uri, err := h.Attr(ctx, "local-uri")
+	if err != nil {
+		return nil, err
+	}
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("rexec: %w", err)
+	}
+	s := &server{
+		h:        h,
+		cfg:      cfg,
+		rank:     rank,
+		rankStr:  rankStr,
+		localURI: uri,
+		devnull:  devnull,
+		spawn:    newSpawner(),
+		procs:    make(map[int]*proc),
+		labels:   make(map[string]*proc),
+		clients:  make(map[string]map[uint32]*proc),
+	}
+	s.baseEnv = s.environ(envMap(os.Environ()))
+	return s, nil
+}
+
+func (s *server) register() {
+	s.h.HandleFunc("rexec.exec", s.handleExec)
+	s.h.HandleFunc("rexec.write", s.handleWrite)
+	s.h.HandleFunc("rexec.kill", s.handleKill)
+	s.h.HandleFunc("rexec.list", s.handleList)
+	s.h.HandleFunc("rexec.disconnect", s.handleDisconnect)
+}
+
+// logf writes to the broker log (fire and forget).
+func (s *server) logf(sev int, format string, args ...any) {
+	s.h.RPC("log.append", flux.NodeidAny, map[string]any{
+		"severity": sev, "name": "rexec", "message": fmt.Sprintf(format, args...),
+	}, flux.NoResponse)
+}
+
+// ownerOnly answers EPERM unless the requestor is the instance owner
+// (RFC 42: the broker's server runs processes as the owner, so nobody
+// else may use it).
+func ownerOnly(r *flux.Request) bool {
+	if r.IsOwner() {
+		return true
+	}
+	r.Errorf(syscall.EPERM, "%s: only the instance owner may use the subprocess server", r.Topic())
+	return false
+}
+
+func (s *server) handleExec(r *flux.Request) {
+	var req subprocess.ExecRequest
+	if r.Decode(&req) != nil || !ownerOnly(r) {
+		return
+	}
+	if s.stopping {
+		r.Errorf(syscall.ENOSYS, "subprocess server is shutting down")
+		return
+	}
+	if err := s.validate(r, &req); err != nil {
+		r.RespondError(err)
+		return
+	}
+	p, err := s.newProc(r, &req)
+	if err != nil {
+		r.RespondError(err)
+		return
+	}
+	s.starting++
+	if p.label != "" {
+		s.labels[p.label] = p
+	}
+	if p.req != nil {
+		m := s.clients[p.route]
+		if m == nil {
+			m = make(map[uint32]*proc)
+			s.clients[p.route] = m
+		}
+		m[p.tag] = p
+		if p.flags&subprocess.FlagWriteCredit != 0 {
+			r.Respond(subprocess.AddCreditResponse{Type: subprocess.TypeAddCredit,
+				Channels: map[string]int{"stdin": p.stdinSize}})
+		}
+	}
+	s.spawn.do(p.launch)
+}
+
+// launched runs on the Serve goroutine once p runs: it becomes known by
+// pid before "started" is answered (so a kill or list the client sends
+// on seeing it finds it), then its goroutines start (so its output
+// follows "started"), and it gets any signal asked for meanwhile.
+func (s *server) launched(p *proc) {
+	s.starting--
+	s.seq++
+	p.seq = s.seq
+	p.running = true
+	s.procs[p.pid] = p
+	p.exec.Respond(subprocess.StartedResponse{Type: subprocess.TypeStarted, Pid: p.pid})
+	p.run()
+	if s.stopping {
+		p.pendingSig = syscall.SIGKILL
+	}
+	if p.pendingSig != 0 {
+		p.signal(p.pendingSig)
+	}
+}
+
+// launchFailed forgets a process that could not be started (the error
+// was sent already).
+func (s *server) launchFailed(p *proc) {
+	s.starting--
+	s.forget(p)
+	s.checkDrained()
+}
+
+// validate checks an exec request beyond its JSON shape.
+func (s *server) validate(r *flux.Request, req *subprocess.ExecRequest) error {
+	c := &req.Cmd
+	background := !r.Msg.IsStreaming()
+	switch {
+	case len(c.Cmdline) == 0 || c.Cmdline[0] == "":
+		return flux.NewError(syscall.EPROTO, "command line is empty")
+	case len(c.Channels) > 0:
+		return flux.NewError(syscall.EINVAL, "auxiliary channels are not supported")
+	case req.Flags&subprocess.FlagWaitable != 0:
+		return flux.NewError(syscall.EINVAL, "waitable subprocesses are not supported")
+	case background && req.Flags&subprocess.FlagWriteCredit != 0:
+		return flux.NewError(syscall.EINVAL, "write-credit flag is not allowed in background mode")
+	case background && req.LocalFlags&subprocess.LocalStdioFallthrough != 0:
+		return flux.NewError(syscall.EINVAL, "stdio-fallthrough flag is not allowed in background mode")
+	}
+	if c.Label != "" {
+		if _, dup := s.labels[c.Label]; dup {
+			return flux.NewError(syscall.EEXIST, fmt.Sprintf("command label %q is not unique", c.Label))
+		}
+	}
+	if v, ok := c.Opts[subprocess.OptStdinBufsize]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxStdinBufsize {
+			return flux.NewError(syscall.EINVAL, fmt.Sprintf("option %s=%q: want 1..%d bytes", subprocess.OptStdinBufsize, v, maxStdinBufsize))
+		}
+	}
+	return nil
+}
+
+// handleWrite queues stdin data. Write requests get no response (RFC
+// 42): unknown targets and malformed requests are dropped.
+func (s *server) handleWrite(r *flux.Request) {
+	var req subprocess.WriteRequest
+	if err := r.Msg.UnmarshalPayload(&req); err != nil || !r.IsOwner() {
+		return
+	}
+	p := s.clients[r.Msg.RouteString()][req.Matchtag]
+	if p == nil || p.stdin == nil || req.IO.Stream != "stdin" {
+		return
+	}
+	data, err := req.IO.Bytes()
+	if err != nil {
+		s.logf(sevErr, "write to %s[%d]: %v", p.name, p.pid, err)
+		return
+	}
+	if err := p.stdin.write(data, req.IO.EOF); err != nil {
+		s.logf(sevErr, "%s: %v: killing it", p.name, err)
+		p.signal(syscall.SIGKILL)
+	}
+}
+
+func (s *server) handleKill(r *flux.Request) {
+	var req subprocess.KillRequest
+	if r.Decode(&req) != nil || !ownerOnly(r) {
+		return
+	}
+	var p *proc
+	if req.Label != "" {
+		if p = s.labels[req.Label]; p == nil {
+			r.Errorf(syscall.ESRCH, "label %s does not belong to any subprocess", req.Label)
+			return
+		}
+	} else if p = s.procs[req.Pid]; p == nil {
+		r.Errorf(syscall.ESRCH, "pid %d does not belong to any subprocess", req.Pid)
+		return
+	}
+	if err := p.signal(syscall.Signal(req.Signum)); err != nil {
+		r.RespondError(fmt.Errorf("kill %s[%d] with signal %d: %w", p.name, p.pid, req.Signum, err))
+		return
+	}
+	r.Respond(nil)
+}
+
+func (s *server) handleList(r *flux.Request) {
+	if !ownerOnly(r) {
+		return
+	}
+	procs := make([]*proc, 0, len(s.procs))
+	for _, p := range s.procs {
+		procs = append(procs, p)
+	}
+	sort.Slice(procs, func(i, j int) bool { return procs[i].seq < procs[j].seq })
+	resp := subprocess.ListResponse{Rank: s.rank, Procs: make([]subprocess.ProcInfo, 0, len(procs))}
+	for _, p := range procs {
+		state := "R"
+		if p.exited.Load() {
+			state = "Z"
+		}
+		resp.Procs = append(resp.Procs, subprocess.ProcInfo{
+			Pid: p.pid, Cmd: p.name, Label: p.label, State: state,
+			Bg: p.req == nil, Attached: p.req != nil,
+		})
+	}
+	r.Respond(resp)
+}
+
+// handleDisconnect kills the streaming processes of a client that went
+// away (RFC 42). Background processes keep running.
+func (s *server) handleDisconnect(r *flux.Request) {
+	for _, p := range s.clients[r.Msg.RouteString()] {
+		p.signal(syscall.SIGKILL)
+	}
+}
+
+// complete runs on the Serve goroutine once a process has been reaped
+// and its output drained: it forgets the process and ends its stream.
+func (s *server) complete(p *proc) {
+	s.forget(p)
+	if p.req != nil {
+		p.req.EndStream()
+	}
+	p.closeFiles()
+	s.checkDrained()
+}
+
+// forget removes p from the tables.
+func (s *server) forget(p *proc) {
+	if p.running && s.procs[p.pid] == p {
+		delete(s.procs, p.pid)
+	}
+	if p.label != "" && s.labels[p.label] == p {
+		delete(s.labels, p.label)
+	}
+	if p.req != nil {
+		if m := s.clients[p.route]; m[p.tag] == p {
+			delete(m, p.tag)
+			if len(m) == 0 {
+				delete(s.clients, p.route)
+			}
+		}
+	}
+}
+
+// checkDrained ends shutdown's wait once nothing runs or starts.
+func (s *server) checkDrained() {
+	if s.stopping && len(s.procs) == 0 && s.starting == 0 && s.drained != nil {
+		s.drained()
+	}
+}
+
+// shutdown SIGKILLs every process group, waits up to KillGrace for the
+// processes to end (serving meanwhile, so their streams end properly),
+// then abandons what is left.
+func (s *server) shutdown() {
+	s.stopping = true
+	s.halting.Store(true)
+	for _, p := range s.procs {
+		p.signal(syscall.SIGKILL)
+	}
+	if len(s.procs) > 0 || s.starting > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.KillGrace)
+		s.drained = cancel
+		s.h.Serve(ctx)
+		cancel()
+	}
+	for _, p := range s.procs {
+		s.logf(sevErr, "%s[%d] did not end within %v of SIGKILL", p.name, p.pid, s.cfg.KillGrace)
+		p.closeFiles()
+	}
+	s.spawn.stop()
+	waitTimeout(&s.wg, time.Second)
+	s.devnull.Close()
+}
+
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// Variables a process never inherits from its server.
+var dropEnv = map[string]bool{"FLUX_PROXY_REMOTE": true, "NOTIFY_SOCKET": true, "INVOCATION_ID": true}
+
+// environ turns a command's environment into exec form: FLUX_URI points
+// at this broker, and a few variables are removed.
+func (s *server) environ(env map[string]string) []string {
+	out := make([]string, 0, len(env)+1)
+	for k, v := range env {
+		if dropEnv[k] || k == "FLUX_URI" {
+			continue
+		}
+		out = append(out, k+"="+v)
+	}
+	return append(out, "FLUX_URI="+s.localURI)
+}
+
+func envMap(kvs []string) map[string]string {
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
