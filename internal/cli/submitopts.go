@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -38,6 +39,7 @@ type submitOptions struct {
 	requires   []string // --requires, RFC 35 queries joined by spaces
 	setattr    []string // -S/--setattr KEY[=VAL]
 	setopt     []string // -o/--setopt KEY[=VAL]
+	signal     string   // --signal=SIG@TIME
 	env        []string // --env, --env-remove (as -PATTERN), --env-file (as ^FILE), in order
 	rlimit     []string // --rlimit rules
 	cwd        string
@@ -111,6 +113,7 @@ func addSubmitFlags(fs *pflag.FlagSet, o *submitOptions, sets submitFlagSets) {
 	fs.StringVarP(&o.timeLimit, "time-limit", "t", "", "Time limit `MIN|FSD`: minutes when no units are given, otherwise a Flux standard duration, e.g. 30s, 2d, 1.5h")
 	fs.StringVar(&o.urgency, "urgency", "16", "Set job urgency `N` (0-31), hold=0, default=16, expedite=31")
 	fs.StringVar(&o.jobName, "job-name", "", "Set an optional `NAME` for the job")
+	fs.StringVar(&o.signal, "signal", "", "Send signal `SIG@TIME` before the time limit (default SIGUSR1@60s)")
 	fs.StringArrayVarP(&o.setopt, "setopt", "o", nil, "Set shell option `KEY[=VAL]` (VAL defaults to 1 and is parsed as JSON if it is JSON) (multiple use OK)")
 	fs.StringArrayVarP(&o.setattr, "setattr", "S", nil, "Set job attribute `KEY[=VAL]` (system. is assumed without system., user. or .; VAL defaults to 1 and is parsed as JSON if it is JSON; ^KEY=FILE reads it from a JSON file) (multiple use OK)")
 	fs.Var(&depFlag{o, false}, "dependency", "Set an RFC 26 dependency URI for this job (multiple use OK)")
@@ -294,6 +297,15 @@ func (o *submitOptions) buildOne(cmd []string) (*jobspec.Jobspec, error) {
 	}
 	if err := o.stdio(js); err != nil {
 		return nil, err
+	}
+	if o.signal != "" {
+		sig, left, err := parseSignalOption(o.signal)
+		if err != nil {
+			return nil, err
+		}
+		if err := js.SetShellOption("signal", map[string]any{"signum": sig, "timeleft": left}); err != nil {
+			return nil, err
+		}
 	}
 	for _, kv := range o.setopt {
 		key, val, err := o.keyVal("--setopt", kv)
@@ -615,4 +627,27 @@ func (o *submitOptions) stdio(js *jobspec.Jobspec) error {
 			set("output.stderr.buffer.type", "none"), set("output.batch-timeout", 0.05))
 	}
 	return errors.Join(errs...)
+}
+
+// parseSignalOption reads --signal=SIG@TIME: SIG a name or number
+// (default SIGUSR1), TIME an FSD before the time limit (default 60s).
+func parseSignalOption(s string) (int, float64, error) {
+	sigPart, timePart, _ := strings.Cut(s, "@")
+	sig := int(syscall.SIGUSR1)
+	if sigPart != "" {
+		n, err := signalNumber(sigPart)
+		if err != nil {
+			return 0, 0, fmt.Errorf("--signal=%s: %w", s, err)
+		}
+		sig = n
+	}
+	left := 60.0
+	if timePart != "" {
+		d, err := fsd.Parse(timePart)
+		if err != nil {
+			return 0, 0, fmt.Errorf("--signal=%s: %w", s, err)
+		}
+		left = d
+	}
+	return sig, left, nil
 }

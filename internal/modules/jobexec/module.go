@@ -160,7 +160,37 @@ func (x *executor) armExpiration(j *execJob) {
 	if json.Unmarshal(j.R, &r) != nil || r.Execution.Expiration <= 0 {
 		return
 	}
-	d := time.Until(time.Unix(0, int64(r.Execution.Expiration*1e9)))
+	end := time.Unix(0, int64(r.Execution.Expiration*1e9))
+	d := time.Until(end)
+	// --signal=SIG@TIME: warn the job TIME before the end
+	var js struct {
+		Attributes struct {
+			System struct {
+				Shell struct {
+					Options struct {
+						Signal *struct {
+							Signum   int     `json:"signum"`
+							Timeleft float64 `json:"timeleft"`
+						} `json:"signal"`
+					} `json:"options"`
+				} `json:"shell"`
+			} `json:"system"`
+		} `json:"attributes"`
+	}
+	if json.Unmarshal(j.jobspec, &js) == nil {
+		if s := js.Attributes.System.Shell.Options.Signal; s != nil && s.Signum > 0 {
+			at := time.Until(end.Add(-time.Duration(s.Timeleft * float64(time.Second))))
+			if at < 0 {
+				at = 0
+			}
+			sig := syscall.Signal(s.Signum)
+			j.after(at, func() {
+				if !j.finished {
+					j.impl.signal(j, sig)
+				}
+			})
+		}
+	}
 	j.after(d, func() {
 		if j.finished {
 			return
