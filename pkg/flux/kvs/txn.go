@@ -1,16 +1,26 @@
 // Package kvs is the Go client for the Flux key-value store (RFC 11):
-// transactions committed with kvs.commit and lookups with kvs.lookup.
+// transactions committed with kvs.commit or kvs.fence, lookups with
+// kvs.lookup, watches with kvs-watch.lookup, namespaces, root versions.
+// Payloads are flux-core's, so this client works against flux-core's KVS
+// and flux-core's clients against fluxgo's.
+//
+// A namespace argument of "" means $FLUX_KVS_NAMESPACE if set, else
+// "primary".
 package kvs
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"syscall"
 
+	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
-// Operation flags (flux-core's FLUX_KVS_* values).
+// Operation flags (flux-core's FLUX_KVS_* values): FlagAppend in a
+// transaction, the others in lookups.
 const (
 	FlagReadDir     = 0x01
 	FlagReadLink    = 0x02
@@ -21,11 +31,13 @@ const (
 	FlagWatchFull   = 0x40
 	FlagWatchUniq   = 0x80
 	FlagWatchAppend = 0x100
+	FlagStream      = 0x200
 )
 
-// Commit flags.
+// Commit flags (FLUX_KVS_NO_MERGE, FLUX_KVS_TXN_COMPACT, FLUX_KVS_SYNC).
 const (
 	CommitNoMerge = 0x01
+	CommitCompact = 0x02
 	CommitSync    = 0x04
 )
 
@@ -43,14 +55,7 @@ type Txn struct {
 }
 
 // valDirent encodes data as an RFC 11 "val" tree object.
-func valDirent(data []byte) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Ver  int    `json:"ver"`
-		Type string `json:"type"`
-		Data []byte `json:"data"`
-	}{1, "val", data})
-	return b
-}
+func valDirent(data []byte) json.RawMessage { return treeobj.NewVal(data).Encode() }
 
 // Put stores raw bytes at key.
 func (t *Txn) Put(key string, value []byte) {
@@ -92,6 +97,12 @@ func (t *Txn) Symlink(key, ns, target string) {
 	t.Ops = append(t.Ops, Op{Key: key, Dirent: b})
 }
 
+// PutTreeobj stores an RFC 11 tree object at key as is (a dirref makes
+// key a copy of that directory, a symlink a link ...).
+func (t *Txn) PutTreeobj(key string, obj *treeobj.Object) {
+	t.Ops = append(t.Ops, Op{Key: key, Dirent: obj.Encode()})
+}
+
 // Len returns the number of operations.
 func (t *Txn) Len() int { return len(t.Ops) }
 
@@ -101,21 +112,50 @@ type CommitResult struct {
 	Rootseq int64  `json:"rootseq"`
 }
 
-// CommitAsync sends the transaction to namespace ns ("" = primary) and
-// returns the pending RPC.
+// CommitAsync sends the transaction to namespace ns and returns the
+// pending RPC (its response decodes into a CommitResult).
 func CommitAsync(h *flux.Handle, ns string, flags int, t *Txn) (*flux.Future, error) {
-	if ns == "" {
-		ns = "primary"
+	return h.RPC("kvs.commit", flux.NodeidAny, encodeCommit(Namespace(ns), flags, "", 0, t.Ops), 0)
+}
+
+// encodeCommit builds a kvs.commit/kvs.fence payload by hand: the dirents
+// are already JSON, and encoding/json would validate and copy each one.
+func encodeCommit(ns string, flags int, name string, nprocs int, ops []Op) json.RawMessage {
+	size := 64 + len(ns) + len(name)
+	for i := range ops {
+		size += len(ops[i].Key) + len(ops[i].Dirent) + 40
 	}
-	ops := t.Ops
-	if ops == nil {
-		ops = []Op{}
+	b := make([]byte, 0, size)
+	if name != "" {
+		b = append(b, `{"name":`...)
+		b = treeobj.AppendJSONString(b, name)
+		b = append(b, `,"nprocs":`...)
+		b = strconv.AppendInt(b, int64(nprocs), 10)
+		b = append(b, `,"namespace":`...)
+	} else {
+		b = append(b, `{"namespace":`...)
 	}
-	return h.RPC("kvs.commit", flux.NodeidAny, struct {
-		Namespace string `json:"namespace"`
-		Flags     int    `json:"flags"`
-		Ops       []Op   `json:"ops"`
-	}{ns, flags, ops}, 0)
+	b = treeobj.AppendJSONString(b, ns)
+	b = append(b, `,"flags":`...)
+	b = strconv.AppendInt(b, int64(flags), 10)
+	b = append(b, `,"ops":[`...)
+	for i := range ops {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"key":`...)
+		b = treeobj.AppendJSONString(b, ops[i].Key)
+		b = append(b, `,"flags":`...)
+		b = strconv.AppendInt(b, int64(ops[i].Flags), 10)
+		b = append(b, `,"dirent":`...)
+		if len(ops[i].Dirent) == 0 {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, ops[i].Dirent...)
+		}
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
 }
 
 // Commit commits t and waits for the result.
@@ -128,3 +168,27 @@ func Commit(ctx context.Context, h *flux.Handle, ns string, flags int, t *Txn) (
 	err = f.Decode(ctx, &res)
 	return res, err
 }
+
+// FenceAsync sends t as one participant of fence name: the KVS commits
+// the operations of all nprocs participants (on any ranks) as one
+// transaction, and answers each once it is committed.
+func FenceAsync(h *flux.Handle, ns, name string, nprocs, flags int, t *Txn) (*flux.Future, error) {
+	if name == "" {
+		return nil, fmt.Errorf("kvs fence: empty name: %w", syscall.EINVAL)
+	}
+	return h.RPC("kvs.fence", flux.NodeidAny, encodeCommit(Namespace(ns), flags, name, nprocs, t.Ops), 0)
+}
+
+// Fence joins fence name and waits for it to commit.
+func Fence(ctx context.Context, h *flux.Handle, ns, name string, nprocs, flags int, t *Txn) (CommitResult, error) {
+	var res CommitResult
+	f, err := FenceAsync(h, ns, name, nprocs, flags, t)
+	if err != nil {
+		return res, err
+	}
+	err = f.Decode(ctx, &res)
+	return res, err
+}
+
+// Treeobj returns the commit result's root as an RFC 11 dirref.
+func (r CommitResult) Treeobj() *treeobj.Object { return treeobj.NewDirref(r.Rootref) }

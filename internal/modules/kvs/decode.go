@@ -1,0 +1,325 @@
+package kvs
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
+)
+
+// The commit and fence payloads carry many tree objects (the job manager
+// commits a thousand appends at a time); they are parsed here in one pass
+// instead of by encoding/json, whose RawMessage handling scans each
+// object twice. The format is flux-core's:
+//
+//	{"namespace":S, "flags":N, "ops":[{"key":S,"flags":N,"dirent":T|null}...],
+//	 "name":S, "nprocs":N}
+//
+// Members may come in any order; unknown members are skipped.
+
+// scanner is a minimal strict JSON reader over a payload.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) errf(format string, args ...any) error {
+	return fmt.Errorf("payload offset %d: %s: %w", s.i, fmt.Sprintf(format, args...), syscall.EPROTO)
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) peek() byte {
+	s.ws()
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+func (s *scanner) expect(c byte) error {
+	if s.peek() != c {
+		if s.i >= len(s.b) {
+			return s.errf("unexpected end, want %q", c)
+		}
+		return s.errf("unexpected %q, want %q", s.b[s.i], c)
+	}
+	s.i++
+	return nil
+}
+
+// more consumes a ',' and reports true, or the closing byte and false.
+func (s *scanner) more(closing byte) (bool, error) {
+	switch s.peek() {
+	case ',':
+		s.i++
+		return true, nil
+	case closing:
+		s.i++
+		return false, nil
+	}
+	return false, s.errf("want ',' or %q", closing)
+}
+
+func (s *scanner) str() (string, error) {
+	if err := s.expect('"'); err != nil {
+		return "", err
+	}
+	start := s.i
+	escaped, high := false, false
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			raw := s.b[start:s.i]
+			s.i++
+			if escaped {
+				var v string
+				if err := json.Unmarshal(s.b[start-1:s.i], &v); err != nil {
+					return "", s.errf("bad string: %v", err)
+				}
+				return v, nil
+			}
+			if high && !utf8.Valid(raw) {
+				return "", s.errf("string is not UTF-8")
+			}
+			return string(raw), nil
+		case c == '\\':
+			escaped = true
+			s.i += 2
+			continue
+		case c < 0x20:
+			return "", s.errf("control character in string")
+		case c >= 0x80:
+			high = true
+		}
+		s.i++
+	}
+	return "", s.errf("unterminated string")
+}
+
+func (s *scanner) int() (int, error) {
+	s.ws()
+	start := s.i
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		s.i++
+	}
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+	}
+	n, err := strconv.Atoi(string(s.b[start:s.i]))
+	if err != nil {
+		return 0, s.errf("want an integer")
+	}
+	if s.i < len(s.b) && (s.b[s.i] == '.' || s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		return 0, s.errf("want an integer")
+	}
+	return n, nil
+}
+
+// skip skips one JSON value.
+func (s *scanner) skip(depth int) error {
+	if depth > 64 {
+		return s.errf("nested too deep")
+	}
+	switch c := s.peek(); {
+	case c == '"':
+		_, err := s.str()
+		return err
+	case c == '{' || c == '[':
+		closing := byte('}')
+		if c == '[' {
+			closing = ']'
+		}
+		s.i++
+		if s.peek() == closing {
+			s.i++
+			return nil
+		}
+		for {
+			if c == '{' {
+				if _, err := s.str(); err != nil {
+					return err
+				}
+				if err := s.expect(':'); err != nil {
+					return err
+				}
+			}
+			if err := s.skip(depth + 1); err != nil {
+				return err
+			}
+			more, err := s.more(closing)
+			if err != nil || !more {
+				return err
+			}
+		}
+	default:
+		start := s.i
+		for s.i < len(s.b) {
+			switch s.b[s.i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				goto done
+			}
+			s.i++
+		}
+	done:
+		tok := s.b[start:s.i]
+		if !json.Valid(tok) {
+			return s.errf("bad value %q", tok)
+		}
+		return nil
+	}
+}
+
+// object calls fn for each member of an object.
+func (s *scanner) object(fn func(key string) error) error {
+	if err := s.expect('{'); err != nil {
+		return err
+	}
+	if s.peek() == '}' {
+		s.i++
+		return nil
+	}
+	for {
+		key, err := s.str()
+		if err != nil {
+			return err
+		}
+		if err := s.expect(':'); err != nil {
+			return err
+		}
+		if err := fn(key); err != nil {
+			return err
+		}
+		more, err := s.more('}')
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+// parseCommit parses a commit/fence payload. The ops are decoded (with
+// the guest rule applied) and also returned raw, for relaying.
+func parseCommit(b []byte, guest bool) (*commitPayload, []op, error) {
+	s := &scanner{b: b}
+	req := &commitPayload{}
+	var ops []op
+	haveOps := false
+	err := s.object(func(key string) error {
+		var err error
+		switch key {
+		case "namespace":
+			req.Namespace, err = s.str()
+		case "name":
+			req.Name, err = s.str()
+		case "flags":
+			var n int
+			n, err = s.int()
+			req.Flags = &n
+		case "nprocs":
+			req.Nprocs, err = s.int()
+		case "ops":
+			s.ws()
+			start := s.i
+			ops, err = s.ops(guest)
+			req.Ops = json.RawMessage(s.b[start:s.i])
+			haveOps = true
+		default:
+			err = s.skip(0)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.peek() != 0 {
+		return nil, nil, s.errf("trailing data")
+	}
+	if !haveOps {
+		return nil, nil, fmt.Errorf("missing ops array: %w", syscall.EPROTO)
+	}
+	return req, ops, nil
+}
+
+func (s *scanner) ops(guest bool) ([]op, error) {
+	if err := s.expect('['); err != nil {
+		return nil, err
+	}
+	var ops []op
+	if s.peek() == ']' {
+		s.i++
+		return ops, nil
+	}
+	for {
+		var o op
+		haveKey, haveDirent := false, false
+		err := s.object(func(key string) error {
+			var err error
+			switch key {
+			case "key":
+				o.key, err = s.str()
+				haveKey = true
+			case "flags":
+				o.flags, err = s.int()
+			case "dirent":
+				var n int
+				o.dirent, n, err = treeobj.DecodePrefix(s.b[s.i:])
+				s.i += n
+				haveDirent = true
+			default:
+				err = s.skip(0)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		i := len(ops)
+		if !haveKey || !haveDirent {
+			return nil, fmt.Errorf("op %d: key and dirent are required: %w", i, syscall.EPROTO)
+		}
+		if err := checkOp(i, &o, guest); err != nil {
+			return nil, err
+		}
+		ops = append(ops, o)
+		more, err := s.more(']')
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			return ops, nil
+		}
+	}
+}
+
+// checkOp validates one operation and fills in its path components.
+func checkOp(i int, o *op, guest bool) error {
+	if o.flags&^flagAppend != 0 {
+		return fmt.Errorf("op %d (%s): invalid op flags 0x%x: %w", i, o.key, o.flags, syscall.EINVAL)
+	}
+	o.comps = treeobj.SplitKey(o.key)
+	if len(o.comps) == 0 {
+		return fmt.Errorf("op %d: key %q names the root directory: %w", i, o.key, syscall.EINVAL)
+	}
+	d := o.dirent
+	if guest && d != nil && d.Type != treeobj.Val && !(d.Type == treeobj.Dir && d.Len() == 0) {
+		what := d.Type.String()
+		if d.Type == treeobj.Dir {
+			what = "non-empty dir"
+		}
+		return fmt.Errorf("guests may not commit %s objects: %w", what, syscall.EPERM)
+	}
+	return nil
+}

@@ -1,0 +1,303 @@
+// Package treeobj implements the RFC 11 key value store tree object format
+// (version 1): the val, valref, dir, dirref and symlink objects the KVS
+// stores in the content store and carries in its RPCs, with a strict
+// decoder and an encoder whose output is byte-for-byte what flux-core
+// writes (compact JSON, keys sorted), so blobrefs computed here match
+// flux-core's for the same content.
+//
+// A val keeps its data in the base64 form it has on the wire; a dir keeps
+// its entries sorted by name (so encoding needs no sort and copying one is
+// a slice copy). Objects reachable from a KVS root are immutable: code
+// that changes a directory works on a copy (see [Object.CopyDir]).
+// The hdir type of RFC 11 is not implemented (nor is it by flux-core).
+//
+// The package also holds the KVS key path rules (normalization, the "."
+// root, splitting into components) shared by the module and the client.
+package treeobj
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/fluxgo/fluxgo/pkg/flux/content"
+)
+
+// Type is a tree object type.
+type Type uint8
+
+// Tree object types (RFC 11). hdir is not supported.
+const (
+	Val Type = iota + 1
+	Valref
+	Dir
+	Dirref
+	Symlink
+)
+
+var typeNames = [...]string{Val: "val", Valref: "valref", Dir: "dir", Dirref: "dirref", Symlink: "symlink"}
+
+// String returns the RFC 11 type name.
+func (t Type) String() string {
+	if int(t) < len(typeNames) && typeNames[t] != "" {
+		return typeNames[t]
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// ErrFormat is the kind of every decoding and validation error. Errors of
+// this kind also match syscall.EINVAL, so services answer them as EINVAL.
+var ErrFormat = errors.New("invalid RFC 11 tree object")
+
+func formatErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %w", ErrFormat, fmt.Sprintf(format, args...), syscall.EINVAL)
+}
+
+// Object is one RFC 11 tree object. Which fields are used depends on Type:
+//
+//	Val:     Data (base64 text, standard alphabet with padding)
+//	Valref:  Refs (one or more blobrefs)
+//	Dir:     entries, through Entry, Set, Entries, Names and Len
+//	Dirref:  Refs (exactly one blobref)
+//	Symlink: Target, and Namespace (empty: the link's own namespace)
+type Object struct {
+	Type      Type
+	Data      string
+	Refs      []string
+	Target    string
+	Namespace string
+
+	ents []DirEntry // dir entries sorted by name, names unique
+
+	// tail tracks how far the backing array of Refs has been extended by
+	// AppendRef, so two objects sharing an array never write the same
+	// slot (appends stay amortized O(1) without copying the array).
+	tail *refTail
+}
+
+type refTail struct{ n int }
+
+// DirEntry is one entry of a dir.
+type DirEntry struct {
+	Name string
+	Obj  *Object
+}
+
+// NewVal returns a val object holding data.
+func NewVal(data []byte) *Object {
+	return &Object{Type: Val, Data: base64.StdEncoding.EncodeToString(data)}
+}
+
+// NewValBase64 returns a val object from base64 text, which is checked.
+func NewValBase64(b64 string) (*Object, error) {
+	if err := checkBase64(b64); err != nil {
+		return nil, err
+	}
+	return &Object{Type: Val, Data: b64}, nil
+}
+
+// NewValref returns a valref object of the given blobrefs.
+func NewValref(refs ...string) *Object {
+	return &Object{Type: Valref, Refs: refs}
+}
+
+// NewDir returns an empty dir object.
+func NewDir() *Object { return &Object{Type: Dir} }
+
+// find returns the index of name in the sorted entries, or where it
+// would be inserted.
+func (o *Object) find(name string) (int, bool) {
+	lo, hi := 0, len(o.ents)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if o.ents[m].Name < name {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(o.ents) && o.ents[lo].Name == name
+}
+
+// Entry returns the entry name of a dir (nil if there is none).
+func (o *Object) Entry(name string) *Object {
+	if i, ok := o.find(name); ok {
+		return o.ents[i].Obj
+	}
+	return nil
+}
+
+// Set makes obj the entry name of a dir, replacing any; a nil obj
+// removes the entry. Only a dir no root refers to may be changed.
+func (o *Object) Set(name string, obj *Object) {
+	i, ok := o.find(name)
+	switch {
+	case ok && obj != nil:
+		o.ents[i].Obj = obj
+	case ok:
+		o.ents = append(o.ents[:i], o.ents[i+1:]...)
+	case obj != nil:
+		o.ents = append(o.ents, DirEntry{})
+		copy(o.ents[i+1:], o.ents[i:])
+		o.ents[i] = DirEntry{Name: name, Obj: obj}
+	}
+}
+
+// Entries returns a dir's entries sorted by name. The slice belongs to
+// the object: do not change it (use Set, or SetAt while iterating).
+func (o *Object) Entries() []DirEntry { return o.ents }
+
+// SetAt replaces the object of the i'th entry (as Entries orders them).
+func (o *Object) SetAt(i int, obj *Object) { o.ents[i].Obj = obj }
+
+// Names returns a dir's entry names, sorted.
+func (o *Object) Names() []string {
+	names := make([]string, len(o.ents))
+	for i, e := range o.ents {
+		names[i] = e.Name
+	}
+	return names
+}
+
+// Len returns the number of entries of a dir.
+func (o *Object) Len() int { return len(o.ents) }
+
+// NewDirref returns a dirref object naming blobref ref.
+func NewDirref(ref string) *Object { return &Object{Type: Dirref, Refs: []string{ref}} }
+
+// NewSymlink returns a symlink to target in namespace ns ("" for the
+// link's own namespace).
+func NewSymlink(ns, target string) *Object {
+	return &Object{Type: Symlink, Namespace: ns, Target: target}
+}
+
+// Value returns the data of a val object.
+func (o *Object) Value() ([]byte, error) {
+	if o.Type != Val {
+		return nil, formatErr("%s object has no inline value", o.Type)
+	}
+	b, err := base64.StdEncoding.DecodeString(o.Data)
+	if err != nil {
+		return nil, formatErr("val data is not base64: %v", err)
+	}
+	return b, nil
+}
+
+// IsDir reports whether o is a dir or dirref.
+func (o *Object) IsDir() bool { return o.Type == Dir || o.Type == Dirref }
+
+// Count returns the number of entries of a dir or blobrefs of a
+// valref/dirref (0 for other types).
+func (o *Object) Count() int {
+	switch o.Type {
+	case Dir:
+		return len(o.ents)
+	case Valref, Dirref:
+		return len(o.Refs)
+	}
+	return 0
+}
+
+// CopyDir returns a dir with the same entries that can be changed
+// without affecting o. The entry objects themselves are shared.
+func (o *Object) CopyDir() *Object {
+	ents := make([]DirEntry, len(o.ents), len(o.ents)+1)
+	copy(ents, o.ents)
+	return &Object{Type: Dir, ents: ents}
+}
+
+// AppendRef returns a valref with ref appended to o's blobrefs. o is not
+// changed. The result may share o's backing array; appending twice to
+// the same object is safe (the second append copies).
+func (o *Object) AppendRef(ref string) *Object {
+	n := len(o.Refs)
+	if o.tail != nil && o.tail.n == n && cap(o.Refs) > n {
+		refs := o.Refs[:n+1]
+		refs[n] = ref
+		o.tail.n++
+		return &Object{Type: Valref, Refs: refs, tail: o.tail}
+	}
+	refs := make([]string, n+1, 2*n+4)
+	copy(refs, o.Refs)
+	refs[n] = ref
+	return &Object{Type: Valref, Refs: refs, tail: &refTail{n: n + 1}}
+}
+
+// Validate checks o against RFC 11 (recursively for a dir).
+func (o *Object) Validate() error {
+	if o == nil {
+		return formatErr("null object")
+	}
+	switch o.Type {
+	case Val:
+		return checkBase64(o.Data)
+	case Valref:
+		if len(o.Refs) == 0 {
+			return formatErr("valref has no blobrefs")
+		}
+		return checkRefs(o.Refs)
+	case Dirref:
+		if len(o.Refs) != 1 {
+			return formatErr("dirref has %d blobrefs, want 1", len(o.Refs))
+		}
+		return checkRefs(o.Refs)
+	case Dir:
+		for i, e := range o.ents {
+			if err := checkName(e.Name); err != nil {
+				return err
+			}
+			if i > 0 && o.ents[i-1].Name >= e.Name {
+				return formatErr("dir entries out of order or duplicated at %q", e.Name)
+			}
+			if err := e.Obj.Validate(); err != nil {
+				return fmt.Errorf("dir entry %q: %w", e.Name, err)
+			}
+		}
+		return nil
+	case Symlink:
+		if o.Target == "" {
+			return formatErr("symlink has an empty target")
+		}
+		return nil
+	}
+	return formatErr("unknown type %d", o.Type)
+}
+
+func checkRefs(refs []string) error {
+	for _, r := range refs {
+		if err := content.Validate(r); err != nil {
+			return formatErr("%v", err)
+		}
+	}
+	return nil
+}
+
+func checkName(name string) error {
+	if name == "" {
+		return formatErr("dir entry with an empty name")
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] == '.' {
+			return formatErr("dir entry name %q contains '.'", name)
+		}
+	}
+	return nil
+}
+
+func checkBase64(s string) error {
+	if len(s)%4 != 0 {
+		return formatErr("val data %q is not base64 (length %d is not a multiple of 4)", abbrev(s), len(s))
+	}
+	if _, err := base64.StdEncoding.DecodeString(s); err != nil {
+		return formatErr("val data %q is not base64: %v", abbrev(s), err)
+	}
+	return nil
+}
+
+func abbrev(s string) string {
+	if len(s) > 32 {
+		return s[:29] + "..."
+	}
+	return s
+}

@@ -1,0 +1,313 @@
+package kvs
+
+import (
+	"encoding/base64"
+	"fmt"
+	"syscall"
+
+	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
+	"github.com/fluxgo/fluxgo/pkg/flux/content"
+)
+
+// maxValSize is the longest base64 text a val keeps inline in a stored
+// directory; longer values are stored as a blob behind a valref (the
+// length of a blobref string, as flux-core does).
+const maxValSize = 72
+
+// op is one decoded transaction operation.
+type op struct {
+	key    string   // as given (for the setroot key list, normalized)
+	comps  []string // path components
+	flags  int
+	dirent *treeobj.Object // nil: unlink
+}
+
+// blob is a new content blob a batch must store: a value's data, or a
+// directory (dir set) serialized as data.
+type blob struct {
+	ref  string
+	data []byte
+	dir  *treeobj.Object
+}
+
+// work is the in-memory tree a batch changes. Directories copied from
+// the committed tree into the work tree are "mutable" (owned by this
+// batch); everything else is shared with the committed, immutable tree.
+// Each transaction's changes are logged so a failing transaction is
+// undone without affecting the others in the batch.
+type work struct {
+	c        *cache
+	hashName string
+	ns       string
+	rootref  string
+	root     *treeobj.Object // mutable copy of the root dir, once needed
+	mutable  map[*treeobj.Object]bool
+	undo     []undoRec
+	blobs    []blob
+	missing  []string        // dirs to load before the batch can be applied
+	replaced []string        // stored dirs the batch copied (superseded once it is published)
+	queued   map[string]bool // refs already in blobs
+}
+
+type undoRec struct {
+	dir  *treeobj.Object
+	name string
+	prev *treeobj.Object // nil: the entry did not exist
+}
+
+// errMissing reports a directory that must be loaded before the batch
+// can be applied. It is not an error of the transaction.
+type errMissing struct{ ref string }
+
+func (e errMissing) Error() string { return "missing " + e.ref }
+
+func newWork(c *cache, hashName, ns, rootref string) *work {
+	return &work{c: c, hashName: hashName, ns: ns, rootref: rootref,
+		mutable: make(map[*treeobj.Object]bool), queued: make(map[string]bool)}
+}
+
+// set changes entry name of dir (nil deletes), logging the old entry.
+func (w *work) set(dir *treeobj.Object, name string, val *treeobj.Object) {
+	w.undo = append(w.undo, undoRec{dir: dir, name: name, prev: dir.Entry(name)})
+	dir.Set(name, val)
+}
+
+// rollback undoes every change after undo record mark.
+func (w *work) rollback(mark, blobMark int) {
+	for i := len(w.undo) - 1; i >= mark; i-- {
+		u := w.undo[i]
+		u.dir.Set(u.name, u.prev)
+	}
+	w.undo = w.undo[:mark]
+	for _, b := range w.blobs[blobMark:] {
+		delete(w.queued, b.ref)
+	}
+	w.blobs = w.blobs[:blobMark]
+}
+
+// rootDir returns the mutable root directory.
+func (w *work) rootDir() (*treeobj.Object, error) {
+	if w.root != nil {
+		return w.root, nil
+	}
+	d, ok, err := w.c.getDir(w.rootref)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errMissing{w.rootref}
+	}
+	w.root = d.CopyDir()
+	w.mutable[w.root] = true
+	w.replaced = append(w.replaced, w.rootref)
+	return w.root, nil
+}
+
+// apply applies one transaction's operations. On error the transaction's
+// changes are undone. Directories missing from the cache are collected in
+// w.missing (and the transaction reports errMissing): the batch must load
+// them and start over.
+func (w *work) apply(ops []op) error {
+	mark, blobMark, nmiss := len(w.undo), len(w.blobs), len(w.missing)
+	for i := range ops {
+		o := &ops[i]
+		err := w.link(o.comps, o.flags, o.dirent, 0)
+		if err == nil {
+			continue
+		}
+		if m, ok := err.(errMissing); ok {
+			w.missing = append(w.missing, m.ref)
+			continue
+		}
+		w.rollback(mark, blobMark)
+		return fmt.Errorf("%s: %w", treeobj.NormalizeKey(o.key), err)
+	}
+	if len(w.missing) > nmiss {
+		return errMissing{w.missing[nmiss]}
+	}
+	return nil
+}
+
+// subdir returns the mutable directory entry name of dir, creating or
+// copying it as needed. It returns nil (and no error) when the entry
+// does not exist and create is false.
+func (w *work) subdir(dir *treeobj.Object, name string, create bool) (*treeobj.Object, error) {
+	e := dir.Entry(name)
+	var nd *treeobj.Object
+	switch {
+	case e == nil:
+		if !create {
+			return nil, nil
+		}
+		nd = treeobj.NewDir()
+	case e.Type == treeobj.Dir && w.mutable[e]:
+		return e, nil
+	case e.Type == treeobj.Dir:
+		nd = e.CopyDir()
+	case e.Type == treeobj.Dirref:
+		d, ok, err := w.c.getDir(e.Refs[0])
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, errMissing{e.Refs[0]}
+		}
+		nd = d.CopyDir()
+		w.replaced = append(w.replaced, e.Refs[0])
+	default: // a value where a directory is needed: replace it
+		if !create {
+			return nil, nil
+		}
+		nd = treeobj.NewDir()
+	}
+	w.mutable[nd] = true
+	w.set(dir, name, nd)
+	return nd, nil
+}
+
+// link puts dirent (nil: unlink) at the path comps.
+func (w *work) link(comps []string, flags int, dirent *treeobj.Object, depth int) error {
+	if len(comps) == 0 {
+		return fmt.Errorf("the root directory cannot be written: %w", syscall.EINVAL)
+	}
+	dir, err := w.rootDir()
+	if err != nil {
+		return err
+	}
+	for i, name := range comps[:len(comps)-1] {
+		if e := dir.Entry(name); e != nil && e.Type == treeobj.Symlink {
+			if e.Namespace != "" && e.Namespace != w.ns {
+				return fmt.Errorf("symlink %q leads to namespace %q: a commit cannot cross namespaces: %w",
+					name, e.Namespace, syscall.EINVAL)
+			}
+			if depth >= symlinkLimit {
+				return fmt.Errorf("more than %d symlinks: %w", symlinkLimit, syscall.ELOOP)
+			}
+			rest := append(treeobj.SplitKey(e.Target), comps[i+1:]...)
+			return w.link(rest, flags, dirent, depth+1)
+		}
+		next, err := w.subdir(dir, name, dirent != nil)
+		if err != nil {
+			return err
+		}
+		if next == nil {
+			return nil // unlinking under a path that does not exist
+		}
+		dir = next
+	}
+	name := comps[len(comps)-1]
+	switch {
+	case dirent == nil:
+		if dir.Entry(name) != nil {
+			w.set(dir, name, nil)
+		}
+		return nil
+	case flags&flagAppend != 0:
+		return w.append(dir, name, dirent)
+	default:
+		w.set(dir, name, dirent)
+		return nil
+	}
+}
+
+// append adds a val's data to the value at entry name of dir, turning it
+// into (or extending) a valref, so the existing data is never rewritten.
+func (w *work) append(dir *treeobj.Object, name string, dirent *treeobj.Object) error {
+	if dirent.Type != treeobj.Val {
+		return fmt.Errorf("append needs a val object, not %s: %w", dirent.Type, syscall.EPROTO)
+	}
+	e := dir.Entry(name)
+	if e == nil {
+		w.set(dir, name, dirent)
+		return nil
+	}
+	switch e.Type {
+	case treeobj.Valref:
+		ref, err := w.storeVal(dirent)
+		if err != nil {
+			return err
+		}
+		w.set(dir, name, e.AppendRef(ref))
+	case treeobj.Val:
+		ref1, err := w.storeVal(e)
+		if err != nil {
+			return err
+		}
+		ref2, err := w.storeVal(dirent)
+		if err != nil {
+			return err
+		}
+		w.set(dir, name, treeobj.NewValref(ref1).AppendRef(ref2))
+	case treeobj.Symlink:
+		return fmt.Errorf("cannot append to a symlink: %w", syscall.EOPNOTSUPP)
+	case treeobj.Dir, treeobj.Dirref:
+		return fmt.Errorf("cannot append to a directory: %w", syscall.EISDIR)
+	default:
+		return fmt.Errorf("corrupt tree object: %w", syscall.ENOTRECOVERABLE)
+	}
+	return nil
+}
+
+// storeVal queues the data of a val as a blob and returns its blobref.
+func (w *work) storeVal(v *treeobj.Object) (string, error) {
+	data, err := base64.StdEncoding.DecodeString(v.Data)
+	if err != nil {
+		return "", fmt.Errorf("val data: %v: %w", err, syscall.EPROTO)
+	}
+	return w.storeData(data)
+}
+
+func (w *work) storeData(data []byte) (string, error) {
+	ref, err := content.Blobref(w.hashName, data)
+	if err != nil {
+		return "", err
+	}
+	if !w.queued[ref] && !w.c.isStored(ref) {
+		w.queued[ref] = true
+		w.blobs = append(w.blobs, blob{ref: ref, data: data})
+	}
+	return ref, nil
+}
+
+// unroll turns the work tree into stored form, depth first: every dir
+// becomes a dirref to its serialized blob and every long val a valref.
+// It returns the new root's blobref. The blobs to store are in w.blobs;
+// the directories in it are immutable from here on.
+func (w *work) unroll() (string, error) {
+	if w.root == nil {
+		return w.rootref, nil
+	}
+	return w.unrollDir(w.root)
+}
+
+func (w *work) unrollDir(dir *treeobj.Object) (string, error) {
+	for i, de := range dir.Entries() {
+		e := de.Obj
+		switch e.Type {
+		case treeobj.Dir:
+			ref, err := w.unrollDir(e)
+			if err != nil {
+				return "", err
+			}
+			dir.SetAt(i, treeobj.NewDirref(ref))
+		case treeobj.Val:
+			if len(e.Data) > maxValSize {
+				ref, err := w.storeVal(e)
+				if err != nil {
+					return "", err
+				}
+				dir.SetAt(i, treeobj.NewValref(ref))
+			}
+		}
+	}
+	enc := dir.Encode()
+	ref, err := content.Blobref(w.hashName, enc)
+	if err != nil {
+		return "", err
+	}
+	if !w.queued[ref] && !w.c.isStored(ref) {
+		w.queued[ref] = true
+		w.blobs = append(w.blobs, blob{ref: ref, data: enc, dir: dir})
+	}
+	return ref, nil
+}

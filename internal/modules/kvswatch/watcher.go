@@ -1,0 +1,404 @@
+package kvswatch
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"syscall"
+
+	"github.com/fluxgo/fluxgo/internal/message"
+	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/content"
+)
+
+// Lookup flags (flux-core's FLUX_KVS_* values).
+const (
+	flagWatch       = 0x04
+	flagWaitCreate  = 0x08
+	flagTreeObj     = 0x10
+	flagWatchFull   = 0x40
+	flagWatchUniq   = 0x80
+	flagWatchAppend = 0x100
+	flagStream      = 0x200
+)
+
+const ownerUnknown = math.MaxUint32
+
+// commit is a namespace root as the last setroot (or getroot, or
+// created event) told it.
+type commit struct {
+	rootref string
+	rootseq int
+	event   []byte // the setroot payload (for its keys); nil: unknown
+	keys    map[string]json.RawMessage
+	parsed  bool
+}
+
+// names reports whether the commit wrote key. A root whose writes are
+// unknown (from getroot or a created event) names no key. The keys are
+// decoded once, when a watcher first asks.
+func (c *commit) names(key string) bool {
+	if c.event == nil {
+		return false
+	}
+	if !c.parsed {
+		c.parsed = true
+		var ev struct {
+			Keys map[string]json.RawMessage `json:"keys"`
+		}
+		if json.Unmarshal(c.event, &ev) == nil {
+			c.keys = ev.Keys
+		}
+		c.event = c.event[:0:0]
+	}
+	_, ok := c.keys[key]
+	return ok
+}
+
+// nsMonitor follows one namespace for its watchers.
+type nsMonitor struct {
+	w        *watchCtx
+	name     string
+	owner    uint32
+	commit   *commit
+	err      error // getroot failed (ENOTSUP: no such namespace yet)
+	removed  bool
+	watchers []*watcher
+}
+
+// monitor returns the monitor of namespace name, creating it and asking
+// the kvs for the current root.
+func (w *watchCtx) monitor(name string) *nsMonitor {
+	if nsm := w.namespaces[name]; nsm != nil {
+		return nsm
+	}
+	nsm := &nsMonitor{w: w, name: name, owner: ownerUnknown}
+	w.namespaces[name] = nsm
+	f, err := w.h.RPC("kvs.getroot", flux.NodeidAny, map[string]any{"namespace": name, "flags": 0}, 0)
+	if err != nil {
+		nsm.err = err
+		return nsm
+	}
+	f.Then(func(m *flux.Message, err error) {
+		var resp struct {
+			Owner   int64  `json:"owner"`
+			Rootseq int    `json:"rootseq"`
+			Rootref string `json:"rootref"`
+		}
+		if err == nil {
+			err = m.UnmarshalPayload(&resp)
+		}
+		if w.namespaces[name] != nsm {
+			return
+		}
+		if nsm.commit == nil {
+			if err != nil {
+				nsm.err = err
+			} else {
+				nsm.commit = &commit{rootref: resp.Rootref, rootseq: resp.Rootseq}
+				nsm.owner = uint32(resp.Owner)
+			}
+		}
+		nsm.respondAll()
+	})
+	return nsm
+}
+
+func (nsm *nsMonitor) respondAll() {
+	for _, wt := range append([]*watcher(nil), nsm.watchers...) {
+		nsm.respond(wt)
+	}
+}
+
+// remove drops a finished watcher, and the monitor with the last one.
+func (nsm *nsMonitor) remove(wt *watcher) {
+	for i, x := range nsm.watchers {
+		if x == wt {
+			nsm.watchers = append(nsm.watchers[:i], nsm.watchers[i+1:]...)
+			break
+		}
+	}
+	if len(nsm.watchers) == 0 && nsm.w.namespaces[nsm.name] == nsm {
+		delete(nsm.w.namespaces, nsm.name)
+	}
+}
+
+// watcher is one kvs-watch.lookup request.
+type watcher struct {
+	nsm     *nsMonitor
+	r       *flux.Request
+	key     string
+	flags   int
+	rootseq int // last root looked at (-1: none)
+
+	lookups []*lookup // in root order
+
+	initialSeq int  // root of the first answer (later ones must be newer)
+	responded  bool // an answer (value) went out
+	prev       []byte
+	delivered  int  // WATCH_APPEND: blobs of the value already sent
+	indexed    bool // WATCH_APPEND: delivered is meaningful
+
+	canceled, mute, finished bool
+}
+
+// lookup is one kvs.lookup-plus in flight for a watcher.
+type lookup struct {
+	initial bool
+	done    bool
+	resp    lookupPlus
+	err     error
+}
+
+// lookupPlus is the kvs.lookup-plus response: {val, rootseq, rootref} or
+// {errno, rootseq, rootref}.
+type lookupPlus struct {
+	Val     *treeobj.Object `json:"val"`
+	Errno   int             `json:"errno"`
+	Rootseq int             `json:"rootseq"`
+	Rootref string          `json:"rootref"`
+}
+
+func newWatcher(nsm *nsMonitor, r *flux.Request, key string, flags int) *watcher {
+	return &watcher{nsm: nsm, r: r, key: treeobj.NormalizeKey(key), flags: flags, rootseq: -1, initialSeq: -1}
+}
+
+func (wt *watcher) watching() bool { return wt.flags&flagWatch != 0 }
+
+// fail ends the watcher with err (ENODATA: a clean end of stream).
+func (wt *watcher) fail(err error) {
+	if wt.finished {
+		return
+	}
+	if !wt.mute {
+		wt.r.RespondError(err)
+	}
+	wt.finish()
+}
+
+func (wt *watcher) finish() {
+	wt.finished = true
+	wt.lookups = nil
+	wt.nsm.remove(wt)
+}
+
+var errEnd = flux.NewError(syscall.ENODATA, "")
+
+// respond moves one watcher forward after a change of its namespace.
+func (nsm *nsMonitor) respond(wt *watcher) {
+	switch {
+	case wt.finished:
+		return
+	case wt.canceled:
+		wt.fail(errEnd)
+		return
+	case nsm.removed:
+		// The namespace is gone: the stream simply ends.
+		wt.fail(errEnd)
+		return
+	case nsm.err != nil:
+		if wt.flags&flagWaitCreate != 0 && errors.Is(nsm.err, syscall.ENOTSUP) && !wt.responded {
+			return // wait for the namespace to be created
+		}
+		wt.fail(nsm.err)
+		return
+	case nsm.commit == nil || nsm.commit.rootseq <= wt.rootseq && wt.rootseq >= 0:
+		return
+	}
+	if wt.r.Rolemask()&message.RoleOwner == 0 && (nsm.owner == ownerUnknown || wt.r.Userid() != nsm.owner) {
+		wt.fail(fmt.Errorf("namespace %q belongs to uid %d: uid %d may not watch it: %w",
+			nsm.name, nsm.owner, wt.r.Userid(), syscall.EPERM))
+		return
+	}
+	c := nsm.commit
+	if wt.rootseq >= 0 && wt.flags&flagWatchFull == 0 && !c.names(wt.key) {
+		wt.rootseq = c.rootseq
+		return
+	}
+	wt.sendLookup(c)
+}
+
+// sendLookup looks the key up in root c with the watcher's credentials
+// (so the kvs checks them, e.g. across namespace symlinks).
+func (wt *watcher) sendLookup(c *commit) {
+	flags := wt.flags &^ (flagWatch | flagWaitCreate | flagWatchFull | flagWatchUniq | flagWatchAppend)
+	if wt.flags&flagWatchAppend != 0 {
+		flags |= flagTreeObj
+	}
+	req := map[string]any{"key": wt.key, "namespace": wt.nsm.name, "flags": flags}
+	initial := wt.rootseq < 0
+	if !initial {
+		req["rootdir"] = treeobj.NewDirref(c.rootref)
+		req["rootseq"] = c.rootseq
+	}
+	wt.rootseq = c.rootseq
+	l := &lookup{initial: initial}
+	wt.lookups = append(wt.lookups, l)
+	b, _ := json.Marshal(req)
+	m := message.NewRequest("kvs.lookup-plus", flux.NodeidAny, b)
+	m.Userid, m.Rolemask = wt.r.Userid(), wt.r.Rolemask()
+	f, err := wt.nsm.w.h.SendRequest(m, 0)
+	if err != nil {
+		l.done, l.err = true, err
+		wt.drain()
+		return
+	}
+	f.Then(func(m *flux.Message, err error) {
+		if err == nil {
+			err = m.UnmarshalPayload(&l.resp)
+		}
+		l.done, l.err = true, err
+		wt.drain()
+	})
+}
+
+// drain answers completed lookups in root order.
+func (wt *watcher) drain() {
+	for !wt.finished && len(wt.lookups) > 0 && wt.lookups[0].done {
+		l := wt.lookups[0]
+		wt.lookups = wt.lookups[1:]
+		if !wt.handle(l) {
+			return // waiting for content loads; handle resumes drain
+		}
+	}
+}
+
+// handle processes one lookup result. It returns false when it started
+// content loads (WATCH_APPEND); the answer follows when they complete.
+func (wt *watcher) handle(l *lookup) bool {
+	waitcreate := wt.flags&flagWaitCreate != 0 && !wt.responded
+	switch {
+	case l.err != nil:
+		wt.fail(l.err)
+		return true
+	case l.resp.Errno != 0:
+		if l.resp.Errno == int(syscall.ENOENT) && waitcreate {
+			if l.initial {
+				wt.initialSeq = l.resp.Rootseq
+			}
+			return true
+		}
+		wt.fail(flux.NewError(syscall.Errno(l.resp.Errno), ""))
+		return true
+	case l.resp.Val == nil:
+		wt.fail(fmt.Errorf("kvs.lookup-plus answered without a value: %w", syscall.EPROTO))
+		return true
+	case !l.initial && l.resp.Rootseq <= wt.initialSeq:
+		return true // a root older than the first answer's
+	}
+	if l.initial {
+		wt.initialSeq = l.resp.Rootseq
+	}
+	val := l.resp.Val
+	switch {
+	case wt.flags&flagWatchAppend != 0:
+		return wt.handleAppend(val)
+	case wt.flags&(flagWatchFull|flagWatchUniq) != 0:
+		enc := val.Encode()
+		if wt.responded && bytes.Equal(enc, wt.prev) {
+			return true
+		}
+		wt.prev = enc
+		wt.send(val)
+	default:
+		wt.send(val)
+	}
+	return true
+}
+
+// send answers with a value; a WAITCREATE-only watcher is then done.
+func (wt *watcher) send(val *treeobj.Object) {
+	if !wt.mute {
+		b := append(append([]byte(`{"val":`), val.Encode()...), '}')
+		wt.r.Respond(json.RawMessage(b))
+	}
+	wt.responded = true
+	if !wt.watching() {
+		wt.finish()
+	}
+}
+
+// handleAppend sends the whole value the first time, then only the
+// blobs appended since.
+func (wt *watcher) handleAppend(val *treeobj.Object) bool {
+	switch val.Type {
+	case treeobj.Val:
+		if wt.indexed {
+			wt.fail(flux.NewError(syscall.EINVAL, "value of key watched with WATCH_APPEND overwritten"))
+			return true
+		}
+		wt.indexed, wt.delivered = true, 1
+		wt.send(val)
+		return true
+	case treeobj.Valref:
+		n := len(val.Refs)
+		start := 0
+		if wt.indexed {
+			switch {
+			case n < wt.delivered:
+				wt.fail(flux.NewError(syscall.EINVAL, "key watched with WATCH_APPEND shortened"))
+				return true
+			case n == wt.delivered:
+				return true
+			}
+			start = wt.delivered
+		}
+		wt.indexed, wt.delivered = true, n
+		wt.loadRange(val.Refs[start:])
+		return false
+	case treeobj.Dir, treeobj.Dirref:
+		wt.fail(flux.NewError(syscall.EISDIR, fmt.Sprintf("%s cannot be watched with WATCH_APPEND", val.Type)))
+	default:
+		wt.fail(flux.NewError(syscall.EINVAL, fmt.Sprintf("%s cannot be watched with WATCH_APPEND", val.Type)))
+	}
+	return true
+}
+
+// loadRange loads blobs from the content service (all requests at once)
+// and sends their concatenation as one val, then resumes drain.
+func (wt *watcher) loadRange(refs []string) {
+	parts := make([][]byte, len(refs))
+	pending := len(refs)
+	var first error
+	done := func() {
+		if wt.finished {
+			return
+		}
+		if first != nil {
+			wt.fail(fmt.Errorf("loading appended data: %w", first))
+			return
+		}
+		wt.send(treeobj.NewVal(bytes.Join(parts, nil)))
+		wt.drain()
+	}
+	for i, ref := range refs {
+		i := i
+		_, digest, err := content.Parse(ref)
+		var f *flux.Future
+		if err == nil {
+			f, err = content.SendLoad(wt.nsm.w.h, digest, 0)
+		}
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			if pending--; pending == 0 {
+				wt.nsm.w.h.Post(done)
+			}
+			continue
+		}
+		f.Then(func(m *flux.Message, err error) {
+			data, err := content.LoadResult(m, err)
+			if err != nil && first == nil {
+				first = err
+			}
+			parts[i] = data
+			if pending--; pending == 0 {
+				done()
+			}
+		})
+	}
+}

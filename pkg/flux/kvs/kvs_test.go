@@ -1,0 +1,52 @@
+package kvs
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// The commit payload is flux-core's (testdata/wire/kvs-put.jsonl): the
+// same members and values, the dirent a canonical RFC 11 val.
+func TestCommitPayload(t *testing.T) {
+	var txn Txn
+	txn.Put("test.a", []byte("42"))
+	txn.Unlink("gone")
+	got := encodeCommit("primary", 0, "", 0, txn.Ops)
+	var v, want any
+	if err := json.Unmarshal(got, &v); err != nil {
+		t.Fatalf("payload %s: %v", got, err)
+	}
+	json.Unmarshal([]byte(`{"namespace":"primary","flags":0,"ops":[`+
+		`{"key":"test.a","flags":0,"dirent":{"ver":1,"type":"val","data":"NDI="}},`+
+		`{"key":"gone","flags":0,"dirent":null}]}`), &want)
+	if gb, _ := json.Marshal(v); string(gb) != mustJSON(want) {
+		t.Errorf("payload %s", got)
+	}
+	fence := encodeCommit("ns", 4, "f\"1", 3, nil)
+	var f struct {
+		Name      string `json:"name"`
+		Nprocs    int    `json:"nprocs"`
+		Namespace string `json:"namespace"`
+		Flags     int    `json:"flags"`
+		Ops       []Op   `json:"ops"`
+	}
+	if err := json.Unmarshal(fence, &f); err != nil || f.Name != "f\"1" || f.Nprocs != 3 || f.Flags != 4 || f.Ops == nil {
+		t.Errorf("fence payload %s: %+v %v", fence, f, err)
+	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestNamespaceDefault(t *testing.T) {
+	t.Setenv("FLUX_KVS_NAMESPACE", "")
+	if Namespace("") != "primary" || Namespace("x") != "x" {
+		t.Fatal("default namespace")
+	}
+	t.Setenv("FLUX_KVS_NAMESPACE", "job-1")
+	if Namespace("") != "job-1" {
+		t.Fatal("FLUX_KVS_NAMESPACE ignored")
+	}
+}
