@@ -1,0 +1,336 @@
+package resource
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/fsd"
+	"github.com/fluxgo/fluxgo/pkg/hostlist"
+	"github.com/fluxgo/fluxgo/pkg/idset"
+	"github.com/fluxgo/fluxgo/pkg/rset"
+)
+
+// ErrConfig is the kind of every configuration error.
+var ErrConfig = errors.New("resource configuration error")
+
+// Config is the resource module's configuration, read from broker
+// attributes (flux start -S NAME=VALUE; the instance's TOML [resource]
+// table will be wired to the same names):
+//
+//	resource.config        a JSON array of [[resource.config]] entries
+//	resource.config-file   a TOML file holding [[resource.config]] tables
+//	                       (and optionally resource.path, resource.exclude)
+//	resource.path          an RFC 20 R file: the inventory
+//	resource.hwloc-xml     an hwloc XML file to discover cores and GPUs
+//	                       from, instead of /sys
+//	resource.exclude       ranks (idset) or hosts (hostlist) withheld
+//	                       from scheduling
+//	resource.monitor-force-up  "1"/"true": every rank is up whether or
+//	                       not its broker runs (fake inventories in test)
+//	resource.discover-timeout  FSD; how long rank 0 waits for every rank
+//	                       to report its resources (default 30s)
+//
+// Without config entries or a path, every rank discovers its own
+// resources and reports them to rank 0.
+type Config struct {
+	Entries         []ConfigEntry
+	Path            string
+	HwlocXML        string
+	Exclude         string
+	ForceUp         bool
+	DiscoverTimeout time.Duration
+}
+
+// ConfigEntry is one [[resource.config]] table: the hosts it applies to
+// (RFC 29 hostlist) and the cores, GPUs (RFC 22 idsets) and properties it
+// gives them. A host named by several entries gets the union.
+type ConfigEntry struct {
+	Hosts      string   `json:"hosts" toml:"hosts"`
+	Cores      string   `json:"cores" toml:"cores"`
+	GPUs       string   `json:"gpus" toml:"gpus"`
+	Properties []string `json:"properties" toml:"properties"`
+}
+
+// DefaultDiscoverTimeout bounds rank 0's wait for resource reports.
+const DefaultDiscoverTimeout = 30 * time.Second
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	if c.DiscoverTimeout <= 0 {
+		return fmt.Errorf("%w: resource.discover-timeout must be positive", ErrConfig)
+	}
+	for i, e := range c.Entries {
+		if e.Hosts == "" {
+			return fmt.Errorf("%w: resource.config[%d]: hosts is required", ErrConfig, i)
+		}
+	}
+	return nil
+}
+
+// loadConfig reads the configuration from broker attributes.
+func loadConfig(ctx context.Context, h *flux.Handle, args []string) (*Config, error) {
+	c := &Config{DiscoverTimeout: DefaultDiscoverTimeout}
+	attr := func(name string) string {
+		v, err := h.Attr(ctx, name)
+		if err != nil {
+			return ""
+		}
+		return v
+	}
+	if v := attr("resource.config-file"); v != "" {
+		if err := c.readTOML(v); err != nil {
+			return nil, err
+		}
+	}
+	if v := attr("resource.config"); v != "" {
+		entries, err := parseConfigJSON([]byte(v))
+		if err != nil {
+			return nil, err
+		}
+		c.Entries = entries
+	}
+	if v := attr("resource.path"); v != "" {
+		c.Path = v
+	}
+	if v := attr("resource.exclude"); v != "" {
+		c.Exclude = v
+	}
+	c.HwlocXML = attr("resource.hwloc-xml")
+	if v := attr("resource.monitor-force-up"); v != "" {
+		b, err := parseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: resource.monitor-force-up: %v", ErrConfig, err)
+		}
+		c.ForceUp = b
+	}
+	if v := attr("resource.discover-timeout"); v != "" {
+		d, err := fsd.ParseDuration(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: resource.discover-timeout: %v", ErrConfig, err)
+		}
+		c.DiscoverTimeout = d
+	}
+	for _, a := range args {
+		switch a {
+		case "monitor-force-up":
+			c.ForceUp = true
+		default:
+			return nil, fmt.Errorf("%w: unknown module argument %q (known: monitor-force-up)", ErrConfig, a)
+		}
+	}
+	return c, c.Validate()
+}
+
+func parseBool(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "1", "true", "yes", "on":
+		return true, nil
+	case "0", "false", "no", "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is not a boolean", v)
+}
+
+// parseConfigJSON reads a JSON array of config entries, strictly.
+func parseConfigJSON(data []byte) ([]ConfigEntry, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var entries []ConfigEntry
+	if err := dec.Decode(&entries); err != nil {
+		return nil, fmt.Errorf("%w: resource.config: %v", ErrConfig, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: resource.config: data after the array", ErrConfig)
+	}
+	return entries, nil
+}
+
+// readTOML reads [[resource.config]] tables, resource.path and
+// resource.exclude from a TOML file. Other tables are left to their own
+// subsystems; unknown keys in a [[resource.config]] table are errors.
+func (c *Config) readTOML(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("%w: resource.config-file: %v", ErrConfig, err)
+	}
+	var doc struct {
+		Resource struct {
+			Config  []ConfigEntry `toml:"config"`
+			Path    string        `toml:"path"`
+			Exclude string        `toml:"exclude"`
+		} `toml:"resource"`
+	}
+	md, err := toml.Decode(string(data), &doc)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrConfig, path, err)
+	}
+	for _, k := range md.Undecoded() {
+		if len(k) >= 3 && k[0] == "resource" && k[1] == "config" {
+			return fmt.Errorf("%w: %s: unknown key %s in [[resource.config]]", ErrConfig, path, k)
+		}
+	}
+	c.Entries = doc.Resource.Config
+	c.Path = doc.Resource.Path
+	c.Exclude = doc.Resource.Exclude
+	return nil
+}
+
+// hostEntry accumulates what the config entries give one host.
+type hostEntry struct {
+	cores, gpus idset.Set
+	props       []string
+}
+
+// buildConfigR turns config entries into the instance R. Ranks follow
+// the broker hostlist when it names exactly the configured hosts, once
+// each (as in a system instance); otherwise hosts are ranked in the order
+// the entries first name them.
+func buildConfigR(entries []ConfigEntry, brokerHosts []string) (*rset.R, error) {
+	var order []string
+	hosts := make(map[string]*hostEntry)
+	for i, e := range entries {
+		hl, err := hostlist.Parse(e.Hosts)
+		if err != nil {
+			return nil, fmt.Errorf("%w: resource.config[%d].hosts: %v", ErrConfig, i, err)
+		}
+		var cores, gpus idset.Set
+		if e.Cores != "" {
+			if cores, err = idset.Parse(e.Cores); err != nil {
+				return nil, fmt.Errorf("%w: resource.config[%d].cores: %v", ErrConfig, i, err)
+			}
+		}
+		if e.GPUs != "" {
+			if gpus, err = idset.Parse(e.GPUs); err != nil {
+				return nil, fmt.Errorf("%w: resource.config[%d].gpus: %v", ErrConfig, i, err)
+			}
+		}
+		for _, p := range e.Properties {
+			if err := rset.CheckPropertyName(p); err != nil {
+				return nil, fmt.Errorf("%w: resource.config[%d].properties: %v", ErrConfig, i, err)
+			}
+		}
+		for h := range hl.All() {
+			he := hosts[h]
+			if he == nil {
+				he = &hostEntry{}
+				hosts[h] = he
+				order = append(order, h)
+			}
+			he.cores = he.cores.Union(cores)
+			he.gpus = he.gpus.Union(gpus)
+			he.props = append(he.props, e.Properties...)
+		}
+	}
+	if len(order) == 0 {
+		return nil, fmt.Errorf("%w: resource.config names no hosts", ErrConfig)
+	}
+	if sameHosts(order, brokerHosts) {
+		order = brokerHosts
+	}
+	// group ranks with the same children, then build each group at once
+	type group struct {
+		ranks idset.Set
+		hosts []string
+		cores idset.Set
+		gpus  idset.Set
+	}
+	var groups []*group
+	byKey := make(map[string]*group)
+	props := make(map[string]idset.Set)
+	for rank, h := range order {
+		he := hosts[h]
+		if he.cores.Empty() {
+			return nil, fmt.Errorf("%w: resource.config: host %s has no cores", ErrConfig, h)
+		}
+		key := he.cores.String() + "|" + he.gpus.String()
+		g := byKey[key]
+		if g == nil {
+			g = &group{cores: he.cores, gpus: he.gpus}
+			byKey[key] = g
+			groups = append(groups, g)
+		}
+		g.ranks.Add(uint(rank))
+		g.hosts = append(g.hosts, h)
+		for _, p := range he.props {
+			s := props[p]
+			s.Add(uint(rank))
+			props[p] = s
+		}
+	}
+	R := rset.New()
+	for _, g := range groups {
+		part, err := rset.NewNodes(g.ranks, hostlist.New(g.hosts...), g.cores, g.gpus)
+		if err != nil {
+			return nil, fmt.Errorf("%w: resource.config: %v", ErrConfig, err)
+		}
+		if R, err = R.Append(part); err != nil {
+			return nil, fmt.Errorf("%w: resource.config: %v", ErrConfig, err)
+		}
+	}
+	for p, ranks := range props {
+		if err := R.SetProperty(p, ranks); err != nil {
+			return nil, fmt.Errorf("%w: resource.config: %v", ErrConfig, err)
+		}
+	}
+	return R, nil
+}
+
+// sameHosts reports whether b names exactly the hosts of a, once each.
+func sameHosts(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := make(map[string]bool, len(a))
+	for _, h := range a {
+		seen[h] = true
+	}
+	for _, h := range b {
+		if !seen[h] {
+			return false
+		}
+		delete(seen, h)
+	}
+	return len(seen) == 0
+}
+
+// readRFile reads the inventory from an R file (resource.path).
+func readRFile(path string) (*rset.R, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: resource.path: %v", ErrConfig, err)
+	}
+	r, err := rset.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: resource.path %s: %v", ErrConfig, path, err)
+	}
+	return r, nil
+}
+
+// excludeRanks resolves resource.exclude (an idset of ranks or a
+// hostlist) against the inventory.
+func excludeRanks(spec string, r *rset.R) (idset.Set, error) {
+	if spec == "" {
+		return idset.Set{}, nil
+	}
+	if ids, err := idset.Parse(spec); err == nil {
+		return ids, nil
+	}
+	hl, err := hostlist.Parse(spec)
+	if err != nil {
+		return idset.Set{}, fmt.Errorf("%w: resource.exclude %q is neither an idset nor a hostlist", ErrConfig, spec)
+	}
+	ranks, err := r.RanksOf(hl)
+	if err != nil {
+		return idset.Set{}, fmt.Errorf("%w: resource.exclude: %v", ErrConfig, err)
+	}
+	return ranks, nil
+}

@@ -1,0 +1,177 @@
+package resource
+
+import (
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/fluxgo/fluxgo/pkg/idset"
+)
+
+// local is what one rank has: cores and GPUs, numbered 0..n-1 as Flux
+// numbers them (logical indexes, not OS ids).
+type local struct {
+	Cores idset.Set
+	GPUs  idset.Set
+}
+
+// cpuOnlinePath is where Linux lists the online CPUs.
+var cpuOnlinePath = "/sys/devices/system/cpu/online"
+
+// discover finds this rank's resources: from an hwloc XML file when
+// given, else the online CPUs of /sys (runtime.NumCPU if that cannot be
+// read), with no GPUs.
+func discover(hwlocXML string) (local, error) {
+	if hwlocXML != "" {
+		f, err := os.Open(hwlocXML)
+		if err != nil {
+			return local{}, fmt.Errorf("resource.hwloc-xml: %w", err)
+		}
+		defer f.Close()
+		t, err := parseHwloc(f)
+		if err != nil {
+			return local{}, fmt.Errorf("resource.hwloc-xml %s: %w", hwlocXML, err)
+		}
+		return t.local(), nil
+	}
+	n := runtime.NumCPU()
+	if data, err := os.ReadFile(cpuOnlinePath); err == nil {
+		if ids, err := idset.Parse(strings.TrimSpace(string(data))); err == nil && ids.Count() > 0 {
+			n = ids.Count()
+		}
+	}
+	return local{Cores: idset.Range(0, uint(n-1))}, nil
+}
+
+// hwlocTopology is what parseHwloc counts in an hwloc XML topology.
+type hwlocTopology struct {
+	Cores, PUs int
+	// GPUs by the backend that reported them: "cuda", "opencl" (OS
+	// devices of the coprocessor type), "nvml", "rsmi", "levelzero"
+	// (OS devices of the GPU type). DRM devices (card*, renderD*,
+	// controlD*) are not counted: they describe display nodes, and the
+	// same GPUs appear through the vendor libraries.
+	GPUs map[string]int
+}
+
+// hwloc OS device types (hwloc_obj_osdev_type_e).
+const (
+	osdevGPU    = 1
+	osdevCoproc = 5
+)
+
+// local returns the resources the topology describes: one core per Core
+// object (per PU when the topology has no Core objects), and as many GPUs
+// as the backend that reports the most (each backend lists the same
+// physical GPUs, so counts are not added up).
+func (t hwlocTopology) local() local {
+	n := t.Cores
+	if n == 0 {
+		n = t.PUs
+	}
+	var l local
+	if n > 0 {
+		l.Cores = idset.Range(0, uint(n-1))
+	}
+	g := 0
+	for _, c := range t.GPUs {
+		g = max(g, c)
+	}
+	if g > 0 {
+		l.GPUs = idset.Range(0, uint(g-1))
+	}
+	return l
+}
+
+// parseHwloc reads an hwloc XML topology (hwloc 1.x or 2.x format) and
+// counts its Core and PU objects and its GPU OS devices.
+func parseHwloc(r io.Reader) (hwlocTopology, error) {
+	t := hwlocTopology{GPUs: make(map[string]int)}
+	dec := xml.NewDecoder(r)
+	sawTopology := false
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return t, fmt.Errorf("malformed hwloc XML: %w", err)
+		}
+		se, ok := tok.(xml.StartElement)
+		if !ok {
+			continue
+		}
+		if se.Name.Local == "topology" {
+			sawTopology = true
+			continue
+		}
+		if se.Name.Local != "object" {
+			continue
+		}
+		var typ, name, subtype string
+		osdev := -1
+		for _, a := range se.Attr {
+			switch a.Name.Local {
+			case "type":
+				typ = a.Value
+			case "name":
+				name = a.Value
+			case "subtype":
+				subtype = a.Value
+			case "osdev_type":
+				n, err := strconv.Atoi(a.Value)
+				if err != nil {
+					return t, fmt.Errorf("malformed hwloc XML: osdev_type %q", a.Value)
+				}
+				osdev = n
+			}
+		}
+		switch typ {
+		case "Core":
+			t.Cores++
+		case "PU":
+			t.PUs++
+		case "OSDev":
+			if b := gpuBackend(osdev, name, subtype); b != "" {
+				t.GPUs[b]++
+			}
+		}
+	}
+	if !sawTopology {
+		return t, fmt.Errorf("not an hwloc topology: no <topology> element")
+	}
+	if t.Cores == 0 && t.PUs == 0 {
+		return t, fmt.Errorf("hwloc topology has no Core or PU objects")
+	}
+	return t, nil
+}
+
+// gpuBackend names the library through which an OS device reports a GPU,
+// or "" if the device is not a GPU to count.
+func gpuBackend(osdev int, name, subtype string) string {
+	sub := strings.ToLower(subtype)
+	switch osdev {
+	case osdevCoproc:
+		switch {
+		case sub == "cuda" || strings.HasPrefix(name, "cuda"):
+			return "cuda"
+		case sub == "opencl" || strings.HasPrefix(name, "opencl"):
+			return "opencl"
+		}
+	case osdevGPU:
+		switch {
+		case sub == "nvml" || strings.HasPrefix(name, "nvml"):
+			return "nvml"
+		case sub == "rsmi" || strings.HasPrefix(name, "rsmi"):
+			return "rsmi"
+		case sub == "levelzero" || strings.HasPrefix(name, "ze"):
+			return "levelzero"
+		}
+	}
+	return ""
+}

@@ -1,0 +1,153 @@
+package resource
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"syscall"
+	"time"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
+)
+
+// member is the part of the module every rank runs: it reports this
+// rank to rank 0 and holds rank 0's monitor request. On rank 0 it hands
+// the instance-wide services to the inventory.
+type member struct {
+	h        *flux.Handle
+	log      *slog.Logger
+	cfg      *Config
+	rank     uint32
+	hostname string
+	inv      *inventory // rank 0 only
+	kickC    chan struct{}
+	// monitor is rank 0's open resource.monitor request: it fails when
+	// this module or broker goes away, telling rank 0 this rank is down.
+	monitor *flux.Request
+}
+
+// helloPayload is resource.hello: a rank reporting for duty, with what
+// it has (used when the inventory is discovered).
+type helloPayload struct {
+	Rank     uint32 `json:"rank"`
+	Hostname string `json:"hostname"`
+	Cores    string `json:"cores"`
+	GPUs     string `json:"gpus"`
+}
+
+func (m *member) register() {
+	h := m.h
+	h.HandleFunc("resource.monitor", func(r *flux.Request) {
+		if !r.IsOwner() {
+			r.Errorf(syscall.EPERM, "resource.monitor is only for the instance owner")
+			return
+		}
+		m.monitor = r // never answered; an earlier one is simply dropped
+	})
+	h.HandleFunc("resource.disconnect", func(r *flux.Request) {
+		if m.inv != nil {
+			m.inv.disconnect(r.Msg.RouteString())
+		}
+	})
+	rank0 := func(name string, fn flux.HandlerFunc) {
+		h.HandleFunc(name, func(r *flux.Request) {
+			if m.inv == nil {
+				r.Errorf(syscall.EPROTO, "%s only works on rank 0", name)
+				return
+			}
+			fn(r)
+		})
+	}
+	rank0("resource.hello", func(r *flux.Request) { m.inv.hello(r) })
+	rank0("resource.acquire", func(r *flux.Request) { m.inv.acquire(r) })
+	rank0("resource.drain", func(r *flux.Request) { m.inv.drain(r) })
+	rank0("resource.undrain", func(r *flux.Request) { m.inv.undrain(r) })
+	// read-only views are forwarded to rank 0 from other ranks
+	forwarded := func(name string, fn flux.HandlerFunc) {
+		h.HandleFunc(name, func(r *flux.Request) {
+			if m.inv != nil {
+				fn(r)
+				return
+			}
+			m.forward(r, 0)
+		})
+	}
+	forwarded("resource.status", func(r *flux.Request) { m.inv.status(r) })
+	forwarded("resource.sched-status", func(r *flux.Request) { m.inv.schedStatus(r) })
+}
+
+// forward relays a request to nodeid and its response back.
+func (m *member) forward(r *flux.Request, nodeid uint32) {
+	f, err := m.h.RPCRaw(r.Topic(), nodeid, r.Msg.JSON(), 0)
+	if err != nil {
+		r.RespondError(err)
+		return
+	}
+	f.Then(func(resp *flux.Message, err error) {
+		if err != nil {
+			r.RespondError(err)
+			return
+		}
+		r.Respond(json.RawMessage(resp.JSON()))
+	})
+}
+
+// kick asks the hello loop to (re)send hello.
+func (m *member) kick() {
+	if m.kickC == nil {
+		return
+	}
+	select {
+	case m.kickC <- struct{}{}:
+	default:
+	}
+}
+
+// helloLoop reports this rank to rank 0 at load and whenever rank 0 asks
+// (resource.rehello), retrying while rank 0's module is not there yet.
+// Discovery runs once, here, off the Serve goroutine.
+func (m *member) helloLoop(ctx context.Context) {
+	m.kickC = make(chan struct{}, 1)
+	m.kickC <- struct{}{}
+	go func() {
+		var payload *helloPayload
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-m.kickC:
+			}
+			if payload == nil {
+				payload = &helloPayload{Rank: m.rank, Hostname: m.hostname}
+				if m.cfg.Entries == nil && m.cfg.Path == "" {
+					l, err := discover(m.cfg.HwlocXML)
+					if err != nil {
+						m.log.Error(fmt.Sprintf("discovery failed; reporting no resources: %v", err))
+					}
+					payload.Cores, payload.GPUs = l.Cores.String(), l.GPUs.String()
+				}
+			}
+			m.sayHello(ctx, payload)
+		}
+	}()
+}
+
+func (m *member) sayHello(ctx context.Context, p *helloPayload) {
+	for delay := 50 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
+		err := m.h.Call(ctx, "resource.hello", 0, p, nil)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		if !errors.Is(err, syscall.ENOSYS) && !errors.Is(err, syscall.EHOSTUNREACH) && !errors.Is(err, syscall.EAGAIN) {
+			m.log.Error(fmt.Sprintf("resource.hello to rank 0: %v", err))
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+	}
+}

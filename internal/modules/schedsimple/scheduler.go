@@ -1,0 +1,482 @@
+package schedsimple
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/sched"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/idset"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
+	"github.com/fluxgo/fluxgo/pkg/rset"
+)
+
+// Alloc response types (RFC 27).
+const (
+	allocSuccess = 0
+	allocDeny    = 2
+	allocCancel  = 3
+)
+
+// scheduler is the module's state. Everything runs on the handle's Serve
+// goroutine, except hello's wait for the job manager.
+type scheduler struct {
+	h      *flux.Handle
+	log    *slog.Logger
+	cfg    Config
+	fail   context.CancelCauseFunc
+	pool   *sched.Pool
+	queue  *sched.Queue
+	policy sched.Policy
+	// running maps job ids to what they hold.
+	running map[uint64]*sched.Alloc
+	cache   requestCache
+	acq     *flux.Future
+	passDue bool
+	ready   bool
+	buf     []byte
+	now     func() float64
+}
+
+func newScheduler(h *flux.Handle, log *slog.Logger, cfg Config, fail context.CancelCauseFunc) *scheduler {
+	return &scheduler{
+		h:       h,
+		log:     log,
+		cfg:     cfg,
+		fail:    fail,
+		queue:   sched.NewQueue(),
+		policy:  &sched.FCFS{Depth: cfg.QueueDepth},
+		running: make(map[uint64]*sched.Alloc),
+		cache:   newRequestCache(),
+		now:     func() float64 { return float64(time.Now().UnixNano()) / 1e9 },
+	}
+}
+
+func (s *scheduler) register() {
+	h := s.h
+	h.HandleFunc("sched.alloc", s.alloc)
+	h.HandleFunc("sched.free", s.free)
+	h.HandleFunc("sched.cancel", s.cancel)
+	h.HandleFunc("sched.prioritize", s.prioritize)
+	h.HandleFunc("sched.expiration", s.expiration)
+	h.HandleFunc("sched.resource-status", s.resourceStatus)
+	h.HandleFunc("sched-simple.resource-status", s.resourceStatus)
+	h.HandleFunc("feasibility.check", s.feasibility)
+	for _, svc := range []string{"sched", "feasibility", Name} {
+		h.HandleFunc(svc+".disconnect", func(*flux.Request) {})
+	}
+}
+
+// acquire gets the instance's resources from the resource module (RFC 28)
+// and follows their availability.
+func (s *scheduler) acquire(ctx context.Context) error {
+	f, err := s.h.RPC("resource.acquire", 0, nil, flux.Streaming)
+	if err != nil {
+		return fmt.Errorf("resource.acquire: %w", err)
+	}
+	m, err := f.Next(ctx)
+	if err != nil {
+		return fmt.Errorf("resource.acquire: %w", err)
+	}
+	var resp struct {
+		Resources json.RawMessage `json:"resources"`
+		Up        string          `json:"up"`
+	}
+	if err := m.UnmarshalPayload(&resp); err != nil {
+		return fmt.Errorf("resource.acquire: %w", err)
+	}
+	r, err := rset.Parse(resp.Resources)
+	if err != nil {
+		return fmt.Errorf("resource.acquire: resources: %w", err)
+	}
+	up, err := idset.Parse(resp.Up)
+	if err != nil {
+		return fmt.Errorf("resource.acquire: up: %w", err)
+	}
+	s.pool = sched.NewPool(r)
+	s.pool.SetAvailable(up, true)
+	cores, _, gpus, _ := s.pool.Counts()
+	s.log.Debug(fmt.Sprintf("acquired %d nodes, %d cores, %d gpus; up: %s", r.NNodes(), cores, gpus, up))
+	s.acq = f
+	f.Then(s.acquireUpdate)
+	return nil
+}
+
+// acquireUpdate applies a later resource.acquire response: {up}, {down},
+// {expiration}.
+func (s *scheduler) acquireUpdate(m *flux.Message, err error) {
+	if err != nil {
+		s.fail(fmt.Errorf("resource.acquire stream ended: %w", err))
+		return
+	}
+	var resp struct {
+		Up         *string  `json:"up"`
+		Down       *string  `json:"down"`
+		Expiration *float64 `json:"expiration"`
+	}
+	if err := m.UnmarshalPayload(&resp); err != nil {
+		s.log.Error("bad resource.acquire response", "err", err)
+		return
+	}
+	if resp.Down != nil {
+		ids, err := idset.Parse(*resp.Down)
+		if err != nil {
+			s.log.Error("resource.acquire: bad down idset", "err", err)
+		} else {
+			s.pool.SetAvailable(ids, false)
+		}
+	}
+	if resp.Up != nil {
+		ids, err := idset.Parse(*resp.Up)
+		if err != nil {
+			s.log.Error("resource.acquire: bad up idset", "err", err)
+		} else if !s.pool.SetAvailable(ids, true).Empty() {
+			s.schedule()
+		}
+	}
+	if resp.Expiration != nil {
+		s.pool.SetExpiration(*resp.Expiration)
+	}
+}
+
+// hello learns running jobs' allocations from the job manager, then says
+// sched-ready. It waits for the job manager to be loaded.
+func (s *scheduler) hello(ctx context.Context) {
+	var resp struct {
+		Alloc []struct {
+			ID uint64          `json:"id"`
+			R  json.RawMessage `json:"R"`
+		} `json:"alloc"`
+	}
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
+		err := s.h.Call(ctx, "job-manager.sched-hello", flux.NodeidAny, nil, &resp)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.ENOSYS) {
+			s.h.Post(func() { s.fail(fmt.Errorf("job-manager.sched-hello: %w", err)) })
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+	}
+	s.h.Post(func() {
+		for _, a := range resp.Alloc {
+			if err := s.claim(a.ID, a.R); err != nil {
+				s.log.Error(fmt.Sprintf("hello: job %d: %v", a.ID, err))
+			}
+		}
+		f, err := s.h.RPC("job-manager.sched-ready", flux.NodeidAny, map[string]any{"mode": "unlimited"}, 0)
+		if err != nil {
+			s.fail(fmt.Errorf("job-manager.sched-ready: %w", err))
+			return
+		}
+		f.Then(func(_ *flux.Message, err error) {
+			if err != nil {
+				s.fail(fmt.Errorf("job-manager.sched-ready: %w", err))
+				return
+			}
+			s.ready = true
+			s.log.Debug(fmt.Sprintf("ready: %d running jobs", len(s.running)))
+		})
+	})
+}
+
+// claim marks a running job's resources allocated.
+func (s *scheduler) claim(id uint64, R json.RawMessage) error {
+	if len(R) == 0 || string(R) == "null" {
+		return fmt.Errorf("no R in sched-hello")
+	}
+	r, err := rset.Parse(R)
+	if err != nil {
+		return err
+	}
+	a, err := s.pool.AllocFromR(r)
+	if err != nil {
+		return err
+	}
+	if err := s.pool.Claim(a); err != nil {
+		return err
+	}
+	s.running[id] = a
+	return nil
+}
+
+// shutdown answers pending alloc requests as flux-core's schedulers do
+// when they exit: with an error, which makes the job manager suspend
+// scheduling until a scheduler says sched-ready again.
+func (s *scheduler) shutdown() {
+	for j := range s.queue.All() {
+		if r, ok := j.Data.(*flux.Request); ok {
+			r.Errorf(syscall.ENOSYS, "sched-simple is unloading")
+		}
+	}
+	if s.acq != nil {
+		s.acq.Close()
+	}
+}
+
+// schedule asks for a scheduling pass after the messages already queued
+// on the handle are handled, so a burst of requests costs one pass.
+func (s *scheduler) schedule() {
+	if s.passDue {
+		return
+	}
+	s.passDue = true
+	s.h.Post(s.pass)
+}
+
+func (s *scheduler) pass() {
+	s.passDue = false
+	if s.queue.Len() == 0 {
+		return
+	}
+	for _, d := range s.policy.Schedule(s.queue, s.pool, s.now()) {
+		s.queue.Remove(d.Job.ID)
+		s.running[d.Job.ID] = d.Alloc
+		s.respondAlloc(d.Job.Data.(*flux.Request), d.Job.ID, d.Alloc)
+	}
+}
+
+// respondAlloc sends the SUCCESS response, built directly as JSON.
+func (s *scheduler) respondAlloc(r *flux.Request, id uint64, a *sched.Alloc) {
+	b := s.buf[:0]
+	b = append(b, `{"id":`...)
+	b = strconv.AppendUint(b, id, 10)
+	b = append(b, `,"type":0,"R":`...)
+	b = s.pool.AppendR(b, a)
+	// the summary is made of "rank", "core", "gpu", digits and "[]-,/ "
+	b = append(b, `,"annotations":{"sched":{"resource_summary":"`...)
+	b = append(b, s.pool.Summary(a)...)
+	b = append(b, `"}}}`...)
+	s.buf = b
+	if err := r.Respond(json.RawMessage(b)); err != nil {
+		s.log.Error("sched.alloc respond", "id", id, "err", err)
+	}
+}
+
+func respondType(r *flux.Request, id uint64, typ int, note string) {
+	resp := map[string]any{"id": id, "type": typ}
+	if note != "" {
+		resp["note"] = note
+	}
+	r.Respond(resp)
+}
+
+func (s *scheduler) alloc(r *flux.Request) {
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "sched.alloc is only for the instance owner")
+		return
+	}
+	req, err := decodeAllocRequest(r.Msg.JSON())
+	if err != nil {
+		r.Errorf(syscall.EPROTO, "sched.alloc: %v", err)
+		return
+	}
+	e := s.cache.get(req.Jobspec, s.pool)
+	if e.err != nil {
+		s.log.Debug(fmt.Sprintf("deny %d: %v", req.ID, e.err))
+		respondType(r, req.ID, allocDeny, e.err.Error())
+		return
+	}
+	job := &sched.Job{ID: req.ID, Priority: req.Priority, TSubmit: req.TSubmit, Userid: req.Userid, Req: e.req, Data: r}
+	if err := s.queue.Add(job); err != nil {
+		s.log.Error(fmt.Sprintf("sched.alloc: %v", err))
+		respondType(r, req.ID, allocDeny, "duplicate sched.alloc request")
+		return
+	}
+	s.schedule()
+}
+
+func (s *scheduler) free(r *flux.Request) {
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "sched.free is only for the instance owner")
+		return
+	}
+	req, err := decodeFreeRequest(r.Msg.JSON())
+	if err != nil {
+		r.Errorf(syscall.EPROTO, "sched.free: %v", err)
+		return
+	}
+	if err := s.release(req); err != nil {
+		// the job manager treats an error as the scheduler's failure:
+		// log the inconsistency and carry on
+		s.log.Error(fmt.Sprintf("sched.free: job %d: %v", req.ID, err))
+	}
+	b := strconv.AppendUint(append(s.buf[:0], `{"id":`...), req.ID, 10)
+	s.buf = append(b, '}')
+	r.Respond(json.RawMessage(s.buf))
+	s.schedule()
+}
+
+// release frees what a job gives back: everything it holds (final) or
+// the part in R.
+func (s *scheduler) release(req freeRequest) error {
+	held := s.running[req.ID]
+	if req.Final && held != nil {
+		delete(s.running, req.ID)
+		return s.pool.Free(held)
+	}
+	if req.R == nil {
+		return fmt.Errorf("no R to free and no allocation known")
+	}
+	r, err := rset.Parse(req.R)
+	if err != nil {
+		return err
+	}
+	part, err := s.pool.AllocFromR(r)
+	if err != nil {
+		return err
+	}
+	if err := s.pool.Free(part); err != nil {
+		return err
+	}
+	if held != nil {
+		held.Remove(part)
+		if req.Final || held.Empty() {
+			delete(s.running, req.ID)
+		}
+	}
+	return nil
+}
+
+func (s *scheduler) cancel(r *flux.Request) {
+	var req struct {
+		ID uint64 `json:"id"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "sched.cancel is only for the instance owner")
+		return
+	}
+	if j := s.queue.Remove(req.ID); j != nil {
+		respondType(j.Data.(*flux.Request), req.ID, allocCancel, "")
+	}
+}
+
+func (s *scheduler) prioritize(r *flux.Request) {
+	var req struct {
+		Jobs [][2]json.Number `json:"jobs"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "sched.prioritize is only for the instance owner")
+		return
+	}
+	for _, jp := range req.Jobs {
+		id, err1 := strconv.ParseUint(jp[0].String(), 10, 64)
+		prio, err2 := strconv.ParseInt(jp[1].String(), 10, 64)
+		if err1 != nil || err2 != nil {
+			s.log.Error(fmt.Sprintf("sched.prioritize: bad entry [%s, %s]", jp[0], jp[1]))
+			continue
+		}
+		s.queue.SetPriority(id, prio)
+	}
+	s.schedule()
+}
+
+func (s *scheduler) expiration(r *flux.Request) {
+	var req struct {
+		ID         uint64  `json:"id"`
+		Expiration float64 `json:"expiration"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "sched.expiration is only for the instance owner")
+		return
+	}
+	a := s.running[req.ID]
+	if a == nil {
+		r.Errorf(syscall.ENOENT, "job %d holds no resources", req.ID)
+		return
+	}
+	if req.Expiration < 0 || (req.Expiration > 0 && req.Expiration < a.Start) {
+		r.Errorf(syscall.EINVAL, "expiration %g is before the job's start %g", req.Expiration, a.Start)
+		return
+	}
+	a.Expiration = req.Expiration
+	r.Respond(map[string]any{})
+}
+
+// resourceStatus answers {all, down, allocated} as R objects: the
+// scheduler's view that flux resource list shows.
+func (s *scheduler) resourceStatus(r *flux.Request) {
+	inv := s.pool.Inventory()
+	b := append(s.buf[:0], `{"all":`...)
+	b = append(b, inv.Encode()...)
+	b = append(b, `,"down":`...)
+	b = append(b, inv.CopyRanks(s.pool.Unavailable()).Encode()...)
+	b = append(b, `,"allocated":`...)
+	b = s.pool.AppendR(b, s.pool.Allocated())
+	s.buf = append(b, '}')
+	r.Respond(json.RawMessage(s.buf))
+}
+
+func (s *scheduler) feasibility(r *flux.Request) {
+	var req struct {
+		Jobspec json.RawMessage `json:"jobspec"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	if len(req.Jobspec) == 0 || req.Jobspec[0] != '{' {
+		r.Errorf(syscall.EPROTO, "feasibility.check needs a jobspec object")
+		return
+	}
+	if e := s.cache.get(req.Jobspec, s.pool); e.err != nil {
+		r.Errorf(errno(e.err), "%s", e.err.Error())
+		return
+	}
+	r.Respond(map[string]any{})
+}
+
+// requestCache remembers parsed requests and their feasibility by the
+// exact jobspec text: identical jobspecs (a job array, a throughput test)
+// are parsed once.
+type requestCache struct {
+	m map[string]*cacheEntry
+}
+
+type cacheEntry struct {
+	req *sched.Request
+	err error // why the job can never run (bad jobspec, unsatisfiable)
+}
+
+const maxCached = 1024
+
+func newRequestCache() requestCache { return requestCache{m: make(map[string]*cacheEntry)} }
+
+func (c *requestCache) get(raw []byte, p *sched.Pool) *cacheEntry {
+	if e, ok := c.m[string(raw)]; ok {
+		return e
+	}
+	e := &cacheEntry{}
+	js, err := jobspec.ParseV1(raw)
+	if err == nil {
+		e.req, err = sched.FromJobspec(js)
+	}
+	if err == nil {
+		err = p.Feasible(e.req)
+	}
+	e.err = err
+	if len(c.m) >= maxCached {
+		clear(c.m)
+	}
+	c.m[string(raw)] = e
+	return e
+}

@@ -1,0 +1,281 @@
+package sched
+
+import (
+	"slices"
+
+	"github.com/fluxgo/fluxgo/pkg/idset"
+	"github.com/fluxgo/fluxgo/pkg/rset"
+)
+
+// Alloc is a set of resources taken from a Pool: per node, which cores and
+// GPUs (by position in the node's lists). It is only meaningful with the
+// Pool that made it.
+type Alloc struct {
+	Nodes []NodeAlloc // ascending node order
+	// Start and Expiration are the validity window written to R
+	// (seconds since the epoch; Expiration 0 for none).
+	Start, Expiration float64
+
+	// inline storage for the common one-node allocation of up to 64
+	// cores and 64 GPUs: one heap object instead of three
+	one   [1]NodeAlloc
+	words [2]uint64
+}
+
+// NodeAlloc is the part of an Alloc on one node.
+type NodeAlloc struct {
+	node  int32
+	cores bitset
+	gpus  bitset // nil when no GPUs are taken
+}
+
+// NCores returns the number of cores in a.
+func (a *Alloc) NCores() int {
+	n := 0
+	for _, na := range a.Nodes {
+		n += na.cores.count()
+	}
+	return n
+}
+
+// NGPUs returns the number of GPUs in a.
+func (a *Alloc) NGPUs() int {
+	n := 0
+	for _, na := range a.Nodes {
+		if na.gpus != nil {
+			n += na.gpus.count()
+		}
+	}
+	return n
+}
+
+// Empty reports whether a holds nothing.
+func (a *Alloc) Empty() bool { return len(a.Nodes) == 0 }
+
+// Ranks returns the ranks a spans.
+func (p *Pool) Ranks(a *Alloc) idset.Set {
+	var s idset.Set
+	for _, na := range a.Nodes {
+		s.Add(uint(p.nodes[na.node].rank))
+	}
+	return s
+}
+
+// Remove takes the resources of b out of a (after a partial release);
+// nodes left with nothing are dropped.
+func (a *Alloc) Remove(b *Alloc) {
+	j := 0
+	out := a.Nodes[:0]
+	for _, na := range a.Nodes {
+		for j < len(b.Nodes) && b.Nodes[j].node < na.node {
+			j++
+		}
+		if j < len(b.Nodes) && b.Nodes[j].node == na.node {
+			bn := b.Nodes[j]
+			for w := range na.cores {
+				na.cores[w] &^= bn.cores[w]
+			}
+			if na.gpus != nil && bn.gpus != nil {
+				for w := range na.gpus {
+					na.gpus[w] &^= bn.gpus[w]
+				}
+			}
+			if na.cores.count() == 0 && (na.gpus == nil || na.gpus.count() == 0) {
+				continue
+			}
+		}
+		out = append(out, na)
+	}
+	a.Nodes = out
+}
+
+// newAlloc returns an Alloc with room for n nodes.
+func newAlloc(n int) *Alloc {
+	a := &Alloc{}
+	if n == 1 {
+		a.Nodes = a.one[:]
+	} else {
+		a.Nodes = make([]NodeAlloc, n)
+	}
+	return a
+}
+
+// take moves k cores (and g GPUs) of node i, the lowest free ones, into
+// a.Nodes[slot]; all of them when whole is set.
+func (p *Pool) take(a *Alloc, slot int, i int, k, g int, whole bool) {
+	nd := &p.nodes[i]
+	na := &a.Nodes[slot]
+	na.node = int32(i)
+	inline := len(a.Nodes) == 1 && len(nd.cores) <= 64 && len(nd.gpus) <= 64
+	if inline {
+		na.cores = bitset(a.words[0:1:1])
+	} else {
+		na.cores = newBitset(len(nd.cores))
+	}
+	if whole {
+		k, g = len(nd.cores), len(nd.gpus)
+	}
+	moved := nd.coreFree.takeLowest(na.cores, k)
+	nd.nCores -= int32(moved)
+	if p.avail.has(i) {
+		p.nFreeCores -= moved
+	}
+	if g > 0 {
+		if inline {
+			na.gpus = bitset(a.words[1:2:2])
+		} else {
+			na.gpus = newBitset(len(nd.gpus))
+		}
+		moved = nd.gpuFree.takeLowest(na.gpus, g)
+		nd.nGPUs -= int32(moved)
+		if p.avail.has(i) {
+			p.nFreeGPUs -= moved
+		}
+	}
+	p.update(i)
+}
+
+// Free gives the resources of a back to the pool. It fails with
+// ErrConflict, changing nothing, if some of them are not allocated.
+func (p *Pool) Free(a *Alloc) error {
+	for _, na := range a.Nodes {
+		nd := &p.nodes[na.node]
+		if w, ok := overlap(nd.coreFree, na.cores); ok {
+			return errorf(ErrConflict, "rank %d core %d is not allocated", nd.rank, nd.cores[w])
+		}
+		if w, ok := overlap(nd.gpuFree, na.gpus); ok {
+			return errorf(ErrConflict, "rank %d gpu %d is not allocated", nd.rank, nd.gpus[w])
+		}
+	}
+	for _, na := range a.Nodes {
+		i := int(na.node)
+		nd := &p.nodes[i]
+		c := na.cores.count()
+		nd.coreFree.or(na.cores)
+		nd.nCores += int32(c)
+		g := 0
+		if na.gpus != nil {
+			g = na.gpus.count()
+			nd.gpuFree.or(na.gpus)
+			nd.nGPUs += int32(g)
+		}
+		if p.avail.has(i) {
+			p.nFreeCores += c
+			p.nFreeGPUs += g
+		}
+		p.update(i)
+	}
+	return nil
+}
+
+// Claim marks the resources of a allocated (a scheduler restarting learns
+// running jobs' R from the job manager). It fails with ErrConflict,
+// changing nothing, if some of them are already allocated.
+func (p *Pool) Claim(a *Alloc) error {
+	for _, na := range a.Nodes {
+		nd := &p.nodes[na.node]
+		if w, ok := missing(nd.coreFree, na.cores); ok {
+			return errorf(ErrConflict, "rank %d core %d is already allocated", nd.rank, nd.cores[w])
+		}
+		if w, ok := missing(nd.gpuFree, na.gpus); ok {
+			return errorf(ErrConflict, "rank %d gpu %d is already allocated", nd.rank, nd.gpus[w])
+		}
+	}
+	for _, na := range a.Nodes {
+		i := int(na.node)
+		nd := &p.nodes[i]
+		c := na.cores.count()
+		for w := range na.cores {
+			nd.coreFree[w] &^= na.cores[w]
+		}
+		nd.nCores -= int32(c)
+		g := 0
+		if na.gpus != nil {
+			g = na.gpus.count()
+			for w := range na.gpus {
+				nd.gpuFree[w] &^= na.gpus[w]
+			}
+			nd.nGPUs -= int32(g)
+		}
+		if p.avail.has(i) {
+			p.nFreeCores -= c
+			p.nFreeGPUs -= g
+		}
+		p.update(i)
+	}
+	return nil
+}
+
+// overlap returns the first position set in both a and b.
+func overlap(a, b bitset) (int, bool) {
+	for w := range b {
+		if x := a[w] & b[w]; x != 0 {
+			return w*64 + trailingZeros(x), true
+		}
+	}
+	return 0, false
+}
+
+// missing returns the first position set in b but not in a.
+func missing(a, b bitset) (int, bool) {
+	for w := range b {
+		if x := b[w] &^ a[w]; x != 0 {
+			return w*64 + trailingZeros(x), true
+		}
+	}
+	return 0, false
+}
+
+// AllocFromR converts an R (a job's, from the job manager) into an Alloc
+// of this pool, with R's starttime and expiration. It fails with
+// ErrNotFound if R names a rank, core or GPU the pool does not have.
+func (p *Pool) AllocFromR(r *rset.R) (*Alloc, error) {
+	a := &Alloc{Start: r.StartTime(), Expiration: r.Expiration()}
+	for n := range r.All() {
+		i, ok := p.byRank[uint32(n.Rank)]
+		if !ok {
+			return nil, errorf(ErrNotFound, "rank %d is not in the instance", n.Rank)
+		}
+		nd := &p.nodes[i]
+		na := NodeAlloc{node: i, cores: newBitset(len(nd.cores))}
+		for id := range n.Cores.All() {
+			pos, ok := slices.BinarySearch(nd.cores, uint32(id))
+			if !ok {
+				return nil, errorf(ErrNotFound, "rank %d has no core %d", n.Rank, id)
+			}
+			na.cores.set(pos)
+		}
+		if !n.GPUs.Empty() {
+			na.gpus = newBitset(len(nd.gpus))
+			for id := range n.GPUs.All() {
+				pos, ok := slices.BinarySearch(nd.gpus, uint32(id))
+				if !ok {
+					return nil, errorf(ErrNotFound, "rank %d has no gpu %d", n.Rank, id)
+				}
+				na.gpus.set(pos)
+			}
+		}
+		a.Nodes = append(a.Nodes, na)
+	}
+	return a, nil
+}
+
+// Allocated returns every allocated resource of the pool as one Alloc
+// (for status reports). It visits every node.
+func (p *Pool) Allocated() *Alloc {
+	a := &Alloc{}
+	for i := range p.nodes {
+		nd := &p.nodes[i]
+		if int(nd.nCores) == len(nd.cores) && int(nd.nGPUs) == len(nd.gpus) {
+			continue
+		}
+		na := NodeAlloc{node: int32(i), cores: nd.coreFree.clone()}
+		na.cores.not(len(nd.cores))
+		if int(nd.nGPUs) != len(nd.gpus) {
+			na.gpus = nd.gpuFree.clone()
+			na.gpus.not(len(nd.gpus))
+		}
+		a.Nodes = append(a.Nodes, na)
+	}
+	return a
+}
