@@ -2,6 +2,9 @@ package broker
 
 import (
 	"context"
+	"os"
+	"runtime"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -47,6 +50,7 @@ func (s *builtins) start() error {
 	h.HandleFunc("broker.ping", s.ping)
 	h.HandleFunc("broker.rusage", s.rusage)
 	h.HandleFunc("broker.shutdown", s.shutdown)
+	h.HandleFunc("broker.profile", s.profile)
 	h.HandleFunc("broker.disconnect", func(*flux.Request) {})
 	h.HandleFunc("service.add", s.serviceAdd)
 	h.HandleFunc("service.remove", s.serviceRemove)
@@ -478,4 +482,35 @@ func (s *builtins) overlayStatus(r *flux.Request) {
 		"children": kids,
 		"uptime":   time.Since(s.b.started).Seconds(),
 	})
+}
+
+// profile writes a runtime profile of this broker (heap, goroutine,
+// allocs ...) to a file, for diagnosing memory and CPU use.
+func (s *builtins) profile(r *flux.Request) {
+	var req struct {
+		Name string `json:"name"`
+		Path string `json:"path"`
+	}
+	if r.Decode(&req) != nil || !requireOwner(r) {
+		return
+	}
+	p := pprof.Lookup(req.Name)
+	if p == nil {
+		r.Errorf(syscall.EINVAL, "no profile named %q (heap, allocs, goroutine, block, mutex)", req.Name)
+		return
+	}
+	if req.Name == "heap" {
+		runtime.GC()
+	}
+	f, err := os.Create(req.Path)
+	if err != nil {
+		r.RespondError(err)
+		return
+	}
+	defer f.Close()
+	if err := p.WriteTo(f, 0); err != nil {
+		r.RespondError(err)
+		return
+	}
+	r.Respond(nil)
 }

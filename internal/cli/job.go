@@ -25,6 +25,11 @@ func jobSubcommands() []*cobra.Command {
 		newJobUrgencyCmd(),
 		newJobSubmitCmd(),
 		newJobAttachCmd(),
+		newJobInfoCmd(),
+		newJobEventlogCmd(),
+		newJobWaitEventCmd(),
+		newJobStatusCmd(),
+		newJobLastCmd(),
 	}
 }
 

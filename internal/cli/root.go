@@ -35,11 +35,14 @@ func commands() []*cobra.Command {
 		newJobCmd(),
 		newJobspecCmd(), newSubmitCmd(), newRunCmd(), newBulksubmitCmd(),
 		newCancelCmd(), newUpdateCmd(),
+		newJobsCmd(), newPgrepCmd(), newPkillCmd(),
 		newHostlistCmd(),
 		newPingCmd(), newEventCmd(), newDmesgCmd(), newLoggerCmd(), newModuleCmd(),
 		newOverlayCmd(), newUptimeCmd(), newShutdownCmd(), newKeygenCmd(),
-		newContentCmd(),
 		newExecCmd(),
+		newContentCmd(),
+		newKVSCmd(), newDumpCmd(), newRestoreCmd(),
+		newResourceCmd(),
 	}
 }
 

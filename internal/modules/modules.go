@@ -9,10 +9,16 @@ import (
 	"github.com/fluxgo/fluxgo/internal/modules/content"
 	"github.com/fluxgo/fluxgo/internal/modules/contentsqlite"
 	"github.com/fluxgo/fluxgo/internal/modules/jobexec"
+	"github.com/fluxgo/fluxgo/internal/modules/jobinfo"
 	"github.com/fluxgo/fluxgo/internal/modules/jobingest"
+	"github.com/fluxgo/fluxgo/internal/modules/joblist"
 	"github.com/fluxgo/fluxgo/internal/modules/jobmanager"
 	"github.com/fluxgo/fluxgo/internal/modules/jobshell"
+	"github.com/fluxgo/fluxgo/internal/modules/kvs"
+	"github.com/fluxgo/fluxgo/internal/modules/kvswatch"
+	"github.com/fluxgo/fluxgo/internal/modules/resource"
 	"github.com/fluxgo/fluxgo/internal/modules/rexec"
+	"github.com/fluxgo/fluxgo/internal/modules/schedsimple"
 )
 
 // Registry returns every compiled-in module by name.
@@ -30,8 +36,14 @@ func builtin() map[string]module.Factory {
 	return map[string]module.Factory{
 		content.Name:       content.New,
 		contentsqlite.Name: contentsqlite.New,
+		kvs.Name:           kvs.New,
+		kvswatch.Name:      kvswatch.New,
+		resource.Name:      resource.New,
+		schedsimple.Name:   schedsimple.New,
 		"rexec":            rexec.New,
 		"job-manager":      jobmanager.New,
+		jobinfo.Name:       jobinfo.New,
+		joblist.Name:       joblist.New,
 		"job-ingest":       jobingest.New,
 		"job-exec":         jobexec.New,
 		"job-shell":        jobshell.New,
@@ -45,6 +57,16 @@ func DefaultRC1() []broker.ModuleSpec {
 		// the content store first: everything else may keep data in it
 		{Name: content.Name, Ranks: "all", Args: []string{"backing-module=" + contentsqlite.Name}},
 		{Name: contentsqlite.Name, Ranks: "0"},
+		{Name: kvs.Name, Ranks: "all"},
+		{Name: kvswatch.Name, Ranks: "all"},
+		{Name: resource.Name, Ranks: "all"},
+		{Name: schedsimple.Name, Ranks: "0"},
 		{Name: "rexec", Ranks: "all"},
+		{Name: "job-manager", Ranks: "0"},
+		{Name: jobinfo.Name, Ranks: "0"},
+		{Name: joblist.Name, Ranks: "0"},
+		{Name: "job-ingest", Ranks: "0"},
+		{Name: "job-shell", Ranks: "all"},
+		{Name: "job-exec", Ranks: "0"},
 	}
 }

@@ -1,0 +1,437 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/user"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/job"
+	"github.com/fluxgo/fluxgo/pkg/fsd"
+	"github.com/fluxgo/fluxgo/pkg/hostlist"
+	"github.com/fluxgo/fluxgo/pkg/idset"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+)
+
+// flux jobs [OPTIONS] [JOBID...]: list jobs (flux-jobs(1)).
+
+// jobsFormats are the named formats (flux jobs --format=help).
+var jobsFormats = []struct{ name, desc, format string }{
+	{"default", "Default flux-jobs format string",
+		"{id.f58:>12} ?:{queue:<8.8} +:{username:<8.8} {name:<10.10+} {status_abbrev:>2.2} {ntasks:>6} {nnodes:>6h} {contextual_time!F:>8h} {contextual_info}"},
+	{"cute", "Cute flux-jobs format string (default with emojis)",
+		"{id.f58:>12} ?:{queue:<8.8} +:{username:<8.8} {name:<10.10+} {status_emoji:>5.5} {ntasks:>6} {nnodes:>6h} {contextual_time!F:>8h} {contextual_info}"},
+	{"long", "Extended flux-jobs format string",
+		"{id.f58:>12} ?:{queue:<8.8} +:{username:<8.8} {name:<10.10+} {status:>9.9} {ntasks:>6} {nnodes:>6h} {t_submit!d:%b%d %R::>12} {t_remaining!F:>12h} {contextual_time!F:>8h} {contextual_info}"},
+	{"deps", "Show job urgency, priority, and dependencies",
+		"{id.f58:>12} ?:{queue:<8.8} {name:<10.10+} {urgency:<3} {priority:<12} {state:<8.8} {dependencies}"},
+	{"endreason", "Show why each job ended",
+		"{id.f58:>12} ?:{queue:<8.8} +:{username:<8.8} {name:<10.10+} {status_abbrev:>2.2} {t_inactive!d:%b%d %R::>12h} {inactive_reason}"},
+}
+
+// jobsOptions are the inputs of flux jobs.
+type jobsOptions struct {
+	all, allUsers bool
+	count         int
+	filters       []string
+	since         string
+	noHeader      bool
+	user          string
+	name          string
+	queues        []string
+	include       string
+	format        string
+	sort          string
+	json          bool
+	color         string
+	stats         bool
+	statsOnly     bool
+	ids           []string
+	userChanged   bool
+	now           time.Time
+}
+
+func newJobsCmd() *cobra.Command {
+	var o jobsOptions
+	cmd := &cobra.Command{
+		Use:   "jobs [OPTIONS] [JOBID...]",
+		Short: "List jobs",
+		Long: `List jobs. By default only pending and running jobs of the current user
+are listed; -a adds inactive jobs, -A lists every user's jobs.
+
+Formats use Python's format syntax; see flux-jobs(1) for the field names.
+Named formats: ` + jobsFormatNames() + ` (--format=help describes them).`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.ids = args
+			o.userChanged = cmd.Flags().Changed("user")
+			o.now = time.Now()
+			ctx, cancel := cmdContext()
+			defer cancel()
+			if o.format == "help" {
+				printJobsFormats(cmd.OutOrStdout())
+				return nil
+			}
+			h, err := openHandle()
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			return runJobs(ctx, h, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVarP(&o.all, "all", "a", false, "List jobs in all states")
+	f.BoolVarP(&o.allUsers, "all-users", "A", false, "List all jobs for all users")
+	f.IntVarP(&o.count, "count", "c", 1000, "Limit output to N jobs (default 1000)")
+	f.StringSliceVarP(&o.filters, "filter", "f", nil, "List jobs with specific job state or result")
+	f.StringVar(&o.since, "since", "", "Include jobs that have become inactive since WHEN (implies -a if no other --filter option is specified)")
+	f.BoolVarP(&o.noHeader, "no-header", "n", false, "Suppress printing of header line")
+	f.BoolVar(&o.noHeader, "suppress-header", false, "Suppress printing of header line")
+	f.MarkHidden("suppress-header")
+	f.StringVarP(&o.user, "user", "u", "", "Limit output to specific username or userid (Specify \"all\" for all users)")
+	f.StringVar(&o.name, "name", "", "Limit output to specific job name")
+	f.StringSliceVarP(&o.queues, "queue", "q", nil, "Limit output to specific queue or queues")
+	f.StringVarP(&o.include, "include", "i", "", "Limit output to jobs that were allocated to the specified HOSTS or RANKS provided as a hostlist or idset")
+	f.StringVarP(&o.format, "format", "o", "default", "Specify output format using Python's string format syntax or a defined format by name (use 'help' to get a list of names)")
+	f.StringVar(&o.sort, "sort", "", "Specify sort order")
+	f.BoolVar(&o.json, "json", false, "Output jobs in JSON instead of formatted output")
+	f.StringVar(&o.color, "color", "auto", "Colorize output; WHEN can be 'never', 'always', or 'auto' (default)")
+	f.Lookup("color").NoOptDefVal = "always"
+	f.BoolVar(&o.stats, "stats", false, "Print job statistics before header")
+	f.BoolVar(&o.statsOnly, "stats-only", false, "Print job statistics only and exit")
+	// -A and -a are single-letter flags in flux-core; keep the long names hidden
+	f.Lookup("all-users").Hidden = true
+	return cmd
+}
+
+func jobsFormatNames() string {
+	var names []string
+	for _, f := range jobsFormats {
+		names = append(names, f.name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func printJobsFormats(w io.Writer) {
+	fmt.Fprintln(w, "flux-jobs: Named output formats:")
+	for _, f := range jobsFormats {
+		fmt.Fprintf(w, "  %-10s %s\n", f.name, f.desc)
+	}
+}
+
+// jobsFormatString resolves a named format (or FLUX_JOBS_FORMAT_DEFAULT).
+func jobsFormatString(name string) string {
+	if name == "default" {
+		if env := os.Getenv("FLUX_JOBS_FORMAT_DEFAULT"); env != "" {
+			name = env
+		}
+	}
+	for _, f := range jobsFormats {
+		if f.name == name {
+			return f.format
+		}
+	}
+	return name
+}
+
+// jobsLookupUser resolves a user name or numeric uid.
+func jobsLookupUser(s string) (uint32, error) {
+	if n, err := strconv.ParseUint(s, 10, 32); err == nil {
+		return uint32(n), nil
+	}
+	u, err := user.Lookup(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid user %s", s)
+	}
+	n, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("invalid user %s", s)
+	}
+	return uint32(n), nil
+}
+
+// parseSince reads --since: "-FSD" (an offset from now), a timestamp, or
+// "YYYY-MM-DD[ HH:MM[:SS]]".
+func parseSince(s string, now time.Time) (float64, error) {
+	if s == "now" {
+		return float64(now.UnixNano()) / 1e9, nil
+	}
+	if rest, ok := strings.CutPrefix(s, "-"); ok {
+		d, err := fsd.Parse(rest)
+		if err != nil {
+			return 0, fmt.Errorf("invalid --since %q: %w", s, err)
+		}
+		return float64(now.UnixNano())/1e9 - d, nil
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return f, nil
+	}
+	for _, layout := range []string{"2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02T15:04:05", "2006-01-02", "15:04"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			if layout == "15:04" {
+				t = time.Date(now.Year(), now.Month(), now.Day(), t.Hour(), t.Minute(), 0, 0, time.Local)
+			}
+			return float64(t.UnixNano()) / 1e9, nil
+		}
+	}
+	return 0, fmt.Errorf("invalid --since %q: use -DURATION, a timestamp or YYYY-MM-DD [HH:MM[:SS]]", s)
+}
+
+// jobsConstraint builds the job-list constraint and the user filter.
+func jobsConstraint(o *jobsOptions) (any, float64, error) {
+	var since float64
+	filtered := len(o.filters) > 0
+	if o.since != "" {
+		t, err := parseSince(o.since, o.now)
+		if err != nil {
+			return nil, 0, err
+		}
+		if t > float64(o.now.UnixNano())/1e9 {
+			return nil, 0, fmt.Errorf("--since=%s appears to be in the future", o.since)
+		}
+		since = t
+		if !filtered {
+			o.all = true
+		}
+	}
+	var states job.State
+	var results job.Result
+	filters := o.filters
+	if o.all && !filtered {
+		filters = []string{"pending", "running", "inactive"}
+	}
+	if len(filters) == 0 {
+		filters = []string{"pending", "running"}
+	}
+	for _, f := range filters {
+		for _, w := range strings.Split(f, ",") {
+			if w == "" {
+				continue
+			}
+			s, r, err := job.ParseStateOrResult(w)
+			if err != nil {
+				return nil, 0, fmt.Errorf("invalid filter specified: %s", w)
+			}
+			states |= s
+			results |= r
+		}
+	}
+	var and []any
+	uid := uint64(os.Getuid())
+	switch {
+	case o.allUsers || o.user == "all":
+		uid = math.MaxUint32
+	case o.user != "":
+		n, err := jobsLookupUser(o.user)
+		if err != nil {
+			return nil, 0, err
+		}
+		uid = uint64(n)
+	case o.include != "":
+		uid = math.MaxUint32 // --include implies every user
+	}
+	if uid != math.MaxUint32 {
+		and = append(and, map[string]any{"userid": []uint64{uid}})
+	}
+	switch {
+	case states != 0 && results != 0:
+		and = append(and, map[string]any{"or": []any{
+			map[string]any{"states": []uint32{uint32(states)}},
+			map[string]any{"results": []uint32{uint32(results)}}}})
+	case states != 0:
+		and = append(and, map[string]any{"states": []uint32{uint32(states)}})
+	case results != 0:
+		and = append(and, map[string]any{"results": []uint32{uint32(results)}})
+	}
+	if o.name != "" {
+		and = append(and, map[string]any{"name": []string{o.name}})
+	}
+	if len(o.queues) > 0 {
+		and = append(and, map[string]any{"queue": o.queues})
+	}
+	if o.include != "" {
+		if ids, err := idset.Parse(o.include); err == nil {
+			and = append(and, map[string]any{"ranks": []string{ids.String()}})
+		} else if hl, err := hostlist.Parse(o.include); err == nil {
+			and = append(and, map[string]any{"hostlist": []string{hl.String()}})
+		} else {
+			return nil, 0, fmt.Errorf("-i/--include: invalid targets: %s", o.include)
+		}
+	}
+	if and == nil {
+		and = []any{}
+	}
+	return map[string]any{"and": and}, since, nil
+}
+
+// runJobs fetches and prints jobs.
+func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Writer) error {
+	if o.json && (o.stats || o.statsOnly) {
+		return fmt.Errorf("--json incompatible with --stats or --stats-only")
+	}
+	if o.stats || o.statsOnly {
+		active, err := printJobStats(ctx, h, out)
+		if err != nil {
+			return err
+		}
+		if o.statsOnly {
+			if !active {
+				return exitCode(1)
+			}
+			return nil
+		}
+	}
+	of, err := compileFormat(jobsFormatString(o.format), jobFieldSource)
+	if err != nil {
+		return fmt.Errorf("Error in user format: %w", err)
+	}
+	attrs := jobFieldsAttrs(of.fields)
+	if o.json {
+		o.noHeader = true
+		attrs = []string{job.AttrAll}
+	}
+	now := float64(o.now.UnixNano()) / 1e9
+	var rows []jobRow
+	truncated := false
+	if len(o.ids) > 0 {
+		for _, s := range o.ids {
+			id, err := parseJobIDArg(s)
+			if err != nil {
+				return err
+			}
+			j, err := job.ListID(ctx, h, id, attrs, 0)
+			if err != nil {
+				fmt.Fprintf(errw, "flux-jobs: %s: %s\n", s, flux.ErrorText(err))
+				continue
+			}
+			rows = append(rows, jobRow{Info: j, now: now})
+		}
+	} else {
+		c, since, err := jobsConstraint(&o)
+		if err != nil {
+			return err
+		}
+		max := o.count
+		if max > 0 {
+			max++
+		}
+		err = job.ListPages(ctx, h, job.ListRequest{MaxEntries: max, Attrs: attrs, Since: since, Constraint: c},
+			func(p []byte) error {
+				return job.DecodeJobs(p, func(j *job.Info) { rows = append(rows, jobRow{Info: j, now: now}) })
+			})
+		if err != nil {
+			return err
+		}
+		if o.count > 0 && len(rows) > o.count {
+			rows = rows[:o.count]
+			truncated = true
+		}
+	}
+	if o.sort != "" {
+		if err := sortItems(rows, o.sort, jobFieldSource); err != nil {
+			return err
+		}
+	}
+	if o.json {
+		list := make([]map[string]any, len(rows))
+		for i, r := range rows {
+			list[i] = jobJSON(r)
+		}
+		var v any = map[string]any{"jobs": list}
+		if len(o.ids) == 1 {
+			if len(list) == 0 {
+				return exitCode(1)
+			}
+			v = list[0]
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s\n", b)
+		return nil
+	}
+	if err := of.prepare(rows); err != nil {
+		return err
+	}
+	bw := newJobsOut(out)
+	if !o.noHeader {
+		bw.line(of.header())
+	}
+	for _, r := range rows {
+		l, err := of.line(r)
+		if err != nil {
+			return err
+		}
+		bw.line(l)
+	}
+	if err := bw.flush(); err != nil {
+		return err
+	}
+	if !o.noHeader && truncated {
+		fmt.Fprintf(errw, "warning: output truncated at %d jobs.\n", o.count)
+		fmt.Fprintln(errw, "Use --count to increase returned results or use filters to alter results.")
+	}
+	return nil
+}
+
+// printJobStats prints the --stats line; it reports whether any job is
+// active.
+func printJobStats(ctx context.Context, h *flux.Handle, out io.Writer) (bool, error) {
+	var st struct {
+		JobStates      map[string]int `json:"job_states"`
+		Successful     int            `json:"successful"`
+		Failed         int            `json:"failed"`
+		Canceled       int            `json:"canceled"`
+		Timeout        int            `json:"timeout"`
+		InactivePurged int            `json:"inactive_purged"`
+	}
+	if err := h.Call(ctx, "job-list.job-stats", flux.NodeidAny, map[string]any{}, &st); err != nil {
+		return false, fmt.Errorf("error retrieving job stats: %w", err)
+	}
+	pending := st.JobStates["depend"] + st.JobStates["priority"] + st.JobStates["sched"]
+	running := st.JobStates["run"] + st.JobStates["cleanup"]
+	failed := st.Failed + st.Canceled + st.Timeout
+	fmt.Fprintf(out, "%d running, %d completed, %d failed, %d pending, %d inactive purged\n",
+		running, st.Successful, failed, pending, st.InactivePurged)
+	return pending+running > 0, nil
+}
+
+// jobsOut buffers output lines (listings can be long).
+type jobsOut struct {
+	w   io.Writer
+	buf []byte
+	err error
+}
+
+func newJobsOut(w io.Writer) *jobsOut { return &jobsOut{w: w, buf: make([]byte, 0, 64*1024)} }
+
+func (l *jobsOut) line(s string) {
+	l.buf = append(append(l.buf, s...), '\n')
+	if len(l.buf) > 60*1024 {
+		l.flush()
+	}
+}
+
+func (l *jobsOut) flush() error {
+	if l.err == nil && len(l.buf) > 0 {
+		_, l.err = l.w.Write(l.buf)
+	}
+	l.buf = l.buf[:0]
+	return l.err
+}
+
+// sortJobIDs orders ids newest first (for flux job last fallbacks).
+func sortJobIDs(ids []jobid.ID) {
+	sort.Slice(ids, func(a, b int) bool { return ids[a] > ids[b] })
+}

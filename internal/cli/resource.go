@@ -1,0 +1,489 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/resource"
+	"github.com/fluxgo/fluxgo/pkg/hostlist"
+	"github.com/fluxgo/fluxgo/pkg/idset"
+	"github.com/fluxgo/fluxgo/pkg/rset"
+)
+
+// flux resource: list (the scheduler's view), info, R, status (the
+// administrative view), drain and undrain, after flux-resource(1). The
+// output formats use the flux jobs format engine (jobs_format.go).
+
+func newResourceCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "resource",
+		Short: "List and manipulate the instance's resources",
+		Long: `flux resource lists the instance's resources as the scheduler sees them
+(list, info, R) or as the resource service does (status), and drains and
+undrains nodes.`,
+	}
+	cmd.AddCommand(newResourceListCmd(), newResourceInfoCmd(), newResourceRCmd(),
+		newResourceStatusCmd(), newResourceDrainCmd(), newResourceUndrainCmd())
+	return cmd
+}
+
+// resourceFormats are the named formats of flux resource list/status/drain.
+var resourceFormats = map[string][][2]string{
+	"list": {
+		{"default", "{state:>10} ?:{queue:<8.8} ?:{propertiesx:<10.10+} {nnodes:>6} {ncores:>6} {ngpus:>5} {nodelist}"},
+		{"rlist", "{state:>10} ?:{queue:<8.8} ?:{propertiesx:<10.10+} {nnodes:>6} {ncores:>6} {ngpus:>5} {rlist}"},
+	},
+	"status": {
+		{"default", "{state:>10} {color_up}{up:>2}{color_off} {nnodes:>6} {nodelist}"},
+		{"long", "{state:>10} {color_up}{up:>2}{color_off} {nnodes:>6} {reason:<30.30+} {nodelist}"},
+	},
+	"drain": {
+		{"default", "{timestamp!d:%b%d %R::<12} {state:<8.8} {reason:<30.30+} {nodelist}"},
+		{"long", "{timestamp!d:%FT%T::<20} {state:<8.8} {ranks:<8.8+} {reason:<30.30+} {nodelist}"},
+	},
+}
+
+// resourceFormat resolves a format name of cmd ("default", "long" ...)
+// or returns fmtString as given.
+func resourceFormat(cmd, fmtString string) string {
+	for _, f := range resourceFormats[cmd] {
+		if f[0] == fmtString {
+			return f[1]
+		}
+	}
+	return fmtString
+}
+
+func printResourceFormats(cmd string, w io.Writer) {
+	fmt.Fprintf(w, "%s formats:\n", cmd)
+	for _, f := range resourceFormats[cmd] {
+		fmt.Fprintf(w, "  %-8s %s\n", f[0], f[1])
+	}
+}
+
+// withHandle runs fn with a handle to the enclosing instance.
+func withHandle(fn func(ctx context.Context, h *flux.Handle) error) error {
+	ctx, cancel := cmdContext()
+	defer cancel()
+	h, err := openHandle()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	return fn(ctx, h)
+}
+
+// ---- list, info, R ----
+
+type resourceListOptions struct {
+	format   string
+	states   string
+	noHeader bool
+	include  string
+}
+
+func newResourceListCmd() *cobra.Command {
+	var o resourceListOptions
+	cmd := &cobra.Command{
+		Use:   "list [OPTIONS]",
+		Short: "Show the scheduler's view of resources",
+		Long: `Show the scheduler's view of resources, one line per state (and per set of
+properties): free, allocated and down by default. States: up, down,
+allocated, free, all. Named formats: default, rlist (-o help lists them).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.format == "help" {
+				printResourceFormats("list", cmd.OutOrStdout())
+				return nil
+			}
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				ss, err := resource.GetSchedStatus(ctx, h)
+				if err != nil {
+					return err
+				}
+				return runResourceList(ss, o, cmd.OutOrStdout())
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.format, "format", "o", "default", "Output format (Python format syntax) or a format name (use 'help' to list them)")
+	f.StringVarP(&o.states, "states", "s", "free,allocated,down", "Show resources in these states (up, down, allocated, free, all)")
+	f.BoolVarP(&o.noHeader, "no-header", "n", false, "Suppress the header line")
+	f.StringVarP(&o.include, "include", "i", "", "Only resources on these TARGETS (an idset of ranks or a hostlist)")
+	return cmd
+}
+
+func newResourceInfoCmd() *cobra.Command {
+	var o resourceListOptions
+	cmd := &cobra.Command{
+		Use:   "info [OPTIONS]",
+		Short: "Show a one-line summary of the scheduler's view of resources",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.format = "{nnodes} Nodes, {ncores} Cores, {ngpus} GPUs"
+			o.noHeader = true
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				ss, err := resource.GetSchedStatus(ctx, h)
+				if err != nil {
+					return err
+				}
+				return runResourceList(ss, o, cmd.OutOrStdout())
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&o.states, "states", "s", "all", "Count resources in these states")
+	cmd.Flags().StringVarP(&o.include, "include", "i", "", "Only resources on these TARGETS (an idset of ranks or a hostlist)")
+	return cmd
+}
+
+func newResourceRCmd() *cobra.Command {
+	var o resourceListOptions
+	cmd := &cobra.Command{
+		Use:   "R [OPTIONS]",
+		Short: "Print the scheduler's view of resources as an RFC 20 R",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				ss, err := resource.GetSchedStatus(ctx, h)
+				if err != nil {
+					return err
+				}
+				return runResourceR(ss, o, cmd.OutOrStdout())
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&o.states, "states", "s", "all", "Include resources in these states")
+	cmd.Flags().StringVarP(&o.include, "include", "i", "", "Only resources on these TARGETS (an idset of ranks or a hostlist)")
+	return cmd
+}
+
+var listStates = []string{"up", "down", "allocated", "free", "all"}
+
+// parseStates splits a -s argument and checks each state.
+func parseStates(arg string, valid []string) ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(arg, ",") {
+		s = strings.TrimSpace(s)
+		if !slices.Contains(valid, s) {
+			return nil, fmt.Errorf("invalid resource state %q (valid: %s)", s, strings.Join(valid, ","))
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// includeRanks resolves -i TARGETS against R; hosts or ranks that do not
+// exist are not an error.
+func includeRanks(targets string, R *rset.R) (idset.Set, error) {
+	if ids, err := idset.Parse(targets); err == nil {
+		return ids, nil
+	}
+	hl, err := hostlist.Parse(targets)
+	if err != nil {
+		return idset.Set{}, fmt.Errorf("--include %q is neither an idset nor a hostlist", targets)
+	}
+	var ids idset.Set
+	for h := range hl.All() {
+		if r, err := R.RanksOf(hostlist.New(h)); err == nil {
+			ids = ids.Union(r)
+		}
+	}
+	return ids, nil
+}
+
+// filterSchedStatus applies -i to every set.
+func filterSchedStatus(ss *resource.SchedStatus, include string) (*resource.SchedStatus, error) {
+	if include == "" {
+		return ss, nil
+	}
+	ids, err := includeRanks(include, ss.All)
+	if err != nil {
+		return nil, err
+	}
+	return &resource.SchedStatus{All: ss.All.CopyRanks(ids), Down: ss.Down.CopyRanks(ids), Allocated: ss.Allocated.CopyRanks(ids)}, nil
+}
+
+// rlistLine is one line of flux resource list: a state and its resources
+// that share the values of the format's grouping fields.
+type rlistLine struct {
+	state string
+	set   *rset.R
+}
+
+func propertyNames(r *rset.R) string {
+	names := make([]string, 0)
+	for name := range r.Properties() {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ",")
+}
+
+var rlistFields = fieldSource[rlistLine]{
+	get: func(name string) (func(rlistLine) fmtVal, error) {
+		switch name {
+		case "state":
+			return func(l rlistLine) fmtVal { return vStr(l.state) }, nil
+		case "queue":
+			return func(rlistLine) fmtVal { return vStr("") }, nil
+		case "properties", "propertiesx":
+			return func(l rlistLine) fmtVal { return vStr(propertyNames(l.set)) }, nil
+		case "nnodes":
+			return func(l rlistLine) fmtVal { return vInt(int64(l.set.NNodes())) }, nil
+		case "ncores":
+			return func(l rlistLine) fmtVal { return vInt(int64(l.set.NCores())) }, nil
+		case "ngpus":
+			return func(l rlistLine) fmtVal { return vInt(int64(l.set.NGPUs())) }, nil
+		case "ranks":
+			return func(l rlistLine) fmtVal { return vStr(l.set.Ranks().String()) }, nil
+		case "nodelist":
+			return func(l rlistLine) fmtVal { return vStr(l.set.Nodelist().String()) }, nil
+		case "rlist":
+			return func(l rlistLine) fmtVal { return vStr(l.set.String()) }, nil
+		}
+		return nil, fmt.Errorf("unknown format field %q", name)
+	},
+	heading: func(name string) string {
+		switch name {
+		case "properties", "propertiesx":
+			return "PROPERTIES"
+		case "rlist":
+			return "LIST"
+		}
+		return strings.ToUpper(name)
+	},
+}
+
+// runResourceList prints ss as flux resource list does: for each state,
+// the resources that give the same values for the grouping fields of the
+// format (state, properties, queue) make one line; an empty state still
+// makes a line.
+func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Writer) error {
+	states, err := parseStates(o.states, listStates)
+	if err != nil {
+		return err
+	}
+	if ss, err = filterSchedStatus(ss, o.include); err != nil {
+		return err
+	}
+	format := resourceFormat("list", o.format)
+	of, err := compileFormat(format, rlistFields)
+	if err != nil {
+		return err
+	}
+	fields, _ := parseFormat(format)
+	var names []string
+	for _, f := range fields {
+		if f.name != "" {
+			names = append(names, f.name)
+		}
+	}
+	var keyFields []string
+	if len(names) > 1 || slices.Contains(names, "state") {
+		for _, n := range names {
+			if n == "state" || n == "properties" || n == "propertiesx" || n == "queue" {
+				keyFields = append(keyFields, n)
+			}
+		}
+	}
+	keyOf := func(state string, props string) string {
+		var b strings.Builder
+		for _, n := range keyFields {
+			switch n {
+			case "state":
+				b.WriteString(state)
+			case "properties", "propertiesx":
+				b.WriteString(props)
+			}
+			b.WriteByte(':')
+		}
+		return b.String()
+	}
+	type group struct {
+		state string
+		sets  []*rset.R
+		ranks map[*rset.R]idset.Set
+	}
+	var order []string
+	groups := map[string]*group{}
+	add := func(key, state string, set *rset.R, ranks idset.Set, empty bool) {
+		g := groups[key]
+		if g == nil {
+			g = &group{state: state, ranks: map[*rset.R]idset.Set{}}
+			groups[key] = g
+			order = append(order, key)
+		}
+		if empty {
+			return
+		}
+		if _, ok := g.ranks[set]; !ok {
+			g.sets = append(g.sets, set)
+		}
+		g.ranks[set] = g.ranks[set].Union(ranks)
+	}
+	for _, state := range states {
+		set, err := ss.State(state)
+		if err != nil {
+			return err
+		}
+		if set.Empty() {
+			add(keyOf(state, ""), state, set, idset.Set{}, true)
+			continue
+		}
+		byProps := map[string]idset.Set{}
+		var propOrder []string
+		for rank := range set.Ranks().All() {
+			p := strings.Join(set.RankProperties(rank), ",")
+			if _, ok := byProps[p]; !ok {
+				propOrder = append(propOrder, p)
+			}
+			s := byProps[p]
+			s.Add(rank)
+			byProps[p] = s
+		}
+		for _, p := range propOrder {
+			add(keyOf(state, p), state, set, byProps[p], false)
+		}
+	}
+	var lines []rlistLine
+	for _, key := range order {
+		g := groups[key]
+		line := rlistLine{state: g.state, set: rset.New()}
+		for _, s := range g.sets {
+			line.set = line.set.Union(s.CopyRanks(g.ranks[s]))
+		}
+		lines = append(lines, line)
+	}
+	return printFormatted(of, lines, o.noHeader, w)
+}
+
+func printFormatted[T any](of *outputFormat[T], items []T, noHeader bool, w io.Writer) error {
+	if err := of.prepare(items); err != nil {
+		return err
+	}
+	var b strings.Builder
+	if !noHeader {
+		b.WriteString(of.header())
+		b.WriteByte('\n')
+	}
+	for _, it := range items {
+		l, err := of.line(it)
+		if err != nil {
+			return err
+		}
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// runResourceR prints the union of the chosen states as one R.
+func runResourceR(ss *resource.SchedStatus, o resourceListOptions, w io.Writer) error {
+	states, err := parseStates(o.states, listStates)
+	if err != nil {
+		return err
+	}
+	if ss, err = filterSchedStatus(ss, o.include); err != nil {
+		return err
+	}
+	out := rset.New()
+	for _, state := range states {
+		set, err := ss.State(state)
+		if err != nil {
+			return err
+		}
+		out = out.Union(set)
+	}
+	_, err = fmt.Fprintf(w, "%s\n", out.Encode())
+	return err
+}
+
+// ---- drain, undrain ----
+
+type resourceDrainOptions struct {
+	force    int
+	update   bool
+	format   string
+	noHeader bool
+	include  string
+	color    string
+}
+
+func newResourceDrainCmd() *cobra.Command {
+	var o resourceDrainOptions
+	cmd := &cobra.Command{
+		Use:   "drain [OPTIONS] [TARGETS [REASON...]]",
+		Short: "Drain nodes, or list drained nodes",
+		Long: `Without TARGETS, list drained nodes. With TARGETS (an idset of ranks or a
+hostlist), drain them: the scheduler gives them no new work. The remaining
+arguments are the reason. Draining is for the instance owner.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				if o.format == "help" {
+					printResourceFormats("drain", cmd.OutOrStdout())
+					return nil
+				}
+				so := resourceStatusOptions{format: resourceFormat("drain", o.format), states: "drain", statesSet: true,
+					skipEmpty: true, noHeader: o.noHeader, include: o.include, color: o.color}
+				return withHandle(func(ctx context.Context, h *flux.Handle) error {
+					return resourceStatus(ctx, h, so, cmd.OutOrStdout())
+				})
+			}
+			if o.force > 0 && o.update {
+				return fmt.Errorf("only one of --force and --update may be specified")
+			}
+			mode := resource.DrainFail
+			switch {
+			case o.update:
+				mode = resource.DrainUpdate
+			case o.force == 1:
+				mode = resource.DrainOverwrite
+			case o.force >= 2:
+				mode = resource.DrainForceOverwrite
+			}
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				err := resource.Drain(ctx, h, args[0], strings.Join(args[1:], " "), mode)
+				if errors.Is(err, syscall.EEXIST) {
+					fmt.Fprintf(cmd.ErrOrStderr(), "flux-resource: %s\nflux-resource: Use --force to overwrite existing drain reason\n", flux.ErrorText(err))
+					return exitCode(1)
+				}
+				return err
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.SetInterspersed(false) // the reason may hold words starting with '-'
+	f.CountVarP(&o.force, "force", "f", "Overwrite the reason of nodes already drained (twice: and their timestamp)")
+	f.BoolVarP(&o.update, "update", "u", false, "Leave nodes already drained as they are")
+	f.StringVarP(&o.format, "format", "o", "default", "Output format when listing (use 'help' to list the named ones)")
+	f.BoolVarP(&o.noHeader, "no-header", "n", false, "Suppress the header line")
+	f.StringVarP(&o.include, "include", "i", "", "Only list these TARGETS (an idset of ranks or a hostlist)")
+	f.StringVarP(&o.color, "color", "L", "auto", "Use color; WHEN is never, always or auto")
+	f.Lookup("color").NoOptDefVal = "always"
+	return cmd
+}
+
+func newResourceUndrainCmd() *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "undrain [OPTIONS] TARGETS",
+		Short: "Return drained nodes to service",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				return resource.Undrain(ctx, h, args[0], force)
+			})
+		},
+	}
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "Do not fail if some TARGETS are not drained")
+	return cmd
+}

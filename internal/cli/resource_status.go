@@ -1,0 +1,283 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/resource"
+	"github.com/fluxgo/fluxgo/pkg/idset"
+)
+
+// flux resource status (and the listing of flux resource drain): the
+// administrative view, one line per state and online status.
+
+type resourceStatusOptions struct {
+	format    string
+	states    string
+	statesSet bool // -s given
+	noHeader  bool
+	skipEmpty bool
+	include   string
+	color     string
+}
+
+func newResourceStatusCmd() *cobra.Command {
+	var o resourceStatusOptions
+	cmd := &cobra.Command{
+		Use:   "status [OPTIONS]",
+		Short: "Show the resource service's view of nodes",
+		Long: `Show nodes by state: avail (usable when online), exclude (withheld by
+configuration), draining (drained, still running jobs), drained, and whether
+they are online or offline (state marked '*'). States for -s: all, online,
+avail, offline, exclude, drain, draining, drained. Named formats: default,
+long (-o help lists them).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.format == "help" {
+				printResourceFormats("status", cmd.OutOrStdout())
+				return nil
+			}
+			o.statesSet = cmd.Flags().Changed("states")
+			o.format = resourceFormat("status", o.format)
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				return resourceStatus(ctx, h, o, cmd.OutOrStdout())
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.format, "format", "o", "default", "Output format (Python format syntax) or a format name")
+	f.StringVarP(&o.states, "states", "s", "avail,exclude,draining,drained", "Show nodes in these states")
+	f.BoolVarP(&o.noHeader, "no-header", "n", false, "Suppress the header line")
+	f.BoolVar(&o.skipEmpty, "skip-empty", false, "Skip empty lines even with --states")
+	f.StringVarP(&o.include, "include", "i", "", "Only these TARGETS (an idset of ranks or a hostlist)")
+	f.StringVarP(&o.color, "color", "L", "auto", "Use color; WHEN is never, always or auto")
+	f.Lookup("color").NoOptDefVal = "always"
+	return cmd
+}
+
+// resourceStatus fetches both views and prints the status lines.
+func resourceStatus(ctx context.Context, h *flux.Handle, o resourceStatusOptions, w io.Writer) error {
+	st, err := resource.GetStatus(ctx, h)
+	if err != nil {
+		return err
+	}
+	var allocated idset.Set
+	if ss, err := resource.GetSchedStatus(ctx, h); err == nil {
+		allocated = ss.Allocated.Ranks()
+	}
+	color, err := useColor(o.color, w)
+	if err != nil {
+		return err
+	}
+	return runResourceStatus(st, allocated, o, color, w)
+}
+
+var statusStates = []string{"all", "online", "avail", "offline", "exclude", "drain", "draining", "drained"}
+
+// statusLine is one line of flux resource status.
+type statusLine struct {
+	state     string
+	online    bool
+	ranks     idset.Set
+	nodelist  string
+	reason    string
+	timestamp float64
+}
+
+var statusFields = fieldSource[statusLine]{
+	get: func(name string) (func(statusLine) fmtVal, error) {
+		switch name {
+		case "state":
+			return func(l statusLine) fmtVal {
+				if !l.online {
+					return vStr(l.state + "*")
+				}
+				return vStr(l.state)
+			}, nil
+		case "statex":
+			return func(l statusLine) fmtVal { return vStr(l.state) }, nil
+		case "status":
+			return func(l statusLine) fmtVal {
+				if l.online {
+					return vStr("online")
+				}
+				return vStr("offline")
+			}, nil
+		case "up", "up.ascii":
+			yes, no := "✔", "✗"
+			if name == "up.ascii" {
+				yes, no = "y", "n"
+			}
+			return func(l statusLine) fmtVal {
+				if l.online {
+					return vStr(yes)
+				}
+				return vStr(no)
+			}, nil
+		case "color_up":
+			return func(l statusLine) fmtVal {
+				if l.online {
+					return vStr("\033[01;32m")
+				}
+				return vStr("\033[01;31m")
+			}, nil
+		case "color_off":
+			return func(statusLine) fmtVal { return vStr("\033[0;0m") }, nil
+		case "nnodes":
+			return func(l statusLine) fmtVal { return vInt(int64(l.ranks.Count())) }, nil
+		case "ranks":
+			return func(l statusLine) fmtVal { return vStr(l.ranks.String()) }, nil
+		case "nodelist":
+			return func(l statusLine) fmtVal { return vStr(l.nodelist) }, nil
+		case "reason":
+			return func(l statusLine) fmtVal { return vStr(l.reason) }, nil
+		case "timestamp":
+			return func(l statusLine) fmtVal {
+				if l.timestamp == 0 {
+					return vStr("")
+				}
+				return vFloat(l.timestamp)
+			}, nil
+		}
+		return nil, fmt.Errorf("unknown format field %q", name)
+	},
+	heading: func(name string) string {
+		switch name {
+		case "statex":
+			return "STATE"
+		case "timestamp":
+			return "TIME"
+		case "up.ascii":
+			return "UP"
+		case "color_up", "color_off":
+			return ""
+		}
+		return strings.ToUpper(name)
+	},
+}
+
+// runResourceStatus builds and prints the status lines of st; allocated
+// are the ranks running jobs (drained nodes among them are "draining").
+func runResourceStatus(st *resource.Status, allocated idset.Set, o resourceStatusOptions, color bool, w io.Writer) error {
+	states, err := parseStates(o.states, statusStates)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(states, func(s string) bool { return s != "online" && s != "offline" }) {
+		states = append(states, "avail", "exclude", "draining", "drained")
+	}
+	format := o.format
+	if !color {
+		format = strings.NewReplacer("{color_up}", "", "{color_off}", "").Replace(format)
+	}
+	of, err := compileFormat(format, statusFields)
+	if err != nil {
+		return err
+	}
+	all := st.R.Ranks()
+	online := st.Online
+	if o.include != "" {
+		inc, err := includeRanks(o.include, st.R)
+		if err != nil {
+			return err
+		}
+		all = all.Intersect(inc)
+	}
+	has := func(names ...string) bool {
+		for _, n := range names {
+			if slices.Contains(states, n) {
+				return true
+			}
+		}
+		return false
+	}
+	includeOnline := has("online") || !has("offline")
+	includeOffline := has("offline") || !has("online")
+	drained := st.Drained().Intersect(all)
+	sets := map[string]idset.Set{
+		"avail":   all.Difference(st.Exclude).Difference(drained).Difference(st.Torpid),
+		"exclude": all.Intersect(st.Exclude),
+	}
+	// dedupe lines that format alike but for nodelist, ranks and nnodes
+	fields, _ := parseFormat(format)
+	var keyGetters []func(statusLine) fmtVal
+	for _, f := range fields {
+		if f.name == "" || f.name == "nodelist" || f.name == "ranks" || f.name == "nnodes" {
+			continue
+		}
+		g, err := statusFields.get(f.name)
+		if err != nil {
+			return err
+		}
+		keyGetters = append(keyGetters, g)
+	}
+	var lines []*statusLine
+	index := map[string]*statusLine{}
+	add := func(l statusLine) {
+		var b strings.Builder
+		for _, g := range keyGetters {
+			b.WriteString(g(l).String())
+			b.WriteByte(0)
+		}
+		key := b.String()
+		if cur, ok := index[key]; ok {
+			cur.ranks = cur.ranks.Union(l.ranks)
+			return
+		}
+		nl := l
+		index[key] = &nl
+		lines = append(lines, &nl)
+	}
+	for _, state := range []string{"avail", "exclude"} {
+		if !has(state, "all") {
+			continue
+		}
+		for _, on := range []bool{true, false} {
+			if (on && !includeOnline) || (!on && !includeOffline) {
+				continue
+			}
+			status := st.Offline
+			if on {
+				status = online
+			}
+			add(statusLine{state: state, online: on, ranks: sets[state].Intersect(status)})
+		}
+	}
+	for _, state := range []string{"draining", "drained"} {
+		if !has(state, "all", "drain") {
+			continue
+		}
+		ranks := drained.Intersect(allocated)
+		if state == "drained" {
+			ranks = drained.Difference(allocated)
+		}
+		if ranks.Empty() && includeOnline {
+			add(statusLine{state: state, online: true})
+		}
+		for rank := range ranks.All() {
+			on := online.Contains(rank)
+			if (on && !includeOnline) || (!on && !includeOffline) {
+				continue
+			}
+			d := st.Drain[rank]
+			add(statusLine{state: state, online: on, ranks: idset.New(rank), reason: d.Reason, timestamp: d.Timestamp})
+		}
+	}
+	skipEmpty := o.skipEmpty || !o.statesSet
+	skipEmptyOffline := !has("offline")
+	var out []statusLine
+	for _, l := range lines {
+		if l.ranks.Empty() && (skipEmpty || (!l.online && skipEmptyOffline)) {
+			continue
+		}
+		l.nodelist = st.R.CopyRanks(l.ranks).Nodelist().String()
+		out = append(out, *l)
+	}
+	return printFormatted(of, out, o.noHeader, w)
+}

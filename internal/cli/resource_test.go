@@ -1,0 +1,236 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/testinstance"
+	"github.com/fluxgo/fluxgo/pkg/flux/resource"
+	"github.com/fluxgo/fluxgo/pkg/idset"
+)
+
+// TestResourceListTranscript prints the resource.sched-status payload of
+// the flux-core transcript and compares with what flux-core printed.
+func TestResourceListTranscript(t *testing.T) {
+	dir := filepath.Join("..", "..", "testdata", "wire")
+	f, err := os.Open(filepath.Join(dir, "resource-list.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var payload json.RawMessage
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var rec struct {
+			Dir     string          `json:"dir"`
+			Topic   string          `json:"topic"`
+			Payload json.RawMessage `json:"payload"`
+		}
+		json.Unmarshal(sc.Bytes(), &rec)
+		if rec.Dir == "broker->client" && rec.Topic == "resource.sched-status" {
+			payload = rec.Payload
+		}
+	}
+	if payload == nil {
+		t.Fatal("no resource.sched-status response in the transcript")
+	}
+	want, err := os.ReadFile(filepath.Join(dir, "resource-list.stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOut := strings.TrimSuffix(string(want), "rc=0\n")
+	ss, err := resource.ParseSchedStatus(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := runResourceList(ss, resourceListOptions{format: "default", states: "free,allocated,down"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != wantOut {
+		t.Fatalf("got:\n%q\nwant:\n%q", out.String(), wantOut)
+	}
+}
+
+// schedStatus4 is 4 nodes × 4 cores (node[0-3]; nodes 2-3 with 2 GPUs and
+// property "gpu"): node 3 down, rank 0 cores 0-1 and rank 2 core 0 + gpu 0
+// allocated.
+const schedStatus4 = `{
+ "all": {"version":1,"execution":{"R_lite":[{"rank":"0-1","children":{"core":"0-3"}},{"rank":"2-3","children":{"core":"0-3","gpu":"0-1"}}],"nodelist":["node[0-3]"],"properties":{"gpu":"2-3"},"starttime":0,"expiration":0}},
+ "down": {"version":1,"execution":{"R_lite":[{"rank":"3","children":{"core":"0-3","gpu":"0-1"}}],"nodelist":["node3"],"properties":{"gpu":"3"},"starttime":0,"expiration":0}},
+ "allocated": {"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0-1"}},{"rank":"2","children":{"core":"0","gpu":"0"}}],"nodelist":["node[0,2]"],"properties":{"gpu":"2"},"starttime":0,"expiration":0}}
+}`
+
+func TestResourceListFormats(t *testing.T) {
+	ss, err := resource.ParseSchedStatus([]byte(schedStatus4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		o    resourceListOptions
+		want string
+	}{
+		{"default with properties", resourceListOptions{format: "default", states: "free,allocated,down"}, `     STATE PROPERTIES NNODES NCORES NGPUS NODELIST
+      free                 2      6     0 node[0-1]
+      free gpu             1      3     1 node2
+ allocated                 1      2     0 node0
+ allocated gpu             1      1     1 node2
+      down gpu             1      4     2 node3
+`},
+		{"custom no header", resourceListOptions{format: "{state} {ranks} {rlist}", states: "up,all", noHeader: true}, `up 0-2 rank[0-1]/core[0-3] rank2/core[0-3],gpu[0-1]
+all 0-3 rank[0-1]/core[0-3] rank[2-3]/core[0-3],gpu[0-1]
+`},
+		{"one field merges states", resourceListOptions{format: "{nnodes}", states: "free,down", noHeader: true}, "4\n"},
+		{"include hosts", resourceListOptions{format: "{state} {nodelist}", states: "free", include: "node[1-2],nosuch", noHeader: true}, "free node[1-2]\n"},
+		{"include ranks", resourceListOptions{format: "{state} {ncores}", states: "allocated", include: "2", noHeader: true}, "allocated 1\n"},
+		{"info", resourceListOptions{format: "{nnodes} Nodes, {ncores} Cores, {ngpus} GPUs", states: "all", noHeader: true}, "4 Nodes, 16 Cores, 4 GPUs\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := runResourceList(ss, tt.o, &out); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != tt.want {
+				t.Fatalf("got:\n%s\nwant:\n%s", out.String(), tt.want)
+			}
+		})
+	}
+	var out bytes.Buffer
+	if err := runResourceList(ss, resourceListOptions{format: "default", states: "bogus"}, &out); err == nil {
+		t.Fatal("accepted state bogus")
+	}
+	if err := runResourceR(ss, resourceListOptions{states: "down"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); !strings.HasPrefix(got, `{"version":1,"execution":{"R_lite":[{"rank":"3","children":{"core":"0-3","gpu":"0-1"}}]`) {
+		t.Fatalf("R: %s", got)
+	}
+}
+
+func TestResourceStatusLines(t *testing.T) {
+	st, err := resource.ParseStatus([]byte(`{
+	 "R": {"version":1,"execution":{"R_lite":[{"rank":"0-4","children":{"core":"0-3"}}],"nodelist":["node[0-4]"],"starttime":0,"expiration":0}},
+	 "online": "0-2,4", "offline": "3", "exclude": "4", "torpid": "",
+	 "drain": {"1-2": {"timestamp": 1764547200.5, "reason": "bad fan"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocated := idset.New(0, 2)
+	tests := []struct {
+		name string
+		o    resourceStatusOptions
+		want string
+	}{
+		{"default", resourceStatusOptions{format: resourceFormat("status", "default"), states: "avail,exclude,draining,drained"}, `     STATE UP NNODES NODELIST
+     avail  ✔      1 node0
+    avail*  ✗      1 node3
+   exclude  ✔      1 node4
+  draining  ✔      1 node2
+   drained  ✔      1 node1
+`},
+		{"long with states", resourceStatusOptions{format: resourceFormat("status", "long"), states: "drain", statesSet: true}, `     STATE UP NNODES REASON                         NODELIST
+  draining  ✔      1 bad fan                        node2
+   drained  ✔      1 bad fan                        node1
+`},
+		{"custom", resourceStatusOptions{format: "{statex} {status} {ranks} {up.ascii}", states: "avail", noHeader: true}, `avail online 0 y
+avail offline 3 n
+`},
+		{"online only", resourceStatusOptions{format: "{state} {nnodes}", states: "online", statesSet: true, noHeader: true}, `avail 1
+exclude 1
+draining 1
+drained 1
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := runResourceStatus(st, allocated, tt.o, false, &out); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != tt.want {
+				t.Fatalf("got:\n%s\nwant:\n%s", out.String(), tt.want)
+			}
+		})
+	}
+	// the drain listing
+	o := resourceStatusOptions{format: resourceFormat("drain", "long"), states: "drain", statesSet: true, skipEmpty: true}
+	var out bytes.Buffer
+	if err := runResourceStatus(st, idset.Set{}, o, false, &out); err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Unix(1764547200, 0).Format("2006-01-02T15:04:05")
+	want := "TIME                 STATE    RANKS    REASON                         NODELIST\n" +
+		ts + "  drained  1-2      bad fan                        node[1-2]\n"
+	if out.String() != want {
+		t.Fatalf("drain list:\n%q\nwant:\n%q", out.String(), want)
+	}
+}
+
+// TestResourceCommandsIntegration runs flux resource against a real
+// instance with a configured inventory of 4 nodes × 4 cores.
+func TestResourceCommandsIntegration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	inst := testinstance.Start(t, testinstance.Options{Size: 1, Attrs: map[string]string{
+		"resource.config":           `[{"hosts":"node[0-3]","cores":"0-3"}]`,
+		"resource.monitor-force-up": "1",
+	}})
+	want := `     STATE NNODES NCORES NGPUS NODELIST
+      free      4     16     0 node[0-3]
+ allocated      0      0     0 
+      down      0      0     0 
+`
+	var out string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out = inst.MustRun(t, "resource", "list")
+		if out == want || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if out != want {
+		t.Fatalf("flux resource list:\n%s\nwant:\n%s", out, want)
+	}
+	if got := inst.MustRun(t, "resource", "info"); got != "4 Nodes, 16 Cores, 0 GPUs\n" {
+		t.Fatalf("flux resource info: %q", got)
+	}
+	inst.MustRun(t, "resource", "drain", "node[1-2]", "fan", "broken")
+	r := inst.Run(t, "resource", "drain", "1")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "already drained") || !strings.Contains(r.Stderr, "--force") {
+		t.Fatalf("second drain: %+v", r)
+	}
+	if got := inst.MustRun(t, "resource", "drain", "-n", "-o", "{state} {reason} {nodelist}"); got != "drained fan broken node[1-2]\n" {
+		t.Fatalf("drain list: %q", got)
+	}
+	if got := inst.MustRun(t, "resource", "status", "-n", "-o", "{state} {nnodes} {nodelist}"); got != "avail 2 node[0,3]\ndrained 2 node[1-2]\n" {
+		t.Fatalf("status: %q", got)
+	}
+	if got := inst.MustRun(t, "resource", "list", "-n", "-s", "down", "-o", "{state} {nodelist}"); got != "down node[1-2]\n" {
+		t.Fatalf("list down: %q", got)
+	}
+	inst.MustRun(t, "resource", "undrain", "1-2")
+	r = inst.Run(t, "resource", "undrain", "1")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "not drained") {
+		t.Fatalf("second undrain: %+v", r)
+	}
+	var R struct {
+		Version   int `json:"version"`
+		Execution struct {
+			Nodelist []string `json:"nodelist"`
+		} `json:"execution"`
+	}
+	if err := json.Unmarshal([]byte(inst.MustRun(t, "resource", "R")), &R); err != nil || R.Execution.Nodelist[0] != "node[0-3]" {
+		t.Fatalf("flux resource R: %v %+v", err, R)
+	}
+}

@@ -1,0 +1,270 @@
+package joblist
+
+import (
+	"fmt"
+	"strconv"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/job"
+)
+
+// attrList is the resolved attrs of a request, in request order (the
+// response object keeps that order, as flux-core's does).
+type attrList []job.Attr
+
+// parseAttrs resolves requested attribute names ("all" expands to every
+// attribute). Unknown names are an EINVAL error naming the attribute.
+func parseAttrs(names []string) (attrList, error) {
+	out := make(attrList, 0, len(names))
+	var seen job.AttrSet
+	addOne := func(a job.Attr) {
+		if !seen.Has(a) {
+			seen.Add(a)
+			out = append(out, a)
+		}
+	}
+	for _, n := range names {
+		if n == job.AttrAll {
+			for _, name := range job.Attrs() {
+				a, _ := job.ParseAttr(name)
+				addOne(a)
+			}
+			continue
+		}
+		if n == "id" {
+			continue
+		}
+		a, ok := job.ParseAttr(n)
+		if !ok {
+			return nil, flux.NewError(syscall.EINVAL, fmt.Sprintf("%s is not a valid attribute", n))
+		}
+		addOne(a)
+	}
+	return out, nil
+}
+
+// appendJob appends r as a JSON object with id and the attributes that
+// are set (RFC 43: unset attributes are left out).
+func appendJob(b []byte, r *record, attrs attrList) []byte {
+	b = append(b, `{"id":`...)
+	b = strconv.AppendUint(b, uint64(r.id), 10)
+	for _, a := range attrs {
+		b = appendAttr(b, r, a)
+	}
+	return append(b, '}')
+}
+
+func appendKey(b []byte, a job.Attr) []byte {
+	b = append(b, ',', '"')
+	b = append(b, a.String()...)
+	return append(b, '"', ':')
+}
+
+func appendAttr(b []byte, r *record, a job.Attr) []byte {
+	inactive := r.statesMask&job.StateInactive != 0
+	switch a {
+	case job.AttrUserid:
+		if !r.submitted {
+			return b
+		}
+		return strconv.AppendUint(appendKey(b, a), uint64(r.userid), 10)
+	case job.AttrUrgency:
+		if r.urgency < 0 {
+			return b
+		}
+		return strconv.AppendInt(appendKey(b, a), int64(r.urgency), 10)
+	case job.AttrPriority:
+		if r.statesMask&job.StateSched == 0 {
+			return b
+		}
+		return strconv.AppendInt(appendKey(b, a), r.priority, 10)
+	case job.AttrTSubmit:
+		if !r.submitted {
+			return b
+		}
+		return appendReal(appendKey(b, a), r.tSubmit)
+	case job.AttrTDepend:
+		if r.statesMask&job.StateDepend == 0 {
+			return b
+		}
+		return appendReal(appendKey(b, a), r.tDepend)
+	case job.AttrTRun:
+		if r.statesMask&job.StateRun == 0 {
+			return b
+		}
+		return appendReal(appendKey(b, a), r.tRun)
+	case job.AttrTCleanup:
+		if r.statesMask&job.StateCleanup == 0 {
+			return b
+		}
+		return appendReal(appendKey(b, a), r.tCleanup)
+	case job.AttrTInactive:
+		if !inactive {
+			return b
+		}
+		return appendReal(appendKey(b, a), r.tInactive)
+	case job.AttrState:
+		return strconv.AppendUint(appendKey(b, a), uint64(r.state), 10)
+	case job.AttrName:
+		return appendOptString(b, a, r.name)
+	case job.AttrCwd:
+		return appendOptString(b, a, r.cwd)
+	case job.AttrQueue:
+		return appendOptString(b, a, r.queue)
+	case job.AttrProject:
+		return appendOptString(b, a, r.project)
+	case job.AttrBank:
+		return appendOptString(b, a, r.bank)
+	case job.AttrNtasks:
+		return appendOptInt(b, a, r.ntasks)
+	case job.AttrNcores:
+		return appendOptInt(b, a, r.ncores)
+	case job.AttrNnodes:
+		return appendOptInt(b, a, r.nnodes)
+	case job.AttrDuration:
+		if r.duration < 0 {
+			return b
+		}
+		return appendReal(appendKey(b, a), r.duration)
+	case job.AttrRanks:
+		if r.statesMask&job.StateRun == 0 {
+			return b
+		}
+		return appendOptString(b, a, r.ranks)
+	case job.AttrNodelist:
+		if r.statesMask&job.StateRun == 0 {
+			return b
+		}
+		return appendOptString(b, a, r.nodelist)
+	case job.AttrExpiration:
+		if r.statesMask&job.StateRun == 0 || r.expiration < 0 {
+			return b
+		}
+		return appendReal(appendKey(b, a), r.expiration)
+	case job.AttrWaitstatus:
+		return appendOptInt(b, a, r.waitstatus)
+	case job.AttrSuccess:
+		if !inactive {
+			return b
+		}
+		return strconv.AppendBool(appendKey(b, a), r.success)
+	case job.AttrExceptionOccurred:
+		if !inactive {
+			return b
+		}
+		return strconv.AppendBool(appendKey(b, a), r.excOccur)
+	case job.AttrExceptionSeverity:
+		if !inactive || !r.excOccur {
+			return b
+		}
+		return strconv.AppendInt(appendKey(b, a), int64(r.excSev), 10)
+	case job.AttrExceptionType:
+		if !inactive || !r.excOccur {
+			return b
+		}
+		return appendString(appendKey(b, a), r.excType)
+	case job.AttrExceptionNote:
+		if !inactive || !r.excOccur {
+			return b
+		}
+		return appendString(appendKey(b, a), r.excNote)
+	case job.AttrResult:
+		if !inactive {
+			return b
+		}
+		return strconv.AppendUint(appendKey(b, a), uint64(r.result), 10)
+	case job.AttrAnnotations:
+		if r.annotations == "" {
+			return b
+		}
+		return append(appendKey(b, a), r.annotations...)
+	case job.AttrDependencies:
+		if r.deps == nil {
+			return b
+		}
+		b = append(appendKey(b, a), '[')
+		for i, d := range r.deps.list {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, d)
+		}
+		return append(b, ']')
+	}
+	return b
+}
+
+func appendOptString(b []byte, a job.Attr, s string) []byte {
+	if s == "" {
+		return b
+	}
+	return appendString(appendKey(b, a), s)
+}
+
+func appendOptInt(b []byte, a job.Attr, n int32) []byte {
+	if n < 0 {
+		return b
+	}
+	return strconv.AppendInt(appendKey(b, a), int64(n), 10)
+}
+
+// appendReal writes a JSON real the way flux-core (jansson) does: always
+// with a decimal point, so 0 is 0.0.
+func appendReal(b []byte, f float64) []byte {
+	start := len(b)
+	b = strconv.AppendFloat(b, f, 'f', -1, 64)
+	for _, c := range b[start:] {
+		if c == '.' {
+			return b
+		}
+	}
+	return append(b, '.', '0')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string (UTF-8 kept as is).
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			if c < utf8.RuneSelf {
+				i++
+				continue
+			}
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				b = append(b, s[start:i]...)
+				b = append(b, `\ufffd`...)
+				i++
+				start = i
+				continue
+			}
+			i += size
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"':
+			b = append(b, '\\', '"')
+		case '\\':
+			b = append(b, '\\', '\\')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		i++
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,146 @@
+package joblist
+
+import (
+	"slices"
+
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+)
+
+// Which ordered list a record is on.
+const (
+	listNone int8 = iota
+	listPending
+	listRunning
+	listInactive
+)
+
+// orderedList keeps records in the order job-list.list returns them,
+// stored reversed (the next record to return is last) so that the usual
+// arrival order (newest run, newest inactive) is an append. Removal is
+// lazy: a record that moved elsewhere is dropped at the next compaction.
+type orderedList struct {
+	kind  int8
+	recs  []*record
+	dirty bool // order may be violated: sort before use
+	stale int  // records in recs that left this list
+	// before reports whether a comes before b in listing order.
+	before func(a, b *record) bool
+}
+
+func (l *orderedList) add(r *record) {
+	r.listed = l.kind
+	if n := len(l.recs); n > 0 && !l.first(r, l.recs[n-1]) {
+		l.dirty = true
+	}
+	l.recs = append(l.recs, r)
+}
+
+// first reports whether a is listed before b (ties: smaller id first).
+func (l *orderedList) first(a, b *record) bool {
+	if l.before(a, b) {
+		return true
+	}
+	if l.before(b, a) {
+		return false
+	}
+	return a.id < b.id
+}
+
+// drop marks r as gone from the list (removed at the next compaction).
+func (l *orderedList) drop(r *record) {
+	r.listed = listNone
+	l.stale++
+}
+
+// ordered returns the records, stored reversed (iterate from the end).
+func (l *orderedList) ordered() []*record {
+	if l.stale > 0 {
+		kept := l.recs[:0]
+		for _, r := range l.recs {
+			if r.listed == l.kind {
+				kept = append(kept, r)
+			}
+		}
+		clear(l.recs[len(kept):])
+		l.recs = kept
+		l.stale = 0
+	}
+	if l.dirty {
+		slices.SortFunc(l.recs, func(a, b *record) int {
+			// reversed: records listed first sort last
+			if a == b {
+				return 0
+			}
+			if l.first(a, b) {
+				return 1
+			}
+			return -1
+		})
+		l.dirty = false
+	}
+	return l.recs
+}
+
+func (l *orderedList) len() int { return len(l.recs) - l.stale }
+
+// index holds every job record and the three listing orders.
+type index struct {
+	jobs     map[jobid.ID]*record
+	pending  orderedList
+	running  orderedList
+	inactive orderedList
+}
+
+func newIndex() *index {
+	x := &index{jobs: make(map[jobid.ID]*record)}
+	// pending: higher priority first, then older (smaller id) first
+	x.pending = orderedList{kind: listPending, before: func(a, b *record) bool {
+		if a.priority != b.priority {
+			return a.priority > b.priority
+		}
+		return a.id < b.id
+	}}
+	// running: most recently started first
+	x.running = orderedList{kind: listRunning, before: func(a, b *record) bool { return a.tRun > b.tRun }}
+	// inactive: most recently inactive first
+	x.inactive = orderedList{kind: listInactive, before: func(a, b *record) bool { return a.tInactive > b.tInactive }}
+	return x
+}
+
+func (x *index) list(kind int8) *orderedList {
+	switch kind {
+	case listPending:
+		return &x.pending
+	case listRunning:
+		return &x.running
+	case listInactive:
+		return &x.inactive
+	}
+	return nil
+}
+
+// relist moves r to the list its state calls for (or re-sorts the
+// pending list after a priority change when resort is set).
+func (x *index) relist(r *record, resort bool) {
+	want := r.listFor()
+	if want == r.listed {
+		if resort && want == listPending {
+			x.pending.dirty = true
+		}
+		return
+	}
+	if l := x.list(r.listed); l != nil {
+		l.drop(r)
+	}
+	if l := x.list(want); l != nil {
+		l.add(r)
+	}
+}
+
+// remove forgets r entirely.
+func (x *index) remove(r *record) {
+	if l := x.list(r.listed); l != nil {
+		l.drop(r)
+	}
+	delete(x.jobs, r.id)
+}

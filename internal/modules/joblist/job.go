@@ -1,0 +1,374 @@
+package joblist
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"unique"
+
+	"github.com/fluxgo/fluxgo/pkg/flux/job"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+)
+
+// record is job-list's compact summary of one job: the fields RFC 43
+// attributes are made of, extracted from the eventlog, jobspec and R
+// (which are not kept). Strings that repeat across jobs (cwd, queue,
+// nodelist ...) are interned so 64k records stay small.
+type record struct {
+	id jobid.ID
+
+	tSubmit, tDepend, tRun, tCleanup, tInactive float64
+	priority                                    int64
+	duration                                    float64 // -1: unset
+	expiration                                  float64 // -1: unset
+
+	userid     uint32
+	urgency    int32
+	ntasks     int32 // -1: unset
+	ncores     int32 // -1: unset
+	nnodes     int32 // -1: unset
+	waitstatus int32 // -1: unset
+
+	state      job.State
+	statesMask job.State
+	result     job.Result
+	excSev     int8
+	excOccur   bool
+	success    bool
+	submitted  bool // submit event seen
+	listed     int8 // which list holds the record (listNone ...)
+
+	name, cwd, queue, project, bank string
+	ranks, nodelist                 string
+	excType, excNote                string
+	annotations                     string // JSON object text, "" if none
+	deps                            *deps
+}
+
+// deps is a job's outstanding dependencies, in the order added. Once
+// removed, a description is not added again (as flux-core does).
+type deps struct {
+	list    []string
+	removed map[string]struct{}
+}
+
+func (d *deps) add(s string) {
+	if _, gone := d.removed[s]; gone || slices.Contains(d.list, s) {
+		return
+	}
+	d.list = append(d.list, s)
+}
+
+func (d *deps) remove(s string) {
+	if i := slices.Index(d.list, s); i >= 0 {
+		d.list = slices.Delete(d.list, i, i+1)
+	}
+	if d.removed == nil {
+		d.removed = make(map[string]struct{})
+	}
+	d.removed[s] = struct{}{}
+}
+
+func newRecord(id jobid.ID) *record {
+	return &record{
+		id:         id,
+		state:      job.StateNew,
+		statesMask: job.StateNew,
+		duration:   -1,
+		expiration: -1,
+		ntasks:     -1,
+		ncores:     -1,
+		nnodes:     -1,
+		waitstatus: -1,
+		urgency:    -1,
+		result:     job.ResultFailed,
+	}
+}
+
+// intern returns the canonical copy of s so equal strings share memory.
+func intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	return unique.Make(s).Value()
+}
+
+// event is one eventlog entry as the journal carries it.
+type event struct {
+	Timestamp float64         `json:"timestamp"`
+	Name      string          `json:"name"`
+	Context   json.RawMessage `json:"context,omitempty"`
+}
+
+// enter moves the record to state s at time ts, once per state (RFC 21
+// states are entered once; the flux-restart revert is the exception and
+// clears the mask first).
+func (r *record) enter(s job.State, ts float64) bool {
+	if r.statesMask&s != 0 {
+		return false
+	}
+	r.state = s
+	r.statesMask |= s
+	switch s {
+	case job.StateDepend:
+		r.tDepend = ts
+	case job.StateRun:
+		r.tRun = ts
+	case job.StateCleanup:
+		r.tCleanup = ts
+	case job.StateInactive:
+		r.tInactive = ts
+		r.finishResult()
+	}
+	return true
+}
+
+// finishResult computes the result of a job that just became inactive.
+func (r *record) finishResult() {
+	switch {
+	case r.success:
+		r.result = job.ResultCompleted
+	case r.excOccur && r.excType == "cancel":
+		r.result = job.ResultCanceled
+	case r.excOccur && r.excType == "timeout":
+		r.result = job.ResultTimeout
+	default:
+		r.result = job.ResultFailed
+	}
+}
+
+// apply applies one eventlog event. It returns false for "invalidate"
+// (the job must be forgotten).
+func (r *record) apply(ev *event) bool {
+	switch ev.Name {
+	case "submit":
+		var c struct {
+			Userid  uint32 `json:"userid"`
+			Urgency int32  `json:"urgency"`
+		}
+		if json.Unmarshal(ev.Context, &c) == nil {
+			r.userid = c.Userid
+			r.urgency = c.Urgency
+		}
+		r.tSubmit = ev.Timestamp
+		r.submitted = true
+	case "validate":
+		r.enter(job.StateDepend, ev.Timestamp)
+	case "invalidate":
+		return false
+	case "depend":
+		r.enter(job.StatePriority, ev.Timestamp)
+	case "priority":
+		var c struct {
+			Priority int64 `json:"priority"`
+		}
+		if json.Unmarshal(ev.Context, &c) == nil {
+			r.priority = c.Priority
+		}
+		if r.state == job.StatePriority {
+			r.enter(job.StateSched, ev.Timestamp)
+		}
+	case "flux-restart":
+		if r.state == job.StateSched {
+			r.statesMask &^= job.StateSched | job.StatePriority
+			r.enter(job.StatePriority, ev.Timestamp)
+		}
+	case "urgency":
+		var c struct {
+			Urgency int32 `json:"urgency"`
+		}
+		if json.Unmarshal(ev.Context, &c) == nil {
+			r.urgency = c.Urgency
+		}
+	case "alloc":
+		if r.state == job.StateSched {
+			r.enter(job.StateRun, ev.Timestamp)
+		}
+	case "finish":
+		var c struct {
+			Status int32 `json:"status"`
+		}
+		if json.Unmarshal(ev.Context, &c) == nil {
+			r.waitstatus = c.Status
+			r.success = c.Status == 0
+		}
+		if r.state == job.StateRun {
+			r.enter(job.StateCleanup, ev.Timestamp)
+		}
+	case "exception":
+		var c struct {
+			Type     string `json:"type"`
+			Severity int8   `json:"severity"`
+			Note     string `json:"note"`
+		}
+		if json.Unmarshal(ev.Context, &c) != nil {
+			break
+		}
+		if !r.excOccur || c.Severity < r.excSev {
+			r.excOccur = true
+			r.excSev = c.Severity
+			r.excType = intern(c.Type)
+			r.excNote = c.Note
+		}
+		if c.Severity == 0 && r.state != job.StateNew && r.state != job.StateInactive {
+			r.enter(job.StateCleanup, ev.Timestamp)
+		}
+	case "clean":
+		r.enter(job.StateInactive, ev.Timestamp)
+	case "annotations":
+		var c struct {
+			Annotations json.RawMessage `json:"annotations"`
+		}
+		if json.Unmarshal(ev.Context, &c) == nil {
+			r.setAnnotations(c.Annotations)
+		}
+	case "memo":
+		r.memo(ev.Context)
+	case "dependency-add", "dependency-remove":
+		var c struct {
+			Description string `json:"description"`
+		}
+		if json.Unmarshal(ev.Context, &c) != nil {
+			break
+		}
+		if r.deps == nil {
+			r.deps = &deps{}
+		}
+		if ev.Name == "dependency-add" {
+			r.deps.add(c.Description)
+		} else {
+			r.deps.remove(c.Description)
+		}
+	case "resource-update":
+		var c struct {
+			Expiration *float64 `json:"expiration"`
+		}
+		if json.Unmarshal(ev.Context, &c) == nil && c.Expiration != nil {
+			r.expiration = *c.Expiration
+		}
+	case "jobspec-update":
+		r.jobspecUpdate(ev.Context)
+	}
+	return true
+}
+
+// setAnnotations replaces the annotations (null or {} clears them).
+func (r *record) setAnnotations(raw json.RawMessage) {
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil || len(m) == 0 {
+		r.annotations = ""
+		return
+	}
+	r.annotations = intern(compactJSON(raw))
+}
+
+// memo merges a memo event's context into annotations.user (a null
+// value deletes a key).
+func (r *record) memo(ctx json.RawMessage) {
+	var upd map[string]any
+	if json.Unmarshal(ctx, &upd) != nil {
+		return
+	}
+	var ann map[string]any
+	if r.annotations != "" {
+		json.Unmarshal([]byte(r.annotations), &ann)
+	}
+	if ann == nil {
+		ann = map[string]any{}
+	}
+	user, _ := ann["user"].(map[string]any)
+	if user == nil {
+		user = map[string]any{}
+	}
+	mergeNull(user, upd)
+	if len(user) == 0 {
+		delete(ann, "user")
+	} else {
+		ann["user"] = user
+	}
+	if len(ann) == 0 {
+		r.annotations = ""
+		return
+	}
+	b, _ := json.Marshal(ann)
+	r.annotations = intern(string(b))
+}
+
+func mergeNull(dst, upd map[string]any) {
+	for k, v := range upd {
+		if v == nil {
+			delete(dst, k)
+			continue
+		}
+		if nv, ok := v.(map[string]any); ok {
+			if cur, ok := dst[k].(map[string]any); ok {
+				mergeNull(cur, nv)
+				if len(cur) == 0 {
+					delete(dst, k)
+				}
+				continue
+			}
+		}
+		dst[k] = v
+	}
+}
+
+func compactJSON(raw []byte) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// jobspecUpdate applies a jobspec-update event (keys are dotted jobspec
+// paths) to the fields job-list keeps.
+func (r *record) jobspecUpdate(ctx json.RawMessage) {
+	var upd map[string]json.RawMessage
+	if json.Unmarshal(ctx, &upd) != nil {
+		return
+	}
+	for k, v := range upd {
+		var s string
+		switch k {
+		case "attributes.system.duration":
+			var f float64
+			if json.Unmarshal(v, &f) == nil {
+				r.duration = f
+			}
+		case "attributes.system.job.name":
+			if json.Unmarshal(v, &s) == nil {
+				r.name = intern(s)
+			}
+		case "attributes.system.queue":
+			if json.Unmarshal(v, &s) == nil {
+				r.queue = intern(s)
+			}
+		case "attributes.system.project":
+			if json.Unmarshal(v, &s) == nil {
+				r.project = intern(s)
+			}
+		case "attributes.system.bank":
+			if json.Unmarshal(v, &s) == nil {
+				r.bank = intern(s)
+			}
+		case "attributes.system.cwd":
+			if json.Unmarshal(v, &s) == nil {
+				r.cwd = intern(s)
+			}
+		}
+	}
+}
+
+// pending, running and inactive report which list the record belongs in.
+func (r *record) listFor() int8 {
+	switch {
+	case r.state&job.StatePending != 0:
+		return listPending
+	case r.state&job.StateRunning != 0:
+		return listRunning
+	case r.state == job.StateInactive:
+		return listInactive
+	}
+	return listNone
+}

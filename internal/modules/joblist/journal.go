@@ -1,0 +1,148 @@
+package joblist
+
+import (
+	"encoding/json"
+	"errors"
+	"syscall"
+	"time"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/job"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+)
+
+// journalEntry is one job-manager.events-journal response.
+type journalEntry struct {
+	ID      int64           `json:"id"`
+	Events  []event         `json:"events"`
+	Jobspec json.RawMessage `json:"jobspec"`
+	R       json.RawMessage `json:"R"`
+}
+
+// subscribe starts (or restarts) the journal stream with its backlog. If
+// the job manager is not loaded yet, it retries with a growing delay.
+func (s *service) subscribe() {
+	if s.ctx.Err() != nil {
+		return
+	}
+	f, err := s.h.RPC("job-manager.events-journal", flux.NodeidAny, map[string]any{"full": true}, flux.Streaming)
+	if err != nil {
+		s.retrySubscribe(err)
+		return
+	}
+	s.journal = f
+	inBacklog := true
+	f.Then(func(m *flux.Message, err error) {
+		if err != nil {
+			s.journal = nil
+			s.retrySubscribe(err)
+			return
+		}
+		s.retryDelay = 0
+		var e journalEntry
+		if err := m.UnmarshalPayload(&e); err != nil {
+			s.log.Error("malformed events-journal response", "err", err)
+			return
+		}
+		if e.ID == -1 {
+			inBacklog = false
+			s.backlogComplete()
+			return
+		}
+		s.applyEntry(&e, inBacklog)
+	})
+}
+
+func (s *service) retrySubscribe(err error) {
+	if s.ctx.Err() != nil {
+		return
+	}
+	if errors.Is(err, syscall.ENOSYS) {
+		s.log.Debug("job manager not loaded yet: retrying events-journal")
+	} else {
+		s.log.Warn("events-journal ended: resubscribing", "err", err)
+	}
+	switch {
+	case s.retryDelay == 0:
+		s.retryDelay = 0.05
+	case s.retryDelay < 2:
+		s.retryDelay *= 2
+	}
+	time.AfterFunc(time.Duration(s.retryDelay*float64(time.Second)), func() {
+		s.h.Post(s.subscribe)
+	})
+}
+
+// backlogComplete runs once the journal backlog has been applied: the
+// KVS restore of older inactive jobs starts (first time only).
+func (s *service) backlogComplete() {
+	if s.backlogDone {
+		return
+	}
+	s.backlogDone = true
+	if !s.cfg.NoRestore {
+		s.startRestore()
+	}
+	s.setReady()
+}
+
+// applyEntry applies a journal entry to the job's record.
+func (s *service) applyEntry(e *journalEntry, backlog bool) {
+	if e.ID < 0 {
+		return
+	}
+	id := jobid.ID(e.ID)
+	r := s.idx.jobs[id]
+	if r != nil && r.state == job.StateInactive {
+		return // nothing changes an inactive job (it may come from the KVS)
+	}
+	if r != nil && backlog {
+		// a resubscribed backlog carries the whole eventlog: rebuild
+		s.idx.remove(r)
+		r = nil
+	}
+	if r == nil {
+		if len(e.Events) == 0 || (!backlog && e.Events[0].Name != "submit") {
+			return
+		}
+		r = newRecord(id)
+		s.idx.jobs[id] = r
+	}
+	if len(e.Jobspec) > 0 {
+		r.setJobspec(e.Jobspec)
+	}
+	if len(e.R) > 0 {
+		r.setR(e.R)
+	}
+	prio := r.priority
+	for i := range e.Events {
+		ev := &e.Events[i]
+		if !r.apply(ev) {
+			s.idx.remove(r)
+			s.failWaiters(id)
+			return
+		}
+		if ev.Name == "alloc" {
+			s.allocAnnotations(r, ev.Context)
+		}
+	}
+	if r.state == job.StateNew {
+		return // listed once validated
+	}
+	s.idx.relist(r, r.priority != prio)
+	s.checkWaiters(id)
+}
+
+// allocAnnotations keeps the annotations an alloc event carries (the
+// scheduler's final word, e.g. resource_summary).
+func (s *service) allocAnnotations(r *record, ctx json.RawMessage) {
+	if len(ctx) == 0 {
+		return
+	}
+	var c struct {
+		Annotations json.RawMessage `json:"annotations"`
+	}
+	if json.Unmarshal(ctx, &c) == nil && len(c.Annotations) > 0 {
+		r.setAnnotations(c.Annotations)
+	}
+}
