@@ -52,6 +52,9 @@ func (e *execClient) hello(r *flux.Request) {
 
 func (e *execClient) start(j *job) {
 	m := e.m
+	if e.futures[j.ID] != nil {
+		return // already started (exec-hello and the commit callback can race)
+	}
 	if e.service == "" {
 		m.log.Debug("no execution service yet; job waits", "id", j.ID.String())
 		return
