@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Quick-start demo: a 4-broker test instance running real jobs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/bin:$PATH"
+
+cat > /tmp/fluxgo-demo.$$ <<'SCRIPT'
+set -e
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+step flux overlay status
+step flux resource list
+step flux run -N4 -n8 --label-io hostname
+step flux run -n2 sh -c 'echo task $FLUX_TASK_RANK of $FLUX_JOB_SIZE on rank $(flux getattr rank)'
+step flux submit --cc=1-20 --quiet --wait sh -c 'sleep 0.1'
+id=$(flux submit --urgency=hold sleep 60)
+step flux jobs -a -c 6
+step flux cancel "$id"
+step flux job eventlog "$id"
+step flux kvs put demo.greeting=hello
+step flux kvs get demo.greeting
+step flux exec -r all flux getattr rank
+SCRIPT
+trap 'rm -f /tmp/fluxgo-demo.$$' EXIT
+flux start -s 4 bash /tmp/fluxgo-demo.$$
