@@ -177,6 +177,11 @@ func (m *manager) apply(j *job, name string, ctx map[string]any) {
 				}
 			}
 		}
+	case "flux-restart":
+		// RFC 21: a job in SCHED goes back to PRIORITY after a restart
+		if j.State == jobtap.StateSched {
+			j.State = jobtap.StatePriority
+		}
 	case "resource-update":
 		if v, ok := ctx["expiration"].(float64); ok {
 			j.expiration = v

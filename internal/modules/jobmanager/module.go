@@ -41,5 +41,11 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 			return err
 		}
 	}
+	n, err := m.restore(ctx)
+	if err != nil {
+		m.log.Error("restoring jobs from the KVS failed", "err", err)
+	} else if n > 0 {
+		m.log.Info(fmt.Sprintf("restored %d jobs from the KVS", n))
+	}
 	return h.Serve(ctx)
 }

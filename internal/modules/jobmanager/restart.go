@@ -1,0 +1,166 @@
+package jobmanager
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+
+	"github.com/fluxgo/fluxgo/internal/jobtap"
+	"github.com/fluxgo/fluxgo/pkg/eventlog"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
+)
+
+// restore rebuilds the job manager's state from the job records in the
+// KVS when an instance restarts with its statedir: every job's eventlog is
+// replayed (RFC 21 state is a pure function of the events). Inactive jobs
+// are kept as summaries. Pending jobs carry on where they were. Jobs that
+// were running when the instance stopped cannot be trusted to still run:
+// they get a fatal exception and are cleaned up, so every job ends in a
+// recorded state.
+func (m *manager) restore(ctx context.Context) (int, error) {
+	var dirs []string
+	if err := walkJobDirs(ctx, m, "job", 0, &dirs); err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	var active []*job
+	for _, dir := range dirs {
+		j, err := m.replay(ctx, dir)
+		if err != nil {
+			m.log.Error("cannot restore job", "dir", dir, "err", err)
+			continue
+		}
+		m.jobs[j.ID] = j
+		if j.ID > m.maxID {
+			m.maxID = j.ID
+		}
+		if j.State == jobtap.StateInactive {
+			j.Result = j.result()
+			j.dropActiveData()
+			m.inactive = append(m.inactive, j.ID)
+			continue
+		}
+		active = append(active, j)
+	}
+	for _, j := range active {
+		m.resume(j)
+	}
+	return len(dirs), nil
+}
+
+// walkJobDirs collects the job directories job.XXXX.XXXX.XXXX.XXXX.
+func walkJobDirs(ctx context.Context, m *manager, key string, depth int, out *[]string) error {
+	d, err := kvs.Dir(ctx, m.h, "", key)
+	if err != nil {
+		return err
+	}
+	for _, name := range d.Names() {
+		sub := key + "." + name
+		if depth == 3 {
+			*out = append(*out, sub)
+			continue
+		}
+		if len(name) != 4 {
+			continue // not part of the job id path (e.g. job-ingest keys)
+		}
+		if err := walkJobDirs(ctx, m, sub, depth+1, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replay reads one job's records and applies its events.
+func (m *manager) replay(ctx context.Context, dir string) (*job, error) {
+	id, err := jobid.Parse(strings.TrimPrefix(dir, "job."))
+	if err != nil {
+		return nil, fmt.Errorf("bad job directory: %w", err)
+	}
+	raw, err := kvs.GetRaw(ctx, m.h, "", dir+".eventlog")
+	if err != nil {
+		return nil, err
+	}
+	evs, err := eventlog.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	if len(evs) == 0 || evs[0].Name != "submit" {
+		return nil, fmt.Errorf("eventlog does not start with submit")
+	}
+	var sub struct {
+		Userid  uint32 `json:"userid"`
+		Urgency int    `json:"urgency"`
+		Flags   int    `json:"flags"`
+	}
+	if err := json.Unmarshal(evs[0].Context, &sub); err != nil {
+		return nil, fmt.Errorf("submit context: %w", err)
+	}
+	j := newJob(id, sub.Userid, sub.Urgency, sub.Flags, evs[0].Timestamp)
+	j.eventlog = raw
+	for _, ev := range evs[1:] {
+		var ctx map[string]any
+		if len(ev.Context) > 0 {
+			json.Unmarshal(ev.Context, &ctx)
+		}
+		m.apply(j, ev.Name, ctx)
+		if ev.Name == "clean" {
+			j.cleanPosted = true
+		}
+	}
+	if j.State == jobtap.StateInactive {
+		return j, nil
+	}
+	spec, err := kvs.GetRaw(ctx, m.h, "", dir+".jobspec")
+	if err != nil {
+		return nil, err
+	}
+	j.Raw = spec
+	if j.Jobspec, err = jobspec.Parse(spec); err != nil {
+		return nil, err
+	}
+	if j.hasAlloc {
+		if R, err := kvs.GetRaw(ctx, m.h, "", dir+".R"); err == nil {
+			j.R = R
+		}
+	}
+	return j, nil
+}
+
+// resume puts a restored active job back on its way.
+func (m *manager) resume(j *job) {
+	m.plugins.newJob(j)
+	switch j.State {
+	case jobtap.StateNew:
+		m.post(j, "validate", nil)
+	case jobtap.StateDepend:
+		// plugins keep their waits in memory: let them add them again
+		for d := range j.deps {
+			m.post(j, "dependency-remove", map[string]any{"description": d})
+		}
+		m.enterState(j, jobtap.StateNew)
+	case jobtap.StatePriority:
+		m.computePriority(j)
+	case jobtap.StateSched:
+		m.post(j, "flux-restart", nil) // back to PRIORITY: priority is recomputed
+	case jobtap.StateRun, jobtap.StateCleanup:
+		if !j.fatal {
+			m.post(j, "exception", map[string]any{"type": "restart", "severity": 0,
+				"note": "the instance restarted while the job was running", "userid": m.owner})
+		}
+		if !j.finished {
+			m.post(j, "finish", map[string]any{"status": 9})
+		}
+		if !j.releasedAll {
+			m.post(j, "release", map[string]any{"ranks": "all", "final": true})
+		}
+		j.perilog = 0
+		m.cleanup(j, j.State)
+	}
+}
