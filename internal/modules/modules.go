@@ -8,6 +8,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/modules/content"
 	"github.com/fluxgo/fluxgo/internal/modules/contentsqlite"
+	"github.com/fluxgo/fluxgo/internal/modules/heartbeat"
 	"github.com/fluxgo/fluxgo/internal/modules/jobexec"
 	"github.com/fluxgo/fluxgo/internal/modules/jobinfo"
 	"github.com/fluxgo/fluxgo/internal/modules/jobingest"
@@ -36,6 +37,7 @@ func builtin() map[string]module.Factory {
 	return map[string]module.Factory{
 		content.Name:       content.New,
 		contentsqlite.Name: contentsqlite.New,
+		heartbeat.Name:     heartbeat.New,
 		kvs.Name:           kvs.New,
 		kvswatch.Name:      kvswatch.New,
 		resource.Name:      resource.New,
@@ -57,6 +59,7 @@ func DefaultRC1() []broker.ModuleSpec {
 		// the content store first: everything else may keep data in it
 		{Name: content.Name, Ranks: "all", Args: []string{"backing-module=" + contentsqlite.Name}},
 		{Name: contentsqlite.Name, Ranks: "0"},
+		{Name: heartbeat.Name, Ranks: "0"},
 		{Name: kvs.Name, Ranks: "all"},
 		{Name: kvswatch.Name, Ranks: "all"},
 		{Name: resource.Name, Ranks: "all"},
