@@ -83,6 +83,9 @@ type Config struct {
 	// Logger receives a copy of broker log entries at or above its level
 	// (stderr by default, errors only).
 	LogStderrLevel int
+	// TOML is the instance configuration (--config-path), served by
+	// config.get.
+	TOML map[string]any
 }
 
 func (c *Config) setDefaults() {
@@ -227,7 +230,15 @@ func (b *Broker) initAttrs() {
 	a.set("hostlist", compressHosts(hosts), imm)
 	a.set("hostname", hosts[b.rank], imm)
 	a.set("security.owner", strconv.FormatUint(uint64(b.owner), 10), imm)
-	a.set("instance-level", envOr("FLUX_INSTANCE_LEVEL_NEXT", "0"), imm)
+	// A broker of an instance running as a job of another learns its
+	// place from its command line (flux broker sets these from the job
+	// shell's environment; see internal/cli/broker_nested.go).
+	a.set("instance-level", attrOr(b.cfg.Attrs, "instance-level", "0"), imm)
+	for _, k := range []string{"parent-uri", "jobid"} {
+		if v := b.cfg.Attrs[k]; v != "" {
+			a.set(k, v, imm)
+		}
+	}
 	if p, ok := b.topo.parent(b.rank); ok {
 		a.set("tbon.parent-endpoint", b.cfg.ParentURI, imm)
 		a.set("tbon.parent-rank", strconv.FormatUint(uint64(p), 10), imm)
@@ -237,12 +248,6 @@ func (b *Broker) initAttrs() {
 	}
 	if b.cfg.Statedir != "" {
 		a.set("statedir", b.cfg.Statedir, imm)
-	}
-	if v := os.Getenv("FLUX_PARENT_URI"); v != "" {
-		a.set("parent-uri", v, imm)
-	}
-	if v := os.Getenv("FLUX_PARENT_JOB_ID"); v != "" {
-		a.set("jobid", v, imm)
 	}
 	a.setFunc("broker.state", attrReadOnly, func() string { return b.state.Load().(string) })
 	a.setFunc("broker.uptime", attrReadOnly, func() string {
@@ -256,8 +261,8 @@ func (b *Broker) initAttrs() {
 	}
 }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
+func attrOr(attrs map[string]string, name, def string) string {
+	if v := attrs[name]; v != "" {
 		return v
 	}
 	return def

@@ -2,9 +2,6 @@ package broker
 
 import (
 	"context"
-	"os"
-	"runtime"
-	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -24,9 +21,11 @@ type builtins struct {
 	// dmesg followers by requestor route; only the Serve goroutine
 	// touches this map.
 	followers map[string]*dmesgFollower
+	// cpu is the CPU profile in progress (broker.profile "cpu").
+	cpu *cpuProfile
 }
 
-var builtinServices = []string{"broker", "attr", "service", "local", "event", "log", "module", "overlay"}
+var builtinServices = []string{"broker", "attr", "service", "local", "event", "log", "module", "overlay", "config"}
 
 func newBuiltins(b *Broker) *builtins {
 	return &builtins{b: b, done: make(chan struct{}), followers: make(map[string]*dmesgFollower)}
@@ -50,6 +49,7 @@ func (s *builtins) start() error {
 	h.HandleFunc("broker.ping", s.ping)
 	h.HandleFunc("broker.rusage", s.rusage)
 	h.HandleFunc("broker.shutdown", s.shutdown)
+	h.HandleFunc("config.get", s.configGet)
 	h.HandleFunc("broker.profile", s.profile)
 	h.HandleFunc("broker.disconnect", func(*flux.Request) {})
 	h.HandleFunc("service.add", s.serviceAdd)
@@ -484,33 +484,12 @@ func (s *builtins) overlayStatus(r *flux.Request) {
 	})
 }
 
-// profile writes a runtime profile of this broker (heap, goroutine,
-// allocs ...) to a file, for diagnosing memory and CPU use.
-func (s *builtins) profile(r *flux.Request) {
-	var req struct {
-		Name string `json:"name"`
-		Path string `json:"path"`
+// configGet answers the instance's TOML configuration as a JSON object
+// (flux-core's config.get; empty when the instance has none).
+func (s *builtins) configGet(r *flux.Request) {
+	cfg := s.b.cfg.TOML
+	if cfg == nil {
+		cfg = map[string]any{}
 	}
-	if r.Decode(&req) != nil || !requireOwner(r) {
-		return
-	}
-	p := pprof.Lookup(req.Name)
-	if p == nil {
-		r.Errorf(syscall.EINVAL, "no profile named %q (heap, allocs, goroutine, block, mutex)", req.Name)
-		return
-	}
-	if req.Name == "heap" {
-		runtime.GC()
-	}
-	f, err := os.Create(req.Path)
-	if err != nil {
-		r.RespondError(err)
-		return
-	}
-	defer f.Close()
-	if err := p.WriteTo(f, 0); err != nil {
-		r.RespondError(err)
-		return
-	}
-	r.Respond(nil)
+	r.Respond(cfg)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
@@ -112,6 +113,14 @@ func runBroker(o brokerOptions, args []string) error {
 		}
 		cfg.LogStderrLevel = n
 	}
+	if o.configPath != "" {
+		conf, err := boot.LoadConfig(o.configPath)
+		if err != nil {
+			return err
+		}
+		cfg.TOML = conf.Table
+		applyConfigAttrs(conf.Table, cfg.Attrs)
+	}
 	if o.bootRank < 0 {
 		// Not placed by flux start --test-size: boot from the [bootstrap]
 		// configuration, from PMI, or as a standalone broker.
@@ -148,9 +157,16 @@ func runBroker(o brokerOptions, args []string) error {
 			}
 		}()
 	}
+	enc := detectEnclosing()
+	if enc != nil {
+		enc.apply(&cfg)
+	}
 	b, err := broker.New(cfg)
 	if err != nil {
 		return err
+	}
+	if enc != nil {
+		enc.announce(b, &cfg)
 	}
 	code, err := b.Run()
 	if err != nil {
@@ -160,4 +176,19 @@ func runBroker(o brokerOptions, args []string) error {
 		return exitCode(code)
 	}
 	return nil
+}
+
+// applyConfigAttrs turns configuration tables that modules read as
+// attributes into those attributes, unless -S already set them:
+// [[resource.config]] becomes resource.config (JSON).
+func applyConfigAttrs(table map[string]any, attrs map[string]string) {
+	if res, ok := table["resource"].(map[string]any); ok {
+		if rc, ok := res["config"]; ok {
+			if _, set := attrs["resource.config"]; !set {
+				if b, err := json.Marshal(rc); err == nil {
+					attrs["resource.config"] = string(b)
+				}
+			}
+		}
+	}
 }
