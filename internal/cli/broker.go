@@ -157,16 +157,9 @@ func runBroker(o brokerOptions, args []string) error {
 			}
 		}()
 	}
-	enc := detectEnclosing()
-	if enc != nil {
-		enc.apply(&cfg)
-	}
 	b, err := broker.New(cfg)
 	if err != nil {
 		return err
-	}
-	if enc != nil {
-		enc.announce(b, &cfg)
 	}
 	code, err := b.Run()
 	if err != nil {
