@@ -43,6 +43,7 @@ func commands() []*cobra.Command {
 		newContentCmd(),
 		newKVSCmd(), newDumpCmd(), newRestoreCmd(),
 		newResourceCmd(),
+		newPythonCmd(),
 	}
 }
 

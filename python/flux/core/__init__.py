@@ -1,0 +1,1 @@
+"""Core of the client: messages, the handle, futures and watchers."""

@@ -1,0 +1,3 @@
+"""Futures (see flux.core.future)."""
+
+from flux.core.future import Future  # noqa: F401

@@ -1,0 +1,270 @@
+"""Jobs against a real instance: submit, watch to INACTIVE, list, read R
+with the seed 001 snippet, wait, cancel, kill, urgency."""
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import fluxtest
+
+import flux
+import flux.job
+from flux import constants as C
+from flux.job import JobID, JobspecV1
+
+TIMEOUT = 60
+
+SEED_SNIPPET = """\
+import flux
+from flux.job import JobID
+import sys
+
+h = flux.Flux()
+jobid = int(JobID(sys.argv[1]))
+resp = h.rpc("job-info.lookup", {"id": jobid, "keys": ["R"], "flags": 0}).get()
+
+print(resp["R"])
+"""
+
+
+def env_with(**extra):
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    env.update(extra)
+    return env
+
+
+class JobTestCase(fluxtest.InstanceTestCase):
+    def submit(self, command, **kwargs):
+        submit_args = {}
+        for key in ("waitable", "urgency"):
+            if key in kwargs:
+                submit_args[key] = kwargs.pop(key)
+        kwargs.setdefault("environment", env_with())
+        js = JobspecV1.from_command(command, **kwargs)
+        return flux.job.submit(self.h, js, **submit_args)
+
+    def result(self, jobid):
+        return flux.job.result(self.h, jobid, timeout=TIMEOUT)
+
+
+class TestSubmitWatch(JobTestCase):
+    def test_submit_watch_list_and_seed_snippet(self):
+        jobid = self.submit(["hostname"], num_tasks=2, num_nodes=2)
+        self.assertIsInstance(jobid, JobID)
+        self.assertTrue(str(jobid).startswith("\u0192"))
+
+        # watch the eventlog until the job is INACTIVE (clean)
+        names = [ev.name for ev in flux.job.event_watch(self.h, jobid)]
+        self.assertEqual(names[0], "submit")
+        self.assertEqual(names[-1], "clean")
+        for name in ("alloc", "start", "finish", "release", "free"):
+            self.assertIn(name, names)
+
+        # job-list reports it INACTIVE / COMPLETED
+        info = self.result(jobid)
+        self.assertEqual(info.id, jobid)
+        self.assertEqual(info.state, "INACTIVE")
+        self.assertEqual(info.result, "COMPLETED")
+        self.assertEqual(info.status_abbrev, "CD")
+        self.assertEqual(info.returncode, 0)
+        self.assertEqual((info.ntasks, info.nnodes), (2, 2))
+        self.assertGreaterEqual(info.runtime, 0.0)
+
+        jobs = flux.job.job_list(self.h, attrs=["state", "result"]).get_jobs()
+        self.assertIn(int(jobid), [j["id"] for j in jobs])
+        mine = [j for j in jobs if j["id"] == jobid][0]
+        self.assertEqual(mine["state"], C.FLUX_JOB_STATE_INACTIVE)
+        inactive = flux.job.JobList(self.h, filters=["inactive"]).jobs()
+        self.assertIn(jobid, [j.id for j in inactive])
+        running = flux.job.JobList(self.h, filters=["running"]).jobs()
+        self.assertNotIn(jobid, [j.id for j in running])
+        listed = flux.job.JobList(self.h, ids=[jobid.f58]).jobs()
+        self.assertEqual([j.id for j in listed], [jobid])
+        self.assertEqual(flux.job.get_job(self.h, jobid)["id"], jobid)
+        self.assertIsNone(flux.job.get_job(self.h, JobID(12345)))
+
+        # the seed 001 snippet, verbatim, with this handle
+        h = self.h
+        resp = h.rpc("job-info.lookup", {"id": int(JobID(jobid.f58)), "keys": ["R"], "flags": 0}).get()
+        R = json.loads(resp["R"])
+        self.assertEqual(R["version"], 1)
+        ranks = [r["rank"] for r in R["execution"]["R_lite"]]
+        self.assertEqual(ranks, ["0-1"])
+
+        # and as a script run with FLUX_URI set, as flux python would
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+            f.write(SEED_SNIPPET)
+        try:
+            out = subprocess.run(
+                [sys.executable, f.name, jobid.f58],
+                env=self.inst.env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                timeout=TIMEOUT,
+                check=False,
+            )
+            self.assertEqual(out.returncode, 0, out.stderr.decode())
+            self.assertEqual(json.loads(out.stdout), R)
+        finally:
+            os.unlink(f.name)
+
+        # job_info_lookup decodes R and jobspec
+        looked = flux.job.job_info_lookup(self.h, jobid, keys=["R", "jobspec"]).get()
+        self.assertEqual(looked["R"], R)
+        self.assertEqual(looked["jobspec"]["tasks"][0]["command"], ["hostname"])
+
+        # the job's KVS directory
+        kvsdir = flux.job.job_kvs(self.h, jobid)
+        self.assertIn("eventlog", kvsdir.keys())
+        self.assertEqual(kvsdir["R"], R)
+
+    def test_flux_python_command(self):
+        """`flux python R.py ID`, as in seed 001."""
+        check = self.inst.flux("python", "--get-path")
+        if check.returncode != 0:
+            self.skipTest("this flux binary has no python subcommand")
+        jobid = self.submit(["true"])
+        flux.job.event_wait(self.h, jobid, "clean")
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+            f.write(SEED_SNIPPET)
+        try:
+            out = self.inst.flux("python", f.name, jobid.f58)
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(out.returncode, 0, out.stderr.decode())
+        R = json.loads(out.stdout)
+        self.assertEqual(R["execution"]["R_lite"][0]["rank"], "0")
+        out = self.inst.flux("python", "-c", "import sys; sys.exit(7)")
+        self.assertEqual(out.returncode, 7)
+
+    def test_submit_options(self):
+        tmp = tempfile.mkdtemp(prefix="fluxgo-pytest-job-")
+        jobid = self.submit(
+            ["sh", "-c", 'echo "$PYTEST_VAR $FLUX_TASK_RANK $(pwd)" > out.$FLUX_TASK_RANK'],
+            num_tasks=2,
+            cores_per_task=1,
+            num_nodes=2,
+            duration=120,
+            environment=env_with(PYTEST_VAR="hello"),
+            cwd=tmp,
+            name="pytest-options",
+        )
+        info = self.result(jobid)
+        self.assertEqual(info.result, "COMPLETED", info.to_dict())
+        self.assertEqual(info.name, "pytest-options")
+        self.assertEqual(info.duration, 120.0)
+        for rank in (0, 1):
+            with open(os.path.join(tmp, "out.%d" % rank), encoding="utf-8") as f:
+                self.assertEqual(f.read().split(), ["hello", str(rank), os.path.realpath(tmp)])
+        js = flux.job.job_info_lookup(self.h, jobid).get()["jobspec"]
+        self.assertEqual(js["attributes"]["system"]["cwd"], tmp)
+        self.assertEqual(js["attributes"]["system"]["duration"], 120.0)
+
+    def test_event_wait_and_then(self):
+        jobid = self.submit(["true"])
+        ev = flux.job.event_wait(self.h, jobid, "finish")
+        self.assertEqual(ev.context["status"], 0)
+        self.assertGreater(ev.timestamp, 0)
+        clean = flux.job.wait_for(self.h, jobid, "clean", timeout=TIMEOUT)
+        self.assertEqual(clean.name, "clean")
+        with self.assertRaises(OSError) as cm:
+            flux.job.event_wait(self.h, jobid, "no-such-event")
+        self.assertEqual(cm.exception.errno, errno.ENODATA)
+
+        # asynchronously, with a then() callback in the reactor
+        names = []
+
+        def cb(fut):
+            ev = fut.get_event()
+            if ev is None:
+                return
+            names.append(ev.name)
+
+        flux.job.event_watch_async(self.h, jobid).then(cb)
+        self.h.reactor_run()
+        self.assertEqual(names[0], "submit")
+        self.assertEqual(names[-1], "clean")
+
+    def test_exec_eventlog(self):
+        jobid = self.submit(["true"])
+        flux.job.event_wait(self.h, jobid, "clean")
+        names = [e.name for e in flux.job.event_watch(self.h, jobid, "guest.exec.eventlog")]
+        self.assertIn("init", names)
+        self.assertIn("complete", names)
+
+    def test_wait_waitable(self):
+        ok = self.submit(["true"], waitable=True)
+        bad = self.submit(["sh", "-c", "exit 3"], waitable=True)
+        status = flux.job.wait(self.h, ok)
+        self.assertEqual((status.jobid, status.success), (ok, True))
+        fut = flux.job.wait_async(self.h, bad)
+        jobid, success, errstr = flux.job.wait_get_status(fut)
+        self.assertEqual(jobid, bad)
+        self.assertFalse(success)
+        self.assertIn("exit", errstr)
+        info = self.result(bad)
+        self.assertEqual((info.result, info.returncode), ("FAILED", 3))
+        # a job submitted without waitable=True cannot be waited for
+        plain = self.submit(["true"])
+        with self.assertRaises(OSError) as cm:
+            flux.job.wait(self.h, plain)
+        self.assertEqual(cm.exception.errno, errno.EINVAL)
+
+    def test_cancel_pending(self):
+        jobid = self.submit(["true"], urgency=C.FLUX_JOB_URGENCY_HOLD)
+        flux.job.event_wait(self.h, jobid, "priority")
+        flux.job.cancel(self.h, jobid, "pytest says no")
+        with self.assertRaises(flux.job.JobException) as cm:
+            flux.job.event_wait(self.h, jobid, "start")
+        self.assertEqual(cm.exception.type, "cancel")
+        self.assertEqual(cm.exception.note, "pytest says no")
+        info = self.result(jobid)
+        self.assertEqual((info.result, info.returncode), ("CANCELED", -128))
+        self.assertTrue(info.exception.occurred)
+        self.assertEqual(info.exception.type, "cancel")
+        # an inactive job cannot be canceled again
+        with self.assertRaises(OSError) as cm:
+            flux.job.cancel(self.h, jobid)
+        self.assertEqual(cm.exception.errno, errno.EINVAL)
+
+    def test_urgency_release(self):
+        jobid = self.submit(["true"], urgency=0)
+        flux.job.event_wait(self.h, jobid, "priority")
+        flux.job.set_urgency(self.h, jobid, 16)
+        self.assertEqual(self.result(jobid).result, "COMPLETED")
+
+    def test_kill_running(self):
+        jobid = self.submit(["sleep", "120"])
+        flux.job.event_wait(self.h, jobid, "start")
+        flux.job.kill(self.h, jobid, signal.SIGTERM)
+        info = self.result(jobid)
+        self.assertEqual(info.result, "FAILED")
+        # the shell exits 128+signal for a task killed by a signal
+        self.assertIn(info.returncode, (128 + signal.SIGTERM, -signal.SIGTERM))
+        # the job is gone: kill fails
+        with self.assertRaises(OSError):
+            flux.job.kill(self.h, jobid)
+
+    def test_unknown_job(self):
+        with self.assertRaises(OSError) as cm:
+            flux.job.cancel(self.h, JobID("ƒ2"))
+        self.assertEqual(cm.exception.errno, errno.ENOENT)
+        with self.assertRaises(OSError) as cm:
+            flux.job.result(self.h, JobID("ƒ2"), timeout=TIMEOUT)
+        self.assertEqual(cm.exception.errno, errno.ENOENT)
+
+    def test_submit_invalid(self):
+        bad = {"version": 1, "resources": [], "tasks": [], "attributes": {}}
+        with self.assertRaises(OSError) as cm:
+            flux.job.submit(self.h, bad)
+        self.assertEqual(cm.exception.errno, errno.EINVAL)
+        self.assertIn("resource", cm.exception.strerror)
+
+
+if __name__ == "__main__":
+    unittest.main()
