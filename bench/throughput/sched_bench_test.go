@@ -1,4 +1,4 @@
-package throughput
+package main
 
 import (
 	"context"

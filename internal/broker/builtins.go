@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -214,6 +216,11 @@ func (s *builtins) serviceAdd(r *flux.Request) {
 	if r.Decode(&req) != nil {
 		return
 	}
+	// a guest may only add services named for itself ("<userid>-...")
+	if !r.IsOwner() && !strings.HasPrefix(req.Service, strconv.FormatUint(uint64(r.Userid()), 10)+"-") {
+		r.Errorf(syscall.EPERM, "service.add: guests may only add services named %d-*", r.Userid())
+		return
+	}
 	p := s.sender(r)
 	if p == nil {
 		r.Errorf(syscall.EINVAL, "service.add: must be sent to the local broker")
@@ -355,7 +362,7 @@ func (s *builtins) dmesg(r *flux.Request) {
 		Follow    bool `json:"follow"`
 		NoBacklog bool `json:"nobacklog"`
 	}
-	if r.Decode(&req) != nil {
+	if r.Decode(&req) != nil || !requireOwner(r) { // the log may tell of other users' jobs
 		return
 	}
 	if !r.Msg.IsStreaming() {

@@ -34,12 +34,14 @@ type modulePeer struct {
 	mu       sync.Mutex
 	deliverF func(*message.Message)
 	closedF  func(error)
-	pending  map[string]*message.Message // requests delivered, not yet answered
+	pending  map[inflightID]*message.Message // requests delivered, not yet answered
+	// pendingPeak is the most entries pending has held (see forgetLocked).
+	pendingPeak int
 }
 
 func newModulePeer(b *Broker, name string) *modulePeer {
 	p := &modulePeer{b: b, name: name, loaded: time.Now(), done: make(chan struct{}),
-		pending: make(map[string]*message.Message)}
+		pending: make(map[inflightID]*message.Message)}
 	p.lastMsg.Store(time.Now().UnixNano())
 	return p
 }
@@ -62,6 +64,7 @@ func (p *modulePeer) deliver(m *message.Message) {
 		if !m.NoResponse() {
 			p.mu.Lock()
 			p.pending[inflightKey(m)] = m
+			p.pendingPeak = max(p.pendingPeak, len(p.pending))
 			p.mu.Unlock()
 		}
 	}
@@ -84,11 +87,33 @@ func (p *modulePeer) Send(m *message.Message) error {
 	if m.Type == message.Response && (!m.IsStreaming() || m.Errnum != 0) {
 		// the route stack still ends with the requestor's hop here
 		p.mu.Lock()
-		delete(p.pending, inflightKey(m))
+		p.forgetLocked(inflightKey(m))
 		p.mu.Unlock()
 	}
 	p.b.router.route(m, p)
 	return nil
+}
+
+// StreamEnded forgets a streaming request the module answered for the
+// last time with an ordinary response (see flux.Request.Finish).
+func (p *modulePeer) StreamEnded(req *message.Message) {
+	p.mu.Lock()
+	p.forgetLocked(inflightKey(req))
+	p.mu.Unlock()
+}
+
+// shrinkAbove is the size past which a map that empties again is
+// replaced: Go maps keep the room of their largest size, and a burst of
+// jobs leaves some very large.
+const shrinkAbove = 1024
+
+// forgetLocked drops an answered request (p.mu held).
+func (p *modulePeer) forgetLocked(k inflightID) {
+	delete(p.pending, k)
+	if len(p.pending) == 0 && p.pendingPeak > shrinkAbove {
+		p.pending = make(map[inflightID]*message.Message)
+		p.pendingPeak = 0
+	}
 }
 
 func (p *modulePeer) Start(deliver func(*message.Message), closed func(error)) {
@@ -112,7 +137,7 @@ func (p *modulePeer) Close() error {
 func (p *modulePeer) failPending(why string) {
 	p.mu.Lock()
 	pending := p.pending
-	p.pending = make(map[string]*message.Message)
+	p.pending = make(map[inflightID]*message.Message)
 	p.mu.Unlock()
 	for _, req := range pending {
 		p.b.router.respondError(req, syscall.ENOSYS, why)

@@ -44,7 +44,7 @@ type link struct {
 	lastRecv atomic.Int64
 
 	mu       sync.Mutex
-	inflight map[string]*message.Message // requests sent over this link awaiting responses
+	inflight map[inflightID]*message.Message // requests sent over this link awaiting responses
 	closed   bool
 }
 
@@ -53,8 +53,25 @@ func (l *link) kind() peerKind             { return l.pk }
 func (l *link) creds() (uint32, uint32)    { return l.o.b.owner, message.RoleOwner }
 func (l *link) deliver(m *message.Message) { l.send(m) }
 
-func inflightKey(m *message.Message) string {
-	return strconv.FormatUint(uint64(m.Matchtag), 10) + "|" + m.RouteString()
+// inflightID identifies a request in flight: its matchtag and the route
+// stack it carries (which its response carries back).
+type inflightID struct {
+	tag   uint32
+	last  string // the most recent hop
+	rest  string // the older hops joined with "!" (most requests have none)
+	depth int
+}
+
+func inflightKey(m *message.Message) inflightID {
+	k := inflightID{tag: m.Matchtag, depth: len(m.Routes)}
+	switch n := len(m.Routes); {
+	case n == 1:
+		k.last = m.Routes[0]
+	case n > 1:
+		k.last = m.Routes[n-1]
+		k.rest = strings.Join(m.Routes[:n-1], "!")
+	}
+	return k
 }
 
 // send queues m on the link, remembering requests that expect responses
@@ -258,7 +275,7 @@ func (o *overlay) acceptChild(c net.Conn) {
 		return
 	}
 	l := &link{o: o, conn: c, q: newSendQueue(), rank: rank, pk: peerChild,
-		ident: strconv.FormatUint(uint64(rank), 10), inflight: make(map[string]*message.Message)}
+		ident: strconv.FormatUint(uint64(rank), 10), inflight: make(map[inflightID]*message.Message)}
 	l.lastRecv.Store(time.Now().UnixNano())
 	cs.link = l
 	cs.ready = false
@@ -360,7 +377,7 @@ func (o *overlay) connectParent(uri string) error {
 	_ = c.SetReadDeadline(time.Time{})
 	prank, _ := b.topo.parent(b.rank)
 	l := &link{o: o, conn: c, q: newSendQueue(), rank: prank, pk: peerParent, ident: "p",
-		inflight: make(map[string]*message.Message)}
+		inflight: make(map[inflightID]*message.Message)}
 	l.lastRecv.Store(time.Now().UnixNano())
 	o.mu.Lock()
 	o.parent = l

@@ -197,7 +197,7 @@ func TestRSetProperty(t *testing.T) {
 // TestREncodeOutput pins the exact document encode writes.
 func TestREncodeOutput(t *testing.T) {
 	out := encodeR(t, a("-r", "0-3", "-c", "0-3", "-g", "0", "-H", "node[0-3]", "-p", "debug:0-1"))
-	want := `{"version":1,"execution":{"R_lite":[{"rank":"0-3","children":{"core":"0-3","gpu":"0"}}],"nodelist":["node[0-3]"],"properties":{"debug":"0-1"},"starttime":0,"expiration":0}}` + "\n"
+	want := `{"version":1,"execution":{"R_lite":[{"rank":"0-3","children":{"core":"0-3","gpu":"0"}}],"starttime":0,"expiration":0,"nodelist":["node[0-3]"],"properties":{"debug":"0-1"}}}` + "\n"
 	if out != want {
 		t.Errorf("encode =\n%s\nwant\n%s", out, want)
 	}

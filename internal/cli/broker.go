@@ -80,6 +80,12 @@ func runBroker(o brokerOptions, args []string) error {
 	if err != nil {
 		return err
 	}
+	// GC and memory limit policy (broker.memory-limit): process-wide.
+	stopMemoryTuning, err := broker.TuneMemory(attrs)
+	if err != nil {
+		return err
+	}
+	defer stopMemoryTuning()
 	cfg := broker.Config{
 		Size:           1,
 		Attrs:          attrs,
@@ -157,9 +163,16 @@ func runBroker(o brokerOptions, args []string) error {
 			}
 		}()
 	}
+	enc := detectEnclosing()
+	if enc != nil {
+		enc.apply(&cfg)
+	}
 	b, err := broker.New(cfg)
 	if err != nil {
 		return err
+	}
+	if enc != nil {
+		enc.announce(b, &cfg)
 	}
 	code, err := b.Run()
 	if err != nil {

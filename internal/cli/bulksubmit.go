@@ -3,14 +3,18 @@ package cli
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
@@ -18,56 +22,92 @@ import (
 )
 
 func newBulksubmitCmd() *cobra.Command {
-	o := &submitOptions{cmdName: "bulksubmit", proc: defaultProcessEnv()}
-	var sep string
 	cmd := &cobra.Command{
 		Use:   "bulksubmit [OPTIONS...] COMMAND [ARGS...] [::: INPUTS...]",
 		Short: "Submit many jobs: COMMAND once per input, like GNU parallel",
-		Long: `Submit one job per input: COMMAND with each "{}" replaced by the input
-(and "{0}", "{1}" ... by the fields of an input split on --sep). Inputs are
-the words after ":::" (several ":::" groups combine as a cartesian
-product; "::::" FILE reads lines of FILE), or the lines of standard input
-when none are given. Jobs are submitted in one stream, as fast as the
-instance accepts them, and their ids printed in input order.`,
-		Args: cobra.MinimumNArgs(1),
+		Long: `Submit one job per input: COMMAND and OPTIONS with each "{}" replaced by the
+input (and "{0}", "{1}" ... by the fields of an input split on --sep;
+"{seq}" / "{seq1}" by the input number from 0 / 1; "{.%}", "{./}",
+"{./%}", "{.//}" by the input without extension, its base name, base name
+without extension, directory). Inputs are the words after ":::" (several
+":::" groups combine as a cartesian product, a ":::+" group is linked
+instead: one of its words per combination, cycled; "::::" FILE reads lines
+of FILE), or the lines of standard input when none are given. Jobs are
+submitted in one stream, as fast as the instance accepts them, and their
+ids printed in input order.`,
+		// options are parsed per input, after substitution
+		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runBulksubmit(o, sep, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			err := runBulksubmit(args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if errors.Is(err, pflag.ErrHelp) {
+				return cmd.Help()
+			}
+			return err
 		},
 	}
-	cmd.Flags().SetInterspersed(false)
-	addSubmitFlags(cmd.Flags(), o, submitFlagSets{perTask: true, bulk: true})
+	var sep string
+	addSubmitFlags(cmd.Flags(), &submitOptions{}, submitFlagSets{perTask: true, bulk: true})
 	cmd.Flags().StringVar(&sep, "sep", " ", "split each input into fields {0}, {1}... on `SEP`")
 	return cmd
+}
+
+// bulkOptions parses bulksubmit's options (everything before the
+// command) and returns them with the remaining arguments.
+func bulkOptions(args []string) (o *submitOptions, sep string, rest []string, err error) {
+	o = &submitOptions{cmdName: "bulksubmit", proc: defaultProcessEnv()}
+	fs := pflag.NewFlagSet("bulksubmit", pflag.ContinueOnError)
+	fs.SetInterspersed(false)
+	fs.SetOutput(io.Discard)
+	addSubmitFlags(fs, o, submitFlagSets{perTask: true, bulk: true})
+	fs.StringVar(&sep, "sep", " ", "")
+	if err := fs.Parse(args); err != nil {
+		return nil, "", nil, err
+	}
+	return o, sep, fs.Args(), nil
+}
+
+// isBulkDelim reports whether an argument starts an input group.
+func isBulkDelim(a string) bool {
+	return a == ":::" || a == ":::+" || a == "::::" || a == "::::+"
 }
 
 // bulkInputs splits args into the command template and its inputs.
 func bulkInputs(args []string, stdin io.Reader) (tmpl []string, inputs [][]string, err error) {
 	var groups [][]string
+	var linked []bool // group i is linked to the combinations before it
 	i := 0
-	for i < len(args) && args[i] != ":::" && args[i] != "::::" {
+	for i < len(args) && !isBulkDelim(args[i]) {
 		i++
 	}
 	tmpl = args[:i]
 	for i < len(args) {
-		switch args[i] {
-		case ":::":
+		switch delim := args[i]; delim {
+		case ":::", ":::+":
 			var g []string
 			i++
-			for i < len(args) && args[i] != ":::" && args[i] != "::::" {
+			for i < len(args) && !isBulkDelim(args[i]) {
 				g = append(g, args[i])
 				i++
 			}
 			groups = append(groups, g)
-		case "::::":
+			linked = append(linked, delim == ":::+")
+		case "::::", "::::+":
 			i++
 			if i >= len(args) {
-				return nil, nil, fmt.Errorf(":::: needs a file name")
+				return nil, nil, fmt.Errorf("%s needs a file name", delim)
 			}
-			lines, err := readLines(args[i])
+			var lines []string
+			var err error
+			if args[i] == "-" {
+				lines, err = scanLines(stdin)
+			} else {
+				lines, err = readLines(args[i])
+			}
 			if err != nil {
 				return nil, nil, err
 			}
 			groups = append(groups, lines)
+			linked = append(linked, delim == "::::+")
 			i++
 		}
 	}
@@ -75,22 +115,24 @@ func bulkInputs(args []string, stdin io.Reader) (tmpl []string, inputs [][]strin
 		return nil, nil, fmt.Errorf("job command is missing")
 	}
 	if len(groups) == 0 {
-		sc := bufio.NewScanner(stdin)
-		sc.Buffer(make([]byte, 64*1024), 1<<20)
-		var g []string
-		for sc.Scan() {
-			if line := sc.Text(); line != "" {
-				g = append(g, line)
-			}
-		}
-		if err := sc.Err(); err != nil {
+		g, err := scanLines(stdin)
+		if err != nil {
 			return nil, nil, err
 		}
 		groups = append(groups, g)
+		linked = append(linked, false)
 	}
 	inputs = [][]string{{}}
-	for _, g := range groups {
+	for k, g := range groups {
 		var next [][]string
+		if linked[k] && k > 0 && len(g) > 0 {
+			// one word of a linked group per combination, cycling
+			for n, prefix := range inputs {
+				next = append(next, append(append([]string(nil), prefix...), g[n%len(g)]))
+			}
+			inputs = next
+			continue
+		}
 		for _, prefix := range inputs {
 			for _, v := range g {
 				next = append(next, append(append([]string(nil), prefix...), v))
@@ -99,6 +141,18 @@ func bulkInputs(args []string, stdin io.Reader) (tmpl []string, inputs [][]strin
 		inputs = next
 	}
 	return tmpl, inputs, nil
+}
+
+func scanLines(r io.Reader) ([]string, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	var g []string
+	for sc.Scan() {
+		if line := sc.Text(); line != "" {
+			g = append(g, line)
+		}
+	}
+	return g, sc.Err()
 }
 
 func readLines(path string) ([]string, error) {
@@ -117,8 +171,14 @@ func readLines(path string) ([]string, error) {
 	return out, sc.Err()
 }
 
-// substituteBulk replaces {} and {N} in each template word.
-func substituteBulk(tmpl []string, input []string, sep string) []string {
+// bulkField matches the replacement fields of a template word: {},
+// {N}, {seq}, {seq1}, and the path attributes {.%} {./} {./%} {.//}
+// (optionally indexed: {N./}).
+var bulkField = regexp.MustCompile(`\{(seq1?|\d*)(\.%|\./%|\.//|\./)?\}`)
+
+// substituteBulk replaces the fields in each template word for input
+// number seq.
+func substituteBulk(tmpl []string, input []string, sep string, seq int) []string {
 	all := strings.Join(input, " ")
 	var fields []string
 	for _, in := range input {
@@ -126,33 +186,76 @@ func substituteBulk(tmpl []string, input []string, sep string) []string {
 	}
 	out := make([]string, len(tmpl))
 	for i, w := range tmpl {
-		w = strings.ReplaceAll(w, "{}", all)
-		for k := len(fields) - 1; k >= 0; k-- {
-			w = strings.ReplaceAll(w, "{"+strconv.Itoa(k)+"}", fields[k])
-		}
-		out[i] = w
+		out[i] = bulkField.ReplaceAllStringFunc(w, func(f string) string {
+			m := bulkField.FindStringSubmatch(f)
+			v := all
+			switch m[1] {
+			case "seq":
+				return strconv.Itoa(seq)
+			case "seq1":
+				return strconv.Itoa(seq + 1)
+			case "":
+			default:
+				k, _ := strconv.Atoi(m[1])
+				if k >= len(fields) {
+					return f
+				}
+				v = fields[k]
+			}
+			switch m[2] {
+			case ".%":
+				v = strings.TrimSuffix(v, filepath.Ext(v))
+			case "./":
+				v = filepath.Base(v)
+			case "./%":
+				v = filepath.Base(v)
+				v = strings.TrimSuffix(v, filepath.Ext(v))
+			case ".//":
+				v = filepath.Dir(v)
+			}
+			return v
+		})
 	}
 	return out
 }
 
-func runBulksubmit(o *submitOptions, sep string, args []string, stdin io.Reader, out, errw io.Writer) error {
-	tmpl, inputs, err := bulkInputs(args, stdin)
+func runBulksubmit(args []string, stdin io.Reader, out, errw io.Writer) error {
+	o, sep, rest, err := bulkOptions(args)
+	if err != nil {
+		return err
+	}
+	// the options are substituted too: parse them again per input when
+	// they have replacement fields
+	opts := args[:len(args)-len(rest)]
+	perInput := false
+	for _, a := range opts {
+		perInput = perInput || bulkField.MatchString(a)
+	}
+	tmpl, inputs, err := bulkInputs(rest, stdin)
 	if err != nil {
 		return err
 	}
 	specs := make([]*jobspec.Jobspec, 0, len(inputs))
-	for _, in := range inputs {
-		js, err := o.buildOne(substituteBulk(tmpl, in, sep))
+	for seq, in := range inputs {
+		oi, optsi := o, opts
+		if perInput {
+			optsi = substituteBulk(opts, in, sep, seq)
+			if oi, _, _, err = bulkOptions(optsi); err != nil {
+				return fmt.Errorf("input %q: %w", strings.Join(in, " "), err)
+			}
+		}
+		command := substituteBulk(tmpl, in, sep, seq)
+		if o.dryRun {
+			fmt.Fprintf(out, "bulksubmit: submit %s\n", strings.Join(append(dryRunOptions(optsi), command...), " "))
+			continue
+		}
+		js, err := oi.buildOne(command)
 		if err != nil {
 			return fmt.Errorf("input %q: %w", strings.Join(in, " "), err)
 		}
 		specs = append(specs, js)
 	}
 	if o.dryRun {
-		for _, js := range specs {
-			b, _ := json.Marshal(js)
-			fmt.Fprintf(out, "%s\n", b)
-		}
 		return nil
 	}
 	urgency, err := urgencyValue(o.urgency)
@@ -267,4 +370,15 @@ func newJobSubmitCmd() *cobra.Command {
 	cmd.Flags().StringVarP(&urgencyStr, "urgency", "u", "16", "job urgency 0-31")
 	cmd.Flags().StringSliceVarP(&flagList, "flags", "f", nil, "submit flags: debug, waitable, novalidate")
 	return cmd
+}
+
+// dryRunOptions drops --dry-run from the options a dry run shows.
+func dryRunOptions(opts []string) []string {
+	var out []string
+	for _, a := range opts {
+		if a != "--dry-run" {
+			out = append(out, a)
+		}
+	}
+	return out
 }

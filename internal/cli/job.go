@@ -29,6 +29,7 @@ func jobSubcommands() []*cobra.Command {
 		newJobEventlogCmd(),
 		newJobWaitEventCmd(),
 		newJobStatusCmd(),
+		newJobWaitCmd(),
 		newJobLastCmd(),
 	}
 }

@@ -3,7 +3,9 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -94,21 +97,24 @@ func attachJob(h *flux.Handle, id jobid.ID, o attachOptions, stdin io.Reader, ou
 	defer signal.Stop(sigs)
 	go a.interrupts(ctx, sigs)
 
+	// The exec and output eventlogs are watched from the start, beside
+	// the main one (job-info waits for them to appear while the job is
+	// active and ends the watches when it is done): nothing waits for
+	// one log's event to begin watching the next.
 	execDone := make(chan error, 1)
-	execStarted := false
+	outDone := make(chan error, 1)
+	go func() { execDone <- a.followExec(ctx) }()
+	go func() { outDone <- a.followOutput(ctx) }()
 	err := watchEventlogPath(ctx, h, id, "eventlog", func(ev eventlog.Event) bool {
+		a.mu.Lock()
 		if a.t0 == 0 {
 			a.t0 = ev.Timestamp
 		}
+		a.mu.Unlock()
 		if o.showEvents || o.verbose {
 			fmt.Fprintf(errw, "%.3fs: job.%s %s\n", ev.Timestamp-a.t0, ev.Name, ev.Context)
 		}
 		switch ev.Name {
-		case "start", "alloc":
-			if !execStarted {
-				execStarted = true
-				go func() { execDone <- a.followExec(ctx) }()
-			}
 		case "exception":
 			var c struct {
 				Type     string `json:"type"`
@@ -142,13 +148,15 @@ func attachJob(h *flux.Handle, id jobid.ID, o attachOptions, stdin io.Reader, ou
 	if err != nil {
 		return 1, err
 	}
-	if execStarted {
+	// the job is inactive: its logs are complete or about to be
+	timeout := time.After(10 * time.Second)
+	for _, c := range []chan error{execDone, outDone} {
 		select {
-		case err := <-execDone:
+		case err := <-c:
 			if err != nil && !o.quiet {
 				fmt.Fprintf(errw, "flux-job: %v\n", err)
 			}
-		case <-time.After(10 * time.Second):
+		case <-timeout:
 		}
 	}
 	a.flushPartial()
@@ -165,14 +173,19 @@ func attachJob(h *flux.Handle, id jobid.ID, o attachOptions, stdin io.Reader, ou
 	return code, nil
 }
 
-// followExec watches the exec eventlog; at shell.init it starts the
-// output watch and stdin forwarding.
+// start is the timestamp of the job's first event (0 until known).
+func (a *attacher) start() float64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.t0
+}
+
+// followExec watches the exec eventlog; at shell.init it starts
+// forwarding stdin to the job's shell service.
 func (a *attacher) followExec(ctx context.Context) error {
-	outDone := make(chan error, 1)
-	outStarted := false
 	err := watchEventlogPath(ctx, a.h, a.id, "guest.exec.eventlog", func(ev eventlog.Event) bool {
 		if a.o.showExec {
-			fmt.Fprintf(a.errw, "%.3fs: exec.%s %s\n", ev.Timestamp-a.t0, ev.Name, ev.Context)
+			fmt.Fprintf(a.errw, "%.3fs: exec.%s %s\n", ev.Timestamp-a.start(), ev.Name, ev.Context)
 		}
 		switch ev.Name {
 		case "shell.init":
@@ -181,10 +194,6 @@ func (a *attacher) followExec(ctx context.Context) error {
 				LeaderRank uint32 `json:"leader-rank"`
 			}
 			json.Unmarshal(ev.Context, &c)
-			if !outStarted {
-				outStarted = true
-				go func() { outDone <- a.followOutput(ctx) }()
-			}
 			if c.Service != "" && !a.o.readOnly {
 				go a.forwardStdin(ctx, c.Service, c.LeaderRank)
 			}
@@ -193,31 +202,34 @@ func (a *attacher) followExec(ctx context.Context) error {
 		}
 		return false
 	})
-	if !outStarted {
-		outStarted = true
-		go func() { outDone <- a.followOutput(ctx) }()
+	if errors.Is(err, syscall.ENOENT) {
+		return nil // the job never ran
 	}
-	oerr := <-outDone
-	if err != nil {
-		return err
-	}
-	return oerr
+	return err
 }
 
 // followOutput copies the output eventlog to our stdout/stderr.
 func (a *attacher) followOutput(ctx context.Context) error {
-	return watchEventlogPath(ctx, a.h, a.id, "guest.output", func(ev eventlog.Event) bool {
+	err := watchEventlogPath(ctx, a.h, a.id, "guest.output", func(ev eventlog.Event) bool {
 		if ev.Name != "data" {
 			return false
 		}
 		var c struct {
-			Stream string `json:"stream"`
-			Rank   string `json:"rank"`
-			Data   string `json:"data"`
+			Stream   string `json:"stream"`
+			Rank     string `json:"rank"`
+			Data     string `json:"data"`
+			Encoding string `json:"encoding"`
 		}
 		json.Unmarshal(ev.Context, &c)
 		if c.Data == "" {
 			return false
+		}
+		if c.Encoding == "base64" {
+			b, err := base64.StdEncoding.DecodeString(c.Data)
+			if err != nil {
+				return false
+			}
+			c.Data = string(b)
 		}
 		w := a.out
 		if c.Stream == "stderr" {
@@ -226,6 +238,10 @@ func (a *attacher) followOutput(ctx context.Context) error {
 		a.write(w, c.Stream, c.Rank, c.Data)
 		return false
 	})
+	if errors.Is(err, syscall.ENOENT) {
+		return nil // the job never ran
+	}
+	return err
 }
 
 // write prints output, with "RANK: " before each line when labeling.
@@ -264,18 +280,29 @@ func (a *attacher) flushPartial() {
 // forwardStdin sends our stdin to the job's shell service.
 func (a *attacher) forwardStdin(ctx context.Context, service string, leader uint32) {
 	topic := service + ".stdin"
-	send := func(data string, eof bool) error {
-		req := map[string]any{"stream": "stdin", "rank": a.o.stdinRanks}
-		if data != "" {
-			req["data"] = data
+	send := func(ranks string, data []byte, eof bool) error {
+		req := map[string]any{"stream": "stdin", "rank": ranks}
+		switch {
+		case len(data) == 0:
+		case utf8.Valid(data):
+			req["data"] = string(data)
+		default:
+			req["data"] = base64.StdEncoding.EncodeToString(data)
+			req["encoding"] = "base64"
 		}
 		if eof {
 			req["eof"] = true
 		}
 		return a.h.Call(ctx, topic, leader, req, nil)
 	}
+	end := func() {
+		send(a.o.stdinRanks, nil, true)
+		if a.o.stdinRanks != "all" {
+			send("all", nil, true) // the other tasks' stdin ends too
+		}
+	}
 	if a.stdin == nil {
-		send("", true)
+		end()
 		return
 	}
 	r := bufio.NewReaderSize(a.stdin, 32*1024)
@@ -283,12 +310,12 @@ func (a *attacher) forwardStdin(ctx context.Context, service string, leader uint
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			if send(string(buf[:n]), false) != nil {
+			if send(a.o.stdinRanks, buf[:n], false) != nil {
 				return
 			}
 		}
 		if err != nil {
-			send("", true)
+			end()
 			return
 		}
 	}

@@ -34,8 +34,11 @@ func parseJobIDs(args []string) ([]jobid.ID, error) {
 func raiseJobs(ctx context.Context, h *flux.Handle, ids []jobid.ID, typ string, severity int, note string, errw io.Writer, prog string) int {
 	futs := make([]*flux.Future, len(ids))
 	for i, id := range ids {
-		futs[i], _ = h.RPC("job-manager.raise", flux.NodeidAny,
-			map[string]any{"id": id, "type": typ, "severity": severity, "note": note}, 0)
+		req := map[string]any{"id": id, "type": typ, "severity": severity}
+		if note != "" {
+			req["note"] = note // flux-core's clients send a note only when there is one
+		}
+		futs[i], _ = h.RPC("job-manager.raise", flux.NodeidAny, req, 0)
 	}
 	failed := 0
 	for i, f := range futs {

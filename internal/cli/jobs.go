@@ -59,6 +59,7 @@ type jobsOptions struct {
 	ids           []string
 	userChanged   bool
 	now           time.Time
+	recurse       jobsRecursion // -R, --recurse-all, -L (jobs_recursive.go)
 }
 
 func newJobsCmd() *cobra.Command {
@@ -74,6 +75,7 @@ Named formats: ` + jobsFormatNames() + ` (--format=help describes them).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.ids = args
 			o.userChanged = cmd.Flags().Changed("user")
+			o.recurse.levelSet = cmd.Flags().Changed("level")
 			o.now = time.Now()
 			ctx, cancel := cmdContext()
 			defer cancel()
@@ -109,6 +111,7 @@ Named formats: ` + jobsFormatNames() + ` (--format=help describes them).`,
 	f.Lookup("color").NoOptDefVal = "always"
 	f.BoolVar(&o.stats, "stats", false, "Print job statistics before header")
 	f.BoolVar(&o.statsOnly, "stats-only", false, "Print job statistics only and exit")
+	addRecursionFlags(f, &o.recurse)
 	// -A and -a are single-letter flags in flux-core; keep the long names hidden
 	f.Lookup("all-users").Hidden = true
 	return cmd
@@ -300,6 +303,7 @@ func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Wr
 		o.noHeader = true
 		attrs = []string{job.AttrAll}
 	}
+	attrs = o.recurse.attrs(attrs)
 	now := float64(o.now.UnixNano()) / 1e9
 	var rows []jobRow
 	truncated := false
@@ -369,11 +373,9 @@ func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Wr
 		bw.line(of.header())
 	}
 	for _, r := range rows {
-		l, err := of.line(r)
-		if err != nil {
+		if err := bw.format(func(b []byte) ([]byte, error) { return of.appendLine(b, r) }); err != nil {
 			return err
 		}
-		bw.line(l)
 	}
 	if err := bw.flush(); err != nil {
 		return err
@@ -382,7 +384,7 @@ func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Wr
 		fmt.Fprintf(errw, "warning: output truncated at %d jobs.\n", o.count)
 		fmt.Fprintln(errw, "Use --count to increase returned results or use filters to alter results.")
 	}
-	return nil
+	return recurseJobs(ctx, o, rows, out, errw)
 }
 
 // printJobStats prints the --stats line; it reports whether any job is
@@ -421,6 +423,19 @@ func (l *jobsOut) line(s string) {
 	if len(l.buf) > 60*1024 {
 		l.flush()
 	}
+}
+
+// format appends a line made by appendLine.
+func (l *jobsOut) format(appendLine func([]byte) ([]byte, error)) error {
+	b, err := appendLine(l.buf)
+	if err != nil {
+		return err
+	}
+	l.buf = append(b, '\n')
+	if len(l.buf) > 60*1024 {
+		l.flush()
+	}
+	return nil
 }
 
 func (l *jobsOut) flush() error {

@@ -403,13 +403,13 @@ func pad(s string, ps fmtSpec, defAlign byte) string {
 	if align == 0 {
 		align = defAlign
 	}
-	fill := strings.Repeat(string(ps.fill), ps.width-n)
+	fill := fillString(ps.fill, ps.width-n)
 	switch align {
 	case '>':
 		return fill + s
 	case '^':
 		left := (ps.width - n) / 2
-		return strings.Repeat(string(ps.fill), left) + s + strings.Repeat(string(ps.fill), ps.width-n-left)
+		return fillString(ps.fill, left) + s + fillString(ps.fill, ps.width-n-left)
 	case '=':
 		if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
 			return s[:1] + fill + s[1:]
@@ -417,6 +417,17 @@ func pad(s string, ps fmtSpec, defAlign byte) string {
 		return fill + s
 	}
 	return s + fill
+}
+
+// spaces serves the usual fill without an allocation per field.
+const spaces = "                                                                "
+
+// fillString returns n copies of the fill character.
+func fillString(fill rune, n int) string {
+	if fill == ' ' && n <= len(spaces) {
+		return spaces[:n]
+	}
+	return strings.Repeat(string(fill), n)
 }
 
 // formatValue applies a spec to a converted value (Python's format()).
@@ -772,19 +783,25 @@ func (of *outputFormat[T]) header() string {
 
 // line formats one item.
 func (of *outputFormat[T]) line(item T) (string, error) {
-	var b strings.Builder
+	b, err := of.appendLine(nil, item)
+	return string(b), err
+}
+
+// appendLine appends one formatted item to b (long listings format
+// straight into their output buffer).
+func (of *outputFormat[T]) appendLine(b []byte, item T) ([]byte, error) {
 	for i, f := range of.fields {
-		b.WriteString(f.text)
+		b = append(b, f.text...)
 		if f.name == "" {
 			continue
 		}
 		v, err := of.value(i, item)
 		if err != nil {
-			return "", fmt.Errorf("field %s: %w", f.name, err)
+			return b, fmt.Errorf("field %s: %w", f.name, err)
 		}
-		b.WriteString(formatValue(v, of.specs[i]))
+		b = append(b, formatValue(v, of.specs[i])...)
 	}
-	return b.String(), nil
+	return b, nil
 }
 
 // sortItems sorts items by comma-separated field names ("-name" for

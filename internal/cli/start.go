@@ -122,6 +122,12 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 		return fmt.Errorf("creating rundir: %w", err)
 	}
 	defer os.RemoveAll(base)
+	// Other users must reach the brokers' sockets: the broker's
+	// authentication decides whether they may connect (guests are
+	// allowed into a root-owned instance).
+	if err := os.Chmod(base, 0o755); err != nil {
+		return fmt.Errorf("creating rundir: %w", err)
+	}
 	fanout := 2
 	attrs, err := parseSetattrs(o.setattrs)
 	if err != nil {

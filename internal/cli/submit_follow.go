@@ -82,6 +82,13 @@ func followJobs(ctx context.Context, h *flux.Handle, o *submitOptions, ids []job
 	worst := 0
 	if o.cmdName == "run" && len(ids) == 1 && o.waitEvent == "" {
 		ao := attachOptions{labelIO: o.labelIO, stdinRanks: "all", readOnly: false}
+		if o.input != "" {
+			if _, err := parseIDs(o.input); err == nil {
+				ao.stdinRanks = o.input // --input=RANKS
+			} else {
+				ao.readOnly = true // --input=FILE: the tasks read the file
+			}
+		}
 		return attachJob(h, ids[0], ao, os.Stdin, out, os.Stderr)
 	}
 	for _, id := range ids {

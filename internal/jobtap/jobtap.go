@@ -65,7 +65,8 @@ type Job struct {
 	State    State
 	Flags    int
 	TSubmit  float64
-	// Jobspec is the parsed jobspec (nil once the job is inactive).
+	// Jobspec is the parsed jobspec (nil once the job is inactive). Jobs
+	// submitted with identical jobspecs share one: never modify it.
 	Jobspec *jobspec.Jobspec
 	// Raw is the jobspec as submitted.
 	Raw json.RawMessage
@@ -78,6 +79,9 @@ type Job struct {
 	WaitStatus int
 	// Exception is the first fatal exception's type, if any.
 	Exception string
+	// Ran is set once the job was allocated resources (it entered RUN),
+	// Started once its start event was posted (its shells started).
+	Ran, Started bool
 }
 
 // Host is what the job manager offers plugins. All methods must be

@@ -93,6 +93,16 @@ type Message struct {
 	Topic     string
 	Payload   []byte
 	Routes    []string
+	// Attached is an in-process companion of the payload, for modules of
+	// one broker: the sender may hand over what it already decoded from
+	// the payload (job-ingest's parsed jobspecs) so the receiver need
+	// not decode it again. It is never encoded, so it is lost between
+	// processes: a receiver must treat it as an optional hint and fall
+	// back to the payload.
+	Attached any
+	// route0 holds the first hop without an allocation (most requests
+	// are routed once, from a module or a local client).
+	route0 [1]string
 }
 
 // New returns a message of type t with topic set and unknown credentials.
@@ -141,6 +151,15 @@ func (m *Message) SetJSON(p []byte) {
 	buf := make([]byte, len(p)+1)
 	copy(buf, p)
 	m.Payload = buf
+	m.Flags |= FlagPayload
+}
+
+// SetJSONBuffer sets a JSON payload, taking p over: the terminating NUL
+// is appended to p in place (copying only when p has no room), so a
+// payload built for one message is not copied again. The caller must
+// not use p afterwards.
+func (m *Message) SetJSONBuffer(p []byte) {
+	m.Payload = append(p, 0)
 	m.Flags |= FlagPayload
 }
 
@@ -196,12 +215,15 @@ func (m *Message) HasRoutes() bool { return m.Flags&FlagRoute != 0 }
 // EnableRoutes turns on route tracking with an empty stack.
 func (m *Message) EnableRoutes() {
 	m.Flags |= FlagRoute
-	m.Routes = m.Routes[:0]
+	m.Routes = []string{} // a fresh stack: the old one may be shared by responses
 }
 
 // PushRoute pushes hop id onto the route stack (enabling route tracking).
 func (m *Message) PushRoute(id string) {
 	m.Flags |= FlagRoute
+	if m.Routes == nil {
+		m.Routes = m.route0[:0]
+	}
 	m.Routes = append(m.Routes, id)
 }
 
@@ -266,7 +288,10 @@ func ResponseTo(req *Message, payload []byte) *Message {
 		Topic:    req.Topic,
 	}
 	if req.Routes != nil {
-		r.Routes = append(make([]string, 0, len(req.Routes)), req.Routes...)
+		// Share the request's stack: routing only pops a response's
+		// hops (reslicing), and the capped slice makes any push copy.
+		n := len(req.Routes)
+		r.Routes = req.Routes[:n:n]
 	}
 	if payload != nil {
 		r.SetJSON(payload)

@@ -15,6 +15,9 @@ type Alloc struct {
 	// Start and Expiration are the validity window written to R
 	// (seconds since the epoch; Expiration 0 for none).
 	Start, Expiration float64
+	// Slots is the number of slots the job asked for, written to R as
+	// "nslots" as flux-core's sched-simple does (0: not written).
+	Slots int
 
 	// inline storage for the common one-node allocation of up to 64
 	// cores and 64 GPUs: one heap object instead of three

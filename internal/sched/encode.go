@@ -10,10 +10,11 @@ import (
 )
 
 // AppendR appends a as a complete RFC 20 R document (version 1): R_lite
-// with one entry per distinct set of children ordered by lowest rank, the
-// nodelist, the properties of the allocated nodes, starttime and
-// expiration. It writes the JSON directly: a one-core allocation costs a
-// few hundred nanoseconds, not a trip through encoding/json.
+// with one entry per distinct set of children ordered by lowest rank,
+// starttime, expiration, nslots (when a.Slots is set), the nodelist and
+// the properties of the allocated nodes. It writes the JSON directly: a
+// one-core allocation costs a few hundred nanoseconds, not a trip through
+// encoding/json.
 func (p *Pool) AppendR(b []byte, a *Alloc) []byte {
 	b = append(b, `{"version":1,"execution":{"R_lite":[`...)
 	if len(a.Nodes) == 1 {
@@ -32,14 +33,19 @@ func (p *Pool) AppendR(b []byte, a *Alloc) []byte {
 			b = appendGroup(b, g.ranks, []byte(g.cores), []byte(g.gpus))
 		}
 	}
-	b = append(b, `],"nodelist":[`...)
-	b = appendJSONString(b, p.nodelist(a))
-	b = append(b, ']')
-	b = p.appendProperties(b, a)
-	b = append(b, `,"starttime":`...)
+	// flux-core's key order: flux job info prints R as stored
+	b = append(b, `],"starttime":`...)
 	b = strconv.AppendFloat(b, a.Start, 'f', -1, 64)
 	b = append(b, `,"expiration":`...)
 	b = strconv.AppendFloat(b, a.Expiration, 'f', -1, 64)
+	if a.Slots > 0 {
+		b = append(b, `,"nslots":`...)
+		b = strconv.AppendInt(b, int64(a.Slots), 10)
+	}
+	b = append(b, `,"nodelist":[`...)
+	b = appendJSONString(b, p.nodelist(a))
+	b = append(b, ']')
+	b = p.appendProperties(b, a)
 	return append(b, "}}"...)
 }
 

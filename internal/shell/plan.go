@@ -61,6 +61,9 @@ type PlanOptions struct {
 func PlanOptionsFrom(js *jobspec.Jobspec) (PlanOptions, error) {
 	var o PlanOptions
 	opts := js.ShellOptions()
+	if err := checkContainmentOptions(opts); err != nil { // rlimit.go
+		return o, err
+	}
 	if pr, ok := opts["per-resource"].(map[string]any); ok {
 		t, _ := pr["type"].(string)
 		if t != "node" && t != "core" {
@@ -128,10 +131,20 @@ func MakePlan(js *jobspec.Jobspec, R *rset.R, o PlanOptions) (*Plan, error) {
 		}
 		slots := make([]int, len(p.Ranks))
 		nslots := 0
+		// With a node level in the jobspec (-N), each node holds the
+		// jobspec's slots per node, even when R gives the job whole
+		// nodes (node-exclusive): count from the jobspec, not from R.
+		perNode := 0
+		if nn := js.NNodes(); nn > 0 {
+			perNode = js.NSlots() / nn
+		}
 		for i := range slots {
 			slots[i] = p.Cores[i].Count() / cps
 			if slots[i] == 0 && p.GPUs[i].Count() > 0 {
 				slots[i] = 1
+			}
+			if perNode > 0 && slots[i] > perNode {
+				slots[i] = perNode
 			}
 			nslots += slots[i]
 		}

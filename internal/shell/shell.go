@@ -51,21 +51,33 @@ type Config struct {
 	// Output receives task output; it must not block for long.
 	Output func(Output)
 	// Setup, if set, adjusts each task's command before it starts (PMI
-	// descriptors, cgroup placement ...). Files it adds to ExtraFiles
-	// belong to the shell, which closes them once the task has started.
+	// descriptors, cgroup placement ...). Files it adds to ExtraFiles,
+	// and a file it sets as Stdin (the task then reads that instead of
+	// what Stdin delivers), belong to the shell, which closes them once
+	// the task has started.
 	Setup func(rank, localID int, cmd *exec.Cmd) error
 	// ExtraEnv is added to every task's environment.
 	ExtraEnv map[string]string
+	// OnDone, if set, is called (on some goroutine of the shell's) once
+	// every task has exited and its output was read, after Done closes.
+	OnDone func()
+	// Prepare, if set, applies containment (resource limits, cgroup
+	// placement) to each started task's process; with Hold the task is
+	// held at its exec until Prepare returns (see hold.go). An error
+	// kills the task.
+	Prepare func(rank, localID, pid int) error
+	Hold    bool
 }
 
 // Shell runs the tasks of one node of a job.
 type Shell struct {
 	cfg   Config
 	tasks []*task
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	exits []TaskExit
-	done  chan struct{}
+	// running counts tasks not yet finished (under mu)
+	running int
+	mu      sync.Mutex
+	exits   []TaskExit
+	done    chan struct{}
 }
 
 // Env builds the environment of global task rank with local id local.
@@ -168,17 +180,20 @@ func Start(cfg Config) (*Shell, error) {
 		if cwd != "" {
 			cmd.Dir = cwd
 		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cfg.RunAs}
+		// Pdeathsig: a task dies with the broker hosting its shell (a
+		// broker killed outright leaves nothing running). It fires when
+		// the forking thread ends, so the launch path never ends threads
+		// that forked tasks.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cfg.RunAs, Pdeathsig: syscall.SIGKILL}
 		t := &task{rank: rank, localID: local, cmd: cmd, cpus: cpus[local]}
+		t.prepare, t.hold = cfg.preparer(rank, local)
 		s.tasks = append(s.tasks, t)
 	}
+	s.running = len(s.tasks) + 1 // +1 until every task is launched
 	for _, t := range s.tasks {
 		s.launch(t)
 	}
-	go func() {
-		s.wg.Wait()
-		close(s.done)
-	}()
+	s.taskDone()
 	return s, nil
 }
 
@@ -218,44 +233,78 @@ func (s *Shell) launch(t *task) {
 		t.exited, t.status = true, 127<<8
 		s.exits = append(s.exits, TaskExit{Rank: t.rank, LocalID: t.localID, WaitStatus: 127 << 8, Err: msg})
 		s.mu.Unlock()
+		s.taskDone()
+	}
+	// files Setup gave the task: the child has its copies once started
+	var stdinFile *os.File
+	closeFiles := func() {
+		for _, f := range cmd.ExtraFiles {
+			f.Close()
+		}
+		if stdinFile != nil {
+			stdinFile.Close()
+		}
 	}
 	if s.cfg.Setup != nil {
-		if err := s.cfg.Setup(t.rank, t.localID, cmd); err != nil {
+		err := s.cfg.Setup(t.rank, t.localID, cmd)
+		stdinFile, _ = cmd.Stdin.(*os.File)
+		if err != nil {
+			closeFiles()
 			fail(err.Error())
 			return
 		}
 	}
 	stdout, err1 := cmd.StdoutPipe()
 	stderr, err2 := cmd.StderrPipe()
-	stdin, err3 := cmd.StdinPipe()
+	var err3 error
+	if cmd.Stdin == nil {
+		t.stdin, err3 = cmd.StdinPipe()
+	}
 	if err := firstErr(err1, err2, err3); err != nil {
+		closeFiles()
 		fail(err.Error())
 		return
 	}
-	t.stdin = stdin
 	err := startTask(t)
-	for _, f := range cmd.ExtraFiles {
-		f.Close() // the child has its copies now
-	}
+	closeFiles()
 	if err != nil {
 		fail(execError(cmd.Args[0], err))
 		return
 	}
-	var readers sync.WaitGroup
-	readers.Add(2)
-	go s.pump(t.rank, "stdout", stdout, &readers)
-	go s.pump(t.rank, "stderr", stderr, &readers)
-	s.wg.Add(1)
+	// two goroutines per task: one copies stderr, the other stdout,
+	// then reaps the task once all its output is read (Wait closes the
+	// pipes)
+	var stderrDone sync.WaitGroup
+	stderrDone.Add(1)
+	go s.pump(t.rank, "stderr", stderr, &stderrDone)
 	go func() {
-		defer s.wg.Done()
-		readers.Wait() // all output read before Wait closes the pipes
+		var stdoutDone sync.WaitGroup
+		stdoutDone.Add(1)
+		s.pump(t.rank, "stdout", stdout, &stdoutDone)
+		stderrDone.Wait()
 		err := cmd.Wait()
 		ws := waitStatusOf(cmd, err)
 		s.mu.Lock()
 		t.exited, t.status = true, ws
 		s.exits = append(s.exits, TaskExit{Rank: t.rank, LocalID: t.localID, PID: cmd.Process.Pid, WaitStatus: ws})
 		s.mu.Unlock()
+		s.taskDone()
 	}()
+}
+
+// taskDone counts a task as finished; the last closes Done and calls
+// Config.OnDone.
+func (s *Shell) taskDone() {
+	s.mu.Lock()
+	s.running--
+	last := s.running == 0
+	s.mu.Unlock()
+	if last {
+		close(s.done)
+		if s.cfg.OnDone != nil {
+			s.cfg.OnDone()
+		}
+	}
 }
 
 func firstErr(errs ...error) error {
@@ -267,10 +316,16 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
+// pumpBuffers are the read buffers of the output pumps (most tasks
+// write little, so a buffer goes back for the next task soon).
+var pumpBuffers = sync.Pool{New: func() any { b := make([]byte, 32*1024); return &b }}
+
 // pump copies one task stream to the output callback in chunks.
 func (s *Shell) pump(rank int, stream string, r io.Reader, wg *sync.WaitGroup) {
 	defer wg.Done()
-	buf := make([]byte, 4096)
+	bp := pumpBuffers.Get().(*[]byte)
+	defer pumpBuffers.Put(bp)
+	buf := *bp
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -22,6 +23,9 @@ type task struct {
 	cpus    []int    // CPUs to bind to (nil: no binding)
 	status  int      // wait status once exited
 	exited  bool
+
+	prepare func(pid int) error // containment (hold.go)
+	hold    bool
 }
 
 // startTask forks and execs t with its CPU affinity applied before exec:
@@ -29,34 +33,44 @@ type task struct {
 // that mask, so the task never runs elsewhere.
 func startTask(t *task) error {
 	if len(t.cpus) == 0 {
-		return t.cmd.Start()
+		return t.start()
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var orig unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &orig); err != nil {
-		return t.cmd.Start()
+	orig, ok := brokerCPUs()
+	if !ok {
+		return t.start()
 	}
 	var set unix.CPUSet
 	for _, c := range t.cpus {
 		set.Set(c)
 	}
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return t.cmd.Start()
+		return t.start()
 	}
-	err := t.cmd.Start()
-	if rerr := unix.SchedSetaffinity(0, &orig); rerr != nil && err == nil {
-		// this thread is now stuck on the task's CPUs: let the runtime
-		// discard it rather than reuse it
-		runtime.Goexit()
+	err := t.start()
+	if rerr := unix.SchedSetaffinity(0, &orig); rerr != nil {
+		// this thread is stuck on the task's CPUs: keep the calling
+		// goroutine on it for good so no other goroutine runs there.
+		// Ending the thread instead would kill the tasks it forked
+		// (their parent-death signal).
+		runtime.LockOSThread()
 	}
 	return err
 }
 
-// onlineCPUs returns the CPUs this process may run on.
-func onlineCPUs() []int {
+// brokerCPUs returns the CPUs this process may run on, as it started:
+// what a thread that forked a pinned task goes back to.
+var brokerCPUs = sync.OnceValues(func() (unix.CPUSet, bool) {
 	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
+	err := unix.SchedGetaffinity(0, &set)
+	return set, err == nil
+})
+
+// onlineCPUs lists the CPUs this process may run on.
+var onlineCPUs = sync.OnceValue(func() []int {
+	set, ok := brokerCPUs()
+	if !ok {
 		return nil
 	}
 	var out []int
@@ -66,7 +80,7 @@ func onlineCPUs() []int {
 		}
 	}
 	return out
-}
+})
 
 // waitStatusOf converts a finished command to a wait status.
 func waitStatusOf(cmd *exec.Cmd, err error) int {

@@ -42,6 +42,11 @@ func Binary(t testing.TB) string {
 			buildErr = err
 			return
 		}
+		// tests run clients as other users too
+		if err := os.Chmod(dir, 0o755); err != nil {
+			buildErr = err
+			return
+		}
 		binPath = filepath.Join(dir, "flux")
 		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/flux")
 		cmd.Dir = root

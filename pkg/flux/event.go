@@ -108,15 +108,13 @@ func (h *Handle) OnEvent(ctx context.Context, prefix string, fn func(m *Message)
 // sequences it at rank 0 and delivers it to every subscriber. Private
 // events reach only the instance owner and the sender's userid.
 func (h *Handle) Publish(topic string, payload any, private bool) error {
-	b, err := encodePayload(payload)
+	b, owned, err := encodePayload(payload)
 	if err != nil {
 		return err
 	}
 	m := message.New(message.Event, topic)
 	m.Flags |= message.FlagRoute
-	if b != nil {
-		m.SetJSON(b)
-	}
+	setPayload(m, b, owned)
 	if private {
 		m.Flags |= message.FlagPrivate
 	}
@@ -126,7 +124,7 @@ func (h *Handle) Publish(topic string, payload any, private bool) error {
 // PublishSync publishes an event through the broker's event.pub service
 // and returns the sequence number assigned to it.
 func (h *Handle) PublishSync(ctx context.Context, topic string, payload any, private bool) (uint32, error) {
-	b, err := encodePayload(payload)
+	b, _, err := encodePayload(payload)
 	if err != nil {
 		return 0, err
 	}

@@ -25,7 +25,18 @@ type Future struct {
 }
 
 func newFuture(h *Handle, topic string, streaming bool) *Future {
-	return &Future{h: h, topic: topic, streaming: streaming, notify: make(chan struct{}, 1)}
+	return &Future{h: h, topic: topic, streaming: streaming}
+}
+
+// signal wakes a waiter in Next; the channel exists once someone waits.
+func signal(ch chan struct{}) {
+	if ch == nil {
+		return
+	}
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }
 
 // Matchtag returns the request's matchtag (needed to cancel a stream).
@@ -35,15 +46,13 @@ func (f *Future) put(m *Message) {
 	f.mu.Lock()
 	if fn := f.then; fn != nil {
 		f.mu.Unlock()
-		f.h.post(func() { fn(m, responseErr(m)) })
+		f.h.enqueue(work{kind: workThen, then: fn, m: m, err: responseErr(m)})
 		return
 	}
 	f.msgs = append(f.msgs, m)
+	ch := f.notify
 	f.mu.Unlock()
-	select {
-	case f.notify <- struct{}{}:
-	default:
-	}
+	signal(ch)
 }
 
 func (f *Future) fail(err error) {
@@ -52,15 +61,13 @@ func (f *Future) fail(err error) {
 		f.err = err
 	}
 	fn := f.then
+	ch := f.notify
 	f.mu.Unlock()
 	if fn != nil {
-		f.h.post(func() { fn(nil, err) })
+		f.h.enqueue(work{kind: workThen, then: fn, err: err})
 		return
 	}
-	select {
-	case f.notify <- struct{}{}:
-	default:
-	}
+	signal(ch)
 }
 
 // responseErr converts an error response into an *Error.
@@ -82,11 +89,10 @@ func (f *Future) Then(fn func(m *Message, err error)) {
 	f.then = fn
 	f.mu.Unlock()
 	for _, m := range pending {
-		m := m
-		f.h.post(func() { fn(m, responseErr(m)) })
+		f.h.enqueue(work{kind: workThen, then: fn, m: m, err: responseErr(m)})
 	}
 	if err != nil && len(pending) == 0 {
-		f.h.post(func() { fn(nil, err) })
+		f.h.enqueue(work{kind: workThen, then: fn, err: err})
 	}
 }
 
@@ -109,12 +115,16 @@ func (f *Future) Next(ctx context.Context) (*Message, error) {
 			return m, nil
 		}
 		err := f.err
+		if f.notify == nil {
+			f.notify = make(chan struct{}, 1)
+		}
+		ch := f.notify
 		f.mu.Unlock()
 		if err != nil {
 			return nil, err
 		}
 		select {
-		case <-f.notify:
+		case <-ch:
 		case <-ctx.Done():
 			if !f.streaming {
 				f.h.unregister(f.tag)

@@ -52,10 +52,11 @@ type Handle struct {
 	mu       sync.Mutex
 	tag      uint32
 	rpcs     map[uint32]*Future
+	rpcPeak  int // most entries rpcs has held (see forgetLocked)
 	subs     map[*Subscription]struct{}
 	handlers []handler
 	evh      []evHandler
-	queue    []func()
+	queue    []work
 	signal   chan struct{}
 	err      error
 	done     chan struct{}
@@ -145,14 +146,14 @@ func (h *Handle) deliver(m *Message) {
 		h.mu.Lock()
 		f := h.rpcs[m.Matchtag]
 		if f != nil && (!f.streaming || m.Errnum != 0) {
-			delete(h.rpcs, m.Matchtag)
+			h.forgetLocked(m.Matchtag)
 		}
 		h.mu.Unlock()
 		if f != nil {
 			f.put(m)
 		}
 	case message.Request:
-		h.post(func() { h.dispatchRequest(m) })
+		h.enqueue(work{kind: workRequest, m: m})
 	case message.Event:
 		h.mu.Lock()
 		var hit []*Subscription
@@ -173,18 +174,54 @@ func (h *Handle) deliver(m *Message) {
 			s.put(m)
 		}
 		if wantServe {
-			h.post(func() { h.dispatchEvent(m) })
+			h.enqueue(work{kind: workEvent, m: m})
 		}
 	}
 }
 
-// post queues fn to run on the goroutine that calls Serve.
-func (h *Handle) post(fn func()) {
+// work is one item for the Serve goroutine: a function, a request or
+// event to dispatch, or a response for a Then callback. Keeping the
+// common kinds as data spares a closure per message.
+type work struct {
+	kind workKind
+	fn   func()
+	then func(*Message, error)
+	m    *Message
+	err  error
+}
+
+type workKind uint8
+
+const (
+	workFunc workKind = iota
+	workRequest
+	workEvent
+	workThen
+)
+
+func (w *work) run(h *Handle) {
+	switch w.kind {
+	case workFunc:
+		w.fn()
+	case workRequest:
+		h.dispatchRequest(w.m)
+	case workEvent:
+		h.dispatchEvent(w.m)
+	case workThen:
+		w.then(w.m, w.err)
+	}
+}
+
+// enqueue queues w for the goroutine that calls Serve.
+func (h *Handle) enqueue(w work) {
 	h.mu.Lock()
-	h.queue = append(h.queue, fn)
+	h.queue = append(h.queue, w)
 	h.mu.Unlock()
 	h.wake()
 }
+
+// post queues fn to run on the goroutine that calls Serve.
+func (h *Handle) post(fn func()) { h.enqueue(work{kind: workFunc, fn: fn}) }
 
 // Post queues fn to run on the Serve goroutine. Use it to hand results of
 // other goroutines (timers, I/O) to a service without locks.
@@ -200,15 +237,18 @@ func (h *Handle) wake() {
 // Serve runs request handlers, event handlers and posted functions on the
 // calling goroutine until ctx is done or the connection ends.
 func (h *Handle) Serve(ctx context.Context) error {
-	var batch []func()
+	var batch []work
 	for {
 		h.mu.Lock()
 		batch, h.queue = h.queue, batch[:0]
 		err := h.err
 		h.mu.Unlock()
-		for i, fn := range batch {
-			fn()
-			batch[i] = nil
+		for i := range batch {
+			batch[i].run(h)
+			batch[i] = work{}
+		}
+		if cap(batch) > 4*shrinkAbove && len(batch) < cap(batch)/16 {
+			batch = nil // a burst is over: let its room go
 		}
 		if len(batch) > 0 {
 			continue
@@ -242,28 +282,63 @@ func (h *Handle) register(f *Future) error {
 	}
 	f.tag = h.tag
 	h.rpcs[h.tag] = f
+	h.rpcPeak = max(h.rpcPeak, len(h.rpcs))
 	return nil
 }
 
 func (h *Handle) unregister(tag uint32) {
 	h.mu.Lock()
-	delete(h.rpcs, tag)
+	h.forgetLocked(tag)
 	h.mu.Unlock()
 }
 
+// shrinkAbove is the size past which the RPC table is replaced when it
+// empties again: Go maps keep the room of their largest size.
+const shrinkAbove = 1024
+
+// forgetLocked drops an RPC from the table (h.mu held).
+func (h *Handle) forgetLocked(tag uint32) {
+	delete(h.rpcs, tag)
+	if len(h.rpcs) == 0 && h.rpcPeak > shrinkAbove {
+		h.rpcs = make(map[uint32]*Future)
+		h.rpcPeak = 0
+	}
+}
+
+// JSONBuffer is a JSON payload handed over to RPC or Respond: the
+// message takes the buffer as is (appending the NUL terminator in place
+// when there is room) instead of copying it. Build it for one message
+// and do not touch it afterwards.
+type JSONBuffer []byte
+
 // encodePayload turns an RPC payload argument into JSON bytes: nil means
 // no payload, []byte and json.RawMessage are taken as JSON text, anything
-// else is marshaled.
-func encodePayload(v any) ([]byte, error) {
+// else is marshaled. owned reports that the bytes may be kept (no copy
+// needed).
+func encodePayload(v any) (b []byte, owned bool, err error) {
 	switch p := v.(type) {
 	case nil:
-		return nil, nil
+		return nil, false, nil
+	case JSONBuffer:
+		return p, true, nil
 	case []byte:
-		return p, nil
+		return p, false, nil
 	case json.RawMessage:
-		return p, nil
+		return p, false, nil
 	default:
-		return json.Marshal(v)
+		b, err := json.Marshal(v)
+		return b, true, err
+	}
+}
+
+// setPayload sets an encoded JSON payload on m.
+func setPayload(m *Message, b []byte, owned bool) {
+	switch {
+	case b == nil:
+	case owned:
+		m.SetJSONBuffer(b)
+	default:
+		m.SetJSON(b)
 	}
 }
 
@@ -279,14 +354,12 @@ const (
 
 // RPC sends a request with a JSON payload and returns its Future.
 func (h *Handle) RPC(topic string, nodeid uint32, payload any, flags uint8) (*Future, error) {
-	b, err := encodePayload(payload)
+	b, owned, err := encodePayload(payload)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encode payload: %w", topic, err)
 	}
 	m := message.NewRequest(topic, nodeid, nil)
-	if b != nil {
-		m.SetJSON(b)
-	}
+	setPayload(m, b, owned)
 	return h.SendRequest(m, flags)
 }
 

@@ -118,14 +118,16 @@ func (r *Request) Respond(v any) error {
 	if r.Msg.NoResponse() {
 		return nil
 	}
-	b, err := encodePayload(v)
+	b, owned, err := encodePayload(v)
 	if err != nil {
 		return r.RespondError(fmt.Errorf("encode response: %w", err))
 	}
 	if !r.Msg.IsStreaming() {
 		r.responded = true
 	}
-	return r.h.Send(message.ResponseTo(r.Msg, b))
+	resp := message.ResponseTo(r.Msg, nil)
+	setPayload(resp, b, owned)
+	return r.h.Send(resp)
 }
 
 // RespondRaw sends a response whose payload is raw bytes.
@@ -139,6 +141,24 @@ func (r *Request) RespondRaw(p []byte) error {
 		r.responded = true
 	}
 	return r.h.Send(resp)
+}
+
+// streamEnder is implemented by connections that keep track of the
+// requests a service has yet to answer (the broker's module links).
+type streamEnder interface {
+	StreamEnded(req *Message)
+}
+
+// Finish marks a streaming request as answered for good, without
+// sending anything: for protocols whose streams end with an ordinary
+// response rather than ENODATA (RFC 27 sched.alloc ends with its
+// success, deny or cancel response). Without it the broker would keep
+// the request as unanswered.
+func (r *Request) Finish() {
+	r.responded = true
+	if se, ok := r.h.conn.(streamEnder); ok {
+		se.StreamEnded(r.Msg)
+	}
 }
 
 // RespondError sends an error response: the errno from err's chain (see

@@ -14,11 +14,16 @@ import (
 // through reflection, which makes parsing a typical jobspec several times
 // faster.
 type jsonParser struct {
-	data  []byte
+	data []byte
+	// src is data as one string: plain strings of the document are
+	// substrings of it rather than copies of their own.
+	src   string
 	pos   int
 	depth int
 	// stack is the key path of the value being parsed, for errors.
 	stack []pathElem
+	// members holds the members of the objects being parsed.
+	members []member
 }
 
 type pathElem struct {
@@ -29,7 +34,7 @@ type pathElem struct {
 
 // decodeJSON decodes a single JSON value.
 func decodeJSON(data []byte) (any, error) {
-	p := &jsonParser{data: data, stack: make([]pathElem, 0, 8)}
+	p := &jsonParser{data: data, src: string(data), stack: make([]pathElem, 0, 8), members: make([]member, 0, 64)}
 	p.space()
 	v, err := p.value()
 	if err != nil {
@@ -117,13 +122,15 @@ func (p *jsonParser) object() (any, error) {
 		return nil, err
 	}
 	p.pos++ // '{'
-	m := make(map[string]any)
 	p.space()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
 		p.depth--
-		return m, nil
+		return make(map[string]any), nil
 	}
+	// Members collect on p.members (a stack shared with nested objects)
+	// so the map is made at its final size, never grown.
+	base := len(p.members)
 	for {
 		p.space()
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
@@ -134,9 +141,6 @@ func (p *jsonParser) object() (any, error) {
 			return nil, err
 		}
 		p.stack = append(p.stack, pathElem{key: k})
-		if _, dup := m[k]; dup {
-			return nil, p.invalid("duplicate key")
-		}
 		p.space()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
 			return nil, p.syntax("expected ':' after key")
@@ -147,7 +151,7 @@ func (p *jsonParser) object() (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		m[k] = v
+		p.members = append(p.members, member{k, v})
 		p.stack = p.stack[:len(p.stack)-1]
 		p.space()
 		if p.pos >= len(p.data) {
@@ -159,11 +163,40 @@ func (p *jsonParser) object() (any, error) {
 		case '}':
 			p.pos++
 			p.depth--
-			return m, nil
+			return p.makeMap(base)
 		default:
 			return nil, p.syntax("expected ',' or '}' in object")
 		}
 	}
+}
+
+// member is a parsed object member waiting for its map.
+type member struct {
+	key string
+	val any
+}
+
+// makeMap turns the members collected since base into a map (popping
+// them), rejecting duplicate keys.
+func (p *jsonParser) makeMap(base int) (any, error) {
+	ms := p.members[base:]
+	m := make(map[string]any, len(ms))
+	for _, e := range ms {
+		m[e.key] = e.val
+	}
+	if len(m) != len(ms) {
+		seen := make(map[string]bool, len(ms))
+		for _, e := range ms {
+			if seen[e.key] {
+				p.stack = append(p.stack, pathElem{key: e.key})
+				return nil, p.invalid("duplicate key")
+			}
+			seen[e.key] = true
+		}
+	}
+	clear(ms)
+	p.members = p.members[:base]
+	return m, nil
 }
 
 func (p *jsonParser) array() (any, error) {
@@ -212,7 +245,7 @@ func (p *jsonParser) str() (string, error) {
 	for p.pos < len(p.data) {
 		c := p.data[p.pos]
 		if c == '"' {
-			s := intern(p.data[start:p.pos])
+			s := p.src[start:p.pos]
 			p.pos++
 			return s, nil
 		}
@@ -383,68 +416,4 @@ func (p *jsonParser) number() (any, error) {
 		n = -n
 	}
 	return n, nil
-}
-
-// intern returns the jobspec keywords without allocating; other strings
-// are copied.
-func intern(b []byte) string {
-	switch string(b) { // the compiler does not allocate for this conversion
-	case "version":
-		return "version"
-	case "resources":
-		return "resources"
-	case "tasks":
-		return "tasks"
-	case "attributes":
-		return "attributes"
-	case "type":
-		return "type"
-	case "count":
-		return "count"
-	case "with":
-		return "with"
-	case "label":
-		return "label"
-	case "exclusive":
-		return "exclusive"
-	case "unit":
-		return "unit"
-	case "node":
-		return "node"
-	case "slot":
-		return "slot"
-	case "core":
-		return "core"
-	case "gpu":
-		return "gpu"
-	case "task":
-		return "task"
-	case "command":
-		return "command"
-	case "per_slot":
-		return "per_slot"
-	case "total":
-		return "total"
-	case "system":
-		return "system"
-	case "user":
-		return "user"
-	case "duration":
-		return "duration"
-	case "environment":
-		return "environment"
-	case "cwd":
-		return "cwd"
-	case "shell":
-		return "shell"
-	case "options":
-		return "options"
-	case "job":
-		return "job"
-	case "name":
-		return "name"
-	case "queue":
-		return "queue"
-	}
-	return string(b)
 }

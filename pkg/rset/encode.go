@@ -12,12 +12,14 @@ import (
 	"github.com/fluxgo/fluxgo/pkg/idset"
 )
 
-// Encode returns r as a compact R JSON document. R_lite has one entry per
+// Encode returns r as a compact R JSON document, its keys in flux-core's
+// order: R_lite, starttime, expiration, other keys of "execution" (such
+// as nslots) in key order, nodelist, properties. R_lite has one entry per
 // distinct set of children, ordered by lowest rank; "core" is always
 // present and "gpu" only when not empty. The nodelist is one compressed
 // hostlist in rank order, written when every rank has a hostname.
 // starttime and expiration are always written; properties only when
-// there are some. Opaque keys follow, in key order.
+// there are some. Opaque top-level keys follow, in key order.
 func (r *R) Encode() []byte {
 	b := make([]byte, 0, 128+64*len(r.groups))
 	b = append(b, `{"version":1,"execution":{"R_lite":[`...)
@@ -36,6 +38,11 @@ func (r *R) Encode() []byte {
 		b = append(b, "}}"...)
 	}
 	b = append(b, ']')
+	b = append(b, `,"starttime":`...)
+	b = appendFloat(b, r.start)
+	b = append(b, `,"expiration":`...)
+	b = appendFloat(b, r.expiration)
+	b = appendRaw(b, r.execExtra)
 	if r.HasHostnames() {
 		b = append(b, `,"nodelist":[`...)
 		if r.names != nil {
@@ -57,11 +64,6 @@ func (r *R) Encode() []byte {
 		}
 		b = append(b, '}')
 	}
-	b = append(b, `,"starttime":`...)
-	b = appendFloat(b, r.start)
-	b = append(b, `,"expiration":`...)
-	b = appendFloat(b, r.expiration)
-	b = appendRaw(b, r.execExtra)
 	b = append(b, '}')
 	if r.scheduling != nil {
 		b = append(b, `,"scheduling":`...)

@@ -387,7 +387,7 @@ func TestTimes(t *testing.T) {
 
 // TestLarge checks a 16,384-node set end to end without expanding it.
 func TestLarge(t *testing.T) {
-	in := `{"version":1,"execution":{"R_lite":[{"rank":"0-16383","children":{"core":"0-63"}}],"nodelist":["node[0-16383]"],"starttime":0,"expiration":0}}`
+	in := `{"version":1,"execution":{"R_lite":[{"rank":"0-16383","children":{"core":"0-63"}}],"starttime":0,"expiration":0,"nodelist":["node[0-16383]"]}}`
 	r := mustParse(t, in)
 	if r.NNodes() != 16384 || r.NCores() != 16384*64 {
 		t.Errorf("counts = %d, %d", r.NNodes(), r.NCores())

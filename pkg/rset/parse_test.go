@@ -53,18 +53,18 @@ func TestParseValid(t *testing.T) {
 	}{
 		{
 			name:   "uniform",
-			in:     `{"version":1,"execution":{"R_lite":[{"rank":"0-3","children":{"core":"0-3","gpu":"0"}}],"nodelist":["node[0-3]"],"starttime":0,"expiration":0}}`,
+			in:     `{"version":1,"execution":{"R_lite":[{"rank":"0-3","children":{"core":"0-3","gpu":"0"}}],"starttime":0,"expiration":0,"nodelist":["node[0-3]"]}}`,
 			short:  "rank[0-3]/core[0-3],gpu0",
 			nnodes: 4, ncores: 16, ngpus: 4,
 			nodelist: "node[0-3]", hasHosts: true,
-			encoded: `{"version":1,"execution":{"R_lite":[{"rank":"0-3","children":{"core":"0-3","gpu":"0"}}],"nodelist":["node[0-3]"],"starttime":0,"expiration":0}}`,
+			encoded: `{"version":1,"execution":{"R_lite":[{"rank":"0-3","children":{"core":"0-3","gpu":"0"}}],"starttime":0,"expiration":0,"nodelist":["node[0-3]"]}}`,
 		},
 		{
 			name:     "empty as flux writes it",
 			in:       `{"version": 1, "execution": {"R_lite": [], "starttime": 0.0, "expiration": 0.0, "nodelist": [""]}}`,
 			short:    "",
 			hasHosts: true,
-			encoded:  `{"version":1,"execution":{"R_lite":[],"nodelist":[""],"starttime":0,"expiration":0}}`,
+			encoded:  `{"version":1,"execution":{"R_lite":[],"starttime":0,"expiration":0,"nodelist":[""]}}`,
 		},
 		{
 			name:   "entries with equal children merge",
@@ -72,7 +72,7 @@ func TestParseValid(t *testing.T) {
 			short:  "rank[0-2]/core[0-3]",
 			nnodes: 3, ncores: 12,
 			nodelist: "a,b,c", hasHosts: true,
-			encoded: `{"version":1,"execution":{"R_lite":[{"rank":"0-2","children":{"core":"0-3"}}],"nodelist":["a,b,c"],"starttime":0,"expiration":0}}`,
+			encoded: `{"version":1,"execution":{"R_lite":[{"rank":"0-2","children":{"core":"0-3"}}],"starttime":0,"expiration":0,"nodelist":["a,b,c"]}}`,
 		},
 		{
 			name:   "heterogeneous ranks, ordered by lowest rank",
@@ -87,7 +87,7 @@ func TestParseValid(t *testing.T) {
 			short:  "rank0/gpu0",
 			nnodes: 1, ngpus: 1,
 			nodelist: "x", hasHosts: true,
-			encoded: `{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"","gpu":"0"}}],"nodelist":["x"],"starttime":0,"expiration":0}}`,
+			encoded: `{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"","gpu":"0"}}],"starttime":0,"expiration":0,"nodelist":["x"]}}`,
 		},
 		{
 			name:   "properties, times and opaque keys",
@@ -95,7 +95,7 @@ func TestParseValid(t *testing.T) {
 			short:  "rank[0-1]/core0",
 			nnodes: 2, ncores: 2,
 			nodelist: "n[0-1]", hasHosts: true,
-			encoded: `{"version":1,"execution":{"R_lite":[{"rank":"0-1","children":{"core":"0"}}],"nodelist":["n[0-1]"],"properties":{"all":"0-1","debug":"1"},"starttime":10.5,"expiration":20,"nslots":2},"scheduling":{"graph":{"nodes":[]}},"attributes":{"system":{}}}`,
+			encoded: `{"version":1,"execution":{"R_lite":[{"rank":"0-1","children":{"core":"0"}}],"starttime":10.5,"expiration":20,"nslots":2,"nodelist":["n[0-1]"],"properties":{"all":"0-1","debug":"1"}},"scheduling":{"graph":{"nodes":[]}},"attributes":{"system":{}}}`,
 		},
 		{
 			name:   "flux job-info output",
@@ -103,7 +103,7 @@ func TestParseValid(t *testing.T) {
 			short:  "rank0/core0",
 			nnodes: 1, ncores: 1,
 			nodelist: "vm", hasHosts: true,
-			encoded: `{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0"}}],"nodelist":["vm"],"starttime":1796013269.424749,"expiration":0,"nslots":1}}`,
+			encoded: `{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0"}}],"starttime":1796013269.424749,"expiration":0,"nslots":1,"nodelist":["vm"]}}`,
 		},
 	}
 	for _, tt := range tests {
@@ -282,7 +282,7 @@ func TestJSONInterfaces(t *testing.T) {
 		ID int `json:"id"`
 		R  *R  `json:"R"`
 	}
-	in := `{"id":7,"R":{"version":1,"execution":{"R_lite":[{"rank":"0-1","children":{"core":"0-3"}}],"nodelist":["a,b"],"starttime":0,"expiration":0}}}`
+	in := `{"id":7,"R":{"version":1,"execution":{"R_lite":[{"rank":"0-1","children":{"core":"0-3"}}],"starttime":0,"expiration":0,"nodelist":["a,b"]}}}`
 	var j job
 	if err := json.Unmarshal([]byte(in), &j); err != nil {
 		t.Fatal(err)

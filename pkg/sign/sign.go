@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"unsafe"
 )
 
 // ErrInvalid is the kind of every decoding error.
@@ -49,12 +51,12 @@ func bad(format string, args ...any) error {
 
 // Unwrap decodes J. Only the "none" mechanism is supported.
 func Unwrap(J string) (*Envelope, error) {
-	i := bytes.IndexByte([]byte(J), '.')
+	i := strings.IndexByte(J, '.')
 	if i < 0 {
 		return nil, bad("want HEADER.PAYLOAD.SIGNATURE")
 	}
 	rest := J[i+1:]
-	k := bytes.IndexByte([]byte(rest), '.')
+	k := strings.IndexByte(rest, '.')
 	if k < 0 {
 		return nil, bad("want HEADER.PAYLOAD.SIGNATURE")
 	}
@@ -111,9 +113,18 @@ func Unwrap(J string) (*Envelope, error) {
 	if sig != "none" {
 		return nil, bad("signature %q does not match mechanism none", sig)
 	}
-	env.Payload, err = base64.StdEncoding.DecodeString(payB64)
+	env.Payload, err = decodeString(payB64)
 	if err != nil {
 		return nil, bad("payload is not base64: %v", err)
 	}
 	return env, nil
+}
+
+// decodeString is base64.StdEncoding.DecodeString without copying s
+// first (a J carries kilobytes; Decode only reads its input).
+func decodeString(s string) ([]byte, error) {
+	enc := base64.StdEncoding
+	dst := make([]byte, enc.DecodedLen(len(s)))
+	n, err := enc.Decode(dst, unsafe.Slice(unsafe.StringData(s), len(s)))
+	return dst[:n], err
 }

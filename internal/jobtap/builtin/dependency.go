@@ -3,23 +3,38 @@ package builtin
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
-// knownSchemes are the RFC 26 dependency schemes some built-in plugin
-// handles; a jobspec naming any other scheme is refused at DEPEND.
-var knownSchemes = map[string]bool{
-	"afterany": true, "afterok": true, "afternotok": true, "afterstart": true,
-	"afterfinish": true, "begin-time": true, "singleton": true,
+// afterPrefix maps each after* scheme (RFC 26, flux-submit(1)) to the
+// description flux-core gives its dependency-add event ("after-finish=
+// ƒ...", as flux jobs {dependencies} shows). afterstart and afterfinish
+// are accepted as aliases of after and afterany.
+var afterPrefix = map[string]string{
+	"after":       "after-start",
+	"afterstart":  "after-start",
+	"afterany":    "after-finish",
+	"afterfinish": "after-finish",
+	"afterok":     "after-success",
+	"afternotok":  "after-failure",
+	"afterexcept": "after-except",
 }
 
-// DependencyAfter implements RFC 26's after* schemes: a job waits for
-// another job to start (afterstart), finish (afterany / afterfinish),
-// succeed (afterok) or fail (afternotok). A dependency that can no longer
-// be satisfied raises a fatal dependency exception on the waiting job.
+// knownScheme reports whether a built-in plugin handles an RFC 26
+// dependency scheme; a job naming any other is rejected at submission.
+func knownScheme(scheme string) bool {
+	_, after := afterPrefix[scheme]
+	return after || scheme == "begin-time" || scheme == "singleton"
+}
+
+// DependencyAfter implements the after* schemes: a job waits for another
+// job to start (after), end (afterany), succeed (afterok), fail
+// (afternotok) or end with a fatal exception (afterexcept). All but
+// afterany need the target to have run. A submission naming an unknown
+// scheme or target is rejected; a dependency that can no longer be
+// satisfied raises a fatal dependency exception on the waiting job.
 type DependencyAfter struct {
 	h jobtap.Host
 	// waiting maps a target job to the jobs waiting on it.
@@ -38,8 +53,10 @@ func newDependencyAfter() *DependencyAfter {
 
 var (
 	_ jobtap.Loader     = (*DependencyAfter)(nil)
+	_ jobtap.Validator  = (*DependencyAfter)(nil)
 	_ jobtap.DependHook = (*DependencyAfter)(nil)
 	_ jobtap.StateHook  = (*DependencyAfter)(nil)
+	_ jobtap.EventHook  = (*DependencyAfter)(nil)
 )
 
 // Name implements jobtap.Plugin.
@@ -56,8 +73,8 @@ func (d *DependencyAfter) Load(h jobtap.Host, _ json.RawMessage) error {
 func satisfied(scheme string, t *jobtap.Job) (ok, never bool) {
 	inactive := t.State == jobtap.StateInactive
 	switch scheme {
-	case "afterstart":
-		return t.State >= jobtap.StateRun, false
+	case "after", "afterstart":
+		return t.Started, inactive && !t.Started
 	case "afterany", "afterfinish":
 		return inactive, false
 	case "afterok":
@@ -69,9 +86,56 @@ func satisfied(scheme string, t *jobtap.Job) (ok, never bool) {
 		if !inactive {
 			return false, false
 		}
-		return t.Result != "COMPLETED", t.Result == "COMPLETED"
+		ok = t.Ran && t.Result != "COMPLETED"
+		return ok, !ok
+	case "afterexcept":
+		if !inactive {
+			return false, false
+		}
+		ok = t.Ran && t.Exception != ""
+		return ok, !ok
 	}
 	return false, true
+}
+
+// target resolves the job an after* dependency names, or says why the
+// submission is refused.
+func (d *DependencyAfter) target(j *jobtap.Job, owner bool, scheme, value string) (*jobtap.Job, error) {
+	id, err := jobid.Parse(value)
+	if err != nil {
+		return nil, fmt.Errorf("dependency: %s: %q is not a valid jobid", scheme, value)
+	}
+	t, ok := d.h.Job(id)
+	if !ok {
+		return nil, fmt.Errorf("dependency: %s: job %s not found", scheme, value)
+	}
+	if t.Userid != j.Userid && !owner {
+		return nil, fmt.Errorf("dependency: %s: job %s belongs to another user: Permission denied", scheme, value)
+	}
+	return t, nil
+}
+
+// Validate implements jobtap.Validator: unknown schemes, malformed or
+// unknown targets and other users' targets are rejected at submission.
+func (d *DependencyAfter) Validate(j *jobtap.Job, owner bool) error {
+	if j.Jobspec == nil {
+		return nil
+	}
+	deps, err := j.Jobspec.Dependencies()
+	if err != nil {
+		return err
+	}
+	for _, dep := range deps {
+		if !knownScheme(dep.Scheme) {
+			return fmt.Errorf("dependency scheme %q is not supported", dep.Scheme)
+		}
+		if _, ok := afterPrefix[dep.Scheme]; ok {
+			if _, err := d.target(j, owner, dep.Scheme, dep.Value); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // JobDepend implements jobtap.DependHook.
@@ -84,42 +148,53 @@ func (d *DependencyAfter) JobDepend(j *jobtap.Job) error {
 		return err
 	}
 	for _, dep := range deps {
-		if !knownSchemes[dep.Scheme] {
+		if !knownScheme(dep.Scheme) {
 			return fmt.Errorf("dependency scheme %q is not supported", dep.Scheme)
 		}
-		if !strings.HasPrefix(dep.Scheme, "after") {
+		prefix, ok := afterPrefix[dep.Scheme]
+		if !ok {
 			continue
 		}
-		target, err := jobid.Parse(dep.Value)
+		t, err := d.target(j, j.Userid == d.h.Owner(), dep.Scheme, dep.Value)
 		if err != nil {
-			return fmt.Errorf("%s: invalid job id %q", dep.Scheme, dep.Value)
-		}
-		t, ok := d.h.Job(target)
-		if !ok {
-			return fmt.Errorf("%s: job %s not found", dep.Scheme, dep.Value)
-		}
-		if t.Userid != j.Userid && j.Userid != d.h.Owner() {
-			return fmt.Errorf("%s: job %s belongs to another user", dep.Scheme, dep.Value)
+			return err
 		}
 		ok, never := satisfied(dep.Scheme, t)
 		if never {
-			return fmt.Errorf("%s: job %s can never satisfy this dependency (result %s)", dep.Scheme, target.String(), t.Result)
+			return fmt.Errorf("dependency: %s: job %s can never satisfy it (result %s)", dep.Scheme, t.ID.String(), resultOf(t))
 		}
 		if ok {
 			continue
 		}
-		desc := dep.Scheme + "=" + target.String()
+		desc := prefix + "=" + t.ID.String()
 		if err := d.h.AddDependency(j.ID, desc); err != nil {
 			return err
 		}
-		d.waiting[target] = append(d.waiting[target], afterDep{job: j.ID, scheme: dep.Scheme, desc: desc})
+		d.waiting[t.ID] = append(d.waiting[t.ID], afterDep{job: j.ID, scheme: dep.Scheme, desc: desc})
 	}
 	return nil
 }
 
+func resultOf(t *jobtap.Job) string {
+	if t.Result == "" {
+		return "none: it never started"
+	}
+	return t.Result
+}
+
 // JobState implements jobtap.StateHook: release or fail jobs waiting on
 // a job that just changed state.
-func (d *DependencyAfter) JobState(t *jobtap.Job, _ jobtap.State) {
+func (d *DependencyAfter) JobState(t *jobtap.Job, _ jobtap.State) { d.update(t) }
+
+// JobEvent implements jobtap.EventHook: "after" is satisfied by the start
+// event, which is no state change.
+func (d *DependencyAfter) JobEvent(t *jobtap.Job, name string, _ map[string]any) {
+	if name == "start" {
+		d.update(t)
+	}
+}
+
+func (d *DependencyAfter) update(t *jobtap.Job) {
 	list, ok := d.waiting[t.ID]
 	if !ok {
 		return
@@ -132,7 +207,7 @@ func (d *DependencyAfter) JobState(t *jobtap.Job, _ jobtap.State) {
 			d.h.RemoveDependency(w.job, w.desc)
 		case never:
 			d.h.RaiseException(w.job, "dependency", 0,
-				fmt.Sprintf("dependency %s can never be satisfied: job %s result %s", w.desc, t.ID.String(), t.Result))
+				fmt.Sprintf("dependency %s can never be satisfied: job %s result %s", w.desc, t.ID.String(), resultOf(t)))
 		default:
 			kept = append(kept, w)
 		}
@@ -149,18 +224,20 @@ func (d *DependencyAfter) JobState(t *jobtap.Job, _ jobtap.State) {
 // before it.
 type Singleton struct {
 	h jobtap.Host
-	// active jobs by user+name, in submit order
+	// active named jobs by user+name, in submit order
 	active map[string][]jobid.ID
+	keys   map[jobid.ID]string // the key of each job in active
 	// held jobs wait for the ones ahead of them
 	held map[jobid.ID]string
 }
 
 func newSingleton() *Singleton {
-	return &Singleton{active: make(map[string][]jobid.ID), held: make(map[jobid.ID]string)}
+	return &Singleton{active: make(map[string][]jobid.ID), keys: make(map[jobid.ID]string), held: make(map[jobid.ID]string)}
 }
 
 var (
 	_ jobtap.Loader     = (*Singleton)(nil)
+	_ jobtap.Validator  = (*Singleton)(nil)
 	_ jobtap.DependHook = (*Singleton)(nil)
 	_ jobtap.StateHook  = (*Singleton)(nil)
 )
@@ -178,24 +255,35 @@ func singletonKey(j *jobtap.Job) string {
 	return fmt.Sprintf("%d\x00%s", j.Userid, j.Jobspec.JobName())
 }
 
-// JobDepend implements jobtap.DependHook.
+func isSingleton(j *jobtap.Job) bool {
+	deps, _ := j.Jobspec.Dependencies()
+	for _, d := range deps {
+		if d.Scheme == "singleton" {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate implements jobtap.Validator: a singleton needs an explicit job
+// name (flux-submit(1)).
+func (s *Singleton) Validate(j *jobtap.Job, _ bool) error {
+	if j.Jobspec != nil && isSingleton(j) && j.Jobspec.JobName() == "" {
+		return fmt.Errorf("dependency: singleton requires an explicit job name (--job-name)")
+	}
+	return nil
+}
+
+// JobDepend implements jobtap.DependHook. Jobs without an explicit name
+// can never hold up a singleton, so they are not tracked.
 func (s *Singleton) JobDepend(j *jobtap.Job) error {
-	if j.Jobspec == nil {
+	if j.Jobspec == nil || j.Jobspec.JobName() == "" {
 		return nil
 	}
 	key := singletonKey(j)
-	deps, _ := j.Jobspec.Dependencies()
-	isSingleton := false
-	for _, d := range deps {
-		if d.Scheme == "singleton" {
-			isSingleton = true
-		}
-	}
 	s.active[key] = append(s.active[key], j.ID)
-	if !isSingleton {
-		return nil
-	}
-	if len(s.active[key]) > 1 {
+	s.keys[j.ID] = key
+	if isSingleton(j) && len(s.active[key]) > 1 {
 		s.held[j.ID] = key
 		return s.h.AddDependency(j.ID, "singleton")
 	}
@@ -207,24 +295,28 @@ func (s *Singleton) JobState(j *jobtap.Job, _ jobtap.State) {
 	if j.State != jobtap.StateInactive {
 		return
 	}
+	key, ok := s.keys[j.ID]
+	if !ok {
+		return
+	}
+	delete(s.keys, j.ID)
 	delete(s.held, j.ID)
-	for key, list := range s.active {
-		for i, id := range list {
-			if id != j.ID {
-				continue
-			}
-			list = append(list[:i], list[i+1:]...)
-			if len(list) == 0 {
-				delete(s.active, key)
-			} else {
-				s.active[key] = list
-				// the oldest remaining job may go if it is held
-				if _, ok := s.held[list[0]]; ok {
-					delete(s.held, list[0])
-					s.h.RemoveDependency(list[0], "singleton")
-				}
-			}
+	list := s.active[key]
+	for i, id := range list {
+		if id != j.ID {
+			continue
+		}
+		list = append(list[:i], list[i+1:]...)
+		if len(list) == 0 {
+			delete(s.active, key)
 			return
 		}
+		s.active[key] = list
+		// the oldest remaining job may go if it is held
+		if _, ok := s.held[list[0]]; ok {
+			delete(s.held, list[0])
+			s.h.RemoveDependency(list[0], "singleton")
+		}
+		return
 	}
 }

@@ -18,6 +18,10 @@ type entry struct {
 
 	loadPending  bool // a load is in flight upstream
 	storePending bool // a store is in flight upstream
+	// read is set when a load found the entry, or a store repeated it,
+	// while it was dirty: it stays cached once written (see
+	// cache.dropWritten).
+	read bool
 
 	loadWaiters  []func(data []byte, err error)
 	storeWaiters []func(err error)
@@ -43,7 +47,16 @@ type barrier struct {
 //
 // Policy:
 //   - Valid clean entries are kept in LRU order and evicted, least
-//     recently used first, whenever the bytes held exceed limit.
+//     recently used first, whenever the bytes held (data plus overhead
+//     per entry) exceed limit.
+//   - A blob that becomes clean because it was written upstream is one
+//     its writer holds already (the KVS keeps what it wrote in its own
+//     cache). With dropWritten (rank 0, whose upstream is the backing
+//     store) it is dropped then, unless a load asked for it meanwhile;
+//     otherwise it goes in at the cold end of the LRU. Either way a
+//     stream of writes does not push out blobs that were loaded, and the
+//     cache does not grow with what was merely written. A load or a
+//     repeated store makes an entry recently used.
 //   - Dirty and invalid entries are never evicted or dropped.
 //   - At most batch stores are in flight upstream (0: no limit); the rest
 //     wait in sendq, oldest first.
@@ -53,12 +66,18 @@ type cache struct {
 	dirty   *list.List // of *entry, front = oldest dirty
 	sendq   *list.List // of *entry, front = next to store
 
-	limit    int64 // bytes of data held before clean entries are evicted
-	batch    int   // stores in flight limit, 0 = unlimited
-	size     int64 // bytes of data in valid entries
-	inflight int   // stores in flight
-	seq      uint64
-	barriers []barrier
+	limit     int64 // bytes held (see footprint) before clean entries are evicted
+	overhead  int64 // bytes of bookkeeping counted per entry against limit
+	batch     int   // stores in flight limit, 0 = unlimited
+	size      int64 // bytes of data in valid entries
+	dirtySize int64 // bytes of data in dirty entries
+	inflight  int   // stores in flight
+	seq       uint64
+	barriers  []barrier
+
+	// dropWritten drops an entry once it is written upstream unless it
+	// was read while dirty.
+	dropWritten bool
 
 	evicted uint64 // entries evicted by the size limit (statistics)
 }
@@ -83,6 +102,8 @@ func (c *cache) get(k string) ([]byte, bool) {
 	}
 	if e.lruElem != nil {
 		c.lru.MoveToFront(e.lruElem)
+	} else {
+		e.read = true
 	}
 	return e.data, true
 }
@@ -151,11 +172,14 @@ func (c *cache) store(k string, data []byte) (dirty bool) {
 	if e.valid {
 		if e.lruElem != nil {
 			c.lru.MoveToFront(e.lruElem)
+		} else {
+			e.read = true // stored again: likely to be stored again
 		}
 		return e.dirty
 	}
 	e.data, e.valid, e.dirty = data, true, true
 	c.size += int64(len(data))
+	c.dirtySize += int64(len(data))
 	c.seq++
 	e.seq = c.seq
 	e.dirtyElem = c.dirty.PushBack(e)
@@ -229,6 +253,7 @@ func (c *cache) stored(k string, err error, drop bool) {
 	if drop {
 		c.dirty.Remove(e.dirtyElem)
 		e.dirtyElem, e.dirty = nil, false
+		c.dirtySize -= int64(len(e.data))
 		c.remove(e)
 		c.releaseBarriers()
 		return
@@ -236,13 +261,25 @@ func (c *cache) stored(k string, err error, drop bool) {
 	e.queueElem = c.sendq.PushFront(e)
 }
 
+// clean takes an entry written upstream off the dirty list and drops it
+// or puts it in the LRU, at the front if it was used while dirty and at
+// the cold end if not (see the policy above).
 func (c *cache) clean(e *entry) {
 	if !e.dirty {
 		return
 	}
 	c.dirty.Remove(e.dirtyElem)
 	e.dirtyElem, e.dirty = nil, false
-	e.lruElem = c.lru.PushFront(e)
+	c.dirtySize -= int64(len(e.data))
+	switch {
+	case e.read:
+		e.lruElem = c.lru.PushFront(e)
+	case c.dropWritten:
+		c.remove(e)
+	default:
+		e.lruElem = c.lru.PushBack(e)
+	}
+	e.read = false
 }
 
 // barrier calls fn once every entry dirty now has been stored upstream:
@@ -318,9 +355,17 @@ func (c *cache) remove(e *entry) {
 	delete(c.entries, e.key)
 }
 
+// entryOverhead approximates what an entry costs besides its data: the
+// entry, its map slot, key and list element. Charging it keeps a cache of
+// many small blobs (KVS appends are a few hundred bytes) within limit.
+const entryOverhead = 256
+
+// footprint is what the cache holds as charged against limit.
+func (c *cache) footprint() int64 { return c.size + c.overhead*int64(len(c.entries)) }
+
 // evict drops least recently used clean entries while over the limit.
 func (c *cache) evict() {
-	for c.size > c.limit {
+	for c.footprint() > c.limit {
 		el := c.lru.Back()
 		if el == nil {
 			return

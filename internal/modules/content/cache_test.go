@@ -231,10 +231,91 @@ func TestCacheDropcache(t *testing.T) {
 	}
 }
 
+// TestCacheWrittenBlobs checks that blobs only written do not displace
+// blobs that were read: they go to the cold end of the LRU, or with
+// dropWritten (rank 0) are dropped once written, unless a load asked for
+// them while they were dirty.
+func TestCacheWrittenBlobs(t *testing.T) {
+	t.Run("cold end", func(t *testing.T) {
+		c := newCache(12, 0)
+		c.park("r", func([]byte, error) {})
+		c.loaded("r", []byte("rrrr"), nil)
+		for _, k := range []string{"w1", "w2"} {
+			c.store(k, []byte("wwww"))
+			c.next()
+			c.stored(k, nil, true)
+		}
+		c.store("x", []byte("xxxx")) // over the limit: a written blob goes
+		if _, ok := c.get("r"); !ok {
+			t.Fatal("blob that was read evicted before blobs only written")
+		}
+		if _, ok := c.get("w2"); ok {
+			t.Fatal("the last written blob must be the coldest")
+		}
+		if _, ok := c.get("w1"); !ok {
+			t.Fatal("w1 evicted although the cache was within its limit without w2")
+		}
+	})
+	t.Run("dropWritten", func(t *testing.T) {
+		c := newCache(1<<20, 0)
+		c.dropWritten = true
+		var r recorder
+		c.store("w", []byte("w"))
+		c.store("rd", []byte("r"))
+		c.store("twice", []byte("t"))
+		c.waitStored("w", r.done("w"))
+		if b, ok := c.get("rd"); !ok || string(b) != "r" {
+			t.Fatal("dirty blob not readable")
+		}
+		if !c.store("twice", []byte("t")) {
+			t.Fatal("a dirty blob stored again must stay dirty")
+		}
+		for e := c.next(); e != nil; e = c.next() {
+			c.stored(e.key, nil, false)
+		}
+		eq(t, r.take(), []string{"w:<nil>"})
+		if _, ok := c.get("w"); ok {
+			t.Fatal("blob only written kept after write-back")
+		}
+		if _, ok := c.get("rd"); !ok {
+			t.Fatal("blob read while dirty dropped after write-back")
+		}
+		if c.store("twice", []byte("t")) {
+			t.Fatal("blob stored twice while dirty dropped after write-back")
+		}
+		if n, v, d := c.counts(); n != 2 || v != 2 || d != 0 || c.size != 2 {
+			t.Fatalf("counts %d %d %d size %d", n, v, d, c.size)
+		}
+		if !c.store("w", []byte("w")) {
+			t.Fatal("a dropped blob stored again must be written again")
+		}
+	})
+	t.Run("overhead", func(t *testing.T) {
+		c := newCache(1000, 0)
+		c.overhead = 300
+		for _, k := range []string{"a", "b", "c", "d"} {
+			c.park(k, func([]byte, error) {})
+			c.loaded(k, []byte(k), nil)
+		}
+		if n, _, _ := c.counts(); n != 3 || c.footprint() > c.limit {
+			t.Fatalf("%d entries, footprint %d over limit %d", n, c.footprint(), c.limit)
+		}
+	})
+}
+
 // TestCacheInvariants drives a random sequence of operations and checks
-// the accounting after each step.
+// the accounting after each step, for each write policy.
 func TestCacheInvariants(t *testing.T) {
-	c := newCache(16, 3)
+	for _, drop := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dropWritten=%v", drop), func(t *testing.T) {
+			c := newCache(16, 3)
+			c.dropWritten = drop
+			checkInvariants(t, c)
+		})
+	}
+}
+
+func checkInvariants(t *testing.T, c *cache) {
 	seed := uint32(1)
 	rnd := func(n int) int { seed = seed*1664525 + 1013904223; return int(seed>>8) % n }
 	pending := map[string]bool{}
@@ -269,7 +350,7 @@ func TestCacheInvariants(t *testing.T) {
 		case 5:
 			c.barrier(func(error) {})
 		}
-		var size int64
+		var size, dirtySize int64
 		valid, dirty := 0, 0
 		for _, e := range c.entries {
 			if e.valid {
@@ -278,6 +359,7 @@ func TestCacheInvariants(t *testing.T) {
 			}
 			if e.dirty {
 				dirty++
+				dirtySize += int64(len(e.data))
 				if e.lruElem != nil || e.dirtyElem == nil {
 					t.Fatalf("step %d: dirty entry %s in wrong lists", i, e.key)
 				}
@@ -287,6 +369,9 @@ func TestCacheInvariants(t *testing.T) {
 			}
 		}
 		_, v, d := c.counts()
+		if dirtySize != c.dirtySize {
+			t.Fatalf("step %d: dirty size %d, entries hold %d", i, c.dirtySize, dirtySize)
+		}
 		if size != c.size || v != valid || d != dirty {
 			t.Fatalf("step %d: size %d/%d valid %d/%d dirty %d/%d", i, c.size, size, v, valid, c.dirty.Len(), dirty)
 		}

@@ -13,13 +13,22 @@ import (
 // Defaults of Config.
 const (
 	// DefaultCacheSize bounds the bytes of clean blobs a broker caches.
-	DefaultCacheSize = 256 << 20
+	// The KVS keeps the objects it uses in its own cache, so the content
+	// cache mostly serves the faults of the ranks below (a job's blobs
+	// read by its shells, a few KiB each): 8 MiB holds that working set
+	// without growing with the number of jobs. (On rank 0 under a job
+	// workload nearly every load is a KVS fault of a job directory last
+	// used long ago, which no cache of reasonable size would hold.)
+	DefaultCacheSize = 8 << 20
 	// DefaultBlobSizeLimit is flux-core's limit (RFC 10 says 1 MiB but
 	// allows it raised while large KVS directories exist).
 	DefaultBlobSizeLimit = 1 << 30
 	// DefaultFlushBatchLimit bounds rank 0's stores in flight to the
 	// backing store.
 	DefaultFlushBatchLimit = 256
+	// DefaultDirtyLimit bounds the blobs rank 0 holds that are not yet
+	// in the backing store before it makes writers wait.
+	DefaultDirtyLimit = 32 << 20
 )
 
 // Config tunes the content module. Each field comes from a module
@@ -30,9 +39,10 @@ type Config struct {
 	// content.hash only: it must be the same on every rank; default sha1).
 	Hash string
 	// CacheSize (cache-size) is how many bytes of blobs the cache holds
-	// before it evicts clean entries, least recently used first. Dirty
-	// entries are never evicted, so the cache may exceed it while they
-	// are being written upstream (default 256 MiB).
+	// (each entry counted with its bookkeeping) before it evicts clean
+	// entries, least recently used first. Dirty entries are never
+	// evicted, so the cache may exceed it while they are being written
+	// upstream (default 8 MiB).
 	CacheSize int64
 	// BlobSizeLimit (blob-size-limit) is the largest blob content.store
 	// accepts; larger ones get EFBIG (default 1 GiB).
@@ -41,6 +51,14 @@ type Config struct {
 	// in flight to the backing store (default 256). Ranks > 0 write
 	// through without a limit: each store in flight there is a client's.
 	FlushBatchLimit int
+	// DirtyLimit (dirty-limit) bounds the bytes of blobs rank 0 holds
+	// that are not yet in its backing store. Past it, rank 0 answers
+	// content.store requests only once the backlog is back under three
+	// quarters of the limit, so writers faster than the backing store
+	// (the KVS under a burst of jobs) wait, and merge their work into
+	// fewer, larger commits, instead of filling memory (default 32 MiB;
+	// 0: no limit).
+	DirtyLimit int64
 	// BackingModule (backing-module) names the module expected to
 	// register as the backing store on rank 0. Until it registers (or
 	// BackingTimeout passes), rank 0 holds back load misses, flushes and
@@ -59,6 +77,7 @@ func DefaultConfig() Config {
 		CacheSize:       DefaultCacheSize,
 		BlobSizeLimit:   DefaultBlobSizeLimit,
 		FlushBatchLimit: DefaultFlushBatchLimit,
+		DirtyLimit:      DefaultDirtyLimit,
 	}
 }
 
@@ -73,6 +92,9 @@ func (c Config) Validate() error {
 	if c.BlobSizeLimit <= 0 {
 		return fmt.Errorf("blob-size-limit %d must be positive: %w", c.BlobSizeLimit, syscall.EINVAL)
 	}
+	if c.DirtyLimit < 0 {
+		return fmt.Errorf("dirty-limit %d is negative: %w", c.DirtyLimit, syscall.EINVAL)
+	}
 	if c.FlushBatchLimit <= 0 {
 		return fmt.Errorf("flush-batch-limit %d must be positive: %w", c.FlushBatchLimit, syscall.EINVAL)
 	}
@@ -82,15 +104,18 @@ func (c Config) Validate() error {
 // apply sets the setting name (without the "content." prefix) to value.
 func (c *Config) apply(name, value string) error {
 	switch name {
-	case "cache-size", "blob-size-limit":
+	case "cache-size", "blob-size-limit", "dirty-limit":
 		n, err := strconv.ParseInt(value, 10, 64)
 		if err != nil {
 			return fmt.Errorf("%s=%q: not an integer: %w", name, value, syscall.EINVAL)
 		}
-		if name == "cache-size" {
+		switch name {
+		case "cache-size":
 			c.CacheSize = n
-		} else {
+		case "blob-size-limit":
 			c.BlobSizeLimit = n
+		default:
+			c.DirtyLimit = n
 		}
 	case "flush-batch-limit":
 		n, err := strconv.Atoi(value)
@@ -107,7 +132,7 @@ func (c *Config) apply(name, value string) error {
 }
 
 // attrNames are the settings also read from broker attributes.
-var attrNames = []string{"cache-size", "blob-size-limit", "flush-batch-limit", "backing-module"}
+var attrNames = []string{"cache-size", "blob-size-limit", "flush-batch-limit", "dirty-limit", "backing-module"}
 
 // parseConfig builds a Config from attribute values (name without the
 // "content." prefix → value; hash under "hash") and module arguments,

@@ -12,7 +12,12 @@
 // writes it to the backing store in the background, at most
 // flush-batch-limit stores in flight, all pipelined (nothing waits for a
 // round trip but the requestor). A store that fails at rank 0 is retried
-// after a second; content.flush reports the failure.
+// after a second; content.flush reports the failure. Write-back memory is
+// bounded: while more than dirty-limit bytes wait for the backing store,
+// rank 0 holds back its answers to stores until the backlog is under
+// three quarters of it, so a writer faster than the backing store is
+// slowed to its pace (and the KVS, waiting, merges more commits into
+// each new root) instead of filling memory.
 //
 // Durability. content.flush answers once every blob that was dirty when
 // it arrived is durable: on rank 0 in the backing store; on other ranks
@@ -23,8 +28,13 @@
 // could lose.
 //
 // Eviction. Clean blobs are kept in LRU order and evicted once the cache
-// holds more than cache-size bytes; dirty blobs are never evicted. Rank
-// 0 without a backing store keeps everything (all of it is dirty).
+// holds more than cache-size bytes; dirty blobs are never evicted. Blobs
+// that were only written are not kept for their writer, which has them
+// (the KVS caches what it commits): rank 0 drops a blob once it is in
+// the backing store unless a load asked for it meanwhile, and other
+// ranks put a blob written through at the cold end of the LRU. So the
+// cache holds what was read, not everything ever committed. Rank 0
+// without a backing store keeps everything (all of it is dirty).
 //
 // All state belongs to the module's Serve goroutine: handlers and RPC
 // continuations (Future.Then) run there, so nothing is locked.
@@ -83,6 +93,8 @@ type service struct {
 
 	flushErr   error       // last failed store at rank 0, until the retry
 	retryTimer *time.Timer // pending retry of failed stores
+	held       []func()    // store answers held back by the dirty limit
+	heldTotal  uint64      // stores ever held back (statistics)
 
 	checkpoints map[string]*checkpoint
 }
@@ -146,6 +158,8 @@ func newService(ctx context.Context, h *flux.Handle, args []string) (*service, e
 		batch = cfg.FlushBatchLimit
 	}
 	s.cache = newCache(cfg.CacheSize, batch)
+	s.cache.overhead = entryOverhead
+	s.cache.dropWritten = s.rank == 0
 	if s.rank == 0 && cfg.BackingModule != "" {
 		s.awaitingBacking = true
 		s.backingTimer = time.AfterFunc(BackingTimeout, func() { h.Post(s.backingWaitOver) })

@@ -101,7 +101,8 @@ func (s *service) store(r *flux.Request) {
 	}
 	k := string(digest)
 	dirty := s.cache.store(k, data)
-	if dirty && s.rank > 0 {
+	switch {
+	case dirty && s.rank > 0:
 		// write-through: answer once the parent has it
 		s.cache.waitStored(k, func(err error) {
 			if err != nil {
@@ -110,10 +111,40 @@ func (s *service) store(r *flux.Request) {
 			}
 			r.RespondRaw(digest)
 		})
-	} else {
+	case dirty && (len(s.held) > 0 || s.overDirtyLimit()):
+		// write-back is behind: answer once the backlog shrinks
+		s.held = append(s.held, func() { r.RespondRaw(digest) })
+		s.heldTotal++
+	default:
 		r.RespondRaw(digest)
 	}
 	s.pump()
+}
+
+// overDirtyLimit reports whether rank 0 holds more blobs not yet in its
+// backing store than Config.DirtyLimit allows, while a backing store is
+// writing them (without one, or while its stores fail, nothing would
+// bring the backlog down: writers are not held then).
+func (s *service) overDirtyLimit() bool {
+	return s.rank == 0 && s.cfg.DirtyLimit > 0 && s.backing && s.flushErr == nil &&
+		s.cache.dirtySize > s.cfg.DirtyLimit
+}
+
+// releaseHeld answers the stores held back by the dirty limit, in the
+// order they came, once the backlog is under three quarters of the limit
+// (or the backing store can no longer bring it down).
+func (s *service) releaseHeld() {
+	if len(s.held) == 0 {
+		return
+	}
+	if s.backing && s.flushErr == nil && s.cache.dirtySize > s.cfg.DirtyLimit/4*3 {
+		return
+	}
+	held := s.held
+	s.held = nil
+	for _, fn := range held {
+		fn()
+	}
 }
 
 // pump starts as many upstream stores as the in-flight limit allows.
@@ -139,6 +170,7 @@ func (s *service) pump() {
 					s.blobref(k), digest, syscall.EIO)
 			}
 			s.storeDone(k, err)
+			s.releaseHeld()
 			s.pump()
 		})
 	}
@@ -160,6 +192,7 @@ func (s *service) storeDone(k string, err error) {
 	}
 	if s.retryTimer == nil {
 		s.flushErr = err
+		s.releaseHeld() // the backlog will not shrink until the retry
 		s.retryTimer = time.AfterFunc(retryDelay, func() {
 			s.h.Post(func() {
 				s.retryTimer = nil
@@ -212,7 +245,10 @@ func (s *service) dropcache(r *flux.Request) {
 	r.Respond(nil)
 }
 
-// stats answers content.stats-get with flux-core's fields.
+// stats answers content.stats-get with flux-core's fields, plus evicted
+// (clean entries dropped by the size limit), dirty-size (bytes not yet
+// written upstream) and held-stores (store answers the dirty limit held
+// back so far).
 func (s *service) stats(r *flux.Request) {
 	count, valid, dirty := s.cache.counts()
 	r.Respond(map[string]any{
@@ -222,6 +258,8 @@ func (s *service) stats(r *flux.Request) {
 		"size":              s.cache.size,
 		"flush-batch-count": s.cache.inflight,
 		"evicted":           s.cache.evicted,
+		"dirty-size":        s.cache.dirtySize,
+		"held-stores":       s.heldTotal,
 		"backing":           s.backing,
 	})
 }
@@ -272,4 +310,5 @@ func (s *service) unregisterBacking(r *flux.Request) {
 		s.log.Error(fmt.Sprintf("backing store %s unloaded with %d blobs not written to it", s.backingName, dirty))
 	}
 	s.cache.failAllBarriers(flux.NewError(syscall.ENOSYS, "content backing store was unloaded"))
+	s.releaseHeld()
 }

@@ -398,3 +398,88 @@ func logLevel() int {
 	}
 	return -1
 }
+
+// TestInProcessDirtyLimit checks that rank 0 holds back its answers to
+// stores while more than dirty-limit bytes wait for the backing store,
+// and answers them once the backing store has taken the backlog down.
+// The backing store is the test's: it keeps every store until released.
+func TestInProcessDirtyLimit(t *testing.T) {
+	inst := start(t, instOpts{size: 1, noSQLite: true, args: []string{"dirty-limit=1000"}})
+	ctx := ctxT(t)
+
+	backing := inst.handle(0)
+	stores := make(chan *flux.Request, 100)
+	backing.HandleFunc("content-backing.store", func(r *flux.Request) { stores <- r })
+	if err := backing.RegisterService(ctx, "content-backing"); err != nil {
+		t.Fatal(err)
+	}
+	sctx, stopServe := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { defer close(served); backing.Serve(sctx) }()
+	t.Cleanup(func() { stopServe(); <-served })
+	if err := backing.Call(ctx, "content.register-backing", 0, map[string]string{"name": "test"}, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	h := inst.handle(0)
+	blob := func(i int) []byte { return bytes.Repeat([]byte{byte('a' + i)}, 300) }
+	answered := make(chan error, 6)
+	for i := 0; i < 6; i++ {
+		f, err := fluxcontent.SendStore(h, blob(i), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			_, err := fluxcontent.StoreResult(f.Get(ctx))
+			answered <- err
+		}()
+	}
+	expect := func(n int, what string) {
+		t.Helper()
+		for ; n > 0; n-- {
+			select {
+			case err := <-answered:
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+			case <-ctx.Done():
+				t.Fatalf("%s: stores not answered", what)
+			}
+		}
+		select {
+		case err := <-answered:
+			t.Fatalf("%s: a store was answered (%v) while the backlog is over the limit", what, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	// 300, 600, 900 bytes dirty: answered; the fourth store takes the
+	// backlog over the limit and waits, and so do those after it.
+	expect(3, "over the limit")
+	// the backing store gets all six (written back in the background)
+	var got []*flux.Request
+	for len(got) < 6 {
+		select {
+		case r := <-stores:
+			got = append(got, r)
+		case <-ctx.Done():
+			t.Fatalf("backing store got %d stores", len(got))
+		}
+	}
+	answer := func(r *flux.Request) {
+		sum, _ := fluxcontent.Sum("sha1", r.Msg.Payload)
+		r.RespondRaw(sum)
+	}
+	// 1800 → 1500 → 1200 → 900 bytes dirty: still over 750
+	for _, r := range got[:3] {
+		backing.Post(func() { answer(r) })
+	}
+	expect(0, "over three quarters of the limit")
+	backing.Post(func() { answer(got[3]) }) // 600 bytes: the held stores go
+	expect(3, "under three quarters of the limit")
+	for _, r := range got[4:] {
+		backing.Post(func() { answer(r) })
+	}
+	if err := fluxcontent.Flush(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+}

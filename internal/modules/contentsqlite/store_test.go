@@ -269,6 +269,46 @@ func TestWorkerBatches(t *testing.T) {
 	}
 }
 
+// TestWorkerLoadsFirst checks that a load is not held behind the stores
+// queued before it, unless one of them may store its blob.
+func TestWorkerLoadsFirst(t *testing.T) {
+	st := openT(t, Options{Path: filepath.Join(t.TempDir(), "db"), Hash: "sha1"})
+	defer st.Close()
+	old := storeAll(t, st, []byte("stored before"))[0]
+	var order []string
+	// not started: the queue is taken as a whole, as after a busy spell
+	w := &worker{st: st, post: func(fn func()) { fn() }, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	record := func(name string) func(*op) {
+		return func(o *op) {
+			if o.err != nil {
+				t.Errorf("%s: %v", name, o.err)
+			}
+			order = append(order, name)
+		}
+	}
+	const n = 3 * maxBatch
+	for i := 0; i < n; i++ {
+		name := ""
+		if i == 0 || i == n-1 {
+			name = fmt.Sprintf("store %d", i)
+		}
+		done := func(*op) {}
+		if name != "" {
+			done = record(name)
+		}
+		w.enqueue(&op{kind: opStore, data: []byte(fmt.Sprint(i)), done: done})
+	}
+	newest, _ := fluxcontent.Sum("sha1", []byte(fmt.Sprint(n-1)))
+	w.enqueue(&op{kind: opLoad, data: newest, done: record("load of a queued blob")})
+	w.enqueue(&op{kind: opLoad, data: old, done: record("load of a stored blob")})
+	w.closed = true
+	w.run()
+	want := []string{"load of a stored blob", "store 0", fmt.Sprintf("store %d", n-1), "load of a queued blob"}
+	if fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Fatalf("completion order %q, want %q", order, want)
+	}
+}
+
 func TestParseArgs(t *testing.T) {
 	tests := []struct {
 		args []string

@@ -2,6 +2,7 @@ package contentsqlite
 
 import (
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 )
@@ -33,13 +34,19 @@ type op struct {
 }
 
 // maxBatch bounds the operations applied in one transaction, so one
-// commit never holds back answers for long.
-const maxBatch = 4096
+// commit never holds back answers (loads above all) for long.
+const maxBatch = 1024
 
 // worker owns the Store on its own goroutine. Operations queued while it
 // is busy are applied together in one transaction, in queue order, so a
 // burst of stores costs one commit (one fsync) rather than one each.
-// Queueing never blocks the caller.
+// Loads do not wait behind the stores queued before them: a write-back
+// burst (the KVS under a burst of jobs) must not stall the reads a
+// commit is waiting for. Each time the worker takes the queue it answers
+// the loads first, outside any transaction; a blob found is the right one
+// whatever is still queued (blobs are named by their hash), and a load
+// that finds nothing while writes are queued goes after them, in case one
+// of them stores its blob. Queueing never blocks the caller.
 type worker struct {
 	st   *Store
 	post func(func()) // runs a function on the Serve goroutine
@@ -95,16 +102,21 @@ func (w *worker) stop() {
 
 func (w *worker) run() {
 	defer close(w.stopped)
+	var writes []*op // taken from the queue, not yet applied, in order
 	for {
 		w.mu.Lock()
-		batch := w.queue
+		queued := w.queue
 		w.queue = nil
 		closed := w.closed
 		w.mu.Unlock()
-		for len(batch) > 0 {
-			n := min(len(batch), maxBatch)
-			w.apply(batch[:n])
-			batch = batch[n:]
+		writes = w.loadFirst(queued, writes)
+		if len(writes) > 0 {
+			// one transaction, then look at the queue again for loads
+			n := min(len(writes), maxBatch)
+			w.apply(writes[:n])
+			clear(writes[:n])
+			writes = writes[n:]
+			continue
 		}
 		if closed {
 			w.mu.Lock()
@@ -117,6 +129,34 @@ func (w *worker) run() {
 		}
 		<-w.wake
 	}
+}
+
+// loadFirst answers the loads among queued at once and returns writes
+// with the other operations of queued appended in order (and the loads
+// that found nothing while writes were waiting: see worker).
+func (w *worker) loadFirst(queued, writes []*op) []*op {
+	var done []*op
+	for _, o := range queued {
+		if o.kind != opLoad {
+			writes = append(writes, o)
+			continue
+		}
+		o.out, o.err = w.st.Load(o.data)
+		if len(writes) > 0 && errors.Is(o.err, ErrNotFound) {
+			o.out, o.err = nil, nil
+			writes = append(writes, o)
+			continue
+		}
+		done = append(done, o)
+	}
+	if len(done) > 0 {
+		w.post(func() {
+			for _, o := range done {
+				o.done(o)
+			}
+		})
+	}
+	return writes
 }
 
 // apply runs one batch in a transaction and hands the results back.

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/internal/kvsbatch"
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -54,6 +55,7 @@ type execJob struct {
 	killed   bool
 	timers   []*time.Timer
 	aux      any // implementation data
+	info     jobspecInfo
 }
 
 type executor struct {
@@ -85,6 +87,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	h.HandleFunc("job-exec.start", x.handleStart)
 	h.HandleFunc("job-exec.kill", x.handleKill)
 	h.HandleFunc("job-exec.list", x.handleList)
+	h.HandleFunc("job-exec.critical-ranks", x.handleCriticalRanks)
 	h.HandleFunc("job-exec.disconnect", func(*flux.Request) {})
 	go func() {
 		if err := h.Call(ctx, "job-manager.exec-hello", flux.NodeidAny, map[string]any{"service": "job-exec"}, nil); err != nil {
@@ -100,25 +103,17 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 
 // chooseImpl picks how to run a job: the test executor when the jobspec
 // asks for it, job shells otherwise.
-func (x *executor) chooseImpl(jobspec json.RawMessage) (impl, error) {
-	cfg, err := testConfigOf(jobspec)
-	if err != nil {
-		return nil, err
+func (x *executor) chooseImpl(info *jobspecInfo) impl {
+	if info.test != nil {
+		return x.test
 	}
-	if cfg != nil {
-		return x.test, nil
-	}
-	return x.shell, nil
+	return x.shell
 }
 
 func (x *executor) handleStart(r *flux.Request) {
-	var req struct {
-		ID      jobid.ID        `json:"id"`
-		Userid  uint32          `json:"userid"`
-		Jobspec json.RawMessage `json:"jobspec"`
-		R       json.RawMessage `json:"R"`
-	}
-	if r.Decode(&req) != nil {
+	req, err := decodeStart(r.Msg.JSON())
+	if err != nil {
+		r.Errorf(syscall.EPROTO, "job-exec.start: %v", err)
 		return
 	}
 	if !r.IsOwner() {
@@ -130,15 +125,16 @@ func (x *executor) handleStart(r *flux.Request) {
 		return
 	}
 	j := &execJob{x: x, id: req.ID, userid: req.Userid, jobspec: req.Jobspec, R: req.R, req: r}
-	impl, err := x.chooseImpl(req.Jobspec)
+	j.info, err = readJobspec(req.Jobspec)
 	if err != nil {
 		j.impl = x.test
 		x.jobs[j.id] = j
-		j.exception("exec", 0, err.Error())
+		j.exception("exec", 0, "jobspec: "+err.Error())
 		j.finish(1 << 8)
 		j.release()
 		return
 	}
+	impl := x.chooseImpl(&j.info)
 	j.impl = impl
 	x.jobs[j.id] = j
 	x.armExpiration(j)
@@ -152,44 +148,24 @@ func (x *executor) handleStart(r *flux.Request) {
 // armExpiration raises a timeout exception when the allocation expires,
 // then terminates the job.
 func (x *executor) armExpiration(j *execJob) {
-	var r struct {
-		Execution struct {
-			Expiration float64 `json:"expiration"`
-		} `json:"execution"`
-	}
-	if json.Unmarshal(j.R, &r) != nil || r.Execution.Expiration <= 0 {
+	expiration := readExpiration(j.R)
+	if expiration <= 0 {
 		return
 	}
-	end := time.Unix(0, int64(r.Execution.Expiration*1e9))
+	end := time.Unix(0, int64(expiration*1e9))
 	d := time.Until(end)
 	// --signal=SIG@TIME: warn the job TIME before the end
-	var js struct {
-		Attributes struct {
-			System struct {
-				Shell struct {
-					Options struct {
-						Signal *struct {
-							Signum   int     `json:"signum"`
-							Timeleft float64 `json:"timeleft"`
-						} `json:"signal"`
-					} `json:"options"`
-				} `json:"shell"`
-			} `json:"system"`
-		} `json:"attributes"`
-	}
-	if json.Unmarshal(j.jobspec, &js) == nil {
-		if s := js.Attributes.System.Shell.Options.Signal; s != nil && s.Signum > 0 {
-			at := time.Until(end.Add(-time.Duration(s.Timeleft * float64(time.Second))))
-			if at < 0 {
-				at = 0
-			}
-			sig := syscall.Signal(s.Signum)
-			j.after(at, func() {
-				if !j.finished {
-					j.impl.signal(j, sig)
-				}
-			})
+	if s := j.info.signal; s != nil && s.Signum > 0 {
+		at := time.Until(end.Add(-time.Duration(s.Timeleft * float64(time.Second))))
+		if at < 0 {
+			at = 0
 		}
+		sig := syscall.Signal(s.Signum)
+		j.after(at, func() {
+			if !j.finished {
+				j.impl.signal(j, sig)
+			}
+		})
 	}
 	j.after(d, func() {
 		if j.finished {
@@ -227,6 +203,10 @@ func (x *executor) handleKill(r *flux.Request) {
 }
 
 func (x *executor) handleList(r *flux.Request) {
+	if !r.IsOwner() { // job ids of every user
+		r.Errorf(syscall.EPERM, "job-exec.list is for the instance owner")
+		return
+	}
 	ids := make([]jobid.ID, 0, len(x.jobs))
 	for id := range x.jobs {
 		ids = append(ids, id)
@@ -258,11 +238,13 @@ func (j *execJob) kill(sig syscall.Signal) {
 	}
 }
 
-func (j *execJob) respond(typ string, data any) {
+// respond sends a job-exec.start response with data, a JSON object.
+func (j *execJob) respond(typ string, data []byte) {
 	if data == nil {
-		data = map[string]any{}
+		data = []byte("{}")
 	}
-	j.req.Respond(map[string]any{"id": j.id, "type": typ, "data": data})
+	b := appendResponse(make([]byte, 0, 64+len(data)), j.id, typ, data)
+	j.req.Respond(flux.JSONBuffer(b))
 }
 
 // start reports that the job's tasks are running.
@@ -276,7 +258,13 @@ func (j *execJob) start() {
 
 // exception reports an exception (severity 0 is fatal).
 func (j *execJob) exception(typ string, severity int, note string) {
-	j.respond("exception", map[string]any{"type": typ, "severity": severity, "note": note})
+	b := append(make([]byte, 0, 64+len(note)), `{"note":`...)
+	b = jsonwire.AppendString(b, note)
+	b = append(b, `,"severity":`...)
+	b = jsonwire.AppendInt(b, int64(severity))
+	b = append(b, `,"type":`...)
+	b = jsonwire.AppendString(b, typ)
+	j.respond("exception", append(b, '}'))
 }
 
 // finish reports the job's wait status.
@@ -285,7 +273,9 @@ func (j *execJob) finish(status int) {
 		return
 	}
 	j.finished = true
-	j.respond("finish", map[string]any{"status": status})
+	b := append(make([]byte, 0, 24), `{"status":`...)
+	b = jsonwire.AppendInt(b, int64(status))
+	j.respond("finish", append(b, '}'))
 }
 
 // release gives back all resources and ends the job's exec stream.
@@ -294,7 +284,7 @@ func (j *execJob) release() {
 		return
 	}
 	j.released = true
-	j.respond("release", map[string]any{"ranks": "all", "final": true})
+	j.respond("release", []byte(`{"final":true,"ranks":"all"}`))
 	j.req.EndStream()
 	for _, t := range j.timers {
 		t.Stop()

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"syscall"
-	"time"
 
 	"github.com/fluxgo/fluxgo/internal/shell"
+	"github.com/fluxgo/fluxgo/pkg/eventlog"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/idset"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 	"github.com/fluxgo/fluxgo/pkg/rset"
 )
@@ -26,15 +28,59 @@ type shellJob struct {
 	status  int
 	lost    []uint
 	futs    map[uint]*flux.Future
+	// critical lists the shell ranks the job cannot lose (nil: all);
+	// see critical.go.
+	critical *idset.Set
+	// restStarted: the shells other than the leader were sent their
+	// start (after the leader's)
+	restStarted bool
+	// gone marks the shells that exited or were lost: each counts once.
+	gone map[uint]bool
+	// pre holds the exec events of the job's start (init, starting,
+	// the leader's shell.init and shell.start) until every shell runs:
+	// they go out together, so a job's start costs one KVS write.
+	pre []byte
 }
 
+// Job-exec is the only writer of a job's exec eventlog, so its events
+// are in the order they happened without waiting for one commit before
+// the next step: the shells send theirs (shell.init, shell.start,
+// shell.task-exit, shell-exit) in their job-shell.start responses and
+// job-exec appends them. The leader shell writes the output eventlog,
+// except that a job whose output it has not written by the time its
+// tasks are done (a job without output) hands the whole log over in its
+// exit response, which job-exec writes with the completion events: a
+// short job then costs two KVS writes here.
+
+// execEvent appends an event to the job's exec eventlog, its keys in
+// flux-core's order (timestamp, name, context).
 func (x *executor) execEvent(j *execJob, name string, ctx any) {
-	ev := map[string]any{"timestamp": float64(time.Now().UnixNano()) / 1e9, "name": name}
-	if ctx != nil {
-		ev["context"] = ctx
+	b, err := encodeEvent(name, ctx)
+	if err != nil {
+		x.log.Error("exec eventlog", "id", j.id.String(), "err", err)
+		return
 	}
-	b, _ := json.Marshal(ev)
-	x.batch.Append(jobDir(j)+".guest.exec.eventlog", append(b, '\n'))
+	x.appendExec(j, b)
+}
+
+// appendExec appends encoded events to the job's exec eventlog, after
+// any held back.
+func (x *executor) appendExec(j *execJob, b []byte) {
+	if sj, ok := j.aux.(*shellJob); ok && sj.pre != nil {
+		b = append(sj.pre, b...)
+		sj.pre = nil
+	}
+	if len(b) > 0 {
+		x.batch.Append(jobDir(j)+".guest.exec.eventlog", b)
+	}
+}
+
+func encodeEvent(name string, ctx any) ([]byte, error) {
+	ev, err := eventlog.New(name, ctx)
+	if err != nil {
+		return nil, err
+	}
+	return eventlog.Encode(ev)
 }
 
 func jobDir(j *execJob) string {
@@ -43,7 +89,6 @@ func jobDir(j *execJob) string {
 }
 
 func (s *shellExec) start(j *execJob) error {
-	x := j.x
 	js, err := jobspec.Parse(j.jobspec)
 	if err != nil {
 		return fmt.Errorf("jobspec: %v", err)
@@ -60,40 +105,62 @@ func (s *shellExec) start(j *execJob) error {
 	if err != nil {
 		return err
 	}
-	sj := &shellJob{plan: plan, futs: make(map[uint]*flux.Future)}
+	sj := &shellJob{plan: plan, futs: make(map[uint]*flux.Future), gone: make(map[uint]bool)}
 	j.aux = sj
-	x.execEvent(j, "init", nil)
-	hdr := map[string]any{
-		"timestamp": float64(time.Now().UnixNano()) / 1e9, "name": "header",
-		"context": map[string]any{
-			"version":  1,
-			"encoding": map[string]string{"stdout": "UTF-8", "stderr": "UTF-8"},
-			"count":    map[string]int{"stdout": plan.NTasks, "stderr": plan.NTasks},
-			"options":  map[string]any{},
-		},
-	}
-	b, _ := json.Marshal(hdr)
-	x.batch.Put(jobDir(j)+".guest.output", append(b, '\n'))
-	x.execEvent(j, "starting", nil)
-	x.batch.AfterCommit(func(err error) {
+	for _, name := range []string{"init", "starting"} {
+		b, err := encodeEvent(name, nil)
 		if err != nil {
-			j.exception("exec", 0, "cannot record job start: "+err.Error())
-			j.finish(1 << 8)
-			j.release()
-			return
+			return err
 		}
-		req := map[string]any{"id": j.id, "userid": j.userid, "jobspec": j.jobspec, "R": j.R}
-		for _, rank := range plan.Ranks {
-			f, err := x.h.RPC("job-shell.start", uint32(rank), req, flux.Streaming)
-			if err != nil {
-				s.shellFailed(j, rank, err)
-				continue
-			}
-			sj.futs[rank] = f
-			f.Then(func(m *flux.Message, err error) { s.response(j, rank, m, err) })
-		}
-	})
+		sj.pre = append(sj.pre, b...)
+	}
+	// the leader first: the other shells send it their output
+	s.startShells(j, plan.Ranks[:1])
 	return nil
+}
+
+// startShells sends job-shell.start to the shells on ranks.
+func (s *shellExec) startShells(j *execJob, ranks []uint) {
+	x := j.x
+	sj := j.aux.(*shellJob)
+	// the payload, built once for every shell: jobspec and R as they came
+	req := make(json.RawMessage, 0, 64+len(j.jobspec)+len(j.R))
+	req = append(req, `{"id":`...)
+	req = strconv.AppendUint(req, uint64(j.id), 10)
+	req = append(req, `,"userid":`...)
+	req = strconv.AppendUint(req, uint64(j.userid), 10)
+	req = append(append(req, `,"jobspec":`...), j.jobspec...)
+	req = append(append(req, `,"R":`...), j.R...)
+	req = append(req, '}')
+	for _, rank := range ranks {
+		f, err := x.h.RPC("job-shell.start", uint32(rank), req, flux.Streaming)
+		if err != nil {
+			s.shellFailed(j, rank, err)
+			continue
+		}
+		sj.futs[rank] = f
+		f.Then(func(m *flux.Message, err error) { s.response(j, rank, m, err) })
+	}
+}
+
+// startRest starts the shells other than the leader once the leader
+// runs, or, if the job is being killed already, counts them as done.
+func (s *shellExec) startRest(j *execJob) {
+	sj := j.aux.(*shellJob)
+	if sj.restStarted || len(sj.plan.Ranks) == 1 {
+		return
+	}
+	sj.restStarted = true
+	rest := sj.plan.Ranks[1:]
+	if j.killed || j.finished {
+		for _, rank := range rest {
+			sj.started++
+			s.notifyLost(j, rank)
+			s.shellExited(j, rank, 0)
+		}
+		return
+	}
+	s.startShells(j, rest)
 }
 
 // response handles a job-shell.start response from the shell on rank.
@@ -112,6 +179,10 @@ func (s *shellExec) response(j *execJob, rank uint, m *flux.Message, err error) 
 		Rank   int    `json:"rank"`
 		Code   int    `json:"code"`
 		Note   string `json:"note"`
+		// Exec holds exec eventlog events, Output a whole output
+		// eventlog (see above).
+		Exec   string `json:"exec"`
+		Output string `json:"output"`
 	}
 	if err := m.UnmarshalPayload(&resp); err != nil {
 		s.shellFailed(j, rank, err)
@@ -119,11 +190,24 @@ func (s *shellExec) response(j *execJob, rank uint, m *flux.Message, err error) 
 	}
 	switch resp.Type {
 	case "start":
+		// held until every shell runs: shell.init names the stdin
+		// service, which forwards to all of them
+		sj.pre = append(sj.pre, resp.Exec...)
+		if rank == sj.plan.Ranks[0] {
+			s.startRest(j)
+		}
 		sj.started++
 		if sj.started == len(sj.plan.Ranks) {
+			j.x.appendExec(j, nil)
 			j.start()
 		}
 	case "exit":
+		if resp.Output != "" {
+			j.x.batch.Put(jobDir(j)+".guest.output", []byte(resp.Output))
+		}
+		if resp.Exec != "" {
+			j.x.appendExec(j, []byte(resp.Exec))
+		}
 		s.shellExited(j, rank, resp.Status)
 	case "abort":
 		note := fmt.Sprintf("MPI_Abort: task %d aborted with code %d", resp.Rank, resp.Code)
@@ -139,6 +223,22 @@ func (s *shellExec) response(j *execJob, rank uint, m *flux.Message, err error) 
 // broker: the job gets a fatal exception and the other shells are killed.
 func (s *shellExec) shellFailed(j *execJob, rank uint, err error) {
 	sj := j.aux.(*shellJob)
+	if sj.gone[rank] {
+		return // it had reported its exit already
+	}
+	if rank == sj.plan.Ranks[0] && !sj.restStarted {
+		defer func() {
+			sj.restStarted = true
+			for _, r := range sj.plan.Ranks[1:] {
+				s.shellExited(j, r, 0)
+			}
+		}()
+	}
+	s.notifyLost(j, rank)
+	if sj.started == len(sj.plan.Ranks) && !sj.isCritical(rank) {
+		s.lostNoncritical(j, rank, err)
+		return
+	}
 	if f := sj.futs[rank]; f != nil {
 		f.Close()
 		delete(sj.futs, rank)
@@ -155,8 +255,12 @@ func (s *shellExec) shellFailed(j *execJob, rank uint, err error) {
 
 func (s *shellExec) shellExited(j *execJob, rank uint, status int) {
 	sj := j.aux.(*shellJob)
+	if sj.gone[rank] {
+		return
+	}
+	sj.gone[rank] = true
 	sj.exited++
-	if status > sj.status {
+	if status > sj.status && sj.isCritical(rank) {
 		sj.status = status
 	}
 	if sj.exited < len(sj.plan.Ranks) {
@@ -172,6 +276,15 @@ func (s *shellExec) shellExited(j *execJob, rank uint, status int) {
 		j.finish(sj.status)
 		j.release()
 	})
+}
+
+// notifyLost tells the leader shell that the shell on rank is gone (or
+// never ran): it stops waiting for that shell's output.
+func (s *shellExec) notifyLost(j *execJob, rank uint) {
+	sj := j.aux.(*shellJob)
+	if leader := sj.plan.Ranks[0]; leader != rank {
+		j.x.h.RPC("job-shell.lost", uint32(leader), map[string]any{"id": j.id, "rank": rank}, flux.NoResponse)
+	}
 }
 
 // signal delivers sig to the job's tasks on every node.

@@ -1,7 +1,6 @@
 package jobexec
 
 import (
-	"encoding/json"
 	"fmt"
 	"syscall"
 	"time"
@@ -20,33 +19,13 @@ type testConfig struct {
 	MockException string `json:"mock_exception"`
 }
 
-// testConfigOf returns the job's test settings, or nil when the jobspec
-// does not ask for the test executor.
-func testConfigOf(jobspec json.RawMessage) (*testConfig, error) {
-	var js struct {
-		Attributes struct {
-			System struct {
-				Exec struct {
-					Test *testConfig `json:"test"`
-				} `json:"exec"`
-			} `json:"system"`
-		} `json:"attributes"`
-	}
-	if err := json.Unmarshal(jobspec, &js); err != nil {
-		return nil, fmt.Errorf("jobspec: %v", err)
-	}
-	return js.Attributes.System.Exec.Test, nil
-}
-
 func (t *testExec) start(j *execJob) error {
-	cfg, err := testConfigOf(j.jobspec)
-	if err != nil {
-		return err
-	}
+	cfg := j.info.test
 	if cfg == nil {
 		cfg = &testConfig{}
 	}
 	var d time.Duration
+	var err error
 	switch v := cfg.RunDuration.(type) {
 	case nil:
 	case float64:

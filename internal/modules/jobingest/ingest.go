@@ -7,7 +7,6 @@ package jobingest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
+	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
@@ -51,8 +52,9 @@ type pending struct {
 	urgency int
 	flags   int
 	tSubmit float64
-	J       string
+	J       []byte
 	jobspec []byte
+	spec    *jobspec.Jobspec // parsed, handed to the job manager
 }
 
 type ingest struct {
@@ -64,6 +66,7 @@ type ingest struct {
 	inflight bool
 	kicked   bool
 	feasible bool // a scheduler answers feasibility.check
+	specs    *specCache
 	// submitted counts accepted jobs, batches the KVS commits (stats).
 	submitted, batches int
 }
@@ -75,7 +78,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		return err
 	}
 	owner, _ := strconv.ParseUint(ownerStr, 10, 32)
-	in := &ingest{h: h, log: flux.NewLogger(h, "job-ingest"), owner: uint32(owner), feasible: true}
+	in := &ingest{h: h, log: flux.NewLogger(h, "job-ingest"), owner: uint32(owner), feasible: true, specs: newSpecCache()}
 	if err := in.initGenerator(ctx); err != nil {
 		return err
 	}
@@ -129,12 +132,9 @@ func (in *ingest) initGenerator(ctx context.Context) error {
 }
 
 func (in *ingest) submit(r *flux.Request) {
-	var req struct {
-		J       string `json:"J"`
-		Urgency *int   `json:"urgency"`
-		Flags   int    `json:"flags"`
-	}
-	if r.Decode(&req) != nil {
+	req, err := decodeSubmit(r.Msg.JSON())
+	if err != nil {
+		r.Errorf(syscall.EPROTO, "job-ingest.submit: %v", err)
 		return
 	}
 	env, err := sign.Unwrap(req.J)
@@ -162,20 +162,19 @@ func (in *ingest) submit(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "invalid submit flags 0x%x", req.Flags)
 		return
 	}
-	spec, err := jobspec.Parse(env.Payload)
-	if err == nil && req.Flags&flagNoValidate == 0 {
-		err = spec.ValidateV1()
-	}
+	spec, err := in.specs.check(env.Payload, req.Flags&flagNoValidate != 0)
 	if err != nil {
 		r.Errorf(syscall.EINVAL, "%v", err)
 		return
 	}
-	p := &pending{r: r, userid: r.Userid(), urgency: urgency, flags: req.Flags, J: req.J, jobspec: env.Payload}
+	p := &pending{r: r, userid: r.Userid(), urgency: urgency, flags: req.Flags, J: req.Jraw, jobspec: env.Payload, spec: spec}
 	if !in.feasible {
 		in.enqueue(p)
 		return
 	}
-	f, err := in.h.RPC("feasibility.check", flux.NodeidAny, json.RawMessage(`{"jobspec":`+string(env.Payload)+`}`), 0)
+	fb := make([]byte, 0, len(env.Payload)+16)
+	fb = append(append(append(fb, `{"jobspec":`...), env.Payload...), '}')
+	f, err := in.h.RPC("feasibility.check", flux.NodeidAny, flux.JSONBuffer(fb), 0)
 	if err != nil {
 		r.RespondError(err)
 		return
@@ -216,8 +215,8 @@ func (in *ingest) kick() {
 }
 
 func kvsDir(id jobid.ID) string {
-	dothex, _ := id.Encode("dothex")
-	return "job." + dothex
+	dir, _ := id.Encode(jobid.KVS)
+	return dir
 }
 
 // flush records queued jobs in the KVS, then tells the job manager, then
@@ -232,27 +231,43 @@ func (in *ingest) flush() {
 	in.inflight = true
 	in.batches++
 	var txn kvs.Txn
-	type jmJob struct {
-		ID      jobid.ID        `json:"id"`
-		Userid  uint32          `json:"userid"`
-		Urgency int             `json:"urgency"`
-		TSubmit float64         `json:"t_submit"`
-		Flags   int             `json:"flags"`
-		Jobspec json.RawMessage `json:"jobspec"`
-	}
-	jobs := make([]jmJob, 0, len(batch))
+	txn.Ops = make([]kvs.Op, 0, 3*len(batch))
+	// job-manager.submit {"jobs":[{"id","userid","urgency","t_submit",
+	// "flags","jobspec"}]}
+	size := 16
 	for _, p := range batch {
+		size += 128 + len(p.jobspec)
+	}
+	jm := make([]byte, 0, size)
+	jm = append(jm, `{"jobs":[`...)
+	for i, p := range batch {
 		dir := kvsDir(p.id)
-		txn.Put(dir+".J", []byte(p.J))
+		txn.Put(dir+".J", p.J)
 		txn.Put(dir+".jobspec", p.jobspec)
-		ctx, _ := json.Marshal(map[string]any{"userid": p.userid, "urgency": p.urgency, "flags": p.flags, "version": 1})
-		line, _ := json.Marshal(struct {
-			Timestamp float64         `json:"timestamp"`
-			Name      string          `json:"name"`
-			Context   json.RawMessage `json:"context"`
-		}{p.tSubmit, "submit", ctx})
-		txn.Put(dir+".eventlog", append(line, '\n'))
-		jobs = append(jobs, jmJob{p.id, p.userid, p.urgency, p.tSubmit, p.flags, p.jobspec})
+		txn.Put(dir+".eventlog", submitEvent(p))
+		if i > 0 {
+			jm = append(jm, ',')
+		}
+		jm = append(jm, `{"id":`...)
+		jm = jsonwire.AppendUint(jm, uint64(p.id))
+		jm = append(jm, `,"userid":`...)
+		jm = jsonwire.AppendUint(jm, uint64(p.userid))
+		jm = append(jm, `,"urgency":`...)
+		jm = jsonwire.AppendInt(jm, int64(p.urgency))
+		jm = append(jm, `,"t_submit":`...)
+		jm = jsonwire.AppendFloat(jm, p.tSubmit)
+		jm = append(jm, `,"flags":`...)
+		jm = jsonwire.AppendInt(jm, int64(p.flags))
+		jm = append(jm, `,"jobspec":`...)
+		jm = append(jm, p.jobspec...)
+		jm = append(jm, '}')
+	}
+	jm = append(jm, "]}"...)
+	// the parsed jobspecs go along (in-process), in the order of "jobs"
+	specs := make([]*jobspec.Jobspec, len(batch))
+	for i, p := range batch {
+		specs[i] = p.spec
+		p.spec = nil
 	}
 	fail := func(err error) {
 		for _, p := range batch {
@@ -271,7 +286,10 @@ func (in *ingest) flush() {
 			fail(fmt.Errorf("recording job in the KVS: %w", err))
 			return
 		}
-		jf, err := in.h.RPC("job-manager.submit", flux.NodeidAny, map[string]any{"jobs": jobs}, 0)
+		req := message.NewRequest("job-manager.submit", flux.NodeidAny, nil)
+		req.SetJSONBuffer(jm)
+		req.Attached = specs
+		jf, err := in.h.SendRequest(req, 0)
 		if err != nil {
 			in.forget(batch, nil)
 			fail(err)
@@ -284,17 +302,9 @@ func (in *ingest) flush() {
 				fail(fmt.Errorf("job manager: %w", err))
 				return
 			}
-			var resp struct {
-				Errors [][2]json.RawMessage `json:"errors"`
-			}
-			m.UnmarshalPayload(&resp)
-			rejected := map[jobid.ID]string{}
-			for _, e := range resp.Errors {
-				var id jobid.ID
-				var msg string
-				json.Unmarshal(e[0], &id)
-				json.Unmarshal(e[1], &msg)
-				rejected[id] = msg
+			rejected, err := decodeRejected(m.JSON())
+			if err != nil {
+				in.log.Error("bad job-manager.submit response", "err", err)
 			}
 			if len(rejected) > 0 {
 				in.forget(batch, rejected)
@@ -305,7 +315,7 @@ func (in *ingest) flush() {
 					continue
 				}
 				in.submitted++
-				p.r.Respond(map[string]any{"id": p.id})
+				p.r.Respond(flux.JSONBuffer(idResponse(p.id)))
 			}
 			in.done()
 		})

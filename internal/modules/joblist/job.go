@@ -6,6 +6,7 @@ import (
 	"slices"
 	"unique"
 
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
@@ -142,13 +143,24 @@ func (r *record) finishResult() {
 func (r *record) apply(ev *event) bool {
 	switch ev.Name {
 	case "submit":
-		var c struct {
-			Userid  uint32 `json:"userid"`
-			Urgency int32  `json:"urgency"`
-		}
-		if json.Unmarshal(ev.Context, &c) == nil {
-			r.userid = c.Userid
-			r.urgency = c.Urgency
+		var userid uint64
+		var urgency int32
+		err := members(ev.Context, func(k, v []byte) error {
+			var err error
+			switch string(k) {
+			case "userid":
+				userid, err = jsonwire.Uint(v)
+				if err == nil && userid > 1<<32-1 {
+					err = jsonwire.ErrSyntax
+				}
+			case "urgency":
+				urgency, err = int32Member(v)
+			}
+			return err
+		})
+		if err == nil {
+			r.userid = uint32(userid)
+			r.urgency = urgency
 		}
 		r.tSubmit = ev.Timestamp
 		r.submitted = true
@@ -159,11 +171,16 @@ func (r *record) apply(ev *event) bool {
 	case "depend":
 		r.enter(job.StatePriority, ev.Timestamp)
 	case "priority":
-		var c struct {
-			Priority int64 `json:"priority"`
-		}
-		if json.Unmarshal(ev.Context, &c) == nil {
-			r.priority = c.Priority
+		var prio int64
+		err := members(ev.Context, func(k, v []byte) error {
+			var err error
+			if string(k) == "priority" {
+				prio, err = jsonwire.Int(v)
+			}
+			return err
+		})
+		if err == nil {
+			r.priority = prio
 		}
 		if r.state == job.StatePriority {
 			r.enter(job.StateSched, ev.Timestamp)
@@ -185,23 +202,45 @@ func (r *record) apply(ev *event) bool {
 			r.enter(job.StateRun, ev.Timestamp)
 		}
 	case "finish":
-		var c struct {
-			Status int32 `json:"status"`
-		}
-		if json.Unmarshal(ev.Context, &c) == nil {
-			r.waitstatus = c.Status
-			r.success = c.Status == 0
+		var status int32
+		err := members(ev.Context, func(k, v []byte) error {
+			var err error
+			if string(k) == "status" {
+				status, err = int32Member(v)
+			}
+			return err
+		})
+		if err == nil {
+			r.waitstatus = status
+			r.success = status == 0
 		}
 		if r.state == job.StateRun {
 			r.enter(job.StateCleanup, ev.Timestamp)
 		}
 	case "exception":
 		var c struct {
-			Type     string `json:"type"`
-			Severity int8   `json:"severity"`
-			Note     string `json:"note"`
+			Type     string
+			Severity int8
+			Note     string
 		}
-		if json.Unmarshal(ev.Context, &c) != nil {
+		err := members(ev.Context, func(k, v []byte) error {
+			var err error
+			switch string(k) {
+			case "type":
+				c.Type, err = jsonwire.String(v)
+			case "severity":
+				var n int64
+				n, err = jsonwire.Int(v)
+				if err == nil && (n < -128 || n > 127) {
+					err = jsonwire.ErrSyntax
+				}
+				c.Severity = int8(n)
+			case "note":
+				c.Note, err = jsonwire.String(v)
+			}
+			return err
+		})
+		if err != nil {
 			break
 		}
 		if !r.excOccur || c.Severity < r.excSev {

@@ -1,66 +1,80 @@
 package joblist
 
 import (
-	"encoding/json"
 	"path"
 
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
 	"github.com/fluxgo/fluxgo/pkg/idset"
 )
 
-// Only the parts of a jobspec (RFC 14/25) job-list needs. Decoding is
-// lenient: an invalid jobspec leaves fields unset, as in flux-core.
+// Only the parts of a jobspec (RFC 14/25) job-list needs (see
+// decodeSpec). Decoding is lenient: an invalid jobspec leaves fields
+// unset, as in flux-core.
 type specResource struct {
-	Type  string          `json:"type"`
-	Count json.RawMessage `json:"count"`
-	With  []specResource  `json:"with"`
+	Type  string
+	Count []byte // the raw count: an integer or a range object
+	With  []specResource
+}
+
+type specTask struct {
+	Command []string
+	Count   struct {
+		PerSlot *int
+		Total   *int
+	}
+}
+
+type specPerResource struct {
+	Type  string
+	Count *int
+}
+
+type specSystem struct {
+	Duration *float64
+	Cwd      string
+	Queue    string
+	Project  string
+	Bank     string
+	Job      struct {
+		Name string
+	}
+	Shell struct {
+		Options struct {
+			PerResource *specPerResource
+		}
+	}
 }
 
 type specDoc struct {
-	Resources []specResource `json:"resources"`
-	Tasks     []struct {
-		Command []string `json:"command"`
-		Count   struct {
-			PerSlot *int `json:"per_slot"`
-			Total   *int `json:"total"`
-		} `json:"count"`
-	} `json:"tasks"`
+	Resources  []specResource
+	Tasks      []specTask
 	Attributes struct {
-		System struct {
-			Duration *float64 `json:"duration"`
-			Cwd      string   `json:"cwd"`
-			Queue    string   `json:"queue"`
-			Project  string   `json:"project"`
-			Bank     string   `json:"bank"`
-			Job      struct {
-				Name string `json:"name"`
-			} `json:"job"`
-			Shell struct {
-				Options struct {
-					PerResource *struct {
-						Type  string `json:"type"`
-						Count *int   `json:"count"`
-					} `json:"per-resource"`
-				} `json:"options"`
-			} `json:"shell"`
-		} `json:"system"`
-	} `json:"attributes"`
+		System specSystem
+	}
 }
 
 // count reads a resource count: an integer, or a range object whose
 // "min" is used.
-func resCount(raw json.RawMessage) int {
-	var n int
-	if json.Unmarshal(raw, &n) == nil {
-		return n
+func resCount(raw []byte) int {
+	if n, err := jsonwire.Int(raw); err == nil {
+		return int(n)
 	}
-	var r struct {
-		Min int `json:"min"`
+	min := 0
+	if isObject(raw) {
+		err := jsonwire.Object(raw, func(k, v []byte) error {
+			if string(k) == "min" && !jsonwire.IsNull(v) {
+				n, err := jsonwire.Int(v)
+				min = int(n)
+				return err
+			}
+			return nil
+		})
+		if err != nil {
+			return 0
+		}
 	}
-	if json.Unmarshal(raw, &r) == nil {
-		return r.Min
-	}
-	return 0
+	return min
 }
 
 // counts walks the resource tree as flux-core's jj does: nodes, slots
@@ -93,8 +107,8 @@ func specCounts(res []specResource) (nnodes, nslots, slotSize int) {
 // setJobspec extracts name, cwd, queue, project, bank, duration, ntasks,
 // nnodes and ncores from a jobspec.
 func (r *record) setJobspec(raw []byte) {
-	var js specDoc
-	if json.Unmarshal(raw, &js) != nil {
+	js, err := decodeSpec(raw)
+	if err != nil {
 		return
 	}
 	sys := &js.Attributes.System
@@ -154,29 +168,20 @@ func (r *record) setJobspec(raw []byte) {
 // setR extracts ranks, nnodes, ncores, nodelist and expiration from R
 // (RFC 20).
 func (r *record) setR(raw []byte) {
-	var R struct {
-		Execution struct {
-			RLite []struct {
-				Rank     string            `json:"rank"`
-				Children map[string]string `json:"children"`
-			} `json:"R_lite"`
-			Nodelist   []string `json:"nodelist"`
-			Expiration *float64 `json:"expiration"`
-		} `json:"execution"`
-	}
-	if json.Unmarshal(raw, &R) != nil {
+	ri, err := decodeR(raw)
+	if err != nil {
 		return
 	}
 	var ranks idset.Set
 	ncores := 0
-	for _, e := range R.Execution.RLite {
-		rs, err := idset.Parse(e.Rank)
+	for _, e := range ri.rlite {
+		rs, err := idset.Parse(e.rank)
 		if err != nil {
 			return
 		}
 		ranks = ranks.Union(rs)
-		if c, ok := e.Children["core"]; ok {
-			cs, err := idset.Parse(c)
+		if e.cores != "" {
+			cs, err := idset.Parse(e.cores)
 			if err == nil {
 				ncores += rs.Count() * cs.Count()
 			}
@@ -187,9 +192,9 @@ func (r *record) setR(raw []byte) {
 	if ncores > 0 {
 		r.ncores = int32(ncores)
 	}
-	if len(R.Execution.Nodelist) > 0 {
+	if len(ri.nodelist) > 0 {
 		hl := hostlist.New()
-		for _, s := range R.Execution.Nodelist {
+		for _, s := range ri.nodelist {
 			h, err := hostlist.Parse(s)
 			if err != nil {
 				hl = nil
@@ -201,8 +206,8 @@ func (r *record) setR(raw []byte) {
 			r.nodelist = intern(hl.String())
 		}
 	}
-	if R.Execution.Expiration != nil {
-		r.expiration = *R.Execution.Expiration
+	if ri.expiration != nil {
+		r.expiration = *ri.expiration
 	} else {
 		r.expiration = 0
 	}

@@ -40,7 +40,7 @@ func (s *service) subscribe() {
 		}
 		s.retryDelay = 0
 		var e journalEntry
-		if err := m.UnmarshalPayload(&e); err != nil {
+		if err := decodeJournalEntry(m.JSON(), &e); err != nil {
 			s.log.Error("malformed events-journal response", "err", err)
 			return
 		}

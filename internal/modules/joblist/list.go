@@ -118,9 +118,10 @@ func (s *service) sendJobs(r *flux.Request, attrs attrList, states job.State, ma
 			buf = append(buf, `,"version":1`...)
 		}
 		buf = append(buf, '}')
-		r.Respond(json.RawMessage(buf))
+		size := len(buf) + len(buf)/8 + 1
+		r.Respond(flux.JSONBuffer(buf)) // handed over: the next chunk gets a new buffer
 		first = false
-		buf = append(buf[:0], `{"jobs":[`...)
+		buf = append(make([]byte, 0, size), `{"jobs":[`...)
 		inChunk = 0
 	}
 	lists := []struct {

@@ -1,12 +1,12 @@
 package jobmanager
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
@@ -16,6 +16,7 @@ import (
 type execClient struct {
 	m       *manager
 	service string
+	topic   string // service + ".start"
 	route   string
 	futures map[jobid.ID]*flux.Future
 }
@@ -40,6 +41,7 @@ func (e *execClient) hello(r *flux.Request) {
 		return
 	}
 	e.service = req.Service
+	e.topic = ""
 	e.route = r.Msg.RouteString()
 	r.Respond(nil)
 	// jobs waiting for an executor can start now
@@ -59,14 +61,23 @@ func (e *execClient) start(j *job) {
 		m.log.Debug("no execution service yet; job waits", "id", j.ID.String())
 		return
 	}
-	req := map[string]any{
-		"id":      j.ID,
-		"userid":  j.Userid,
-		"jobspec": j.Raw,
-		"R":       j.R,
-		"flags":   j.Flags,
+	// {"R","flags","id","jobspec","userid"}
+	b := make([]byte, 0, 96+len(j.R)+len(j.Raw))
+	b = append(b, `{"R":`...)
+	b = appendRaw(b, j.R)
+	b = append(b, `,"flags":`...)
+	b = jsonwire.AppendInt(b, int64(j.Flags))
+	b = append(b, `,"id":`...)
+	b = jsonwire.AppendUint(b, uint64(j.ID))
+	b = append(b, `,"jobspec":`...)
+	b = appendRaw(b, j.Raw)
+	b = append(b, `,"userid":`...)
+	b = jsonwire.AppendUint(b, uint64(j.Userid))
+	b = append(b, '}')
+	if e.topic == "" {
+		e.topic = e.service + ".start"
 	}
-	f, err := m.h.RPC(e.service+".start", flux.NodeidAny, req, flux.Streaming)
+	f, err := m.h.RPC(e.topic, flux.NodeidAny, flux.JSONBuffer(b), flux.Streaming)
 	if err != nil {
 		m.post(j, "exception", map[string]any{"type": "exec", "severity": 0, "note": err.Error(), "userid": m.owner})
 		return
@@ -78,7 +89,7 @@ func (e *execClient) start(j *job) {
 func (e *execClient) response(j *job, f *flux.Future, msg *flux.Message, err error) {
 	m := e.m
 	if err != nil {
-		delete(e.futures, j.ID)
+		e.futures = forgetFuture(e.futures, j.ID)
 		f.Close()
 		if errors.Is(err, syscall.ENODATA) || errors.Is(err, io.EOF) {
 			return
@@ -95,20 +106,25 @@ func (e *execClient) response(j *job, f *flux.Future, msg *flux.Message, err err
 		}
 		return
 	}
-	var resp struct {
-		ID   jobid.ID        `json:"id"`
-		Type string          `json:"type"`
-		Data json.RawMessage `json:"data"`
-	}
-	if err := msg.UnmarshalPayload(&resp); err != nil {
+	var typ string
+	var data map[string]any
+	err = jsonwire.Object(msg.JSON(), func(key, val []byte) error {
+		var err error
+		switch string(key) {
+		case "type":
+			typ, err = jsonwire.String(val)
+		case "data":
+			if len(val) > 0 && val[0] == '{' {
+				data, err = decodeFlatObject(val)
+			}
+		}
+		return err
+	})
+	if err != nil {
 		m.log.Error("bad exec response", "err", err)
 		return
 	}
-	var data map[string]any
-	if len(resp.Data) > 0 {
-		json.Unmarshal(resp.Data, &data)
-	}
-	switch resp.Type {
+	switch typ {
 	case "start":
 		m.post(j, "start", nil)
 	case "release":

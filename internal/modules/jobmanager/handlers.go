@@ -16,6 +16,7 @@ func (m *manager) register() {
 	h := m.h
 	h.HandleFunc("job-manager.submit", m.handleSubmit)
 	h.HandleFunc("job-manager.raise", m.handleRaise)
+	h.HandleFunc("job-manager.memo", m.handleMemo)
 	h.HandleFunc("job-manager.kill", m.handleKill)
 	h.HandleFunc("job-manager.urgency", m.handleUrgency)
 	h.HandleFunc("job-manager.update", m.handleUpdate)
@@ -34,60 +35,69 @@ func (m *manager) register() {
 	h.HandleFunc("job-manager.*", m.handlePluginMethod)
 }
 
-type submitJob struct {
-	ID      jobid.ID        `json:"id"`
-	Userid  uint32          `json:"userid"`
-	Urgency int             `json:"urgency"`
-	TSubmit float64         `json:"t_submit"`
-	Flags   int             `json:"flags"`
-	Jobspec json.RawMessage `json:"jobspec"`
-}
-
 // handleSubmit accepts jobs from job-ingest (already recorded in the KVS
 // with their submit event), runs jobtap validation, and starts them on
 // their way.
 func (m *manager) handleSubmit(r *flux.Request) {
-	var req struct {
-		Jobs []submitJob `json:"jobs"`
-	}
-	if r.Decode(&req) != nil {
+	jobs, err := decodeSubmit(r.Msg.JSON())
+	if err != nil {
+		r.Errorf(syscall.EPROTO, "job-manager.submit: %v", err)
 		return
 	}
 	if !r.IsOwner() {
 		r.Errorf(syscall.EPERM, "job-manager.submit is for job-ingest only")
 		return
 	}
-	errs := [][2]any{}
-	for _, sj := range req.Jobs {
+	errs := []byte(`{"errors":[`)
+	nerrs := 0
+	reject := func(id jobid.ID, msg string) {
+		if nerrs > 0 {
+			errs = append(errs, ',')
+		}
+		nerrs++
+		errs = appendIDMessage(errs, id, msg)
+	}
+	// job-ingest hands over the jobspecs it parsed (in-process only)
+	parsed, _ := r.Msg.Attached.([]*jobspec.Jobspec)
+	if len(parsed) != len(jobs) {
+		parsed = nil
+	}
+	for i, sj := range jobs {
 		if _, dup := m.jobs[sj.ID]; dup {
-			errs = append(errs, [2]any{sj.ID, "duplicate job id"})
+			reject(sj.ID, "duplicate job id")
 			continue
 		}
-		spec, err := jobspec.Parse(sj.Jobspec)
-		if err != nil {
-			errs = append(errs, [2]any{sj.ID, err.Error()})
+		var spec *jobspec.Jobspec
+		if parsed != nil && parsed[i] != nil {
+			spec = parsed[i]
+		} else if spec, err = jobspec.Parse(sj.Jobspec); err != nil {
+			reject(sj.ID, err.Error())
 			continue
 		}
 		j := newJob(sj.ID, sj.Userid, sj.Urgency, sj.Flags, sj.TSubmit)
 		j.Raw = sj.Jobspec
 		j.Jobspec = spec
-		if err := m.plugins.validate(j, sj.Userid == m.owner); err != nil {
-			errs = append(errs, [2]any{sj.ID, err.Error()})
+		err := waitCheck(j, sj.Userid == m.owner) // wait.go
+		if err == nil {
+			err = m.plugins.validate(j, sj.Userid == m.owner)
+		}
+		if err != nil {
+			reject(sj.ID, err.Error())
 			continue
 		}
 		m.jobs[j.ID] = j
 		if j.ID > m.maxID {
 			m.maxID = j.ID
 		}
-		ctx, _ := json.Marshal(map[string]any{"userid": sj.Userid, "urgency": sj.Urgency, "flags": sj.Flags, "version": 1})
-		ev := event{Timestamp: sj.TSubmit, Name: "submit", Context: ctx}
-		line, _ := json.Marshal(ev)
-		j.eventlog = append(append(j.eventlog, line...), '\n')
-		m.journal.add(j, ev)
+		m.waitNew(j)
+		ctx := appendSubmitContext(make([]byte, 0, 64), sj.Userid, sj.Urgency, sj.Flags)
+		line := newEventLine(sj.TSubmit, "submit", ctx)
+		j.eventlog = append(j.eventlog, line...)
+		m.journal.add(j, "submit", line[:len(line)-1])
 		m.plugins.newJob(j)
 		m.post(j, "validate", nil)
 	}
-	r.Respond(map[string]any{"errors": errs})
+	r.Respond(flux.JSONBuffer(append(errs, "]}"...)))
 }
 
 // raise posts an exception event.
@@ -253,42 +263,6 @@ func setPath(doc map[string]any, path []string, val any) {
 	}
 }
 
-func (m *manager) answerWait(r *flux.Request, j *job) {
-	success := j.Result == "COMPLETED"
-	errstr := ""
-	if !success {
-		switch {
-		case j.exceptType != "":
-			errstr = fmt.Sprintf("job %s: fatal exception type=%s", j.ID.String(), j.exceptType)
-		default:
-			errstr = fmt.Sprintf("job %s: exit status %d", j.ID.String(), j.finishStatus)
-		}
-	}
-	r.Respond(map[string]any{"id": j.ID, "success": success, "errstr": errstr})
-}
-
-func (m *manager) handleWait(r *flux.Request) {
-	var req struct {
-		ID jobid.ID `json:"id"`
-	}
-	if r.Decode(&req) != nil {
-		return
-	}
-	j := m.lookup(r, req.ID)
-	if j == nil || !authorize(r, j) {
-		return
-	}
-	if j.Flags&flagWaitable == 0 {
-		r.Errorf(syscall.EINVAL, "job %s was not submitted with the waitable flag", j.ID.String())
-		return
-	}
-	if j.State == jobtap.StateInactive {
-		m.answerWait(r, j)
-		return
-	}
-	m.waiters[j.ID] = append(m.waiters[j.ID], r)
-}
-
 func (m *manager) handleJobtap(r *flux.Request) {
 	var req struct {
 		Load      string          `json:"load"`
@@ -374,17 +348,5 @@ func (m *manager) handleDisconnect(r *flux.Request) {
 	m.sched.disconnected(route)
 	m.exec.disconnected(route)
 	m.journal.disconnect(route)
-	for id, list := range m.waiters {
-		kept := list[:0]
-		for _, w := range list {
-			if w.Msg.RouteString() != route {
-				kept = append(kept, w)
-			}
-		}
-		if len(kept) == 0 {
-			delete(m.waiters, id)
-		} else {
-			m.waiters[id] = kept
-		}
-	}
+	m.waitDisconnect(route)
 }

@@ -19,6 +19,7 @@ const (
 type job struct {
 	jobtap.Job
 	kvsDir string
+	evKey  string // kvsDir + ".eventlog" (active jobs only)
 
 	// eventlog text as committed (active jobs only)
 	eventlog []byte
@@ -42,9 +43,11 @@ type job struct {
 	exceptType   string
 	finishStatus int
 	finished     bool
-	cleanPosted  bool
-	tInactive    float64
-	expiration   float64
+	// fatalBeforeFinish: a fatal exception came before the finish event
+	fatalBeforeFinish bool
+	cleanPosted       bool
+	tInactive         float64
+	expiration        float64
 }
 
 func newJob(id jobid.ID, userid uint32, urgency int, flags int, tSubmit float64) *job {
@@ -65,6 +68,14 @@ func newJob(id jobid.ID, userid uint32, urgency int, flags int, tSubmit float64)
 	return j
 }
 
+// eventlogKey returns the KVS key of the job's eventlog.
+func (j *job) eventlogKey() string {
+	if j.evKey == "" {
+		j.evKey = j.kvsDir + ".eventlog"
+	}
+	return j.evKey
+}
+
 func (j *job) view() *jobtap.Job {
 	j.Dependencies = j.Dependencies[:0]
 	for d := range j.deps {
@@ -74,8 +85,13 @@ func (j *job) view() *jobtap.Job {
 }
 
 // result names an inactive job's outcome the way flux-core does.
+// As flux-core's job-list: a job succeeded if it finished with status 0
+// before any fatal exception; an exception raised later (a cancel during
+// the epilog) does not change that.
 func (j *job) result() string {
 	switch {
+	case j.finished && j.finishStatus == 0 && !j.fatalBeforeFinish:
+		return "COMPLETED"
 	case j.exceptType == "cancel":
 		return "CANCELED"
 	case j.exceptType == "timeout":
@@ -92,6 +108,7 @@ func (j *job) result() string {
 // (it stays in the KVS).
 func (j *job) dropActiveData() {
 	j.eventlog = nil
+	j.evKey = ""
 	j.Raw = nil
 	j.Jobspec = nil
 	j.R = nil

@@ -4,46 +4,58 @@ import (
 	"encoding/json"
 	"syscall"
 
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
 // journal streams every posted event to subscribers of
 // job-manager.events-journal once the event is committed to the KVS.
+// The events of one job committed together go out in one response.
 type journal struct {
 	m       *manager
 	subs    map[string]*flux.Request // by requestor route
 	pending []journalEntry
+	index   map[jobid.ID]int // each job's entry in pending
 }
 
+// journalEntry is one response: a job's events (encoded eventlog
+// entries), with the jobspec when they include submit and R when they
+// include alloc.
 type journalEntry struct {
-	ID      jobid.ID        `json:"id"`
-	Events  []event         `json:"events"`
-	Jobspec json.RawMessage `json:"jobspec,omitempty"`
-	R       json.RawMessage `json:"R,omitempty"`
+	id      jobid.ID
+	events  [][]byte
+	jobspec json.RawMessage
+	R       json.RawMessage
 }
 
 func newJournal(m *manager) *journal {
-	return &journal{m: m, subs: make(map[string]*flux.Request)}
+	return &journal{m: m, subs: make(map[string]*flux.Request), index: make(map[jobid.ID]int)}
 }
 
-func (jl *journal) add(j *job, ev event) {
+// add queues an event (its eventlog entry, without the newline).
+func (jl *journal) add(j *job, name string, ev []byte) {
 	if len(jl.subs) == 0 {
 		return
 	}
-	n := len(jl.pending)
-	if n > 0 && jl.pending[n-1].ID == j.ID && ev.Name != "submit" && ev.Name != "alloc" {
-		jl.pending[n-1].Events = append(jl.pending[n-1].Events, ev)
-		return
-	}
-	e := journalEntry{ID: j.ID, Events: []event{ev}}
-	switch ev.Name {
+	e := jl.entry(j.ID)
+	e.events = append(e.events, ev)
+	switch name {
 	case "submit":
-		e.Jobspec = j.Raw
+		e.jobspec = j.Raw
 	case "alloc":
 		e.R = j.R
 	}
-	jl.pending = append(jl.pending, e)
+}
+
+func (jl *journal) entry(id jobid.ID) *journalEntry {
+	i, ok := jl.index[id]
+	if !ok {
+		i = len(jl.pending)
+		jl.pending = append(jl.pending, journalEntry{id: id})
+		jl.index[id] = i
+	}
+	return &jl.pending[i]
 }
 
 // annotate sends a journal-only "annotations" event (not written to the
@@ -52,8 +64,13 @@ func (jl *journal) annotate(j *job) {
 	if len(jl.subs) == 0 {
 		return
 	}
-	ctx, _ := json.Marshal(map[string]any{"annotations": j.annot})
-	jl.pending = append(jl.pending, journalEntry{ID: j.ID, Events: []event{{Timestamp: jl.m.now(), Name: "annotations", Context: ctx}}})
+	ctx, err := appendValue([]byte(`{"annotations":`), j.annot)
+	if err != nil {
+		return
+	}
+	ctx = append(ctx, '}')
+	e := jl.entry(j.ID)
+	e.events = append(e.events, appendEvent(nil, jl.m.now(), "annotations", ctx))
 	jl.m.batch.kick()
 }
 
@@ -61,17 +78,49 @@ func (jl *journal) annotate(j *job) {
 func (jl *journal) take() []journalEntry {
 	p := jl.pending
 	jl.pending = nil
+	clear(jl.index)
 	return p
 }
 
-func (jl *journal) send(entries []journalEntry) {
-	for _, e := range entries {
-		b, err := json.Marshal(e)
-		if err != nil {
-			continue
+// appendEntry encodes a response: {"id":N,"events":[...],"jobspec":J,
+// "R":R}, jobspec and R left out when empty.
+func appendEntry(b []byte, e *journalEntry) []byte {
+	b = append(b, `{"id":`...)
+	b = jsonwire.AppendUint(b, uint64(e.id))
+	b = append(b, `,"events":[`...)
+	for i, ev := range e.events {
+		if i > 0 {
+			b = append(b, ',')
 		}
+		b = append(b, ev...)
+	}
+	b = append(b, ']')
+	if len(e.jobspec) > 0 {
+		b = append(b, `,"jobspec":`...)
+		b = append(b, e.jobspec...)
+	}
+	if len(e.R) > 0 {
+		b = append(b, `,"R":`...)
+		b = append(b, e.R...)
+	}
+	return append(b, '}')
+}
+
+func (jl *journal) send(entries []journalEntry) {
+	if len(jl.subs) == 0 {
+		return
+	}
+	for i := range entries {
+		e := &entries[i]
+		size := 64 + len(e.jobspec) + len(e.R)
+		for _, ev := range e.events {
+			size += len(ev) + 1
+		}
+		// one payload (NUL-terminated as JSON payloads are) shared by
+		// every subscriber's response: messages are not modified once sent
+		buf := append(appendEntry(make([]byte, 0, size), e), 0)
 		for _, r := range jl.subs {
-			r.Respond(json.RawMessage(b))
+			r.RespondRaw(buf)
 		}
 	}
 }
@@ -98,16 +147,15 @@ func (jl *journal) subscribe(r *flux.Request) {
 			if j.eventlog == nil {
 				continue
 			}
-			e := journalEntry{ID: j.ID, Jobspec: j.Raw, R: j.R}
+			e := journalEntry{id: j.ID, jobspec: j.Raw, R: j.R}
 			for _, line := range splitLines(j.eventlog) {
-				var ev event
-				if json.Unmarshal(line, &ev) == nil {
-					e.Events = append(e.Events, ev)
+				if jsonwire.Valid(line) {
+					e.events = append(e.events, line)
 				}
 			}
-			r.Respond(e)
+			r.Respond(json.RawMessage(appendEntry(nil, &e)))
 		}
-		r.Respond(map[string]any{"id": -1, "events": []any{}})
+		r.Respond(json.RawMessage(`{"events":[],"id":-1}`))
 	}
 	jl.subs[r.Msg.RouteString()] = r
 }

@@ -5,13 +5,16 @@ import (
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
 )
 
-// kvsBatch groups the job manager's KVS writes into few commits. While a
-// commit is in flight, new operations accumulate; when it completes they
-// go out together. At low load each event is committed at once (low
-// latency); at high load batches grow (high throughput).
+// kvsBatch groups the job manager's KVS writes into few commits. While
+// a commit is in flight, new operations accumulate; when it completes
+// they go out together. At low load each event is committed at once (low
+// latency); at high load batches grow (high throughput). Appends to one
+// key within a batch are merged into one operation (one KVS blob instead
+// of one per event), which leaves the stored value the same.
 type kvsBatch struct {
 	m        *manager
-	txn      kvs.Txn
+	pend     []batchOp
+	appendAt map[string]int // key -> its mergeable append in pend
 	waiters  []func(error)
 	inflight bool
 	kicked   bool
@@ -19,26 +22,75 @@ type kvsBatch struct {
 	commits, ops int
 }
 
-func newKVSBatch(m *manager) *kvsBatch { return &kvsBatch{m: m} }
+// batchOp is a queued operation.
+type batchOp struct {
+	key    string
+	data   []byte
+	append bool
+	unlink bool
+	owned  bool // data is the batch's own copy (may be appended to)
+}
 
+func newKVSBatch(m *manager) *kvsBatch {
+	return &kvsBatch{m: m, appendAt: make(map[string]int)}
+}
+
+// append appends data to key. data must not change until committed.
 func (b *kvsBatch) append(key string, data []byte) {
-	b.txn.Append(key, data)
+	if i, ok := b.appendAt[key]; ok {
+		op := &b.pend[i]
+		if !op.owned {
+			op.data = append(make([]byte, 0, 2*(len(op.data)+len(data))), op.data...)
+			op.owned = true
+		}
+		op.data = append(op.data, data...)
+		b.kick()
+		return
+	}
+	b.appendAt[key] = len(b.pend)
+	b.pend = append(b.pend, batchOp{key: key, data: data, append: true})
 	b.kick()
 }
 
+// put stores data at key (a leaf key: puts never cover appended keys).
 func (b *kvsBatch) put(key string, data []byte) {
-	b.txn.Put(key, data)
+	delete(b.appendAt, key)
+	b.pend = append(b.pend, batchOp{key: key, data: data})
 	b.kick()
 }
 
+// unlink removes key; appends queued before it are not merged with
+// later ones.
 func (b *kvsBatch) unlink(key string) {
-	b.txn.Unlink(key)
+	clear(b.appendAt)
+	b.pend = append(b.pend, batchOp{key: key, unlink: true})
 	b.kick()
+}
+
+// take returns the queued operations as a transaction.
+func (b *kvsBatch) take() kvs.Txn {
+	var txn kvs.Txn
+	txn.Ops = make([]kvs.Op, 0, len(b.pend))
+	for i := range b.pend {
+		op := &b.pend[i]
+		switch {
+		case op.unlink:
+			txn.Unlink(op.key)
+		case op.append:
+			txn.Append(op.key, op.data)
+		default:
+			txn.Put(op.key, op.data)
+		}
+	}
+	clear(b.pend)
+	b.pend = b.pend[:0]
+	clear(b.appendAt)
+	return txn
 }
 
 // afterCommit runs fn once everything queued so far is committed.
 func (b *kvsBatch) afterCommit(fn func(error)) {
-	if b.txn.Len() == 0 && !b.inflight {
+	if len(b.pend) == 0 && !b.inflight {
 		b.m.h.Post(func() { fn(nil) })
 		return
 	}
@@ -61,7 +113,7 @@ func (b *kvsBatch) flush() {
 	if b.inflight {
 		return
 	}
-	if b.txn.Len() == 0 {
+	if len(b.pend) == 0 {
 		b.m.journal.send(b.m.journal.take())
 		if len(b.waiters) > 0 {
 			w := b.waiters
@@ -72,9 +124,8 @@ func (b *kvsBatch) flush() {
 		}
 		return
 	}
-	txn := b.txn
+	txn := b.take()
 	waiters := b.waiters
-	b.txn = kvs.Txn{}
 	b.waiters = nil
 	b.inflight = true
 	b.commits++

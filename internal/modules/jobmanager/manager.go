@@ -28,7 +28,7 @@ type manager struct {
 	sched   *schedClient
 	exec    *execClient
 	plugins *pluginSet
-	waiters map[jobid.ID][]*flux.Request
+	wait    waitState // wait.go
 
 	// inactiveLimit bounds how many inactive jobs are kept in memory
 	// (their records stay in the KVS).
@@ -42,7 +42,6 @@ func newManager(h *flux.Handle, log *slog.Logger, owner uint32) *manager {
 		log:           log,
 		owner:         owner,
 		jobs:          make(map[jobid.ID]*job),
-		waiters:       make(map[jobid.ID][]*flux.Request),
 		inactiveLimit: 100000,
 		now:           func() float64 { return float64(time.Now().UnixNano()) / 1e9 },
 	}
@@ -54,18 +53,20 @@ func newManager(h *flux.Handle, log *slog.Logger, owner uint32) *manager {
 	return m
 }
 
-// event is one posted event, kept encoded.
-type event struct {
-	Timestamp float64         `json:"timestamp"`
-	Name      string          `json:"name"`
-	Context   json.RawMessage `json:"context,omitempty"`
+// contextKeyOrder is the key order flux-core writes the context of these
+// events in; flux job eventlog prints contexts as stored, so it shows.
+// Keys not listed (and contexts of other events) follow in sorted order.
+var contextKeyOrder = map[string][]string{
+	"submit":    {"userid", "urgency", "flags", "version"},
+	"exception": {"type", "severity", "note", "userid"},
+	"release":   {"ranks", "final"},
 }
 
-func encodeContext(ctx map[string]any) json.RawMessage {
+func encodeContext(name string, ctx map[string]any) json.RawMessage {
 	if len(ctx) == 0 {
 		return nil
 	}
-	b, err := json.Marshal(ctx)
+	b, err := appendContextMap(make([]byte, 0, 64), ctx, contextKeyOrder[name])
 	if err != nil {
 		return nil
 	}
@@ -75,7 +76,7 @@ func encodeContext(ctx map[string]any) json.RawMessage {
 // post appends an event to a job's eventlog (KVS, batched), applies it to
 // the state machine, tells plugins and queues it for the journal.
 func (m *manager) post(j *job, name string, ctx map[string]any) {
-	m.postRaw(j, name, encodeContext(ctx), ctx)
+	m.postRaw(j, name, encodeContext(name, ctx), ctx)
 }
 
 func (m *manager) postRaw(j *job, name string, rawCtx json.RawMessage, ctx map[string]any) {
@@ -83,17 +84,22 @@ func (m *manager) postRaw(j *job, name string, rawCtx json.RawMessage, ctx map[s
 		m.log.Debug("ignoring event for inactive job", "id", j.ID.String(), "event", name)
 		return
 	}
-	ev := event{Timestamp: m.now(), Name: name, Context: rawCtx}
-	line, _ := json.Marshal(ev)
-	line = append(line, '\n')
+	line := newEventLine(m.now(), name, rawCtx)
 	j.eventlog = append(j.eventlog, line...)
-	m.batch.append(j.kvsDir+".eventlog", line)
-	m.journal.add(j, ev)
+	m.batch.append(j.eventlogKey(), line)
+	m.journal.add(j, name, line[:len(line)-1])
 	prev := j.State
 	m.apply(j, name, ctx)
 	m.plugins.event(j, name, ctx)
 	if j.State != prev {
 		m.enterState(j, prev)
+		return
+	}
+	switch name {
+	case "prolog-finish":
+		m.maybeStart(j) // the prolog held the start back
+	case "epilog-finish":
+		m.cleanup(j, j.State) // the epilog held the free back
 	}
 }
 
@@ -128,6 +134,7 @@ func (m *manager) apply(j *job, name string, ctx map[string]any) {
 	case "alloc":
 		j.hasAlloc = true
 		j.allocPending = false
+		j.Ran = true
 		if j.State == jobtap.StateSched {
 			j.State = jobtap.StateRun
 		}
@@ -139,8 +146,10 @@ func (m *manager) apply(j *job, name string, ctx map[string]any) {
 		}
 	case "start":
 		j.started = true
+		j.Started = true
 	case "finish":
 		j.finished = true
+		j.fatalBeforeFinish = j.fatal
 		j.finishStatus = int(ctxInt64(ctx, "status"))
 		j.WaitStatus = j.finishStatus
 		if j.State == jobtap.StateRun {
@@ -166,6 +175,8 @@ func (m *manager) apply(j *job, name string, ctx map[string]any) {
 		j.hasAlloc = false
 	case "clean":
 		j.State = jobtap.StateInactive
+		// plugins see the result along with the INACTIVE state
+		j.Result = j.result()
 	case "set-flags":
 		if list, ok := ctx["flags"].([]any); ok {
 			if j.flagSet == nil {
@@ -227,11 +238,14 @@ func (m *manager) computePriority(j *job) {
 	if !ok {
 		return // stays in PRIORITY until reprioritized
 	}
-	if j.State == jobtap.StateSched && p == j.Priority {
+	wasSched := j.State == jobtap.StateSched
+	if wasSched && p == j.Priority {
 		return
 	}
 	m.post(j, "priority", map[string]any{"priority": p})
-	if j.State == jobtap.StateSched {
+	// a job that just entered SCHED went to the scheduler with this
+	// priority: only a job already there is reprioritized
+	if wasSched && j.State == jobtap.StateSched {
 		m.sched.reprioritize(j)
 	}
 }
@@ -278,10 +292,14 @@ func (m *manager) maybeStart(j *job) {
 	j.startSent = true
 	m.batch.afterCommit(func(err error) {
 		if err != nil {
+			j.startSent = false // never sent: cleanup must not wait for the executor
 			m.post(j, "exception", map[string]any{"type": "exec", "severity": 0, "note": "KVS commit failed: " + err.Error(), "userid": m.owner})
 			return
 		}
 		if j.State != jobtap.StateRun || j.fatal {
+			// an exception came first (a cancel, a failed prolog): the
+			// executor was never asked, so cleanup must not wait for it
+			j.startSent = false
 			m.cleanup(j, jobtap.StateRun)
 			return
 		}
@@ -336,10 +354,7 @@ func (m *manager) retire(j *job) {
 	j.tInactive = m.now()
 	m.sched.forget(j)
 	m.batch.afterCommit(func(error) {
-		for _, r := range m.waiters[j.ID] {
-			m.answerWait(r, j)
-		}
-		delete(m.waiters, j.ID)
+		m.waitDone(j)
 		j.dropActiveData()
 	})
 	m.inactive = append(m.inactive, j.ID)

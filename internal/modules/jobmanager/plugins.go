@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"path"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +20,10 @@ type pluginSet struct {
 	m       *manager
 	loaded  []jobtap.Plugin
 	methods map[string]jobtap.Method
+	// loadedAs is the name a plugin was loaded by when it differs from
+	// its own ("alloc-bypass.so"): flux jobtap list shows that name, as
+	// flux-core shows the file a plugin came from.
+	loadedAs map[jobtap.Plugin]string
 }
 
 var _ jobtap.Host = (*pluginSet)(nil)
@@ -61,6 +66,12 @@ func (ps *pluginSet) load(name string, conf json.RawMessage) error {
 		}
 	}
 	ps.loaded = append(ps.loaded, p)
+	if base := path.Base(name); base != cname {
+		if ps.loadedAs == nil {
+			ps.loadedAs = make(map[jobtap.Plugin]string)
+		}
+		ps.loadedAs[p] = base
+	}
 	if nh, ok := p.(jobtap.NewHook); ok {
 		for _, j := range ps.m.jobs {
 			if j.State != jobtap.StateInactive {
@@ -71,37 +82,51 @@ func (ps *pluginSet) load(name string, conf json.RawMessage) error {
 	return nil
 }
 
+// remove unloads the plugins NAME matches: a plugin name (with or
+// without ".so"), a glob(7) pattern, or "all". Patterns match builtin
+// plugins (".name") only when they start with "." themselves.
 func (ps *pluginSet) remove(name string) error {
-	cname := canonicalName(name)
-	for i, p := range ps.loaded {
-		if p.Name() == cname || name == "all" {
-			if strings.HasPrefix(p.Name(), ".") && name == "all" {
-				continue
-			}
-			if u, ok := p.(jobtap.Unloader); ok {
-				u.Unload()
-			}
-			if s, ok := p.(jobtap.Servicer); ok {
-				for _, meth := range s.Methods() {
-					delete(ps.methods, meth.Topic)
-				}
-			}
-			ps.loaded = append(ps.loaded[:i], ps.loaded[i+1:]...)
-			if name != "all" {
-				return nil
-			}
-			return ps.remove(name)
-		}
-	}
+	pattern := canonicalName(name)
+	glob := strings.ContainsAny(pattern, "*?[")
 	if name == "all" {
-		return nil
+		pattern, glob = "*", true
 	}
-	return fmt.Errorf("jobtap: plugin %q is not loaded: %w", name, syscall.ENOENT)
+	kept := ps.loaded[:0]
+	removed := 0
+	for _, p := range ps.loaded {
+		match := p.Name() == pattern || ps.loadedAs[p] == path.Base(name)
+		if !match && glob && (strings.HasPrefix(pattern, ".") || !strings.HasPrefix(p.Name(), ".")) {
+			match, _ = path.Match(pattern, p.Name())
+		}
+		if !match {
+			kept = append(kept, p)
+			continue
+		}
+		if u, ok := p.(jobtap.Unloader); ok {
+			u.Unload()
+		}
+		if s, ok := p.(jobtap.Servicer); ok {
+			for _, meth := range s.Methods() {
+				delete(ps.methods, meth.Topic)
+			}
+		}
+		delete(ps.loadedAs, p)
+		removed++
+	}
+	ps.loaded = kept
+	if removed == 0 && name != "all" {
+		return fmt.Errorf("jobtap: %q matches no loaded plugin: %w", name, syscall.ENOENT)
+	}
+	return nil
 }
 
 func (ps *pluginSet) names() []string {
 	out := make([]string, 0, len(ps.loaded))
 	for _, p := range ps.loaded {
+		if as, ok := ps.loadedAs[p]; ok {
+			out = append(out, as)
+			continue
+		}
 		out = append(out, p.Name())
 	}
 	return out

@@ -161,6 +161,9 @@ func (m *manager) resume(j *job) {
 			m.post(j, "release", map[string]any{"ranks": "all", "final": true})
 		}
 		j.perilog = 0
+		// the scheduler has not heard of this allocation (sched-hello
+		// comes later and no longer lists it): free it here
+		j.bypass = true
 		m.cleanup(j, j.State)
 	}
 }

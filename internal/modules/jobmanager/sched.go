@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
@@ -82,14 +83,20 @@ func (s *schedClient) drain() {
 }
 
 func (s *schedClient) sendAlloc(j *job) {
-	req := map[string]any{
-		"id":       j.ID,
-		"priority": j.Priority,
-		"userid":   j.Userid,
-		"t_submit": j.TSubmit,
-		"jobspec":  j.Raw,
-	}
-	f, err := s.m.h.RPC("sched.alloc", flux.NodeidAny, req, flux.Streaming)
+	// {"id","jobspec","priority","t_submit","userid"}
+	b := make([]byte, 0, 96+len(j.Raw))
+	b = append(b, `{"id":`...)
+	b = jsonwire.AppendUint(b, uint64(j.ID))
+	b = append(b, `,"jobspec":`...)
+	b = append(b, j.Raw...)
+	b = append(b, `,"priority":`...)
+	b = jsonwire.AppendInt(b, j.Priority)
+	b = append(b, `,"t_submit":`...)
+	b = jsonwire.AppendFloat(b, j.TSubmit)
+	b = append(b, `,"userid":`...)
+	b = jsonwire.AppendUint(b, uint64(j.Userid))
+	b = append(b, '}')
+	f, err := s.m.h.RPC("sched.alloc", flux.NodeidAny, flux.JSONBuffer(b), flux.Streaming)
 	if err != nil {
 		s.m.log.Error("sched.alloc", "err", err)
 		heap.Push(&s.queue, j)
@@ -104,7 +111,7 @@ func (s *schedClient) sendAlloc(j *job) {
 func (s *schedClient) allocDone(j *job, f *flux.Future) {
 	f.Close()
 	if s.futures[j.ID] == f {
-		delete(s.futures, j.ID)
+		s.futures = forgetFuture(s.futures, j.ID)
 	}
 	j.allocPending = false
 	j.cancelSent = false
@@ -128,14 +135,8 @@ func (s *schedClient) allocResponse(j *job, f *flux.Future, msg *flux.Message, e
 		}
 		return
 	}
-	var resp struct {
-		ID          jobid.ID        `json:"id"`
-		Type        int             `json:"type"`
-		R           json.RawMessage `json:"R"`
-		Note        string          `json:"note"`
-		Annotations map[string]any  `json:"annotations"`
-	}
-	if err := msg.UnmarshalPayload(&resp); err != nil {
+	resp, err := decodeAllocResponse(msg.JSON())
+	if err != nil {
 		m.log.Error("bad sched.alloc response", "err", err)
 		return
 	}
@@ -207,7 +208,18 @@ func (s *schedClient) reprioritize(j *job) {
 
 func (s *schedClient) free(j *job) {
 	m := s.m
-	f, err := m.h.RPC("sched.free", flux.NodeidAny, map[string]any{"id": j.ID, "R": j.R, "final": true}, 0)
+	// {"R","final","id"}
+	b := make([]byte, 0, 40+len(j.R))
+	b = append(b, `{"R":`...)
+	if len(j.R) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, j.R...)
+	}
+	b = append(b, `,"final":true,"id":`...)
+	b = jsonwire.AppendUint(b, uint64(j.ID))
+	b = append(b, '}')
+	f, err := m.h.RPC("sched.free", flux.NodeidAny, flux.JSONBuffer(b), 0)
 	if err != nil {
 		m.log.Error("sched.free", "err", err)
 		return
@@ -227,7 +239,7 @@ func (s *schedClient) free(j *job) {
 func (s *schedClient) forget(j *job) {
 	if f, ok := s.futures[j.ID]; ok {
 		f.Close()
-		delete(s.futures, j.ID)
+		s.futures = forgetFuture(s.futures, j.ID)
 	}
 }
 
@@ -260,6 +272,10 @@ func (s *schedClient) readyRequest(r *flux.Request) {
 		Limit int    `json:"limit"`
 	}
 	if r.Decode(&req) != nil {
+		return
+	}
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "sched-ready is only for the instance owner")
 		return
 	}
 	switch req.Mode {

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -33,15 +33,29 @@ type job struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	service string // leader only: the stdin service
-	files   map[string]*os.File
 	started time.Time
+
+	out *outputLog // leader: the job's output (output.go)
+	fwd *forwarder // other shells: output on its way to the leader
+	// startExec holds the leader's exec events for the start response;
+	// exitExec this shell's for the exit response (job-exec writes them).
+	startExec, exitExec []byte
+	status              int
+	ntasks              int
+	svcPending          bool // the stdin service is being registered
+	startSent           bool // the start response went out
+	tasksEnded          bool // every local task has exited
+	exitSent            bool // the exit response is going out
+
+	cred      *syscall.Credential // the tasks' (nil: the broker's)
+	contained *jobContainment     // containment.go
 }
 
 func newJob(x *host, req startRequest, js *jobspec.Jobspec, plan *shell.Plan, idx int, r *flux.Request) *job {
 	dothex, _ := req.ID.Encode("dothex")
 	ctx, cancel := context.WithCancel(context.Background())
 	return &job{x: x, id: req.ID, userid: req.Userid, js: js, plan: plan, idx: idx, req: r,
-		dir: "job." + dothex, ctx: ctx, cancel: cancel, files: map[string]*os.File{}}
+		dir: "job." + dothex, ctx: ctx, cancel: cancel}
 }
 
 func (j *job) leader() bool { return j.idx == 0 }
@@ -52,100 +66,73 @@ func ServiceName(userid uint32, id jobid.ID) string {
 	return fmt.Sprintf("%d-shell-%s", userid, id.F58(true))
 }
 
-// execEvent appends an event to the job's exec eventlog.
-func (j *job) execEvent(name string, ctx any) {
-	ev := map[string]any{"timestamp": float64(time.Now().UnixNano()) / 1e9, "name": name}
-	if ctx != nil {
-		ev["context"] = ctx
+// execEvent encodes an exec eventlog event for job-exec to write.
+func (j *job) execEvent(dst []byte, t time.Time, name string, ctx any) []byte {
+	b, err := encodeEvent(t, name, ctx)
+	if err != nil {
+		j.x.log.Error("exec eventlog", "id", j.id.String(), "err", err)
+		return dst
 	}
-	b, _ := json.Marshal(ev)
-	j.x.batch.Append(j.dir+".guest.exec.eventlog", append(b, '\n'))
+	return append(dst, b...)
 }
 
-// outputTarget returns the file a stream goes to (from the shell option
-// output.<stream>.path), or "" for the KVS output eventlog.
-func (j *job) outputTarget(stream string) string {
-	opts := j.js.ShellOptions()
-	out, _ := opts["output"].(map[string]any)
-	st, _ := out[stream].(map[string]any)
-	if st == nil {
-		return ""
+// Event contexts the shell writes, their keys in flux-core's order
+// (flux job eventlog prints contexts as stored).
+type (
+	shellInitContext struct {
+		Service    string `json:"service"`
+		LeaderRank int    `json:"leader-rank"`
+		Size       int    `json:"size"`
 	}
-	if t, _ := st["type"].(string); t != "" && t != "file" {
-		return ""
-	}
-	path, _ := st["path"].(string)
-	if path == "" {
-		return ""
-	}
-	return j.expandTemplate(path)
-}
+)
 
-// expandTemplate fills {{id}} / {{jobid}} / {{name}} style templates in
-// output paths (mustache, as flux-core).
-func (j *job) expandTemplate(s string) string {
-	r := strings.NewReplacer(
-		"{{id}}", j.id.String(), "{{jobid}}", j.id.String(),
-		"{{id.f58}}", j.id.String(), "{{id.dec}}", strconv.FormatUint(uint64(j.id), 10),
-		"{{name}}", j.js.JobName(),
-	)
-	return r.Replace(s)
-}
-
-// output records a chunk of task output: in a file when the job asked,
-// otherwise as an RFC 24 event in the job's output eventlog.
-func (j *job) output(o shell.Output) {
-	if path := j.outputTarget(o.Stream); path != "" {
-		if o.EOF {
-			return
-		}
-		f := j.files[path]
-		if f == nil {
-			var err error
-			f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-			if err != nil {
-				j.x.log.Error("cannot open output file", "path", path, "err", err)
-				return
-			}
-			if cred, _ := j.x.credential(j.userid); cred != nil {
-				f.Chown(int(cred.Uid), int(cred.Gid))
-			}
-			j.files[path] = f
-		}
-		if j.js.ShellOptions()["output"] != nil {
-			if lbl, _ := j.js.ShellOptions()["output"].(map[string]any)["label"].(bool); lbl {
-				fmt.Fprintf(f, "%d: ", o.Rank)
-			}
-		}
-		f.Write(o.Data)
-		return
-	}
-	ctx := map[string]any{"stream": o.Stream, "rank": strconv.Itoa(o.Rank)}
-	if o.EOF {
-		ctx["eof"] = true
-	} else {
-		ctx["data"] = string(o.Data)
-	}
-	ev := map[string]any{"timestamp": float64(time.Now().UnixNano()) / 1e9, "name": "data", "context": ctx}
-	b, _ := json.Marshal(ev)
-	j.x.batch.Append(j.dir+".guest.output", append(b, '\n'))
-}
-
-func (j *job) run(cred *syscall.Credential) error {
+func (j *job) run(cred *syscall.Credential) (err error) {
 	x := j.x
+	defer func() {
+		if err != nil {
+			j.abandon()
+		}
+	}()
+	j.cred = cred
 	j.kvs = newShellKVS(j)
+	opts := j.js.ShellOptions()
 	aff := "on"
-	if v, ok := j.js.ShellOptions()["cpu-affinity"].(string); ok {
+	if v, ok := opts["cpu-affinity"].(string); ok {
 		aff = v
 	}
-	info := pmi.Info{Size: j.plan.NTasks, KVSName: "job-" + strconv.FormatUint(uint64(j.id), 10)}
-	srv := &pmi.Server{Info: info, KVS: j.kvs, Log: x.log}
 	if j.leader() {
-		j.service = ServiceName(j.userid, j.id)
-		if err := x.h.RegisterService(j.ctx, j.service); err != nil {
-			x.log.Warn("cannot register shell service", "service", j.service, "err", err)
-			j.service = ""
+		out, err := newOutputLog(j)
+		if err != nil {
+			return err
 		}
+		j.out = out
+		// the stdin service; the start response (which names it) waits
+		// for the broker to have it
+		j.service = ServiceName(j.userid, j.id)
+		x.services[j.service] = j
+		f, err := x.h.RPC("service.add", flux.NodeidAny, map[string]string{"service": j.service}, 0)
+		if err != nil {
+			x.log.Warn("cannot register shell service", "service", j.service, "err", err)
+			delete(x.services, j.service)
+			j.service = ""
+		} else {
+			j.svcPending = true
+			f.Then(func(_ *flux.Message, err error) {
+				j.svcPending = false
+				if err != nil {
+					x.log.Warn("cannot register shell service", "service", j.service, "err", err)
+					delete(x.services, j.service)
+					j.service = ""
+				}
+				j.reportStart()
+			})
+		}
+	} else {
+		bt, err := batchTimeout(opts)
+		if err != nil {
+			return err
+		}
+		j.fwd = &forwarder{j: j, batch: bt}
 	}
 	cfg := shell.Config{
 		JobID:    j.id,
@@ -160,7 +147,14 @@ func (j *job) run(cred *syscall.Credential) error {
 			x.h.Post(func() { j.output(o) })
 		},
 		ExtraEnv: map[string]string{"FLUX_KVS_NAMESPACE": ""},
-		Setup: func(rank, local int, cmd *exec.Cmd) error {
+		OnDone: func() {
+			x.h.Post(func() { j.tasksDone(j.finished) }) // containment.go, then finished
+		},
+	}
+	if pmiOpt, _ := opts["pmi"].(string); pmiOpt != "off" {
+		info := pmi.Info{Size: j.plan.NTasks, KVSName: "job-" + strconv.FormatUint(uint64(j.id), 10)}
+		srv := &pmi.Server{Info: info, KVS: j.kvs, Log: x.log}
+		cfg.Setup = func(rank, local int, cmd *exec.Cmd) error {
 			fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 			if err != nil {
 				return fmt.Errorf("PMI socketpair: %w", err)
@@ -173,17 +167,54 @@ func (j *job) run(cred *syscall.Credential) error {
 				"PMI_SIZE="+strconv.Itoa(j.plan.NTasks), "PMI_SPAWNED=0")
 			go func() {
 				defer ours.Close()
-				if err := srv.ServeConn(j.ctx, ours, rank); err != nil && j.ctx.Err() == nil {
+				// the PMI session starts with the task's first request:
+				// most tasks never make one and just close the socket
+				stop := context.AfterFunc(j.ctx, func() { ours.Close() })
+				var first [1]byte
+				n, _ := ours.Read(first[:])
+				stop()
+				if n == 0 || j.ctx.Err() != nil {
+					return
+				}
+				conn := &pmiConn{f: ours, first: first[:n]}
+				if err := srv.ServeConn(j.ctx, conn, rank); err != nil && j.ctx.Err() == nil {
 					x.log.Debug("pmi connection ended", "rank", rank, "err", err)
 				}
 			}()
 			return nil
-		},
+		}
+		j.kvs.preput("PMI_process_mapping", processMapping(j.plan))
 	}
-	j.kvs.preput("PMI_process_mapping", processMapping(j.plan))
+	if in, _ := opts["input"].(map[string]any); in != nil {
+		// input.stdin {type: file, path}: each task reads the file
+		if st, _ := in["stdin"].(map[string]any); st != nil && st["type"] == "file" {
+			path, _ := st["path"].(string)
+			if path == "" {
+				return fmt.Errorf("shell option input.stdin.path is missing")
+			}
+			if cwd := j.js.Cwd(); cwd != "" && !filepath.IsAbs(path) {
+				path = filepath.Join(cwd, path)
+			}
+			setup := cfg.Setup
+			cfg.Setup = func(rank, local int, cmd *exec.Cmd) error {
+				f, err := openInput(j.cred, path)
+				if err != nil {
+					return fmt.Errorf("input file: %w", err)
+				}
+				cmd.Stdin = f
+				if setup != nil {
+					return setup(rank, local, cmd)
+				}
+				return nil
+			}
+		}
+	}
+	if err := j.contain(&cfg); err != nil { // containment.go
+		return err
+	}
 	j.started = time.Now()
 	if j.leader() {
-		j.execEvent("shell.init", map[string]any{"service": j.service, "leader-rank": x.rank, "size": len(j.plan.Ranks)})
+		j.startExec = j.execEvent(j.startExec, j.started, "shell.init", shellInitContext{Service: j.service, LeaderRank: int(x.rank), Size: len(j.plan.Ranks)})
 	}
 	sh, err := shell.Start(cfg)
 	if err != nil {
@@ -192,47 +223,122 @@ func (j *job) run(cred *syscall.Credential) error {
 	j.sh = sh
 	if j.leader() {
 		tm, _ := j.plan.Map.MarshalJSON()
-		j.execEvent("shell.start", map[string]any{"taskmap": json.RawMessage(tm)})
+		j.startExec = j.execEvent(j.startExec, time.Now(), "shell.start", map[string]any{"taskmap": json.RawMessage(tm)})
 	}
-	j.req.Respond(map[string]any{"type": "start", "rank": x.rank})
-	go func() {
-		<-sh.Done()
-		x.h.Post(j.finished)
-	}()
+	j.reportStart()
 	return nil
 }
+
+// abandon undoes the setup of a job whose tasks could not start.
+func (j *job) abandon() {
+	if j.service != "" {
+		j.x.h.RPC("service.remove", flux.NodeidAny, map[string]string{"service": j.service}, flux.NoResponse)
+		delete(j.x.services, j.service)
+		j.service = ""
+	}
+	if j.out != nil {
+		j.out.close()
+		j.out.files = [2]*fileTarget{}
+	}
+	j.cancel()
+}
+
+// reportStart answers job-exec that the tasks run (with the leader's
+// exec events), once they do and the stdin service is registered.
+func (j *job) reportStart() {
+	if j.startSent || j.sh == nil || j.svcPending {
+		return
+	}
+	j.startSent = true
+	resp := map[string]any{"type": "start", "rank": j.x.rank}
+	if len(j.startExec) > 0 {
+		resp["exec"] = string(j.startExec)
+		j.startExec = nil
+	}
+	j.req.Respond(resp)
+	j.maybeReportExit()
+}
+
+// pmiConn is a task's PMI connection.
+type pmiConn struct {
+	f     *os.File
+	first []byte // read before the session started
+}
+
+func (c *pmiConn) Read(p []byte) (int, error) {
+	if len(c.first) > 0 {
+		n := copy(p, c.first)
+		c.first = c.first[n:]
+		return n, nil
+	}
+	return c.f.Read(p)
+}
+
+func (c *pmiConn) Write(p []byte) (int, error) { return c.f.Write(p) }
+
+func (c *pmiConn) Close() error { return c.f.Close() }
 
 // processMapping encodes the task map as PMI_process_mapping.
 func processMapping(p *shell.Plan) string { return p.Map.EncodePMI() }
 
-// finished reports this node's task exits once their output is
-// committed, then ends the start stream.
+// finished runs once this node's tasks have exited and their output was
+// read: it records their exits for the exit response.
 func (j *job) finished() {
 	x := j.x
 	exits := j.sh.Exits()
+	now := time.Now()
 	for _, e := range exits {
-		ws := syscall.WaitStatus(e.WaitStatus)
-		ctx := map[string]any{"localid": e.LocalID, "rank": e.Rank, "state": "Exited", "pid": e.PID,
-			"wait_status": e.WaitStatus, "signaled": 0, "exitcode": shell.ExitCode(e.WaitStatus)}
-		if ws.Signaled() {
-			ctx["signaled"] = int(ws.Signal())
-		}
-		j.execEvent("shell.task-exit", ctx)
+		j.exitExec = appendTaskExit(j.exitExec, now, e)
 	}
-	for _, f := range j.files {
-		f.Close()
+	j.status = j.sh.Status()
+	j.ntasks = len(exits)
+	j.exitExec = appendShellExit(j.exitExec, now, x.rank, j.status)
+	j.tasksEnded = true
+	j.maybeReportExit()
+}
+
+// maybeReportExit sends the exit response once the tasks have ended, the
+// start response went out and (leader) the job's output is complete and
+// committed, or handed over; another shell's once the leader has its
+// output.
+func (j *job) maybeReportExit() {
+	if !j.tasksEnded || !j.startSent || j.exitSent {
+		return
 	}
-	status := j.sh.Status()
-	j.execEvent("shell-exit", map[string]any{"rank": x.rank, "wait_status": status})
-	x.batch.AfterCommit(func(err error) {
-		j.req.Respond(map[string]any{"type": "exit", "rank": x.rank, "status": status, "ntasks": len(exits)})
-		j.req.EndStream()
-		if j.service != "" {
-			x.h.UnregisterService(context.Background(), j.service)
+	x := j.x
+	switch {
+	case j.out != nil:
+		if !j.out.complete() {
+			return
 		}
-		j.cancel()
-		delete(x.jobs, j.id)
-	})
+		j.exitSent = true
+		if log := j.out.handoff(); log != nil {
+			j.reportExit(log)
+			return
+		}
+		j.out.flush()
+		x.batch.AfterCommit(func(error) { j.reportExit(nil) })
+	case j.fwd != nil:
+		j.exitSent = true
+		j.fwd.close(func() { j.reportExit(nil) })
+	default:
+		j.exitSent = true
+		j.reportExit(nil)
+	}
+}
+
+// reportExit sends the exit response and ends the start stream.
+func (j *job) reportExit(outputLog []byte) {
+	x := j.x
+	resp := map[string]any{"type": "exit", "rank": x.rank, "status": j.status, "ntasks": j.ntasks,
+		"exec": string(j.exitExec)}
+	if outputLog != nil {
+		resp["output"] = string(outputLog)
+	}
+	j.req.Respond(resp)
+	j.req.EndStream()
+	j.abandon()
+	delete(x.jobs, j.id)
 }
 
 func (j *job) signal(sig syscall.Signal) {

@@ -2,6 +2,9 @@ package jobshell
 
 import (
 	"encoding/json"
+	"os"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -133,5 +136,98 @@ func TestExitStatusAndPMI(t *testing.T) {
 	_, _, names := run(t, 2, R, []string{"sh", "-c", `test -n "$PMI_FD" && test "$PMI_SIZE" = 2 && exit $((3 + FLUX_TASK_RANK))`}, jobspec.CommandOptions{NTasks: 2}, nil)
 	if names[len(names)-4] != "finish" {
 		t.Fatalf("events %v", names)
+	}
+}
+
+func eventNames(evs []eventlog.Event) string {
+	var names []string
+	for _, ev := range evs {
+		names = append(names, ev.Name)
+	}
+	return strings.Join(names, " ")
+}
+
+// TestEventlogsOfAShortJob checks the logs of a job without output,
+// whose output log goes to job-exec whole, and their order.
+func TestEventlogsOfAShortJob(t *testing.T) {
+	R := `{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0"}}],"nodelist":["a"]}}`
+	fk, id, _ := run(t, 1, R, []string{"true"}, jobspec.CommandOptions{NTasks: 1}, nil)
+	dothex, _ := id.Encode("dothex")
+	exec := events(t, fk, "job."+dothex+".guest.exec.eventlog")
+	if got := eventNames(exec); got != "init starting shell.init shell.start shell.task-exit shell-exit complete done" {
+		t.Fatalf("exec eventlog: %s", got)
+	}
+	for i := 1; i < len(exec); i++ {
+		if exec[i].Timestamp < exec[i-1].Timestamp {
+			t.Fatalf("exec event %s before %s", exec[i].Name, exec[i-1].Name)
+		}
+	}
+	out := events(t, fk, "job."+dothex+".guest.output")
+	if got := eventNames(out); got != "header data data" {
+		t.Fatalf("output eventlog: %s", got)
+	}
+	if string(out[0].Context) != `{"version":1,"encoding":{"stdout":"UTF-8","stderr":"UTF-8"},"count":{"stdout":1,"stderr":1},"options":{}}` {
+		t.Fatalf("header %s", out[0].Context)
+	}
+}
+
+// TestOutputFile checks output.stdout to a file: written by the leader
+// for every task, labeled, and a redirect event in the log.
+func TestOutputFile(t *testing.T) {
+	dir := t.TempDir()
+	R := `{"version":1,"execution":{"R_lite":[{"rank":"0-1","children":{"core":"0"}}],"nodelist":["a","b"]}}`
+	opts := map[string]any{"output": map[string]any{
+		"stdout": map[string]any{"type": "file", "path": dir + "/out.{{id.dec}}", "label": true}}}
+	fk, id, names := run(t, 2, R, []string{"sh", "-c", "echo hello; echo world"}, jobspec.CommandOptions{NTasks: 2}, opts)
+	if names[len(names)-4] != "finish" {
+		t.Fatalf("events %v", names)
+	}
+	b, err := os.ReadFile(dir + "/out." + strconv.FormatUint(uint64(id), 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	sort.Strings(lines)
+	if strings.Join(lines, ",") != "0: hello,0: world,1: hello,1: world" {
+		t.Fatalf("file:\n%s", b)
+	}
+	dothex, _ := id.Encode("dothex")
+	out := events(t, fk, "job."+dothex+".guest.output")
+	if got := eventNames(out); got != "header redirect data data" {
+		t.Fatalf("output eventlog: %s", got)
+	}
+	if string(out[1].Context) != `{"stream":"stdout","rank":"0-1","path":"`+dir+`/out.`+strconv.FormatUint(uint64(id), 10)+`"}` {
+		t.Fatalf("redirect %s", out[1].Context)
+	}
+}
+
+// TestPMIExchange runs two tasks on two brokers that speak PMI-1 over
+// PMI_FD by hand: each puts a key, both enter the barrier, each reads
+// the other's key.
+func TestPMIExchange(t *testing.T) {
+	R := `{"version":1,"execution":{"R_lite":[{"rank":"0-1","children":{"core":"0"}}],"nodelist":["a","b"]}}`
+	script := `
+fd=$PMI_FD
+req() { printf '%s\n' "$1" >&$fd; read -r line <&$fd; echo "$line"; }
+req "cmd=init pmi_version=1 pmi_subversion=1" >/dev/null
+kvs=$(req "cmd=get_my_kvsname" | sed 's/.*kvsname=\([^ ]*\).*/\1/')
+req "cmd=put kvsname=$kvs key=k$FLUX_TASK_RANK value=v$FLUX_TASK_RANK" >/dev/null
+req "cmd=barrier_in" >/dev/null
+other=$((1 - FLUX_TASK_RANK))
+req "cmd=get kvsname=$kvs key=k$other" | grep -q "value=v$other" || exit 9
+req "cmd=get kvsname=$kvs key=PMI_process_mapping" | grep -q "value=(vector,(0,2,1))" || exit 8
+req "cmd=finalize" >/dev/null
+exit 0`
+	fk, id, names := run(t, 2, R, []string{"sh", "-c", script}, jobspec.CommandOptions{NTasks: 2}, nil)
+	dothex, _ := id.Encode("dothex")
+	var statuses []string
+	for _, ev := range events(t, fk, "job."+dothex+".guest.exec.eventlog") {
+		if ev.Name == "complete" {
+			statuses = append(statuses, string(ev.Context))
+		}
+	}
+	if len(statuses) != 1 || statuses[0] != `{"status":0}` {
+		out := events(t, fk, "job."+dothex+".guest.output")
+		t.Fatalf("events %v, complete %v, output %v", names, statuses, out)
 	}
 }

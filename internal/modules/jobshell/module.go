@@ -1,9 +1,12 @@
 // Package jobshell is the job-shell broker module: on every broker it runs
 // the job shell (internal/shell) for the jobs that have resources on that
-// node, as job-exec asks. It writes task output to the job's output
-// eventlog (RFC 24), reports task exits, serves PMI to the tasks
-// (exchanging PMI puts between nodes through the job's leader shell),
-// forwards stdin, and delivers signals.
+// node, as job-exec asks, forking the tasks from the broker itself (no
+// shell process). The job's leader shell writes its output eventlog (RFC
+// 24) or output files, with the other shells' output forwarded to it
+// (output.go); shells report their exec eventlog events to job-exec,
+// which writes them. It serves PMI to the tasks (exchanging PMI puts
+// between nodes through the leader shell), forwards stdin, and delivers
+// signals. The protocol with job-exec is in docs/JOBS.md.
 package jobshell
 
 import (
@@ -44,6 +47,9 @@ type host struct {
 	jobs  map[jobid.ID]*job
 	// fences being gathered by leader shells, by job
 	fences map[jobid.ID]*leaderFence
+	// services maps the leader shells' stdin services to their jobs
+	services map[string]*job
+	contain  *containment // containment.go
 }
 
 // Run implements module.Module.
@@ -63,13 +69,27 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		batch:  kvsbatch.New(h, ""),
 		jobs:   make(map[jobid.ID]*job),
 		fences: make(map[jobid.ID]*leaderFence),
+
+		services: make(map[string]*job),
 	}
 	x.batch.OnError = func(err error, ops int) { x.log.Error("KVS commit of job output failed", "err", err, "ops", ops) }
+	ccfg, err := loadContainConfig(ctx, h)
+	if err != nil {
+		return err
+	}
+	x.contain = x.newContainment(ccfg)
+	defer x.contain.close()
 	h.HandleFunc("job-shell.start", x.start)
 	h.HandleFunc("job-shell.kill", x.kill)
 	h.HandleFunc("job-shell.stdin", x.stdin)
 	h.HandleFunc("job-shell.pmi-fence", x.pmiFence)
+	h.HandleFunc("job-shell.output", x.outputRequest) // output.go
+	h.HandleFunc("job-shell.lost", x.lostRequest)
 	h.HandleFunc("job-shell.list", func(r *flux.Request) {
+		if !r.IsOwner() { // job ids of every user
+			r.Errorf(syscall.EPERM, "job-shell.list is for the instance owner")
+			return
+		}
 		ids := make([]jobid.ID, 0, len(x.jobs))
 		for id := range x.jobs {
 			ids = append(ids, id)
@@ -87,22 +107,29 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	return err
 }
 
-// credential returns the credentials tasks of userid run with: only when
-// the broker runs as root and the job belongs to someone else.
+// credential returns the credentials tasks of userid run with: nil (the
+// broker's own) for the broker's user; the user's uid, primary gid and
+// groups (from the passwd and group files) when the broker runs as root.
+// A non-root broker cannot run another user's tasks: that is an error,
+// never a silent run as the instance owner.
 func (x *host) credential(userid uint32) (*syscall.Credential, error) {
-	if !x.root || userid == 0 {
-		if uint32(os.Geteuid()) != userid && !x.root {
-			// a single-user instance runs everything as its owner
-			return nil, nil
-		}
+	if userid == uint32(os.Geteuid()) {
 		return nil, nil
+	}
+	if !x.root {
+		return nil, fmt.Errorf("cannot run tasks of userid %d: the instance does not run as root: %w", userid, syscall.EPERM)
 	}
 	u, err := user.LookupId(strconv.FormatUint(uint64(userid), 10))
 	if err != nil {
-		return &syscall.Credential{Uid: userid, Gid: userid, NoSetGroups: true}, nil
+		return nil, fmt.Errorf("userid %d: %v: %w", userid, err, syscall.ENOENT)
 	}
-	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
-	cred := &syscall.Credential{Uid: userid, Gid: uint32(gid)}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("userid %d: primary group %q: %w", userid, u.Gid, syscall.EINVAL)
+	}
+	// Groups is always set (maybe empty) so the tasks never keep the
+	// broker's supplementary groups
+	cred := &syscall.Credential{Uid: userid, Gid: uint32(gid), Groups: []uint32{}}
 	if gids, err := u.GroupIds(); err == nil {
 		for _, g := range gids {
 			if n, err := strconv.ParseUint(g, 10, 32); err == nil {
@@ -120,9 +147,10 @@ type startRequest struct {
 	R       json.RawMessage `json:"R"`
 }
 
-// start runs this node's part of a job. Responses: {type:"start"} once
-// the tasks are running, {type:"exit", status, exits:[...]} when they
-// have all exited, then the end of the stream.
+// start runs this node's part of a job. Responses: {type:"start", rank,
+// exec?} once the tasks are running, {type:"exit", rank, status, ntasks,
+// exec, output?} when they have all exited (and, on the leader, the
+// job's output is complete), then the end of the stream.
 func (x *host) start(r *flux.Request) {
 	var req startRequest
 	if r.Decode(&req) != nil {

@@ -1,6 +1,7 @@
 package jobshell
 
 import (
+	"encoding/base64"
 	"strings"
 	"syscall"
 
@@ -13,13 +14,7 @@ import (
 // ("<userid>-shell-<id>.<method>") registered by leader shells.
 func (x *host) serviceRequest(r *flux.Request) {
 	svc, method, _ := strings.Cut(r.Topic(), ".")
-	var j *job
-	for _, cand := range x.jobs {
-		if cand.service == svc {
-			j = cand
-			break
-		}
-	}
+	j := x.services[svc]
 	if j == nil {
 		r.Errorf(syscall.ENOSYS, "No service matching %s is registered", r.Topic())
 		return
@@ -41,12 +36,26 @@ func (x *host) serviceRequest(r *flux.Request) {
 // whose tasks it names.
 func (j *job) stdinRequest(r *flux.Request) {
 	var req struct {
-		Stream string `json:"stream"`
-		Rank   string `json:"rank"`
-		Data   string `json:"data"`
-		EOF    bool   `json:"eof"`
+		Stream   string `json:"stream"`
+		Rank     string `json:"rank"`
+		Data     string `json:"data"`
+		Encoding string `json:"encoding"`
+		EOF      bool   `json:"eof"`
 	}
 	if r.Decode(&req) != nil {
+		return
+	}
+	switch req.Encoding {
+	case "", "UTF-8":
+	case "base64":
+		b, err := base64.StdEncoding.DecodeString(req.Data)
+		if err != nil {
+			r.Errorf(syscall.EPROTO, "stdin: data is not base64: %v", err)
+			return
+		}
+		req.Data = string(b)
+	default:
+		r.Errorf(syscall.EPROTO, "stdin: unknown encoding %q", req.Encoding)
 		return
 	}
 	var ranks []int
@@ -66,7 +75,7 @@ func (j *job) stdinRequest(r *flux.Request) {
 	}
 	x := j.x
 	for i, brank := range j.plan.Ranks {
-		payload := map[string]any{"id": j.id, "ranks": ranks, "data": req.Data, "eof": req.EOF}
+		payload := map[string]any{"id": j.id, "ranks": ranks, "data": []byte(req.Data), "eof": req.EOF}
 		if i == j.idx {
 			x.deliverStdin(j, ranks, req.Data, req.EOF)
 			continue
@@ -80,7 +89,7 @@ func (x *host) stdin(r *flux.Request) {
 	var req struct {
 		ID    jobid.ID `json:"id"`
 		Ranks []int    `json:"ranks"`
-		Data  string   `json:"data"`
+		Data  []byte   `json:"data"`
 		EOF   bool     `json:"eof"`
 	}
 	if r.Decode(&req) != nil {
@@ -91,7 +100,7 @@ func (x *host) stdin(r *flux.Request) {
 		return
 	}
 	if j, ok := x.jobs[req.ID]; ok {
-		x.deliverStdin(j, req.Ranks, req.Data, req.EOF)
+		x.deliverStdin(j, req.Ranks, string(req.Data), req.EOF)
 	}
 	r.Respond(nil)
 }

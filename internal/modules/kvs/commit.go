@@ -228,8 +228,10 @@ func (k *kvs) drainPipeline(ns *namespace) {
 			})
 			return
 		}
+		ns.pipeline[0] = nil // the array must not keep the batch's blobs
 		ns.pipeline = ns.pipeline[1:]
 		b.released = true
+		b.blobs = nil
 		k.finishBatch(ns, b.txns, b.newref)
 		k.cache.supersede(b.replaced)
 	}

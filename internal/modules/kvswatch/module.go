@@ -33,6 +33,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
@@ -148,6 +149,9 @@ func (w *watchCtx) cancel(r *flux.Request, byTag bool) {
 
 // namespaceEvent handles kvs.namespace-<NS>-{setroot,created,removed}.
 func (w *watchCtx) namespaceEvent(m *flux.Message) {
+	if m.Rolemask&message.RoleOwner == 0 {
+		return // only the instance's own kvs publishes these
+	}
 	rest := strings.TrimPrefix(m.Topic, "kvs.namespace-")
 	i := strings.LastIndexByte(rest, '-')
 	if i < 0 {

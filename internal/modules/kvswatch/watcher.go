@@ -141,6 +141,7 @@ type watcher struct {
 	prev       []byte
 	delivered  int  // WATCH_APPEND: blobs of the value already sent
 	indexed    bool // WATCH_APPEND: delivered is meaningful
+	loading    bool // WATCH_APPEND: an answer waits for content loads
 
 	canceled, mute, finished bool
 }
@@ -257,7 +258,8 @@ func (wt *watcher) sendLookup(c *commit) {
 
 // drain answers completed lookups in root order.
 func (wt *watcher) drain() {
-	for !wt.finished && len(wt.lookups) > 0 && wt.lookups[0].done {
+	// while an answer waits for its blobs, later ones wait for it
+	for !wt.finished && !wt.loading && len(wt.lookups) > 0 && wt.lookups[0].done {
 		l := wt.lookups[0]
 		wt.lookups = wt.lookups[1:]
 		if !wt.handle(l) {
@@ -363,7 +365,9 @@ func (wt *watcher) loadRange(refs []string) {
 	parts := make([][]byte, len(refs))
 	pending := len(refs)
 	var first error
+	wt.loading = true
 	done := func() {
+		wt.loading = false
 		if wt.finished {
 			return
 		}

@@ -39,8 +39,11 @@ var ErrConfig = errors.New("resource configuration error")
 //	resource.discover-timeout  FSD; how long rank 0 waits for every rank
 //	                       to report its resources (default 30s)
 //
-// Without config entries or a path, every rank discovers its own
-// resources and reports them to rank 0.
+// An instance that runs as a job of another (flux batch, flux alloc) has
+// the broker attributes parent-uri and jobid; without config entries or a
+// path, its inventory is that job's R, fetched from the enclosing
+// instance (see jobR). Otherwise, without config entries or a path, every
+// rank discovers its own resources and reports them to rank 0.
 type Config struct {
 	Entries         []ConfigEntry
 	Path            string
@@ -48,6 +51,10 @@ type Config struct {
 	Exclude         string
 	ForceUp         bool
 	DiscoverTimeout time.Duration
+	// ParentURI and JobID (attributes parent-uri and jobid) locate the
+	// job this instance runs as, if any.
+	ParentURI string
+	JobID     string
 }
 
 // ConfigEntry is one [[resource.config]] table: the hosts it applies to
@@ -105,6 +112,8 @@ func loadConfig(ctx context.Context, h *flux.Handle, args []string) (*Config, er
 		c.Exclude = v
 	}
 	c.HwlocXML = attr("resource.hwloc-xml")
+	c.ParentURI = attr("parent-uri")
+	c.JobID = attr("jobid")
 	if v := attr("resource.monitor-force-up"); v != "" {
 		b, err := parseBool(v)
 		if err != nil {

@@ -100,6 +100,10 @@ func (inv *inventory) start(ctx context.Context, hostname string) error {
 			return err
 		}
 		return inv.define(R, methodConfig)
+	case inv.cfg.JobID != "" && inv.cfg.ParentURI != "":
+		if R := inv.jobR(ctx); R != nil {
+			return inv.define(R, methodJob)
+		}
 	}
 	l, err := discover(inv.cfg.HwlocXML)
 	if err != nil {

@@ -23,7 +23,8 @@
 // Pending jobs wait in a queue ordered by priority then submit time; each
 // scheduling pass (after an alloc, a free, a priority change or resources
 // coming up, coalesced to one pass per batch of messages) considers the
-// first queue-depth jobs (see sched.FCFS).
+// first queue-depth jobs (see sched.FCFS), and a pass that started jobs
+// is followed by another, until one starts none.
 package schedsimple
 
 import (

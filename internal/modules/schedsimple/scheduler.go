@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/internal/sched"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/idset"
@@ -240,10 +241,19 @@ func (s *scheduler) pass() {
 	if s.queue.Len() == 0 {
 		return
 	}
-	for _, d := range s.policy.Schedule(s.queue, s.pool, s.now()) {
+	started := s.policy.Schedule(s.queue, s.pool, s.now())
+	for _, d := range started {
 		s.queue.Remove(d.Job.ID)
 		s.running[d.Job.ID] = d.Alloc
+		d.Alloc.Slots = d.Job.Req.Slots
 		s.respondAlloc(d.Job.Data.(*flux.Request), d.Job.ID, d.Alloc)
+	}
+	// Jobs started: the jobs behind them are now within the lookahead,
+	// so another pass follows (after the messages already queued) until
+	// a pass starts nothing. Without it a burst of requests would be
+	// served queue-depth jobs per incoming message batch.
+	if len(started) > 0 && s.queue.Len() > 0 {
+		s.schedule()
 	}
 }
 
@@ -262,14 +272,22 @@ func (s *scheduler) respondAlloc(r *flux.Request, id uint64, a *sched.Alloc) {
 	if err := r.Respond(json.RawMessage(b)); err != nil {
 		s.log.Error("sched.alloc respond", "id", id, "err", err)
 	}
+	r.Finish()
 }
 
+// respondType sends a final DENY or CANCEL response.
 func respondType(r *flux.Request, id uint64, typ int, note string) {
-	resp := map[string]any{"id": id, "type": typ}
+	b := make([]byte, 0, 48+len(note))
+	b = append(b, `{"id":`...)
+	b = strconv.AppendUint(b, id, 10)
 	if note != "" {
-		resp["note"] = note
+		b = append(b, `,"note":`...)
+		b = jsonwire.AppendString(b, note)
 	}
-	r.Respond(resp)
+	b = append(b, `,"type":`...)
+	b = strconv.AppendInt(b, int64(typ), 10)
+	r.Respond(json.RawMessage(append(b, '}')))
+	r.Finish()
 }
 
 func (s *scheduler) alloc(r *flux.Request) {
@@ -428,21 +446,16 @@ func (s *scheduler) resourceStatus(r *flux.Request) {
 }
 
 func (s *scheduler) feasibility(r *flux.Request) {
-	var req struct {
-		Jobspec json.RawMessage `json:"jobspec"`
-	}
-	if r.Decode(&req) != nil {
+	js, err := decodeFeasibility(r.Msg.JSON())
+	if err != nil {
+		r.Errorf(syscall.EPROTO, "%v", err)
 		return
 	}
-	if len(req.Jobspec) == 0 || req.Jobspec[0] != '{' {
-		r.Errorf(syscall.EPROTO, "feasibility.check needs a jobspec object")
-		return
-	}
-	if e := s.cache.get(req.Jobspec, s.pool); e.err != nil {
+	if e := s.cache.get(js, s.pool); e.err != nil {
 		r.Errorf(errno(e.err), "%s", e.err.Error())
 		return
 	}
-	r.Respond(map[string]any{})
+	r.Respond(json.RawMessage(`{}`))
 }
 
 // requestCache remembers parsed requests and their feasibility by the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
@@ -27,7 +28,7 @@ func DecodeJobs(payload []byte, fn func(*Info)) error {
 		if err != nil {
 			return err
 		}
-		if key == "jobs" {
+		if string(key) == "jobs" {
 			if err := d.expect('['); err != nil {
 				return err
 			}
@@ -81,6 +82,33 @@ func DecodeJob(b []byte) (*Info, error) {
 type decoder struct {
 	b []byte
 	i int
+	// strs shares the text of repeated short strings (names, working
+	// directories, queues ...) across the jobs of one listing.
+	strs map[string]string
+}
+
+// maxShared bounds the strings (and their length) strs keeps.
+const (
+	maxShared    = 4096
+	maxSharedLen = 64
+)
+
+// shared returns b as a string, reusing an equal string seen before.
+func (d *decoder) shared(b []byte) string {
+	if len(b) > maxSharedLen {
+		return string(b)
+	}
+	if s, ok := d.strs[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if d.strs == nil {
+		d.strs = make(map[string]string)
+	}
+	if len(d.strs) < maxShared {
+		d.strs[s] = s
+	}
+	return s
 }
 
 func (d *decoder) errorf(format string, args ...any) error {
@@ -127,19 +155,31 @@ func (d *decoder) expect(c byte) error {
 	return nil
 }
 
-// key reads an object key and the colon after it.
-func (d *decoder) key() (string, error) {
-	s, err := d.str()
+// key reads an object key and the colon after it. The key is returned
+// as the payload's bytes when it holds no escapes (valid until the next
+// call), else decoded.
+func (d *decoder) key() ([]byte, error) {
+	k, err := d.strBytes()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return s, d.expect(':')
+	return k, d.expect(':')
 }
 
 // str reads a JSON string.
 func (d *decoder) str() (string, error) {
+	b, err := d.strBytes()
+	if err != nil {
+		return "", err
+	}
+	return d.shared(b), nil
+}
+
+// strBytes reads a JSON string: the bytes of the payload when it holds
+// no escapes or non-ASCII, else a decoded copy.
+func (d *decoder) strBytes() ([]byte, error) {
 	if d.peek() != '"' {
-		return "", d.errorf("expected string")
+		return nil, d.errorf("expected string")
 	}
 	start := d.i
 	d.i++
@@ -150,25 +190,25 @@ func (d *decoder) str() (string, error) {
 		case c == '"':
 			d.i++
 			if simple {
-				return string(d.b[start+1 : d.i-1]), nil
+				return d.b[start+1 : d.i-1], nil
 			}
 			var s string
 			if err := json.Unmarshal(d.b[start:d.i], &s); err != nil {
-				return "", d.errorf("bad string: %v", err)
+				return nil, d.errorf("bad string: %v", err)
 			}
-			return s, nil
+			return []byte(s), nil
 		case c == '\\':
 			simple = false
 			d.i += 2
 			continue
 		case c < 0x20:
-			return "", d.errorf("control character in string")
+			return nil, d.errorf("control character in string")
 		case c >= utf8.RuneSelf:
 			simple = false
 		}
 		d.i++
 	}
-	return "", d.errorf("unterminated string")
+	return nil, d.errorf("unterminated string")
 }
 
 // skip skips one value and returns its text.
@@ -180,7 +220,7 @@ func (d *decoder) skip() ([]byte, error) {
 	}
 	switch c := d.b[d.i]; c {
 	case '"':
-		if _, err := d.str(); err != nil {
+		if _, err := d.strBytes(); err != nil {
 			return nil, err
 		}
 	case '{', '[':
@@ -196,7 +236,7 @@ func (d *decoder) skip() ([]byte, error) {
 					return d.b[start:d.i], nil
 				}
 			case '"':
-				if _, err := d.str(); err != nil {
+				if _, err := d.strBytes(); err != nil {
 					return nil, err
 				}
 				continue
@@ -221,11 +261,20 @@ func (d *decoder) number() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	f, err := strconv.ParseFloat(string(v), 64)
+	f, err := strconv.ParseFloat(view(v), 64)
 	if err != nil {
 		return 0, d.errorf("bad number %q", v)
 	}
 	return f, nil
+}
+
+// view is b as a string without a copy, for parsing (strconv copies the
+// text it puts in errors).
+func view(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 func (d *decoder) integer() (int64, error) {
@@ -233,9 +282,9 @@ func (d *decoder) integer() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := strconv.ParseInt(string(v), 10, 64)
+	n, err := strconv.ParseInt(view(v), 10, 64)
 	if err != nil {
-		f, ferr := strconv.ParseFloat(string(v), 64)
+		f, ferr := strconv.ParseFloat(view(v), 64)
 		if ferr != nil {
 			return 0, d.errorf("bad integer %q", v)
 		}
@@ -288,20 +337,20 @@ func (d *decoder) job(j *Info) error {
 	}
 }
 
-func (d *decoder) field(j *Info, key string) error {
-	if key == "id" {
+func (d *decoder) field(j *Info, key []byte) error {
+	if string(key) == "id" {
 		v, err := d.skip()
 		if err != nil {
 			return err
 		}
-		n, err := strconv.ParseUint(string(v), 10, 64)
+		n, err := strconv.ParseUint(view(v), 10, 64)
 		if err != nil {
 			return d.errorf("bad job id %q", v)
 		}
 		j.ID = jobid.ID(n)
 		return nil
 	}
-	a, ok := ParseAttr(key)
+	a, ok := attrByName[string(key)]
 	if !ok {
 		_, err := d.skip()
 		return err

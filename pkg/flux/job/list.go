@@ -85,14 +85,19 @@ func Attrs() []string {
 	return out
 }
 
+// attrByName indexes attrNames.
+var attrByName = func() map[string]Attr {
+	m := make(map[string]Attr, numAttrs)
+	for i, n := range attrNames {
+		m[n] = Attr(i)
+	}
+	return m
+}()
+
 // ParseAttr returns the attribute named name.
 func ParseAttr(name string) (Attr, bool) {
-	for i, n := range attrNames {
-		if n == name {
-			return Attr(i), true
-		}
-	}
-	return 0, false
+	a, ok := attrByName[name]
+	return a, ok
 }
 
 // AttrSet is a set of attributes.

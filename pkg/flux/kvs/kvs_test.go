@@ -3,6 +3,8 @@ package kvs
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 )
 
 // The commit payload is flux-core's (testdata/wire/kvs-put.jsonl): the
@@ -32,6 +34,16 @@ func TestCommitPayload(t *testing.T) {
 	}
 	if err := json.Unmarshal(fence, &f); err != nil || f.Name != "f\"1" || f.Nprocs != 3 || f.Flags != 4 || f.Ops == nil {
 		t.Errorf("fence payload %s: %+v %v", fence, f, err)
+	}
+}
+
+// Values are encoded into the payload as treeobj encodes a val.
+func TestValEncoding(t *testing.T) {
+	for _, data := range []string{"", "a", "ab", "abc", "{\"x\":1}\n", string(make([]byte, 1000))} {
+		want := string(treeobj.NewVal([]byte(data)).Encode())
+		if got := string(appendVal([]byte("x"), []byte(data))); got != "x"+want {
+			t.Errorf("appendVal(%q) = %s, want %s", data, got[1:], want)
+		}
 	}
 }
 

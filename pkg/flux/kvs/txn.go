@@ -10,8 +10,10 @@ package kvs
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"syscall"
 
@@ -42,11 +44,15 @@ const (
 )
 
 // Op is one operation of a transaction as kvs.commit carries it: a key,
-// flags and a tree object (RFC 11) or null to unlink.
+// flags and a tree object (RFC 11) or null to unlink. The value of a Put
+// or Append is kept as is and encoded (base64, in a "val" object) only
+// when the commit payload is built.
 type Op struct {
 	Key    string          `json:"key"`
 	Flags  int             `json:"flags"`
 	Dirent json.RawMessage `json:"dirent"`
+	val    []byte          // the data of a val dirent (when Dirent is nil)
+	isVal  bool
 }
 
 // Txn accumulates operations to commit atomically.
@@ -54,12 +60,10 @@ type Txn struct {
 	Ops []Op
 }
 
-// valDirent encodes data as an RFC 11 "val" tree object.
-func valDirent(data []byte) json.RawMessage { return treeobj.NewVal(data).Encode() }
-
-// Put stores raw bytes at key.
+// Put stores raw bytes at key. The transaction keeps value (it must not
+// change until the transaction is committed).
 func (t *Txn) Put(key string, value []byte) {
-	t.Ops = append(t.Ops, Op{Key: key, Dirent: valDirent(value)})
+	t.Ops = append(t.Ops, Op{Key: key, val: value, isVal: true})
 }
 
 // PutJSON stores the JSON encoding of v at key.
@@ -72,9 +76,10 @@ func (t *Txn) PutJSON(key string, v any) error {
 	return nil
 }
 
-// Append appends raw bytes to the value at key (creating it).
+// Append appends raw bytes to the value at key (creating it). The
+// transaction keeps value, as Put does.
 func (t *Txn) Append(key string, value []byte) {
-	t.Ops = append(t.Ops, Op{Key: key, Flags: FlagAppend, Dirent: valDirent(value)})
+	t.Ops = append(t.Ops, Op{Key: key, Flags: FlagAppend, val: value, isVal: true})
 }
 
 // Unlink removes key (recursively for a directory).
@@ -115,7 +120,7 @@ type CommitResult struct {
 // CommitAsync sends the transaction to namespace ns and returns the
 // pending RPC (its response decodes into a CommitResult).
 func CommitAsync(h *flux.Handle, ns string, flags int, t *Txn) (*flux.Future, error) {
-	return h.RPC("kvs.commit", flux.NodeidAny, encodeCommit(Namespace(ns), flags, "", 0, t.Ops), 0)
+	return h.RPC("kvs.commit", flux.NodeidAny, flux.JSONBuffer(encodeCommit(Namespace(ns), flags, "", 0, t.Ops)), 0)
 }
 
 // encodeCommit builds a kvs.commit/kvs.fence payload by hand: the dirents
@@ -124,6 +129,9 @@ func encodeCommit(ns string, flags int, name string, nprocs int, ops []Op) json.
 	size := 64 + len(ns) + len(name)
 	for i := range ops {
 		size += len(ops[i].Key) + len(ops[i].Dirent) + 40
+		if ops[i].isVal {
+			size += base64.StdEncoding.EncodedLen(len(ops[i].val)) + len(valPrefix) + len(valSuffix)
+		}
 	}
 	b := make([]byte, 0, size)
 	if name != "" {
@@ -148,7 +156,9 @@ func encodeCommit(ns string, flags int, name string, nprocs int, ops []Op) json.
 		b = append(b, `,"flags":`...)
 		b = strconv.AppendInt(b, int64(ops[i].Flags), 10)
 		b = append(b, `,"dirent":`...)
-		if len(ops[i].Dirent) == 0 {
+		if ops[i].isVal {
+			b = appendVal(b, ops[i].val)
+		} else if len(ops[i].Dirent) == 0 {
 			b = append(b, "null"...)
 		} else {
 			b = append(b, ops[i].Dirent...)
@@ -156,6 +166,24 @@ func encodeCommit(ns string, flags int, name string, nprocs int, ops []Op) json.
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)
+}
+
+// A val tree object as treeobj encodes it: {"data":"<base64>",
+// "type":"val","ver":1}.
+const (
+	valPrefix = `{"data":"`
+	valSuffix = `","type":"val","ver":1}`
+)
+
+// appendVal appends data as an RFC 11 val object, base64-encoding it in
+// place.
+func appendVal(b, data []byte) []byte {
+	b = append(b, valPrefix...)
+	n := base64.StdEncoding.EncodedLen(len(data))
+	b = slices.Grow(b, n+len(valSuffix))
+	base64.StdEncoding.Encode(b[len(b):len(b)+n], data)
+	b = b[:len(b)+n]
+	return append(b, valSuffix...)
 }
 
 // Commit commits t and waits for the result.
@@ -176,7 +204,7 @@ func FenceAsync(h *flux.Handle, ns, name string, nprocs, flags int, t *Txn) (*fl
 	if name == "" {
 		return nil, fmt.Errorf("kvs fence: empty name: %w", syscall.EINVAL)
 	}
-	return h.RPC("kvs.fence", flux.NodeidAny, encodeCommit(Namespace(ns), flags, name, nprocs, t.Ops), 0)
+	return h.RPC("kvs.fence", flux.NodeidAny, flux.JSONBuffer(encodeCommit(Namespace(ns), flags, name, nprocs, t.Ops)), 0)
 }
 
 // Fence joins fence name and waits for it to commit.

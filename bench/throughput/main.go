@@ -1,0 +1,507 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/sign"
+)
+
+func main() {
+	bin := flag.String("flux", "bin/flux", "flux binary")
+	counts := flag.String("n", "1000,16000,64000", "job counts to run, comma-separated (a fresh instance each)")
+	nodes := flag.Int("nodes", 16384, "fake nodes in the inventory")
+	cores := flag.Int("cores", 64, "cores per fake node")
+	runDuration := flag.String("run", "0.001s", "test executor run duration of each job (FSD)")
+	window := flag.Int("window", 4096, "submit requests kept in flight")
+	profDir := flag.String("profile", "", "write broker CPU and heap profiles and a client CPU profile of each run into this directory")
+	stages := flag.Bool("stages", false, "also print the median time between a job's events (where jobs wait)")
+	var extra attrList
+	flag.Var(&extra, "S", "extra broker attribute NAME=VALUE for the instance (repeatable)")
+	modstats := flag.Bool("modstats", false, "also print each module's messages received and sent per job")
+	hold := flag.Bool("hold", false, "keep the last instance running afterwards (its URI is printed) until stdin closes")
+	flag.Parse()
+	abs, err := filepath.Abs(*bin)
+	if err != nil {
+		fatal(err)
+	}
+	var ns []int
+	for _, s := range strings.Split(*counts, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			fatal(fmt.Errorf("-n: bad job count %q", s))
+		}
+		ns = append(ns, n)
+	}
+	if *profDir != "" {
+		if err := os.MkdirAll(*profDir, 0o755); err != nil {
+			fatal(err)
+		}
+	}
+	cfg := runConfig{
+		bin:      abs,
+		nodes:    *nodes,
+		cores:    *cores,
+		run:      *runDuration,
+		window:   *window,
+		profDir:  *profDir,
+		stages:   *stages,
+		hold:     *hold,
+		attrs:    extra,
+		modstats: *modstats,
+	}
+	fmt.Printf("throughput: %d nodes × %d cores, 1-core jobs running %s, %d submits in flight\n",
+		cfg.nodes, cfg.cores, cfg.run, cfg.window)
+	var results []result
+	for _, n := range ns {
+		res, err := cfg.measure(n, n == ns[len(ns)-1])
+		if err != nil {
+			fatal(fmt.Errorf("N=%d: %w", n, err))
+		}
+		results = append(results, res)
+		fmt.Printf("N=%-6d submit %8.0f jobs/s  throughput %8.0f jobs/s  wall %7.2f s  broker RSS %6.1f MB (peak %6.1f)\n",
+			n, res.submitRate, res.throughput, res.wall.Seconds(), mb(res.rssKB), mb(res.hwmKB))
+		fmt.Printf("        CPU per job: broker %6.1f µs, client %6.1f µs  (load average before: %s)\n",
+			res.brokerCPU.Seconds()*1e6/float64(n), res.clientCPU.Seconds()*1e6/float64(n), res.load)
+		if res.stages != "" {
+			fmt.Print(res.stages)
+		}
+		if res.modstats != "" {
+			fmt.Print(res.modstats)
+		}
+		if res.jobsTime > 0 {
+			fmt.Printf("        flux jobs -a -c 0: %.3f s for %d lines\n", res.jobsTime.Seconds(), res.jobsLines)
+		}
+	}
+	if len(results) > 1 {
+		first, last := results[0], results[len(results)-1]
+		fmt.Printf("throughput ratio N=%d / N=%d: %.2f\n", last.n, first.n, last.throughput/first.throughput)
+	}
+}
+
+// modCount is a module's message counters (module.list).
+type modCount struct {
+	Name   string `json:"name"`
+	Rx, Tx uint64
+}
+
+func moduleCounts(ctx context.Context, h *flux.Handle) map[string]modCount {
+	var resp struct {
+		Mods []modCount `json:"mods"`
+	}
+	if err := h.Call(ctx, "module.list", flux.NodeidAny, nil, &resp); err != nil {
+		return nil
+	}
+	out := make(map[string]modCount, len(resp.Mods))
+	for _, m := range resp.Mods {
+		out[m.Name] = m
+	}
+	return out
+}
+
+// modulesPerJob formats the messages each module received and sent per
+// job between two counts.
+func modulesPerJob(before, after map[string]modCount, n int) string {
+	names := make([]string, 0, len(after))
+	for name := range after {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	total := 0.0
+	for _, name := range names {
+		rx := float64(after[name].Rx-before[name].Rx) / float64(n)
+		tx := float64(after[name].Tx-before[name].Tx) / float64(n)
+		if rx+tx < 0.01 {
+			continue
+		}
+		total += rx
+		fmt.Fprintf(&b, "        %-16s rx %6.2f  tx %6.2f  messages per job\n", name, rx, tx)
+	}
+	fmt.Fprintf(&b, "        %-16s rx %6.2f  messages per job delivered to modules\n", "(all)", total)
+	return b.String()
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "throughput:", err)
+	os.Exit(1)
+}
+
+func mb(kb int) float64 { return float64(kb) / 1024 }
+
+type runConfig struct {
+	bin          string
+	nodes, cores int
+	run          string
+	window       int
+	profDir      string
+	stages       bool
+	hold         bool
+	attrs        []string
+	modstats     bool
+}
+
+// attrList collects -S NAME=VALUE flags.
+type attrList []string
+
+func (a *attrList) String() string     { return strings.Join(*a, ",") }
+func (a *attrList) Set(v string) error { *a = append(*a, v); return nil }
+
+type result struct {
+	n            int
+	submitRate   float64 // jobs/s from the first submit sent to the last id received
+	throughput   float64 // jobs/s from the first submit sent to the last clean event
+	wall         time.Duration
+	rssKB, hwmKB int
+	load         string
+	// CPU time used during the run: a figure that holds up when other
+	// work shares the machine
+	brokerCPU, clientCPU time.Duration
+	jobsTime             time.Duration // flux jobs -a -c 0 (last run only)
+	jobsLines            int
+	stages               string // per-stage latencies (-stages)
+	modstats             string // messages per job by module (-modstats)
+}
+
+// measure runs n jobs on a fresh instance.
+func (c *runConfig) measure(n int, listJobs bool) (result, error) {
+	res := result{n: n, load: loadavg()}
+	opts := []string{
+		"-S", fmt.Sprintf(`resource.config=[{"hosts":"node[0-%d]","cores":"0-%d"}]`, c.nodes-1, c.cores-1),
+		"-S", "resource.monitor-force-up=1",
+	}
+	for _, a := range c.attrs {
+		opts = append(opts, "-S", a)
+	}
+	inst, err := startInstance(c.bin, opts...)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if c.hold && listJobs {
+			fmt.Printf("instance kept: FLUX_URI=%s (close stdin to stop it)\n", inst.uri)
+			io.Copy(io.Discard, os.Stdin)
+		}
+		inst.stop()
+	}()
+	spec, err := c.jobspec(inst.uri)
+	if err != nil {
+		return res, err
+	}
+	h, err := flux.Open(inst.uri)
+	if err != nil {
+		return res, err
+	}
+	defer h.Close()
+	ctx := context.Background()
+	if err := waitSchedReady(ctx, h); err != nil {
+		return res, err
+	}
+	pid, err := h.Attr(ctx, "broker.pid")
+	if err != nil {
+		return res, err
+	}
+
+	journal, err := h.RPC("job-manager.events-journal", flux.NodeidAny, json.RawMessage(`{}`), flux.Streaming)
+	if err != nil {
+		return res, err
+	}
+	cleaned := make(chan time.Time, 1)
+	var st *stageLog
+	if c.stages {
+		st = newStageLog()
+	}
+	go followJournal(journal, n, cleaned, st)
+
+	var cpuProf *flux.Future
+	var clientProf *os.File
+	if c.profDir != "" {
+		base := filepath.Join(c.profDir, strconv.Itoa(n))
+		cpuProf, err = h.RPC("broker.profile", flux.NodeidAny, map[string]any{"name": "cpu", "path": base + ".broker.cpu", "duration": 3600}, 0)
+		if err != nil {
+			return res, err
+		}
+		if clientProf, err = os.Create(base + ".client.cpu"); err != nil {
+			return res, err
+		}
+		pprof.StartCPUProfile(clientProf)
+	}
+
+	var mods0 map[string]modCount
+	if c.modstats {
+		mods0 = moduleCounts(ctx, h)
+	}
+	cpu0, ccpu0 := procCPU(pid), selfCPU()
+	payload := []byte(`{"J":` + strconv.Quote(sign.Wrap(spec, uint32(os.Getuid()))) + `,"urgency":16,"flags":0}`)
+	start := time.Now()
+	lastID, err := submit(ctx, h, payload, n, c.window)
+	if err != nil {
+		return res, err
+	}
+	submitted := time.Since(start)
+	var end time.Time
+	select {
+	case end = <-cleaned:
+	case <-time.After(time.Duration(n)*10*time.Millisecond + time.Minute):
+		return res, fmt.Errorf("jobs did not all reach clean (last id %d)", lastID)
+	}
+	res.wall = time.Since(start)
+	res.brokerCPU, res.clientCPU = procCPU(pid)-cpu0, selfCPU()-ccpu0
+	if clientProf != nil {
+		pprof.StopCPUProfile()
+		clientProf.Close()
+		// end the broker CPU profile by asking for the heap one
+		base := filepath.Join(c.profDir, strconv.Itoa(n))
+		if err := h.Call(ctx, "broker.profile", flux.NodeidAny, map[string]any{"name": "cpu-stop"}, nil); err != nil {
+			return res, err
+		}
+		if err := cpuProf.Decode(ctx, nil); err != nil {
+			return res, fmt.Errorf("broker cpu profile: %w", err)
+		}
+		if err := h.Call(ctx, "broker.profile", flux.NodeidAny, map[string]any{"name": "heap", "path": base + ".broker.heap"}, nil); err != nil {
+			return res, err
+		}
+	}
+	res.submitRate = float64(n) / submitted.Seconds()
+	res.throughput = float64(n) / end.Sub(start).Seconds()
+	res.rssKB, res.hwmKB = procRSS(pid)
+	if c.modstats {
+		res.modstats = modulesPerJob(mods0, moduleCounts(ctx, h), n)
+	}
+	if st != nil {
+		res.stages = st.report()
+	}
+	if listJobs {
+		res.jobsTime, res.jobsLines, err = timeFluxJobs(c.bin, inst.uri, n)
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// jobspec asks flux submit --dry-run for the jobspec of a one-core test
+// job, so the payloads are exactly what the CLI sends (environment and
+// working directory included).
+func (c *runConfig) jobspec(uri string) ([]byte, error) {
+	cmd := exec.Command(c.bin, "submit", "--dry-run", "--setattr=system.exec.test.run_duration="+c.run, "true")
+	cmd.Env = append(os.Environ(), "FLUX_URI="+uri)
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("flux submit --dry-run: %w", err)
+	}
+	return bytes.TrimSpace(out), nil
+}
+
+// waitSchedReady waits until the scheduler answers: it loads after the
+// initial program may already run.
+func waitSchedReady(ctx context.Context, h *flux.Handle) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := h.Call(ctx, "sched.resource-status", flux.NodeidAny, nil, nil)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("scheduler not ready: %w", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// submit sends n copies of payload to job-ingest keeping window requests
+// in flight and returns the last job id.
+func submit(ctx context.Context, h *flux.Handle, payload []byte, n, window int) (uint64, error) {
+	futs := make(chan *flux.Future, window)
+	errs := make(chan error, 1)
+	go func() {
+		defer close(futs)
+		for i := 0; i < n; i++ {
+			f, err := h.RPC("job-ingest.submit", flux.NodeidAny, json.RawMessage(payload), 0)
+			if err != nil {
+				errs <- err
+				return
+			}
+			futs <- f
+		}
+	}()
+	var last uint64
+	got := 0
+	for f := range futs {
+		var resp struct {
+			ID uint64 `json:"id"`
+		}
+		if err := f.Decode(ctx, &resp); err != nil {
+			return 0, fmt.Errorf("submit: %w", err)
+		}
+		last = resp.ID
+		got++
+	}
+	select {
+	case err := <-errs:
+		return 0, err
+	default:
+	}
+	if got != n {
+		return 0, fmt.Errorf("submitted %d of %d jobs", got, n)
+	}
+	return last, nil
+}
+
+var cleanName = []byte(`"name":"clean"`)
+
+// followJournal counts clean events on the job manager's journal and
+// reports when the n-th arrives; st, if not nil, records every event.
+func followJournal(f *flux.Future, n int, done chan<- time.Time, st *stageLog) {
+	ctx := context.Background()
+	count := 0
+	for {
+		m, err := f.Next(ctx)
+		if err != nil {
+			return
+		}
+		if st != nil {
+			st.add(m.JSON())
+		}
+		count += bytes.Count(m.JSON(), cleanName)
+		if count >= n {
+			done <- time.Now()
+			return
+		}
+	}
+}
+
+// timeFluxJobs runs flux jobs -a -c 0 three times and returns the best
+// time and the number of lines it printed.
+func timeFluxJobs(bin, uri string, n int) (time.Duration, int, error) {
+	best := time.Duration(0)
+	lines := 0
+	for try := 0; try < 3; try++ {
+		cmd := exec.Command(bin, "jobs", "-a", "-c", "0")
+		cmd.Env = append(os.Environ(), "FLUX_URI="+uri)
+		t := time.Now()
+		out, err := cmd.Output()
+		d := time.Since(t)
+		if err != nil {
+			return 0, 0, fmt.Errorf("flux jobs -a -c 0: %w", err)
+		}
+		lines = bytes.Count(out, []byte("\n")) - 1 // header
+		if best == 0 || d < best {
+			best = d
+		}
+	}
+	return best, lines, nil
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// procRSS returns a process's resident and peak resident set in kB.
+func procRSS(pid string) (rss, hwm int) {
+	status, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "VmRSS:":
+			rss, _ = strconv.Atoi(f[1])
+		case "VmHWM:":
+			hwm, _ = strconv.Atoi(f[1])
+		}
+	}
+	return rss, hwm
+}
+
+// procCPU returns the user+system CPU time a process has used (from
+// /proc/PID/stat, in clock ticks of 10 ms).
+func procCPU(pid string) time.Duration {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	// the command name may hold spaces: fields start after its ')'
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// selfCPU returns this process's user+system CPU time.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+type instance struct {
+	cmd   *exec.Cmd
+	uri   string
+	stdin interface{ Close() error }
+}
+
+// startInstance runs flux start -s 1 with an initial program that prints
+// the instance's URI and waits for its stdin to close.
+func startInstance(bin string, opts ...string) (*instance, error) {
+	args := append([]string{"start", "-s", "1"}, opts...)
+	args = append(args, "sh", "-c", `echo "$FLUX_URI"; exec cat >/dev/null`)
+	cmd := exec.Command(bin, args...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 512)
+	k, err := stdout.Read(buf)
+	if err != nil {
+		stdin.Close()
+		cmd.Wait()
+		return nil, fmt.Errorf("instance did not start: %v", err)
+	}
+	return &instance{cmd: cmd, uri: strings.TrimSpace(string(buf[:k])), stdin: stdin}, nil
+}
+
+func (i *instance) stop() {
+	i.stdin.Close()
+	i.cmd.Wait()
+}

@@ -1,0 +1,225 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Memory tuning of a broker process.
+//
+// The Go collector lets the heap grow to about twice what is live before
+// it collects (GOGC=100) and hands memory it no longer needs back to the
+// kernel only slowly. A broker's live heap swings: a burst of jobs makes
+// it grow for minutes, then the jobs end and most of it is garbage. Left
+// alone, the process would keep that high-water mark resident.
+//
+// The broker attribute broker.memory-limit (read at start-up) says what
+// to do:
+//
+//   - "auto" (the default, unless GOMEMLIMIT is set in the environment):
+//     every second the broker sets a soft memory limit
+//     (runtime/debug.SetMemoryLimit) just above what the collector's
+//     current heap goal needs, never below MemoryLimitFloor. The limit
+//     follows the goal, so it makes the collector run no earlier than
+//     GOGC would, but the runtime returns memory above it to the kernel
+//     promptly: resident memory tracks the live heap instead of its peak.
+//     And when the collector has not run for idleTrim (the broker went
+//     quiet after a burst, so the heap goal still reflects the burst),
+//     the broker collects once and returns all free memory
+//     (debug.FreeOSMemory): at most one extra collection per natural
+//     one, made when allocation is slow.
+//   - a size ("512M", "2G", "268435456"; K, M, G, T are powers of 1024):
+//     a fixed soft limit. Near it the collector works harder (at most
+//     about half the CPU) to stay under it.
+//   - "off" or "0": the runtime's defaults (GOGC and GOMEMLIMIT from the
+//     environment).
+//
+// GOMEMLIMIT set in the environment is honored as a fixed limit (the
+// runtime applies it) unless broker.memory-limit is given too. The
+// setting is process-wide: it is applied by the flux broker command, not
+// by brokers run inside another program (tests).
+
+// MemoryLimitAttr is the broker attribute that sets the memory policy.
+const MemoryLimitAttr = "broker.memory-limit"
+
+// MemoryLimitFloor is the lowest limit the "auto" policy sets: below it
+// the collector is left to GOGC alone.
+const MemoryLimitFloor = 64 << 20
+
+// memoryTick is how often the "auto" policy moves the limit, and
+// idleTrim how long without a collection makes it collect and return
+// free memory to the kernel.
+const (
+	memoryTick = time.Second
+	idleTrim   = 10 * time.Second
+)
+
+// memoryPolicy is a parsed broker.memory-limit value.
+type memoryPolicy struct {
+	auto  bool
+	limit int64 // fixed limit in bytes; 0 with !auto: runtime defaults
+}
+
+// parseMemoryLimit parses a broker.memory-limit value.
+func parseMemoryLimit(s string) (memoryPolicy, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "auto":
+		return memoryPolicy{auto: true}, nil
+	case "off", "0":
+		return memoryPolicy{}, nil
+	}
+	n, err := parseSize(s)
+	if err != nil {
+		return memoryPolicy{}, fmt.Errorf("%s=%q: %v (want auto, off or a size like 512M)", MemoryLimitAttr, s, err)
+	}
+	return memoryPolicy{limit: n}, nil
+}
+
+// parseSize parses a byte count with an optional K, M, G or T suffix
+// (powers of 1024; a trailing "B" or "iB" is accepted).
+func parseSize(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
+	shift := 0
+	if t != "" {
+		switch t[len(t)-1] {
+		case 'K':
+			shift = 10
+		case 'M':
+			shift = 20
+		case 'G':
+			shift = 30
+		case 'T':
+			shift = 40
+		}
+	}
+	if shift > 0 {
+		t = t[:len(t)-1]
+	}
+	n, err := strconv.ParseUint(t, 10, 63)
+	if err != nil {
+		return 0, fmt.Errorf("not a size")
+	}
+	if n > math.MaxInt64>>shift {
+		return 0, fmt.Errorf("size too large")
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("size must be positive")
+	}
+	return int64(n) << shift, nil
+}
+
+// TuneMemory applies the broker.memory-limit policy found in attrs (the
+// broker's --setattr values) to this process and returns a function that
+// stops the "auto" policy's goroutine. Call it once per process, before
+// the broker runs.
+func TuneMemory(attrs map[string]string) (stop func(), err error) {
+	v, set := attrs[MemoryLimitAttr]
+	if !set {
+		if os.Getenv("GOMEMLIMIT") != "" {
+			return func() {}, nil // the runtime applied it
+		}
+		v = "auto"
+	}
+	p, err := parseMemoryLimit(v)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case p.auto:
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			followHeapGoal(ctx)
+		}()
+		return func() { cancel(); <-done }, nil
+	case p.limit > 0:
+		debug.SetMemoryLimit(p.limit)
+	default:
+		if os.Getenv("GOMEMLIMIT") == "" {
+			debug.SetMemoryLimit(math.MaxInt64)
+		}
+	}
+	return func() {}, nil
+}
+
+// followHeapGoal runs the "auto" policy until ctx is done.
+func followHeapGoal(ctx context.Context) {
+	s := newHeapSampler()
+	t := time.NewTicker(memoryTick)
+	defer t.Stop()
+	var lastCycles uint64
+	lastGC, trimmed := time.Now(), false
+	for {
+		limit, cycles := s.read()
+		now := time.Now()
+		if cycles != lastCycles {
+			lastCycles, lastGC, trimmed = cycles, now, false
+		}
+		if !trimmed && now.Sub(lastGC) >= idleTrim {
+			debug.FreeOSMemory()
+			trimmed = true
+			limit, lastCycles = s.read()
+		}
+		debug.SetMemoryLimit(limit)
+		select {
+		case <-ctx.Done():
+			debug.SetMemoryLimit(math.MaxInt64)
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// heapSampler reads the runtime metrics the "auto" policy needs.
+type heapSampler struct{ samples []metrics.Sample }
+
+const (
+	metricCycles   = "/gc/cycles/total:gc-cycles"
+	metricGoal     = "/gc/heap/goal:bytes"
+	metricTotal    = "/memory/classes/total:bytes"
+	metricObjects  = "/memory/classes/heap/objects:bytes"
+	metricUnused   = "/memory/classes/heap/unused:bytes"
+	metricFree     = "/memory/classes/heap/free:bytes"
+	metricReleased = "/memory/classes/heap/released:bytes"
+)
+
+func newHeapSampler() *heapSampler {
+	names := []string{metricGoal, metricTotal, metricObjects, metricUnused, metricFree, metricReleased, metricCycles}
+	s := &heapSampler{samples: make([]metrics.Sample, len(names))}
+	for i, n := range names {
+		s.samples[i].Name = n
+	}
+	return s
+}
+
+// read returns the soft limit for the current heap goal (see autoLimit)
+// and the number of collections so far.
+func (s *heapSampler) read() (limit int64, cycles uint64) {
+	metrics.Read(s.samples)
+	v := func(i int) int64 {
+		if s.samples[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return int64(s.samples[i].Value.Uint64())
+	}
+	goal, total, objects, unused, free, released := v(0), v(1), v(2), v(3), v(4), v(5)
+	return autoLimit(goal, unused, total-objects-unused-free-released), uint64(v(6))
+}
+
+// autoLimit is the "auto" policy's limit: the heap goal, plus the heap's
+// fragmentation (unused: room in in-use spans that holds no object) and
+// the runtime's memory outside the heap (other: stacks, metadata), plus
+// an eighth for the goal to move between ticks, and at least the floor.
+func autoLimit(goal, unused, other int64) int64 {
+	need := goal + max(unused, 0) + max(other, 0)
+	return max(need+need/8, MemoryLimitFloor)
+}

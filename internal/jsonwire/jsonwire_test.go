@@ -1,0 +1,195 @@
+package jsonwire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"testing"
+)
+
+func TestValid(t *testing.T) {
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{
+		{`{}`, true},
+		{` {"a": [1, -2.5e+3, true, false, null, "x\u00e9\n"], "b": {}} `, true},
+		{`[]`, true},
+		{`"s"`, true},
+		{`0`, true},
+		{`-0.1E-2`, true},
+		{``, false},
+		{`{`, false},
+		{`{"a"}`, false},
+		{`{"a":1,}`, false},
+		{`[1,]`, false},
+		{`01`, false},
+		{`1.`, false},
+		{`.5`, false},
+		{`-`, false},
+		{`1e`, false},
+		{`tru`, false},
+		{`"a\x"`, false},
+		{`"a\u12"`, false},
+		{"\"a\x01\"", false},
+		{`{} {}`, false},
+		{`{"a":1 "b":2}`, false},
+		{`nul`, false},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			if got := Valid([]byte(tc.in)); got != tc.ok {
+				t.Errorf("Valid(%q) = %v, want %v", tc.in, got, tc.ok)
+			}
+			if want := json.Valid([]byte(tc.in)); want != tc.ok {
+				t.Errorf("json.Valid(%q) = %v: test table is wrong", tc.in, want)
+			}
+		})
+	}
+}
+
+func TestObject(t *testing.T) {
+	in := []byte(`{"id": 42, "name":"a\"b", "nested":{"x":[1,{"y":"}"}]}, "k\u0065y":true}`)
+	got := map[string]string{}
+	err := Object(in, func(k, v []byte) error {
+		got[string(k)] = string(v)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"id": "42", "name": `"a\"b"`, "nested": `{"x":[1,{"y":"}"}]}`, "key": "true"}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("member %s = %s, want %s", k, got[k], v)
+		}
+	}
+	stop := errors.New("stop")
+	if err := Object(in, func(k, v []byte) error { return stop }); err != stop {
+		t.Errorf("fn error: got %v", err)
+	}
+	for _, bad := range []string{`[]`, `{"a":1} x`, `{"a":01}`, `{"a":[}`} {
+		if err := Object([]byte(bad), func(k, v []byte) error { return nil }); !errors.Is(err, ErrSyntax) {
+			t.Errorf("Object(%s): got %v, want ErrSyntax", bad, err)
+		}
+	}
+}
+
+func TestArray(t *testing.T) {
+	var got []string
+	err := Array([]byte(` [1, "two", [3], {"4":4}] `), func(v []byte) error {
+		got = append(got, string(v))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"1", `"two"`, "[3]", `{"4":4}`}
+	if len(got) != len(want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("element %d = %s, want %s", i, got[i], want[i])
+		}
+	}
+}
+
+func TestScalars(t *testing.T) {
+	if n, err := Uint([]byte("18446744073709551615")); err != nil || n != math.MaxUint64 {
+		t.Errorf("Uint max: %d %v", n, err)
+	}
+	for _, bad := range []string{"18446744073709551616", "-1", "1.0", "", "1e3"} {
+		if _, err := Uint([]byte(bad)); err == nil {
+			t.Errorf("Uint(%q) accepted", bad)
+		}
+	}
+	if n, err := Int([]byte("-9223372036854775808")); err != nil || n != math.MinInt64 {
+		t.Errorf("Int min: %d %v", n, err)
+	}
+	if _, err := Int([]byte("9223372036854775808")); err == nil {
+		t.Error("Int overflow accepted")
+	}
+	if f, err := Float([]byte("1.5e3")); err != nil || f != 1500 {
+		t.Errorf("Float: %g %v", f, err)
+	}
+	if _, err := Float([]byte(`"1"`)); err == nil {
+		t.Error("Float of a string accepted")
+	}
+	if b, err := Bool([]byte("true")); err != nil || !b {
+		t.Errorf("Bool: %v %v", b, err)
+	}
+	if _, err := Bool([]byte("1")); err == nil {
+		t.Error("Bool(1) accepted")
+	}
+	if s, err := String([]byte(`"a\u00e9\ud83d\ude00\/"`)); err != nil || s != "aé😀/" {
+		t.Errorf("String: %q %v", s, err)
+	}
+}
+
+func TestAppendMatchesMarshal(t *testing.T) {
+	for _, s := range []string{"", "plain", "q\"b\\s", "<a>&", "\x00\x1f\n\t", "é\u2028\u2029", "bad\xffutf8", "😀"} {
+		want, _ := json.Marshal(s)
+		if got := AppendString(nil, s); !bytes.Equal(got, want) {
+			t.Errorf("AppendString(%q) = %s, want %s", s, got, want)
+		}
+	}
+	for _, f := range []float64{0, 1, -1.5, 1764486000.1234567, 1e-7, 1e21, 123456789e15, 5e-324, math.MaxFloat64} {
+		want, _ := json.Marshal(f)
+		if got := AppendFloat(nil, f); !bytes.Equal(got, want) {
+			t.Errorf("AppendFloat(%g) = %s, want %s", f, got, want)
+		}
+	}
+}
+
+func FuzzValid(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":[1,2,{"b":null}]}`, `"\u00e9"`, `-1.5e3`, `[`, `{"a":}`, `"\ud800"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if Valid(b) != json.Valid(b) {
+			t.Fatalf("Valid(%q) = %v, json.Valid says %v", b, Valid(b), json.Valid(b))
+		}
+		if !json.Valid(b) {
+			return
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal(b, &m) == nil && m != nil {
+			seen := map[string]bool{}
+			err := Object(b, func(k, v []byte) error {
+				seen[string(k)] = true
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("Object(%q): %v", b, err)
+			}
+			for k := range m {
+				if !seen[k] {
+					t.Fatalf("Object(%q) missed member %q", b, k)
+				}
+			}
+		}
+		var s string
+		if tb := bytes.TrimSpace(b); len(tb) > 0 && tb[0] == '"' && json.Unmarshal(b, &s) == nil {
+			got, err := String(bytes.TrimSpace(b))
+			if err != nil || got != s {
+				t.Fatalf("String(%q) = %q, %v; want %q", b, got, err, s)
+			}
+		}
+	})
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "a<b", "\xff", "\u2028"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := AppendString(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("AppendString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}

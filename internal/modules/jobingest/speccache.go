@@ -1,0 +1,66 @@
+package jobingest
+
+import (
+	"errors"
+
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
+)
+
+// specCache remembers the outcome of parsing and checking the jobspecs
+// submitted lately, by their exact text. Jobs submitted together are
+// often identical (a job array, flux submit --cc, a throughput test),
+// and a parsed jobspec is large: identical jobs share one, from here to
+// the job manager, which treats jobspecs as read-only.
+type specCache struct {
+	m    map[string]*specEntry
+	ring []string // keys in insertion order, for eviction
+	next int
+}
+
+// specEntry is what checking one jobspec text found.
+type specEntry struct {
+	spec     *jobspec.Jobspec
+	parseErr error // RFC 14 (or not JSON): always fatal
+	v1Err    error // RFC 25: fatal unless the novalidate flag is set
+}
+
+// specCacheSize bounds the jobspecs remembered.
+const specCacheSize = 64
+
+func newSpecCache() *specCache {
+	return &specCache{m: make(map[string]*specEntry, specCacheSize), ring: make([]string, specCacheSize)}
+}
+
+// check returns the parsed jobspec, or why it is refused.
+func (c *specCache) check(text []byte, novalidate bool) (*jobspec.Jobspec, error) {
+	e, ok := c.m[string(text)]
+	if !ok {
+		e = parseSpec(text)
+		key := string(text)
+		if old := c.ring[c.next]; old != "" {
+			delete(c.m, old)
+		}
+		c.ring[c.next] = key
+		c.next = (c.next + 1) % len(c.ring)
+		c.m[key] = e
+	}
+	if e.parseErr != nil {
+		return nil, e.parseErr
+	}
+	if e.v1Err != nil && !novalidate {
+		return nil, e.v1Err
+	}
+	return e.spec, nil
+}
+
+func parseSpec(text []byte) *specEntry {
+	spec, err := jobspec.Parse(text)
+	if err != nil {
+		return &specEntry{parseErr: err}
+	}
+	if !jsonwire.Valid(text) {
+		return &specEntry{parseErr: errors.New("the signed jobspec must be JSON")}
+	}
+	return &specEntry{spec: spec, v1Err: spec.ValidateV1()}
+}

@@ -1,0 +1,115 @@
+package jobingest
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+)
+
+// Every job passes through here once; its payloads are read and written
+// with jsonwire rather than encoding/json (see internal/jsonwire).
+
+// submitRequest is a job-ingest.submit request (flux-core's payload).
+type submitRequest struct {
+	J       string // aliases Jraw
+	Jraw    []byte // J's bytes (aliasing the request when unescaped)
+	Urgency *int
+	Flags   int
+}
+
+func decodeSubmit(p []byte) (submitRequest, error) {
+	var req submitRequest
+	err := jsonwire.Object(p, func(key, val []byte) error {
+		var err error
+		switch string(key) {
+		case "J":
+			if val[0] != '"' {
+				return fmt.Errorf("%w: J must be a string", jsonwire.ErrSyntax)
+			}
+			// J is kilobytes: keep the request's bytes (never modified)
+			req.Jraw, err = jsonwire.StringBytes(val)
+			if err == nil && len(req.Jraw) > 0 {
+				req.J = unsafe.String(&req.Jraw[0], len(req.Jraw))
+			}
+		case "urgency":
+			if !jsonwire.IsNull(val) {
+				var n int64
+				n, err = jsonwire.Int(val)
+				u := int(n)
+				req.Urgency = &u
+			}
+		case "flags":
+			if !jsonwire.IsNull(val) {
+				var n int64
+				n, err = jsonwire.Int(val)
+				req.Flags = int(n)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		return nil
+	})
+	return req, err
+}
+
+// submitEvent returns the job's first eventlog line, the submit event
+// with its context in flux-core's member order.
+func submitEvent(p *pending) []byte {
+	b := make([]byte, 0, 128)
+	b = append(b, `{"timestamp":`...)
+	b = jsonwire.AppendFloat(b, p.tSubmit)
+	b = append(b, `,"name":"submit","context":{"userid":`...)
+	b = jsonwire.AppendUint(b, uint64(p.userid))
+	b = append(b, `,"urgency":`...)
+	b = jsonwire.AppendInt(b, int64(p.urgency))
+	b = append(b, `,"flags":`...)
+	b = jsonwire.AppendInt(b, int64(p.flags))
+	return append(b, `,"version":1}}`+"\n"...)
+}
+
+// decodeRejected reads the job-manager.submit response {errors:[[id,
+// "message"], ...]}.
+func decodeRejected(p []byte) (map[jobid.ID]string, error) {
+	rejected := map[jobid.ID]string{}
+	err := jsonwire.Object(p, func(key, val []byte) error {
+		if string(key) != "errors" {
+			return nil
+		}
+		return jsonwire.Array(val, func(pair []byte) error {
+			var id jobid.ID
+			var msg string
+			n := 0
+			err := jsonwire.Array(pair, func(v []byte) error {
+				var err error
+				switch n {
+				case 0:
+					var u uint64
+					u, err = jsonwire.Uint(v)
+					id = jobid.ID(u)
+				case 1:
+					msg, err = jsonwire.String(v)
+				}
+				n++
+				return err
+			})
+			if err == nil && n != 2 {
+				err = fmt.Errorf("%w: want [id, message]", jsonwire.ErrSyntax)
+			}
+			if err != nil {
+				return err
+			}
+			rejected[id] = msg
+			return nil
+		})
+	})
+	return rejected, err
+}
+
+// idResponse is the answer to a submitter: {"id":N}.
+func idResponse(id jobid.ID) []byte {
+	b := append(make([]byte, 0, 32), `{"id":`...)
+	return append(jsonwire.AppendUint(b, uint64(id)), '}')
+}

@@ -1,0 +1,57 @@
+package joblist
+
+import "testing"
+
+func TestRecordFromJobspecAndR(t *testing.T) {
+	r := newRecord(1)
+	r.setJobspec([]byte(`{"version":1,"resources":[{"type":"node","count":2,"with":[{"type":"slot","count":{"min":3},` +
+		`"label":"task","with":[{"type":"core","count":4}]}]}],"tasks":[{"command":["/bin/app","-x"],"slot":"task",` +
+		`"count":{"total":5}}],"attributes":{"system":{"duration":60.5,"cwd":"/home/a","queue":"batch","project":"p",` +
+		`"bank":"b","environment":{"X":"y"}}}}`))
+	if r.name != "app" || r.cwd != "/home/a" || r.queue != "batch" || r.project != "p" || r.bank != "b" ||
+		r.duration != 60.5 || r.nnodes != 2 || r.ntasks != 5 {
+		t.Errorf("record %+v", r)
+	}
+	r = newRecord(2)
+	r.setJobspec([]byte(`{"resources":[{"type":"slot","count":2,"with":[{"type":"core","count":3}]}],` +
+		`"tasks":[{"command":["true"],"count":{"per_slot":1}}],"attributes":{"system":{"job":{"name":"named"},` +
+		`"shell":{"options":{"per-resource":{"type":"core","count":2}}}}}}`))
+	if r.name != "named" || r.ncores != 6 || r.ntasks != 12 || r.duration != 0 {
+		t.Errorf("record %+v", r)
+	}
+	// a member of the wrong type leaves the record as it was
+	r = newRecord(3)
+	r.setJobspec([]byte(`{"attributes":{"system":{"cwd":5}},"tasks":[{"command":["x"]}]}`))
+	if r.name != "" || r.duration != -1 {
+		t.Errorf("bad jobspec changed the record: %+v", r)
+	}
+	r.setR([]byte(`{"version":1,"execution":{"R_lite":[{"rank":"0-1","children":{"core":"0-3"}},{"rank":"5","children":{"core":"0"}}],` +
+		`"nodelist":["node[0-1]","node5"],"expiration":1764486000.5}}`))
+	if r.ranks != "[0-1,5]" && r.ranks != "0-1,5" {
+		t.Errorf("ranks %q", r.ranks)
+	}
+	if r.nnodes != 3 || r.ncores != 9 || r.nodelist != "node[0-1,5]" || r.expiration != 1764486000.5 {
+		t.Errorf("record from R %+v", r)
+	}
+}
+
+func TestDecodeJournalEntry(t *testing.T) {
+	var e journalEntry
+	err := decodeJournalEntry([]byte(`{"id":9,"events":[{"timestamp":1.5,"name":"submit","context":{"userid":1,"urgency":16}},`+
+		`{"timestamp":2,"name":"validate"}],"jobspec":{"a":1},"R":null}`), &e)
+	if err != nil || e.ID != 9 || len(e.Events) != 2 || e.Events[0].Name != "submit" || e.Events[1].Timestamp != 2 ||
+		string(e.Events[0].Context) != `{"userid":1,"urgency":16}` || string(e.Jobspec) != `{"a":1}` || e.R != nil {
+		t.Fatalf("%+v %v", e, err)
+	}
+	var s journalEntry
+	if err := decodeJournalEntry([]byte(`{"id":-1,"events":[]}`), &s); err != nil || s.ID != -1 {
+		t.Fatalf("sentinel: %+v %v", s, err)
+	}
+	r := newRecord(9)
+	for i := range e.Events {
+		r.apply(&e.Events[i])
+	}
+	if r.userid != 1 || r.urgency != 16 || r.tSubmit != 1.5 {
+		t.Errorf("record %+v", r)
+	}
+}

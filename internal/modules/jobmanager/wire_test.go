@@ -1,0 +1,80 @@
+package jobmanager
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+)
+
+// The hand-written encoders produce what json.Marshal does for the same
+// values (sorted members), or flux-core's member order where given.
+func TestContextEncoding(t *testing.T) {
+	for _, ctx := range []map[string]any{
+		{"priority": int64(16)},
+		{"status": float64(256)},
+		{"ranks": "all", "final": true},
+		{"type": "cancel", "severity": 0, "note": "<canceled> & \"gone\"", "userid": uint32(1000)},
+		{"annotations": map[string]any{"sched": map[string]any{"resource_summary": "rank0/core0"}}},
+		{"flags": []string{"alloc-bypass"}, "nil": nil, "list": []any{1.5, "x", false}, "id": jobid.ID(42)},
+		{"description": "after-finish=ƒ2Ht6zYS"},
+	} {
+		want, _ := json.Marshal(ctx)
+		got, err := appendContextMap(nil, ctx, nil)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("appendContextMap(%v) = %s, %v; want %s", ctx, got, err, want)
+		}
+	}
+	got := encodeContext("release", map[string]any{"ranks": "all", "final": true})
+	if string(got) != `{"ranks":"all","final":true}` {
+		t.Errorf("release context: %s", got)
+	}
+	got = encodeContext("exception", map[string]any{"type": "exec", "severity": 0, "note": "x", "userid": 5, "extra": 1})
+	if string(got) != `{"type":"exec","severity":0,"note":"x","userid":5,"extra":1}` {
+		t.Errorf("exception context: %s", got)
+	}
+	if line := newEventLine(1.5, "clean", nil); string(line) != `{"timestamp":1.5,"name":"clean"}`+"\n" {
+		t.Errorf("event line: %q", line)
+	}
+	if b := appendSubmitContext(nil, 1000, 16, 4); string(b) != `{"userid":1000,"urgency":16,"flags":4,"version":1}` {
+		t.Errorf("submit context: %s", b)
+	}
+}
+
+func TestDecodeSubmit(t *testing.T) {
+	jobs, err := decodeSubmit([]byte(`{"jobs":[{"id":42,"userid":1000,"urgency":16,"t_submit":1.5,"flags":4,"jobspec":{"a":[1]}},` +
+		`{"jobspec":{},"id":43}]}`))
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("%+v %v", jobs, err)
+	}
+	j := jobs[0]
+	if j.ID != 42 || j.Userid != 1000 || j.Urgency != 16 || j.TSubmit != 1.5 || j.Flags != 4 || string(j.Jobspec) != `{"a":[1]}` {
+		t.Errorf("job: %+v", j)
+	}
+	for _, bad := range []string{`{"jobs":[{"id":1}]}`, `{"jobs":[{"id":-1,"jobspec":{}}]}`, `{"jobs":{}}`, `{"jobs":[{"id":1,"jobspec":{}}]`} {
+		if _, err := decodeSubmit([]byte(bad)); err == nil {
+			t.Errorf("decodeSubmit(%s) accepted", bad)
+		}
+	}
+}
+
+func TestDecodeAllocResponse(t *testing.T) {
+	r, err := decodeAllocResponse([]byte(`{"id":7,"type":0,"R":{"version":1},"annotations":{"sched":{"resource_summary":"rank0/core0"}}}`))
+	if err != nil || r.ID != 7 || r.Type != 0 || string(r.R) != `{"version":1}` || r.Annotations["sched"] == nil {
+		t.Fatalf("%+v %v", r, err)
+	}
+	r, err = decodeAllocResponse([]byte(`{"id":7,"type":2,"note":"no \"way\"","R":null}`))
+	if err != nil || r.Type != 2 || r.Note != `no "way"` || r.R != nil {
+		t.Fatalf("%+v %v", r, err)
+	}
+}
+
+func TestJournalEntry(t *testing.T) {
+	e := journalEntry{id: 9, events: [][]byte{[]byte(`{"timestamp":1,"name":"submit"}`), []byte(`{"timestamp":2,"name":"validate"}`)},
+		jobspec: json.RawMessage(`{"x":1}`)}
+	got := string(appendEntry(nil, &e))
+	want := `{"id":9,"events":[{"timestamp":1,"name":"submit"},{"timestamp":2,"name":"validate"}],"jobspec":{"x":1}}`
+	if got != want {
+		t.Errorf("entry %s, want %s", got, want)
+	}
+}

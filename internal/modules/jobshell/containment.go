@@ -1,0 +1,380 @@
+package jobshell
+
+// Containment of a job's tasks on this node.
+//
+// Memory: a job asks for a per-task memory limit with the shell option
+// memory=SIZE (flux run -o memory=512M; a number is bytes); the instance
+// may give jobs that do not ask a default with the broker attribute
+// job-shell.memory-default=SIZE. Each task then runs in a cgroup of its
+// own with that limit and no swap (see internal/shell/cgroup.go). A task
+// that goes over it is killed by the kernel, and the job gets a fatal
+// exception of type "oom": "task 3 exceeded its memory limit of 512M".
+// Where there is no memory cgroup this broker may use (the attribute
+// job-shell.cgroup=off also says so), the broker log says so once and
+// the limit is enforced with RLIMIT_DATA instead: allocations over it
+// fail, and there is no exception.
+//
+// Resource limits: the rlimit shell option (flux submit --rlimit) sets
+// each task's soft limits.
+//
+// Working directory: a task whose user may not enter the job's working
+// directory runs in /tmp instead, with a warning on its stderr.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/shell"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/idset"
+)
+
+// containConfig is the job-shell module's containment configuration,
+// from broker attributes.
+type containConfig struct {
+	// MemoryDefault is the per-task memory limit of jobs that set none
+	// (job-shell.memory-default, a size; default none).
+	MemoryDefault int64
+	// Cgroup is where job cgroups go (job-shell.cgroup): "auto" (the
+	// default) finds this broker's memory cgroup, "off" never uses
+	// cgroups, anything else is the directory of a cgroup to use.
+	Cgroup string
+}
+
+// Validate checks the configuration.
+func (c *containConfig) Validate() error {
+	if c.MemoryDefault < 0 {
+		return fmt.Errorf("job-shell.memory-default: must be a positive size")
+	}
+	switch {
+	case c.Cgroup == "auto", c.Cgroup == "off":
+	case strings.HasPrefix(c.Cgroup, "/"):
+	default:
+		return fmt.Errorf("job-shell.cgroup=%q: want auto, off or an absolute cgroup directory", c.Cgroup)
+	}
+	return nil
+}
+
+// loadContainConfig reads the configuration from broker attributes.
+func loadContainConfig(ctx context.Context, h *flux.Handle) (containConfig, error) {
+	c := containConfig{Cgroup: "auto"}
+	if v, err := h.Attr(ctx, "job-shell.memory-default"); err == nil && v != "" {
+		n, err := shell.ParseSize(v)
+		if err != nil {
+			return c, fmt.Errorf("job-shell.memory-default: %v", err)
+		}
+		c.MemoryDefault = n
+	}
+	if v, err := h.Attr(ctx, "job-shell.cgroup"); err == nil && v != "" {
+		c.Cgroup = v
+	}
+	return c, c.Validate()
+}
+
+// containment is the broker's containment state (module goroutine only).
+type containment struct {
+	cfg    containConfig
+	root   *shell.CgroupRoot // nil: cgroups are not used
+	broker *shell.Cgroup     // this broker's cgroup, made at first use
+	said   bool              // the fallback has been logged
+}
+
+// newContainment finds the cgroup root as configured; without one it
+// logs once that memory limits fall back to resource limits.
+func (x *host) newContainment(cfg containConfig) *containment {
+	c := &containment{cfg: cfg}
+	switch cfg.Cgroup {
+	case "off":
+		x.log.Info("memory containment: cgroups disabled (job-shell.cgroup=off); memory limits use RLIMIT_DATA")
+		c.said = true
+	case "auto":
+		root, err := shell.FindCgroupRoot()
+		if err != nil {
+			c.fallback(x, err)
+			return c
+		}
+		c.root = root
+	default:
+		c.root = &shell.CgroupRoot{Version: 1, Dir: cfg.Cgroup}
+		if _, err := os.Stat(cfg.Cgroup + "/cgroup.controllers"); err == nil {
+			c.root.Version = 2
+		} else if _, err := os.Stat(cfg.Cgroup + "/memory.limit_in_bytes"); err != nil {
+			c.root = nil
+			c.fallback(x, fmt.Errorf("%w: job-shell.cgroup=%s is neither a cgroup v2 directory nor a v1 memory cgroup", shell.ErrNoCgroup, cfg.Cgroup))
+		}
+	}
+	return c
+}
+
+// fallback logs, once, that there is no memory cgroup.
+func (c *containment) fallback(x *host, why error) {
+	if c.said {
+		return
+	}
+	c.said = true
+	x.log.Warn(fmt.Sprintf("memory containment unavailable (%v): memory limits fall back to RLIMIT_DATA", why))
+}
+
+// brokerCgroup returns this broker's cgroup, making it at first use; nil
+// when cgroups cannot be used (then logged once).
+func (c *containment) brokerCgroup(x *host) *shell.Cgroup {
+	if c.root == nil {
+		return nil
+	}
+	if c.broker == nil {
+		g, err := c.root.NewBrokerCgroup()
+		if err != nil {
+			c.root = nil
+			c.fallback(x, err)
+			return nil
+		}
+		c.broker = g
+		x.log.Info("memory containment: " + c.root.String() + ", job cgroups in " + g.Path)
+	}
+	return c.broker
+}
+
+// close removes the broker's cgroup (at module unload).
+func (c *containment) close() {
+	if c.broker != nil {
+		c.broker.Remove(2 * time.Second)
+	}
+}
+
+// jobContainment is what one job's shell applies to its tasks here.
+type jobContainment struct {
+	memory int64           // per-task limit, 0: none
+	cwd    string          // replacement working directory, or ""
+	cg     *shell.Cgroup   // the job's cgroup, or nil
+	tasks  []*shell.Cgroup // by local task id
+	fds    []int           // v2 directory descriptors, by local task id
+}
+
+// memoryLimit returns a job's per-task memory limit (0: none).
+func memoryLimit(opts map[string]any, def int64) (int64, error) {
+	v, ok := opts["memory"]
+	if !ok {
+		return def, nil
+	}
+	n, err := shell.ParseSize(v)
+	if err != nil {
+		return 0, fmt.Errorf("%w: memory: %v", shell.ErrBadOption, err)
+	}
+	return n, nil
+}
+
+// contain sets up the job's containment and hooks it into cfg.
+func (j *job) contain(cfg *shell.Config) error {
+	x := j.x
+	opts := j.js.ShellOptions()
+	mem, err := memoryLimit(opts, x.contain.cfg.MemoryDefault)
+	if err != nil {
+		return err
+	}
+	rl, err := shell.ParseRlimitOption(opts["rlimit"])
+	if err != nil {
+		return err
+	}
+	gpuAff, err := shell.GPUAffinity(opts["gpu-affinity"])
+	if err != nil {
+		return err
+	}
+	jc := &jobContainment{memory: mem}
+	if dir := j.js.Cwd(); dir != "" {
+		if err := canEnter(cfg.RunAs, dir); err != nil {
+			jc.cwd = "/tmp"
+			warn := fmt.Sprintf("flux-shell: warning: cannot use the working directory (%v): running in /tmp instead\n", errors.Unwrap(err))
+			if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+				warn = fmt.Sprintf("flux-shell: warning: cannot change to %s: %v: running in /tmp instead\n", pe.Path, pe.Err)
+			}
+			for _, rank := range j.plan.Tasks(j.idx) {
+				j.output(shell.Output{Stream: "stderr", Rank: rank, Data: []byte(warn)})
+			}
+		}
+	}
+	if mem > 0 {
+		if err := jc.makeCgroups(x, j); err != nil {
+			jc.remove()
+			return err
+		}
+	}
+	gpus := gpuAff != "on" && j.plan.GPUs[j.idx].Count() > 0
+	if mem == 0 && len(rl) == 0 && jc.cwd == "" && !gpus {
+		return nil
+	}
+	j.contained = jc
+	setup := cfg.Setup
+	ntasks := j.plan.Counts[j.idx]
+	cfg.Setup = func(rank, local int, cmd *exec.Cmd) error {
+		if jc.cwd != "" {
+			cmd.Dir = jc.cwd
+		}
+		if gpus {
+			val, keep := "", gpuAff == "per-task"
+			if keep {
+				val = shell.CUDAVisibleDevices(j.plan.GPUsFor(j.idx, local, ntasks, true))
+			} else if v, ok := j.js.Environment()["CUDA_VISIBLE_DEVICES"]; ok {
+				val, keep = v, true // off: as the job's environment has it
+			}
+			cmd.Env = setEnv(cmd.Env, "CUDA_VISIBLE_DEVICES", val, keep)
+		}
+		if jc.fds != nil {
+			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, jc.fds[local]
+		}
+		if setup != nil {
+			return setup(rank, local, cmd)
+		}
+		return nil
+	}
+	lims := rl
+	if mem > 0 && jc.cg == nil {
+		lims = append(append([]shell.Rlimit(nil), rl...), shell.MemoryRlimits(mem)...)
+	}
+	v1 := jc.cg != nil && jc.cg.Version == 1
+	if len(lims) == 0 && !v1 {
+		return nil
+	}
+	// placement and a memory stand-in must hold from the first
+	// instruction; the rlimit option alone is applied as the task starts
+	cfg.Hold = v1 || mem > 0
+	cfg.Prepare = func(rank, local, pid int) error {
+		if v1 {
+			if err := jc.tasks[local].AddProcess(pid); err != nil {
+				return fmt.Errorf("placing task %d in its memory cgroup: %w", rank, err)
+			}
+		}
+		if err := shell.ApplyRlimits(pid, lims); err != nil {
+			// the task runs without the limits it could not get
+			x.h.Post(func() {
+				j.output(shell.Output{Stream: "stderr", Rank: rank, Data: []byte("flux-shell: warning: " + err.Error() + "\n")})
+			})
+		}
+		return nil
+	}
+	return nil
+}
+
+// setEnv sets (keep) or removes name in an environment list.
+func setEnv(env []string, name, val string, keep bool) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	if keep {
+		out = append(out, name+"="+val)
+	}
+	return out
+}
+
+// makeCgroups makes the job's cgroup and one per local task with the
+// memory limit; without cgroups it leaves jc.cg nil (rlimit fallback).
+func (jc *jobContainment) makeCgroups(x *host, j *job) error {
+	bg := x.contain.brokerCgroup(x)
+	if bg == nil {
+		return nil
+	}
+	cg, err := bg.Child("job-"+strconv.FormatUint(uint64(j.id), 10), true)
+	if err != nil {
+		return fmt.Errorf("job cgroup: %w", err)
+	}
+	jc.cg = cg
+	n := j.plan.Counts[j.idx]
+	for local := 0; local < n; local++ {
+		tg, err := cg.Child("task-"+strconv.Itoa(local), false)
+		if err != nil {
+			return err
+		}
+		jc.tasks = append(jc.tasks, tg)
+		if err := tg.SetMemoryLimit(jc.memory); err != nil {
+			return fmt.Errorf("memory limit: %w", err)
+		}
+		if cg.Version == 2 {
+			fd, err := tg.OpenFD()
+			if err != nil {
+				return err
+			}
+			jc.fds = append(jc.fds, fd)
+		}
+	}
+	return nil
+}
+
+// oomRanks returns the global ranks of the tasks the kernel killed for
+// going over their memory limit.
+func (jc *jobContainment) oomRanks(j *job) []int {
+	var out []int
+	ranks := j.plan.Tasks(j.idx)
+	for local, tg := range jc.tasks {
+		if n, err := tg.OOMKills(); err == nil && n > 0 && local < len(ranks) {
+			out = append(out, ranks[local])
+		}
+	}
+	return out
+}
+
+// remove closes descriptors and removes the job's cgroups, killing
+// anything left in them (in the background: it may wait for processes).
+func (jc *jobContainment) remove() {
+	for _, fd := range jc.fds {
+		syscall.Close(fd)
+	}
+	jc.fds = nil
+	if cg := jc.cg; cg != nil {
+		jc.cg = nil
+		go cg.Remove(10 * time.Second)
+	}
+}
+
+// oomNote says which tasks went over their limit.
+func oomNote(ranks []int, limit int64) string {
+	var s idset.Set
+	for _, r := range ranks {
+		s.Add(uint(r))
+	}
+	if len(ranks) == 1 {
+		return fmt.Sprintf("task %s exceeded its memory limit of %s", s.String(), shell.FormatSize(limit))
+	}
+	return fmt.Sprintf("tasks %s exceeded their memory limit of %s", s.String(), shell.FormatSize(limit))
+}
+
+// tasksDone runs when this node's tasks have all exited, before the
+// shell reports: a task killed for its memory raises a fatal "oom"
+// exception on the job (so it is in the eventlog before the finish),
+// the job's cgroups go, then next runs.
+func (j *job) tasksDone(next func()) {
+	jc := j.contained
+	if jc == nil {
+		next()
+		return
+	}
+	ranks := jc.oomRanks(j)
+	jc.remove()
+	if len(ranks) == 0 {
+		next()
+		return
+	}
+	note := oomNote(ranks, jc.memory)
+	j.x.log.Info(fmt.Sprintf("job %s: %s", j.id.String(), note))
+	f, err := j.x.h.RPC("job-manager.raise", 0, map[string]any{
+		"id": j.id, "type": "oom", "severity": 0, "note": note}, 0)
+	if err != nil {
+		j.x.log.Error("cannot raise oom exception", "job", j.id.String(), "err", err)
+		next()
+		return
+	}
+	f.Then(func(_ *flux.Message, err error) {
+		if err != nil {
+			j.x.log.Error("cannot raise oom exception", "job", j.id.String(), "err", err)
+		}
+		next()
+	})
+}

@@ -1,0 +1,215 @@
+package shell
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrBadOption is the kind of error for a malformed containment shell
+// option (memory, rlimit).
+var ErrBadOption = errors.New("invalid shell option")
+
+// Rlimit is one resource limit for a task: the soft limit Cur and, when
+// Max is not zero, the hard limit too. unix.RLIM_INFINITY means none.
+type Rlimit struct {
+	Name     string
+	Resource int
+	Cur, Max uint64
+}
+
+// rlimitResources are the limits the rlimit shell option may set, by the
+// names flux submit --rlimit uses.
+var rlimitResources = map[string]int{
+	"as": unix.RLIMIT_AS, "core": unix.RLIMIT_CORE, "cpu": unix.RLIMIT_CPU,
+	"data": unix.RLIMIT_DATA, "fsize": unix.RLIMIT_FSIZE, "locks": unix.RLIMIT_LOCKS,
+	"memlock": unix.RLIMIT_MEMLOCK, "msgqueue": unix.RLIMIT_MSGQUEUE, "nice": unix.RLIMIT_NICE,
+	"nofile": unix.RLIMIT_NOFILE, "ofile": unix.RLIMIT_NOFILE, "nproc": unix.RLIMIT_NPROC,
+	"rss": unix.RLIMIT_RSS, "rtprio": unix.RLIMIT_RTPRIO, "rttime": unix.RLIMIT_RTTIME,
+	"sigpending": unix.RLIMIT_SIGPENDING, "stack": unix.RLIMIT_STACK,
+}
+
+// ParseRlimitOption reads the rlimit shell option: an object of soft
+// limits by name, each an integer (-1 for unlimited), as flux submit
+// writes it. The result is sorted by name.
+func ParseRlimitOption(v any) ([]Rlimit, error) {
+	if v == nil {
+		return nil, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: rlimit: want an object of limits, got %T", ErrBadOption, v)
+	}
+	out := make([]Rlimit, 0, len(m))
+	for name, val := range m {
+		res, ok := rlimitResources[name]
+		if !ok {
+			return nil, fmt.Errorf("%w: rlimit.%s: unknown resource limit", ErrBadOption, name)
+		}
+		n, err := integerOption(val)
+		if err != nil {
+			return nil, fmt.Errorf("%w: rlimit.%s: %v", ErrBadOption, name, err)
+		}
+		lim := uint64(unix.RLIM_INFINITY)
+		switch {
+		case n == -1:
+		case n < 0:
+			return nil, fmt.Errorf("%w: rlimit.%s=%d: want a limit >= 0 or -1 (unlimited)", ErrBadOption, name, n)
+		default:
+			lim = uint64(n)
+		}
+		out = append(out, Rlimit{Name: name, Resource: res, Cur: lim})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// checkContainmentOptions validates the memory and rlimit shell options,
+// so a malformed one fails the job before any shell starts.
+func checkContainmentOptions(opts map[string]any) error {
+	if v, ok := opts["memory"]; ok {
+		if _, err := ParseSize(v); err != nil {
+			return fmt.Errorf("%w: memory: %v", ErrBadOption, err)
+		}
+	}
+	if v, ok := opts["gpu-affinity"]; ok {
+		if _, err := GPUAffinity(v); err != nil {
+			return err
+		}
+	}
+	_, err := ParseRlimitOption(opts["rlimit"])
+	return err
+}
+
+// integerOption accepts a JSON number that is an integer.
+func integerOption(v any) (int64, error) {
+	switch n := v.(type) {
+	case float64:
+		if n != math.Trunc(n) || n > math.MaxInt64 || n < math.MinInt64 {
+			return 0, fmt.Errorf("%v is not an integer", n)
+		}
+		return int64(n), nil
+	case int:
+		return int64(n), nil
+	case int64:
+		return n, nil
+	}
+	return 0, fmt.Errorf("want an integer, got %T", v)
+}
+
+// MemoryRlimits are the limits that stand in for a memory cgroup: the
+// task's private writable memory (heap, anonymous mappings) is capped at
+// bytes. RLIMIT_DATA rather than RLIMIT_AS, because address space that
+// is only reserved (thread stacks, allocator arenas) would count against
+// the latter and stop ordinary programs long before they use the memory.
+// An allocation over the limit fails (ENOMEM) instead of the task being
+// killed.
+func MemoryRlimits(bytes int64) []Rlimit {
+	return []Rlimit{{Name: "data", Resource: unix.RLIMIT_DATA, Cur: uint64(bytes), Max: uint64(bytes)}}
+}
+
+// ApplyRlimits sets limits on process pid. A soft limit above the hard
+// limit is lowered to it (only a privileged process could raise the
+// hard limit); the error lists every limit that could not be set, or
+// was lowered.
+func ApplyRlimits(pid int, lims []Rlimit) error {
+	var errs []string
+	for _, l := range lims {
+		var cur unix.Rlimit
+		if err := unix.Prlimit(pid, l.Resource, nil, &cur); err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", l.Name, err))
+			continue
+		}
+		want := unix.Rlimit{Cur: l.Cur, Max: cur.Max}
+		if l.Max != 0 {
+			want.Max = l.Max
+		}
+		if want.Cur > want.Max {
+			errs = append(errs, fmt.Sprintf("%s=%s lowered to the hard limit %s", l.Name, limitString(want.Cur), limitString(want.Max)))
+			want.Cur = want.Max
+		}
+		if want == cur {
+			continue
+		}
+		if err := unix.Prlimit(pid, l.Resource, &want, nil); err != nil {
+			errs = append(errs, fmt.Sprintf("%s=%s: %v", l.Name, limitString(want.Cur), err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("resource limits: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func limitString(v uint64) string {
+	if v == unix.RLIM_INFINITY {
+		return "unlimited"
+	}
+	return strconv.FormatUint(v, 10)
+}
+
+// ParseSize reads a memory size: a number of bytes, optionally with a
+// suffix K, M, G, T or P (powers of 1024; "KB"/"KiB" spellings and
+// lower case are accepted), e.g. "512M", "1.5G". A JSON number is bytes.
+func ParseSize(v any) (int64, error) {
+	switch n := v.(type) {
+	case float64, int, int64:
+		b, err := integerOption(n)
+		if err != nil {
+			return 0, err
+		}
+		if b <= 0 {
+			return 0, fmt.Errorf("size %d: must be positive", b)
+		}
+		return b, nil
+	case string:
+		return parseSizeString(n)
+	}
+	return 0, fmt.Errorf("want a size such as \"512M\", got %T", v)
+}
+
+func parseSizeString(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+		i++
+	}
+	num, unit := t[:i], strings.ToUpper(strings.TrimSpace(t[i:]))
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || num == "" {
+		return 0, fmt.Errorf("size %q: want a number with an optional K, M, G, T or P suffix", s)
+	}
+	unit = strings.TrimSuffix(strings.TrimSuffix(unit, "IB"), "B")
+	mult := map[string]float64{"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
+	m, ok := mult[unit]
+	if !ok {
+		return 0, fmt.Errorf("size %q: unknown unit %q (want K, M, G, T or P)", s, strings.TrimSpace(t[i:]))
+	}
+	b := f * m
+	if b < 1 || b > math.MaxInt64/2 {
+		return 0, fmt.Errorf("size %q: out of range", s)
+	}
+	return int64(b), nil
+}
+
+// FormatSize writes bytes the short way: "100M", "1.5G", "4096".
+func FormatSize(b int64) string {
+	units := []struct {
+		s string
+		n int64
+	}{{"P", 1 << 50}, {"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}}
+	for _, u := range units {
+		if b >= u.n {
+			if b%u.n == 0 {
+				return strconv.FormatInt(b/u.n, 10) + u.s
+			}
+			return strconv.FormatFloat(float64(b)/float64(u.n), 'f', 1, 64) + u.s
+		}
+	}
+	return strconv.FormatInt(b, 10)
+}

@@ -1,0 +1,154 @@
+package shell
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
+	"golang.org/x/sys/unix"
+)
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in   any
+		want int64
+		bad  bool
+	}{
+		{"100M", 100 << 20, false},
+		{"100m", 100 << 20, false},
+		{"1.5G", 3 << 29, false},
+		{"512KiB", 512 << 10, false},
+		{"2gb", 2 << 30, false},
+		{"4096", 4096, false},
+		{float64(1 << 20), 1 << 20, false},
+		{"", 0, true},
+		{"M", 0, true},
+		{"10X", 0, true},
+		{"-5M", 0, true},
+		{float64(0), 0, true},
+		{float64(1.5), 0, true},
+		{true, 0, true},
+	}
+	for _, tc := range tests {
+		got, err := ParseSize(tc.in)
+		if tc.bad {
+			if err == nil {
+				t.Errorf("ParseSize(%v) = %d, want an error", tc.in, got)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("ParseSize(%v) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+	for _, b := range []int64{100 << 20, 3 << 29, 4096, 1 << 40} {
+		s := FormatSize(b)
+		if back, err := ParseSize(s); err != nil || back != b {
+			t.Errorf("FormatSize(%d) = %q parses back as %d, %v", b, s, back, err)
+		}
+	}
+}
+
+func TestParseRlimitOption(t *testing.T) {
+	lims, err := ParseRlimitOption(map[string]any{"nofile": float64(512), "core": float64(-1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lims) != 2 || lims[0].Name != "core" || lims[0].Cur != unix.RLIM_INFINITY ||
+		lims[1].Resource != unix.RLIMIT_NOFILE || lims[1].Cur != 512 {
+		t.Fatalf("got %+v", lims)
+	}
+	for _, bad := range []any{"x", map[string]any{"bogus": float64(1)}, map[string]any{"core": "big"},
+		map[string]any{"core": float64(-2)}, map[string]any{"core": 1.5}} {
+		if _, err := ParseRlimitOption(bad); !errors.Is(err, ErrBadOption) {
+			t.Errorf("ParseRlimitOption(%v): err %v, want ErrBadOption", bad, err)
+		}
+	}
+}
+
+// runOne runs argv as a one-task shell with cfg's containment fields and
+// returns its stdout and wait status.
+func runOne(t *testing.T, argv []string, cfg Config) (string, int) {
+	t.Helper()
+	R := mustR(t, `{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0"}}]}}`)
+	js, _ := jobspec.FromCommand(argv, jobspec.CommandOptions{NTasks: 1})
+	js.SetEnvironment(map[string]string{"PATH": "/usr/bin:/bin"})
+	p, err := MakePlan(js, R, PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var out strings.Builder
+	cfg.JobID, cfg.Jobspec, cfg.Plan, cfg.Affinity = jobid.ID(1), js, p, "off"
+	cfg.Output = func(o Output) {
+		mu.Lock()
+		defer mu.Unlock()
+		out.Write(o.Data)
+	}
+	s, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("task did not finish")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return out.String(), s.Exits()[0].WaitStatus
+}
+
+// TestPrepareLimits checks limits applied by Prepare are what the task
+// sees from its first instruction, held or not.
+func TestPrepareLimits(t *testing.T) {
+	for _, hold := range []bool{true, false} {
+		name := map[bool]string{true: "held", false: "after-start"}[hold]
+		t.Run(name, func(t *testing.T) {
+			lims := append(MemoryRlimits(64<<20), Rlimit{Name: "core", Resource: unix.RLIMIT_CORE, Cur: 0})
+			var seen int
+			out, ws := runOne(t, []string{"sh", "-c", "ulimit -d; ulimit -c"}, Config{
+				Hold: hold,
+				Prepare: func(rank, local, pid int) error {
+					seen = pid
+					return ApplyRlimits(pid, lims)
+				},
+			})
+			if ws != 0 || seen == 0 {
+				t.Fatalf("status %d, prepare saw pid %d, output %q", ws, seen, out)
+			}
+			if hold && out != "65536\n0\n" {
+				// ulimit -d reports KiB
+				t.Fatalf("limits in the task: %q, want 65536 and 0", out)
+			}
+		})
+	}
+}
+
+// TestPrepareError checks a failing Prepare kills the held task and
+// reports why.
+func TestPrepareError(t *testing.T) {
+	out, ws := runOne(t, []string{"sh", "-c", "echo ran"}, Config{
+		Hold:    true,
+		Prepare: func(rank, local, pid int) error { return errors.New("no containment for you") },
+	})
+	if strings.Contains(out, "ran") || ws != 127<<8 || !strings.Contains(out, "no containment for you") {
+		t.Fatalf("status %d output %q", ws, out)
+	}
+}
+
+// TestDataLimitStopsAllocation runs a task over its RLIMIT_DATA stand-in
+// for a memory cgroup: its allocation fails.
+func TestDataLimitStopsAllocation(t *testing.T) {
+	out, ws := runOne(t, []string{"dd", "if=/dev/zero", "of=/dev/null", "bs=256M", "count=1"}, Config{
+		Hold:    true,
+		Prepare: func(rank, local, pid int) error { return ApplyRlimits(pid, MemoryRlimits(32<<20)) },
+	})
+	if ws == 0 || !strings.Contains(out, "memory") {
+		t.Fatalf("dd with 256M blocks under a 32M data limit: status %d output %q", ws, out)
+	}
+}

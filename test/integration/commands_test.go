@@ -1,0 +1,187 @@
+package integration
+
+import (
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+)
+
+// TestStatusWaitLast covers flux job status, flux job wait and flux job
+// last (flux-job(1)).
+func TestStatusWaitLast(t *testing.T) {
+	e := start(t)
+
+	t.Run("status", func(t *testing.T) {
+		e := e.sub(t)
+		ok := e.submit(testDuration("0.1s"), "true")
+		bad := e.submit(testDuration("0.1s"), "--setattr=system.exec.test.wait_status=768", "false")
+		ca := e.submit("--urgency=hold", "true")
+		e.must("cancel", ca.String())
+		// status waits for the jobs and exits with the largest exit code
+		if r := e.flux("job", "status", ok.String()); r.Code != 0 {
+			t.Errorf("status of a completed job: %+v", r)
+		}
+		if r := e.flux("job", "status", ok.String(), bad.String()); r.Code != 3 {
+			t.Errorf("status of a job that exited 3: %+v", r)
+		}
+		if r := e.flux("job", "status", ca.String()); r.Code != 1 {
+			t.Errorf("status of a canceled job: %+v", r)
+		}
+		if r := e.flux("job", "status", "-e", "42", ca.String()); r.Code != 42 {
+			t.Errorf("status -e 42 of a canceled job: %+v", r)
+		}
+	})
+
+	t.Run("wait", func(t *testing.T) {
+		e := e.sub(t)
+		ok := e.submit("--flags=waitable", testDuration("0.2s"), "true")
+		bad := e.submit("--flags=waitable", testDuration("0.1s"), failing, "false")
+		plain := e.submit(testDuration("0.01s"), "true")
+		if r := e.flux("job", "wait", ok.String()); r.Code != 0 || r.Stdout != "" {
+			t.Errorf("wait for a successful job: %+v", r)
+		}
+		// a result is consumed once
+		if r := e.flux("job", "wait", ok.String()); r.Code != 2 {
+			t.Errorf("second wait for the same job: %+v", r)
+		}
+		if r := e.flux("job", "wait", plain.String()); r.Code != 2 {
+			t.Errorf("wait for a job without the waitable flag: %+v", r)
+		}
+		// without an id: the next waitable job, whose id is printed
+		r := e.flux("job", "wait")
+		if r.Code != 1 || strings.TrimSpace(r.Stdout) != bad.String() || r.Stderr == "" {
+			t.Errorf("wait for any job (a failed one): %+v", r)
+		}
+		if r := e.flux("job", "wait"); r.Code != 2 {
+			t.Errorf("wait with no waitable jobs left: %+v", r)
+		}
+		var ids []string
+		for i := 0; i < 3; i++ {
+			ids = append(ids, e.submit("--flags=waitable", testDuration("0.05s"), "true").String())
+		}
+		r = e.flux("job", "wait", "--all", "-v")
+		if r.Code != 0 || strings.Count(r.Stderr, "completed successfully") != 3 {
+			t.Errorf("wait --all: %+v", r)
+		}
+		for _, id := range ids {
+			if !strings.Contains(r.Stderr, id) {
+				t.Errorf("wait --all -v does not report %s", id)
+			}
+		}
+		e.submit("--flags=waitable", testDuration("0.05s"), failing, "false")
+		if r := e.flux("job", "wait", "--all"); r.Code != 1 {
+			t.Errorf("wait --all with a failed job: %+v", r)
+		}
+	})
+
+	t.Run("last", func(t *testing.T) {
+		e := e.sub(t)
+		var ids []jobid.ID
+		for i := 0; i < 3; i++ {
+			ids = append(ids, e.submit(testDuration("0.01s"), "true"))
+		}
+		if got := e.must("job", "last"); got != ids[2].String() {
+			t.Errorf("flux job last: %q, want %s", got, ids[2])
+		}
+		want := ids[2].String() + "\n" + ids[1].String()
+		if got := e.must("job", "last", "2"); got != want {
+			t.Errorf("flux job last 2: %q, want %q", got, want)
+		}
+		if got := e.must("job", "last", "[1:3]"); got != ids[1].String()+"\n"+ids[0].String() {
+			t.Errorf("flux job last [1:3]: %q", got)
+		}
+	})
+}
+
+// TestPgrepPkill covers flux pgrep / flux pkill (flux-pgrep(1)).
+func TestPgrepPkill(t *testing.T) {
+	e := start(t)
+	a := e.submit("--job-name=alpha", testDuration("60s"), "true")
+	b := e.submit("--job-name=alphabet", "--urgency=hold", "true")
+	c := e.submit("--job-name=beta", "--urgency=hold", "true")
+	done := e.submit("--job-name=alpha", testDuration("0.01s"), "true")
+	e.waitEvent(done, "clean")
+	e.waitEvent(a, "start")
+	sorted := func(s string) string {
+		f := strings.Fields(s)
+		sort.Strings(f)
+		return strings.Join(f, " ")
+	}
+	ids := func(l ...jobid.ID) string {
+		var s []string
+		for _, id := range l {
+			s = append(s, id.String())
+		}
+		return sorted(strings.Join(s, " "))
+	}
+	if got := sorted(e.must("pgrep", "alpha")); got != ids(a, b) {
+		t.Errorf("pgrep alpha (active only): %q, want %q", got, ids(a, b))
+	}
+	if got := sorted(e.must("pgrep", "-a", "^alpha$")); got != ids(a, done) {
+		t.Errorf("pgrep -a ^alpha$: %q", got)
+	}
+	if got := sorted(e.must("pgrep", a.String()+".."+c.String())); got != ids(a, b, c) {
+		t.Errorf("pgrep ID..ID: %q", got)
+	}
+	if r := e.flux("pgrep", "gamma"); r.Code != 1 || r.Stdout != "" {
+		t.Errorf("pgrep without a match: %+v", r)
+	}
+	if got := e.must("pgrep", "-n", "-o", "{id.f58} {name}", "beta"); got != c.String()+" beta" {
+		t.Errorf("pgrep -o: %q", got)
+	}
+	e.must("pkill", "--wait", "alpha")
+	for _, id := range []jobid.ID{a, b} {
+		if r := e.field(id, "{result}"); r != "CANCELED" {
+			t.Errorf("job %s after pkill: %s", id, r)
+		}
+	}
+	if st := e.field(c, "{state}"); st != "SCHED" {
+		t.Errorf("non-matching job %s after pkill: %s", c, st)
+	}
+	if r := e.flux("pkill", "alpha"); r.Code != 1 {
+		t.Errorf("pkill without a match: %+v", r)
+	}
+	e.must("pkill", "beta")
+}
+
+// TestBulksubmit covers flux bulksubmit (flux-bulksubmit(1)).
+func TestBulksubmit(t *testing.T) {
+	e := start(t)
+	got := e.must("bulksubmit", "--dry-run", "echo", "{1}", "{0}", ":::", "1", "2", ":::", "3", "4")
+	want := "bulksubmit: submit echo 3 1\nbulksubmit: submit echo 4 1\nbulksubmit: submit echo 3 2\nbulksubmit: submit echo 4 2"
+	if got != want {
+		t.Errorf("bulksubmit --dry-run:\n%s\nwant:\n%s", got, want)
+	}
+	got = e.must("bulksubmit", "--dry-run", "echo", "{0}", "{1}", ":::", "1", "2", ":::+", "3", "4")
+	if got != "bulksubmit: submit echo 1 3\nbulksubmit: submit echo 2 4" {
+		t.Errorf("bulksubmit linked inputs:\n%s", got)
+	}
+	if got := strings.TrimSpace(e.inst.RunInput(t, "a\nb\n", "bulksubmit", "--dry-run", "echo", "{seq1}:{}").Stdout); got != "bulksubmit: submit echo 1:a\nbulksubmit: submit echo 2:b" {
+		t.Errorf("bulksubmit from stdin:\n%s", got)
+	}
+	// real jobs: one per input, named by it; ids printed in order
+	out := e.must("bulksubmit", "--job-name={}", testDuration("0.01s"), "true", ":::", "x", "y", "z")
+	lines := strings.Split(out, "\n")
+	if len(lines) != 3 {
+		t.Fatalf("bulksubmit printed %q", out)
+	}
+	for i, name := range []string{"x", "y", "z"} {
+		id, err := jobid.Parse(lines[i])
+		if err != nil {
+			t.Fatalf("bulksubmit line %q", lines[i])
+		}
+		if r := e.result(id); r != "COMPLETED" {
+			t.Errorf("bulksubmit job %s: %s", id, r)
+		}
+		if n := e.field(id, "{name}"); n != name {
+			t.Errorf("bulksubmit job %s name %q, want %q", id, n, name)
+		}
+	}
+	// --wait exits with the largest exit code of the jobs
+	r := e.flux("bulksubmit", "--wait", "--quiet", testDuration("0.01s"), "--setattr=system.exec.test.wait_status={}", "true", ":::", "0", "512")
+	if r.Code != 2 {
+		t.Errorf("bulksubmit --wait with a job exiting 2: %+v", r)
+	}
+}
