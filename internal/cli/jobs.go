@@ -8,9 +8,11 @@ import (
 	"math"
 	"os"
 	"os/user"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -329,10 +331,7 @@ func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Wr
 		if max > 0 {
 			max++
 		}
-		err = job.ListPages(ctx, h, job.ListRequest{MaxEntries: max, Attrs: attrs, Since: since, Constraint: c},
-			func(p []byte) error {
-				return job.DecodeJobs(p, func(j *job.Info) { rows = append(rows, jobRow{Info: j, now: now}) })
-			})
+		rows, err = listRows(ctx, h, job.ListRequest{MaxEntries: max, Attrs: attrs, Since: since, Constraint: c}, now)
 		if err != nil {
 			return err
 		}
@@ -407,6 +406,46 @@ func printJobStats(ctx context.Context, h *flux.Handle, out io.Writer) (bool, er
 	fmt.Fprintf(out, "%d running, %d completed, %d failed, %d pending, %d inactive purged\n",
 		running, st.Successful, failed, pending, st.InactivePurged)
 	return pending+running > 0, nil
+}
+
+// listRows fetches a listing, decoding its chunks on other goroutines
+// while the next ones arrive (a listing of every job of a busy instance
+// is tens of megabytes); the rows keep job-list's order.
+func listRows(ctx context.Context, h *flux.Handle, req job.ListRequest, now float64) ([]jobRow, error) {
+	type chunk struct {
+		rows []jobRow
+		err  error
+	}
+	var chunks []*chunk
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	err := job.ListPages(ctx, h, req, func(p []byte) error {
+		c := &chunk{}
+		chunks = append(chunks, c)
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			c.err = job.DecodeJobs(p, func(j *job.Info) { c.rows = append(c.rows, jobRow{Info: j, now: now}) })
+		}()
+		return nil
+	})
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	for _, c := range chunks {
+		if c.err != nil {
+			return nil, c.err
+		}
+		n += len(c.rows)
+	}
+	rows := make([]jobRow, 0, n)
+	for _, c := range chunks {
+		rows = append(rows, c.rows...)
+	}
+	return rows, nil
 }
 
 // jobsOut buffers output lines (listings can be long).
