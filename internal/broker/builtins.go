@@ -44,11 +44,11 @@ func (s *builtins) start() error {
 	}
 	s.h = flux.NewHandle(s.p)
 	h := s.h
-	h.HandleFunc("attr.get", s.attrGet)
+	h.HandleFuncInline("attr.get", s.attrGet)
 	h.HandleFunc("attr.set", s.attrSet)
 	h.HandleFunc("attr.rm", s.attrRm)
 	h.HandleFunc("attr.list", s.attrList)
-	h.HandleFunc("broker.ping", s.ping)
+	h.HandleFuncInline("broker.ping", s.ping)
 	h.HandleFunc("broker.rusage", s.rusage)
 	h.HandleFunc("broker.shutdown", s.shutdown)
 	h.HandleFunc("config.get", s.configGet)

@@ -122,6 +122,7 @@ func (lc *localConnector) handle(c *net.UnixConn) {
 		q:       newSendQueue(),
 		touched: make(map[svcAddr]struct{}),
 	}
+	cl.q.allowInline(c)
 	lc.mu.Lock()
 	lc.clients[cl] = struct{}{}
 	lc.mu.Unlock()

@@ -277,6 +277,7 @@ func (o *overlay) acceptChild(c net.Conn) {
 	l := &link{o: o, conn: c, q: newSendQueue(), rank: rank, pk: peerChild,
 		ident: strconv.FormatUint(uint64(rank), 10), inflight: make(map[inflightID]*message.Message)}
 	l.lastRecv.Store(time.Now().UnixNano())
+	l.q.allowInline(c)
 	cs.link = l
 	cs.ready = false
 	wasLost := cs.state == stateLost
@@ -379,6 +380,7 @@ func (o *overlay) connectParent(uri string) error {
 	l := &link{o: o, conn: c, q: newSendQueue(), rank: prank, pk: peerParent, ident: "p",
 		inflight: make(map[inflightID]*message.Message)}
 	l.lastRecv.Store(time.Now().UnixNano())
+	l.q.allowInline(c)
 	o.mu.Lock()
 	o.parent = l
 	o.mu.Unlock()

@@ -55,6 +55,7 @@ type Handle struct {
 	rpcPeak  int // most entries rpcs has held (see forgetLocked)
 	subs     map[*Subscription]struct{}
 	handlers []handler
+	inline   map[string]HandlerFunc
 	evh      []evHandler
 	queue    []work
 	signal   chan struct{}
@@ -153,6 +154,13 @@ func (h *Handle) deliver(m *Message) {
 			f.put(m)
 		}
 	case message.Request:
+		h.mu.Lock()
+		fn := h.inline[m.Topic]
+		h.mu.Unlock()
+		if fn != nil {
+			fn(&Request{h: h, Msg: m})
+			return
+		}
 		h.enqueue(work{kind: workRequest, m: m})
 	case message.Event:
 		h.mu.Lock()

@@ -30,6 +30,19 @@ type evHandler struct {
 	fn     func(m *Message)
 }
 
+// HandleFuncInline registers fn for requests with exactly this topic and
+// runs it on whatever goroutine delivers the request, not on the Serve
+// goroutine: a hand-off less per request. fn must be safe for concurrent
+// use and quick (read-only lookups such as attribute gets and pings).
+func (h *Handle) HandleFuncInline(topic string, fn HandlerFunc) {
+	h.mu.Lock()
+	if h.inline == nil {
+		h.inline = make(map[string]HandlerFunc)
+	}
+	h.inline[topic] = fn
+	h.mu.Unlock()
+}
+
 // HandleFunc registers fn for requests whose topic matches pattern: an
 // exact topic, "prefix.*" for every topic under prefix, or "*". The most
 // specific registered pattern wins (exact, then longest prefix).
