@@ -25,11 +25,13 @@ import (
 //
 //   - "auto" (the default, unless GOMEMLIMIT is set in the environment):
 //     every second the broker sets a soft memory limit
-//     (runtime/debug.SetMemoryLimit) just above what the collector's
-//     current heap goal needs, never below MemoryLimitFloor. The limit
-//     follows the goal, so it makes the collector run no earlier than
-//     GOGC would, but the runtime returns memory above it to the kernel
-//     promptly: resident memory tracks the live heap instead of its peak.
+//     (runtime/debug.SetMemoryLimit) just above what the heap goal GOGC
+//     sets for the live heap needs, never below MemoryLimitFloor, and no
+//     limit while the live heap is growing. The limit is derived from
+//     GOGC's goal, not from the collector's current goal (which a limit
+//     caps), so it makes the collector run no earlier than GOGC would,
+//     but the runtime returns memory above it to the kernel promptly:
+//     resident memory tracks the live heap instead of its peak.
 //     And when the collector has not run for idleTrim (the broker went
 //     quiet after a burst, so the heap goal still reflects the burst),
 //     the broker collects once and returns all free memory
@@ -159,17 +161,18 @@ func followHeapGoal(ctx context.Context) {
 	var lastCycles uint64
 	lastGC, trimmed := time.Now(), false
 	for {
-		limit, cycles := s.read()
+		h := s.read()
 		now := time.Now()
-		if cycles != lastCycles {
-			lastCycles, lastGC, trimmed = cycles, now, false
+		if h.cycles != lastCycles {
+			lastCycles, lastGC, trimmed = h.cycles, now, false
 		}
 		if !trimmed && now.Sub(lastGC) >= idleTrim {
 			debug.FreeOSMemory()
 			trimmed = true
-			limit, lastCycles = s.read()
+			h = s.read()
+			lastCycles = h.cycles
 		}
-		debug.SetMemoryLimit(limit)
+		debug.SetMemoryLimit(h.limit())
 		select {
 		case <-ctx.Done():
 			debug.SetMemoryLimit(math.MaxInt64)
@@ -180,39 +183,75 @@ func followHeapGoal(ctx context.Context) {
 }
 
 // heapSampler reads the runtime metrics the "auto" policy needs.
-type heapSampler struct{ samples []metrics.Sample }
+type heapSampler struct {
+	samples  []metrics.Sample
+	prevLive int64
+}
 
-const (
-	metricCycles   = "/gc/cycles/total:gc-cycles"
-	metricGoal     = "/gc/heap/goal:bytes"
-	metricTotal    = "/memory/classes/total:bytes"
-	metricObjects  = "/memory/classes/heap/objects:bytes"
-	metricUnused   = "/memory/classes/heap/unused:bytes"
-	metricFree     = "/memory/classes/heap/free:bytes"
-	metricReleased = "/memory/classes/heap/released:bytes"
-)
+// The metrics heapSampler reads, in this order.
+var heapMetrics = []string{
+	"/gc/cycles/total:gc-cycles",
+	"/gc/heap/live:bytes",
+	"/gc/gogc:percent",
+	"/gc/scan/stack:bytes",
+	"/gc/scan/globals:bytes",
+	"/memory/classes/total:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/unused:bytes",
+	"/memory/classes/heap/free:bytes",
+	"/memory/classes/heap/released:bytes",
+}
 
 func newHeapSampler() *heapSampler {
-	names := []string{metricGoal, metricTotal, metricObjects, metricUnused, metricFree, metricReleased, metricCycles}
-	s := &heapSampler{samples: make([]metrics.Sample, len(names))}
-	for i, n := range names {
+	s := &heapSampler{samples: make([]metrics.Sample, len(heapMetrics))}
+	for i, n := range heapMetrics {
 		s.samples[i].Name = n
 	}
 	return s
 }
 
-// read returns the soft limit for the current heap goal (see autoLimit)
-// and the number of collections so far.
-func (s *heapSampler) read() (limit int64, cycles uint64) {
+// heapState is one reading of the runtime metrics.
+type heapState struct {
+	cycles  uint64
+	live    int64 // heap marked live by the last collection
+	growing bool  // live grew by more than a tenth since the last reading
+	gogc    int64 // GOGC; negative: off
+	scan    int64 // stacks and globals the collector scans
+	unused  int64 // room in in-use heap spans that holds no object
+	other   int64 // the runtime's memory outside the heap
+}
+
+func (s *heapSampler) read() heapState {
 	metrics.Read(s.samples)
-	v := func(i int) int64 {
+	v := func(i int) uint64 {
 		if s.samples[i].Value.Kind() != metrics.KindUint64 {
 			return 0
 		}
-		return int64(s.samples[i].Value.Uint64())
+		return s.samples[i].Value.Uint64()
 	}
-	goal, total, objects, unused, free, released := v(0), v(1), v(2), v(3), v(4), v(5)
-	return autoLimit(goal, unused, total-objects-unused-free-released), uint64(v(6))
+	i := func(k int) int64 { return int64(min(v(k), math.MaxInt64)) }
+	h := heapState{cycles: v(0), live: i(1), scan: i(3) + i(4), unused: i(7)}
+	if g := v(2); g > math.MaxInt32 {
+		h.gogc = -1 // GOGC=off reads as the largest uint64
+	} else {
+		h.gogc = int64(g)
+	}
+	h.other = i(5) - i(6) - i(7) - i(8) - i(9)
+	h.growing = h.live > s.prevLive+s.prevLive/10
+	s.prevLive = h.live
+	return h
+}
+
+// limit is the soft memory limit for h: none while the live heap grows
+// (so the limit never makes the collector run earlier than GOGC would)
+// or when GOGC is off; otherwise autoLimit of the heap goal GOGC gives
+// for the live heap.
+func (h heapState) limit() int64 {
+	if h.growing || h.gogc < 0 {
+		return math.MaxInt64
+	}
+	goal := h.live + (h.live+h.scan)*h.gogc/100
+	return autoLimit(goal, h.unused, h.other)
 }
 
 // autoLimit is the "auto" policy's limit: the heap goal, plus the heap's

@@ -61,8 +61,34 @@ func TestAutoLimit(t *testing.T) {
 		})
 	}
 	// what the runtime reports now gives a limit at least the floor
-	if l, _ := newHeapSampler().read(); l < MemoryLimitFloor {
+	s := newHeapSampler()
+	s.read()
+	if l := s.read().limit(); l < MemoryLimitFloor {
 		t.Fatalf("limit %d below the floor", l)
+	}
+}
+
+func TestHeapStateLimit(t *testing.T) {
+	const mb = 1 << 20
+	steady := heapState{live: 100 * mb, gogc: 100, scan: 4 * mb, unused: 12 * mb, other: 20 * mb}
+	// goal 100 + 104 = 204, need 236, plus an eighth
+	if got, want := steady.limit(), int64(236*mb+236*mb/8); got != want {
+		t.Fatalf("limit %d MiB, want %d MiB", got/mb, want/mb)
+	}
+	growing := steady
+	growing.growing = true
+	if got := growing.limit(); got != math.MaxInt64 {
+		t.Fatalf("limit while the heap grows: %d", got)
+	}
+	off := steady
+	off.gogc = -1
+	if got := off.limit(); got != math.MaxInt64 {
+		t.Fatalf("limit with GOGC=off: %d", got)
+	}
+	s := newHeapSampler()
+	s.prevLive = 1 << 40
+	if s.read().growing {
+		t.Fatal("a heap smaller than before reads as growing")
 	}
 }
 
