@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,8 +31,14 @@ func main() {
 	flag.Parse()
 	abs, _ := filepath.Abs(*bin)
 
+	if path := os.Getenv("BENCH_ECHO_SOCKET"); path != "" {
+		echoServer(path)
+		return
+	}
 	raw := rawPingPong(*n)
 	fmt.Printf("unix-socket ping-pong (raw)        median %8.1f µs  p99 %8.1f µs\n", us(raw.median), us(raw.p99))
+	xraw := crossProcessPingPong(*n)
+	fmt.Printf("  same, between two Go processes   median %8.1f µs  p99 %8.1f µs\n", us(xraw.median), us(xraw.p99))
 
 	startFigures(abs)
 
@@ -48,7 +55,13 @@ func main() {
 	}
 	ctx := context.Background()
 	local := rpcLatency(ctx, h, 0, *n)
-	fmt.Printf("RPC to local broker (attr.get)     median %8.1f µs  p99 %8.1f µs  (%.1fx raw)\n", us(local.median), us(local.p99), float64(local.median)/float64(raw.median))
+	fmt.Printf("RPC to local broker (attr.get)     median %8.1f µs  p99 %8.1f µs  (%.1fx raw, %.1fx two-process raw)\n", us(local.median), us(local.p99), float64(local.median)/float64(raw.median), float64(local.median)/float64(xraw.median))
+	// A client on one thread (as a CLI command is) avoids waking a second
+	// CPU for the hand-off from the handle's reader goroutine.
+	prev := runtime.GOMAXPROCS(1)
+	local1 := rpcLatency(ctx, h, 0, *n)
+	runtime.GOMAXPROCS(prev)
+	fmt.Printf("  same, client with GOMAXPROCS=1   median %8.1f µs  p99 %8.1f µs  (%.1fx raw, %.1fx two-process raw)\n", us(local1.median), us(local1.p99), float64(local1.median)/float64(raw.median), float64(local1.median)/float64(xraw.median))
 	far := rpcLatency(ctx, h, 15, *n/4)
 	fmt.Printf("RPC to rank 15 over 3 hops         median %8.1f µs  p99 %8.1f µs\n", us(far.median), us(far.p99))
 
@@ -69,6 +82,65 @@ func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
 func summarize(d []time.Duration) lat {
 	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 	return lat{d[len(d)/2], d[len(d)*99/100]}
+}
+
+// crossProcessPingPong measures the same round trip to an echo server in
+// a second process (this program run again): the floor for a client and
+// a broker that are separate processes.
+func crossProcessPingPong(n int) lat {
+	dir, _ := os.MkdirTemp("", "pp")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "s")
+	self, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), "BENCH_ECHO_SOCKET="+path)
+	if err := cmd.Start(); err != nil {
+		panic(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var c net.Conn
+	for i := 0; i < 500; i++ {
+		if c, err = net.Dial("unix", path); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	buf := make([]byte, 64)
+	out := make([]time.Duration, n)
+	for i := range out {
+		t := time.Now()
+		c.Write(buf[:32])
+		c.Read(buf)
+		out[i] = time.Since(t)
+	}
+	return summarize(out)
+}
+
+// echoServer answers one connection on path, echoing what it reads.
+func echoServer(path string) {
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		panic(err)
+	}
+	c, err := ln.Accept()
+	if err != nil {
+		panic(err)
+	}
+	buf := make([]byte, 64)
+	for {
+		k, err := c.Read(buf)
+		if err != nil {
+			return
+		}
+		c.Write(buf[:k])
+	}
 }
 
 // rawPingPong measures a 1-byte round trip over a unix socket pair

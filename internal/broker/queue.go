@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/message"
@@ -24,27 +25,50 @@ type sendQueue struct {
 	closed bool
 	busy   bool // someone (inline or the writer) is writing
 	notify chan struct{}
-	inline net.Conn // set to allow inline writes
-	buf    []byte   // inline encode buffer, used while busy
+	inline syscall.RawConn // set to allow inline writes
+	buf    []byte          // inline encode buffer, used while busy
 }
-
-// inlineWriteTimeout bounds how long a routing goroutine may spend in an
-// inline write before handing the rest to the writer goroutine.
-const inlineWriteTimeout = 2 * time.Millisecond
 
 func newSendQueue() *sendQueue {
 	return &sendQueue{notify: make(chan struct{}, 1)}
 }
 
 // allowInline lets push write directly to c when the queue is idle (only
-// for unix sockets: a timed-out TLS write can't be resumed).
+// for unix sockets: a partial TLS record can't be resumed).
 func (q *sendQueue) allowInline(c net.Conn) {
-	if _, ok := c.(*net.UnixConn); !ok {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return
+	}
+	rc, err := uc.SyscallConn()
+	if err != nil {
 		return
 	}
 	q.mu.Lock()
-	q.inline = c
+	q.inline = rc
 	q.mu.Unlock()
+}
+
+// tryWrite makes one non-blocking write of b to rc and returns how many
+// bytes went out (0 when the socket buffer is full or the write failed:
+// the writer goroutine then retries and sees any error). No deadline is
+// set, so the runtime's timers are not touched per message.
+func tryWrite(rc syscall.RawConn, b []byte) int {
+	n := 0
+	rc.Write(func(fd uintptr) bool {
+		for n < len(b) {
+			k, err := syscall.Write(int(fd), b[n:])
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil || k <= 0 {
+				break
+			}
+			n += k
+		}
+		return true
+	})
+	return n
 }
 
 func (q *sendQueue) wake() {
@@ -64,10 +88,9 @@ func (q *sendQueue) push(m *message.Message) bool {
 	if q.inline != nil && !q.busy && len(q.msgs) == 0 && len(q.raw) == 0 {
 		q.busy = true
 		buf := message.AppendFramed(q.buf[:0], m)
-		c := q.inline
+		rc := q.inline
 		q.mu.Unlock()
-		c.SetWriteDeadline(time.Now().Add(inlineWriteTimeout))
-		n, _ := c.Write(buf)
+		n := tryWrite(rc, buf)
 		q.mu.Lock()
 		if n < len(buf) {
 			q.raw = append(q.raw, buf[n:]...)
@@ -117,9 +140,6 @@ func (q *sendQueue) writeLoop(c net.Conn) error {
 		}
 		q.mu.Unlock()
 		if work {
-			if q.inline != nil {
-				c.SetWriteDeadline(time.Time{})
-			}
 			err := func() error {
 				if len(raw) > 0 {
 					if _, err := w.Write(raw); err != nil {
