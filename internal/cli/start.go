@@ -67,11 +67,33 @@ func selfExe() (string, error) {
 	return exe, nil
 }
 
+// putSelfOnPath puts the directory of this flux executable first in PATH
+// unless "flux" already finds it, so the initial program, rc scripts and
+// jobs run the same flux as the instance (a build tree's bin/flux, say).
+func putSelfOnPath(exe string) {
+	if filepath.Base(exe) != "flux" {
+		return // PATH could not name it
+	}
+	if found, err := exec.LookPath("flux"); err == nil {
+		if a, err1 := filepath.EvalSymlinks(found); err1 == nil {
+			if b, err2 := filepath.EvalSymlinks(exe); err2 == nil && a == b {
+				return
+			}
+		}
+	}
+	path := filepath.Dir(exe)
+	if old := os.Getenv("PATH"); old != "" {
+		path += string(os.PathListSeparator) + old
+	}
+	os.Setenv("PATH", path)
+}
+
 func runStart(o startOptions, args []string, stderr io.Writer) error {
 	exe, err := selfExe()
 	if err != nil {
 		return err
 	}
+	putSelfOnPath(exe)
 	if len(args) == 0 {
 		shell := os.Getenv("SHELL")
 		if shell == "" {
