@@ -86,6 +86,9 @@ func main() {
 		if res.jobsTime > 0 {
 			fmt.Printf("        flux jobs -a -c 0: %.3f s for %d lines\n", res.jobsTime.Seconds(), res.jobsLines)
 		}
+		if res.settledKB > 0 {
+			fmt.Printf("        broker RSS holding %d inactive jobs, idle %v: %.1f MB\n", n, settleTime, mb(res.settledKB))
+		}
 	}
 	if len(results) > 1 {
 		first, last := results[0], results[len(results)-1]
@@ -167,6 +170,7 @@ type result struct {
 	throughput   float64 // jobs/s from the first submit sent to the last clean event
 	wall         time.Duration
 	rssKB, hwmKB int
+	settledKB    int // RSS once the broker has been idle (last N only)
 	load         string
 	// CPU time used during the run: a figure that holds up when other
 	// work shares the machine
@@ -290,6 +294,7 @@ func (c *runConfig) measure(n int, listJobs bool) (result, error) {
 		if err != nil {
 			return res, err
 		}
+		res.settledKB = settledRSS(pid)
 	}
 	return res, nil
 }
@@ -417,6 +422,18 @@ func loadavg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// settleTime is how long settledRSS leaves the broker idle: past the
+// broker's idle trim (10 s without a collection returns free memory).
+const settleTime = 15 * time.Second
+
+// settledRSS waits settleTime with the broker idle and returns its RSS:
+// what holding the jobs costs, rather than what the burst left behind.
+func settledRSS(pid string) int {
+	time.Sleep(settleTime)
+	rss, _ := procRSS(pid)
+	return rss
 }
 
 // procRSS returns a process's resident and peak resident set in kB.

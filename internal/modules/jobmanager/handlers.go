@@ -63,7 +63,7 @@ func (m *manager) handleSubmit(r *flux.Request) {
 		parsed = nil
 	}
 	for i, sj := range jobs {
-		if _, dup := m.jobs[sj.ID]; dup {
+		if m.known(sj.ID) {
 			reject(sj.ID, "duplicate job id")
 			continue
 		}
@@ -333,6 +333,9 @@ func (m *manager) handleStats(r *flux.Request) {
 	counts := map[string]int{}
 	for _, j := range m.jobs {
 		counts[strings.ToLower(j.State.String())]++
+	}
+	if len(m.done) > 0 {
+		counts[strings.ToLower(jobtap.StateInactive.String())] += len(m.done)
 	}
 	r.Respond(map[string]any{
 		"jobs":        counts,

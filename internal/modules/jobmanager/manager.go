@@ -21,6 +21,8 @@ type manager struct {
 
 	jobs     map[jobid.ID]*job
 	inactive []jobid.ID // in order of becoming inactive, for purge
+	ncompact int        // inactive[:ncompact] are compacted into done
+	done     map[jobid.ID]inactiveRec
 	maxID    jobid.ID
 
 	batch   *kvsBatch
@@ -42,6 +44,7 @@ func newManager(h *flux.Handle, log *slog.Logger, owner uint32) *manager {
 		log:           log,
 		owner:         owner,
 		jobs:          make(map[jobid.ID]*job),
+		done:          make(map[jobid.ID]inactiveRec),
 		inactiveLimit: 100000,
 		now:           func() float64 { return float64(time.Now().UnixNano()) / 1e9 },
 	}
@@ -358,11 +361,7 @@ func (m *manager) retire(j *job) {
 		j.dropActiveData()
 	})
 	m.inactive = append(m.inactive, j.ID)
-	if len(m.inactive) > m.inactiveLimit {
-		old := m.inactive[0]
-		m.inactive = m.inactive[1:]
-		delete(m.jobs, old)
-	}
+	m.trimInactive()
 }
 
 func ctxInt64(ctx map[string]any, key string) int64 {
@@ -415,7 +414,7 @@ func mergeAnnotations(dst *map[string]any, upd map[string]any) {
 
 // lookup finds a job by id for a request, answering ENOENT itself.
 func (m *manager) lookup(r *flux.Request, id jobid.ID) *job {
-	j, ok := m.jobs[id]
+	j, ok := m.job(id)
 	if !ok {
 		r.Errorf(syscall.ENOENT, "unknown job id %s", id.String())
 		return nil

@@ -230,7 +230,7 @@ func (ps *pluginSet) update(j *job, key string, value any, owner bool) (any, err
 // jobtap.Host
 
 func (ps *pluginSet) get(id jobid.ID) (*job, error) {
-	j, ok := ps.m.jobs[id]
+	j, ok := ps.m.job(id)
 	if !ok {
 		return nil, fmt.Errorf("unknown job %s: %w", id.String(), syscall.ENOENT)
 	}
@@ -287,7 +287,7 @@ func (ps *pluginSet) Reprioritize(id jobid.ID) {
 }
 
 func (ps *pluginSet) Job(id jobid.ID) (*jobtap.Job, bool) {
-	j, ok := ps.m.jobs[id]
+	j, ok := ps.m.job(id)
 	if !ok {
 		return nil, false
 	}

@@ -49,6 +49,7 @@ func (m *manager) restore(ctx context.Context) (int, error) {
 		}
 		active = append(active, j)
 	}
+	m.trimInactive()
 	for _, j := range active {
 		m.resume(j)
 	}

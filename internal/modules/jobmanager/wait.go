@@ -128,7 +128,7 @@ func (m *manager) handleWait(r *flux.Request) {
 			return
 		}
 		if len(w.zombies) > 0 {
-			j := m.jobs[w.zombies[0]]
+			j, _ := m.job(w.zombies[0])
 			w.reap(w.zombies[0])
 			if j != nil {
 				m.answerWait(r, j)
