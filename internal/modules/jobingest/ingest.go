@@ -17,7 +17,9 @@ import (
 	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/content"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
@@ -67,6 +69,8 @@ type ingest struct {
 	kicked   bool
 	feasible bool // a scheduler answers feasibility.check
 	specs    *specCache
+	hashName string      // the content store's hash (blobrefs)
+	stored   *storedRefs // blobs stored lately (blobs.go)
 	// submitted counts accepted jobs, batches the KVS commits (stats).
 	submitted, batches int
 }
@@ -78,7 +82,12 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		return err
 	}
 	owner, _ := strconv.ParseUint(ownerStr, 10, 32)
-	in := &ingest{h: h, log: flux.NewLogger(h, "job-ingest"), owner: uint32(owner), feasible: true, specs: newSpecCache()}
+	hashName, err := content.HashName(ctx, h)
+	if err != nil {
+		return err
+	}
+	in := &ingest{h: h, log: flux.NewLogger(h, "job-ingest"), owner: uint32(owner), feasible: true,
+		specs: newSpecCache(), hashName: hashName, stored: newStoredRefs()}
 	if err := in.initGenerator(ctx); err != nil {
 		return err
 	}
@@ -230,6 +239,22 @@ func (in *ingest) flush() {
 	in.queue = nil
 	in.inflight = true
 	in.batches++
+	in.storeBlobs(batch, func(refs []jobRefs, err error) {
+		if err != nil {
+			in.log.Error("storing submitted jobspecs failed", "err", err, "jobs", len(batch))
+			for _, p := range batch {
+				p.r.RespondError(fmt.Errorf("recording job in the content store: %w", err))
+			}
+			in.done()
+			return
+		}
+		in.commit(batch, refs)
+	})
+}
+
+// commit records a batch of jobs in the KVS (J and jobspec by the refs of
+// their stored blobs), then hands them to the job manager.
+func (in *ingest) commit(batch []*pending, refs []jobRefs) {
 	var txn kvs.Txn
 	txn.Ops = make([]kvs.Op, 0, 3*len(batch))
 	// job-manager.submit {"jobs":[{"id","userid","urgency","t_submit",
@@ -242,8 +267,8 @@ func (in *ingest) flush() {
 	jm = append(jm, `{"jobs":[`...)
 	for i, p := range batch {
 		dir := kvsDir(p.id)
-		txn.Put(dir+".J", p.J)
-		txn.Put(dir+".jobspec", p.jobspec)
+		txn.PutTreeobj(dir+".J", treeobj.NewValref(refs[i].J))
+		txn.PutTreeobj(dir+".jobspec", treeobj.NewValref(refs[i].jobspec))
 		txn.Put(dir+".eventlog", submitEvent(p))
 		if i > 0 {
 			jm = append(jm, ',')

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	contentmod "github.com/fluxgo/fluxgo/internal/modules/content"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,12 +24,13 @@ import (
 func setup(t *testing.T) (*flux.Handle, *modtest.KVS) {
 	fk := modtest.NewKVS()
 	reg := module.NewRegistry()
+	reg.Register(contentmod.Name, contentmod.New)
 	reg.Register("kvs", func() module.Module { return fk })
 	reg.Register("job-manager", jobmanager.New)
 	reg.Register("sched", func() module.Module { return &modtest.Sched{} })
 	reg.Register("job-exec", jobexec.New)
 	reg.Register("job-ingest", New)
-	mods := []broker.ModuleSpec{{Name: "kvs"}, {Name: "job-manager"}, {Name: "sched"}, {Name: "job-exec"}, {Name: "job-ingest"}}
+	mods := []broker.ModuleSpec{{Name: contentmod.Name}, {Name: "kvs"}, {Name: "job-manager"}, {Name: "sched"}, {Name: "job-exec"}, {Name: "job-ingest"}}
 	inst := brokertest.Start(t, brokertest.Options{Registry: reg, Modules: mods})
 	return inst.Handle(0), fk
 }

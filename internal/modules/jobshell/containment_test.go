@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	contentmod "github.com/fluxgo/fluxgo/internal/modules/content"
 	"os"
 	"sort"
 	"strings"
@@ -55,13 +56,14 @@ func runContained(t *testing.T, cj containJob) containResult {
 	}
 	fk := modtest.NewKVS()
 	reg := module.NewRegistry()
+	reg.Register(contentmod.Name, contentmod.New)
 	reg.Register("kvs", func() module.Module { return fk })
 	reg.Register("job-manager", jobmanager.New)
 	reg.Register("sched", func() module.Module { return &modtest.Sched{R: cj.R} })
 	reg.Register("job-exec", jobexec.New)
 	reg.Register("job-ingest", jobingest.New)
 	reg.Register("job-shell", New)
-	mods := []broker.ModuleSpec{{Name: "kvs", Ranks: "0"}, {Name: "job-manager", Ranks: "0"}, {Name: "sched", Ranks: "0"},
+	mods := []broker.ModuleSpec{{Name: contentmod.Name, Ranks: "0"}, {Name: "kvs", Ranks: "0"}, {Name: "job-manager", Ranks: "0"}, {Name: "sched", Ranks: "0"},
 		{Name: "job-shell"}, {Name: "job-exec", Ranks: "0"}, {Name: "job-ingest", Ranks: "0"}}
 	inst := brokertest.Start(t, brokertest.Options{Size: 1, Registry: reg, Modules: mods, Attrs: cj.attrs})
 	h := inst.Handle(0)

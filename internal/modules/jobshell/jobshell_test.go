@@ -2,6 +2,7 @@ package jobshell
 
 import (
 	"encoding/json"
+	contentmod "github.com/fluxgo/fluxgo/internal/modules/content"
 	"os"
 	"sort"
 	"strconv"
@@ -27,13 +28,14 @@ import (
 func run(t *testing.T, size int, R string, argv []string, opts jobspec.CommandOptions, shellOpts map[string]any) (*modtest.KVS, jobid.ID, []string) {
 	fk := modtest.NewKVS()
 	reg := module.NewRegistry()
+	reg.Register(contentmod.Name, contentmod.New)
 	reg.Register("kvs", func() module.Module { return fk })
 	reg.Register("job-manager", jobmanager.New)
 	reg.Register("sched", func() module.Module { return &modtest.Sched{R: R} })
 	reg.Register("job-exec", jobexec.New)
 	reg.Register("job-ingest", jobingest.New)
 	reg.Register("job-shell", New)
-	mods := []broker.ModuleSpec{{Name: "kvs", Ranks: "0"}, {Name: "job-manager", Ranks: "0"}, {Name: "sched", Ranks: "0"},
+	mods := []broker.ModuleSpec{{Name: contentmod.Name, Ranks: "0"}, {Name: "kvs", Ranks: "0"}, {Name: "job-manager", Ranks: "0"}, {Name: "sched", Ranks: "0"},
 		{Name: "job-shell"}, {Name: "job-exec", Ranks: "0"}, {Name: "job-ingest", Ranks: "0"}}
 	inst := brokertest.Start(t, brokertest.Options{Size: size, Registry: reg, Modules: mods})
 	h := inst.Handle(0)

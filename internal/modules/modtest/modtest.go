@@ -10,12 +10,15 @@ import (
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/content"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
 // KVS accepts commits and keeps appended values, standing in for the
-// KVS so the job manager's state machine is tested on its own.
+// KVS so the job manager's state machine is tested on its own. Values
+// committed by valref are read from the content service (load the
+// content module alongside).
 type KVS struct {
 	mu   sync.Mutex
 	vals map[string][]byte
@@ -46,9 +49,29 @@ func (f *KVS) Run(ctx context.Context, h *flux.Handle, _ []string) error {
 		f.mu.Lock()
 		for _, op := range req.Ops {
 			var d struct {
-				Data []byte `json:"data"`
+				Type string          `json:"type"`
+				Raw  json.RawMessage `json:"data"`
+				Data []byte          `json:"-"`
 			}
 			json.Unmarshal(op.Dirent, &d)
+			if d.Type == "valref" {
+				// the value's blobs are in the content store
+				var refs []string
+				json.Unmarshal(d.Raw, &refs)
+				var buf []byte
+				for _, ref := range refs {
+					b, err := content.Load(ctx, h, ref, 0)
+					if err != nil {
+						f.mu.Unlock()
+						r.RespondError(err)
+						return
+					}
+					buf = append(buf, b...)
+				}
+				d.Data = buf
+			} else {
+				json.Unmarshal(d.Raw, &d.Data)
+			}
 			if op.Flags&kvs.FlagAppend != 0 {
 				f.vals[op.Key] = append(f.vals[op.Key], d.Data...)
 			} else {

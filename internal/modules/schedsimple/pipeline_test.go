@@ -322,6 +322,21 @@ func TestDrainAndStatus(t *testing.T) {
 	if err := p.h.Call(ctx, "resource.drain", 0, map[string]any{"targets": "node[0-1]", "reason": "maintenance"}, nil); err != nil {
 		t.Fatal(err)
 	}
+	// the scheduler hears of the drain asynchronously: wait until it has
+	for {
+		var st struct{ Down json.RawMessage }
+		if err := p.h.Call(ctx, "sched.resource-status", 0, nil, &st); err != nil {
+			t.Fatal(err)
+		}
+		if down, err := rset.Parse(st.Down); err == nil && down.String() == "rank[0-1]/core[0-3]" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the scheduler never saw the drain")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 	a := p.submit(spec(t, jobspec.CommandOptions{NTasks: 2}))
 	b := p.submit(spec(t, jobspec.CommandOptions{NTasks: 1, NNodes: 1, Exclusive: true}))
 	p.wait("start", a, b)

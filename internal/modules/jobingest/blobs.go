@@ -1,0 +1,123 @@
+package jobingest
+
+import (
+	"fmt"
+	"syscall"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/content"
+)
+
+// A job's J and jobspec (a few kB each, mostly the environment) go to
+// the content store as raw blobs, and the commit names them by valref.
+// Committed as vals they would be base64-encoded here, scanned and
+// decoded again by the KVS, which would then hash and store them all the
+// same: the direct store skips two base64 passes, a hash and most of the
+// commit's bytes. Identical blobs (the same jobspec submitted many times)
+// are stored once.
+
+// storedRefs remembers the blobrefs this module stored lately, so a
+// blob submitted again needs no store. Bounded: the oldest are forgotten.
+type storedRefs struct {
+	set  map[string]struct{}
+	ring []string
+	next int
+}
+
+const storedRefsMax = 4096
+
+func newStoredRefs() *storedRefs {
+	return &storedRefs{set: make(map[string]struct{}), ring: make([]string, storedRefsMax)}
+}
+
+func (s *storedRefs) has(ref string) bool {
+	_, ok := s.set[ref]
+	return ok
+}
+
+func (s *storedRefs) add(ref string) {
+	if s.has(ref) {
+		return
+	}
+	if old := s.ring[s.next]; old != "" {
+		delete(s.set, old)
+	}
+	s.ring[s.next] = ref
+	s.next = (s.next + 1) % len(s.ring)
+	s.set[ref] = struct{}{}
+}
+
+// jobRefs are the blobrefs of one job's J and jobspec.
+type jobRefs struct{ J, jobspec string }
+
+// storeBlobs hashes the J and jobspec of every job of batch, stores the
+// blobs the content store may not have yet (all at once, pipelined) and
+// calls done with each job's refs once every store is answered, or with
+// the first error.
+func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
+	refs := make([]jobRefs, len(batch))
+	type blob struct {
+		ref  string
+		data []byte
+	}
+	var todo []blob
+	queued := make(map[string]bool)
+	want := func(data []byte) (string, error) {
+		ref, err := content.Blobref(in.hashName, data)
+		if err != nil {
+			return "", err
+		}
+		if !queued[ref] && !in.stored.has(ref) {
+			queued[ref] = true
+			todo = append(todo, blob{ref, data})
+		}
+		return ref, nil
+	}
+	for i, p := range batch {
+		var err error
+		if refs[i].J, err = want(p.J); err == nil {
+			refs[i].jobspec, err = want(p.jobspec)
+		}
+		if err != nil {
+			done(nil, err)
+			return
+		}
+	}
+	if len(todo) == 0 {
+		done(refs, nil)
+		return
+	}
+	left := len(todo)
+	var first error
+	finish := func(ref string, err error) {
+		if err == nil {
+			in.stored.add(ref)
+		} else if first == nil {
+			first = err
+		}
+		if left--; left == 0 {
+			if first != nil {
+				done(nil, first)
+			} else {
+				done(refs, nil)
+			}
+		}
+	}
+	for _, b := range todo {
+		ref := b.ref
+		f, err := content.SendStore(in.h, b.data, 0)
+		if err != nil {
+			in.h.Post(func() { finish(ref, err) })
+			continue
+		}
+		f.Then(func(m *flux.Message, err error) {
+			digest, err := content.StoreResult(m, err)
+			if err == nil {
+				if got, _ := content.Format(in.hashName, digest); got != ref {
+					err = fmt.Errorf("content store returned digest %s for %s: %w", got, ref, syscall.EPROTO)
+				}
+			}
+			finish(ref, err)
+		})
+	}
+}
