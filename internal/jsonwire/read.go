@@ -10,6 +10,7 @@
 package jsonwire
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -225,7 +226,7 @@ func literal(p []byte, i int, lit string) (int, error) {
 // scanString checks the string starting at p[i] == '"' and returns the
 // offset just past its closing quote and whether it holds escapes.
 func scanString(p []byte, i int) (end int, escaped bool, err error) {
-	j := i + 1
+	j := skipPlain(p, i+1)
 	for j < len(p) {
 		c := p[j]
 		switch {
@@ -259,6 +260,32 @@ func scanString(p []byte, i int) (end int, escaped bool, err error) {
 		}
 	}
 	return 0, false, syntaxErr("unterminated string")
+}
+
+// SWAR constants: a byte of ones, and the high bit of every byte.
+const (
+	swarOnes = 0x0101010101010101
+	swarHigh = 0x8080808080808080
+)
+
+// skipPlain returns the offset of the first byte at or after j that a
+// string scan must look at ('"', '\\' or a control character), checking
+// eight bytes at a time (the environment in a jobspec makes strings of
+// kilobytes common). It may stop early, never late.
+func skipPlain(p []byte, j int) int {
+	for j+8 <= len(p) {
+		v := binary.LittleEndian.Uint64(p[j:])
+		quote := v ^ ('"' * swarOnes)
+		bslash := v ^ ('\\' * swarOnes)
+		special := (quote - swarOnes) &^ quote
+		special |= (bslash - swarOnes) &^ bslash
+		special |= (v - 0x20*swarOnes) &^ v
+		if special&swarHigh != 0 {
+			return j
+		}
+		j += 8
+	}
+	return j
 }
 
 func unhex(c byte) int {
