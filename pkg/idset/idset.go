@@ -156,6 +156,21 @@ func (s Set) Ranges() []Interval {
 	return append([]Interval(nil), s.r...)
 }
 
+// NumRanges returns the number of ranges of s (the length of Ranges).
+func (s Set) NumRanges() int { return len(s.r) }
+
+// AllRanges yields the ranges of s in ascending order, without copying
+// them as Ranges does.
+func (s Set) AllRanges() iter.Seq[Interval] {
+	return func(yield func(Interval) bool) {
+		for _, iv := range s.r {
+			if !yield(iv) {
+				return
+			}
+		}
+	}
+}
+
 // Clone returns a copy of s that shares no storage with it.
 func (s Set) Clone() Set {
 	return Set{r: s.Ranges()}

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"io"
 	"maps"
 	"math"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
 	"github.com/fluxgo/fluxgo/pkg/idset"
@@ -181,12 +183,17 @@ func (r *R) parseRlite(raw json.RawMessage, fast bool) error {
 	}
 	add := func(i int, ranks idset.Set, ch children) { addSlot(i, ranks, b.slot(ch)) }
 	if entries, ok := scanLite(raw); fast && ok {
+		spans = make([]rankSpan, 0, len(entries))
 		// Entries often repeat the same children text: parse it once.
 		slots := make(map[liteChildren]int)
 		for i, e := range entries {
-			ranks, err := e.parseRank(i)
-			if err != nil {
-				return err
+			lo, single := plainRank(e.rank)
+			var ranks idset.Set
+			if !single {
+				var err error
+				if ranks, err = e.parseRank(i); err != nil {
+					return err
+				}
 			}
 			slot, ok := slots[e.kids]
 			if !ok {
@@ -196,6 +203,11 @@ func (r *R) parseRlite(raw json.RawMessage, fast bool) error {
 				}
 				slot = b.slot(ch)
 				slots[e.kids] = slot
+			}
+			if single {
+				spans = append(spans, rankSpan{lo, lo, i})
+				b.add(slot, lo, lo)
+				continue
 			}
 			addSlot(i, ranks, slot)
 		}
@@ -231,11 +243,28 @@ func (r *R) parseRlite(raw json.RawMessage, fast bool) error {
 
 func entryKey(i int) string { return fmt.Sprintf("execution.R_lite[%d]", i) }
 
+// plainRank reads a rank idset that is one decimal id (no leading zero,
+// at most MaxID), the form of an R written one entry per rank, without
+// building an idset. ok is false for anything else.
+func plainRank(b []byte) (uint, bool) {
+	if len(b) == 0 || len(b) > 10 || (b[0] == '0' && len(b) > 1) {
+		return 0, false
+	}
+	var n uint
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint(c-'0')
+	}
+	return n, n <= MaxID
+}
+
 // parseRank checks the rank idset of an entry found by the fast scanner.
 // Keys for error messages are only built on error: this runs once per
 // entry.
 func (e liteEntry) parseRank(i int) (idset.Set, error) {
-	ranks, msg, err := parseIDs(e.rank)
+	ranks, msg, err := parseIDs(string(e.rank))
 	if msg != "" {
 		return ranks, parseErr(entryKey(i)+".rank", msg, err)
 	}
@@ -398,8 +427,16 @@ func object(raw []byte, key string) (map[string]json.RawMessage, error) {
 		}
 		return nil, parseErr(key, "not an object", nil)
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
+	m := make(map[string]json.RawMessage)
+	err := jsonwire.Object(raw, func(k, v []byte) error {
+		key := string(k)
+		if !utf8.ValidString(key) {
+			key = string([]rune(key)) // U+FFFD per bad byte, as encoding/json
+		}
+		m[key] = v // a later duplicate wins, as with encoding/json
+		return nil
+	})
+	if err != nil {
 		return nil, parseErr(key, "invalid JSON", err)
 	}
 	return m, nil

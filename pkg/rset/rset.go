@@ -121,9 +121,13 @@ func (r *R) setGroups(gs []group) {
 		return cmp.Compare(x, y)
 	})
 	r.groups = gs
-	r.spans = r.spans[:0]
+	n := 0
+	for _, g := range gs {
+		n += g.ranks.NumRanges()
+	}
+	r.spans = slices.Grow(r.spans[:0], n)
 	for gi, g := range gs {
-		for _, rg := range g.ranks.Ranges() {
+		for rg := range g.ranks.AllRanges() {
 			r.spans = append(r.spans, span{lo: rg.Lo, hi: rg.Hi, g: gi})
 		}
 	}

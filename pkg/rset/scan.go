@@ -1,5 +1,7 @@
 package rset
 
+import "bytes"
+
 // A fast path for R_lite. encoding/json spends most of the time of a
 // large R_lite (thousands of entries) building maps and raw messages. The
 // scanner below reads only the shape every producer writes, an array of
@@ -11,7 +13,7 @@ package rset
 
 // liteEntry is one R_lite entry as written, before its idsets are parsed.
 type liteEntry struct {
-	rank string
+	rank []byte // a subslice of the document
 	kids liteChildren
 }
 
@@ -22,8 +24,9 @@ type liteChildren struct {
 }
 
 type scanner struct {
-	b []byte
-	i int
+	b      []byte
+	i      int
+	intern map[string]string // children strings, which repeat
 }
 
 func (s *scanner) ws() {
@@ -48,31 +51,51 @@ func (s *scanner) lit(c byte) bool {
 }
 
 // str reads a string without escapes, control or non-ASCII characters.
-func (s *scanner) str() (string, bool) {
+// raw reads a plain string and returns its text, a subslice of the
+// document.
+func (s *scanner) raw() ([]byte, bool) {
 	if !s.lit('"') {
-		return "", false
+		return nil, false
 	}
 	start := s.i
 	for s.i < len(s.b) {
 		c := s.b[s.i]
 		switch {
 		case c == '"':
-			v := string(s.b[start:s.i])
+			v := s.b[start:s.i]
 			s.i++
 			return v, true
 		case c == '\\' || c < 0x20 || c >= 0x80:
-			return "", false
+			return nil, false
 		}
 		s.i++
 	}
-	return "", false
+	return nil, false
+}
+
+// str reads a plain string, interned: children values repeat across
+// thousands of entries.
+func (s *scanner) str() (string, bool) {
+	b, ok := s.raw()
+	if !ok {
+		return "", false
+	}
+	if v, ok := s.intern[string(b)]; ok {
+		return v, true
+	}
+	if s.intern == nil {
+		s.intern = make(map[string]string)
+	}
+	v := string(b)
+	s.intern[v] = v
+	return v, true
 }
 
 // member reads `"key":` and returns key.
-func (s *scanner) member() (string, bool) {
-	k, ok := s.str()
+func (s *scanner) member() ([]byte, bool) {
+	k, ok := s.raw()
 	if !ok || !s.lit(':') {
-		return "", false
+		return nil, false
 	}
 	return k, true
 }
@@ -88,6 +111,9 @@ func scanLite(raw []byte) (entries []liteEntry, ok bool) {
 		s.ws()
 		return entries, s.i == len(s.b)
 	}
+	// every entry has a rank: size the slice once (an R of thousands of
+	// entries would otherwise be copied a dozen times as it grows)
+	entries = make([]liteEntry, 0, bytes.Count(raw, []byte(`"rank"`)))
 	for {
 		e, ok := s.entry()
 		if !ok {
@@ -116,12 +142,12 @@ func (s *scanner) entry() (e liteEntry, ok bool) {
 			return e, false
 		}
 		switch {
-		case k == "rank" && !hasRank:
-			if e.rank, ok = s.str(); !ok {
+		case string(k) == "rank" && !hasRank:
+			if e.rank, ok = s.raw(); !ok {
 				return e, false
 			}
 			hasRank = true
-		case k == "children" && !hasChildren:
+		case string(k) == "children" && !hasChildren:
 			if !s.children(&e.kids) {
 				return e, false
 			}
@@ -152,12 +178,12 @@ func (s *scanner) children(c *liteChildren) bool {
 			return false
 		}
 		switch {
-		case k == "core" && !c.hasCore:
+		case string(k) == "core" && !c.hasCore:
 			if c.core, ok = s.str(); !ok {
 				return false
 			}
 			c.hasCore = true
-		case k == "gpu" && !c.hasGPU:
+		case string(k) == "gpu" && !c.hasGPU:
 			if c.gpu, ok = s.str(); !ok {
 				return false
 			}
