@@ -241,9 +241,10 @@ func (j *job) contain(cfg *shell.Config) error {
 	if len(lims) == 0 && !v1 {
 		return nil
 	}
-	// placement and a memory stand-in must hold from the first
-	// instruction; the rlimit option alone is applied as the task starts
-	cfg.Hold = v1 || mem > 0
+	// placement and limits must hold from the task's first instruction:
+	// it waits until they are set (a limit applied once it runs could
+	// come after it has read or hit it)
+	cfg.Hold = true
 	cfg.Prepare = func(rank, local, pid int) error {
 		if v1 {
 			if err := jc.tasks[local].AddProcess(pid); err != nil {
