@@ -1,13 +1,37 @@
 // Command flux is the single fluxgo binary: the command-line tool, the
 // broker (flux broker) and the job shell (flux shell).
+//
+// For developers: FLUXGO_CPUPROFILE=FILE writes a CPU profile of the
+// command to FILE (go tool pprof reads it).
 package main
 
 import (
+	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/fluxgo/fluxgo/internal/cli"
 )
 
 func main() {
+	if path := os.Getenv("FLUXGO_CPUPROFILE"); path != "" {
+		os.Exit(profiled(path))
+	}
 	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// profiled runs the command with the CPU profiler on.
+func profiled(path string) int {
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "flux: FLUXGO_CPUPROFILE: %v\n", err)
+		return 1
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintf(os.Stderr, "flux: FLUXGO_CPUPROFILE: %v\n", err)
+		return 1
+	}
+	defer pprof.StopCPUProfile()
+	return cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }
