@@ -309,8 +309,16 @@ func TestModulePanic(t *testing.T) {
 	reg.Register("boom", func() module.Module { return panicModule{} })
 	ti := startInProcess(t, 2, 2, reg, []ModuleSpec{{Name: "boom", Ranks: "0"}})
 	h := ti.handle(1)
-	if err := h.Call(ctx(t), "boom.ok", flux.NodeidAny, nil, nil); err != nil {
-		t.Fatal(err)
+	// the module loads in the background: wait until it answers
+	for {
+		err := h.Call(ctx(t), "boom.ok", flux.NodeidAny, nil, nil)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.ENOSYS) {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	err := h.Call(ctx(t), "boom.now", flux.NodeidAny, nil, nil)
 	if !errors.Is(err, syscall.ENOSYS) {

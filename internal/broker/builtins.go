@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"strconv"
 	"strings"
 	"syscall"
@@ -163,15 +164,45 @@ func (s *builtins) attrList(r *flux.Request) {
 }
 
 func (s *builtins) ping(r *flux.Request) {
-	var req map[string]any
-	if err := r.Msg.UnmarshalPayload(&req); err != nil {
-		req = map[string]any{}
+	// The request's members come back with route, userid, rolemask and
+	// rank added (replacing any the request had), spliced as raw JSON:
+	// a decode to a map and an encode back would cost more than the rest
+	// of the round trip. A payload that is not a JSON object is ignored.
+	payload := r.Msg.JSON()
+	out := append(make([]byte, 0, len(payload)+128), '{')
+	n := 0
+	if len(payload) > 0 {
+		err := jsonwire.Object(payload, func(k, v []byte) error {
+			switch string(k) {
+			case "route", "userid", "rolemask", "rank":
+				return nil
+			}
+			if n > 0 {
+				out = append(out, ',')
+			}
+			out = jsonwire.AppendString(out, string(k))
+			out = append(out, ':')
+			out = append(out, v...)
+			n++
+			return nil
+		})
+		if err != nil {
+			out, n = out[:1], 0
+		}
 	}
-	req["route"] = r.Msg.RouteString()
-	req["userid"] = r.Userid()
-	req["rolemask"] = r.Rolemask()
-	req["rank"] = s.b.rank
-	r.Respond(req)
+	if n > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, `"route":`...)
+	out = jsonwire.AppendString(out, r.Msg.RouteString())
+	out = append(out, `,"userid":`...)
+	out = jsonwire.AppendUint(out, uint64(r.Userid()))
+	out = append(out, `,"rolemask":`...)
+	out = jsonwire.AppendUint(out, uint64(r.Rolemask()))
+	out = append(out, `,"rank":`...)
+	out = jsonwire.AppendUint(out, uint64(s.b.rank))
+	out = append(out, '}')
+	r.Respond(flux.JSONBuffer(out))
 }
 
 func (s *builtins) rusage(r *flux.Request) {

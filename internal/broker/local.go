@@ -183,6 +183,12 @@ func (c *client) deliver(m *message.Message) { c.q.push(m) }
 
 func (c *client) readLoop() {
 	r := message.NewReader(c.conn)
+	corked := false
+	defer func() {
+		if corked {
+			c.q.uncork()
+		}
+	}()
 	for {
 		m, err := r.Read()
 		if err != nil {
@@ -197,7 +203,17 @@ func (c *client) readLoop() {
 			c.touched[svcAddr{message.Service(m.Topic), m.Nodeid, m.Flags & message.FlagUpstream}] = struct{}{}
 			c.mu.Unlock()
 		}
+		// Hold our own replies while more input is buffered: the answers
+		// to a burst of requests then leave in one write.
+		if !corked && r.Buffered() > 0 {
+			c.q.cork()
+			corked = true
+		}
 		c.b.router.route(m, c)
+		if corked && r.Buffered() == 0 {
+			c.q.uncork()
+			corked = false
+		}
 	}
 }
 

@@ -27,6 +27,7 @@ type sendQueue struct {
 	notify chan struct{}
 	inline syscall.RawConn // set to allow inline writes
 	buf    []byte          // inline encode buffer, used while busy
+	corked bool            // hold messages: a burst is being routed
 }
 
 func newSendQueue() *sendQueue {
@@ -85,6 +86,11 @@ func (q *sendQueue) push(m *message.Message) bool {
 		q.mu.Unlock()
 		return false
 	}
+	if q.corked {
+		q.msgs = append(q.msgs, m)
+		q.mu.Unlock()
+		return true
+	}
 	if q.inline != nil && !q.busy && len(q.msgs) == 0 && len(q.raw) == 0 {
 		q.busy = true
 		buf := message.AppendFramed(q.buf[:0], m)
@@ -108,6 +114,55 @@ func (q *sendQueue) push(m *message.Message) bool {
 	q.mu.Unlock()
 	q.wake()
 	return true
+}
+
+// cork holds pushed messages in the queue until uncork, so the replies
+// to a burst of requests read from one connection leave in one write
+// instead of one each. The connection's reader corks its own queue while
+// it routes what one read returned.
+func (q *sendQueue) cork() {
+	q.mu.Lock()
+	q.corked = true
+	q.mu.Unlock()
+}
+
+// uncork sends what was held: inline, in one write, when the queue is
+// idle, otherwise through the writer goroutine.
+func (q *sendQueue) uncork() {
+	q.mu.Lock()
+	q.corked = false
+	if len(q.msgs) == 0 {
+		q.mu.Unlock()
+		return
+	}
+	if q.inline == nil || q.busy || len(q.raw) > 0 || q.closed {
+		q.mu.Unlock()
+		q.wake()
+		return
+	}
+	q.busy = true
+	buf := q.buf[:0]
+	for i, m := range q.msgs {
+		buf = message.AppendFramed(buf, m)
+		q.msgs[i] = nil
+	}
+	q.msgs = q.msgs[:0]
+	rc := q.inline
+	q.mu.Unlock()
+	n := tryWrite(rc, buf)
+	q.mu.Lock()
+	if n < len(buf) {
+		q.raw = append(q.raw, buf[n:]...)
+	}
+	if cap(buf) <= 64*1024 {
+		q.buf = buf
+	}
+	q.busy = false
+	pending := len(q.raw) > 0 || len(q.msgs) > 0 || q.closed
+	q.mu.Unlock()
+	if pending {
+		q.wake()
+	}
 }
 
 func (q *sendQueue) close() {
