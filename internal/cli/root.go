@@ -21,35 +21,74 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 // extra message.
 func exitCode(code int) error { return exitError{code: code} }
 
-// commands lists every top-level subcommand, in the order help shows them.
-// Add new commands here; there is no init()-time registration.
+// command is a top-level subcommand: its name and its constructor.
+type command struct {
+	name string
+	new  func() *cobra.Command
+}
+
+// commandTable lists every top-level subcommand, in the order help shows
+// them. Add new commands here; there is no init()-time registration. The
+// name must be the command's Name() (a test checks).
+var commandTable = []command{
+	{"version", newVersionCmd},
+	{"broker", newBrokerCmd},
+	{"start", newStartCmd},
+	{"getattr", newGetattrCmd},
+	{"setattr", newSetattrCmd},
+	{"lsattr", newLsattrCmd},
+	{"R", newRCmd},
+	{"job", newJobCmd},
+	{"jobspec", newJobspecCmd}, {"submit", newSubmitCmd}, {"run", newRunCmd}, {"bulksubmit", newBulksubmitCmd},
+	{"cancel", newCancelCmd}, {"update", newUpdateCmd},
+	{"batch", newBatchCmd}, {"alloc", newAllocCmd}, {"batch-exec", newBatchExecCmd}, {"proxy", newProxyCmd}, {"pstree", newPstreeCmd},
+	{"jobs", newJobsCmd}, {"pgrep", newPgrepCmd}, {"pkill", newPkillCmd}, {"jobtap", newJobtapCmd},
+	{"hostlist", newHostlistCmd},
+	{"ping", newPingCmd}, {"event", newEventCmd}, {"dmesg", newDmesgCmd}, {"logger", newLoggerCmd}, {"module", newModuleCmd},
+	{"overlay", newOverlayCmd}, {"uptime", newUptimeCmd}, {"shutdown", newShutdownCmd}, {"keygen", newKeygenCmd},
+	{"exec", newExecCmd},
+	{"content", newContentCmd},
+	{"kvs", newKVSCmd}, {"dump", newDumpCmd}, {"restore", newRestoreCmd},
+	{"resource", newResourceCmd},
+	{"python", newPythonCmd},
+}
+
+// commands builds every top-level subcommand.
 func commands() []*cobra.Command {
-	return []*cobra.Command{
-		newVersionCmd(),
-		newBrokerCmd(),
-		newStartCmd(),
-		newGetattrCmd(),
-		newSetattrCmd(),
-		newLsattrCmd(),
-		newRCmd(),
-		newJobCmd(),
-		newJobspecCmd(), newSubmitCmd(), newRunCmd(), newBulksubmitCmd(),
-		newCancelCmd(), newUpdateCmd(),
-		newBatchCmd(), newAllocCmd(), newBatchExecCmd(), newProxyCmd(), newPstreeCmd(),
-		newJobsCmd(), newPgrepCmd(), newPkillCmd(), newJobtapCmd(),
-		newHostlistCmd(),
-		newPingCmd(), newEventCmd(), newDmesgCmd(), newLoggerCmd(), newModuleCmd(),
-		newOverlayCmd(), newUptimeCmd(), newShutdownCmd(), newKeygenCmd(),
-		newExecCmd(),
-		newContentCmd(),
-		newKVSCmd(), newDumpCmd(), newRestoreCmd(),
-		newResourceCmd(),
-		newPythonCmd(),
+	out := make([]*cobra.Command, len(commandTable))
+	for i, c := range commandTable {
+		out[i] = c.new()
 	}
+	return out
 }
 
 // newRoot builds the flux command tree with the given streams.
 func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root := newBareRoot(stdin, stdout, stderr)
+	for _, c := range commands() {
+		root.AddCommand(c)
+	}
+	return root
+}
+
+// newRootFor builds the command tree args need: only the named command
+// when args start with one (building every command's flags is a good
+// part of a short command's start-up), the whole tree otherwise (help,
+// completion, a mistyped name and its suggestions).
+func newRootFor(args []string, stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	if len(args) > 0 {
+		for _, c := range commandTable {
+			if c.name == args[0] {
+				root := newBareRoot(stdin, stdout, stderr)
+				root.AddCommand(c.new())
+				return root
+			}
+		}
+	}
+	return newRoot(stdin, stdout, stderr)
+}
+
+func newBareRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "flux",
 		Short: "fluxgo: the Flux resource and job management framework",
@@ -64,15 +103,12 @@ Run 'flux help COMMAND' for the options of a command.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.CompletionOptions.DisableDefaultCmd = true
-	for _, c := range commands() {
-		root.AddCommand(c)
-	}
 	return root
 }
 
 // Main runs the flux command line with args and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRoot(stdin, stdout, stderr)
+	root := newRootFor(args, stdin, stdout, stderr)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
 	if err == nil {
