@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -174,7 +175,7 @@ func readLines(path string) ([]string, error) {
 // bulkField matches the replacement fields of a template word: {},
 // {N}, {seq}, {seq1}, and the path attributes {.%} {./} {./%} {.//}
 // (optionally indexed: {N./}).
-var bulkField = regexp.MustCompile(`\{(seq1?|\d*)(\.%|\./%|\.//|\./)?\}`)
+var bulkField = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{(seq1?|\d*)(\.%|\./%|\.//|\./)?\}`) })
 
 // substituteBulk replaces the fields in each template word for input
 // number seq.
@@ -186,8 +187,8 @@ func substituteBulk(tmpl []string, input []string, sep string, seq int) []string
 	}
 	out := make([]string, len(tmpl))
 	for i, w := range tmpl {
-		out[i] = bulkField.ReplaceAllStringFunc(w, func(f string) string {
-			m := bulkField.FindStringSubmatch(f)
+		out[i] = bulkField().ReplaceAllStringFunc(w, func(f string) string {
+			m := bulkField().FindStringSubmatch(f)
 			v := all
 			switch m[1] {
 			case "seq":
@@ -229,7 +230,7 @@ func runBulksubmit(args []string, stdin io.Reader, out, errw io.Writer) error {
 	opts := args[:len(args)-len(rest)]
 	perInput := false
 	for _, a := range opts {
-		perInput = perInput || bulkField.MatchString(a)
+		perInput = perInput || bulkField().MatchString(a)
 	}
 	tmpl, inputs, err := bulkInputs(rest, stdin)
 	if err != nil {

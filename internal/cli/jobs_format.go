@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -248,7 +249,9 @@ type fmtSpec struct {
 	isTime    bool
 }
 
-var specRE = regexp.MustCompile(`^(?:(.)?([<>=^]))?([+\- ])?(#)?(0)?(\d+)?([,_])?(?:\.(\d+))?([bcdeEfFgGnosxX%])?$`)
+var specRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:(.)?([<>=^]))?([+\- ])?(#)?(0)?(\d+)?([,_])?(?:\.(\d+))?([bcdeEfFgGnosxX%])?$`)
+})
 
 // parseSpec parses spec; for !d values the part before "::" is a
 // strftime format.
@@ -271,7 +274,7 @@ func parseSpec(spec string, isTime bool) (fmtSpec, error) {
 		ps.hyphen = true
 		spec = spec[:len(spec)-1]
 	}
-	m := specRE.FindStringSubmatch(spec)
+	m := specRE().FindStringSubmatch(spec)
 	if m == nil {
 		return ps, fmt.Errorf("invalid format spec %q", spec)
 	}

@@ -81,7 +81,7 @@ func TestWordsVector(t *testing.T) {
 			t.Errorf("Parse(%q) = %d, %v; want %d", in, back, err, id)
 		}
 	}
-	if n := len(mnList); n != 1633 {
+	if n := len(mnList()); n != 1633 {
 		t.Errorf("word list has %d words, want 1633", n)
 	}
 }

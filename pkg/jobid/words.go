@@ -3,6 +3,7 @@ package jobid
 import (
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // The words encoding follows mnemonicode: the 8 bytes of the ID, least
@@ -13,17 +14,18 @@ import (
 
 const mnBase = 1626
 
-var mnList = strings.Fields(mnWords)
+var mnList = sync.OnceValue(func() []string { return strings.Fields(mnWords) })
 
 // mnIndex maps a word to its digit value. The reserved 24-bit remainder
 // words (index >= mnBase) are left out: a 64-bit ID never uses them.
-var mnIndex = func() map[string]uint32 {
+// Built on first use, not at start-up: most commands never decode words.
+var mnIndex = sync.OnceValue(func() map[string]uint32 {
 	m := make(map[string]uint32, mnBase)
-	for i, w := range mnList[:mnBase] {
+	for i, w := range mnList()[:mnBase] {
 		m[w] = uint32(i)
 	}
 	return m
-}()
+})
 
 func encodeWords(id ID) string {
 	var b strings.Builder
@@ -33,11 +35,11 @@ func encodeWords(id ID) string {
 		if g > 0 {
 			b.WriteString("--")
 		}
-		b.WriteString(mnList[x%mnBase])
+		b.WriteString(mnList()[x%mnBase])
 		b.WriteByte('-')
-		b.WriteString(mnList[x/mnBase%mnBase])
+		b.WriteString(mnList()[x/mnBase%mnBase])
 		b.WriteByte('-')
-		b.WriteString(mnList[x/mnBase/mnBase])
+		b.WriteString(mnList()[x/mnBase/mnBase])
 	}
 	return b.String()
 }
@@ -57,7 +59,7 @@ func decodeWords(s string) (ID, string) {
 		}
 		var x uint64
 		for i := 2; i >= 0; i-- {
-			d, ok := mnIndex[asciiLower(words[i])]
+			d, ok := mnIndex()[asciiLower(words[i])]
 			if !ok {
 				return 0, fmt.Sprintf("%q is not a mnemonicode word", words[i])
 			}
