@@ -203,14 +203,15 @@ func (c *client) readLoop() {
 			c.touched[svcAddr{message.Service(m.Topic), m.Nodeid, m.Flags & message.FlagUpstream}] = struct{}{}
 			c.mu.Unlock()
 		}
-		// Hold our own replies while more input is buffered: the answers
-		// to a burst of requests then leave in one write.
-		if !corked && r.Buffered() > 0 {
+		// Hold our own replies while another whole request is buffered:
+		// the answers to a burst then leave in one write. (Not while only
+		// part of one is: its sender may be waiting for these answers.)
+		if !corked && r.Complete() {
 			c.q.cork()
 			corked = true
 		}
 		c.b.router.route(m, c)
-		if corked && r.Buffered() == 0 {
+		if corked && !r.Complete() {
 			c.q.uncork()
 			corked = false
 		}

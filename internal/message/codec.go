@@ -249,3 +249,17 @@ func (r *Reader) Read() (*Message, error) {
 // Buffered reports whether more input is already buffered, which lets a
 // reader batch work before blocking again.
 func (r *Reader) Buffered() int { return r.r.Buffered() }
+
+// Complete reports whether a whole message is buffered, so that the next
+// Read returns without waiting for input.
+func (r *Reader) Complete() bool {
+	if r.r.Buffered() < len(r.hdr) {
+		return false
+	}
+	h, err := r.r.Peek(len(r.hdr)) // buffered: no read
+	if err != nil {
+		return false
+	}
+	n := binary.BigEndian.Uint32(h[4:])
+	return uint64(r.r.Buffered()) >= uint64(len(r.hdr))+uint64(n)
+}

@@ -263,3 +263,35 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+func TestReaderComplete(t *testing.T) {
+	m := NewRequest("a.b", 0, nil)
+	m.SetPayload([]byte("{}\x00"))
+	one := AppendFramed(nil, m)
+	two := append(append([]byte(nil), one...), one[:len(one)-3]...)
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write(two) // a whole message, then part of one
+	}()
+	r := NewReader(pr)
+	if _, err := r.Read(); err != nil {
+		t.Fatal(err)
+	}
+	if r.Complete() {
+		t.Fatal("Complete with part of a message buffered")
+	}
+	go pw.Write(one[len(one)-3:])
+	if _, err := r.Read(); err != nil {
+		t.Fatal(err)
+	}
+	if r.Complete() {
+		t.Fatal("Complete with nothing buffered")
+	}
+	go pw.Write(append(append([]byte(nil), one...), one...))
+	if _, err := r.Read(); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Complete() {
+		t.Fatal("not Complete with a whole message buffered")
+	}
+}
