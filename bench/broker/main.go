@@ -112,6 +112,11 @@ func crossProcessPingPong(n int) lat {
 		panic(err)
 	}
 	defer c.Close()
+	return pingPong(c, n)
+}
+
+// pingPong times n 32-byte round trips on c.
+func pingPong(c net.Conn, n int) lat {
 	buf := make([]byte, 64)
 	out := make([]time.Duration, n)
 	for i := range out {
@@ -133,6 +138,11 @@ func echoServer(path string) {
 	if err != nil {
 		panic(err)
 	}
+	echo(c)
+}
+
+// echo writes back what it reads from c until c fails.
+func echo(c net.Conn) {
 	buf := make([]byte, 64)
 	for {
 		k, err := c.Read(buf)
@@ -154,27 +164,13 @@ func rawPingPong(n int) lat {
 		panic(err)
 	}
 	go func() {
-		c, _ := ln.Accept()
-		buf := make([]byte, 64)
-		for {
-			k, err := c.Read(buf)
-			if err != nil {
-				return
-			}
-			c.Write(buf[:k])
+		if c, err := ln.Accept(); err == nil {
+			echo(c)
 		}
 	}()
 	c, _ := net.Dial("unix", path)
 	defer c.Close()
-	buf := make([]byte, 64)
-	out := make([]time.Duration, n)
-	for i := range out {
-		t := time.Now()
-		c.Write(buf[:32])
-		c.Read(buf)
-		out[i] = time.Since(t)
-	}
-	return summarize(out)
+	return pingPong(c, n)
 }
 
 func rpcLatency(ctx context.Context, h *flux.Handle, rank uint32, n int) lat {

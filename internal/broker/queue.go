@@ -93,21 +93,7 @@ func (q *sendQueue) push(m *message.Message) bool {
 	}
 	if q.inline != nil && !q.busy && len(q.msgs) == 0 && len(q.raw) == 0 {
 		q.busy = true
-		buf := message.AppendFramed(q.buf[:0], m)
-		rc := q.inline
-		q.mu.Unlock()
-		n := tryWrite(rc, buf)
-		q.mu.Lock()
-		if n < len(buf) {
-			q.raw = append(q.raw, buf[n:]...)
-		}
-		q.buf = buf
-		q.busy = false
-		pending := len(q.raw) > 0 || len(q.msgs) > 0 || q.closed
-		q.mu.Unlock()
-		if pending {
-			q.wake()
-		}
+		q.writeInline(message.AppendFramed(q.buf[:0], m))
 		return true
 	}
 	q.msgs = append(q.msgs, m)
@@ -147,6 +133,14 @@ func (q *sendQueue) uncork() {
 		q.msgs[i] = nil
 	}
 	q.msgs = q.msgs[:0]
+	q.writeInline(buf)
+}
+
+// writeInline writes buf from the calling goroutine, which set busy and
+// holds q.mu; it returns with q.mu released. What the socket does not
+// take at once is left for the writer goroutine, woken if anything is
+// waiting.
+func (q *sendQueue) writeInline(buf []byte) {
 	rc := q.inline
 	q.mu.Unlock()
 	n := tryWrite(rc, buf)
@@ -154,7 +148,7 @@ func (q *sendQueue) uncork() {
 	if n < len(buf) {
 		q.raw = append(q.raw, buf[n:]...)
 	}
-	if cap(buf) <= 64*1024 {
+	if cap(buf) <= 64*1024 { // keep a modest encode buffer for next time
 		q.buf = buf
 	}
 	q.busy = false

@@ -1,9 +1,6 @@
 package jobingest
 
 import (
-	"fmt"
-	"syscall"
-
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
 )
@@ -111,13 +108,7 @@ func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
 			continue
 		}
 		f.Then(func(m *flux.Message, err error) {
-			digest, err := content.StoreResult(m, err)
-			if err == nil {
-				if got, _ := content.Format(in.hashName, digest); got != ref {
-					err = fmt.Errorf("content store returned digest %s for %s: %w", got, ref, syscall.EPROTO)
-				}
-			}
-			finish(ref, err)
+			finish(ref, content.CheckStored(m, err, in.hashName, ref))
 		})
 	}
 }

@@ -278,13 +278,7 @@ func (k *kvs) storeBlobs(ns *namespace, b *inflight) {
 			continue
 		}
 		f.Then(func(m *flux.Message, err error) {
-			digest, err := content.StoreResult(m, err)
-			if err == nil {
-				if got, _ := content.Format(k.hashName, digest); got != ref {
-					err = fmt.Errorf("content store of %s returned digest %s: %w", ref, got, syscall.EPROTO)
-				}
-			}
-			finish(err)
+			finish(content.CheckStored(m, err, k.hashName, ref))
 		})
 	}
 }

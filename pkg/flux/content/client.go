@@ -94,6 +94,20 @@ func StoreResult(m *flux.Message, err error) ([]byte, error) {
 	return m.Payload, nil
 }
 
+// CheckStored checks a store response against the blobref the caller
+// computed for the blob (with hash hashName): nil when the store holds
+// it under that name.
+func CheckStored(m *flux.Message, err error, hashName, ref string) error {
+	digest, err := StoreResult(m, err)
+	if err != nil {
+		return err
+	}
+	if got, _ := Format(hashName, digest); got != ref {
+		return fmt.Errorf("content store of %s returned digest %s: %w", ref, got, syscall.EPROTO)
+	}
+	return nil
+}
+
 // StoreDigest stores data and returns its raw digest.
 func StoreDigest(ctx context.Context, h *flux.Handle, data []byte, flags Flags) ([]byte, error) {
 	f, err := SendStore(h, data, flags)
