@@ -211,7 +211,7 @@ func (c *cache) loadAll(refs []string, done func(error)) {
 // supersededGrace is how long a directory replaced by a commit stays
 // cached when nothing uses it (lookups of recent roots, as kvs-watch
 // makes, still find it).
-const supersededGrace = time.Second
+const supersededGrace = 250 * time.Millisecond
 
 // supersede marks directories a commit replaced.
 func (c *cache) supersede(refs []string) {
