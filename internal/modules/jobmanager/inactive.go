@@ -7,7 +7,7 @@ import (
 
 // recentInactive is how many of the newest inactive jobs keep their full
 // record in memory (plugins may still be looking at them); older ones
-// are compacted to an inactiveRec, about a quarter of the size, so an
+// are compacted to a 56-byte inactiveRec (a full record takes ~430), so an
 // instance that has run many jobs stays small.
 const recentInactive = 1024
 
@@ -19,40 +19,90 @@ type inactiveRec struct {
 	tSubmit, tInactive, expiration float64
 	priority                       int64
 	userid                         uint32
-	urgency                        int32
-	flags                          int32
 	waitStatus                     int32
 	finishStatus                   int32
-	exception                      string // the fatal exception's type
-	result                         string
-	ran, started                   bool
-	finished, fatal                bool
-	fatalBeforeFinish              bool
+	flags                          int32
+	exception                      uint16 // index in strs: the fatal exception's type
+	result                         uint16 // index in strs
+	urgency                        int8
+	bits                           uint8 // recRan | recStarted | ...
 }
 
-func compactJob(j *job) inactiveRec {
+const (
+	recRan = 1 << iota
+	recStarted
+	recFinished
+	recFatal
+	recFatalBeforeFinish
+)
+
+// strs interns the few strings inactive records hold (results and
+// exception types), so a record stays at 56 bytes.
+type strs struct {
+	list []string
+	idx  map[string]uint16
+}
+
+func (s *strs) intern(v string) uint16 {
+	if i, ok := s.idx[v]; ok {
+		return i
+	}
+	if len(s.list) == 1<<16-1 {
+		return 0 // every slot taken (by user-defined exception types): ""
+	}
+	if s.idx == nil {
+		s.idx = map[string]uint16{"": 0}
+		s.list = []string{""}
+		if v == "" {
+			return 0
+		}
+	}
+	i := uint16(len(s.list))
+	s.list = append(s.list, v)
+	s.idx[v] = i
+	return i
+}
+
+func (s *strs) get(i uint16) string {
+	if int(i) < len(s.list) {
+		return s.list[i]
+	}
+	return ""
+}
+
+func (m *manager) compactJob(j *job) inactiveRec {
+	var bits uint8
+	for _, b := range []struct {
+		on  bool
+		bit uint8
+	}{{j.Ran, recRan}, {j.Started, recStarted}, {j.finished, recFinished}, {j.fatal, recFatal}, {j.fatalBeforeFinish, recFatalBeforeFinish}} {
+		if b.on {
+			bits |= b.bit
+		}
+	}
 	return inactiveRec{
 		tSubmit: j.TSubmit, tInactive: j.tInactive, expiration: j.expiration,
-		priority: j.Priority, userid: j.Userid, urgency: int32(j.Urgency),
+		priority: j.Priority, userid: j.Userid, urgency: int8(j.Urgency),
 		flags: int32(j.Flags), waitStatus: int32(j.WaitStatus),
-		finishStatus: int32(j.finishStatus), exception: j.exceptType,
-		result: j.Result, ran: j.Ran, started: j.Started,
-		finished: j.finished, fatal: j.fatal, fatalBeforeFinish: j.fatalBeforeFinish,
+		finishStatus: int32(j.finishStatus), exception: m.strs.intern(j.exceptType),
+		result: m.strs.intern(j.Result), bits: bits,
 	}
 }
 
 // job rebuilds the full (inactive) record of job id.
-func (r *inactiveRec) job(id jobid.ID) *job {
+func (r *inactiveRec) job(id jobid.ID, s *strs) *job {
 	j := newJob(id, r.userid, int(r.urgency), int(r.flags), r.tSubmit)
 	j.State = jobtap.StateInactive
 	j.Priority = r.priority
-	j.Result = r.result
+	j.Result = s.get(r.result)
 	j.WaitStatus = int(r.waitStatus)
-	j.Exception = r.exception
-	j.Ran, j.Started = r.ran, r.started
-	j.exceptType = r.exception
+	j.exceptType = s.get(r.exception)
+	j.Exception = j.exceptType
+	j.Ran, j.Started = r.bits&recRan != 0, r.bits&recStarted != 0
 	j.finishStatus = int(r.finishStatus)
-	j.finished, j.fatal, j.fatalBeforeFinish = r.finished, r.fatal, r.fatalBeforeFinish
+	j.finished = r.bits&recFinished != 0
+	j.fatal = r.bits&recFatal != 0
+	j.fatalBeforeFinish = r.bits&recFatalBeforeFinish != 0
 	j.tInactive, j.expiration = r.tInactive, r.expiration
 	j.cleanPosted, j.releasedAll = true, true
 	return j
@@ -64,7 +114,7 @@ func (m *manager) job(id jobid.ID) (*job, bool) {
 		return j, true
 	}
 	if r, ok := m.done[id]; ok {
-		return r.job(id), true
+		return r.job(id, &m.strs), true
 	}
 	return nil, false
 }
@@ -95,7 +145,7 @@ func (m *manager) trimInactive() {
 		id := m.inactive[m.ncompact]
 		m.ncompact++
 		if j, ok := m.jobs[id]; ok && j.State == jobtap.StateInactive {
-			m.done[id] = compactJob(j)
+			m.done[id] = m.compactJob(j)
 			delete(m.jobs, id)
 		}
 	}

@@ -2,6 +2,7 @@ package jobmanager
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -57,5 +58,11 @@ func TestTrimInactive(t *testing.T) {
 			j.WaitStatus != want.finishStatus || !j.Ran || !j.Started || j.result() != j.Result {
 			t.Fatalf("job %d read back as %+v", i, j.Job)
 		}
+	}
+}
+
+func TestInactiveRecSize(t *testing.T) {
+	if n := unsafe.Sizeof(inactiveRec{}); n > 56 {
+		t.Fatalf("inactiveRec is %d bytes, want at most 56 (64k inactive jobs)", n)
 	}
 }

@@ -23,6 +23,7 @@ type manager struct {
 	inactive []jobid.ID // in order of becoming inactive, for purge
 	ncompact int        // inactive[:ncompact] are compacted into done
 	done     map[jobid.ID]inactiveRec
+	strs     strs // strings of the records in done
 	maxID    jobid.ID
 
 	batch   *kvsBatch
