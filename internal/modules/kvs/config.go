@@ -12,7 +12,12 @@ import (
 const (
 	DefaultCheckpointPeriod = time.Second
 	DefaultCacheExpiry      = 10 * time.Second
-	DefaultMaxBatchOps      = 100000
+	// DefaultMasterCacheExpiry is rank 0's default: a miss there is a
+	// read from the local content cache or SQLite, not a round trip up
+	// the tree, and its cache otherwise holds every job directory of the
+	// last ten seconds (hundreds of MB under a burst of jobs).
+	DefaultMasterCacheExpiry = 2 * time.Second
+	DefaultMaxBatchOps       = 100000
 )
 
 // Config tunes the kvs module. Each field comes from a module argument
@@ -24,7 +29,7 @@ type Config struct {
 	// unload and those of FLUX_KVS_SYNC commits).
 	CheckpointPeriod time.Duration
 	// CacheExpiry (cache-expiry) is how long an unused blob stays in a
-	// broker's KVS cache (default 10s).
+	// broker's KVS cache (default 10s; 2s on rank 0).
 	CacheExpiry time.Duration
 	// TransactionMerge (transaction-merge) lets rank 0 apply every
 	// queued transaction in one pass and publish one new root (default
@@ -107,9 +112,13 @@ func parseDuration(s string) (time.Duration, error) {
 }
 
 // parseConfig builds a Config from attributes (name without "kvs."
-// prefix → value) and module arguments, arguments winning.
-func parseConfig(attrs map[string]string, args []string) (Config, error) {
+// prefix → value) and module arguments, arguments winning, for a broker
+// of the given rank (rank 0 has its own default cache expiry).
+func parseConfig(attrs map[string]string, args []string, rank uint32) (Config, error) {
 	c := DefaultConfig()
+	if rank == 0 {
+		c.CacheExpiry = DefaultMasterCacheExpiry
+	}
 	for _, name := range attrNames {
 		if v, ok := attrs[name]; ok {
 			if err := c.apply(name, v); err != nil {

@@ -116,7 +116,7 @@ func newKVS(ctx context.Context, h *flux.Handle, args []string) (*kvs, error) {
 			return nil, err
 		}
 	}
-	cfg, err := parseConfig(attrs, args)
+	cfg, err := parseConfig(attrs, args, uint32(rank))
 	if err != nil {
 		return nil, err
 	}
