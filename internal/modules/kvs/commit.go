@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -58,10 +59,58 @@ func (ns *namespace) tip() string {
 	return ns.rootref
 }
 
+// Group commit. With many writers each keeping one commit in flight, a
+// batch started as soon as anything is ready holds only the few commits
+// that came back first, and small batches cost more per commit (every
+// batch rewrites the directories up to the root), which keeps them
+// small. So when the pipeline is idle but fewer than half of the
+// writers seen lately have a commit ready, the batch waits up to
+// gatherWait for the others. Only with gatherMinWriters or more: the
+// job modules, a handful of writers batching their own commits, are
+// better served at once.
+const (
+	gatherWait       = 200 * time.Microsecond
+	gatherMinWriters = 8
+)
+
+// gathering reports whether a batch should wait for more transactions.
+func (ns *namespace) gathering() bool {
+	return len(ns.pipeline) == 0 && !ns.gatherDone && ns.writers >= gatherMinWriters &&
+		len(ns.ready)*2 < ns.writers
+}
+
+// noteWriters updates the estimate of concurrent writers when a batch of
+// n transactions starts: the most seen at once, decaying by one a batch.
+func (ns *namespace) noteWriters(n int) {
+	cur := n
+	for _, b := range ns.pipeline {
+		cur += len(b.txns)
+	}
+	ns.writers = max(cur, ns.writers-1)
+	ns.gatherDone = false
+	ns.gatherGen++
+}
+
 // kick schedules a batch run after the requests already queued on the
 // handle, so transactions arriving together are applied together.
 func (k *kvs) kick(ns *namespace) {
 	if ns.scheduled || !ns.canStart() || k.stopped {
+		return
+	}
+	if ns.gathering() {
+		if !ns.gatherArmed {
+			ns.gatherArmed = true
+			gen := ns.gatherGen
+			time.AfterFunc(gatherWait, func() {
+				k.h.Post(func() {
+					ns.gatherArmed = false
+					if gen == ns.gatherGen {
+						ns.gatherDone = true
+						k.kick(ns)
+					}
+				})
+			})
+		}
 		return
 	}
 	ns.scheduled = true
@@ -104,7 +153,9 @@ func (k *kvs) runBatch(ns *namespace) {
 		return
 	}
 	ns.applying = true
-	k.applyBatch(ns, k.takeBatch(ns))
+	batch := k.takeBatch(ns)
+	ns.noteWriters(len(batch) + len(ns.ready))
+	k.applyBatch(ns, batch)
 }
 
 // doneApplying lets the next batch be applied.

@@ -44,6 +44,12 @@ type namespace struct {
 	applying  bool        // a batch is being applied (or waits for loads)
 	scheduled bool        // a batch run is posted
 	pipeline  []*inflight // applied batches whose objects are being stored
+	// group commit (commit.go): writers estimates how many clients keep
+	// commits in flight; a gather waits for half of them
+	writers     int
+	gatherArmed bool // a gather timer is pending
+	gatherDone  bool // the gather for the next batch timed out
+	gatherGen   int  // counts batches, so a stale gather timer is ignored
 }
 
 type versionWaiter struct {
