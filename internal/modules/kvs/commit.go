@@ -106,8 +106,10 @@ func (k *kvs) kick(ns *namespace) {
 					ns.gatherArmed = false
 					if gen == ns.gatherGen {
 						ns.gatherDone = true
-						k.kick(ns)
 					}
+					// a stale timer (a batch started since) still
+					// kicks: what is ready now needs a timer of its own
+					k.kick(ns)
 				})
 			})
 		}
