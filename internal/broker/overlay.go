@@ -278,6 +278,9 @@ func (o *overlay) acceptChild(c net.Conn) {
 		ident: strconv.FormatUint(uint64(rank), 10), inflight: make(map[inflightID]*message.Message)}
 	l.lastRecv.Store(time.Now().UnixNano())
 	l.q.allowInline(c)
+	// The answer goes first: once cs.link is set, events fanned out to
+	// the children may be queued on this link too.
+	l.q.push(reply)
 	cs.link = l
 	cs.ready = false
 	wasLost := cs.state == stateLost
@@ -285,7 +288,6 @@ func (o *overlay) acceptChild(c net.Conn) {
 	cs.since = time.Now()
 	o.mu.Unlock()
 	b.router.addPeer(l)
-	l.q.push(reply)
 	if wasLost {
 		b.log.Info("overlay: child rejoined", "rank", rank)
 	} else {

@@ -63,6 +63,13 @@ func (m *manager) handleSubmit(r *flux.Request) {
 		parsed = nil
 	}
 	for i, sj := range jobs {
+		if j, ok := m.jobs[sj.ID]; ok && j.restored && j.Userid == sj.Userid {
+			// The job manager (re)started between job-ingest's KVS
+			// commit and this request, and restored the job from its
+			// eventlog: it is in, not a duplicate.
+			j.restored = false
+			continue
+		}
 		if m.known(sj.ID) {
 			reject(sj.ID, "duplicate job id")
 			continue

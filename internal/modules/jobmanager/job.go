@@ -48,6 +48,9 @@ type job struct {
 	cleanPosted       bool
 	tInactive         float64
 	expiration        float64
+	// restored: read back from the KVS at start-up, and not yet named by
+	// a job-manager.submit (see handleSubmit)
+	restored bool
 }
 
 func newJob(id jobid.ID, userid uint32, urgency int, flags int, tSubmit float64) *job {

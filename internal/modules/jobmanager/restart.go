@@ -37,6 +37,7 @@ func (m *manager) restore(ctx context.Context) (int, error) {
 			m.log.Error("cannot restore job", "dir", dir, "err", err)
 			continue
 		}
+		j.restored = true
 		m.jobs[j.ID] = j
 		if j.ID > m.maxID {
 			m.maxID = j.ID

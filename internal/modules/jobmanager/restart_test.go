@@ -1,10 +1,17 @@
 package jobmanager_test
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fluxgo/fluxgo/internal/testinstance"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
 // TestRestartRestoresJobs stops an instance with a finished, a held and a
@@ -54,4 +61,53 @@ func TestRestartRestoresJobs(t *testing.T) {
 	// the held job can still be released and run
 	inst2.MustRun(t, "job", "urgency", held, "default")
 	inst2.MustRun(t, "job", "wait-event", "-t", "10", held, "clean")
+}
+
+// TestSubmitOfRestoredJob covers a job manager that starts between
+// job-ingest's KVS commit and its job-manager.submit: the job is restored
+// from the KVS, and the submit that follows is accepted, not refused as a
+// duplicate, and the job runs once.
+func TestSubmitOfRestoredJob(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real instances")
+	}
+	dir := t.TempDir()
+	attrs := map[string]string{"statedir": dir}
+	inst := testinstance.Start(t, testinstance.Options{Size: 1, Attrs: attrs})
+	spec := strings.TrimSpace(inst.MustRun(t, "submit", "--dry-run", "--setattr=system.exec.test.run_duration=0.01s", "true"))
+	gen, err := jobid.NewGenerator(1, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := gen.Next()
+	dothex, _ := id.Encode("dothex")
+	key := "job." + dothex
+	now := float64(time.Now().UnixNano()) / 1e9
+	submit := fmt.Sprintf(`{"timestamp":%.6f,"name":"submit","context":{"userid":%d,"urgency":16,"flags":0,"version":1}}`, now, os.Getuid())
+	// what job-ingest commits before it tells the job manager
+	inst.MustRun(t, "kvs", "put", "-r", key+".jobspec="+spec)
+	inst.MustRun(t, "kvs", "put", "-r", key+".eventlog="+submit+"\n")
+	if code := inst.Stop(); code != 0 {
+		t.Fatalf("first instance exited %d: %s", code, inst.Stderr())
+	}
+	inst2 := testinstance.Start(t, testinstance.Options{Size: 1, Attrs: attrs})
+	h := inst2.Handle(t)
+	req := map[string]any{"jobs": []any{map[string]any{
+		"id": id, "userid": os.Getuid(), "urgency": 16, "t_submit": now, "flags": 0, "jobspec": json.RawMessage(spec),
+	}}}
+	var resp struct {
+		Errors [][2]any `json:"errors"`
+	}
+	if err := h.Call(context.Background(), "job-manager.submit", flux.NodeidAny, req, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Errors) > 0 {
+		t.Fatalf("submit of a restored job refused: %v", resp.Errors)
+	}
+	f58, _ := id.Encode("f58")
+	inst2.MustRun(t, "job", "wait-event", "-t", "10", f58, "clean")
+	log := inst2.MustRun(t, "job", "eventlog", f58)
+	if n := strings.Count(log, " start"); n != 1 {
+		t.Fatalf("job started %d times:\n%s", n, log)
+	}
 }
