@@ -176,10 +176,17 @@ func newClientID() string {
 	}
 }
 
-func (c *client) id() string                 { return c.ident }
-func (c *client) kind() peerKind             { return peerClient }
-func (c *client) creds() (uint32, uint32)    { return c.uid, c.role }
-func (c *client) deliver(m *message.Message) { c.q.push(m) }
+func (c *client) id() string              { return c.ident }
+func (c *client) kind() peerKind          { return peerClient }
+func (c *client) creds() (uint32, uint32) { return c.uid, c.role }
+func (c *client) deliver(m *message.Message) {
+	// A request routed to a service this client provided while it was
+	// disconnecting gets an answer, not silence.
+	if !c.q.push(m) && m.Type == message.Request && !m.NoResponse() {
+		c.b.router.respondError(m, syscall.ENOSYS,
+			fmt.Sprintf("the client providing %s disconnected", message.Service(m.Topic)))
+	}
+}
 
 func (c *client) readLoop() {
 	r := message.NewReader(c.conn)
