@@ -18,10 +18,10 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/fluxgo/fluxgo/bench/internal/benchkit"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
@@ -42,13 +42,13 @@ func main() {
 
 	startFigures(abs)
 
-	inst, err := startInstance(abs, 16, "2")
+	inst, err := benchkit.Start(abs, 16, "-S", "tbon.fanout=2")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	defer inst.stop()
-	h, err := flux.Open(inst.uri)
+	defer inst.Stop()
+	h, err := flux.Open(inst.URI)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -66,7 +66,7 @@ func main() {
 	fmt.Printf("RPC to rank 15 over 3 hops         median %8.1f µs  p99 %8.1f µs\n", us(far.median), us(far.p99))
 
 	for _, clients := range []int{1, 8} {
-		rate := rpcThroughput(inst.uri, clients, 3*time.Second)
+		rate := rpcThroughput(inst.URI, clients, 3*time.Second)
 		fmt.Printf("RPC throughput, %d client(s)        %10.0f msgs/s\n", clients, rate)
 	}
 	fan := eventFanout(inst, 200)
@@ -229,11 +229,11 @@ func rpcThroughput(uri string, clients int, d time.Duration) float64 {
 
 // eventFanout publishes events at rank 0 and times the arrival at a
 // subscriber on every rank.
-func eventFanout(inst *instance, n int) time.Duration {
+func eventFanout(inst *benchkit.Instance, n int) time.Duration {
 	ctx := context.Background()
 	var subs []*flux.Subscription
-	for r := 0; r < inst.size; r++ {
-		h, err := flux.Open(inst.rankURI(r))
+	for r := 0; r < inst.Size; r++ {
+		h, err := flux.Open(inst.RankURI(r))
 		if err != nil {
 			panic(err)
 		}
@@ -243,7 +243,7 @@ func eventFanout(inst *instance, n int) time.Duration {
 		}
 		subs = append(subs, s)
 	}
-	pub, _ := flux.Open(inst.uri)
+	pub, _ := flux.Open(inst.URI)
 	var out []time.Duration
 	for i := 0; i < n; i++ {
 		t := time.Now()
@@ -262,21 +262,18 @@ func eventFanout(inst *instance, n int) time.Duration {
 	return summarize(out).median
 }
 
-func brokerRSS(inst *instance) int {
-	h, _ := flux.Open(inst.rankURI(15))
-	v, err := h.Attr(context.Background(), "broker.pid")
+func brokerRSS(inst *benchkit.Instance) int {
+	h, err := flux.Open(inst.RankURI(15))
 	if err != nil {
 		return 0
 	}
-	status, _ := os.ReadFile("/proc/" + v + "/status")
-	for _, line := range strings.Split(string(status), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			f := strings.Fields(line)
-			kb, _ := strconv.Atoi(f[1])
-			return kb
-		}
+	defer h.Close()
+	pid, err := h.Attr(context.Background(), "broker.pid")
+	if err != nil {
+		return 0
 	}
-	return 0
+	rss, _ := benchkit.ProcRSS(pid)
+	return rss
 }
 
 // startFigures times `flux start -s N true`.
@@ -295,37 +292,4 @@ func startFigures(bin string) {
 		m := summarize(times).median
 		fmt.Printf("flux start -s %-2d true               median %8.3f s\n", size, m.Seconds())
 	}
-}
-
-type instance struct {
-	cmd  *exec.Cmd
-	uri  string
-	size int
-	in   interface{ Close() error }
-}
-
-func startInstance(bin string, size int, fanout string) (*instance, error) {
-	cmd := exec.Command(bin, "start", "-s", strconv.Itoa(size), "-S", "tbon.fanout="+fanout,
-		"sh", "-c", `echo "$FLUX_URI"; exec cat >/dev/null`)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	buf := make([]byte, 512)
-	k, err := stdout.Read(buf)
-	if err != nil {
-		return nil, fmt.Errorf("instance did not start: %v", err)
-	}
-	return &instance{cmd: cmd, uri: strings.TrimSpace(string(buf[:k])), size: size, in: stdin}, nil
-}
-
-func (i *instance) rankURI(r int) string {
-	return strings.Replace(i.uri, "/0/local", "/"+strconv.Itoa(r)+"/local", 1)
-}
-
-func (i *instance) stop() {
-	i.in.Close()
-	i.cmd.Wait()
 }

@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fluxgo/fluxgo/bench/internal/benchkit"
 	"github.com/fluxgo/fluxgo/pkg/eventlog"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -42,12 +43,12 @@ func main() {
 		fatal(err)
 	}
 
-	inst, err := startInstance(abs, *size)
+	inst, err := benchkit.Start(abs, *size)
 	if err != nil {
 		fatal(err)
 	}
-	defer inst.stop()
-	h, err := flux.Open(inst.uri)
+	defer inst.Stop()
+	h, err := flux.Open(inst.URI)
 	if err != nil {
 		fatal(err)
 	}
@@ -60,12 +61,12 @@ func main() {
 
 	pids := brokerPIDs(h, *size)
 	raw1, fcpu1 := forkRate(2, 2*time.Second)
-	cpu0 := procCPU(pids)
+	cpu0 := benchkit.ProcCPU(true, pids...)
 	jobs, err := jobThroughput(h, *n, *window, *profile)
 	if err != nil {
 		fatal(err)
 	}
-	jcpu := (procCPU(pids) - cpu0) / time.Duration(*n)
+	jcpu := (benchkit.ProcCPU(true, pids...) - cpu0) / time.Duration(*n)
 	raw2, fcpu2 := forkRate(2, 2*time.Second)
 	raw := (raw1 + raw2) / 2
 	fcpu := (fcpu1 + fcpu2) / 2
@@ -77,8 +78,8 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	floor := cliFloor(abs, inst.uri, 50)
-	lat, ids, err := runLatency(abs, inst.uri, *runs)
+	floor := cliFloor(abs, inst.URI, 50)
+	lat, ids, err := runLatency(abs, inst.URI, *runs)
 	if err != nil {
 		fatal(err)
 	}
@@ -116,7 +117,7 @@ func forkRate(par int, d time.Duration) (rate float64, cpu time.Duration) {
 	defer devnull.Close()
 	fd := devnull.Fd()
 	attr := &syscall.ProcAttr{Env: []string{"PATH=/usr/bin:/bin"}, Files: []uintptr{fd, fd, fd}}
-	cpu0 := selfCPU()
+	cpu0 := benchkit.SelfCPU(true)
 	start := time.Now()
 	deadline := start.Add(d)
 	for w := 0; w < par; w++ {
@@ -142,36 +143,7 @@ func forkRate(par int, d time.Duration) (rate float64, cpu time.Duration) {
 	}
 	wg.Wait()
 	rate = float64(total) / time.Since(start).Seconds()
-	return rate, (selfCPU() - cpu0) / time.Duration(total)
-}
-
-// selfCPU is the CPU time of this process and its reaped children.
-func selfCPU() time.Duration {
-	var self, kids syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
-	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
-	tv := func(t syscall.Timeval) time.Duration { return time.Duration(t.Nano()) }
-	return tv(self.Utime) + tv(self.Stime) + tv(kids.Utime) + tv(kids.Stime)
-}
-
-// procCPU is the CPU time of the processes pids and their reaped
-// children (/proc/PID/stat utime, stime, cutime, cstime).
-func procCPU(pids []string) time.Duration {
-	var ticks int64
-	for _, pid := range pids {
-		b, err := os.ReadFile("/proc/" + pid + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		for _, i := range []int{11, 12, 13, 14} { // fields 14-17 of stat
-			var v int64
-			fmt.Sscan(f[i], &v)
-			ticks += v
-		}
-	}
-	return time.Duration(ticks) * 10 * time.Millisecond // USER_HZ = 100
+	return rate, (benchkit.SelfCPU(true) - cpu0) / time.Duration(total)
 }
 
 // brokerPIDs returns the process ids of the instance's brokers.
@@ -490,31 +462,4 @@ func breakdown(h *flux.Handle, ids []jobid.ID) {
 		name := strings.TrimPrefix(s.from, "exec:") + " -> " + strings.TrimPrefix(s.to, "exec:")
 		fmt.Printf("    %-34s median %6.2f ms  p99 %6.2f ms\n", name, ms(l.median), ms(l.p99))
 	}
-}
-
-type instance struct {
-	cmd *exec.Cmd
-	uri string
-	in  interface{ Close() error }
-}
-
-func startInstance(bin string, size int) (*instance, error) {
-	cmd := exec.Command(bin, "start", "-s", fmt.Sprint(size), "sh", "-c", `echo "$FLUX_URI"; exec cat >/dev/null`)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	buf := make([]byte, 512)
-	k, err := stdout.Read(buf)
-	if err != nil {
-		return nil, fmt.Errorf("instance did not start: %v", err)
-	}
-	return &instance{cmd: cmd, uri: strings.TrimSpace(string(buf[:k])), in: stdin}, nil
-}
-
-func (i *instance) stop() {
-	i.in.Close()
-	i.cmd.Wait()
 }

@@ -24,7 +24,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +31,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fluxgo/fluxgo/bench/internal/benchkit"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
@@ -57,12 +57,16 @@ func main() {
 	if *statedir != "" {
 		attrs = append(attrs, "statedir="+*statedir)
 	}
-	inst, err := startInstance(abs, attrs)
+	var opts []string
+	for _, a := range attrs {
+		opts = append(opts, "-S", a)
+	}
+	inst, err := benchkit.Start(abs, 1, opts...)
 	if err != nil {
 		fail(err)
 	}
-	defer inst.stop()
-	h, err := flux.Open(inst.uri)
+	defer inst.Stop()
+	h, err := flux.Open(inst.URI)
 	if err != nil {
 		fail(err)
 	}
@@ -73,22 +77,22 @@ func main() {
 		fail(fmt.Errorf("broker.pid: %w", err))
 	}
 	time.Sleep(2 * time.Second)
-	rss, _ := procStatus(pid)
+	rss, _ := benchkit.ProcRSS(pid)
 	fmt.Printf("broker RSS idle: %.1f MB\n", mb(rss))
 
 	done := 0
 	for _, n := range steps {
 		start := time.Now()
-		if err := inst.submit(done+1, n); err != nil {
+		if err := submit(abs, inst, done+1, n); err != nil {
 			fail(err)
 		}
 		if err := waitInactive(ctx, h, n); err != nil {
 			fail(err)
 		}
 		elapsed := time.Since(start)
-		_, peak := procStatus(pid)
+		_, peak := benchkit.ProcRSS(pid)
 		time.Sleep(*settle)
-		rss, peak2 := procStatus(pid)
+		rss, peak2 := benchkit.ProcRSS(pid)
 		peak = max(peak, peak2)
 		fmt.Printf("broker RSS after %d inactive jobs: %.1f MB\n", n, mb(rss))
 		fmt.Printf("    peak RSS so far %.1f MB; %d jobs in %.1fs (%.0f jobs/s)\n",
@@ -138,24 +142,6 @@ func parseSteps(s string) ([]int, error) {
 	return steps, nil
 }
 
-// procStatus returns the VmRSS and VmHWM (peak) of a process in KiB.
-func procStatus(pid string) (rss, hwm int) {
-	status, _ := os.ReadFile("/proc/" + pid + "/status")
-	for _, line := range strings.Split(string(status), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		switch f[0] {
-		case "VmRSS:":
-			rss, _ = strconv.Atoi(f[1])
-		case "VmHWM:":
-			hwm, _ = strconv.Atoi(f[1])
-		}
-	}
-	return rss, hwm
-}
-
 // storeFigures summarizes what the KVS wrote: its root sequence (one per
 // commit batch) and the size of the content store.
 func storeFigures(ctx context.Context, h *flux.Handle) string {
@@ -203,55 +189,14 @@ func waitInactive(ctx context.Context, h *flux.Handle, n int) error {
 	return fmt.Errorf("timed out waiting for %d inactive jobs (have %d)", n, last)
 }
 
-type instance struct {
-	bin string
-	cmd *exec.Cmd
-	uri string
-	in  io.Closer
-}
-
-// startInstance runs flux start -s 1 with an initial program that prints
-// the URI and waits for stdin to close.
-func startInstance(bin string, attrs []string) (*instance, error) {
-	args := []string{"start", "-s", "1"}
-	for _, a := range attrs {
-		args = append(args, "-S", a)
-	}
-	args = append(args, "sh", "-c", `echo "$FLUX_URI"; exec cat >/dev/null`)
-	cmd := exec.Command(bin, args...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	buf := make([]byte, 512)
-	k, err := stdout.Read(buf)
-	if err != nil {
-		return nil, fmt.Errorf("instance did not start: %v", err)
-	}
-	return &instance{bin: bin, cmd: cmd, uri: strings.TrimSpace(string(buf[:k])), in: stdin}, nil
-}
-
 // submit submits jobs first..last (a --cc range) of the test executor.
-func (i *instance) submit(first, last int) error {
-	cmd := exec.Command(i.bin, "submit", fmt.Sprintf("--cc=%d-%d", first, last), "--quiet",
+func submit(bin string, inst *benchkit.Instance, first, last int) error {
+	cmd := exec.Command(bin, "submit", fmt.Sprintf("--cc=%d-%d", first, last), "--quiet",
 		"--setattr=system.exec.test.run_duration=0.001s", "true")
-	cmd.Env = append(os.Environ(), "FLUX_URI="+i.uri)
+	cmd.Env = append(os.Environ(), "FLUX_URI="+inst.URI)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("flux submit --cc=%d-%d: %w", first, last, err)
 	}
 	return nil
-}
-
-func (i *instance) stop() {
-	i.in.Close()
-	i.cmd.Wait()
 }

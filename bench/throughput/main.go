@@ -14,9 +14,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/fluxgo/fluxgo/bench/internal/benchkit"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/sign"
 )
@@ -193,22 +193,22 @@ func (c *runConfig) measure(n int, listJobs bool) (result, error) {
 	for _, a := range c.attrs {
 		opts = append(opts, "-S", a)
 	}
-	inst, err := startInstance(c.bin, opts...)
+	inst, err := benchkit.Start(c.bin, 1, opts...)
 	if err != nil {
 		return res, err
 	}
 	defer func() {
 		if c.hold && listJobs {
-			fmt.Printf("instance kept: FLUX_URI=%s (close stdin to stop it)\n", inst.uri)
+			fmt.Printf("instance kept: FLUX_URI=%s (close stdin to stop it)\n", inst.URI)
 			io.Copy(io.Discard, os.Stdin)
 		}
-		inst.stop()
+		inst.Stop()
 	}()
-	spec, err := c.jobspec(inst.uri)
+	spec, err := c.jobspec(inst.URI)
 	if err != nil {
 		return res, err
 	}
-	h, err := flux.Open(inst.uri)
+	h, err := flux.Open(inst.URI)
 	if err != nil {
 		return res, err
 	}
@@ -251,7 +251,7 @@ func (c *runConfig) measure(n int, listJobs bool) (result, error) {
 	if c.modstats {
 		mods0 = moduleCounts(ctx, h)
 	}
-	cpu0, ccpu0 := procCPU(pid), selfCPU()
+	cpu0, ccpu0 := benchkit.ProcCPU(false, pid), benchkit.SelfCPU(false)
 	payload := []byte(`{"J":` + strconv.Quote(sign.Wrap(spec, uint32(os.Getuid()))) + `,"urgency":16,"flags":0}`)
 	start := time.Now()
 	lastID, err := submit(ctx, h, payload, n, c.window)
@@ -266,7 +266,7 @@ func (c *runConfig) measure(n int, listJobs bool) (result, error) {
 		return res, fmt.Errorf("jobs did not all reach clean (last id %d)", lastID)
 	}
 	res.wall = time.Since(start)
-	res.brokerCPU, res.clientCPU = procCPU(pid)-cpu0, selfCPU()-ccpu0
+	res.brokerCPU, res.clientCPU = benchkit.ProcCPU(false, pid)-cpu0, benchkit.SelfCPU(false)-ccpu0
 	if clientProf != nil {
 		pprof.StopCPUProfile()
 		clientProf.Close()
@@ -284,7 +284,7 @@ func (c *runConfig) measure(n int, listJobs bool) (result, error) {
 	}
 	res.submitRate = float64(n) / submitted.Seconds()
 	res.throughput = float64(n) / end.Sub(start).Seconds()
-	res.rssKB, res.hwmKB = procRSS(pid)
+	res.rssKB, res.hwmKB = benchkit.ProcRSS(pid)
 	if c.modstats {
 		res.modstats = modulesPerJob(mods0, moduleCounts(ctx, h), n)
 	}
@@ -292,12 +292,12 @@ func (c *runConfig) measure(n int, listJobs bool) (result, error) {
 		res.stages = st.report()
 	}
 	if listJobs {
-		res.jobsTime, res.jobsLines, err = timeFluxJobs(c.bin, inst.uri, n)
+		res.jobsTime, res.jobsLines, err = timeFluxJobs(c.bin, inst.URI, n)
 		if err != nil {
 			return res, err
 		}
 		res.settledKB = settledRSS(pid)
-		if res.jobsIdleTime, _, err = timeFluxJobs(c.bin, inst.uri, n); err != nil {
+		if res.jobsIdleTime, _, err = timeFluxJobs(c.bin, inst.URI, n); err != nil {
 			return res, err
 		}
 	}
@@ -437,93 +437,6 @@ const settleTime = 15 * time.Second
 // what holding the jobs costs, rather than what the burst left behind.
 func settledRSS(pid string) int {
 	time.Sleep(settleTime)
-	rss, _ := procRSS(pid)
+	rss, _ := benchkit.ProcRSS(pid)
 	return rss
-}
-
-// procRSS returns a process's resident and peak resident set in kB.
-func procRSS(pid string) (rss, hwm int) {
-	status, err := os.ReadFile("/proc/" + pid + "/status")
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		switch f[0] {
-		case "VmRSS:":
-			rss, _ = strconv.Atoi(f[1])
-		case "VmHWM:":
-			hwm, _ = strconv.Atoi(f[1])
-		}
-	}
-	return rss, hwm
-}
-
-// procCPU returns the user+system CPU time a process has used (from
-// /proc/PID/stat, in clock ticks of 10 ms).
-func procCPU(pid string) time.Duration {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return 0
-	}
-	// the command name may hold spaces: fields start after its ')'
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
-}
-
-// selfCPU returns this process's user+system CPU time.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-type instance struct {
-	cmd   *exec.Cmd
-	uri   string
-	stdin interface{ Close() error }
-}
-
-// startInstance runs flux start -s 1 with an initial program that prints
-// the instance's URI and waits for its stdin to close.
-func startInstance(bin string, opts ...string) (*instance, error) {
-	args := append([]string{"start", "-s", "1"}, opts...)
-	args = append(args, "sh", "-c", `echo "$FLUX_URI"; exec cat >/dev/null`)
-	cmd := exec.Command(bin, args...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	buf := make([]byte, 512)
-	k, err := stdout.Read(buf)
-	if err != nil {
-		stdin.Close()
-		cmd.Wait()
-		return nil, fmt.Errorf("instance did not start: %v", err)
-	}
-	return &instance{cmd: cmd, uri: strings.TrimSpace(string(buf[:k])), stdin: stdin}, nil
-}
-
-func (i *instance) stop() {
-	i.stdin.Close()
-	i.cmd.Wait()
 }
