@@ -203,3 +203,23 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+func TestAppendPlainString(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain", `"plain"`},
+		{"q\"b\\", `"q\"b\\"`},
+		{"a\nb\rc\td\be\ff\x01", `"a\nb\rc\td\be\ff\u0001"`},
+		{"é <&> \u2028", "\"é <&> \u2028\""}, // copied as is, unlike AppendString
+	} {
+		if got := string(AppendPlainString(nil, tc.in)); got != tc.want {
+			t.Errorf("AppendPlainString(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+		if got := string(AppendPlainString(nil, []byte(tc.in))); got != tc.want {
+			t.Errorf("AppendPlainString([]byte %q) = %s, want %s", tc.in, got, tc.want)
+		}
+		var back string
+		if err := json.Unmarshal([]byte(tc.want), &back); err != nil || back != tc.in {
+			t.Errorf("%s does not decode back to %q: %q %v", tc.want, tc.in, back, err)
+		}
+	}
+}

@@ -92,3 +92,40 @@ func AppendUint(dst []byte, n uint64) []byte { return strconv.AppendUint(dst, n,
 
 // AppendBool appends true or false.
 func AppendBool(dst []byte, b bool) []byte { return strconv.AppendBool(dst, b) }
+
+// AppendPlainString appends s as a JSON string the way jansson (and so
+// flux-core) writes one: only the quote, the backslash and control
+// characters are escaped; everything else, UTF-8 included, is copied as
+// is. Eventlogs, KVS tree objects and job output use it so their bytes
+// match flux-core's.
+func AppendPlainString[T ~string | ~[]byte](dst []byte, s T) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

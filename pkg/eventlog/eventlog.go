@@ -26,6 +26,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
 )
 
 // Event is one eventlog entry.
@@ -212,7 +214,7 @@ func appendObject(dst []byte, e Event) ([]byte, error) {
 	dst = append(dst, `{"timestamp":`...)
 	dst = appendTimestamp(dst, e.Timestamp)
 	dst = append(dst, `,"name":`...)
-	dst = appendString(dst, e.Name)
+	dst = jsonwire.AppendPlainString(dst, e.Name)
 	if len(e.Context) > 0 {
 		dst = append(dst, `,"context":`...)
 		buf := bytes.NewBuffer(dst)
@@ -234,38 +236,4 @@ func appendTimestamp(dst []byte, ts float64) []byte {
 		dst = append(dst, ".0"...)
 	}
 	return dst
-}
-
-// appendString appends s as a JSON string, escaping only what JSON
-// requires (quote, backslash and control characters).
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

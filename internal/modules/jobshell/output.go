@@ -31,6 +31,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/internal/shell"
 	"github.com/fluxgo/fluxgo/pkg/eventlog"
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -509,7 +510,7 @@ func appendDataEvent(b []byte, stream string, rank int, data []byte, eof bool) [
 	if !eof {
 		if utf8.Valid(data) {
 			b = append(b, `,"data":`...)
-			b = appendJSONString(b, data)
+			b = jsonwire.AppendPlainString(b, data)
 		} else {
 			b = append(b, `,"data":"`...)
 			b = base64.StdEncoding.AppendEncode(b, data)
@@ -566,35 +567,6 @@ func appendEventHead(b []byte, t time.Time, name string) []byte {
 	b = append(b, `,"name":"`...)
 	b = append(b, name...)
 	return append(b, `","context":`...)
-}
-
-// appendJSONString appends s (valid UTF-8) as a JSON string, escaping
-// what JSON requires.
-func appendJSONString(b, s []byte) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i, c := range s {
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // rankSet formats task ranks as an RFC 22 idset.

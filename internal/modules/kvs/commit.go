@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
@@ -356,7 +357,7 @@ func (k *kvs) publishSetroot(ns *namespace, ok []*txn) {
 	var b bytes.Buffer
 	buf := make([]byte, 0, 256)
 	buf = append(buf, `{"namespace":`...)
-	buf = treeobj.AppendJSONString(buf, ns.name)
+	buf = jsonwire.AppendPlainString(buf, ns.name)
 	buf = append(buf, `,"rootseq":`...)
 	buf = strconv.AppendInt(buf, int64(ns.seq), 10)
 	buf = append(buf, `,"rootref":"`...)
@@ -368,7 +369,7 @@ func (k *kvs) publishSetroot(ns *namespace, ok []*txn) {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = treeobj.AppendJSONString(buf, t.name)
+		buf = jsonwire.AppendPlainString(buf, t.name)
 	}
 	buf = append(buf, `],"keys":{`...)
 	b.Write(buf)
@@ -385,7 +386,7 @@ func (k *kvs) publishSetroot(ns *namespace, ok []*txn) {
 				b.WriteByte(',')
 			}
 			first = false
-			b.Write(treeobj.AppendJSONString(buf[:0], key))
+			b.Write(jsonwire.AppendPlainString(buf[:0], key))
 			b.WriteString(":null")
 		}
 	}

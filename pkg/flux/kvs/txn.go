@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
@@ -136,14 +137,14 @@ func encodeCommit(ns string, flags int, name string, nprocs int, ops []Op) json.
 	b := make([]byte, 0, size)
 	if name != "" {
 		b = append(b, `{"name":`...)
-		b = treeobj.AppendJSONString(b, name)
+		b = jsonwire.AppendPlainString(b, name)
 		b = append(b, `,"nprocs":`...)
 		b = strconv.AppendInt(b, int64(nprocs), 10)
 		b = append(b, `,"namespace":`...)
 	} else {
 		b = append(b, `{"namespace":`...)
 	}
-	b = treeobj.AppendJSONString(b, ns)
+	b = jsonwire.AppendPlainString(b, ns)
 	b = append(b, `,"flags":`...)
 	b = strconv.AppendInt(b, int64(flags), 10)
 	b = append(b, `,"ops":[`...)
@@ -152,7 +153,7 @@ func encodeCommit(ns string, flags int, name string, nprocs int, ops []Op) json.
 			b = append(b, ',')
 		}
 		b = append(b, `{"key":`...)
-		b = treeobj.AppendJSONString(b, ops[i].Key)
+		b = jsonwire.AppendPlainString(b, ops[i].Key)
 		b = append(b, `,"flags":`...)
 		b = strconv.AppendInt(b, int64(ops[i].Flags), 10)
 		b = append(b, `,"dirent":`...)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"unicode/utf8"
+
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
 )
 
 // maxDepth bounds dir nesting in a decoded object, so a hostile payload
@@ -65,7 +67,7 @@ func (o *Object) AppendEncode(dst []byte) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, e.Name)
+			dst = jsonwire.AppendPlainString(dst, e.Name)
 			dst = append(dst, ':')
 			dst = e.Obj.AppendEncode(dst)
 		}
@@ -74,11 +76,11 @@ func (o *Object) AppendEncode(dst []byte) []byte {
 		dst = append(dst, '{')
 		if o.Namespace != "" {
 			dst = append(dst, `"namespace":`...)
-			dst = appendString(dst, o.Namespace)
+			dst = jsonwire.AppendPlainString(dst, o.Namespace)
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `"target":`...)
-		dst = appendString(dst, o.Target)
+		dst = jsonwire.AppendPlainString(dst, o.Target)
 		dst = append(dst, '}')
 	default:
 		dst = append(dst, "null"...)
@@ -86,40 +88,6 @@ func (o *Object) AppendEncode(dst []byte) []byte {
 	dst = append(dst, `,"type":"`...)
 	dst = append(dst, o.Type.String()...)
 	return append(dst, `","ver":1}`...)
-}
-
-// appendString appends s as a JSON string the way jansson does: only the
-// quote, the backslash and control characters are escaped.
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789ABCDEF"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // MarshalJSON encodes o canonically ("null" for a nil object).
@@ -538,7 +506,3 @@ func build(typ string, dat *data, d *decoder) (*Object, error) {
 	}
 	return nil, d.errf("unknown type %q", typ)
 }
-
-// AppendJSONString appends s as a JSON string, escaped as jansson does
-// (the form used inside tree objects).
-func AppendJSONString(dst []byte, s string) []byte { return appendString(dst, s) }
