@@ -57,7 +57,7 @@ func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
 		ref  string
 		data []byte
 	}
-	var todo []blob
+	var toStore []blob
 	queued := make(map[string]bool)
 	want := func(data []byte) (string, error) {
 		ref, err := content.Blobref(in.hashName, data)
@@ -66,7 +66,7 @@ func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
 		}
 		if !queued[ref] && !in.stored.has(ref) {
 			queued[ref] = true
-			todo = append(todo, blob{ref, data})
+			toStore = append(toStore, blob{ref, data})
 		}
 		return ref, nil
 	}
@@ -80,11 +80,11 @@ func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
 			return
 		}
 	}
-	if len(todo) == 0 {
+	if len(toStore) == 0 {
 		done(refs, nil)
 		return
 	}
-	left := len(todo)
+	left := len(toStore)
 	var first error
 	finish := func(ref string, err error) {
 		if err == nil {
@@ -100,7 +100,7 @@ func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
 			}
 		}
 	}
-	for _, b := range todo {
+	for _, b := range toStore {
 		ref := b.ref
 		f, err := content.SendStore(in.h, b.data, 0)
 		if err != nil {

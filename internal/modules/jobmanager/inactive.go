@@ -70,16 +70,17 @@ func (s *strs) get(i uint16) string {
 	return ""
 }
 
-func (m *manager) compactJob(j *job) inactiveRec {
-	var bits uint8
-	for _, b := range []struct {
-		on  bool
-		bit uint8
-	}{{j.Ran, recRan}, {j.Started, recStarted}, {j.finished, recFinished}, {j.fatal, recFatal}, {j.fatalBeforeFinish, recFatalBeforeFinish}} {
-		if b.on {
-			bits |= b.bit
-		}
+// flagBit is bit if on, else 0.
+func flagBit(on bool, bit uint8) uint8 {
+	if on {
+		return bit
 	}
+	return 0
+}
+
+func (m *manager) compactJob(j *job) inactiveRec {
+	bits := flagBit(j.Ran, recRan) | flagBit(j.Started, recStarted) | flagBit(j.finished, recFinished) |
+		flagBit(j.fatal, recFatal) | flagBit(j.fatalBeforeFinish, recFatalBeforeFinish)
 	return inactiveRec{
 		tSubmit: j.TSubmit, tInactive: j.tInactive, expiration: j.expiration,
 		priority: j.Priority, userid: j.Userid, urgency: int8(j.Urgency),
