@@ -264,6 +264,12 @@ func (h *Handle) Serve(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		// Going idle: the queue may hold the room of a burst's batch.
+		h.mu.Lock()
+		if len(h.queue) == 0 && cap(h.queue) > 4*shrinkAbove {
+			h.queue = nil
+		}
+		h.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -1,6 +1,10 @@
 package content
 
-import "container/list"
+import (
+	"container/list"
+
+	"github.com/fluxgo/fluxgo/internal/mapshrink"
+)
 
 // entry is one blob in the cache, keyed by its raw digest.
 //
@@ -62,9 +66,10 @@ type barrier struct {
 //     wait in sendq, oldest first.
 type cache struct {
 	entries map[string]*entry
-	lru     *list.List // of *entry, front = most recently used
-	dirty   *list.List // of *entry, front = oldest dirty
-	sendq   *list.List // of *entry, front = next to store
+	peak    mapshrink.Peak // entries' high-water mark
+	lru     *list.List     // of *entry, front = most recently used
+	dirty   *list.List     // of *entry, front = oldest dirty
+	sendq   *list.List     // of *entry, front = next to store
 
 	limit     int64 // bytes held (see footprint) before clean entries are evicted
 	overhead  int64 // bytes of bookkeeping counted per entry against limit
@@ -116,6 +121,7 @@ func (c *cache) park(k string, fn func(data []byte, err error)) bool {
 	if e == nil {
 		e = &entry{key: k}
 		c.entries[k] = e
+		c.peak.Note(len(c.entries))
 	}
 	if e.valid { // cannot happen after a get miss; answer anyway
 		fn(e.data, nil)
@@ -168,6 +174,7 @@ func (c *cache) store(k string, data []byte) (dirty bool) {
 	if e == nil {
 		e = &entry{key: k}
 		c.entries[k] = e
+		c.peak.Note(len(c.entries))
 	}
 	if e.valid {
 		if e.lruElem != nil {
@@ -353,6 +360,7 @@ func (c *cache) remove(e *entry) {
 		c.size -= int64(len(e.data))
 	}
 	delete(c.entries, e.key)
+	c.entries = mapshrink.Shrink(&c.peak, c.entries)
 }
 
 // entryOverhead approximates what an entry costs besides its data: the

@@ -144,9 +144,9 @@ func compileOp(op string, val json.RawMessage) (*constraint, error) {
 			set[n] = true
 		}
 		if op == "name" {
-			return &constraint{match: func(r *record) bool { return set[r.name] }, states: allStates}, nil
+			return &constraint{match: func(r *record) bool { return set[r.lab().name] }, states: allStates}, nil
 		}
-		return &constraint{match: func(r *record) bool { return r.queue != "" && set[r.queue] }, states: allStates}, nil
+		return &constraint{match: func(r *record) bool { q := r.lab().queue; return q != "" && set[q] }, states: allStates}, nil
 	case "states":
 		mask, err := parseMaskList(val, func(s string) (uint32, error) {
 			st, err := job.ParseState(s)

@@ -13,7 +13,8 @@ import (
 func testRecords() []*record {
 	mk := func(id jobid.ID, uid uint32, name, queue string, state job.State, result job.Result, tSubmit float64, nodelist, ranks string) *record {
 		r := newRecord(id)
-		r.userid, r.name, r.queue, r.state, r.result, r.tSubmit = uid, name, queue, state, result, tSubmit
+		r.userid, r.state, r.result, r.tSubmit = uid, state, result, tSubmit
+		r.setLab(labels{name: name, queue: queue})
 		r.submitted = true
 		r.statesMask = job.StateNew | job.StateDepend
 		if state&(job.StateRunning|job.StateInactive) != 0 {

@@ -108,15 +108,15 @@ func appendAttr(b []byte, r *record, a job.Attr) []byte {
 	case job.AttrState:
 		return strconv.AppendUint(appendKey(b, a), uint64(r.state), 10)
 	case job.AttrName:
-		return appendOptString(b, a, r.name)
+		return appendOptString(b, a, r.lab().name)
 	case job.AttrCwd:
-		return appendOptString(b, a, r.cwd)
+		return appendOptString(b, a, r.lab().cwd)
 	case job.AttrQueue:
-		return appendOptString(b, a, r.queue)
+		return appendOptString(b, a, r.lab().queue)
 	case job.AttrProject:
-		return appendOptString(b, a, r.project)
+		return appendOptString(b, a, r.lab().project)
 	case job.AttrBank:
-		return appendOptString(b, a, r.bank)
+		return appendOptString(b, a, r.lab().bank)
 	case job.AttrNtasks:
 		return appendOptInt(b, a, r.ntasks)
 	case job.AttrNcores:
@@ -164,12 +164,12 @@ func appendAttr(b []byte, r *record, a job.Attr) []byte {
 		if !inactive || !r.excOccur {
 			return b
 		}
-		return appendString(appendKey(b, a), r.excType)
+		return appendString(appendKey(b, a), r.excType())
 	case job.AttrExceptionNote:
 		if !inactive || !r.excOccur {
 			return b
 		}
-		return appendString(appendKey(b, a), r.excNote)
+		return appendString(appendKey(b, a), r.rare.excNote)
 	case job.AttrResult:
 		if !inactive {
 			return b
@@ -181,11 +181,11 @@ func appendAttr(b []byte, r *record, a job.Attr) []byte {
 		}
 		return append(appendKey(b, a), r.annotations...)
 	case job.AttrDependencies:
-		if r.deps == nil {
+		if r.rare == nil || !r.rare.depsSeen {
 			return b
 		}
 		b = append(appendKey(b, a), '[')
-		for i, d := range r.deps.list {
+		for i, d := range r.rare.deps.list {
 			if i > 0 {
 				b = append(b, ',')
 			}

@@ -89,6 +89,7 @@ type index struct {
 	pending  orderedList
 	running  orderedList
 	inactive orderedList
+	slab     recordSlab
 }
 
 func newIndex() *index {

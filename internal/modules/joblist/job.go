@@ -14,7 +14,8 @@ import (
 // record is job-list's compact summary of one job: the fields RFC 43
 // attributes are made of, extracted from the eventlog, jobspec and R
 // (which are not kept). Strings that repeat across jobs (cwd, queue,
-// nodelist ...) are interned so 64k records stay small.
+// nodelist ...) are interned, and what few jobs have (an exception,
+// dependencies) is kept aside, so 64k records stay small.
 type record struct {
 	id jobid.ID
 
@@ -39,11 +40,45 @@ type record struct {
 	submitted  bool // submit event seen
 	listed     int8 // which list holds the record (listNone ...)
 
-	name, cwd, queue, project, bank string
-	ranks, nodelist                 string
-	excType, excNote                string
-	annotations                     string // JSON object text, "" if none
-	deps                            *deps
+	labels          unique.Handle[labels]
+	ranks, nodelist string
+	annotations     string // JSON object text, "" if none
+	rare            *rareFields
+}
+
+// labels are the names a job's jobspec gives it. The jobs of a workflow
+// mostly share them, so a record holds one interned handle for all five.
+type labels struct{ name, cwd, queue, project, bank string }
+
+var noLabels = unique.Make(labels{})
+
+// lab returns the record's labels.
+func (r *record) lab() labels { return r.labels.Value() }
+
+// setLab sets the record's labels.
+func (r *record) setLab(l labels) { r.labels = unique.Make(l) }
+
+// rareFields are what only some jobs have: an exception, dependencies.
+type rareFields struct {
+	excType, excNote string
+	deps             deps
+	depsSeen         bool // a dependency event was seen: list them, even none
+}
+
+// more returns the record's rare fields, adding them if needed.
+func (r *record) more() *rareFields {
+	if r.rare == nil {
+		r.rare = new(rareFields)
+	}
+	return r.rare
+}
+
+// excType returns the type of the job's most severe exception.
+func (r *record) excType() string {
+	if r.rare == nil {
+		return ""
+	}
+	return r.rare.excType
 }
 
 // deps is a job's outstanding dependencies, in the order added. Once
@@ -71,8 +106,16 @@ func (d *deps) remove(s string) {
 }
 
 func newRecord(id jobid.ID) *record {
-	return &record{
+	r := new(record)
+	r.init(id)
+	return r
+}
+
+// init makes r the record of a new job id.
+func (r *record) init(id jobid.ID) {
+	*r = record{
 		id:         id,
+		labels:     noLabels,
 		state:      job.StateNew,
 		statesMask: job.StateNew,
 		duration:   -1,
@@ -84,6 +127,27 @@ func newRecord(id jobid.ID) *record {
 		urgency:    -1,
 		result:     job.ResultFailed,
 	}
+}
+
+// recordChunk is how many records a recordSlab allocates at once.
+const recordChunk = 128
+
+// recordSlab hands out records from chunks allocated together. The
+// index keeps every record until it is purged (oldest first), so
+// records allocated one by one during a burst of jobs would each pin a
+// span of the heap shared with the burst's short-lived garbage; kept in
+// chunks, they leave the rest of the heap free to return to the kernel.
+// A chunk is freed once none of its records is referenced.
+type recordSlab struct{ free []record }
+
+func (s *recordSlab) get(id jobid.ID) *record {
+	if len(s.free) == 0 {
+		s.free = make([]record, recordChunk)
+	}
+	r := &s.free[0]
+	s.free = s.free[1:]
+	r.init(id)
+	return r
 }
 
 // intern returns the canonical copy of s so equal strings share memory.
@@ -129,9 +193,9 @@ func (r *record) finishResult() {
 	switch {
 	case r.success:
 		r.result = job.ResultCompleted
-	case r.excOccur && r.excType == "cancel":
+	case r.excOccur && r.excType() == "cancel":
 		r.result = job.ResultCanceled
-	case r.excOccur && r.excType == "timeout":
+	case r.excOccur && r.excType() == "timeout":
 		r.result = job.ResultTimeout
 	default:
 		r.result = job.ResultFailed
@@ -246,8 +310,9 @@ func (r *record) apply(ev *event) bool {
 		if !r.excOccur || c.Severity < r.excSev {
 			r.excOccur = true
 			r.excSev = c.Severity
-			r.excType = intern(c.Type)
-			r.excNote = c.Note
+			m := r.more()
+			m.excType = intern(c.Type)
+			m.excNote = c.Note
 		}
 		if c.Severity == 0 && r.state != job.StateNew && r.state != job.StateInactive {
 			r.enter(job.StateCleanup, ev.Timestamp)
@@ -270,13 +335,12 @@ func (r *record) apply(ev *event) bool {
 		if json.Unmarshal(ev.Context, &c) != nil {
 			break
 		}
-		if r.deps == nil {
-			r.deps = &deps{}
-		}
+		m := r.more()
+		m.depsSeen = true
 		if ev.Name == "dependency-add" {
-			r.deps.add(c.Description)
+			m.deps.add(c.Description)
 		} else {
-			r.deps.remove(c.Description)
+			m.deps.remove(c.Description)
 		}
 	case "resource-update":
 		var c struct {
@@ -298,7 +362,7 @@ func (r *record) setAnnotations(raw json.RawMessage) {
 		r.annotations = ""
 		return
 	}
-	r.annotations = intern(compactJSON(raw))
+	r.annotations = compactJSON(raw) // mostly unique per job: not interned
 }
 
 // memo merges a memo event's context into annotations.user (a null
@@ -330,7 +394,7 @@ func (r *record) memo(ctx json.RawMessage) {
 		return
 	}
 	b, _ := json.Marshal(ann)
-	r.annotations = intern(string(b))
+	r.annotations = string(b)
 }
 
 func mergeNull(dst, upd map[string]any) {
@@ -377,23 +441,33 @@ func (r *record) jobspecUpdate(ctx json.RawMessage) {
 			}
 		case "attributes.system.job.name":
 			if json.Unmarshal(v, &s) == nil {
-				r.name = intern(s)
+				l := r.lab()
+				l.name = s
+				r.setLab(l)
 			}
 		case "attributes.system.queue":
 			if json.Unmarshal(v, &s) == nil {
-				r.queue = intern(s)
+				l := r.lab()
+				l.queue = s
+				r.setLab(l)
 			}
 		case "attributes.system.project":
 			if json.Unmarshal(v, &s) == nil {
-				r.project = intern(s)
+				l := r.lab()
+				l.project = s
+				r.setLab(l)
 			}
 		case "attributes.system.bank":
 			if json.Unmarshal(v, &s) == nil {
-				r.bank = intern(s)
+				l := r.lab()
+				l.bank = s
+				r.setLab(l)
 			}
 		case "attributes.system.cwd":
 			if json.Unmarshal(v, &s) == nil {
-				r.cwd = intern(s)
+				l := r.lab()
+				l.cwd = s
+				r.setLab(l)
 			}
 		}
 	}

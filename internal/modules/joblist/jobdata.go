@@ -120,11 +120,7 @@ func (r *record) setJobspec(raw []byte) {
 			name = arg0
 		}
 	}
-	r.name = intern(name)
-	r.cwd = intern(sys.Cwd)
-	r.queue = intern(sys.Queue)
-	r.project = intern(sys.Project)
-	r.bank = intern(sys.Bank)
+	r.setLab(labels{name: name, cwd: sys.Cwd, queue: sys.Queue, project: sys.Project, bank: sys.Bank})
 	r.duration = 0
 	if sys.Duration != nil {
 		r.duration = *sys.Duration

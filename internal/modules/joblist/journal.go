@@ -105,7 +105,7 @@ func (s *service) applyEntry(e *journalEntry, backlog bool) {
 		if len(e.Events) == 0 || (!backlog && e.Events[0].Name != "submit") {
 			return
 		}
-		r = newRecord(id)
+		r = s.idx.slab.get(id)
 		s.idx.jobs[id] = r
 	}
 	if len(e.Jobspec) > 0 {

@@ -8,7 +8,7 @@ func TestRecordFromJobspecAndR(t *testing.T) {
 		`"label":"task","with":[{"type":"core","count":4}]}]}],"tasks":[{"command":["/bin/app","-x"],"slot":"task",` +
 		`"count":{"total":5}}],"attributes":{"system":{"duration":60.5,"cwd":"/home/a","queue":"batch","project":"p",` +
 		`"bank":"b","environment":{"X":"y"}}}}`))
-	if r.name != "app" || r.cwd != "/home/a" || r.queue != "batch" || r.project != "p" || r.bank != "b" ||
+	if l := r.lab(); l.name != "app" || l.cwd != "/home/a" || l.queue != "batch" || l.project != "p" || l.bank != "b" ||
 		r.duration != 60.5 || r.nnodes != 2 || r.ntasks != 5 {
 		t.Errorf("record %+v", r)
 	}
@@ -16,13 +16,13 @@ func TestRecordFromJobspecAndR(t *testing.T) {
 	r.setJobspec([]byte(`{"resources":[{"type":"slot","count":2,"with":[{"type":"core","count":3}]}],` +
 		`"tasks":[{"command":["true"],"count":{"per_slot":1}}],"attributes":{"system":{"job":{"name":"named"},` +
 		`"shell":{"options":{"per-resource":{"type":"core","count":2}}}}}}`))
-	if r.name != "named" || r.ncores != 6 || r.ntasks != 12 || r.duration != 0 {
+	if r.lab().name != "named" || r.ncores != 6 || r.ntasks != 12 || r.duration != 0 {
 		t.Errorf("record %+v", r)
 	}
 	// a member of the wrong type leaves the record as it was
 	r = newRecord(3)
 	r.setJobspec([]byte(`{"attributes":{"system":{"cwd":5}},"tasks":[{"command":["x"]}]}`))
-	if r.name != "" || r.duration != -1 {
+	if r.lab().name != "" || r.duration != -1 {
 		t.Errorf("bad jobspec changed the record: %+v", r)
 	}
 	r.setR([]byte(`{"version":1,"execution":{"R_lite":[{"rank":"0-1","children":{"core":"0-3"}},{"rank":"5","children":{"core":"0"}}],` +

@@ -5,6 +5,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/mapshrink"
 	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
@@ -34,7 +35,8 @@ type cache struct {
 	h        *flux.Handle
 	hashName string
 	m        map[string]*entry
-	now      time.Time // refreshed once per operation by touchClock
+	peak     mapshrink.Peak // m's high-water mark
+	now      time.Time      // refreshed once per operation by touchClock
 
 	faults int // loads sent, for stats
 }
@@ -95,6 +97,7 @@ func (c *cache) forget(blobs []blob) {
 			delete(c.m, b.ref)
 		}
 	}
+	c.m = mapshrink.Shrink(&c.peak, c.m)
 }
 
 // putDir records a dir created by a commit (not yet stored).
@@ -103,6 +106,7 @@ func (c *cache) putDir(ref string, dir *treeobj.Object) *entry {
 	if e == nil {
 		e = &entry{}
 		c.m[ref] = e
+		c.peak.Note(len(c.m))
 	}
 	if e.dir == nil {
 		e.dir, e.data = dir, nil
@@ -117,6 +121,7 @@ func (c *cache) putData(ref string, data []byte) *entry {
 	if e == nil {
 		e = &entry{}
 		c.m[ref] = e
+		c.peak.Note(len(c.m))
 	}
 	if e.data == nil && e.dir == nil {
 		if data == nil {
@@ -137,6 +142,7 @@ func (c *cache) load(ref string, done func(error)) {
 	if e == nil {
 		e = &entry{}
 		c.m[ref] = e
+		c.peak.Note(len(c.m))
 	}
 	if e.valid() && !e.loading {
 		c.h.Post(func() { done(nil) })
@@ -179,6 +185,7 @@ func (c *cache) loaded(ref string, e *entry, data []byte, err error) {
 		e.lastUse = time.Now()
 	} else if !e.valid() {
 		delete(c.m, ref)
+		c.m = mapshrink.Shrink(&c.peak, c.m)
 		err = fmt.Errorf("load %s: %w", ref, err)
 	}
 	w := e.waiters
@@ -240,6 +247,7 @@ func (c *cache) expire(maxAge time.Duration, keep map[string]bool) int {
 		delete(c.m, ref)
 		n++
 	}
+	c.m = mapshrink.Shrink(&c.peak, c.m)
 	return n
 }
 
