@@ -11,6 +11,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/bench/internal/benchkit"
+	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
@@ -62,6 +64,8 @@ func main() {
 	local1 := rpcLatency(ctx, h, 0, *n)
 	runtime.GOMAXPROCS(prev)
 	fmt.Printf("  same, client with GOMAXPROCS=1   median %8.1f µs  p99 %8.1f µs  (%.1fx raw, %.1fx two-process raw)\n", us(local1.median), us(local1.p99), float64(local1.median)/float64(raw.median), float64(local1.median)/float64(xraw.median))
+	bare := bareRPCLatency(inst.URI, *n)
+	fmt.Printf("  same, bare socket client         median %8.1f µs  p99 %8.1f µs  (%.1fx raw, %.1fx two-process raw; no client library: the broker's share)\n", us(bare.median), us(bare.p99), float64(bare.median)/float64(raw.median), float64(bare.median)/float64(xraw.median))
 	far := rpcLatency(ctx, h, 15, *n/4)
 	fmt.Printf("RPC to rank 15 over 3 hops         median %8.1f µs  p99 %8.1f µs\n", us(far.median), us(far.p99))
 
@@ -180,6 +184,45 @@ func rpcLatency(ctx context.Context, h *flux.Handle, rank uint32, n int) lat {
 		t := time.Now()
 		if err := h.Call(ctx, "attr.get", rank, req, nil); err != nil {
 			panic(err)
+		}
+		out[i] = time.Since(t)
+	}
+	return summarize(out)
+}
+
+// bareRPCLatency times n attr.get round trips written and read on the
+// local socket by this goroutine alone, without the client library: what
+// the broker adds to the socket's own round trip.
+func bareRPCLatency(uri string, n int) lat {
+	path, err := flux.SocketPath(uri)
+	if err != nil {
+		panic(err)
+	}
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	var auth [1]byte
+	if _, err := io.ReadFull(c, auth[:]); err != nil || auth[0] != 0 {
+		panic(fmt.Sprintf("local connector refused: %v %v", auth[0], err))
+	}
+	req := message.NewRequest("attr.get", 0, []byte(`{"name":"rank"}`))
+	req.Matchtag = 1
+	wire := message.AppendFramed(nil, req)
+	r := message.NewReader(c)
+	out := make([]time.Duration, n)
+	for i := range out {
+		t := time.Now()
+		if _, err := c.Write(wire); err != nil {
+			panic(err)
+		}
+		m, err := r.Read()
+		if err != nil {
+			panic(err)
+		}
+		if m.Errnum != 0 {
+			panic(fmt.Sprintf("attr.get: errno %d", m.Errnum))
 		}
 		out[i] = time.Since(t)
 	}

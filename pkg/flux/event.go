@@ -50,6 +50,7 @@ func (s *Subscription) fail(err error) {
 // Subscribe asks the broker for events whose topic starts with prefix
 // ("" for all) and returns a Subscription to read them from.
 func (h *Handle) Subscribe(ctx context.Context, prefix string) (*Subscription, error) {
+	h.needReader()
 	s := &Subscription{h: h, prefix: prefix, notify: make(chan struct{}, 1)}
 	h.mu.Lock()
 	h.subs[s] = struct{}{}
@@ -98,6 +99,7 @@ func (s *Subscription) Unsubscribe(ctx context.Context) error {
 // OnEvent subscribes to events with topic prefix and runs fn for each on
 // the Serve goroutine.
 func (h *Handle) OnEvent(ctx context.Context, prefix string, fn func(m *Message)) error {
+	h.needReader()
 	h.mu.Lock()
 	h.evh = append(h.evh, evHandler{prefix: prefix, fn: fn})
 	h.mu.Unlock()

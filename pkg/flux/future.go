@@ -82,6 +82,7 @@ func responseErr(m *Message) error {
 // response (once for a plain RPC; per response for a stream, the last one
 // carrying an error). Use it in services instead of blocking.
 func (f *Future) Then(fn func(m *Message, err error)) {
+	f.h.needReader()
 	f.mu.Lock()
 	pending := f.msgs
 	f.msgs = nil
@@ -123,13 +124,11 @@ func (f *Future) Next(ctx context.Context) (*Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
+		if err := f.h.await(ctx, f, ch); err != nil {
 			if !f.streaming {
 				f.h.unregister(f.tag)
 			}
-			return nil, ctx.Err()
+			return nil, err
 		}
 	}
 }

@@ -62,6 +62,7 @@ type Handle struct {
 	err      error
 	done     chan struct{}
 	attrs    map[string]string
+	rd       readState
 }
 
 // NewHandle wraps a connection and starts receiving on it.
@@ -74,7 +75,7 @@ func NewHandle(c Conn) *Handle {
 		done:   make(chan struct{}),
 		attrs:  make(map[string]string),
 	}
-	c.Start(h.deliver, h.lost)
+	h.startConn()
 	return h
 }
 
@@ -98,7 +99,10 @@ func (h *Handle) Close() error {
 }
 
 // Done is closed when the connection has ended.
-func (h *Handle) Done() <-chan struct{} { return h.done }
+func (h *Handle) Done() <-chan struct{} {
+	h.needReader()
+	return h.done
+}
 
 // Err returns why the connection ended, or nil while it is up.
 func (h *Handle) Err() error {
@@ -245,6 +249,7 @@ func (h *Handle) wake() {
 // Serve runs request handlers, event handlers and posted functions on the
 // calling goroutine until ctx is done or the connection ends.
 func (h *Handle) Serve(ctx context.Context) error {
+	h.needReader()
 	var batch []work
 	for {
 		h.mu.Lock()

@@ -14,6 +14,7 @@ import (
 // local connector protocol).
 type localConn struct {
 	c       *net.UnixConn
+	r       *message.Reader // used by ReadMessage, then by Start's goroutine
 	wmu     sync.Mutex
 	buf     []byte
 	closeMu sync.Once
@@ -49,7 +50,7 @@ func DialLocal(uri string) (Conn, error) {
 		return nil, fmt.Errorf("connect to %s: broker refused connection: %w", path, syscall.Errno(b[0]))
 	}
 	uc := c.(*net.UnixConn)
-	return &localConn{c: uc}, nil
+	return &localConn{c: uc, r: message.NewReader(uc)}, nil
 }
 
 func (l *localConn) Send(m *Message) error {
@@ -64,9 +65,8 @@ func (l *localConn) Send(m *Message) error {
 
 func (l *localConn) Start(deliver func(*Message), closed func(error)) {
 	go func() {
-		r := message.NewReader(l.c)
 		for {
-			m, err := r.Read()
+			m, err := l.r.Read()
 			if err != nil {
 				closed(fmt.Errorf("broker connection: %w", err))
 				return
@@ -75,6 +75,9 @@ func (l *localConn) Start(deliver func(*Message), closed func(error)) {
 		}
 	}()
 }
+
+// ReadMessage reads the next message (DirectReader).
+func (l *localConn) ReadMessage() (*Message, error) { return l.r.Read() }
 
 func (l *localConn) Close() error {
 	var err error

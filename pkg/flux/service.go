@@ -35,6 +35,7 @@ type evHandler struct {
 // goroutine: a hand-off less per request. fn must be safe for concurrent
 // use and quick (read-only lookups such as attribute gets and pings).
 func (h *Handle) HandleFuncInline(topic string, fn HandlerFunc) {
+	h.needReader()
 	h.mu.Lock()
 	if h.inline == nil {
 		h.inline = make(map[string]HandlerFunc)
@@ -47,6 +48,7 @@ func (h *Handle) HandleFuncInline(topic string, fn HandlerFunc) {
 // exact topic, "prefix.*" for every topic under prefix, or "*". The most
 // specific registered pattern wins (exact, then longest prefix).
 func (h *Handle) HandleFunc(pattern string, fn HandlerFunc) {
+	h.needReader()
 	h.mu.Lock()
 	h.handlers = append(h.handlers, handler{pattern: pattern, fn: fn})
 	h.mu.Unlock()
@@ -198,6 +200,7 @@ func (r *Request) EndStream() error {
 // (topics "name.*") to this handle. The broker removes the service when
 // the handle disconnects.
 func (h *Handle) RegisterService(ctx context.Context, name string) error {
+	h.needReader()
 	return h.Call(ctx, "service.add", NodeidAny, map[string]string{"service": name}, nil)
 }
 

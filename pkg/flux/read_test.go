@@ -1,0 +1,179 @@
+package flux_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/testinstance"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+)
+
+// sink registers a service on its own handle that never answers, and
+// returns a channel of the requests it got.
+func sink(t *testing.T, uri, name string) <-chan *flux.Request {
+	t.Helper()
+	h, err := flux.Open(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	got := make(chan *flux.Request, 16)
+	h.HandleFunc(name+".*", func(r *flux.Request) { got <- r })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go h.Serve(ctx)
+	if err := h.RegisterService(context.Background(), name); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func getRank(h *flux.Handle, ctx context.Context) (string, error) {
+	var resp struct {
+		Value string `json:"value"`
+	}
+	err := h.Call(ctx, "attr.get", flux.NodeidAny, map[string]string{"name": "rank"}, &resp)
+	return resp.Value, err
+}
+
+// Goroutines waiting on one handle take turns reading the connection:
+// every response reaches its caller, whoever read it.
+func TestDirectReadTurns(t *testing.T) {
+	inst := testinstance.Start(t, testinstance.Options{})
+	h, err := flux.Open(inst.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 300; i++ {
+				v, err := getRank(h, context.Background())
+				if err != nil || v != "0" {
+					errs <- fmt.Errorf("call %d: %q, %v", i, v, err)
+					return
+				}
+			}
+		}()
+	}
+	// A stream read with Next alongside the calls.
+	f, err := h.RPC("broker.ping", flux.NodeidAny, map[string]int{"seq": 1}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Get(context.Background()); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// A subscription made while other goroutines read for themselves gets
+// every event, and the calls go on.
+func TestDirectReadThenSubscribe(t *testing.T) {
+	inst := testinstance.Start(t, testinstance.Options{})
+	h, err := flux.Open(inst.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	ctx := context.Background()
+
+	stop := make(chan struct{})
+	callErr := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				callErr <- nil
+				return
+			default:
+			}
+			if _, err := getRank(h, ctx); err != nil {
+				callErr <- err
+				return
+			}
+		}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	sub, err := h.Subscribe(ctx, "readtest.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		if _, err := h.PublishSync(ctx, fmt.Sprintf("readtest.%d", i), nil, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for i := 0; i < 20; i++ {
+		m, err := sub.Next(tctx)
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if want := fmt.Sprintf("readtest.%d", i); m.Topic != want {
+			t.Fatalf("event %d is %s, want %s", i, m.Topic, want)
+		}
+	}
+	close(stop)
+	if err := <-callErr; err != nil {
+		t.Fatalf("calls during the switch: %v", err)
+	}
+}
+
+// A wait that can time out uses the reader goroutine (a blocked read
+// cannot be interrupted); the handle keeps working afterwards.
+func TestDirectReadTimeout(t *testing.T) {
+	inst := testinstance.Start(t, testinstance.Options{})
+	reqs := sink(t, inst.URI, "readsink")
+	h, err := flux.Open(inst.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err = h.Call(ctx, "readsink.hang", flux.NodeidAny, nil, nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("call to a service that never answers: %v, want a deadline error", err)
+	}
+	<-reqs
+	if v, err := getRank(h, context.Background()); err != nil || v != "0" {
+		t.Fatalf("after the timeout: %q, %v", v, err)
+	}
+}
+
+// Closing the handle ends a wait that is reading the connection itself.
+func TestDirectReadClose(t *testing.T) {
+	inst := testinstance.Start(t, testinstance.Options{})
+	reqs := sink(t, inst.URI, "readsink")
+	h, err := flux.Open(inst.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.Call(context.Background(), "readsink.hang", flux.NodeidAny, nil, nil) }()
+	<-reqs
+	h.Close()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("call on a closed handle succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a call blocked reading the connection did not end when the handle closed")
+	}
+}
