@@ -63,7 +63,7 @@ func TestAutoLimit(t *testing.T) {
 	// what the runtime reports now gives a limit at least the floor
 	s := newHeapSampler()
 	s.read()
-	if l := s.read().limit(); l < MemoryLimitFloor {
+	if l := s.read().limit(); l < MemoryLimitFloor && l != math.MaxInt64 {
 		t.Fatalf("limit %d below the floor", l)
 	}
 }
@@ -79,6 +79,11 @@ func TestHeapStateLimit(t *testing.T) {
 	growing.growing = true
 	if got := growing.limit(); got != math.MaxInt64 {
 		t.Fatalf("limit while the heap grows: %d", got)
+	}
+	busy := steady
+	busy.busy = true
+	if got := busy.limit(); got != math.MaxInt64 {
+		t.Fatalf("limit while the collector runs: %d", got)
 	}
 	off := steady
 	off.gogc = -1
