@@ -22,8 +22,10 @@ import (
 // Once anything needs messages delivered when nobody waits for a
 // response (a subscription, an event or request handler, a Then callback,
 // Done, a wait whose context can be canceled, since a blocked read cannot
-// be interrupted without losing the stream's framing), the handle starts
-// the reader goroutine and keeps it for the rest of its life.
+// be interrupted without losing the stream's framing), or the caller
+// keeps several RPCs in flight (a reader goroutine then receives while
+// the caller sends), the handle starts the reader goroutine and keeps it
+// for the rest of its life.
 
 // DirectReader is implemented by connections that let a goroutine read
 // the next message itself. A handle calls ReadMessage from one goroutine
@@ -118,8 +120,17 @@ func (h *Handle) lead(f *Future) {
 		}
 		h.deliver(m)
 	}
+	// Other requests still waiting for responses: the caller pipelines
+	// RPCs, and a reader goroutine receiving while it sends serves it
+	// better than turns taken by its waits.
+	h.mu.Lock()
+	pipelined := len(h.rpcs) > 0
+	h.mu.Unlock()
 	rd := &h.rd
 	rd.mu.Lock()
+	if pipelined {
+		rd.async = true
+	}
 	rd.leading = false
 	start := rd.async && !rd.started
 	if start {
