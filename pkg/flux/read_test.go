@@ -12,15 +12,22 @@ import (
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
-// sink registers a service on its own handle that never answers, and
-// returns a channel of the requests it got.
-func sink(t *testing.T, uri, name string) <-chan *flux.Request {
+// open connects to uri for the rest of the test.
+func open(t *testing.T, uri string) *flux.Handle {
 	t.Helper()
 	h, err := flux.Open(uri)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+// sink registers a service on its own handle that never answers, and
+// returns a channel of the requests it got.
+func sink(t *testing.T, uri, name string) <-chan *flux.Request {
+	t.Helper()
+	h := open(t, uri)
 	got := make(chan *flux.Request, 16)
 	h.HandleFunc(name+".*", func(r *flux.Request) { got <- r })
 	ctx, cancel := context.WithCancel(context.Background())
@@ -44,11 +51,7 @@ func getRank(h *flux.Handle, ctx context.Context) (string, error) {
 // every response reaches its caller, whoever read it.
 func TestDirectReadTurns(t *testing.T) {
 	inst := testinstance.Start(t, testinstance.Options{})
-	h, err := flux.Open(inst.URI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := open(t, inst.URI)
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -84,11 +87,7 @@ func TestDirectReadTurns(t *testing.T) {
 // every event, and the calls go on.
 func TestDirectReadThenSubscribe(t *testing.T) {
 	inst := testinstance.Start(t, testinstance.Options{})
-	h, err := flux.Open(inst.URI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := open(t, inst.URI)
 	ctx := context.Background()
 
 	stop := make(chan struct{})
@@ -139,14 +138,10 @@ func TestDirectReadThenSubscribe(t *testing.T) {
 func TestDirectReadTimeout(t *testing.T) {
 	inst := testinstance.Start(t, testinstance.Options{})
 	reqs := sink(t, inst.URI, "readsink")
-	h, err := flux.Open(inst.URI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := open(t, inst.URI)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	err = h.Call(ctx, "readsink.hang", flux.NodeidAny, nil, nil)
+	err := h.Call(ctx, "readsink.hang", flux.NodeidAny, nil, nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("call to a service that never answers: %v, want a deadline error", err)
 	}
