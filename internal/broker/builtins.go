@@ -5,6 +5,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -24,6 +25,13 @@ type builtins struct {
 	// dmesg followers by requestor route; only the Serve goroutine
 	// touches this map.
 	followers map[string]*dmesgFollower
+	// followEnd is closed by stop: followers send what is logged until
+	// then (the broker's last lines, modules unloading), then end their
+	// streams; stop waits for them (followWG).
+	followEnd   chan struct{}
+	followWG    sync.WaitGroup
+	followMu    sync.Mutex // orders followWG.Add before stop's Wait
+	followEnded bool
 	// cpu is the CPU profile in progress (broker.profile "cpu").
 	cpu *cpuProfile
 }
@@ -31,7 +39,7 @@ type builtins struct {
 var builtinServices = []string{"broker", "attr", "service", "local", "event", "log", "module", "overlay", "config"}
 
 func newBuiltins(b *Broker) *builtins {
-	return &builtins{b: b, done: make(chan struct{}), followers: make(map[string]*dmesgFollower)}
+	return &builtins{b: b, done: make(chan struct{}), followers: make(map[string]*dmesgFollower), followEnd: make(chan struct{})}
 }
 
 func (s *builtins) start() error {
@@ -82,6 +90,11 @@ func (s *builtins) start() error {
 }
 
 func (s *builtins) stop() {
+	s.followMu.Lock()
+	s.followEnded = true
+	close(s.followEnd)
+	s.followMu.Unlock()
+	s.followWG.Wait()
 	s.cancel()
 	<-s.done
 	s.b.router.removePeer(s.p)
@@ -193,8 +206,10 @@ func (s *builtins) ping(r *flux.Request) {
 	if n > 0 {
 		out = append(out, ',')
 	}
+	// the route taken, then this broker (as flux-core's responders
+	// add their own identity)
 	out = append(out, `"route":`...)
-	out = jsonwire.AppendString(out, r.Msg.RouteString())
+	out = jsonwire.AppendString(out, r.Msg.RouteString()+"!"+strconv.FormatUint(uint64(s.b.rank), 10))
 	out = append(out, `,"userid":`...)
 	out = jsonwire.AppendUint(out, uint64(r.Userid()))
 	out = append(out, `,"rolemask":`...)
@@ -409,20 +424,42 @@ func (s *builtins) dmesg(r *flux.Request) {
 		r.EndStream()
 		return
 	}
+	s.followMu.Lock()
+	if s.followEnded { // the broker is stopping
+		s.followMu.Unlock()
+		r.EndStream()
+		return
+	}
+	s.followWG.Add(1)
+	s.followMu.Unlock()
 	f := &dmesgFollower{ch: s.b.ring.follow(), stop: make(chan struct{})}
 	key := r.Msg.RouteString()
 	s.followers[key] = f
 	go func() {
+		defer s.followWG.Done()
 		defer s.b.ring.unfollow(f.ch)
+		// end the stream after the entries already logged: a broker
+		// shutting down still sends the lines of its last moments
+		end := func() {
+			for {
+				select {
+				case e := <-f.ch:
+					r.Respond(e)
+				default:
+					r.EndStream()
+					return
+				}
+			}
+		}
 		for {
 			select {
 			case e := <-f.ch:
 				r.Respond(e)
 			case <-f.stop:
-				r.EndStream()
+				end()
 				return
-			case <-s.b.ctx.Done():
-				r.EndStream()
+			case <-s.followEnd:
+				end()
 				return
 			}
 		}

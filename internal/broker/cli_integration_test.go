@@ -67,6 +67,15 @@ func tbonDepth(r int) int {
 	return d
 }
 
+// tbonPath is the ranks from 0 down to r with fanout 2, joined by "!".
+func tbonPath(r int) string {
+	path := []string{strconv.Itoa(r)}
+	for ; r > 0; r = (r - 1) / 2 {
+		path = append([]string{strconv.Itoa((r - 1) / 2)}, path...)
+	}
+	return strings.Join(path, "!")
+}
+
 func TestCLIPingEveryRank(t *testing.T) {
 	inst := testinstance.Start(t, testinstance.Options{Size: 8, Attrs: map[string]string{"tbon.fanout": "2"}})
 	for r := 0; r < 8; r++ {
@@ -77,9 +86,11 @@ func TestCLIPingEveryRank(t *testing.T) {
 			t.Errorf("flux ping %d printed %q", r, out)
 			continue
 		}
-		// one hop for our connection, one per overlay link crossed
-		if hops := len(strings.Split(m[1], "!")); hops != tbonDepth(r)+1 {
-			t.Errorf("rank %d: route %s has %d hops, want %d", r, m[1], hops, tbonDepth(r)+1)
+		// our connection, then the rank of each broker passed on the
+		// way down the tree, then the broker that answered
+		hops := strings.Split(m[1], "!")
+		if want := tbonPath(r); len(hops) != tbonDepth(r)+2 || strings.Join(hops[1:], "!") != want {
+			t.Errorf("rank %d: route %s, want <client>!%s", r, m[1], want)
 		}
 	}
 	// a service by name, with the rank!service form, from rank 5

@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/fluxgo/fluxgo/internal/message"
 )
@@ -61,14 +62,35 @@ func (lc *localConnector) serve() {
 	}
 }
 
-// close stops accepting and disconnects every client.
+// clientFlushTimeout bounds how long a broker that is exiting waits for
+// a client to take what is queued for it.
+const clientFlushTimeout = 2 * time.Second
+
+// close stops accepting and disconnects every client, after sending each
+// what is queued for it (the answer to flux shutdown, the log lines of
+// the modules unloading that it follows), for at most clientFlushTimeout.
 func (lc *localConnector) close() {
 	lc.ln.Close()
 	lc.mu.Lock()
+	clients := make([]*client, 0, len(lc.clients))
 	for c := range lc.clients {
-		c.conn.Close()
+		clients = append(clients, c)
 	}
 	lc.mu.Unlock()
+	for _, c := range clients {
+		setWriteDeadline(c.conn, clientFlushTimeout)
+		c.q.close()
+	}
+	deadline := time.After(clientFlushTimeout)
+	for _, c := range clients {
+		select {
+		case <-c.flushed:
+		case <-deadline:
+		}
+	}
+	for _, c := range clients {
+		c.conn.Close()
+	}
 	lc.wg.Wait()
 }
 
@@ -121,6 +143,7 @@ func (lc *localConnector) handle(c *net.UnixConn) {
 		ident:   newClientID(),
 		q:       newSendQueue(),
 		touched: make(map[svcAddr]struct{}),
+		flushed: make(chan struct{}),
 	}
 	cl.q.allowInline(c)
 	lc.mu.Lock()
@@ -128,15 +151,14 @@ func (lc *localConnector) handle(c *net.UnixConn) {
 	lc.mu.Unlock()
 	b.router.addPeer(cl)
 
-	done := make(chan struct{})
 	go func() {
 		cl.q.writeLoop(c)
 		c.Close()
-		close(done)
+		close(cl.flushed)
 	}()
 	cl.readLoop()
 	cl.q.close()
-	<-done
+	<-cl.flushed
 	lc.mu.Lock()
 	delete(lc.clients, cl)
 	lc.mu.Unlock()
@@ -158,6 +180,9 @@ type client struct {
 	role  uint32
 	ident string
 	q     *sendQueue
+	// flushed is closed once the writer has sent what was queued and
+	// closed the connection
+	flushed chan struct{}
 
 	mu      sync.Mutex
 	touched map[svcAddr]struct{} // services this client sent requests to

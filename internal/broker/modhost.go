@@ -195,7 +195,7 @@ func (mh *moduleHost) load(name string, args []string) error {
 		if err := r.Msg.UnmarshalPayload(&req); err != nil {
 			req = map[string]any{}
 		}
-		req["route"] = r.Msg.RouteString()
+		req["route"] = r.Msg.RouteString() + "!" + mod.Name() // the route taken, then this module
 		req["userid"] = r.Userid()
 		req["rolemask"] = r.Rolemask()
 		req["rank"] = rank

@@ -379,7 +379,9 @@ func (o *overlay) connectParent(uri string) error {
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	prank, _ := b.topo.parent(b.rank)
-	l := &link{o: o, conn: c, q: newSendQueue(), rank: prank, pk: peerParent, ident: "p",
+	// Route ids on the overlay are ranks: a request from the parent
+	// carries its rank, as one from a child carries the child's.
+	l := &link{o: o, conn: c, q: newSendQueue(), rank: prank, pk: peerParent, ident: strconv.FormatUint(uint64(prank), 10),
 		inflight: make(map[inflightID]*message.Message)}
 	l.lastRecv.Store(time.Now().UnixNano())
 	l.q.allowInline(c)

@@ -117,14 +117,15 @@ func TestPing(t *testing.T) {
 		target string
 		o      pingOptions
 		label  string
-		hops   int // route entries
-		lines  int // reply lines
+		hops   int    // route entries
+		last   string // the responder's own route id, last in the route
+		lines  int    // reply lines
 	}{
-		{"local broker", "0", pingOptions{count: 1}, "0!broker.ping", 1, 1},
-		{"child broker", "2", pingOptions{count: 3}, "2!broker.ping", 2, 3},
-		{"by hostname", "node1", pingOptions{count: 1}, "node1!broker.ping", 2, 1},
-		{"service", "testmod", pingOptions{count: 2, pad: 5}, "testmod.ping", 1, 2},
-		{"batch", "1!broker", pingOptions{count: 4, batch: true}, "1!broker.ping", 2, 4},
+		{"local broker", "0", pingOptions{count: 1}, "0!broker.ping", 2, "0", 1},
+		{"child broker", "2", pingOptions{count: 3}, "2!broker.ping", 3, "2", 3},
+		{"by hostname", "node1", pingOptions{count: 1}, "node1!broker.ping", 3, "1", 1},
+		{"service", "testmod", pingOptions{count: 2, pad: 5}, "testmod.ping", 2, "testmod", 2},
+		{"batch", "1!broker", pingOptions{count: 4, batch: true}, "1!broker.ping", 3, "1", 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,8 +158,9 @@ func TestPing(t *testing.T) {
 				if m[1] != tt.label || m[2] != strconv.Itoa(tt.o.pad) {
 					t.Errorf("line %q: want label %s pad=%d", l, tt.label, tt.o.pad)
 				}
-				if hops := len(strings.Split(m[4], "!")); hops != tt.hops {
-					t.Errorf("route %s has %d hops, want %d", m[4], hops, tt.hops)
+				hops := strings.Split(m[4], "!")
+				if len(hops) != tt.hops || hops[len(hops)-1] != tt.last {
+					t.Errorf("route %s: want %d hops ending with %s", m[4], tt.hops, tt.last)
 				}
 				seen[m[3]] = true
 			}
