@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -28,6 +29,7 @@ type proxy struct {
 	target string
 	mu     sync.Mutex
 	sent   []*message.Message
+	open   int // client connections whose end has not been read yet
 	wg     sync.WaitGroup
 }
 
@@ -65,6 +67,9 @@ func (p *proxy) accept() {
 			continue
 		}
 		p.wg.Add(2)
+		p.mu.Lock()
+		p.open++
+		p.mu.Unlock()
 		go func() { // broker -> client: the auth byte, then messages
 			defer p.wg.Done()
 			io.Copy(c, b)
@@ -73,6 +78,11 @@ func (p *proxy) accept() {
 		go func() { // client -> broker, recorded
 			defer p.wg.Done()
 			defer b.Close()
+			defer func() {
+				p.mu.Lock()
+				p.open--
+				p.mu.Unlock()
+			}()
 			r := message.NewReader(c)
 			for {
 				m, err := r.Read()
@@ -87,6 +97,20 @@ func (p *proxy) accept() {
 				}
 			}
 		}()
+	}
+}
+
+// settle waits (up to 10 s) until every client that connected has
+// closed and all it sent is recorded: the commands have exited, but the
+// proxy may not have read their last messages yet.
+func (p *proxy) settle() {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		p.mu.Lock()
+		n := p.open
+		p.mu.Unlock()
+		if n == 0 {
+			return
+		}
 	}
 }
 
@@ -185,6 +209,7 @@ func TestClientRequests(t *testing.T) {
 				t.Skipf("no transcript %s", sc.transcript)
 			}
 			p.take()
+			var ran []string
 			for _, argv := range sc.commands {
 				args := make([]string, len(argv))
 				for i, a := range argv {
@@ -194,6 +219,7 @@ func TestClientRequests(t *testing.T) {
 					args[i] = a
 				}
 				r := run(args...)
+				ran = append(ran, fmt.Sprintf("flux %s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), r.Code, r.Stdout, r.Stderr))
 				if r.Code != 0 {
 					t.Fatalf("flux %s: %+v", strings.Join(args, " "), r)
 				}
@@ -201,9 +227,19 @@ func TestClientRequests(t *testing.T) {
 					vars["LAST"] = out // a job id
 				}
 			}
-			time.Sleep(50 * time.Millisecond) // the proxy relays the last messages
-			for _, d := range compareClient(t, tr, p.take()) {
+			p.settle() // the proxy has recorded the commands' last messages
+			got := p.take()
+			diffs := compareClient(t, tr, got)
+			for _, d := range diffs {
 				t.Error(d)
+			}
+			if len(diffs) > 0 { // what ran, and what reached the broker
+				for _, l := range ran {
+					t.Log(l)
+				}
+				for _, m := range got {
+					t.Logf("sent %s matchtag %d flags %#x %s", m.Topic, m.Matchtag, m.Flags, m.JSON())
+				}
 			}
 			if sc.transcript == "submit-py" {
 				vars["JOB"] = vars["LAST"]
