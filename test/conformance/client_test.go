@@ -73,10 +73,15 @@ func (p *proxy) accept() {
 		go func() { // broker -> client: the auth byte, then messages
 			defer p.wg.Done()
 			io.Copy(c, b)
-			c.Close()
+			// Only our sending side: closing c here would throw away
+			// what the client sent last and the other goroutine has
+			// not read yet (a command that exits right after its last
+			// request makes this copy fail on its next write).
+			c.(*net.UnixConn).CloseWrite()
 		}()
 		go func() { // client -> broker, recorded
 			defer p.wg.Done()
+			defer c.Close()
 			defer b.Close()
 			defer func() {
 				p.mu.Lock()
