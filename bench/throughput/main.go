@@ -34,6 +34,7 @@ func main() {
 	flag.Var(&extra, "S", "extra broker attribute NAME=VALUE for the instance (repeatable)")
 	modstats := flag.Bool("modstats", false, "also print each module's messages received and sent per job")
 	hold := flag.Bool("hold", false, "keep the last instance running afterwards (its URI is printed) until stdin closes")
+	held := flag.Bool("held", false, "submit held jobs (urgency 0) and measure submission alone: what job-ingest, the KVS and the job manager's acceptance cost without the rest of the pipeline")
 	flag.Parse()
 	abs, err := filepath.Abs(*bin)
 	if err != nil {
@@ -63,6 +64,7 @@ func main() {
 		hold:     *hold,
 		attrs:    extra,
 		modstats: *modstats,
+		held:     *held,
 	}
 	fmt.Printf("throughput: %d nodes × %d cores, 1-core jobs running %s, %d submits in flight\n",
 		cfg.nodes, cfg.cores, cfg.run, cfg.window)
@@ -73,6 +75,12 @@ func main() {
 			fatal(fmt.Errorf("N=%d: %w", n, err))
 		}
 		results = append(results, res)
+		if cfg.held {
+			fmt.Printf("N=%-6d submit %8.0f jobs/s (held jobs: submission alone)  broker RSS %6.1f MB\n", n, res.submitRate, mb(res.rssKB))
+			fmt.Printf("        CPU per job: broker %6.1f µs, client %6.1f µs  (load average before: %s)\n",
+				res.brokerCPU.Seconds()*1e6/float64(n), res.clientCPU.Seconds()*1e6/float64(n), res.load)
+			continue
+		}
 		fmt.Printf("N=%-6d submit %8.0f jobs/s  throughput %8.0f jobs/s  wall %7.2f s  broker RSS %6.1f MB (peak %6.1f)\n",
 			n, res.submitRate, res.throughput, res.wall.Seconds(), mb(res.rssKB), mb(res.hwmKB))
 		fmt.Printf("        CPU per job: broker %6.1f µs, client %6.1f µs  (load average before: %s)\n",
@@ -91,7 +99,7 @@ func main() {
 				settleTime, mb(res.settledKB), n, res.jobsIdleTime.Seconds())
 		}
 	}
-	if len(results) > 1 {
+	if len(results) > 1 && !cfg.held {
 		first, last := results[0], results[len(results)-1]
 		fmt.Printf("throughput ratio N=%d / N=%d: %.2f\n", last.n, first.n, last.throughput/first.throughput)
 	}
@@ -157,6 +165,7 @@ type runConfig struct {
 	hold         bool
 	attrs        []string
 	modstats     bool
+	held         bool // urgency 0: measure submission alone
 }
 
 // attrList collects -S NAME=VALUE flags.
@@ -252,18 +261,24 @@ func (c *runConfig) measure(n int, listJobs bool) (result, error) {
 		mods0 = moduleCounts(ctx, h)
 	}
 	cpu0, ccpu0 := benchkit.ProcCPU(false, pid), benchkit.SelfCPU(false)
-	payload := []byte(`{"J":` + strconv.Quote(sign.Wrap(spec, uint32(os.Getuid()))) + `,"urgency":16,"flags":0}`)
+	urgency := 16
+	if c.held {
+		urgency = 0
+	}
+	payload := []byte(`{"J":` + strconv.Quote(sign.Wrap(spec, uint32(os.Getuid()))) + `,"urgency":` + strconv.Itoa(urgency) + `,"flags":0}`)
 	start := time.Now()
 	lastID, err := submit(ctx, h, payload, n, c.window)
 	if err != nil {
 		return res, err
 	}
 	submitted := time.Since(start)
-	var end time.Time
-	select {
-	case end = <-cleaned:
-	case <-time.After(time.Duration(n)*10*time.Millisecond + time.Minute):
-		return res, fmt.Errorf("jobs did not all reach clean (last id %d)", lastID)
+	end := time.Now()
+	if !c.held {
+		select {
+		case end = <-cleaned:
+		case <-time.After(time.Duration(n)*10*time.Millisecond + time.Minute):
+			return res, fmt.Errorf("jobs did not all reach clean (last id %d)", lastID)
+		}
 	}
 	res.wall = time.Since(start)
 	res.brokerCPU, res.clientCPU = benchkit.ProcCPU(false, pid)-cpu0, benchkit.SelfCPU(false)-ccpu0
@@ -291,7 +306,7 @@ func (c *runConfig) measure(n int, listJobs bool) (result, error) {
 	if st != nil {
 		res.stages = st.report()
 	}
-	if listJobs {
+	if listJobs && !c.held {
 		res.jobsTime, res.jobsLines, err = timeFluxJobs(c.bin, inst.URI, n)
 		if err != nil {
 			return res, err

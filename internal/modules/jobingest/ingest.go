@@ -17,6 +17,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/internal/modules/jobmanager"
 	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
@@ -259,10 +260,7 @@ func (in *ingest) commit(batch []*pending, refs []jobRefs) {
 	txn.Ops = make([]kvs.Op, 0, 3*len(batch))
 	// job-manager.submit {"jobs":[{"id","userid","urgency","t_submit",
 	// "flags","jobspec"}]}
-	size := 16
-	for _, p := range batch {
-		size += 128 + len(p.jobspec)
-	}
+	size := 16 + 128*len(batch)
 	jm := make([]byte, 0, size)
 	jm = append(jm, `{"jobs":[`...)
 	for i, p := range batch {
@@ -283,15 +281,14 @@ func (in *ingest) commit(batch []*pending, refs []jobRefs) {
 		jm = jsonwire.AppendFloat(jm, p.tSubmit)
 		jm = append(jm, `,"flags":`...)
 		jm = jsonwire.AppendInt(jm, int64(p.flags))
-		jm = append(jm, `,"jobspec":`...)
-		jm = append(jm, p.jobspec...)
-		jm = append(jm, '}')
+		jm = append(jm, '}') // the jobspec goes attached, see below
 	}
 	jm = append(jm, "]}"...)
-	// the parsed jobspecs go along (in-process), in the order of "jobs"
-	specs := make([]*jobspec.Jobspec, len(batch))
+	// the jobspecs, parsed and as text, go along in-process, in the order
+	// of "jobs" (jobmanager.SubmitAttachment)
+	att := &jobmanager.SubmitAttachment{Specs: make([]*jobspec.Jobspec, len(batch)), Raw: make([][]byte, len(batch))}
 	for i, p := range batch {
-		specs[i] = p.spec
+		att.Specs[i], att.Raw[i] = p.spec, p.jobspec
 		p.spec = nil
 	}
 	fail := func(err error) {
@@ -313,7 +310,7 @@ func (in *ingest) commit(batch []*pending, refs []jobRefs) {
 		}
 		req := message.NewRequest("job-manager.submit", flux.NodeidAny, nil)
 		req.SetJSONBuffer(jm)
-		req.Attached = specs
+		req.Attached = att
 		jf, err := in.h.SendRequest(req, 0)
 		if err != nil {
 			in.forget(batch, nil)

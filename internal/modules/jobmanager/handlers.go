@@ -39,7 +39,13 @@ func (m *manager) register() {
 // with their submit event), runs jobtap validation, and starts them on
 // their way.
 func (m *manager) handleSubmit(r *flux.Request) {
-	jobs, err := decodeSubmit(r.Msg.JSON())
+	// job-ingest hands over the jobspecs it parsed and their text
+	// (in-process only)
+	att, _ := r.Msg.Attached.(*SubmitAttachment)
+	jobs, err := decodeSubmit(r.Msg.JSON(), att != nil)
+	if err == nil && att != nil && (len(att.Specs) != len(jobs) || len(att.Raw) != len(jobs)) {
+		err = fmt.Errorf("%d jobs but %d jobspecs attached", len(jobs), len(att.Raw))
+	}
 	if err != nil {
 		r.Errorf(syscall.EPROTO, "job-manager.submit: %v", err)
 		return
@@ -57,10 +63,14 @@ func (m *manager) handleSubmit(r *flux.Request) {
 		nerrs++
 		errs = appendIDMessage(errs, id, msg)
 	}
-	// job-ingest hands over the jobspecs it parsed (in-process only)
-	parsed, _ := r.Msg.Attached.([]*jobspec.Jobspec)
-	if len(parsed) != len(jobs) {
-		parsed = nil
+	var parsed []*jobspec.Jobspec
+	if att != nil {
+		parsed = att.Specs
+		for i := range jobs {
+			if jobs[i].Jobspec == nil {
+				jobs[i].Jobspec = att.Raw[i]
+			}
+		}
 	}
 	for i, sj := range jobs {
 		if j, ok := m.jobs[sj.ID]; ok && j.restored && j.Userid == sj.Userid {
