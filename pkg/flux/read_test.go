@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -170,5 +171,66 @@ func TestDirectReadClose(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("a call blocked reading the connection did not end when the handle closed")
+	}
+}
+
+// Goroutines mixing plain calls, calls that can time out and finite
+// streams on one handle: every call gets its answer and no stream loses
+// its end, whoever reads the connection at the time.
+func TestDirectReadMixed(t *testing.T) {
+	inst := testinstance.Start(t, testinstance.Options{})
+	h := open(t, inst.URI)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := 0; g < 6; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 60; i++ {
+				switch (g + i) % 3 {
+				case 0:
+					if v, err := getRank(h, context.Background()); err != nil || v != "0" {
+						errs <- fmt.Errorf("call: %q, %v", v, err)
+						return
+					}
+				case 1:
+					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+					v, err := getRank(h, ctx)
+					cancel()
+					if err != nil || v != "0" {
+						errs <- fmt.Errorf("call with a deadline: %q, %v", v, err)
+						return
+					}
+				case 2:
+					// the log's backlog, then the end of the stream
+					f, err := h.RPC("log.dmesg", flux.NodeidAny, map[string]bool{"follow": false}, flux.Streaming)
+					if err != nil {
+						errs <- err
+						return
+					}
+					for {
+						_, err := f.Next(context.Background())
+						if errors.Is(err, io.EOF) {
+							break
+						}
+						if err != nil {
+							errs <- fmt.Errorf("log.dmesg stream: %v", err)
+							return
+						}
+					}
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("calls on one handle did not finish in 60 s")
+	}
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
