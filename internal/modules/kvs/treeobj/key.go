@@ -28,11 +28,22 @@ func NormalizeKey(key string) string {
 
 // SplitKey returns the path components of key (none for the root).
 func SplitKey(key string) []string {
-	var parts []string
-	for _, p := range strings.Split(key, ".") {
+	// one allocation, sized for every component (the KVS splits the key
+	// of every operation of every commit)
+	parts := make([]string, 0, strings.Count(key, ".")+1)
+	for key != "" {
+		p := key
+		if i := strings.IndexByte(key, '.'); i >= 0 {
+			p, key = key[:i], key[i+1:]
+		} else {
+			key = ""
+		}
 		if p != "" {
 			parts = append(parts, p)
 		}
+	}
+	if len(parts) == 0 {
+		return nil
 	}
 	return parts
 }
