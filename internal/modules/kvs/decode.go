@@ -262,6 +262,11 @@ func (s *scanner) ops(guest bool) ([]op, error) {
 		s.i++
 		return ops, nil
 	}
+	// Sized from the bytes left (a job's operation takes ~100-250), at
+	// most 4096: a job-manager commit carries thousands, and growing the
+	// slice one doubling at a time copied them over and over; a commit
+	// of a few large values must not get a large slice.
+	ops = make([]op, 0, min((len(s.b)-s.i)/128+1, 4096))
 	for {
 		var o op
 		haveKey, haveDirent := false, false
