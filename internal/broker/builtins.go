@@ -2,13 +2,13 @@ package broker
 
 import (
 	"context"
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
@@ -28,10 +28,9 @@ type builtins struct {
 	// followEnd is closed by stop: followers send what is logged until
 	// then (the broker's last lines, modules unloading), then end their
 	// streams; stop waits for them (followWG).
-	followEnd   chan struct{}
-	followWG    sync.WaitGroup
-	followMu    sync.Mutex // orders followWG.Add before stop's Wait
-	followEnded bool
+	followEnd chan struct{}
+	followWG  sync.WaitGroup
+	followMu  sync.Mutex // orders followWG.Add before stop's Wait
 	// cpu is the CPU profile in progress (broker.profile "cpu").
 	cpu *cpuProfile
 }
@@ -91,7 +90,6 @@ func (s *builtins) start() error {
 
 func (s *builtins) stop() {
 	s.followMu.Lock()
-	s.followEnded = true
 	close(s.followEnd)
 	s.followMu.Unlock()
 	s.followWG.Wait()
@@ -177,10 +175,17 @@ func (s *builtins) attrList(r *flux.Request) {
 }
 
 func (s *builtins) ping(r *flux.Request) {
-	// The request's members come back with route, userid, rolemask and
-	// rank added (replacing any the request had), spliced as raw JSON:
-	// a decode to a map and an encode back would cost more than the rest
-	// of the round trip. A payload that is not a JSON object is ignored.
+	respondPing(r, strconv.FormatUint(uint64(s.b.rank), 10), s.b.rank)
+}
+
+// respondPing answers a ping (broker.ping, NAME.ping): the request's
+// members come back with route, userid, rolemask and rank added
+// (replacing any the request had), spliced as raw JSON: a decode to a
+// map and an encode back would cost more than the rest of the round
+// trip. A payload that is not a JSON object is ignored. The route is the
+// one taken, then self, the responder, as flux-core's responders add
+// their own identity.
+func respondPing(r *flux.Request, self string, rank uint32) {
 	payload := r.Msg.JSON()
 	out := append(make([]byte, 0, len(payload)+128), '{')
 	n := 0
@@ -206,16 +211,14 @@ func (s *builtins) ping(r *flux.Request) {
 	if n > 0 {
 		out = append(out, ',')
 	}
-	// the route taken, then this broker (as flux-core's responders
-	// add their own identity)
 	out = append(out, `"route":`...)
-	out = jsonwire.AppendString(out, r.Msg.RouteString()+"!"+strconv.FormatUint(uint64(s.b.rank), 10))
+	out = jsonwire.AppendString(out, r.Msg.RouteString()+"!"+self)
 	out = append(out, `,"userid":`...)
 	out = jsonwire.AppendUint(out, uint64(r.Userid()))
 	out = append(out, `,"rolemask":`...)
 	out = jsonwire.AppendUint(out, uint64(r.Rolemask()))
 	out = append(out, `,"rank":`...)
-	out = jsonwire.AppendUint(out, uint64(s.b.rank))
+	out = jsonwire.AppendUint(out, uint64(rank))
 	out = append(out, '}')
 	r.Respond(flux.JSONBuffer(out))
 }
@@ -425,10 +428,12 @@ func (s *builtins) dmesg(r *flux.Request) {
 		return
 	}
 	s.followMu.Lock()
-	if s.followEnded { // the broker is stopping
+	select {
+	case <-s.followEnd: // the broker is stopping
 		s.followMu.Unlock()
 		r.EndStream()
 		return
+	default:
 	}
 	s.followWG.Add(1)
 	s.followMu.Unlock()

@@ -33,11 +33,12 @@ import (
 //     approaches it; while jobs stream through, those pages are wanted
 //     again a moment later, and faulting them back in cost the job
 //     pipeline 10-20% of its CPU (a page fault takes ~28 µs on a small
-//     VM). So the limit trims what a burst left behind, once it is over. The limit is derived from
-//     GOGC's goal, not from the collector's current goal (which a limit
-//     caps), so it makes the collector run no earlier than GOGC would,
-//     but the runtime returns memory above it to the kernel promptly:
-//     resident memory tracks the live heap instead of its peak.
+//     VM). So the limit trims what a burst left behind, once it is
+//     over. The limit is derived from GOGC's goal, not from the
+//     collector's current goal (which a limit caps), so it makes the
+//     collector run no earlier than GOGC would, but the runtime returns
+//     memory above it to the kernel promptly: resident memory tracks
+//     the live heap instead of its peak.
 //     And when the collector has not run for idleTrim (the broker went
 //     quiet after a burst, so the heap goal still reflects the burst),
 //     the broker collects once and returns all free memory
@@ -164,20 +165,18 @@ func followHeapGoal(ctx context.Context) {
 	s := newHeapSampler()
 	t := time.NewTicker(memoryTick)
 	defer t.Stop()
-	var lastCycles uint64
 	lastGC, trimmed := time.Now(), false
 	for {
 		h := s.read()
 		now := time.Now()
-		if h.cycles != lastCycles {
-			lastCycles, lastGC, trimmed = h.cycles, now, false
+		if h.busy {
+			lastGC, trimmed = now, false
 		}
 		if !trimmed && now.Sub(lastGC) >= idleTrim {
 			debug.FreeOSMemory()
 			trimmed = true
 			h = s.read()
 			h.busy = false // the collection was ours
-			lastCycles = h.cycles
 		}
 		debug.SetMemoryLimit(h.limit())
 		select {

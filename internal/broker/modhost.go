@@ -190,17 +190,7 @@ func (mh *moduleHost) load(name string, args []string) error {
 	p.h = flux.NewHandle(p)
 	// every module answers NAME.ping, as flux-core's do
 	rank := mh.b.rank
-	p.h.HandleFunc(mod.Name()+".ping", func(r *flux.Request) {
-		var req map[string]any
-		if err := r.Msg.UnmarshalPayload(&req); err != nil {
-			req = map[string]any{}
-		}
-		req["route"] = r.Msg.RouteString() + "!" + mod.Name() // the route taken, then this module
-		req["userid"] = r.Userid()
-		req["rolemask"] = r.Rolemask()
-		req["rank"] = rank
-		r.Respond(req)
-	})
+	p.h.HandleFunc(mod.Name()+".ping", func(r *flux.Request) { respondPing(r, mod.Name(), rank) })
 	ctx, cancel := context.WithCancel(b.ctx)
 	p.cancel = cancel
 	log := b.log.With("module", name)

@@ -23,23 +23,14 @@ import (
 // compiled in. internal/broker's cli_integration_test.go covers the same
 // commands through the flux binary.
 
-// testmod is a module for the command tests: it answers testmod.ping like
-// broker.ping does and registers one more service, testmod-extra.
+// testmod is a module for the command tests: it answers testmod.ping (as
+// every module does, see broker.moduleHost) and registers one more
+// service, testmod-extra.
 type testmod struct{}
 
 func (testmod) Name() string { return "testmod" }
 
 func (testmod) Run(ctx context.Context, h *flux.Handle, args []string) error {
-	h.HandleFunc("testmod.ping", func(r *flux.Request) {
-		var req map[string]any
-		if r.Decode(&req) != nil {
-			return
-		}
-		req["route"] = r.Msg.RouteString()
-		req["userid"] = r.Userid()
-		req["rolemask"] = r.Rolemask()
-		r.Respond(req)
-	})
 	h.HandleFunc("testmod-extra.hello", func(r *flux.Request) { r.Respond(map[string]any{"args": args}) })
 	if err := h.RegisterService(ctx, "testmod-extra"); err != nil {
 		return err

@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"io"
 	"maps"
 	"math"
 	"slices"
 	"unicode/utf8"
 
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
 	"github.com/fluxgo/fluxgo/pkg/idset"
 )

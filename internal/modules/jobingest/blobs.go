@@ -13,36 +13,9 @@ import (
 // commit's bytes. Identical blobs (the same jobspec submitted many times)
 // are stored once.
 
-// storedRefs remembers the blobrefs this module stored lately, so a
-// blob submitted again needs no store. Bounded: the oldest are forgotten.
-type storedRefs struct {
-	set  map[string]struct{}
-	ring []string
-	next int
-}
-
+// storedRefsMax bounds the blobrefs job-ingest remembers having stored,
+// so that a blob submitted again needs no store.
 const storedRefsMax = 4096
-
-func newStoredRefs() *storedRefs {
-	return &storedRefs{set: make(map[string]struct{}), ring: make([]string, storedRefsMax)}
-}
-
-func (s *storedRefs) has(ref string) bool {
-	_, ok := s.set[ref]
-	return ok
-}
-
-func (s *storedRefs) add(ref string) {
-	if s.has(ref) {
-		return
-	}
-	if old := s.ring[s.next]; old != "" {
-		delete(s.set, old)
-	}
-	s.ring[s.next] = ref
-	s.next = (s.next + 1) % len(s.ring)
-	s.set[ref] = struct{}{}
-}
 
 // jobRefs are the blobrefs of one job's J and jobspec.
 type jobRefs struct{ J, jobspec string }
@@ -64,7 +37,7 @@ func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
 		if err != nil {
 			return "", err
 		}
-		if !queued[ref] && !in.stored.has(ref) {
+		if _, have := in.stored.get(ref); !queued[ref] && !have {
 			queued[ref] = true
 			toStore = append(toStore, blob{ref, data})
 		}
@@ -88,7 +61,7 @@ func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
 	var first error
 	finish := func(ref string, err error) {
 		if err == nil {
-			in.stored.add(ref)
+			in.stored.put(ref, struct{}{})
 		} else if first == nil {
 			first = err
 		}

@@ -70,8 +70,8 @@ type ingest struct {
 	kicked   bool
 	feasible bool // a scheduler answers feasibility.check
 	specs    *specCache
-	hashName string      // the content store's hash (blobrefs)
-	stored   *storedRefs // blobs stored lately (blobs.go)
+	hashName string            // the content store's hash (blobrefs)
+	stored   *recent[struct{}] // blobrefs stored lately (blobs.go)
 	// submitted counts accepted jobs, batches the KVS commits (stats).
 	submitted, batches int
 }
@@ -88,7 +88,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		return err
 	}
 	in := &ingest{h: h, log: flux.NewLogger(h, "job-ingest"), owner: uint32(owner), feasible: true,
-		specs: newSpecCache(), hashName: hashName, stored: newStoredRefs()}
+		specs: newSpecCache(), hashName: hashName, stored: newRecent[struct{}](storedRefsMax)}
 	if err := in.initGenerator(ctx); err != nil {
 		return err
 	}
@@ -259,7 +259,7 @@ func (in *ingest) commit(batch []*pending, refs []jobRefs) {
 	var txn kvs.Txn
 	txn.Ops = make([]kvs.Op, 0, 3*len(batch))
 	// job-manager.submit {"jobs":[{"id","userid","urgency","t_submit",
-	// "flags","jobspec"}]}
+	// "flags"}]}, the jobspecs attached (jobmanager.SubmitAttachment)
 	size := 16 + 128*len(batch)
 	jm := make([]byte, 0, size)
 	jm = append(jm, `{"jobs":[`...)

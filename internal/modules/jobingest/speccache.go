@@ -13,9 +13,7 @@ import (
 // and a parsed jobspec is large: identical jobs share one, from here to
 // the job manager, which treats jobspecs as read-only.
 type specCache struct {
-	m    map[string]*specEntry
-	ring []string // keys in insertion order, for eviction
-	next int
+	entries *recent[*specEntry]
 }
 
 // specEntry is what checking one jobspec text found.
@@ -29,21 +27,15 @@ type specEntry struct {
 const specCacheSize = 64
 
 func newSpecCache() *specCache {
-	return &specCache{m: make(map[string]*specEntry, specCacheSize), ring: make([]string, specCacheSize)}
+	return &specCache{entries: newRecent[*specEntry](specCacheSize)}
 }
 
 // check returns the parsed jobspec, or why it is refused.
 func (c *specCache) check(text []byte, novalidate bool) (*jobspec.Jobspec, error) {
-	e, ok := c.m[string(text)]
+	e, ok := c.entries.get(string(text))
 	if !ok {
 		e = parseSpec(text)
-		key := string(text)
-		if old := c.ring[c.next]; old != "" {
-			delete(c.m, old)
-		}
-		c.ring[c.next] = key
-		c.next = (c.next + 1) % len(c.ring)
-		c.m[key] = e
+		c.entries.put(string(text), e)
 	}
 	if e.parseErr != nil {
 		return nil, e.parseErr

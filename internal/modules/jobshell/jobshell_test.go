@@ -2,7 +2,6 @@ package jobshell
 
 import (
 	"encoding/json"
-	contentmod "github.com/fluxgo/fluxgo/internal/modules/content"
 	"os"
 	"sort"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/broker"
 	"github.com/fluxgo/fluxgo/internal/broker/brokertest"
 	"github.com/fluxgo/fluxgo/internal/module"
+	contentmod "github.com/fluxgo/fluxgo/internal/modules/content"
 	"github.com/fluxgo/fluxgo/internal/modules/jobexec"
 	"github.com/fluxgo/fluxgo/internal/modules/jobingest"
 	"github.com/fluxgo/fluxgo/internal/modules/jobmanager"
