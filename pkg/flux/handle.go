@@ -254,6 +254,9 @@ func (h *Handle) Serve(ctx context.Context) error {
 	for {
 		h.mu.Lock()
 		batch, h.queue = h.queue, batch[:0]
+		if len(batch) == 0 && cap(h.queue) > 4*shrinkAbove {
+			h.queue = nil // going idle: let the room of a burst's batch go
+		}
 		err := h.err
 		h.mu.Unlock()
 		for i := range batch {
@@ -269,12 +272,6 @@ func (h *Handle) Serve(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		// Going idle: the queue may hold the room of a burst's batch.
-		h.mu.Lock()
-		if len(h.queue) == 0 && cap(h.queue) > 4*shrinkAbove {
-			h.queue = nil
-		}
-		h.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

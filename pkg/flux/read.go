@@ -55,16 +55,23 @@ func (h *Handle) startConn() {
 	h.conn.Start(h.deliver, h.lost)
 }
 
+// claimStart (rd.mu held) reports whether the caller is to start the
+// reader goroutine: it is wanted, not started yet, and nobody reads.
+func (rd *readState) claimStart() bool {
+	if !rd.async || rd.started || rd.leading {
+		return false
+	}
+	rd.started = true
+	return true
+}
+
 // needReader makes sure the reader goroutine runs (now, or when the
 // goroutine reading for itself stops).
 func (h *Handle) needReader() {
 	rd := &h.rd
 	rd.mu.Lock()
-	start := !rd.async && !rd.started && !rd.leading
 	rd.async = true
-	if start {
-		rd.started = true
-	}
+	start := rd.claimStart()
 	rd.mu.Unlock()
 	if start {
 		h.conn.Start(h.deliver, h.lost)
@@ -132,10 +139,7 @@ func (h *Handle) lead(f *Future) {
 		rd.async = true
 	}
 	rd.leading = false
-	start := rd.async && !rd.started
-	if start {
-		rd.started = true
-	}
+	start := rd.claimStart()
 	if rd.turn != nil {
 		close(rd.turn)
 		rd.turn = nil

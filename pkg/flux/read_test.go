@@ -54,21 +54,14 @@ func TestDirectReadTurns(t *testing.T) {
 	inst := testinstance.Start(t, testinstance.Options{})
 	h := open(t, inst.URI)
 
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 300; i++ {
-				v, err := getRank(h, context.Background())
-				if err != nil || v != "0" {
-					errs <- fmt.Errorf("call %d: %q, %v", i, v, err)
-					return
-				}
+	calls := inParallel(8, func(int) error {
+		for i := 0; i < 300; i++ {
+			if v, err := getRank(h, context.Background()); err != nil || v != "0" {
+				return fmt.Errorf("call %d: %q, %v", i, v, err)
 			}
-		}()
-	}
+		}
+		return nil
+	})
 	// A stream read with Next alongside the calls.
 	f, err := h.RPC("broker.ping", flux.NodeidAny, map[string]int{"seq": 1}, 0)
 	if err != nil {
@@ -77,11 +70,7 @@ func TestDirectReadTurns(t *testing.T) {
 	if _, err := f.Get(context.Background()); err != nil {
 		t.Fatalf("ping: %v", err)
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	calls.check(t)
 }
 
 // A subscription made while other goroutines read for themselves gets
@@ -180,57 +169,74 @@ func TestDirectReadClose(t *testing.T) {
 func TestDirectReadMixed(t *testing.T) {
 	inst := testinstance.Start(t, testinstance.Options{})
 	h := open(t, inst.URI)
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for g := 0; g < 6; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 60; i++ {
-				switch (g + i) % 3 {
-				case 0:
-					if v, err := getRank(h, context.Background()); err != nil || v != "0" {
-						errs <- fmt.Errorf("call: %q, %v", v, err)
-						return
+	inParallel(6, func(g int) error {
+		for i := 0; i < 60; i++ {
+			switch (g + i) % 3 {
+			case 0:
+				if v, err := getRank(h, context.Background()); err != nil || v != "0" {
+					return fmt.Errorf("call: %q, %v", v, err)
+				}
+			case 1:
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				v, err := getRank(h, ctx)
+				cancel()
+				if err != nil || v != "0" {
+					return fmt.Errorf("call with a deadline: %q, %v", v, err)
+				}
+			case 2:
+				// the log's backlog, then the end of the stream
+				f, err := h.RPC("log.dmesg", flux.NodeidAny, map[string]bool{"follow": false}, flux.Streaming)
+				if err != nil {
+					return err
+				}
+				for {
+					_, err := f.Next(context.Background())
+					if errors.Is(err, io.EOF) {
+						break
 					}
-				case 1:
-					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-					v, err := getRank(h, ctx)
-					cancel()
-					if err != nil || v != "0" {
-						errs <- fmt.Errorf("call with a deadline: %q, %v", v, err)
-						return
-					}
-				case 2:
-					// the log's backlog, then the end of the stream
-					f, err := h.RPC("log.dmesg", flux.NodeidAny, map[string]bool{"follow": false}, flux.Streaming)
 					if err != nil {
-						errs <- err
-						return
-					}
-					for {
-						_, err := f.Next(context.Background())
-						if errors.Is(err, io.EOF) {
-							break
-						}
-						if err != nil {
-							errs <- fmt.Errorf("log.dmesg stream: %v", err)
-							return
-						}
+						return fmt.Errorf("log.dmesg stream: %v", err)
 					}
 				}
 			}
+		}
+		return nil
+	}).check(t)
+}
+
+// parallel is goroutines running a test's calls (inParallel).
+type parallel struct {
+	done chan struct{}
+	errs chan error
+}
+
+// inParallel runs fn(0) ... fn(n-1) on goroutines of their own.
+func inParallel(n int, fn func(g int) error) *parallel {
+	p := &parallel{done: make(chan struct{}), errs: make(chan error, n)}
+	var wg sync.WaitGroup
+	for g := 0; g < n; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(g); err != nil {
+				p.errs <- err
+			}
 		}()
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	go func() { wg.Wait(); close(p.done) }()
+	return p
+}
+
+// check waits (up to 60 s) for the goroutines and reports their errors.
+func (p *parallel) check(t *testing.T) {
+	t.Helper()
 	select {
-	case <-done:
+	case <-p.done:
 	case <-time.After(60 * time.Second):
 		t.Fatal("calls on one handle did not finish in 60 s")
 	}
-	close(errs)
-	for err := range errs {
+	close(p.errs)
+	for err := range p.errs {
 		t.Error(err)
 	}
 }
