@@ -14,17 +14,24 @@ import (
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
+// startWithStatedir starts a one-broker instance keeping its state in a
+// directory of the test's, and returns it with the attributes that start
+// another instance on the same state.
+func startWithStatedir(t *testing.T) (*testinstance.Instance, map[string]string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts real instances")
+	}
+	attrs := map[string]string{"statedir": t.TempDir()}
+	return testinstance.Start(t, testinstance.Options{Size: 1, Attrs: attrs}), attrs
+}
+
 // TestRestartRestoresJobs stops an instance with a finished, a held and a
 // running job and starts it again on the same statedir: the finished job
 // is still there, the held one still pending, and the one that was
 // running ends with a recorded exception instead of vanishing.
 func TestRestartRestoresJobs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real instances")
-	}
-	dir := t.TempDir()
-	attrs := map[string]string{"statedir": dir}
-	inst := testinstance.Start(t, testinstance.Options{Size: 1, Attrs: attrs})
+	inst, attrs := startWithStatedir(t)
 	done := strings.TrimSpace(inst.MustRun(t, "submit", "--wait", "--setattr=system.exec.test.run_duration=0.01s", "true"))
 	held := strings.TrimSpace(inst.MustRun(t, "submit", "--urgency=hold", "true"))
 	running := strings.TrimSpace(inst.MustRun(t, "submit", "--setattr=system.exec.test.run_duration=100s", "sleep"))
@@ -68,12 +75,7 @@ func TestRestartRestoresJobs(t *testing.T) {
 // from the KVS, and the submit that follows is accepted, not refused as a
 // duplicate, and the job runs once.
 func TestSubmitOfRestoredJob(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real instances")
-	}
-	dir := t.TempDir()
-	attrs := map[string]string{"statedir": dir}
-	inst := testinstance.Start(t, testinstance.Options{Size: 1, Attrs: attrs})
+	inst, attrs := startWithStatedir(t)
 	spec := strings.TrimSpace(inst.MustRun(t, "submit", "--dry-run", "--setattr=system.exec.test.run_duration=0.01s", "true"))
 	gen, err := jobid.NewGenerator(1, time.Now())
 	if err != nil {
