@@ -181,7 +181,7 @@ func appendAttr(b []byte, r *record, a job.Attr) []byte {
 		}
 		return append(appendKey(b, a), r.annotations...)
 	case job.AttrDependencies:
-		if r.rare == nil || !r.rare.depsSeen {
+		if r.rare == nil || r.rare.deps == nil {
 			return b
 		}
 		b = append(appendKey(b, a), '[')

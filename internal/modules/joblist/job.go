@@ -61,8 +61,7 @@ func (r *record) setLab(l labels) { r.labels = unique.Make(l) }
 // rareFields are what only some jobs have: an exception, dependencies.
 type rareFields struct {
 	excType, excNote string
-	deps             deps
-	depsSeen         bool // a dependency event was seen: list them, even none
+	deps             *deps // nil until a dependency event: then listed, even empty
 }
 
 // more returns the record's rare fields, adding them if needed.
@@ -336,7 +335,9 @@ func (r *record) apply(ev *event) bool {
 			break
 		}
 		m := r.more()
-		m.depsSeen = true
+		if m.deps == nil {
+			m.deps = &deps{}
+		}
 		if ev.Name == "dependency-add" {
 			m.deps.add(c.Description)
 		} else {
@@ -431,46 +432,40 @@ func (r *record) jobspecUpdate(ctx json.RawMessage) {
 	if json.Unmarshal(ctx, &upd) != nil {
 		return
 	}
+	l := r.lab()
 	for k, v := range upd {
-		var s string
-		switch k {
-		case "attributes.system.duration":
+		if k == "attributes.system.duration" {
 			var f float64
 			if json.Unmarshal(v, &f) == nil {
 				r.duration = f
 			}
-		case "attributes.system.job.name":
+			continue
+		}
+		if field := l.byKey(k); field != nil {
+			var s string
 			if json.Unmarshal(v, &s) == nil {
-				l := r.lab()
-				l.name = s
-				r.setLab(l)
-			}
-		case "attributes.system.queue":
-			if json.Unmarshal(v, &s) == nil {
-				l := r.lab()
-				l.queue = s
-				r.setLab(l)
-			}
-		case "attributes.system.project":
-			if json.Unmarshal(v, &s) == nil {
-				l := r.lab()
-				l.project = s
-				r.setLab(l)
-			}
-		case "attributes.system.bank":
-			if json.Unmarshal(v, &s) == nil {
-				l := r.lab()
-				l.bank = s
-				r.setLab(l)
-			}
-		case "attributes.system.cwd":
-			if json.Unmarshal(v, &s) == nil {
-				l := r.lab()
-				l.cwd = s
-				r.setLab(l)
+				*field = s
 			}
 		}
 	}
+	r.setLab(l)
+}
+
+// byKey returns the label a jobspec key sets, nil for other keys.
+func (l *labels) byKey(key string) *string {
+	switch key {
+	case "attributes.system.job.name":
+		return &l.name
+	case "attributes.system.queue":
+		return &l.queue
+	case "attributes.system.project":
+		return &l.project
+	case "attributes.system.bank":
+		return &l.bank
+	case "attributes.system.cwd":
+		return &l.cwd
+	}
+	return nil
 }
 
 // pending, running and inactive report which list the record belongs in.

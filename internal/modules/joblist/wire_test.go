@@ -55,3 +55,13 @@ func TestDecodeJournalEntry(t *testing.T) {
 		t.Errorf("record %+v", r)
 	}
 }
+
+func TestRecordJobspecUpdate(t *testing.T) {
+	r := newRecord(4)
+	r.setLab(labels{name: "old", cwd: "/a", queue: "q1"})
+	r.jobspecUpdate([]byte(`{"attributes.system.job.name":"new","attributes.system.queue":"q2",` +
+		`"attributes.system.duration":30,"attributes.system.bank":5,"attributes.system.other":"x"}`))
+	if l := r.lab(); l.name != "new" || l.queue != "q2" || l.cwd != "/a" || l.bank != "" || r.duration != 30 {
+		t.Errorf("after update: %+v, duration %v", l, r.duration)
+	}
+}
