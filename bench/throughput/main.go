@@ -77,12 +77,10 @@ func main() {
 		results = append(results, res)
 		if cfg.held {
 			fmt.Printf("N=%-6d submit %8.0f jobs/s (held jobs: submission alone)  broker RSS %6.1f MB\n", n, res.submitRate, mb(res.rssKB))
-			fmt.Printf("        CPU per job: broker %6.1f µs, client %6.1f µs  (load average before: %s)\n",
-				res.brokerCPU.Seconds()*1e6/float64(n), res.clientCPU.Seconds()*1e6/float64(n), res.load)
-			continue
+		} else {
+			fmt.Printf("N=%-6d submit %8.0f jobs/s  throughput %8.0f jobs/s  wall %7.2f s  broker RSS %6.1f MB (peak %6.1f)\n",
+				n, res.submitRate, res.throughput, res.wall.Seconds(), mb(res.rssKB), mb(res.hwmKB))
 		}
-		fmt.Printf("N=%-6d submit %8.0f jobs/s  throughput %8.0f jobs/s  wall %7.2f s  broker RSS %6.1f MB (peak %6.1f)\n",
-			n, res.submitRate, res.throughput, res.wall.Seconds(), mb(res.rssKB), mb(res.hwmKB))
 		fmt.Printf("        CPU per job: broker %6.1f µs, client %6.1f µs  (load average before: %s)\n",
 			res.brokerCPU.Seconds()*1e6/float64(n), res.clientCPU.Seconds()*1e6/float64(n), res.load)
 		if res.stages != "" {
