@@ -83,7 +83,7 @@ func (inv *inventory) drain(r *flux.Request) {
 		})
 		inv.changed()
 	}
-	r.Respond(nil)
+	inv.respondLogged(r)
 }
 
 func (inv *inventory) undrain(r *flux.Request) {
@@ -130,7 +130,7 @@ func (inv *inventory) undrain(r *flux.Request) {
 		inv.reslog.post("undrain", map[string]any{"idset": ranks.String(), "nodelist": inv.nodelist(ranks)})
 		inv.changed()
 	}
-	r.Respond(nil)
+	inv.respondLogged(r)
 }
 
 // drainInfo returns the drained ranks grouped by timestamp and reason, as
@@ -157,3 +157,15 @@ func (inv *inventory) drainInfo() map[string]drainInfo {
 
 // String helps log messages.
 func (d drainInfo) String() string { return fmt.Sprintf("%q at %.3f", d.Reason, d.Timestamp) }
+
+// respondLogged answers a drain or undrain once its event is in the
+// KVS, so that a restart right after the answer still finds it.
+func (inv *inventory) respondLogged(r *flux.Request) {
+	inv.reslog.sync(func(err error) {
+		if err != nil {
+			r.Errorf(syscall.EIO, "resource eventlog commit: %v", err)
+			return
+		}
+		r.Respond(nil)
+	})
+}

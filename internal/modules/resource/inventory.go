@@ -138,6 +138,7 @@ func (inv *inventory) stop() {
 	for _, r := range inv.waiting {
 		r.Errorf(syscall.ENOSYS, "resource module is unloading")
 	}
+	inv.reslog.flush()
 }
 
 // defineDiscovered builds the inventory from the ranks' reports.

@@ -31,6 +31,9 @@ type reslog struct {
 	pending  kvs.Txn
 	inflight bool
 	disabled bool
+	// waiters are called once everything posted before them is in the
+	// KVS: pending's with the next commit, inflight's with the current.
+	waiters, inflightWaiters []func(error)
 	// events is the in-memory log (for tests and a future journal).
 	events []eventlog.Event
 }
@@ -63,31 +66,77 @@ func (l *reslog) post(name string, context map[string]any) {
 	l.commit()
 }
 
+// sync calls fn once every event posted so far is committed (or has
+// failed to be: fn gets the commit's error). Without a KVS that is at
+// once, with nil.
+func (l *reslog) sync(fn func(error)) {
+	switch {
+	case l.disabled || (!l.inflight && l.pending.Len() == 0):
+		fn(nil)
+	case l.pending.Len() > 0:
+		l.waiters = append(l.waiters, fn)
+	default:
+		l.inflightWaiters = append(l.inflightWaiters, fn)
+	}
+}
+
 func (l *reslog) commit() {
 	if l.inflight || l.pending.Len() == 0 || l.disabled {
 		return
 	}
 	txn := l.pending
 	l.pending = kvs.Txn{}
+	waiters := l.waiters
+	l.waiters = nil
 	f, err := kvs.CommitAsync(l.h, kvs.PrimaryNamespace, 0, &txn)
 	if err != nil {
 		l.log.Error(fmt.Sprintf("resource eventlog commit: %v", err))
+		notify(waiters, err)
 		return
 	}
 	l.inflight = true
+	l.inflightWaiters = waiters
 	f.Then(func(_ *flux.Message, err error) {
 		l.inflight = false
+		waiters := l.inflightWaiters
+		l.inflightWaiters = nil
 		switch {
 		case errors.Is(err, syscall.ENOSYS):
 			l.log.Info("no KVS: resource events are not persisted")
 			l.disabled = true
 			l.pending = kvs.Txn{}
+			notify(waiters, nil)
+			notify(l.waiters, nil)
+			l.waiters = nil
 			return
 		case err != nil:
 			l.log.Error(fmt.Sprintf("resource eventlog commit: %v", err))
 		}
+		notify(waiters, err)
 		l.commit()
 	})
+}
+
+// flush commits what is still pending before the module unloads (its
+// handle no longer runs callbacks, so the commit is synchronous); the
+// commit in flight, if any, reaches the KVS before it.
+func (l *reslog) flush() {
+	if l.disabled || l.pending.Len() == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	txn := l.pending
+	l.pending = kvs.Txn{}
+	if _, err := kvs.Commit(ctx, l.h, kvs.PrimaryNamespace, 0, &txn); err != nil && !errors.Is(err, syscall.ENOSYS) {
+		l.log.Error(fmt.Sprintf("resource eventlog commit at unload: %v", err))
+	}
+}
+
+func notify(waiters []func(error), err error) {
+	for _, fn := range waiters {
+		fn(err)
+	}
 }
 
 // replay restores drain state from the KVS eventlog of an earlier run.
