@@ -28,9 +28,11 @@ type namespace struct {
 	removed bool
 	lastUse time.Time
 
-	// rank > 0: the root is being fetched from upstream.
+	// rank > 0: the root is being fetched from rank 0.
 	fetching     bool
 	fetchWaiters []func(error)
+	// a removal event came while fetching: the answer may predate it
+	removedWhileFetching bool
 	// newest setroot seen while fetching
 	heldRef string
 	heldSeq int
@@ -110,10 +112,20 @@ type getrootResponse struct {
 	Namespace string `json:"namespace"`
 }
 
-// fetchRoot asks the parent broker for a namespace's root.
+// fetchRoot asks rank 0 for a namespace's root. Not the parent: a parent
+// that has yet to see a removal event its child has seen would hand out
+// the removed namespace's root, and the child would keep it. Rank 0
+// answers from the truth; if the namespace is removed while the answer
+// is on its way (the removal event may overtake it), the root is fetched
+// again.
 func (k *kvs) fetchRoot(ns *namespace) {
+	ns.removedWhileFetching = false
 	done := func(resp *getrootResponse, err error) {
 		if k.namespaces[ns.name] != ns {
+			return
+		}
+		if ns.removedWhileFetching {
+			k.fetchRoot(ns)
 			return
 		}
 		ns.fetching = false
@@ -132,7 +144,7 @@ func (k *kvs) fetchRoot(ns *namespace) {
 			fn(err)
 		}
 	}
-	f, err := k.h.RPC("kvs.getroot", flux.NodeidUpstream, map[string]any{"namespace": ns.name, "flags": 0}, 0)
+	f, err := k.h.RPC("kvs.getroot", 0, map[string]any{"namespace": ns.name, "flags": 0}, 0)
 	if err != nil {
 		k.h.Post(func() { done(nil, err) })
 		return
@@ -247,7 +259,12 @@ func (k *kvs) namespaceEvent(m *flux.Message) {
 		if err := m.UnmarshalPayload(&ev); err != nil {
 			return
 		}
-		if ns := k.namespaces[ev.Namespace]; ns != nil && !ns.fetching {
+		ns := k.namespaces[ev.Namespace]
+		switch {
+		case ns == nil:
+		case ns.fetching:
+			ns.removedWhileFetching = true
+		default:
 			ns.removed = true
 			k.failNamespace(ns)
 			delete(k.namespaces, ev.Namespace)
