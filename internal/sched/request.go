@@ -56,6 +56,18 @@ func FromJobspec(js *jobspec.Jobspec) (*Request, error) {
 	return r, nil
 }
 
+// RequireProperties narrows the request to nodes that have every one of
+// props (a queue's requires), on top of its own constraint.
+func (r *Request) RequireProperties(props []string) {
+	need := &jobspec.Constraint{Op: jobspec.OpProperties, Values: append([]string(nil), props...)}
+	if r.Constraint == nil {
+		r.Constraint = need
+	} else {
+		r.Constraint = &jobspec.Constraint{Op: jobspec.OpAnd, Args: []*jobspec.Constraint{r.Constraint, need}}
+	}
+	r.constraintKey = ""
+}
+
 // Validate checks that r is a request the matcher understands.
 func (r *Request) Validate() error {
 	switch {

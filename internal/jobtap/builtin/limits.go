@@ -41,10 +41,13 @@ func (l *LimitJobSize) Load(_ jobtap.Host, conf json.RawMessage) error {
 	if err := json.Unmarshal(conf, l); err != nil {
 		return fmt.Errorf("config: %v: %w", err, syscall.EINVAL)
 	}
-	for name, v := range map[string]int{"max.nnodes": l.Max.NNodes, "max.ncores": l.Max.NCores, "max.ngpus": l.Max.NGPUs,
-		"min.nnodes": l.Min.NNodes, "min.ncores": l.Min.NCores, "min.ngpus": l.Min.NGPUs} {
-		if v < 0 {
-			return fmt.Errorf("config: %s must be >= 0 (got %d): %w", name, v, syscall.EINVAL)
+	for name, v := range map[string]*int{"max.nnodes": &l.Max.NNodes, "max.ncores": &l.Max.NCores, "max.ngpus": &l.Max.NGPUs,
+		"min.nnodes": &l.Min.NNodes, "min.ncores": &l.Min.NCores, "min.ngpus": &l.Min.NGPUs} {
+		switch {
+		case *v == -1: // flux-core's spelling of "no limit"
+			*v = 0
+		case *v < 0:
+			return fmt.Errorf("config: %s must be >= 0, or -1 for no limit (got %d): %w", name, *v, syscall.EINVAL)
 		}
 	}
 	return nil

@@ -19,6 +19,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/modules/jobmanager"
 	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
+	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
@@ -69,6 +70,7 @@ type ingest struct {
 	inflight bool
 	kicked   bool
 	feasible bool // a scheduler answers feasibility.check
+	policy   *policy.Config
 	specs    *specCache
 	hashName string            // the content store's hash (blobrefs)
 	stored   *recent[struct{}] // blobrefs stored lately (blobs.go)
@@ -90,6 +92,9 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	in := &ingest{h: h, log: flux.NewLogger(h, "job-ingest"), owner: uint32(owner), feasible: true,
 		specs: newSpecCache(), hashName: hashName, stored: newRecent[struct{}](storedRefsMax)}
 	if err := in.initGenerator(ctx); err != nil {
+		return err
+	}
+	if in.policy, err = policy.Fetch(ctx, h); err != nil {
 		return err
 	}
 	h.HandleFunc("job-ingest.submit", in.submit)
@@ -177,13 +182,24 @@ func (in *ingest) submit(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "%v", err)
 		return
 	}
-	p := &pending{r: r, userid: r.Userid(), urgency: urgency, flags: req.Flags, J: req.Jraw, jobspec: env.Payload, spec: spec}
+	text := env.Payload
+	if spec.Queue() == "" && in.policy.DefaultQueue != "" {
+		if text, spec, err = in.specs.withQueue(text, in.policy.DefaultQueue); err != nil {
+			r.Errorf(syscall.EINVAL, "%v", err)
+			return
+		}
+	}
+	if err := in.policy.CheckQueue(spec.Queue()); err != nil {
+		r.Errorf(syscall.EINVAL, "%v", err)
+		return
+	}
+	p := &pending{r: r, userid: r.Userid(), urgency: urgency, flags: req.Flags, J: req.Jraw, jobspec: text, spec: spec}
 	if !in.feasible {
 		in.enqueue(p)
 		return
 	}
-	fb := make([]byte, 0, len(env.Payload)+16)
-	fb = append(append(append(fb, `{"jobspec":`...), env.Payload...), '}')
+	fb := make([]byte, 0, len(text)+16)
+	fb = append(append(append(fb, `{"jobspec":`...), text...), '}')
 	f, err := in.h.RPC("feasibility.check", flux.NodeidAny, flux.JSONBuffer(fb), 0)
 	if err != nil {
 		r.RespondError(err)

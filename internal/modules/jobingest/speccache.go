@@ -21,6 +21,16 @@ type specEntry struct {
 	spec     *jobspec.Jobspec
 	parseErr error // RFC 14 (or not JSON): always fatal
 	v1Err    error // RFC 25: fatal unless the novalidate flag is set
+
+	// queued: the same jobspec with a default queue filled in, by queue
+	queued map[string]queuedSpec
+}
+
+// queuedSpec is a jobspec with the default queue set: its text (what is
+// stored as the job's jobspec) and parsed form.
+type queuedSpec struct {
+	text []byte
+	spec *jobspec.Jobspec
 }
 
 // specCacheSize bounds the jobspecs remembered.
@@ -55,4 +65,35 @@ func parseSpec(text []byte) *specEntry {
 		return &specEntry{parseErr: errors.New("the signed jobspec must be JSON")}
 	}
 	return &specEntry{spec: spec, v1Err: spec.ValidateV1()}
+}
+
+// withQueue returns the jobspec text (already checked) with
+// attributes.system.queue set to queue, and its parsed form: what a job
+// that names no queue is stored with when a default queue is configured.
+func (c *specCache) withQueue(text []byte, queue string) ([]byte, *jobspec.Jobspec, error) {
+	e, ok := c.entries.get(string(text))
+	if !ok || e.spec == nil {
+		e = parseSpec(text)
+		if e.parseErr != nil {
+			return nil, nil, e.parseErr
+		}
+		c.entries.put(string(text), e)
+	}
+	if q, ok := e.queued[queue]; ok {
+		return q.text, q.spec, nil
+	}
+	spec, err := jobspec.Parse(text) // a copy: cached jobspecs are shared
+	if err != nil {
+		return nil, nil, err
+	}
+	spec.SetQueue(queue)
+	out, err := spec.MarshalJSON()
+	if err != nil {
+		return nil, nil, err
+	}
+	if e.queued == nil {
+		e.queued = make(map[string]queuedSpec)
+	}
+	e.queued[queue] = queuedSpec{text: out, spec: spec}
+	return out, spec, nil
 }

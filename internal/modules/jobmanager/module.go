@@ -7,11 +7,13 @@ package jobmanager
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap/builtin"
 	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
@@ -34,10 +36,14 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	if err != nil {
 		return fmt.Errorf("security.owner=%q: %w", ownerStr, err)
 	}
+	pol, err := policy.Fetch(ctx, h)
+	if err != nil {
+		return err
+	}
 	m := newManager(h, flux.NewLogger(h, "job-manager"), uint32(owner))
 	m.register()
 	for _, name := range builtin.Defaults() {
-		if err := m.plugins.load(name, nil); err != nil {
+		if err := m.plugins.load(name, pluginConf(name, pol)); err != nil {
 			return err
 		}
 	}
@@ -48,4 +54,17 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		m.log.Info(fmt.Sprintf("restored %d jobs from the KVS", n))
 	}
 	return h.Serve(ctx)
+}
+
+// pluginConf is the configuration a default plugin gets from the
+// instance's policy.limits table (nil: none).
+func pluginConf(name string, p *policy.Config) json.RawMessage {
+	switch {
+	case name == ".limit-duration" && p.Duration != "":
+		b, _ := json.Marshal(map[string]string{"duration": p.Duration})
+		return b
+	case name == ".limit-job-size" && p.JobSize != nil:
+		return p.JobSize
+	}
+	return nil
 }

@@ -37,6 +37,7 @@ import (
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/internal/sched"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
@@ -53,6 +54,9 @@ type Config struct {
 	// all of them. Default sched.DefaultQueueDepth (8); 1 makes
 	// scheduling strictly FCFS.
 	QueueDepth int
+	// Policy holds the named queues, whose jobs run only on nodes with
+	// the properties the queue requires. Nil: no queues.
+	Policy *policy.Config
 }
 
 // DefaultConfig returns the defaults.
@@ -118,6 +122,9 @@ func (*Module) Name() string { return Name }
 func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	cfg, err := parseConfig(ctx, h, args)
 	if err != nil {
+		return err
+	}
+	if cfg.Policy, err = policy.Fetch(ctx, h); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/jsonwire"
+	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/internal/sched"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/idset"
@@ -54,7 +55,7 @@ func newScheduler(h *flux.Handle, log *slog.Logger, cfg Config, fail context.Can
 		queue:   sched.NewQueue(),
 		policy:  &sched.FCFS{Depth: cfg.QueueDepth},
 		running: make(map[uint64]*sched.Alloc),
-		cache:   newRequestCache(),
+		cache:   newRequestCache(cfg.Policy),
 		now:     func() float64 { return float64(time.Now().UnixNano()) / 1e9 },
 	}
 }
@@ -462,7 +463,8 @@ func (s *scheduler) feasibility(r *flux.Request) {
 // exact jobspec text: identical jobspecs (a job array, a throughput test)
 // are parsed once.
 type requestCache struct {
-	m map[string]*cacheEntry
+	m      map[string]*cacheEntry
+	policy *policy.Config // queues' required properties; nil for none
 }
 
 type cacheEntry struct {
@@ -472,7 +474,9 @@ type cacheEntry struct {
 
 const maxCached = 1024
 
-func newRequestCache() requestCache { return requestCache{m: make(map[string]*cacheEntry)} }
+func newRequestCache(p *policy.Config) requestCache {
+	return requestCache{m: make(map[string]*cacheEntry), policy: p}
+}
 
 func (c *requestCache) get(raw []byte, p *sched.Pool) *cacheEntry {
 	if e, ok := c.m[string(raw)]; ok {
@@ -482,6 +486,11 @@ func (c *requestCache) get(raw []byte, p *sched.Pool) *cacheEntry {
 	js, err := jobspec.ParseV1(raw)
 	if err == nil {
 		e.req, err = sched.FromJobspec(js)
+	}
+	if err == nil && c.policy != nil {
+		if props := c.policy.Requires(js.Queue()); len(props) > 0 {
+			e.req.RequireProperties(props)
+		}
 	}
 	if err == nil {
 		err = p.Feasible(e.req)

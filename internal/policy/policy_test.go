@@ -1,0 +1,72 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	c, err := Parse([]byte(`{
+		"policy": {"limits": {"duration": "1h", "job-size": {"max": {"nnodes": 8}, "min": {"ncores": -1}}},
+		           "jobspec": {"defaults": {"system": {"queue": "batch", "duration": "10m"}}}},
+		"queues": {"batch": {"requires": ["batch"]}, "debug": {}},
+		"resource": {"noverify": true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Duration != "1h" || string(c.JobSize) != `{"max": {"nnodes": 8}, "min": {"ncores": -1}}` || c.DefaultQueue != "batch" {
+		t.Fatalf("%+v", c)
+	}
+	if got := c.Requires("batch"); len(got) != 1 || got[0] != "batch" {
+		t.Errorf("batch requires %v", got)
+	}
+	if got := c.Requires("debug"); got != nil {
+		t.Errorf("debug requires %v", got)
+	}
+	for name, want := range map[string]string{
+		"batch": "",
+		"":      "a named queue is required (queues: batch, debug)",
+		"nope":  "'nope' is not a valid queue (queues: batch, debug)",
+	} {
+		err := c.CheckQueue(name)
+		if (err == nil) != (want == "") || err != nil && err.Error() != want {
+			t.Errorf("CheckQueue(%q) = %v, want %q", name, err, want)
+		}
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	for _, conf := range []string{``, `{}`, `{"resource": {}}`} {
+		c, err := Parse([]byte(conf))
+		if err != nil || c.Named() || c.Duration != "" || c.JobSize != nil || c.DefaultQueue != "" {
+			t.Fatalf("%q: %+v %v", conf, c, err)
+		}
+		if err := c.CheckQueue(""); err != nil {
+			t.Errorf("anonymous queue: %v", err)
+		}
+		if err := c.CheckQueue("batch"); err == nil || err.Error() != "'batch' is not a valid queue (no queues are configured)" {
+			t.Errorf("named queue without queues: %v", err)
+		}
+	}
+}
+
+// Bad policy is refused with a message naming the key.
+func TestParseErrors(t *testing.T) {
+	for conf, want := range map[string]string{
+		`{"policy": {"limits": {"duration": 3600}}}`:                                           "policy.limits.duration must be a string",
+		`{"policy": {"limits": {"duration": "soon"}}}`:                                         "policy.limits.duration: invalid FSD",
+		`{"policy": {"limits": {"job-size": {"max": {"nnodes": "8"}}}}}`:                       "policy.limits.job-size.max.nnodes must be a count",
+		`{"policy": {"limits": {"job-size": {"max": {"nodes": 8}}}}}`:                          "policy.limits.job-size.max.nodes: unknown key",
+		`{"policy": {"limits": {"job-size": {"most": {}}}}}`:                                   "policy.limits.job-size.most: unknown key",
+		`{"queues": {"batch": 1}}`:                                                             "queues.batch must be a table",
+		`{"queues": {"batch": {"requires": "batch"}}}`:                                         "queues.batch.requires must be an array",
+		`{"queues": {"batch": {"requires": ["a b"]}}}`:                                         `queues.batch.requires: "a b" is not a valid property name`,
+		`{"policy": {"jobspec": {"defaults": {"system": {"queue": "batch"}}}}}`:                `policy.jobspec.defaults.system.queue: "batch" is not a configured queue`,
+		`{"queues": {"a": {}}, "policy": {"jobspec": {"defaults": {"system": {"queue": 1}}}}}`: "policy.jobspec.defaults.system.queue must be a string",
+	} {
+		_, err := Parse([]byte(conf))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", conf, err, want)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fluxgo/fluxgo/internal/testinstance"
+)
+
+// policyConf configures two queues on two nodes each, a default queue and
+// instance-wide limits (flux-config-queues(5), flux-config-policy(5)).
+const policyConf = `
+[policy.limits]
+duration = "1h"
+job-size.max.nnodes = 2
+
+[policy.jobspec.defaults.system]
+queue = "batch"
+
+[queues.batch]
+requires = ["batch"]
+
+[queues.debug]
+requires = ["debug"]
+
+[[resource.config]]
+hosts = "node[0-3]"
+cores = "0-3"
+[[resource.config]]
+hosts = "node[0-1]"
+properties = ["batch"]
+[[resource.config]]
+hosts = "node[2-3]"
+properties = ["debug"]
+`
+
+// TestQueuesFromConfig: named queues and policy limits come from the
+// instance's TOML configuration.
+func TestQueuesFromConfig(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a flux instance")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "policy.toml"), []byte(policyConf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 4, Args: []string{"--config-path", dir}})}
+
+	// a queue that is not configured is refused at submit, nothing queued
+	e.fail("'nope' is not a valid queue (queues: batch, debug)", "submit", "--queue=nope", "true")
+	if n := e.must("jobs", "-a", "-n", "-o", "{id}"); n != "" {
+		t.Fatalf("a refused job was listed: %q", n)
+	}
+
+	// no queue named: the default queue is filled in, and a queue's jobs
+	// run only on the nodes with its properties
+	batch := e.submit(testDuration("0.01"), "-N2", "-n2", "true")
+	debug := e.submit(testDuration("0.01"), "--queue=debug", "-N2", "-n2", "true")
+	for _, id := range []struct {
+		id           string
+		queue, nodes string
+	}{{batch.String(), "batch", "node[0-1]"}, {debug.String(), "debug", "node[2-3]"}} {
+		e.must("job", "wait-event", "-t", "30", id.id, "clean")
+		if got := e.must("jobs", "-n", "-o", "{queue} {nodelist} {result}", id.id); got != id.queue+" "+id.nodes+" COMPLETED" {
+			t.Errorf("job in %s: %q", id.queue, got)
+		}
+	}
+	if js := e.must("job", "info", batch.String(), "jobspec"); !strings.Contains(js, `"queue":"batch"`) {
+		t.Errorf("stored jobspec lacks the default queue: %s", js)
+	}
+
+	// the queue's requires and the job's own constraint both apply
+	e.fail("no node satisfies the constraints", "submit", "--queue=batch", "--requires=debug", "true")
+	// more nodes than the queue has is infeasible, not left pending
+	e.fail("constraints allow 2", "submit", "--queue=debug", "-N3", "-n3", "true")
+
+	// policy.limits configured the limit plugins
+	if q := e.must("jobtap", "query", ".limit-duration"); !strings.Contains(q, `"duration":3600`) {
+		t.Errorf("limit-duration: %s", q)
+	}
+	if q := e.must("jobtap", "query", ".limit-job-size"); !strings.Contains(q, `"nnodes":2`) {
+		t.Errorf("limit-job-size: %s", q)
+	}
+}
