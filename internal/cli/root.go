@@ -42,7 +42,7 @@ var commandTable = []command{
 	{"jobspec", newJobspecCmd}, {"submit", newSubmitCmd}, {"run", newRunCmd}, {"bulksubmit", newBulksubmitCmd},
 	{"cancel", newCancelCmd}, {"update", newUpdateCmd},
 	{"batch", newBatchCmd}, {"alloc", newAllocCmd}, {"batch-exec", newBatchExecCmd}, {"proxy", newProxyCmd}, {"pstree", newPstreeCmd},
-	{"jobs", newJobsCmd}, {"pgrep", newPgrepCmd}, {"pkill", newPkillCmd}, {"jobtap", newJobtapCmd},
+	{"jobs", newJobsCmd}, {"pgrep", newPgrepCmd}, {"pkill", newPkillCmd}, {"jobtap", newJobtapCmd}, {"queue", newQueueCmd},
 	{"hostlist", newHostlistCmd},
 	{"ping", newPingCmd}, {"event", newEventCmd}, {"dmesg", newDmesgCmd}, {"logger", newLoggerCmd}, {"module", newModuleCmd},
 	{"overlay", newOverlayCmd}, {"uptime", newUptimeCmd}, {"shutdown", newShutdownCmd}, {"keygen", newKeygenCmd},

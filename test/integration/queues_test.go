@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fluxgo/fluxgo/internal/testinstance"
 )
@@ -83,4 +84,53 @@ func TestQueuesFromConfig(t *testing.T) {
 	if q := e.must("jobtap", "query", ".limit-job-size"); !strings.Contains(q, `"nnodes":2`) {
 		t.Errorf("limit-job-size: %s", q)
 	}
+
+	// flux queue: disable refuses submissions with the reason; stop
+	// keeps jobs pending until start
+	e.must("queue", "disable", "-m", "maintenance", "debug")
+	e.fail("job submission to debug is disabled: maintenance", "submit", "--queue=debug", "true")
+	if got := e.must("queue", "status", "debug"); got != "debug: Job submission is disabled: maintenance\ndebug: Scheduling is started" {
+		t.Errorf("status after disable: %q", got)
+	}
+	e.must("queue", "enable", "debug")
+	e.fail("Use --all to apply this command to all queues", "queue", "stop")
+	e.must("queue", "stop", "-m", "upgrade", "batch")
+	held := e.submit(testDuration("0.01"), "true")
+	e.must("queue", "idle", "--timeout=30s")
+	if st := e.must("jobs", "-n", "-o", "{state}", held.String()); st != "SCHED" {
+		t.Errorf("job of a stopped queue: %s", st)
+	}
+	if got := e.must("queue", "list", "-n", "-o", "{queue} {enabled.ascii} {started.ascii} {limits.timelimit} {limits.range.nnodes}"); got != "batch y n 1h 0-2\ndebug y y 1h 0-2" {
+		t.Errorf("queue list: %q", got)
+	}
+	e.must("queue", "start", "--all")
+	e.must("queue", "drain", "--timeout=30s")
+	if r := e.result(held); r != "COMPLETED" {
+		t.Errorf("job after flux queue start: %s", r)
+	}
+}
+
+// TestQueueAnonymous: without [queues], flux queue speaks of the one
+// anonymous queue.
+func TestQueueAnonymous(t *testing.T) {
+	e := start(t)
+	// the scheduler may still be saying hello: "Scheduler is offline"
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := e.must("queue", "status")
+		if got == "Job submission is enabled\nScheduling is started" {
+			break
+		}
+		if time.Now().After(deadline) || got != "Job submission is enabled\nScheduling is stopped: Scheduler is offline" {
+			t.Fatalf("status: %q", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e.fail("'batch' is not a valid queue (no queues are configured)", "submit", "--queue=batch", "true")
+	e.fail("'batch' is not a valid queue", "queue", "stop", "batch")
+	e.must("queue", "stop")
+	id := e.submit(testDuration("0.01"), "true")
+	e.must("queue", "start")
+	e.waitEvent(id, "clean")
+	e.must("queue", "drain")
 }

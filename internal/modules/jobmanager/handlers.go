@@ -32,6 +32,7 @@ func (m *manager) register() {
 		r.Respond(map[string]any{"max_jobid": m.maxID})
 	})
 	h.HandleFunc("job-manager.disconnect", m.handleDisconnect)
+	m.queues.register()
 	h.HandleFunc("job-manager.*", m.handlePluginMethod)
 }
 
@@ -95,6 +96,9 @@ func (m *manager) handleSubmit(r *flux.Request) {
 		j.Raw = sj.Jobspec
 		j.Jobspec = spec
 		err := waitCheck(j, sj.Userid == m.owner) // wait.go
+		if err == nil {
+			err = m.queues.submitCheck(j)
+		}
 		if err == nil {
 			err = m.plugins.validate(j, sj.Userid == m.owner)
 		}
@@ -369,4 +373,5 @@ func (m *manager) handleDisconnect(r *flux.Request) {
 	m.exec.disconnected(route)
 	m.journal.disconnect(route)
 	m.waitDisconnect(route)
+	m.queues.disconnect(route)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
+	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
@@ -31,6 +32,7 @@ type manager struct {
 	sched   *schedClient
 	exec    *execClient
 	plugins *pluginSet
+	queues  *queues   // queues.go
 	wait    waitState // wait.go
 
 	// inactiveLimit bounds how many inactive jobs are kept in memory
@@ -54,6 +56,7 @@ func newManager(h *flux.Handle, log *slog.Logger, owner uint32) *manager {
 	m.sched = newSchedClient(m)
 	m.exec = newExecClient(m)
 	m.plugins = newPluginSet(m)
+	m.queues = newQueues(m, &policy.Config{})
 	return m
 }
 
@@ -223,8 +226,10 @@ func (m *manager) enterState(j *job, prev jobtap.State) {
 	case jobtap.StateCleanup:
 		m.cleanup(j, prev)
 	case jobtap.StateInactive:
+		delete(m.queues.parked, j.ID)
 		m.retire(j)
 	}
+	m.queues.checkWaiters()
 }
 
 // checkDepend posts depend once a job in DEPEND has no dependencies.

@@ -41,6 +41,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		return err
 	}
 	m := newManager(h, flux.NewLogger(h, "job-manager"), uint32(owner))
+	m.queues = newQueues(m, pol)
 	m.register()
 	for _, name := range builtin.Defaults() {
 		if err := m.plugins.load(name, pluginConf(name, pol)); err != nil {

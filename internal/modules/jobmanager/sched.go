@@ -62,6 +62,9 @@ func (q *jobQueue) Pop() any {
 	return j
 }
 
+// push queues a job without sending anything yet (drain sends).
+func (s *schedClient) push(j *job) { heap.Push(&s.queue, j) }
+
 func (s *schedClient) enqueue(j *job) {
 	heap.Push(&s.queue, j)
 	s.drain()
@@ -76,6 +79,10 @@ func (s *schedClient) drain() {
 		}
 		if j.Priority == 0 {
 			// held: stays out of the scheduler until its priority rises
+			continue
+		}
+		if !s.m.queues.started(j) {
+			s.m.queues.park(j) // until flux queue start
 			continue
 		}
 		s.sendAlloc(j)
@@ -116,6 +123,7 @@ func (s *schedClient) allocDone(j *job, f *flux.Future) {
 	j.allocPending = false
 	j.cancelSent = false
 	s.outstanding--
+	s.m.queues.checkWaiters()
 }
 
 func (s *schedClient) allocResponse(j *job, f *flux.Future, msg *flux.Message, err error) {

@@ -1,0 +1,461 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fluxgo/fluxgo/internal/policy"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/fsd"
+)
+
+// flux queue: list, status and control the job queues (flux-queue(1)).
+
+func newQueueCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "queue",
+		Short: "List and manipulate flux queues",
+		Long: `List and control the instance's job queues. Without [queues] in the
+configuration there is one anonymous queue; named queues are configured
+with [queues.NAME] tables (see docs/JOBS.md).
+
+Submission (enable/disable) decides whether jobs may be submitted to a
+queue; scheduling (start/stop) whether its pending jobs are given
+resources. Changing either is for the instance owner.`,
+	}
+	cmd.AddCommand(newQueueListCmd(), newQueueStatusCmd(),
+		newQueueControlCmd("enable", "Allow jobs to be submitted to the queue"),
+		newQueueControlCmd("disable", "Refuse jobs submitted to the queue, with a reason shown to submitters"),
+		newQueueControlCmd("start", "Start allocating resources to the queue's jobs"),
+		newQueueControlCmd("stop", "Stop allocating resources to the queue's jobs (pending jobs stay queued, running jobs run on)"),
+		newQueueWaitCmd("drain", "Block until every queue is empty (no active jobs)"),
+		newQueueWaitCmd("idle", "Block until no job is running or waiting for the scheduler's answer"))
+	return cmd
+}
+
+// queueStatus is job-manager.queue-status's answer.
+type queueStatus struct {
+	Enable        bool   `json:"enable"`
+	Start         bool   `json:"start"`
+	DisableReason string `json:"disable_reason"`
+	StopReason    string `json:"stop_reason"`
+}
+
+// queueNames returns the named queues ([] without any).
+func queueNames(ctx context.Context, h *flux.Handle) ([]string, error) {
+	var resp struct {
+		Queues []string `json:"queues"`
+	}
+	if err := h.Call(ctx, "job-manager.queue-list", flux.NodeidAny, nil, &resp); err != nil {
+		return nil, err
+	}
+	return resp.Queues, nil
+}
+
+func getQueueStatus(ctx context.Context, h *flux.Handle, name string) (queueStatus, error) {
+	var st queueStatus
+	req := map[string]any{}
+	if name != "" {
+		req["name"] = name
+	}
+	err := h.Call(ctx, "job-manager.queue-status", flux.NodeidAny, req, &st)
+	return st, err
+}
+
+// printQueueStatus prints flux-core's two status lines of a queue.
+func printQueueStatus(w io.Writer, name string, st queueStatus) {
+	prefix := ""
+	if name != "" {
+		prefix = name + ": "
+	}
+	if st.Enable {
+		fmt.Fprintf(w, "%sJob submission is enabled\n", prefix)
+	} else {
+		fmt.Fprintf(w, "%sJob submission is disabled: %s\n", prefix, st.DisableReason)
+	}
+	switch {
+	case st.Start:
+		fmt.Fprintf(w, "%sScheduling is started\n", prefix)
+	case st.StopReason != "":
+		fmt.Fprintf(w, "%sScheduling is stopped: %s\n", prefix, st.StopReason)
+	default:
+		fmt.Fprintf(w, "%sScheduling is stopped\n", prefix)
+	}
+}
+
+// statusOf prints the status of one queue, or of every queue.
+func statusOf(ctx context.Context, h *flux.Handle, w io.Writer, name string) error {
+	names := []string{name}
+	if name == "" {
+		all, err := queueNames(ctx, h)
+		if err != nil {
+			return err
+		}
+		if len(all) > 0 {
+			names = all
+		}
+	}
+	for _, n := range names {
+		st, err := getQueueStatus(ctx, h, n)
+		if err != nil {
+			return err
+		}
+		printQueueStatus(w, n, st)
+	}
+	return nil
+}
+
+func newQueueStatusCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "status [QUEUE]",
+		Short: "Report whether submission is enabled and scheduling started, for one queue or all",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := openHandle()
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			name := ""
+			if len(args) == 1 {
+				name = args[0]
+			}
+			return statusOf(cmd.Context(), h, cmd.OutOrStdout(), name)
+		},
+	}
+}
+
+// newQueueControlCmd makes enable, disable, start or stop.
+func newQueueControlCmd(verb, short string) *cobra.Command {
+	var all, quiet, verbose, nocheckpoint bool
+	var message string
+	cmd := &cobra.Command{
+		Use:   verb + " [QUEUE]",
+		Short: short,
+		Long: short + `. With named queues, name one or give --all. The queue's
+status is printed afterwards unless --quiet.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := ""
+			if len(args) == 1 {
+				name = args[0]
+			}
+			if name != "" && all {
+				return fmt.Errorf("a queue name and --all cannot be used together")
+			}
+			h, err := openHandle()
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			ctx := cmd.Context()
+			req := map[string]any{"all": all}
+			if name != "" {
+				req["name"] = name
+			}
+			topic := "job-manager.queue-enable"
+			switch verb {
+			case "enable":
+				req["enable"] = true
+			case "disable":
+				req["enable"] = false
+				if message == "" {
+					message = "disabled by the instance owner"
+				}
+				req["reason"] = message
+			case "start":
+				topic = "job-manager.queue-start"
+				req["start"] = true
+			case "stop":
+				topic = "job-manager.queue-start"
+				req["start"] = false
+				req["nocheckpoint"] = nocheckpoint
+				if message != "" {
+					req["reason"] = message
+				}
+			}
+			if err := h.Call(ctx, topic, flux.NodeidAny, req, nil); err != nil {
+				return err
+			}
+			if quiet {
+				return nil
+			}
+			return statusOf(ctx, h, cmd.OutOrStdout(), name)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVarP(&all, "all", "a", false, "Apply to every queue")
+	f.BoolVar(&quiet, "quiet", false, "Print only errors")
+	f.BoolVarP(&verbose, "verbose", "v", false, "Accepted for compatibility (the status is printed anyway)")
+	if verb == "disable" || verb == "stop" {
+		f.StringVarP(&message, "message", "m", "", "The reason, shown to submitters (disable) or in flux queue status (stop)")
+		f.BoolVar(&nocheckpoint, "nocheckpoint", false, "Accepted for compatibility (queue state is not kept across restarts)")
+	}
+	return cmd
+}
+
+// newQueueWaitCmd makes drain or idle.
+func newQueueWaitCmd(verb, short string) *cobra.Command {
+	var timeout string
+	cmd := &cobra.Command{
+		Use:   verb,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if timeout != "" {
+				secs, err := fsd.Parse(timeout)
+				if err != nil {
+					return fmt.Errorf("--timeout: %w", err)
+				}
+				if !math.IsInf(secs, 1) {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, time.Duration(secs*float64(time.Second)))
+					defer cancel()
+				}
+			}
+			h, err := openHandle()
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			err = h.Call(ctx, "job-manager."+verb, flux.NodeidAny, nil, nil)
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ETIMEDOUT) {
+				return fmt.Errorf("timeout after %s", timeout)
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&timeout, "timeout", "", "Give up after `FSD` (e.g. 30s, 5m)")
+	return cmd
+}
+
+// queueLine is one line of flux queue list.
+type queueLine struct {
+	name   string
+	deflt  bool
+	status queueStatus
+	limits queueLimits
+}
+
+// queueLimits are the policy limits shown by flux queue list.
+type queueLimits struct {
+	duration       float64 // 0: none
+	minN, maxN     [3]int  // nnodes, ncores, ngpus; max -1: none
+	hasMin, hasMax bool
+}
+
+func limitsOf(p *policy.Config) queueLimits {
+	l := queueLimits{maxN: [3]int{-1, -1, -1}}
+	if p.Duration != "" {
+		l.duration, _ = fsd.Parse(p.Duration)
+	}
+	if p.JobSize != nil {
+		var js map[string]map[string]int
+		if json.Unmarshal(p.JobSize, &js) == nil {
+			for i, k := range []string{"nnodes", "ncores", "ngpus"} {
+				if v, ok := js["min"][k]; ok && v > 0 {
+					l.minN[i] = v
+				}
+				if v, ok := js["max"][k]; ok && v >= 0 {
+					l.maxN[i] = v
+				}
+			}
+		}
+	}
+	return l
+}
+
+func (l queueLimits) rangeOf(i int) string {
+	hi := "inf"
+	if l.maxN[i] >= 0 {
+		hi = fmt.Sprint(l.maxN[i])
+	}
+	return fmt.Sprintf("%d-%s", l.minN[i], hi)
+}
+
+func check(b bool) string {
+	if b {
+		return "✔"
+	}
+	return "✗"
+}
+
+func yn(b bool) string {
+	if b {
+		return "y"
+	}
+	return "n"
+}
+
+var queueListFields = fieldSource[queueLine]{
+	get: func(name string) (func(queueLine) fmtVal, error) {
+		switch name {
+		case "queue":
+			return func(l queueLine) fmtVal { return vStr(l.name) }, nil
+		case "queuem":
+			return func(l queueLine) fmtVal {
+				if l.deflt {
+					return vStr(l.name + "*")
+				}
+				return vStr(l.name)
+			}, nil
+		case "parent":
+			return func(queueLine) fmtVal { return vStr("") }, nil
+		case "submission":
+			return func(l queueLine) fmtVal {
+				return vStr(map[bool]string{true: "enabled", false: "disabled"}[l.status.Enable])
+			}, nil
+		case "scheduling":
+			return func(l queueLine) fmtVal {
+				return vStr(map[bool]string{true: "started", false: "stopped"}[l.status.Start])
+			}, nil
+		case "enabled":
+			return func(l queueLine) fmtVal { return vStr(check(l.status.Enable)) }, nil
+		case "started":
+			return func(l queueLine) fmtVal { return vStr(check(l.status.Start)) }, nil
+		case "enabled.ascii":
+			return func(l queueLine) fmtVal { return vStr(yn(l.status.Enable)) }, nil
+		case "started.ascii":
+			return func(l queueLine) fmtVal { return vStr(yn(l.status.Start)) }, nil
+		case "defaults.timelimit":
+			return func(queueLine) fmtVal { return vStr("∞") }, nil
+		case "limits.timelimit":
+			return func(l queueLine) fmtVal {
+				if l.limits.duration <= 0 || math.IsInf(l.limits.duration, 1) {
+					return vStr("∞")
+				}
+				return vStr(fsd.Format(l.limits.duration))
+			}, nil
+		}
+		for i, k := range []string{"nnodes", "ncores", "ngpus"} {
+			switch name {
+			case "limits.range." + k:
+				return func(l queueLine) fmtVal { return vStr(l.limits.rangeOf(i)) }, nil
+			case "limits.min." + k:
+				return func(l queueLine) fmtVal { return vInt(int64(l.limits.minN[i])) }, nil
+			case "limits.max." + k:
+				return func(l queueLine) fmtVal {
+					if l.limits.maxN[i] < 0 {
+						return vStr("inf")
+					}
+					return vInt(int64(l.limits.maxN[i]))
+				}, nil
+			}
+		}
+		return nil, fmt.Errorf("unknown format field %q", name)
+	},
+	heading: func(name string) string {
+		switch name {
+		case "queuem":
+			return "QUEUE"
+		case "enabled", "enabled.ascii":
+			return "EN"
+		case "started", "started.ascii":
+			return "ST"
+		case "defaults.timelimit":
+			return "TDEFAULT"
+		case "limits.timelimit":
+			return "TLIMIT"
+		case "limits.range.nnodes":
+			return "NNODES"
+		case "limits.range.ncores":
+			return "NCORES"
+		case "limits.range.ngpus":
+			return "NGPUS"
+		}
+		return strings.ToUpper(strings.ReplaceAll(name, ".", "_"))
+	},
+}
+
+// defaultQueueListFormat is flux-core's default, less the TDEFAULT column
+// (job defaults are not applied from the configuration yet).
+const defaultQueueListFormat = "{queuem:<8.8} {enabled:>2} {started:>2} {limits.timelimit:>8} " +
+	"{limits.range.nnodes:>10} {limits.range.ncores:>10} {limits.range.ngpus:>10}"
+
+func newQueueListCmd() *cobra.Command {
+	var noHeader bool
+	var format string
+	var only []string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List queues with their status and limits",
+		Long: `List the queues: submission (EN) and scheduling (ST) status, the time
+limit and the job size ranges allowed. Fields for --format: queue, queuem
+(the default queue marked with *), submission, scheduling, enabled,
+started, enabled.ascii, started.ascii, limits.timelimit,
+limits.range.{nnodes,ncores,ngpus}, limits.min.* and limits.max.*.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := openHandle()
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			ctx := cmd.Context()
+			pol, err := policy.Fetch(ctx, h)
+			if err != nil {
+				return err
+			}
+			names, err := queueNames(ctx, h)
+			if err != nil {
+				return err
+			}
+			if len(names) == 0 {
+				names = []string{""}
+			}
+			if len(only) > 0 {
+				for _, q := range only {
+					if err := pol.CheckQueue(q); err != nil {
+						return err
+					}
+				}
+				names = only
+			}
+			var lines []queueLine
+			for _, n := range names {
+				st, err := getQueueStatus(ctx, h, n)
+				if err != nil {
+					return err
+				}
+				lines = append(lines, queueLine{name: n, deflt: n != "" && n == pol.DefaultQueue, status: st, limits: limitsOf(pol)})
+			}
+			if format == "" {
+				format = defaultQueueListFormat
+			}
+			of, err := compileFormat(format, queueListFields)
+			if err != nil {
+				return err
+			}
+			if err := of.prepare(lines); err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if !noHeader {
+				fmt.Fprintln(w, strings.TrimRight(of.header(), " "))
+			}
+			for _, l := range lines {
+				s, err := of.line(l)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(w, strings.TrimRight(s, " "))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVarP(&noHeader, "no-header", "n", false, "Do not print the header")
+	f.StringVarP(&format, "format", "o", "", "Output format (Python format syntax with the fields above)")
+	f.StringSliceVarP(&only, "queue", "q", nil, "List only these queues")
+	return cmd
+}
