@@ -30,7 +30,8 @@ with [queues.NAME] tables (see docs/JOBS.md).
 
 Submission (enable/disable) decides whether jobs may be submitted to a
 queue; scheduling (start/stop) whether its pending jobs are given
-resources. Changing either is for the instance owner.`,
+resources. Changing either is for the instance owner, and is kept across
+a restart of the instance (unless --nocheckpoint).`,
 	}
 	cmd.AddCommand(newQueueListCmd(), newQueueStatusCmd(),
 		newQueueControlCmd("enable", "Allow jobs to be submitted to the queue"),
@@ -168,6 +169,7 @@ status is printed afterwards unless --quiet.`,
 				req["enable"] = true
 			case "disable":
 				req["enable"] = false
+				req["nocheckpoint"] = nocheckpoint
 				if message == "" {
 					message = "disabled by the instance owner"
 				}
@@ -198,7 +200,7 @@ status is printed afterwards unless --quiet.`,
 	f.BoolVarP(&verbose, "verbose", "v", false, "Accepted for compatibility (the status is printed anyway)")
 	if verb == "disable" || verb == "stop" {
 		f.StringVarP(&message, "message", "m", "", "The reason, shown to submitters (disable) or in flux queue status (stop)")
-		f.BoolVar(&nocheckpoint, "nocheckpoint", false, "Accepted for compatibility (queue state is not kept across restarts)")
+		f.BoolVar(&nocheckpoint, "nocheckpoint", false, "Do not keep this change across a restart of the instance")
 	}
 	return cmd
 }

@@ -42,6 +42,9 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	}
 	m := newManager(h, flux.NewLogger(h, "job-manager"), uint32(owner))
 	m.queues = newQueues(m, pol)
+	if err := m.queues.restore(ctx); err != nil {
+		m.log.Error("queue state from the last run not restored", "err", err)
+	}
 	m.register()
 	for _, name := range builtin.Defaults() {
 		if err := m.plugins.load(name, pluginConf(name, pol)); err != nil {

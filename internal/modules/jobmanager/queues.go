@@ -1,6 +1,9 @@
 package jobmanager
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"syscall"
@@ -8,6 +11,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/jobtap"
 	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
@@ -18,6 +22,27 @@ type queueState struct {
 	disableReason string
 	started       bool
 	stopReason    string
+	// ckEnabled and ckStarted are the state kept across a restart: a
+	// change made with nocheckpoint leaves them as they were
+	ckEnabled, ckStarted bool
+}
+
+// checkpointKey holds the queues' state across restarts, in flux-core's
+// format: {"version": 1, "queue": [{name?, enable, start,
+// disable_reason?, stop_reason?}]}.
+const checkpointKey = "checkpoint.job-manager"
+
+type queueCheckpoint struct {
+	Version int               `json:"version"`
+	Queue   []queueCheckEntry `json:"queue"`
+}
+
+type queueCheckEntry struct {
+	Name          string `json:"name,omitempty"`
+	Enable        bool   `json:"enable"`
+	Start         bool   `json:"start"`
+	DisableReason string `json:"disable_reason,omitempty"`
+	StopReason    string `json:"stop_reason,omitempty"`
 }
 
 // queues holds the state of the configured queues, or of the one
@@ -25,8 +50,9 @@ type queueState struct {
 // parked, out of the scheduler's way, until the queue is started.
 //
 // Unlike flux-core, whose named queues start out stopped until `flux
-// queue start`, every queue starts enabled and started: configuring a
-// queue should not stop jobs from running.
+// queue start`, every queue starts enabled and started (configuring a
+// queue should not stop jobs from running), unless the state saved by an
+// earlier run (checkpointKey) says otherwise.
 type queues struct {
 	m      *manager
 	named  bool
@@ -41,12 +67,92 @@ type queues struct {
 func newQueues(m *manager, p *policy.Config) *queues {
 	q := &queues{m: m, named: p.Named(), states: make(map[string]*queueState), parked: make(map[jobid.ID]*job)}
 	if !q.named {
-		q.states[""] = &queueState{enabled: true, started: true}
+		q.states[""] = &queueState{enabled: true, started: true, ckEnabled: true, ckStarted: true}
 	}
 	for name := range p.Queues {
-		q.states[name] = &queueState{enabled: true, started: true}
+		q.states[name] = &queueState{enabled: true, started: true, ckEnabled: true, ckStarted: true}
 	}
 	return q
+}
+
+// restore applies the state checkpointed by an earlier run to the queues
+// that are still configured.
+func (q *queues) restore(ctx context.Context) error {
+	data, err := kvs.GetRaw(ctx, q.m.h, kvs.PrimaryNamespace, checkpointKey)
+	if errors.Is(err, syscall.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", checkpointKey, err)
+	}
+	var ck queueCheckpoint
+	if err := json.Unmarshal(data, &ck); err != nil || ck.Version != 1 {
+		q.m.log.Error(fmt.Sprintf("%s: not a version 1 queue checkpoint; queues start enabled and started", checkpointKey))
+		return nil
+	}
+	for _, e := range ck.Queue {
+		s, ok := q.states[e.Name]
+		if !ok || (e.Name == "") == q.named {
+			continue
+		}
+		s.enabled, s.disableReason, s.ckEnabled = e.Enable, e.DisableReason, e.Enable
+		s.started, s.stopReason, s.ckStarted = e.Start, e.StopReason, e.Start
+		if s.enabled {
+			s.disableReason = ""
+		}
+		if s.started {
+			s.stopReason = ""
+		}
+	}
+	return nil
+}
+
+// checkpoint writes the queues' state to the KVS and then calls done.
+func (q *queues) checkpoint(done func(error)) {
+	ck := queueCheckpoint{Version: 1}
+	names := q.names()
+	if !q.named {
+		names = []string{""}
+	}
+	for _, n := range names {
+		s := q.states[n]
+		e := queueCheckEntry{Name: n, Enable: s.ckEnabled, Start: s.ckStarted}
+		if !s.ckEnabled {
+			e.DisableReason = s.disableReason
+		}
+		if !s.ckStarted {
+			e.StopReason = s.stopReason
+		}
+		ck.Queue = append(ck.Queue, e)
+	}
+	var txn kvs.Txn
+	if err := txn.PutJSON(checkpointKey, ck); err != nil {
+		done(err)
+		return
+	}
+	f, err := kvs.CommitAsync(q.m.h, kvs.PrimaryNamespace, 0, &txn)
+	if err != nil {
+		done(err)
+		return
+	}
+	f.Then(func(_ *flux.Message, err error) {
+		f.Close()
+		if errors.Is(err, syscall.ENOSYS) {
+			err = nil // no KVS: nothing to keep state in
+		}
+		done(err)
+	})
+}
+
+// respondCheckpointed answers r once the new state is in the KVS.
+func (q *queues) respondCheckpointed(r *flux.Request) {
+	q.checkpoint(func(err error) {
+		if err != nil {
+			r.Errorf(syscall.EIO, "queue state changed but not saved for a restart: %v", err)
+			return
+		}
+		r.Respond(nil)
+	})
 }
 
 func (q *queues) register() {
@@ -212,6 +318,8 @@ func (q *queues) handleEnable(r *flux.Request) {
 		Enable *bool  `json:"enable"`
 		Reason string `json:"reason"`
 		All    bool   `json:"all"`
+		// NoCheckpoint: the change is not kept across a restart
+		NoCheckpoint bool `json:"nocheckpoint"`
 	}
 	if r.Decode(&req) != nil {
 		return
@@ -239,8 +347,11 @@ func (q *queues) handleEnable(r *flux.Request) {
 		if !s.enabled {
 			s.disableReason = req.Reason
 		}
+		if !req.NoCheckpoint {
+			s.ckEnabled = s.enabled
+		}
 	}
-	r.Respond(nil)
+	q.respondCheckpointed(r)
 }
 
 // job-manager.queue-start {name?, start, reason?, all} → {} (instance
@@ -252,6 +363,8 @@ func (q *queues) handleStart(r *flux.Request) {
 		Start  *bool  `json:"start"`
 		Reason string `json:"reason"`
 		All    bool   `json:"all"`
+		// NoCheckpoint: the change is not kept across a restart
+		NoCheckpoint bool `json:"nocheckpoint"`
 	}
 	if r.Decode(&req) != nil {
 		return
@@ -275,13 +388,16 @@ func (q *queues) handleStart(r *flux.Request) {
 		if !s.started {
 			s.stopReason = req.Reason
 		}
+		if !req.NoCheckpoint {
+			s.ckStarted = s.started
+		}
 	}
 	if *req.Start {
 		q.resume()
 	} else {
 		q.stopPending()
 	}
-	r.Respond(nil)
+	q.respondCheckpointed(r)
 }
 
 // resume gives the parked jobs of started queues back to the scheduler

@@ -113,3 +113,33 @@ func TestSubmitOfRestoredJob(t *testing.T) {
 		t.Fatalf("job started %d times:\n%s", n, log)
 	}
 }
+
+// TestRestartKeepsQueueState: flux queue disable/stop survive a restart;
+// a change made with --nocheckpoint does not.
+func TestRestartKeepsQueueState(t *testing.T) {
+	inst, attrs := startWithStatedir(t)
+	inst.MustRun(t, "queue", "disable", "-m", "maintenance")
+	inst.MustRun(t, "queue", "stop", "--nocheckpoint", "-m", "for now")
+	held := strings.TrimSpace(inst.MustRun(t, "queue", "status"))
+	if held != "Job submission is disabled: maintenance\nScheduling is stopped: for now" {
+		t.Fatalf("status before restart: %q", held)
+	}
+	if code := inst.Stop(); code != 0 {
+		t.Fatalf("first instance exited %d: %s", code, inst.Stderr())
+	}
+	inst2 := testinstance.Start(t, testinstance.Options{Size: 1, Attrs: attrs})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := strings.TrimSpace(inst2.MustRun(t, "queue", "status"))
+		if got == "Job submission is disabled: maintenance\nScheduling is started" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status after restart: %q", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r := inst2.Run(t, "submit", "true"); r.Code == 0 || !strings.Contains(r.Stderr, "job submission is disabled: maintenance") {
+		t.Fatalf("submit to the disabled queue after restart: %d %q", r.Code, r.Stderr)
+	}
+}
