@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -256,22 +255,18 @@ type queueLimits struct {
 	hasMin, hasMax bool
 }
 
-func limitsOf(p *policy.Config) queueLimits {
+func limitsOf(p *policy.Config, queue string) queueLimits {
 	l := queueLimits{maxN: [3]int{-1, -1, -1}}
-	if p.Duration != "" {
-		l.duration, _ = fsd.Parse(p.Duration)
+	duration, size := p.Limits(queue)
+	if duration != "" {
+		l.duration, _ = fsd.Parse(duration)
 	}
-	if p.JobSize != nil {
-		var js map[string]map[string]int
-		if json.Unmarshal(p.JobSize, &js) == nil {
-			for i, k := range []string{"nnodes", "ncores", "ngpus"} {
-				if v, ok := js["min"][k]; ok && v > 0 {
-					l.minN[i] = v
-				}
-				if v, ok := js["max"][k]; ok && v >= 0 {
-					l.maxN[i] = v
-				}
-			}
+	for i, k := range []string{"nnodes", "ncores", "ngpus"} {
+		if v, ok := size["min"][k]; ok && v > 0 {
+			l.minN[i] = v
+		}
+		if v, ok := size["max"][k]; ok && v >= 0 {
+			l.maxN[i] = v
 		}
 	}
 	return l
@@ -429,7 +424,7 @@ limits.range.{nnodes,ncores,ngpus}, limits.min.* and limits.max.*.`,
 				if err != nil {
 					return err
 				}
-				lines = append(lines, queueLine{name: n, deflt: n != "" && n == pol.DefaultQueue, status: st, limits: limitsOf(pol)})
+				lines = append(lines, queueLine{name: n, deflt: n != "" && n == pol.DefaultQueue, status: st, limits: limitsOf(pol, n)})
 			}
 			if format == "" {
 				format = defaultQueueListFormat

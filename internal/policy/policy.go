@@ -11,6 +11,7 @@
 //	[queues.batch]                  # named queues (none: one anonymous)
 //	requires = ["batch"]            # node properties the queue runs on
 //	[queues.debug]
+//	policy.limits.duration = "10m"  # the queue's own limits
 //
 // job-ingest checks a job's queue (and fills in the default) at submit
 // time, sched-simple confines each queue's jobs to the nodes with its
@@ -49,6 +50,11 @@ type Queue struct {
 	// Requires lists the node properties (RFC 20) a node must have to
 	// run the queue's jobs.
 	Requires []string
+	// Duration and JobSize are queues.NAME.policy.limits: they replace
+	// the instance-wide limits for the queue's jobs ("" / nil: the
+	// instance's apply).
+	Duration string
+	JobSize  json.RawMessage
 }
 
 // Fetch reads the instance configuration (config.get) and parses its
@@ -87,29 +93,33 @@ func Parse(conf []byte) (*Config, error) {
 		return nil, invalid("policy or queues table: %v", err)
 	}
 	if p := top.Policy; p != nil && p.Limits != nil {
-		if d := p.Limits.Duration; len(d) > 0 && string(d) != "null" {
-			if err := json.Unmarshal(d, &c.Duration); err != nil {
-				return nil, invalid("policy.limits.duration must be a string (an FSD such as \"1h\"), not %s", d)
-			}
-			if _, err := fsd.Parse(c.Duration); err != nil {
-				return nil, invalid("policy.limits.duration: %v", err)
-			}
-		}
-		if js := p.Limits.JobSize; len(js) > 0 && string(js) != "null" {
-			if err := checkJobSize(js); err != nil {
-				return nil, err
-			}
-			c.JobSize = js
+		var err error
+		c.Duration, c.JobSize, err = parseLimits("policy.limits", p.Limits.Duration, p.Limits.JobSize)
+		if err != nil {
+			return nil, err
 		}
 	}
 	for name, v := range top.Queues {
 		var q struct {
 			Requires json.RawMessage `json:"requires"`
+			Policy   *struct {
+				Limits *struct {
+					Duration json.RawMessage `json:"duration"`
+					JobSize  json.RawMessage `json:"job-size"`
+				} `json:"limits"`
+			} `json:"policy"`
 		}
 		if err := json.Unmarshal(v, &q); err != nil {
 			return nil, invalid("queues.%s must be a table, not %s", name, v)
 		}
 		var queue Queue
+		if q.Policy != nil && q.Policy.Limits != nil {
+			var err error
+			queue.Duration, queue.JobSize, err = parseLimits("queues."+name+".policy.limits", q.Policy.Limits.Duration, q.Policy.Limits.JobSize)
+			if err != nil {
+				return nil, err
+			}
+		}
 		if len(q.Requires) > 0 && string(q.Requires) != "null" {
 			if err := json.Unmarshal(q.Requires, &queue.Requires); err != nil {
 				return nil, invalid("queues.%s.requires must be an array of property names, not %s", name, q.Requires)
@@ -139,28 +149,83 @@ func Parse(conf []byte) (*Config, error) {
 	return c, nil
 }
 
-// checkJobSize checks policy.limits.job-size: {max, min} of {nnodes,
-// ncores, ngpus} counts (-1 or absent: no limit).
-func checkJobSize(raw json.RawMessage) error {
+// parseLimits reads a limits table (at path): duration, an FSD, and
+// job-size.
+func parseLimits(path string, duration, jobSize json.RawMessage) (string, json.RawMessage, error) {
+	var d string
+	if len(duration) > 0 && string(duration) != "null" {
+		if err := json.Unmarshal(duration, &d); err != nil {
+			return "", nil, invalid("%s.duration must be a string (an FSD such as \"1h\"), not %s", path, duration)
+		}
+		if _, err := fsd.Parse(d); err != nil {
+			return "", nil, invalid("%s.duration: %v", path, err)
+		}
+	}
+	if len(jobSize) == 0 || string(jobSize) == "null" {
+		return d, nil, nil
+	}
+	if err := checkJobSize(path+".job-size", jobSize); err != nil {
+		return "", nil, err
+	}
+	return d, jobSize, nil
+}
+
+// checkJobSize checks a job-size table: {max, min} of {nnodes, ncores,
+// ngpus} counts (-1 or absent: no limit).
+func checkJobSize(path string, raw json.RawMessage) error {
 	var js map[string]map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &js); err != nil {
-		return invalid("policy.limits.job-size must be a table of max and min tables, not %s", raw)
+		return invalid("%s must be a table of max and min tables, not %s", path, raw)
 	}
 	for bound, counts := range js {
 		if bound != "max" && bound != "min" {
-			return invalid("policy.limits.job-size.%s: unknown key (want max or min)", bound)
+			return invalid("%s.%s: unknown key (want max or min)", path, bound)
 		}
 		for what, v := range counts {
 			if what != "nnodes" && what != "ncores" && what != "ngpus" {
-				return invalid("policy.limits.job-size.%s.%s: unknown key (want nnodes, ncores or ngpus)", bound, what)
+				return invalid("%s.%s.%s: unknown key (want nnodes, ncores or ngpus)", path, bound, what)
 			}
 			var n int
 			if err := json.Unmarshal(v, &n); err != nil || n < -1 {
-				return invalid("policy.limits.job-size.%s.%s must be a count (-1 for none), not %s", bound, what, v)
+				return invalid("%s.%s.%s must be a count (-1 for none), not %s", path, bound, what, v)
 			}
 		}
 	}
 	return nil
+}
+
+// SizeLimits are job-size bounds: "max" and "min", each counting
+// "nnodes", "ncores" and "ngpus" (-1: no limit).
+type SizeLimits map[string]map[string]int
+
+// Limits returns the limits that hold for jobs of queue name ("" for the
+// anonymous queue): the queue's own duration if it sets one, else the
+// instance's; its job-size keys over the instance's, key by key.
+func (c *Config) Limits(name string) (duration string, size SizeLimits) {
+	duration = c.Duration
+	size = SizeLimits{}
+	merge := func(raw json.RawMessage) {
+		var s SizeLimits
+		if raw == nil || json.Unmarshal(raw, &s) != nil {
+			return // none, or refused by Parse already
+		}
+		for bound, counts := range s {
+			if size[bound] == nil {
+				size[bound] = map[string]int{}
+			}
+			for k, v := range counts {
+				size[bound][k] = v
+			}
+		}
+	}
+	merge(c.JobSize)
+	if q, ok := c.Queues[name]; ok {
+		if q.Duration != "" {
+			duration = q.Duration
+		}
+		merge(q.JobSize)
+	}
+	return duration, size
 }
 
 // Named reports whether named queues are configured.

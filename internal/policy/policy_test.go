@@ -70,3 +70,27 @@ func TestParseErrors(t *testing.T) {
 		}
 	}
 }
+
+// A queue's limits replace the instance's: the duration whole, job-size
+// key by key.
+func TestLimits(t *testing.T) {
+	c, err := Parse([]byte(`{
+		"policy": {"limits": {"duration": "1h", "job-size": {"max": {"nnodes": 8, "ncores": 64}}}},
+		"queues": {"debug": {"policy": {"limits": {"duration": "10m", "job-size": {"max": {"nnodes": 1}, "min": {"ncores": 2}}}}},
+		           "batch": {}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, size := c.Limits("debug")
+	if d != "10m" || size["max"]["nnodes"] != 1 || size["max"]["ncores"] != 64 || size["min"]["ncores"] != 2 {
+		t.Errorf("debug: %s %v", d, size)
+	}
+	d, size = c.Limits("batch")
+	if d != "1h" || size["max"]["nnodes"] != 8 || len(size["min"]) != 0 {
+		t.Errorf("batch: %s %v", d, size)
+	}
+	if _, err := Parse([]byte(`{"queues": {"debug": {"policy": {"limits": {"duration": "x"}}}}}`)); err == nil ||
+		!strings.Contains(err.Error(), "queues.debug.policy.limits.duration: invalid FSD") {
+		t.Errorf("bad queue duration: %v", err)
+	}
+}

@@ -25,6 +25,8 @@ requires = ["batch"]
 
 [queues.debug]
 requires = ["debug"]
+policy.limits.duration = "10m"
+policy.limits.job-size.max.nnodes = 1
 
 [[resource.config]]
 hosts = "node[0-3]"
@@ -84,6 +86,25 @@ func TestQueuesFromConfig(t *testing.T) {
 	if q := e.must("jobtap", "query", ".limit-job-size"); !strings.Contains(q, `"nnodes":2`) {
 		t.Errorf("limit-job-size: %s", q)
 	}
+	// a queue's own limits replace the instance's for its jobs (the
+	// instance owner is exempt: checked as another user)
+	if canRunAsGuest(e) {
+		for _, c := range []struct {
+			args []string
+			want string // "" accepted
+		}{
+			{[]string{"--queue=debug", "-t", "20m"}, "job duration 20m exceeds the limit of 10m"},
+			{[]string{"--queue=batch", "-t", "20m"}, ""},
+			{[]string{"--queue=debug", "-t", "5m", "-N2", "-n2"}, "job nnodes of 2 exceeds the limit of 1"},
+			{[]string{"--queue=batch", "-t", "5m", "-N2", "-n2"}, ""},
+		} {
+			r := e.asGuest(append(append([]string{"submit", "--urgency=hold"}, c.args...), "true")...)
+			if c.want == "" && r.Code != 0 || c.want != "" && (r.Code == 0 || !strings.Contains(r.Stderr, c.want)) {
+				t.Errorf("guest submit %v: exit %d %q, want %q", c.args, r.Code, r.Stderr, c.want)
+			}
+		}
+		e.must("cancel", "--all", "--user=all")
+	}
 
 	// flux queue: disable refuses submissions with the reason; stop
 	// keeps jobs pending until start
@@ -100,7 +121,7 @@ func TestQueuesFromConfig(t *testing.T) {
 	if st := e.must("jobs", "-n", "-o", "{state}", held.String()); st != "SCHED" {
 		t.Errorf("job of a stopped queue: %s", st)
 	}
-	if got := e.must("queue", "list", "-n", "-o", "{queue} {enabled.ascii} {started.ascii} {limits.timelimit} {limits.range.nnodes}"); got != "batch y n 1h 0-2\ndebug y y 1h 0-2" {
+	if got := e.must("queue", "list", "-n", "-o", "{queue} {enabled.ascii} {started.ascii} {limits.timelimit} {limits.range.nnodes}"); got != "batch y n 1h 0-2\ndebug y y 10m 0-1" {
 		t.Errorf("queue list: %q", got)
 	}
 	e.must("queue", "start", "--all")

@@ -17,12 +17,34 @@ type sizeLimits struct {
 	NGPUs  int `json:"ngpus"`
 }
 
-// LimitJobSize rejects jobs outside configured size limits
-// (policy.limits.job-size in flux-core: {max:{nnodes,ncores,ngpus},
-// min:{...}}). The instance owner is exempt.
-type LimitJobSize struct {
+// sizeBounds are a max and a min size.
+type sizeBounds struct {
 	Max sizeLimits `json:"max"`
 	Min sizeLimits `json:"min"`
+}
+
+// normalize turns flux-core's -1 ("no limit") into 0 and refuses other
+// negative counts.
+func (b *sizeBounds) normalize(path string) error {
+	for name, v := range map[string]*int{"max.nnodes": &b.Max.NNodes, "max.ncores": &b.Max.NCores, "max.ngpus": &b.Max.NGPUs,
+		"min.nnodes": &b.Min.NNodes, "min.ncores": &b.Min.NCores, "min.ngpus": &b.Min.NGPUs} {
+		switch {
+		case *v == -1:
+			*v = 0
+		case *v < 0:
+			return fmt.Errorf("config: %s%s must be >= 0, or -1 for no limit (got %d): %w", path, name, *v, syscall.EINVAL)
+		}
+	}
+	return nil
+}
+
+// LimitJobSize rejects jobs outside configured size limits
+// (policy.limits.job-size in flux-core: {max:{nnodes,ncores,ngpus},
+// min:{...}}), or their queue's (queues: {NAME: {max, min}}) where it
+// has its own. The instance owner is exempt.
+type LimitJobSize struct {
+	sizeBounds
+	Queues map[string]*sizeBounds `json:"queues,omitempty"`
 }
 
 var (
@@ -41,13 +63,15 @@ func (l *LimitJobSize) Load(_ jobtap.Host, conf json.RawMessage) error {
 	if err := json.Unmarshal(conf, l); err != nil {
 		return fmt.Errorf("config: %v: %w", err, syscall.EINVAL)
 	}
-	for name, v := range map[string]*int{"max.nnodes": &l.Max.NNodes, "max.ncores": &l.Max.NCores, "max.ngpus": &l.Max.NGPUs,
-		"min.nnodes": &l.Min.NNodes, "min.ncores": &l.Min.NCores, "min.ngpus": &l.Min.NGPUs} {
-		switch {
-		case *v == -1: // flux-core's spelling of "no limit"
-			*v = 0
-		case *v < 0:
-			return fmt.Errorf("config: %s must be >= 0, or -1 for no limit (got %d): %w", name, *v, syscall.EINVAL)
+	if err := l.normalize(""); err != nil {
+		return err
+	}
+	for name, b := range l.Queues {
+		if b == nil {
+			return fmt.Errorf("config: queues.%s: want {max, min}: %w", name, syscall.EINVAL)
+		}
+		if err := b.normalize("queues." + name + "."); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -62,6 +86,10 @@ func (l *LimitJobSize) Validate(j *jobtap.Job, owner bool) error {
 		return nil
 	}
 	js := j.Jobspec
+	b := &l.sizeBounds
+	if qb, ok := l.Queues[js.Queue()]; ok {
+		b = qb
+	}
 	check := func(what string, n, lo, hi int) error {
 		if hi > 0 && n > hi {
 			return fmt.Errorf("job %s of %d exceeds the limit of %d", what, n, hi)
@@ -71,20 +99,21 @@ func (l *LimitJobSize) Validate(j *jobtap.Job, owner bool) error {
 		}
 		return nil
 	}
-	if err := check("nnodes", js.ResourceCount("node"), l.Min.NNodes, l.Max.NNodes); err != nil {
+	if err := check("nnodes", js.ResourceCount("node"), b.Min.NNodes, b.Max.NNodes); err != nil {
 		return err
 	}
-	if err := check("ncores", js.ResourceCount("core"), l.Min.NCores, l.Max.NCores); err != nil {
+	if err := check("ncores", js.ResourceCount("core"), b.Min.NCores, b.Max.NCores); err != nil {
 		return err
 	}
-	return check("ngpus", js.ResourceCount("gpu"), l.Min.NGPUs, l.Max.NGPUs)
+	return check("ngpus", js.ResourceCount("gpu"), b.Min.NGPUs, b.Max.NGPUs)
 }
 
 // LimitDuration rejects jobs whose duration exceeds the configured limit
 // (policy.limits.duration, an FSD); the owner is exempt. It also guards
 // updates of attributes.system.duration.
 type LimitDuration struct {
-	limit float64
+	limit  float64
+	queues map[string]float64 // queues with their own limit
 }
 
 var (
@@ -101,35 +130,61 @@ func (l *LimitDuration) Load(_ jobtap.Host, conf json.RawMessage) error {
 		return nil
 	}
 	var c struct {
-		Duration string `json:"duration"`
+		Duration string            `json:"duration"`
+		Queues   map[string]string `json:"queues"`
 	}
 	if err := json.Unmarshal(conf, &c); err != nil {
 		return fmt.Errorf("config: %v: %w", err, syscall.EINVAL)
 	}
-	if c.Duration == "" {
-		return nil
+	if c.Duration != "" {
+		d, err := fsd.Parse(c.Duration)
+		if err != nil {
+			return fmt.Errorf("config: duration: %v: %w", err, syscall.EINVAL)
+		}
+		l.limit = d
 	}
-	d, err := fsd.Parse(c.Duration)
-	if err != nil {
-		return fmt.Errorf("config: duration: %v: %w", err, syscall.EINVAL)
+	for name, v := range c.Queues {
+		d, err := fsd.Parse(v)
+		if err != nil {
+			return fmt.Errorf("config: queues.%s: %v: %w", name, err, syscall.EINVAL)
+		}
+		if l.queues == nil {
+			l.queues = make(map[string]float64)
+		}
+		l.queues[name] = d
 	}
-	l.limit = d
 	return nil
 }
 
 // Query implements jobtap.Querier.
-func (l *LimitDuration) Query() any { return map[string]any{"duration": l.limit} }
+func (l *LimitDuration) Query() any {
+	q := map[string]any{"duration": l.limit}
+	if len(l.queues) > 0 {
+		q["queues"] = l.queues
+	}
+	return q
+}
 
-func (l *LimitDuration) check(d float64) error {
-	if l.limit <= 0 || math.IsInf(l.limit, 1) {
+// limitFor is the limit of a job in queue name.
+func (l *LimitDuration) limitFor(j *jobtap.Job) float64 {
+	if j != nil && j.Jobspec != nil {
+		if d, ok := l.queues[j.Jobspec.Queue()]; ok {
+			return d
+		}
+	}
+	return l.limit
+}
+
+func (l *LimitDuration) check(d, limit float64) error {
+	if limit <= 0 || math.IsInf(limit, 1) {
 		return nil
 	}
-	if d == 0 || d > l.limit {
+	if d == 0 || d > limit {
 		shown := "unlimited"
 		if d > 0 {
 			shown = fsd.Format(d)
 		}
-		return fmt.Errorf("job duration %s exceeds the limit of %s", shown, fsd.Format(l.limit))
+		return fmt.Errorf("job duration %s exceeds the limit of %s", shown, fsd.Format(limit))
 	}
 	return nil
 }
@@ -143,14 +198,14 @@ func (l *LimitDuration) Validate(j *jobtap.Job, owner bool) error {
 	if err != nil {
 		return err
 	}
-	return l.check(d)
+	return l.check(d, l.limitFor(j))
 }
 
 // UpdateKeys implements jobtap.UpdateHook.
 func (*LimitDuration) UpdateKeys() []string { return []string{"attributes.system.duration"} }
 
 // Update implements jobtap.UpdateHook.
-func (l *LimitDuration) Update(_ *jobtap.Job, _ string, v any, owner bool) (any, error) {
+func (l *LimitDuration) Update(j *jobtap.Job, _ string, v any, owner bool) (any, error) {
 	var d float64
 	switch x := v.(type) {
 	case float64:
@@ -167,7 +222,7 @@ func (l *LimitDuration) Update(_ *jobtap.Job, _ string, v any, owner bool) (any,
 		return nil, fmt.Errorf("duration must not be negative: %w", syscall.EINVAL)
 	}
 	if !owner {
-		if err := l.check(d); err != nil {
+		if err := l.check(d, l.limitFor(j)); err != nil {
 			return nil, fmt.Errorf("%v: %w", err, syscall.EPERM)
 		}
 	}

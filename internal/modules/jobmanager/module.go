@@ -61,14 +61,46 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 }
 
 // pluginConf is the configuration a default plugin gets from the
-// instance's policy.limits table (nil: none).
+// policy.limits tables, the instance's and the queues' (nil: none).
 func pluginConf(name string, p *policy.Config) json.RawMessage {
-	switch {
-	case name == ".limit-duration" && p.Duration != "":
-		b, _ := json.Marshal(map[string]string{"duration": p.Duration})
-		return b
-	case name == ".limit-job-size" && p.JobSize != nil:
-		return p.JobSize
+	switch name {
+	case ".limit-duration":
+		c := map[string]any{}
+		if p.Duration != "" {
+			c["duration"] = p.Duration
+		}
+		queues := map[string]string{}
+		for qname, q := range p.Queues {
+			if q.Duration != "" {
+				queues[qname] = q.Duration
+			}
+		}
+		if len(queues) > 0 {
+			c["queues"] = queues
+		}
+		if len(c) > 0 {
+			b, _ := json.Marshal(c)
+			return b
+		}
+	case ".limit-job-size":
+		_, general := p.Limits("")
+		c := map[string]any{}
+		for bound, counts := range general {
+			c[bound] = counts
+		}
+		queues := map[string]any{}
+		for qname, q := range p.Queues {
+			if q.JobSize != nil {
+				_, queues[qname] = p.Limits(qname)
+			}
+		}
+		if len(queues) > 0 {
+			c["queues"] = queues
+		}
+		if len(c) > 0 {
+			b, _ := json.Marshal(c)
+			return b
+		}
 	}
 	return nil
 }
