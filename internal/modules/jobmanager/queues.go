@@ -18,14 +18,31 @@ import (
 // queueState is one queue's administrative state (flux queue): whether
 // jobs may be submitted to it, and whether its jobs are scheduled.
 type queueState struct {
-	enabled       bool
-	disableReason string
-	started       bool
-	stopReason    string
-	// ckEnabled and ckStarted are the state kept across a restart: a
-	// change made with nocheckpoint leaves them as they were
-	ckEnabled, ckStarted bool
+	submission, scheduling onOff
 }
+
+// onOff is one of a queue's switches, with the reason it is off.
+type onOff struct {
+	on     bool
+	reason string // why off ("" when on)
+	// kept is the position saved for a restart: a change made with
+	// nocheckpoint leaves it as it was
+	kept bool
+}
+
+// set turns the switch on or off (with a reason), and records the
+// change for a restart unless nocheckpoint.
+func (o *onOff) set(on bool, reason string, nocheckpoint bool) {
+	o.on, o.reason = on, ""
+	if !on {
+		o.reason = reason
+	}
+	if !nocheckpoint {
+		o.kept = on
+	}
+}
+
+var onAtStart = queueState{submission: onOff{on: true, kept: true}, scheduling: onOff{on: true, kept: true}}
 
 // checkpointKey holds the queues' state across restarts, in flux-core's
 // format: {"version": 1, "queue": [{name?, enable, start,
@@ -67,10 +84,10 @@ type queues struct {
 func newQueues(m *manager, p *policy.Config) *queues {
 	q := &queues{m: m, named: p.Named(), states: make(map[string]*queueState), parked: make(map[jobid.ID]*job)}
 	if !q.named {
-		q.states[""] = &queueState{enabled: true, started: true, ckEnabled: true, ckStarted: true}
+		q.states[""] = new(onAtStart)
 	}
 	for name := range p.Queues {
-		q.states[name] = &queueState{enabled: true, started: true, ckEnabled: true, ckStarted: true}
+		q.states[name] = new(onAtStart)
 	}
 	return q
 }
@@ -95,14 +112,8 @@ func (q *queues) restore(ctx context.Context) error {
 		if !ok || (e.Name == "") == q.named {
 			continue
 		}
-		s.enabled, s.disableReason, s.ckEnabled = e.Enable, e.DisableReason, e.Enable
-		s.started, s.stopReason, s.ckStarted = e.Start, e.StopReason, e.Start
-		if s.enabled {
-			s.disableReason = ""
-		}
-		if s.started {
-			s.stopReason = ""
-		}
+		s.submission.set(e.Enable, e.DisableReason, false)
+		s.scheduling.set(e.Start, e.StopReason, false)
 	}
 	return nil
 }
@@ -116,12 +127,12 @@ func (q *queues) checkpoint(done func(error)) {
 	}
 	for _, n := range names {
 		s := q.states[n]
-		e := queueCheckEntry{Name: n, Enable: s.ckEnabled, Start: s.ckStarted}
-		if !s.ckEnabled {
-			e.DisableReason = s.disableReason
+		e := queueCheckEntry{Name: n, Enable: s.submission.kept, Start: s.scheduling.kept}
+		if !e.Enable {
+			e.DisableReason = s.submission.reason
 		}
-		if !s.ckStarted {
-			e.StopReason = s.stopReason
+		if !e.Start {
+			e.StopReason = s.scheduling.reason
 		}
 		ck.Queue = append(ck.Queue, e)
 	}
@@ -224,21 +235,21 @@ func (q *queues) lookup(name string) (*queueState, error) {
 func (q *queues) submitCheck(j *job) error {
 	name := j.Jobspec.Queue()
 	s, err := q.lookup(name)
-	if err != nil || s.enabled {
+	if err != nil || s.submission.on {
 		return nil
 	}
 	to := ""
 	if name != "" {
 		to = " to " + name
 	}
-	return fmt.Errorf("job submission%s is disabled: %s", to, s.disableReason)
+	return fmt.Errorf("job submission%s is disabled: %s", to, s.submission.reason)
 }
 
 // started reports whether j's queue is started (a job whose queue is not
 // configured is scheduled: the scheduler decides about it).
 func (q *queues) started(j *job) bool {
 	s, err := q.lookup(j.Jobspec.Queue())
-	return err != nil || s.started
+	return err != nil || s.scheduling.on
 }
 
 // park keeps a job of a stopped queue until its queue starts.
@@ -246,23 +257,22 @@ func (q *queues) park(j *job) { q.parked[j.ID] = j }
 
 // selected returns the queues a request names: one by name, or all of
 // them (needing "all" when queues are named).
-func (q *queues) selected(name string, all bool) ([]*queueState, []string, error) {
+func (q *queues) selected(name string, all bool) ([]*queueState, error) {
 	if name != "" || !q.named {
 		s, err := q.lookup(name)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		return []*queueState{s}, []string{name}, nil
+		return []*queueState{s}, nil
 	}
 	if !all {
-		return nil, nil, fmt.Errorf("Use --all to apply this command to all queues")
+		return nil, fmt.Errorf("Use --all to apply this command to all queues")
 	}
-	names := q.names()
-	out := make([]*queueState, len(names))
-	for i, n := range names {
-		out[i] = q.states[n]
+	var out []*queueState
+	for _, n := range q.names() {
+		out = append(out, q.states[n])
 	}
-	return out, names, nil
+	return out, nil
 }
 
 func (q *queues) names() []string {
@@ -296,13 +306,13 @@ func (q *queues) handleStatus(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "%v", err)
 		return
 	}
-	started, stopReason := s.started, s.stopReason
+	started, stopReason := s.scheduling.on, s.scheduling.reason
 	if !q.m.sched.ready {
 		started, stopReason = false, "Scheduler is offline"
 	}
-	resp := map[string]any{"enable": s.enabled, "start": started}
-	if !s.enabled {
-		resp["disable_reason"] = s.disableReason
+	resp := map[string]any{"enable": s.submission.on, "start": started}
+	if !s.submission.on {
+		resp["disable_reason"] = s.submission.reason
 	}
 	if !started && stopReason != "" {
 		resp["stop_reason"] = stopReason
@@ -310,89 +320,68 @@ func (q *queues) handleStatus(r *flux.Request) {
 	r.Respond(resp)
 }
 
-// job-manager.queue-enable {name?, enable, reason?, all} → {}
-// (instance owner only).
-func (q *queues) handleEnable(r *flux.Request) {
-	var req struct {
-		Name   string `json:"name"`
-		Enable *bool  `json:"enable"`
-		Reason string `json:"reason"`
-		All    bool   `json:"all"`
-		// NoCheckpoint: the change is not kept across a restart
-		NoCheckpoint bool `json:"nocheckpoint"`
-	}
-	if r.Decode(&req) != nil {
-		return
-	}
-	if !r.IsOwner() {
-		r.Errorf(syscall.EPERM, "only the instance owner may enable or disable queues")
-		return
-	}
-	if req.Enable == nil {
-		r.Errorf(syscall.EPROTO, "queue-enable: enable is required")
-		return
-	}
-	if !*req.Enable && req.Reason == "" {
-		r.Errorf(syscall.EINVAL, "reason is required for disable")
-		return
-	}
-	states, _, err := q.selected(req.Name, req.All)
-	if err != nil {
-		r.Errorf(syscall.EINVAL, "%v", err)
-		return
-	}
-	for _, s := range states {
-		s.enabled = *req.Enable
-		s.disableReason = ""
-		if !s.enabled {
-			s.disableReason = req.Reason
-		}
-		if !req.NoCheckpoint {
-			s.ckEnabled = s.enabled
-		}
-	}
-	q.respondCheckpointed(r)
+// queueChange is a queue-enable or queue-start request: {name?,
+// enable|start, reason?, all, nocheckpoint?}.
+type queueChange struct {
+	Name         string `json:"name"`
+	Enable       *bool  `json:"enable"`
+	Start        *bool  `json:"start"`
+	Reason       string `json:"reason"`
+	All          bool   `json:"all"`
+	NoCheckpoint bool   `json:"nocheckpoint"`
 }
 
-// job-manager.queue-start {name?, start, reason?, all} → {} (instance
-// owner only). Stopping takes back the queue's outstanding alloc
-// requests; starting hands its waiting jobs to the scheduler again.
-func (q *queues) handleStart(r *flux.Request) {
-	var req struct {
-		Name   string `json:"name"`
-		Start  *bool  `json:"start"`
-		Reason string `json:"reason"`
-		All    bool   `json:"all"`
-		// NoCheckpoint: the change is not kept across a restart
-		NoCheckpoint bool `json:"nocheckpoint"`
-	}
-	if r.Decode(&req) != nil {
-		return
+// change decodes a queue-enable or queue-start request (key names the
+// switch), checks it and applies it to the queues it names. It answers
+// r itself and returns false when the request is refused.
+func (q *queues) change(r *flux.Request, key string, sw func(*queueState) *onOff) (on bool, ok bool) {
+	var c queueChange
+	if r.Decode(&c) != nil {
+		return false, false
 	}
 	if !r.IsOwner() {
-		r.Errorf(syscall.EPERM, "only the instance owner may start or stop queues")
-		return
+		r.Errorf(syscall.EPERM, "only the instance owner may change a queue's state")
+		return false, false
 	}
-	if req.Start == nil {
-		r.Errorf(syscall.EPROTO, "queue-start: start is required")
-		return
+	v := c.Enable
+	if key == "start" {
+		v = c.Start
 	}
-	states, _, err := q.selected(req.Name, req.All)
+	if v == nil {
+		r.Errorf(syscall.EPROTO, "queue-%s: %s is required", key, key)
+		return false, false
+	}
+	if key == "enable" && !*v && c.Reason == "" {
+		r.Errorf(syscall.EINVAL, "reason is required for disable")
+		return false, false
+	}
+	states, err := q.selected(c.Name, c.All)
 	if err != nil {
 		r.Errorf(syscall.EINVAL, "%v", err)
-		return
+		return false, false
 	}
 	for _, s := range states {
-		s.started = *req.Start
-		s.stopReason = ""
-		if !s.started {
-			s.stopReason = req.Reason
-		}
-		if !req.NoCheckpoint {
-			s.ckStarted = s.started
-		}
+		sw(s).set(*v, c.Reason, c.NoCheckpoint)
 	}
-	if *req.Start {
+	return *v, true
+}
+
+// job-manager.queue-enable → {} (instance owner only).
+func (q *queues) handleEnable(r *flux.Request) {
+	if _, ok := q.change(r, "enable", func(s *queueState) *onOff { return &s.submission }); ok {
+		q.respondCheckpointed(r)
+	}
+}
+
+// job-manager.queue-start → {} (instance owner only). Stopping takes
+// back the queue's outstanding alloc requests; starting hands its waiting
+// jobs to the scheduler again.
+func (q *queues) handleStart(r *flux.Request) {
+	start, ok := q.change(r, "start", func(s *queueState) *onOff { return &s.scheduling })
+	if !ok {
+		return
+	}
+	if start {
 		q.resume()
 	} else {
 		q.stopPending()
