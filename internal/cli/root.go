@@ -109,6 +109,9 @@ Run 'flux help COMMAND' for the options of a command.`,
 // Main runs the flux command line with args and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootFor(args, stdin, stdout, stderr)
+	for _, c := range root.Commands() {
+		requireSubcommand(c)
+	}
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
 	if err == nil {
@@ -128,4 +131,26 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "%s: %v\n", name, err)
 	return 1
+}
+
+// requireSubcommand makes every command group under c (a command with
+// subcommands and no action of its own) refuse an unknown subcommand,
+// and print its usage to stderr with exit code 1 when given none; cobra
+// would print the help and exit 0 for both.
+func requireSubcommand(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		requireSubcommand(sub)
+	}
+	if !c.HasSubCommands() || c.Run != nil || c.RunE != nil {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
+		}
+		cmd.SetOut(cmd.ErrOrStderr())
+		_ = cmd.Usage()
+		return exitCode(1)
+	}
 }

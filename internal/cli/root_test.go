@@ -47,3 +47,24 @@ func TestRootForArgs(t *testing.T) {
 		t.Fatalf("flux help run: code %d, output %q", code, out.String())
 	}
 }
+
+// A command group refuses an unknown subcommand, and without one prints
+// its usage on stderr and fails, at any depth.
+func TestCommandGroupsNeedSubcommand(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"kvs", "bogus"}, `flux-kvs: unknown command "bogus" for "flux kvs"`},
+		{[]string{"kvs", "eventlog", "bogus"}, `flux-kvs: unknown command "bogus" for "flux kvs eventlog"`},
+		{[]string{"queue"}, "  flux queue [command]"},
+		{[]string{"kvs", "namespace"}, "  flux kvs namespace [command]"},
+	} {
+		var out, errw strings.Builder
+		code := Main(tt.args, nil, &out, &errw)
+		if code != 1 || !strings.Contains(errw.String(), tt.want) || out.Len() != 0 {
+			t.Errorf("flux %s: exit %d, stdout %q, stderr %q; want exit 1 and %q on stderr",
+				strings.Join(tt.args, " "), code, out.String(), errw.String(), tt.want)
+		}
+	}
+}
