@@ -9,6 +9,7 @@ set -e
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 step flux overlay status
 step flux resource list
+step flux queue status
 step flux run -N4 -n8 --label-io hostname
 step flux run -n2 sh -c 'echo task $FLUX_TASK_RANK of $FLUX_JOB_SIZE on rank $(flux getattr rank)'
 step flux submit --cc=1-20 --quiet --wait sh -c 'sleep 0.1'
