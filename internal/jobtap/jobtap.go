@@ -172,6 +172,13 @@ type UpdateHook interface {
 	Update(job *Job, key string, value any, requestorIsOwner bool) (any, error)
 }
 
+// QueueUpdateHook vets moving a pending job to another queue (flux
+// update ID queue=NAME), e.g. against the new queue's limits; job is the
+// job as it is, queue the one it would move to.
+type QueueUpdateHook interface {
+	QueueUpdate(job *Job, queue string, requestorIsOwner bool) error
+}
+
 // Querier returns data for flux jobtap query.
 type Querier interface {
 	Query() any

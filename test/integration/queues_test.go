@@ -103,8 +103,34 @@ func TestQueuesFromConfig(t *testing.T) {
 				t.Errorf("guest submit %v: exit %d %q, want %q", c.args, r.Code, r.Stderr, c.want)
 			}
 		}
+		// moving a job to a queue holds it to that queue's limits too
+		held := e.asGuest("submit", "--urgency=hold", "--queue=batch", "-t", "20m", "true")
+		if held.Code != 0 {
+			t.Fatalf("guest submit: %s", held.Stderr)
+		}
+		if r := e.asGuest("update", strings.TrimSpace(held.Stdout), "queue=debug"); r.Code == 0 || !strings.Contains(r.Stderr, "job duration 20m exceeds the limit of 10m") {
+			t.Errorf("guest moves a 20m job to debug: exit %d %q", r.Code, r.Stderr)
+		}
 		e.must("cancel", "--all", "--user=all")
 	}
+
+	// flux update ID queue=NAME moves a pending job, with flux-core's
+	// refusals; the scheduler must be able to run it in its new queue
+	moving := e.submit(testDuration("0.01"), "--urgency=hold", "-N2", "-n2", "true")
+	e.must("update", moving.String(), "queue=debug")
+	e.fail("job queue is already set to debug", "update", moving.String(), "queue=debug")
+	e.fail("'nope' is not a valid queue", "update", moving.String(), "queue=nope")
+	e.must("queue", "disable", "-m", "closed", "batch")
+	e.fail("queue batch is currently disabled", "update", moving.String(), "queue=batch")
+	e.must("queue", "enable", "batch")
+	e.must("job", "urgency", moving.String(), "default")
+	e.waitEvent(moving, "clean")
+	if got := e.must("jobs", "-n", "-o", "{queue} {nodelist}", moving.String()); got != "debug node[2-3]" {
+		t.Errorf("moved job: %q", got)
+	}
+	pinned := e.submit("--urgency=hold", "--requires=host:node0", "true")
+	e.fail("no node satisfies the constraints", "update", pinned.String(), "queue=debug")
+	e.must("cancel", pinned.String())
 
 	// flux queue: disable refuses submissions with the reason; stop
 	// keeps jobs pending until start

@@ -48,8 +48,9 @@ type LimitJobSize struct {
 }
 
 var (
-	_ jobtap.Loader    = (*LimitJobSize)(nil)
-	_ jobtap.Validator = (*LimitJobSize)(nil)
+	_ jobtap.Loader          = (*LimitJobSize)(nil)
+	_ jobtap.Validator       = (*LimitJobSize)(nil)
+	_ jobtap.QueueUpdateHook = (*LimitJobSize)(nil)
 )
 
 // Name implements jobtap.Plugin.
@@ -85,12 +86,26 @@ func (l *LimitJobSize) Validate(j *jobtap.Job, owner bool) error {
 	if owner || j.Jobspec == nil {
 		return nil
 	}
+	return l.check(j, j.Jobspec.Queue())
+}
+
+// QueueUpdate implements jobtap.QueueUpdateHook: the job must fit the
+// new queue's limits.
+func (l *LimitJobSize) QueueUpdate(j *jobtap.Job, queue string, owner bool) error {
+	if owner || j.Jobspec == nil {
+		return nil
+	}
+	return l.check(j, queue)
+}
+
+// check holds the job to the limits of queue.
+func (l *LimitJobSize) check(j *jobtap.Job, queue string) error {
 	js := j.Jobspec
 	b := &l.sizeBounds
-	if qb, ok := l.Queues[js.Queue()]; ok {
+	if qb, ok := l.Queues[queue]; ok {
 		b = qb
 	}
-	check := func(what string, n, lo, hi int) error {
+	within := func(what string, n, lo, hi int) error {
 		if hi > 0 && n > hi {
 			return fmt.Errorf("job %s of %d exceeds the limit of %d", what, n, hi)
 		}
@@ -99,13 +114,13 @@ func (l *LimitJobSize) Validate(j *jobtap.Job, owner bool) error {
 		}
 		return nil
 	}
-	if err := check("nnodes", js.ResourceCount("node"), b.Min.NNodes, b.Max.NNodes); err != nil {
+	if err := within("nnodes", js.ResourceCount("node"), b.Min.NNodes, b.Max.NNodes); err != nil {
 		return err
 	}
-	if err := check("ncores", js.ResourceCount("core"), b.Min.NCores, b.Max.NCores); err != nil {
+	if err := within("ncores", js.ResourceCount("core"), b.Min.NCores, b.Max.NCores); err != nil {
 		return err
 	}
-	return check("ngpus", js.ResourceCount("gpu"), b.Min.NGPUs, b.Max.NGPUs)
+	return within("ngpus", js.ResourceCount("gpu"), b.Min.NGPUs, b.Max.NGPUs)
 }
 
 // LimitDuration rejects jobs whose duration exceeds the configured limit
@@ -117,8 +132,9 @@ type LimitDuration struct {
 }
 
 var (
-	_ jobtap.Validator  = (*LimitDuration)(nil)
-	_ jobtap.UpdateHook = (*LimitDuration)(nil)
+	_ jobtap.Validator       = (*LimitDuration)(nil)
+	_ jobtap.UpdateHook      = (*LimitDuration)(nil)
+	_ jobtap.QueueUpdateHook = (*LimitDuration)(nil)
 )
 
 // Name implements jobtap.Plugin.
@@ -165,14 +181,33 @@ func (l *LimitDuration) Query() any {
 	return q
 }
 
-// limitFor is the limit of a job in queue name.
+// limitFor is the limit of a job (in its queue).
 func (l *LimitDuration) limitFor(j *jobtap.Job) float64 {
-	if j != nil && j.Jobspec != nil {
-		if d, ok := l.queues[j.Jobspec.Queue()]; ok {
-			return d
-		}
+	if j == nil || j.Jobspec == nil {
+		return l.limit
+	}
+	return l.queueLimit(j.Jobspec.Queue())
+}
+
+// queueLimit is the limit of queue name.
+func (l *LimitDuration) queueLimit(name string) float64 {
+	if d, ok := l.queues[name]; ok {
+		return d
 	}
 	return l.limit
+}
+
+// QueueUpdate implements jobtap.QueueUpdateHook: the job's duration must
+// be within the new queue's limit.
+func (l *LimitDuration) QueueUpdate(j *jobtap.Job, queue string, owner bool) error {
+	if owner || j.Jobspec == nil {
+		return nil
+	}
+	d, err := j.Jobspec.Duration()
+	if err != nil {
+		return err
+	}
+	return l.check(d, l.queueLimit(queue))
 }
 
 func (l *LimitDuration) check(d, limit float64) error {

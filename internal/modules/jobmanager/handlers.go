@@ -2,6 +2,7 @@ package jobmanager
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"syscall"
@@ -241,7 +242,13 @@ func (m *manager) handleUpdate(r *flux.Request) {
 			r.Errorf(syscall.EINVAL, "update key %q: only attributes.* keys can be updated", key)
 			return
 		}
-		v, err := m.plugins.update(j, key, val, r.IsOwner())
+		var v any
+		var err error
+		if key == queueKey {
+			v, err = m.queues.update(j, val, r.IsOwner())
+		} else {
+			v, err = m.plugins.update(j, key, val, r.IsOwner())
+		}
 		if err != nil {
 			r.RespondError(fmt.Errorf("update %s: %w", key, err))
 			return
@@ -263,10 +270,40 @@ func (m *manager) handleUpdate(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "updated jobspec is invalid: %v", err)
 		return
 	}
+	if _, ok := applied[queueKey]; !ok {
+		m.applyUpdate(j, raw, spec, applied)
+		r.Respond(nil)
+		return
+	}
+	// another queue may run on other nodes: the scheduler must be able
+	// to run the job there before it moves
+	fb := append(append([]byte(`{"jobspec":`), raw...), '}')
+	f, err := m.h.RPC("feasibility.check", flux.NodeidAny, flux.JSONBuffer(fb), 0)
+	if err != nil {
+		r.RespondError(err)
+		return
+	}
+	f.Then(func(_ *flux.Message, err error) {
+		f.Close()
+		if err != nil && !errors.Is(err, syscall.ENOSYS) {
+			r.RespondError(fmt.Errorf("update %s: %w", queueKey, err))
+			return
+		}
+		if j.State&jobtap.StatePending == 0 {
+			r.Errorf(syscall.EINVAL, "job %s is %s: only pending jobs can be updated", j.ID.String(), j.State)
+			return
+		}
+		m.applyUpdate(j, raw, spec, applied)
+		m.queues.moved(j)
+		r.Respond(nil)
+	})
+}
+
+// applyUpdate stores a job's updated jobspec and posts jobspec-update.
+func (m *manager) applyUpdate(j *job, raw []byte, spec *jobspec.Jobspec, applied map[string]any) {
 	j.Raw, j.Jobspec = raw, spec
 	m.batch.put(j.kvsDir+".jobspec", raw)
 	m.post(j, "jobspec-update", applied)
-	r.Respond(nil)
 }
 
 func setPath(doc map[string]any, path []string, val any) {

@@ -227,6 +227,18 @@ func (ps *pluginSet) update(j *job, key string, value any, owner bool) (any, err
 	return nil, fmt.Errorf("update of %q is not supported: %w", key, syscall.EINVAL)
 }
 
+// queueUpdate asks the plugins whether j may move to queue.
+func (ps *pluginSet) queueUpdate(j *job, queue string, owner bool) error {
+	for _, p := range ps.loaded {
+		if h, ok := p.(jobtap.QueueUpdateHook); ok {
+			if err := h.QueueUpdate(j.view(), queue, owner); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // jobtap.Host
 
 func (ps *pluginSet) get(id jobid.ID) (*job, error) {

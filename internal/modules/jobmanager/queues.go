@@ -430,3 +430,43 @@ func (q *queues) disconnect(route string) {
 	q.drainers = keep(q.drainers)
 	q.idlers = keep(q.idlers)
 }
+
+// queueKey is the jobspec attribute flux update ID queue=NAME changes.
+const queueKey = "attributes.system.queue"
+
+// update vets moving pending job j to another queue (flux-core's
+// messages): the queue must exist and take submissions, and the plugins
+// (the limits of the new queue) must agree.
+func (q *queues) update(j *job, value any, owner bool) (any, error) {
+	name, ok := value.(string)
+	if !ok {
+		return nil, flux.NewError(syscall.EINVAL, "queue must be a string")
+	}
+	if name == j.Jobspec.Queue() {
+		return nil, flux.NewError(syscall.EINVAL, "job queue is already set to "+name)
+	}
+	s, err := q.lookup(name)
+	if err != nil {
+		return nil, flux.NewError(syscall.EINVAL, err.Error())
+	}
+	if !s.submission.on {
+		return nil, flux.NewError(syscall.EINVAL, "queue "+name+" is currently disabled")
+	}
+	if err := q.m.plugins.queueUpdate(j, name, owner); err != nil {
+		return nil, flux.NewError(syscall.EPERM, err.Error())
+	}
+	return name, nil
+}
+
+// moved hands a job whose queue changed to the scheduler afresh: an
+// alloc request in flight is taken back (it carries the old queue), a
+// parked job goes back if its new queue is started.
+func (q *queues) moved(j *job) {
+	if j.allocPending && !j.cancelSent {
+		q.m.sched.cancel(j)
+		j.cancelSent = true
+	}
+	if _, ok := q.parked[j.ID]; ok {
+		q.resume()
+	}
+}
