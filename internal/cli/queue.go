@@ -248,15 +248,17 @@ type queueLine struct {
 	limits queueLimits
 }
 
-// queueLimits are the policy limits shown by flux queue list.
+// queueLimits are the policy limits and defaults shown by flux queue
+// list.
 type queueLimits struct {
-	duration       float64 // 0: none
-	minN, maxN     [3]int  // nnodes, ncores, ngpus; max -1: none
-	hasMin, hasMax bool
+	defaultDuration float64 // 0: none
+	duration        float64 // 0: none
+	minN, maxN      [3]int  // nnodes, ncores, ngpus; max -1: none
+	hasMin, hasMax  bool
 }
 
 func limitsOf(p *policy.Config, queue string) queueLimits {
-	l := queueLimits{maxN: [3]int{-1, -1, -1}}
+	l := queueLimits{maxN: [3]int{-1, -1, -1}, defaultDuration: p.DefaultDurationOf(queue)}
 	duration, size := p.Limits(queue)
 	if duration != "" {
 		l.duration, _ = fsd.Parse(duration)
@@ -278,6 +280,14 @@ func (l queueLimits) rangeOf(i int) string {
 		hi = fmt.Sprint(l.maxN[i])
 	}
 	return fmt.Sprintf("%d-%s", l.minN[i], hi)
+}
+
+// timelimit shows a duration as flux queue list does: ∞ for none.
+func timelimit(d float64) string {
+	if d <= 0 || math.IsInf(d, 1) {
+		return "∞"
+	}
+	return fsd.Format(d)
 }
 
 func check(b bool) string {
@@ -325,14 +335,9 @@ var queueListFields = fieldSource[queueLine]{
 		case "started.ascii":
 			return func(l queueLine) fmtVal { return vStr(yn(l.status.Start)) }, nil
 		case "defaults.timelimit":
-			return func(queueLine) fmtVal { return vStr("∞") }, nil
+			return func(l queueLine) fmtVal { return vStr(timelimit(l.limits.defaultDuration)) }, nil
 		case "limits.timelimit":
-			return func(l queueLine) fmtVal {
-				if l.limits.duration <= 0 || math.IsInf(l.limits.duration, 1) {
-					return vStr("∞")
-				}
-				return vStr(fsd.Format(l.limits.duration))
-			}, nil
+			return func(l queueLine) fmtVal { return vStr(timelimit(l.limits.duration)) }, nil
 		}
 		for i, k := range []string{"nnodes", "ncores", "ngpus"} {
 			switch name {
@@ -374,9 +379,8 @@ var queueListFields = fieldSource[queueLine]{
 	},
 }
 
-// defaultQueueListFormat is flux-core's default, less the TDEFAULT column
-// (job defaults are not applied from the configuration yet).
-const defaultQueueListFormat = "{queuem:<8.8} {enabled:>2} {started:>2} {limits.timelimit:>8} " +
+// defaultQueueListFormat is flux-core's default.
+const defaultQueueListFormat = "?:{queuem:<8.8} {enabled:>2} {started:>2} {defaults.timelimit:>8} {limits.timelimit:>8} " +
 	"{limits.range.nnodes:>10} {limits.range.ncores:>10} {limits.range.ngpus:>10}"
 
 func newQueueListCmd() *cobra.Command {
@@ -387,9 +391,10 @@ func newQueueListCmd() *cobra.Command {
 		Use:   "list",
 		Short: "List queues with their status and limits",
 		Long: `List the queues: submission (EN) and scheduling (ST) status, the time
-limit and the job size ranges allowed. Fields for --format: queue, queuem
-(the default queue marked with *), submission, scheduling, enabled,
-started, enabled.ascii, started.ascii, limits.timelimit,
+limit given to jobs that set none (TDEFAULT), the time limit allowed and
+the job size ranges allowed. Fields for --format: queue, queuem (the
+default queue marked with *), submission, scheduling, enabled, started,
+enabled.ascii, started.ascii, defaults.timelimit, limits.timelimit,
 limits.range.{nnodes,ncores,ngpus}, limits.min.* and limits.max.*.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

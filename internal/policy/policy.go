@@ -7,13 +7,15 @@
 //
 //	[policy.jobspec.defaults.system]
 //	queue = "batch"                 # for jobs that name none
+//	duration = "30m"                # for jobs that set no time limit
 //
 //	[queues.batch]                  # named queues (none: one anonymous)
 //	requires = ["batch"]            # node properties the queue runs on
 //	[queues.debug]
 //	policy.limits.duration = "10m"  # the queue's own limits
+//	policy.jobspec.defaults.system.duration = "5m"
 //
-// job-ingest checks a job's queue (and fills in the default) at submit
+// job-ingest checks a job's queue (and fills in the defaults) at submit
 // time, sched-simple confines each queue's jobs to the nodes with its
 // properties, and the job manager configures its limit plugins from
 // policy.limits.
@@ -23,6 +25,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"syscall"
@@ -43,6 +46,9 @@ type Config struct {
 	Queues map[string]Queue
 	// DefaultQueue is policy.jobspec.defaults.system.queue, "" for none.
 	DefaultQueue string
+	// DefaultDuration is policy.jobspec.defaults.system.duration in
+	// seconds: the time limit of jobs that set none (0: unlimited).
+	DefaultDuration float64
 }
 
 // Queue is one named queue.
@@ -55,6 +61,9 @@ type Queue struct {
 	// instance's apply).
 	Duration string
 	JobSize  json.RawMessage
+	// DefaultDuration is queues.NAME.policy.jobspec.defaults.system.
+	// duration in seconds (0: the instance's default applies).
+	DefaultDuration float64
 }
 
 // Fetch reads the instance configuration (config.get) and parses its
@@ -107,6 +116,11 @@ func Parse(conf []byte) (*Config, error) {
 					Duration json.RawMessage `json:"duration"`
 					JobSize  json.RawMessage `json:"job-size"`
 				} `json:"limits"`
+				Jobspec *struct {
+					Defaults *struct {
+						System map[string]json.RawMessage `json:"system"`
+					} `json:"defaults"`
+				} `json:"jobspec"`
 			} `json:"policy"`
 		}
 		if err := json.Unmarshal(v, &q); err != nil {
@@ -118,6 +132,19 @@ func Parse(conf []byte) (*Config, error) {
 			queue.Duration, queue.JobSize, err = parseLimits("queues."+name+".policy.limits", q.Policy.Limits.Duration, q.Policy.Limits.JobSize)
 			if err != nil {
 				return nil, err
+			}
+		}
+		if q.Policy != nil && q.Policy.Jobspec != nil && q.Policy.Jobspec.Defaults != nil {
+			path := "queues." + name + ".policy.jobspec.defaults.system"
+			for key, v := range q.Policy.Jobspec.Defaults.System {
+				if key != "duration" {
+					return nil, invalid("%s.%s: only duration may be set per queue", path, key)
+				}
+				d, err := parseDefaultDuration(path+".duration", v)
+				if err != nil {
+					return nil, err
+				}
+				queue.DefaultDuration = d
 			}
 		}
 		if len(q.Requires) > 0 && string(q.Requires) != "null" {
@@ -136,6 +163,18 @@ func Parse(conf []byte) (*Config, error) {
 		c.Queues[name] = queue
 	}
 	if p := top.Policy; p != nil && p.Jobspec != nil && p.Jobspec.Defaults != nil {
+		for key := range p.Jobspec.Defaults.System {
+			if key != "queue" && key != "duration" {
+				return nil, invalid("policy.jobspec.defaults.system.%s: unknown key (queue and duration may be set)", key)
+			}
+		}
+		if v, ok := p.Jobspec.Defaults.System["duration"]; ok {
+			d, err := parseDefaultDuration("policy.jobspec.defaults.system.duration", v)
+			if err != nil {
+				return nil, err
+			}
+			c.DefaultDuration = d
+		}
 		if q, ok := p.Jobspec.Defaults.System["queue"]; ok {
 			if err := json.Unmarshal(q, &c.DefaultQueue); err != nil {
 				return nil, invalid("policy.jobspec.defaults.system.queue must be a string, not %s", q)
@@ -168,6 +207,36 @@ func parseLimits(path string, duration, jobSize json.RawMessage) (string, json.R
 		return "", nil, err
 	}
 	return d, jobSize, nil
+}
+
+// parseDefaultDuration reads a default time limit: an FSD string (or a
+// number of seconds).
+func parseDefaultDuration(path string, v json.RawMessage) (float64, error) {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		d, err := fsd.Parse(s)
+		if err != nil {
+			return 0, invalid("%s: %v", path, err)
+		}
+		if math.IsInf(d, 1) {
+			d = 0 // "inf": no default limit
+		}
+		return d, nil
+	}
+	var d float64
+	if err := json.Unmarshal(v, &d); err != nil || d < 0 {
+		return 0, invalid("%s must be an FSD string such as \"1h\" (or seconds), not %s", path, v)
+	}
+	return d, nil
+}
+
+// DefaultDurationOf is the time limit given to a job of queue name that
+// sets none: the queue's default, else the instance's (0: none).
+func (c *Config) DefaultDurationOf(name string) float64 {
+	if q, ok := c.Queues[name]; ok && q.DefaultDuration > 0 {
+		return q.DefaultDuration
+	}
+	return c.DefaultDuration
 }
 
 // checkJobSize checks a job-size table: {max, min} of {nnodes, ncores,

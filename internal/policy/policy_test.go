@@ -94,3 +94,29 @@ func TestLimits(t *testing.T) {
 		t.Errorf("bad queue duration: %v", err)
 	}
 }
+
+// Default time limits: the queue's, else the instance's.
+func TestDefaultDuration(t *testing.T) {
+	c, err := Parse([]byte(`{
+		"policy": {"jobspec": {"defaults": {"system": {"duration": "1h", "queue": "batch"}}}},
+		"queues": {"batch": {}, "debug": {"policy": {"jobspec": {"defaults": {"system": {"duration": "5m"}}}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := c.DefaultDurationOf("batch"); d != 3600 {
+		t.Errorf("batch default %g", d)
+	}
+	if d := c.DefaultDurationOf("debug"); d != 300 {
+		t.Errorf("debug default %g", d)
+	}
+	for conf, want := range map[string]string{
+		`{"policy": {"jobspec": {"defaults": {"system": {"duration": "soon"}}}}}`:                  "policy.jobspec.defaults.system.duration: invalid FSD",
+		`{"policy": {"jobspec": {"defaults": {"system": {"cwd": "/"}}}}}`:                          "policy.jobspec.defaults.system.cwd: unknown key",
+		`{"queues": {"a": {"policy": {"jobspec": {"defaults": {"system": {"queue": "a"}}}}}}}`:     "queues.a.policy.jobspec.defaults.system.queue: only duration may be set per queue",
+		`{"queues": {"a": {"policy": {"jobspec": {"defaults": {"system": {"duration": true}}}}}}}`: "queues.a.policy.jobspec.defaults.system.duration must be an FSD string",
+	} {
+		if _, err := Parse([]byte(conf)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", conf, err, want)
+		}
+	}
+}

@@ -19,6 +19,7 @@ job-size.max.nnodes = 2
 
 [policy.jobspec.defaults.system]
 queue = "batch"
+duration = "30m"
 
 [queues.batch]
 requires = ["batch"]
@@ -27,6 +28,7 @@ requires = ["batch"]
 requires = ["debug"]
 policy.limits.duration = "10m"
 policy.limits.job-size.max.nnodes = 1
+policy.jobspec.defaults.system.duration = "5m"
 
 [[resource.config]]
 hosts = "node[0-3]"
@@ -72,6 +74,15 @@ func TestQueuesFromConfig(t *testing.T) {
 	}
 	if js := e.must("job", "info", batch.String(), "jobspec"); !strings.Contains(js, `"queue":"batch"`) {
 		t.Errorf("stored jobspec lacks the default queue: %s", js)
+	}
+	// jobs that set no time limit get their queue's default, or the
+	// instance's
+	for _, c := range []struct{ queue, want string }{{"batch", "1800.0"}, {"debug", "300.0"}} {
+		id := e.submit("--urgency=hold", "--queue="+c.queue, "true")
+		if d := e.field(id, "{duration}"); d != c.want {
+			t.Errorf("default duration in %s: %s, want %s", c.queue, d, c.want)
+		}
+		e.must("cancel", id.String())
 	}
 
 	// the queue's requires and the job's own constraint both apply

@@ -183,8 +183,8 @@ func (in *ingest) submit(r *flux.Request) {
 		return
 	}
 	text := env.Payload
-	if spec.Queue() == "" && in.policy.DefaultQueue != "" {
-		if text, spec, err = in.specs.withQueue(text, in.policy.DefaultQueue); err != nil {
+	if d := in.defaultsFor(spec); d != (defaults{}) {
+		if text, spec, err = in.specs.withDefaults(text, d); err != nil {
 			r.Errorf(syscall.EINVAL, "%v", err)
 			return
 		}
@@ -216,6 +216,21 @@ func (in *ingest) submit(r *flux.Request) {
 		}
 		in.enqueue(p)
 	})
+}
+
+// defaultsFor returns what the configuration fills in a jobspec: the
+// default queue if it names none, the time limit of its queue if it sets
+// none.
+func (in *ingest) defaultsFor(spec *jobspec.Jobspec) defaults {
+	var d defaults
+	queue := spec.Queue()
+	if queue == "" {
+		d.queue, queue = in.policy.DefaultQueue, in.policy.DefaultQueue
+	}
+	if dur, err := spec.Duration(); err == nil && dur == 0 {
+		d.duration = in.policy.DefaultDurationOf(queue)
+	}
+	return d
 }
 
 func (in *ingest) enqueue(p *pending) {

@@ -22,13 +22,20 @@ type specEntry struct {
 	parseErr error // RFC 14 (or not JSON): always fatal
 	v1Err    error // RFC 25: fatal unless the novalidate flag is set
 
-	// queued: the same jobspec with a default queue filled in, by queue
-	queued map[string]queuedSpec
+	// defaulted: the same jobspec with configured defaults filled in
+	defaulted map[defaults]defaultedSpec
 }
 
-// queuedSpec is a jobspec with the default queue set: its text (what is
+// defaults are the configured values filled in a jobspec that sets none
+// (policy.jobspec.defaults.system): "" and 0 leave it as it is.
+type defaults struct {
+	queue    string
+	duration float64
+}
+
+// defaultedSpec is a jobspec with defaults filled in: its text (what is
 // stored as the job's jobspec) and parsed form.
-type queuedSpec struct {
+type defaultedSpec struct {
 	text []byte
 	spec *jobspec.Jobspec
 }
@@ -67,10 +74,11 @@ func parseSpec(text []byte) *specEntry {
 	return &specEntry{spec: spec, v1Err: spec.ValidateV1()}
 }
 
-// withQueue returns the jobspec text (already checked) with
-// attributes.system.queue set to queue, and its parsed form: what a job
-// that names no queue is stored with when a default queue is configured.
-func (c *specCache) withQueue(text []byte, queue string) ([]byte, *jobspec.Jobspec, error) {
+// withDefaults returns the jobspec text (already checked) with the
+// queue and duration of d set, and its parsed form: what a job that names
+// no queue, or sets no time limit, is stored with when defaults are
+// configured.
+func (c *specCache) withDefaults(text []byte, d defaults) ([]byte, *jobspec.Jobspec, error) {
 	e, ok := c.entries.get(string(text))
 	if !ok || e.spec == nil {
 		e = parseSpec(text)
@@ -79,21 +87,28 @@ func (c *specCache) withQueue(text []byte, queue string) ([]byte, *jobspec.Jobsp
 		}
 		c.entries.put(string(text), e)
 	}
-	if q, ok := e.queued[queue]; ok {
+	if q, ok := e.defaulted[d]; ok {
 		return q.text, q.spec, nil
 	}
 	spec, err := jobspec.Parse(text) // a copy: cached jobspecs are shared
 	if err != nil {
 		return nil, nil, err
 	}
-	spec.SetQueue(queue)
+	if d.queue != "" {
+		spec.SetQueue(d.queue)
+	}
+	if d.duration > 0 {
+		if err := spec.SetDuration(d.duration); err != nil {
+			return nil, nil, err
+		}
+	}
 	out, err := spec.MarshalJSON()
 	if err != nil {
 		return nil, nil, err
 	}
-	if e.queued == nil {
-		e.queued = make(map[string]queuedSpec)
+	if e.defaulted == nil {
+		e.defaulted = make(map[defaults]defaultedSpec)
 	}
-	e.queued[queue] = queuedSpec{text: out, spec: spec}
+	e.defaulted[d] = defaultedSpec{text: out, spec: spec}
 	return out, spec, nil
 }
