@@ -76,22 +76,34 @@ func Fetch(ctx context.Context, h *flux.Handle) (*Config, error) {
 	return Parse(raw)
 }
 
+// policyTable is a policy table: the instance's [policy] or a queue's
+// [queues.NAME.policy].
+type policyTable struct {
+	Limits *struct {
+		Duration json.RawMessage `json:"duration"`
+		JobSize  json.RawMessage `json:"job-size"`
+	} `json:"limits"`
+	Jobspec *struct {
+		Defaults *struct {
+			System map[string]json.RawMessage `json:"system"`
+		} `json:"defaults"`
+	} `json:"jobspec"`
+}
+
+// defaults returns the table's jobspec.defaults.system (nil if none).
+func (p *policyTable) defaults() map[string]json.RawMessage {
+	if p.Jobspec == nil || p.Jobspec.Defaults == nil {
+		return nil
+	}
+	return p.Jobspec.Defaults.System
+}
+
 // Parse extracts the job policy from the configuration object (the TOML
 // configuration as JSON). Other tables are ignored; a malformed policy
 // or queues table is an error that names the key.
 func Parse(conf []byte) (*Config, error) {
 	var top struct {
-		Policy *struct {
-			Limits *struct {
-				Duration json.RawMessage `json:"duration"`
-				JobSize  json.RawMessage `json:"job-size"`
-			} `json:"limits"`
-			Jobspec *struct {
-				Defaults *struct {
-					System map[string]json.RawMessage `json:"system"`
-				} `json:"defaults"`
-			} `json:"jobspec"`
-		} `json:"policy"`
+		Policy *policyTable               `json:"policy"`
 		Queues map[string]json.RawMessage `json:"queues"`
 	}
 	c := &Config{}
@@ -111,17 +123,7 @@ func Parse(conf []byte) (*Config, error) {
 	for name, v := range top.Queues {
 		var q struct {
 			Requires json.RawMessage `json:"requires"`
-			Policy   *struct {
-				Limits *struct {
-					Duration json.RawMessage `json:"duration"`
-					JobSize  json.RawMessage `json:"job-size"`
-				} `json:"limits"`
-				Jobspec *struct {
-					Defaults *struct {
-						System map[string]json.RawMessage `json:"system"`
-					} `json:"defaults"`
-				} `json:"jobspec"`
-			} `json:"policy"`
+			Policy   *policyTable    `json:"policy"`
 		}
 		if err := json.Unmarshal(v, &q); err != nil {
 			return nil, invalid("queues.%s must be a table, not %s", name, v)
@@ -134,9 +136,9 @@ func Parse(conf []byte) (*Config, error) {
 				return nil, err
 			}
 		}
-		if q.Policy != nil && q.Policy.Jobspec != nil && q.Policy.Jobspec.Defaults != nil {
+		if q.Policy != nil {
 			path := "queues." + name + ".policy.jobspec.defaults.system"
-			for key, v := range q.Policy.Jobspec.Defaults.System {
+			for key, v := range q.Policy.defaults() {
 				if key != "duration" {
 					return nil, invalid("%s.%s: only duration may be set per queue", path, key)
 				}
@@ -162,20 +164,21 @@ func Parse(conf []byte) (*Config, error) {
 		}
 		c.Queues[name] = queue
 	}
-	if p := top.Policy; p != nil && p.Jobspec != nil && p.Jobspec.Defaults != nil {
-		for key := range p.Jobspec.Defaults.System {
+	if p := top.Policy; p != nil {
+		defaults := p.defaults()
+		for key := range defaults {
 			if key != "queue" && key != "duration" {
 				return nil, invalid("policy.jobspec.defaults.system.%s: unknown key (queue and duration may be set)", key)
 			}
 		}
-		if v, ok := p.Jobspec.Defaults.System["duration"]; ok {
+		if v, ok := defaults["duration"]; ok {
 			d, err := parseDefaultDuration("policy.jobspec.defaults.system.duration", v)
 			if err != nil {
 				return nil, err
 			}
 			c.DefaultDuration = d
 		}
-		if q, ok := p.Jobspec.Defaults.System["queue"]; ok {
+		if q, ok := defaults["queue"]; ok {
 			if err := json.Unmarshal(q, &c.DefaultQueue); err != nil {
 				return nil, invalid("policy.jobspec.defaults.system.queue must be a string, not %s", q)
 			}
