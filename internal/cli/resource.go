@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/resource"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
@@ -88,6 +89,8 @@ type resourceListOptions struct {
 	states   string
 	noHeader bool
 	include  string
+	queues   []string       // -q: only nodes of these queues
+	policy   *policy.Config // the instance's queues (nil: none)
 }
 
 func newResourceListCmd() *cobra.Command {
@@ -109,11 +112,15 @@ allocated, free, all. Named formats: default, rlist (-o help lists them).`,
 				if err != nil {
 					return err
 				}
+				if o.policy, err = policy.Fetch(ctx, h); err != nil {
+					return err
+				}
 				return runResourceList(ss, o, cmd.OutOrStdout())
 			})
 		},
 	}
 	f := cmd.Flags()
+	f.StringSliceVarP(&o.queues, "queue", "q", nil, "Only resources of these QUEUES (a node belongs to the queues whose required properties it has)")
 	f.StringVarP(&o.format, "format", "o", "default", "Output format (Python format syntax) or a format name (use 'help' to list them)")
 	f.StringVarP(&o.states, "states", "s", "free,allocated,down", "Show resources in these states (up, down, allocated, free, all)")
 	f.BoolVarP(&o.noHeader, "no-header", "n", false, "Suppress the header line")
@@ -216,6 +223,63 @@ func filterSchedStatus(ss *resource.SchedStatus, include string) (*resource.Sche
 type rlistLine struct {
 	state string
 	set   *rset.R
+	queue string         // the queues its nodes belong to, comma-separated
+	pol   *policy.Config // for propertiesx
+}
+
+// nodeQueues lists, comma-separated, the configured queues a node with
+// properties props belongs to: those whose requires it meets ("" without
+// named queues).
+func nodeQueues(pol *policy.Config, props []string) string {
+	if pol == nil || !pol.Named() {
+		return ""
+	}
+	var names []string
+	for name, q := range pol.Queues {
+		if meets(props, q.Requires) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return strings.Join(names, ",")
+}
+
+// meets reports whether a node with props has every required property
+// (and none of the "^p" ones).
+func meets(props, requires []string) bool {
+	for _, r := range requires {
+		if p, neg := strings.CutPrefix(r, "^"); neg {
+			if slices.Contains(props, p) {
+				return false
+			}
+		} else if !slices.Contains(props, r) {
+			return false
+		}
+	}
+	return true
+}
+
+// splitProps splits a comma-separated property list ("" is none).
+func splitProps(props string) []string {
+	if props == "" {
+		return nil
+	}
+	return strings.Split(props, ",")
+}
+
+// propertiesExcludingQueues drops the properties named like a queue
+// (flux resource list's propertiesx).
+func propertiesExcludingQueues(pol *policy.Config, props string) string {
+	if pol == nil || !pol.Named() || props == "" {
+		return props
+	}
+	var keep []string
+	for _, p := range strings.Split(props, ",") {
+		if _, isQueue := pol.Queues[p]; !isQueue {
+			keep = append(keep, p)
+		}
+	}
+	return strings.Join(keep, ",")
 }
 
 func propertyNames(r *rset.R) string {
@@ -233,9 +297,11 @@ var rlistFields = fieldSource[rlistLine]{
 		case "state":
 			return func(l rlistLine) fmtVal { return vStr(l.state) }, nil
 		case "queue":
-			return func(rlistLine) fmtVal { return vStr("") }, nil
-		case "properties", "propertiesx":
+			return func(l rlistLine) fmtVal { return vStr(l.queue) }, nil
+		case "properties":
 			return func(l rlistLine) fmtVal { return vStr(propertyNames(l.set)) }, nil
+		case "propertiesx":
+			return func(l rlistLine) fmtVal { return vStr(propertiesExcludingQueues(l.pol, propertyNames(l.set))) }, nil
 		case "nnodes":
 			return func(l rlistLine) fmtVal { return vInt(int64(l.set.NNodes())) }, nil
 		case "ncores":
@@ -274,6 +340,27 @@ func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Write
 	if ss, err = filterSchedStatus(ss, o.include); err != nil {
 		return err
 	}
+	pol := o.policy
+	if pol == nil {
+		pol = &policy.Config{}
+	}
+	for _, q := range o.queues {
+		if err := pol.CheckQueue(q); err != nil {
+			return err
+		}
+	}
+	// inQueues: whether a node with these properties is one of -q's
+	inQueues := func(props []string) bool {
+		if len(o.queues) == 0 {
+			return true
+		}
+		for _, q := range o.queues {
+			if meets(props, pol.Requires(q)) {
+				return true
+			}
+		}
+		return false
+	}
 	format := resourceFormat("list", o.format)
 	of, err := compileFormat(format, rlistFields)
 	if err != nil {
@@ -300,8 +387,12 @@ func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Write
 			switch n {
 			case "state":
 				b.WriteString(state)
-			case "properties", "propertiesx":
+			case "properties":
 				b.WriteString(props)
+			case "propertiesx":
+				b.WriteString(propertiesExcludingQueues(pol, props))
+			case "queue":
+				b.WriteString(nodeQueues(pol, splitProps(props)))
 			}
 			b.WriteByte(':')
 		}
@@ -309,15 +400,16 @@ func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Write
 	}
 	type group struct {
 		state string
+		props string // of the group's first nodes
 		sets  []*rset.R
 		ranks map[*rset.R]idset.Set
 	}
 	var order []string
 	groups := map[string]*group{}
-	add := func(key, state string, set *rset.R, ranks idset.Set, empty bool) {
+	add := func(key, state, props string, set *rset.R, ranks idset.Set, empty bool) {
 		g := groups[key]
 		if g == nil {
-			g = &group{state: state, ranks: map[*rset.R]idset.Set{}}
+			g = &group{state: state, props: props, ranks: map[*rset.R]idset.Set{}}
 			groups[key] = g
 			order = append(order, key)
 		}
@@ -335,13 +427,17 @@ func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Write
 			return err
 		}
 		if set.Empty() {
-			add(keyOf(state, ""), state, set, idset.Set{}, true)
+			add(keyOf(state, ""), state, "", set, idset.Set{}, true)
 			continue
 		}
 		byProps := map[string]idset.Set{}
 		var propOrder []string
 		for rank := range set.Ranks().All() {
-			p := strings.Join(set.RankProperties(rank), ",")
+			rp := set.RankProperties(rank)
+			if !inQueues(rp) {
+				continue
+			}
+			p := strings.Join(rp, ",")
 			if _, ok := byProps[p]; !ok {
 				propOrder = append(propOrder, p)
 			}
@@ -350,13 +446,13 @@ func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Write
 			byProps[p] = s
 		}
 		for _, p := range propOrder {
-			add(keyOf(state, p), state, set, byProps[p], false)
+			add(keyOf(state, p), state, p, set, byProps[p], false)
 		}
 	}
 	var lines []rlistLine
 	for _, key := range order {
 		g := groups[key]
-		line := rlistLine{state: g.state, set: rset.New()}
+		line := rlistLine{state: g.state, set: rset.New(), pol: pol, queue: nodeQueues(pol, splitProps(g.props))}
 		for _, s := range g.sets {
 			line.set = line.set.Union(s.CopyRanks(g.ranks[s]))
 		}

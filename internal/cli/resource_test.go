@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/internal/testinstance"
 	"github.com/fluxgo/fluxgo/pkg/flux/resource"
 	"github.com/fluxgo/fluxgo/pkg/idset"
@@ -232,5 +233,31 @@ func TestResourceCommandsIntegration(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(inst.MustRun(t, "resource", "R")), &R); err != nil || R.Execution.Nodelist[0] != "node[0-3]" {
 		t.Fatalf("flux resource R: %v %+v", err, R)
+	}
+}
+
+// A node belongs to the queues whose required properties it has ("^p":
+// it must not have p); propertiesx leaves out properties named like a
+// queue.
+func TestNodeQueues(t *testing.T) {
+	pol := &policy.Config{Queues: map[string]policy.Queue{
+		"batch": {Requires: []string{"batch"}},
+		"big":   {Requires: []string{"batch", "^small"}},
+		"all":   {},
+	}}
+	for props, want := range map[string]string{
+		"batch":       "all,batch,big",
+		"batch,small": "all,batch",
+		"":            "all",
+	} {
+		if got := nodeQueues(pol, splitProps(props)); got != want {
+			t.Errorf("queues of a node with %q: %q, want %q", props, got, want)
+		}
+	}
+	if got := nodeQueues(nil, []string{"batch"}); got != "" {
+		t.Errorf("no queues configured: %q", got)
+	}
+	if got := propertiesExcludingQueues(pol, "batch,gpu,small"); got != "gpu,small" {
+		t.Errorf("propertiesx: %q", got)
 	}
 }

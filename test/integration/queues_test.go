@@ -85,6 +85,16 @@ func TestQueuesFromConfig(t *testing.T) {
 		e.must("cancel", id.String())
 	}
 
+	// flux resource list shows which queue nodes belong to, and -q
+	// selects a queue's
+	if got := e.must("resource", "list", "-s", "all", "-n", "-o", "{queue} {nodelist}"); got != "batch node[0-1]\ndebug node[2-3]" {
+		t.Errorf("resource list by queue: %q", got)
+	}
+	if got := e.must("resource", "list", "-q", "debug", "-s", "all", "-n", "-o", "{nodelist}"); got != "node[2-3]" {
+		t.Errorf("resource list -q debug: %q", got)
+	}
+	e.fail("'nope' is not a valid queue", "resource", "list", "-q", "nope")
+
 	// the queue's requires and the job's own constraint both apply
 	e.fail("no node satisfies the constraints", "submit", "--queue=batch", "--requires=debug", "true")
 	// more nodes than the queue has is infeasible, not left pending
