@@ -290,7 +290,7 @@ func timelimit(d float64) string {
 	return fsd.Format(d)
 }
 
-func check(b bool) string {
+func checkMark(b bool) string {
 	if b {
 		return "✔"
 	}
@@ -327,9 +327,9 @@ var queueListFields = fieldSource[queueLine]{
 				return vStr(map[bool]string{true: "started", false: "stopped"}[l.status.Start])
 			}, nil
 		case "enabled":
-			return func(l queueLine) fmtVal { return vStr(check(l.status.Enable)) }, nil
+			return func(l queueLine) fmtVal { return vStr(checkMark(l.status.Enable)) }, nil
 		case "started":
-			return func(l queueLine) fmtVal { return vStr(check(l.status.Start)) }, nil
+			return func(l queueLine) fmtVal { return vStr(checkMark(l.status.Start)) }, nil
 		case "enabled.ascii":
 			return func(l queueLine) fmtVal { return vStr(yn(l.status.Enable)) }, nil
 		case "started.ascii":
