@@ -408,12 +408,9 @@ limits.range.{nnodes,ncores,ngpus}, limits.min.* and limits.max.*.`,
 			if err != nil {
 				return err
 			}
-			names, err := queueNames(ctx, h)
-			if err != nil {
-				return err
-			}
+			names := pol.Names()
 			if len(names) == 0 {
-				names = []string{""}
+				names = []string{""} // the anonymous queue
 			}
 			if len(only) > 0 {
 				for _, q := range only {

@@ -227,44 +227,21 @@ type rlistLine struct {
 	pol   *policy.Config // for propertiesx
 }
 
-// nodeQueues lists, comma-separated, the configured queues a node with
-// properties props belongs to: those whose requires it meets ("" without
-// named queues).
-func nodeQueues(pol *policy.Config, props []string) string {
-	if pol == nil || !pol.Named() {
-		return ""
-	}
-	var names []string
-	for name, q := range pol.Queues {
-		if meets(props, q.Requires) {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	return strings.Join(names, ",")
-}
-
-// meets reports whether a node with props has every required property
-// (and none of the "^p" ones).
-func meets(props, requires []string) bool {
-	for _, r := range requires {
-		if p, neg := strings.CutPrefix(r, "^"); neg {
-			if slices.Contains(props, p) {
-				return false
+// queueRanks returns the ranks of R that belong to each named queue:
+// those with every property the queue requires (none of a "^name" one).
+func queueRanks(R *rset.R, pol *policy.Config) (map[string]idset.Set, error) {
+	out := make(map[string]idset.Set, len(pol.Queues))
+	for _, name := range pol.Names() {
+		ranks := R.Ranks()
+		if req := pol.Requires(name); len(req) > 0 {
+			var err error
+			if ranks, err = propertyFilter(R, strings.Join(req, ",")); err != nil {
+				return nil, fmt.Errorf("queue %s: %w", name, err)
 			}
-		} else if !slices.Contains(props, r) {
-			return false
 		}
+		out[name] = ranks
 	}
-	return true
-}
-
-// splitProps splits a comma-separated property list ("" is none).
-func splitProps(props string) []string {
-	if props == "" {
-		return nil
-	}
-	return strings.Split(props, ",")
+	return out, nil
 }
 
 // propertiesExcludingQueues drops the properties named like a queue
@@ -344,22 +321,27 @@ func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Write
 	if pol == nil {
 		pol = &policy.Config{}
 	}
+	qranks, err := queueRanks(ss.All, pol)
+	if err != nil {
+		return err
+	}
+	// rankQueues: the queues a node belongs to, comma-separated
+	rankQueues := func(rank uint) string {
+		var in []string
+		for _, name := range pol.Names() {
+			if qranks[name].Contains(rank) {
+				in = append(in, name)
+			}
+		}
+		return strings.Join(in, ",")
+	}
+	// -q: only the nodes of these queues
+	var selected idset.Set
 	for _, q := range o.queues {
 		if err := pol.CheckQueue(q); err != nil {
 			return err
 		}
-	}
-	// inQueues: whether a node with these properties is one of -q's
-	inQueues := func(props []string) bool {
-		if len(o.queues) == 0 {
-			return true
-		}
-		for _, q := range o.queues {
-			if meets(props, pol.Requires(q)) {
-				return true
-			}
-		}
-		return false
+		selected = selected.Union(qranks[q])
 	}
 	format := resourceFormat("list", o.format)
 	of, err := compileFormat(format, rlistFields)
@@ -381,7 +363,7 @@ func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Write
 			}
 		}
 	}
-	keyOf := func(state string, props string) string {
+	keyOf := func(state, props, queue string) string {
 		var b strings.Builder
 		for _, n := range keyFields {
 			switch n {
@@ -392,7 +374,7 @@ func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Write
 			case "propertiesx":
 				b.WriteString(propertiesExcludingQueues(pol, props))
 			case "queue":
-				b.WriteString(nodeQueues(pol, splitProps(props)))
+				b.WriteString(queue)
 			}
 			b.WriteByte(':')
 		}
@@ -400,16 +382,16 @@ func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Write
 	}
 	type group struct {
 		state string
-		props string // of the group's first nodes
+		queue string
 		sets  []*rset.R
 		ranks map[*rset.R]idset.Set
 	}
 	var order []string
 	groups := map[string]*group{}
-	add := func(key, state, props string, set *rset.R, ranks idset.Set, empty bool) {
+	add := func(key, state, queue string, set *rset.R, ranks idset.Set, empty bool) {
 		g := groups[key]
 		if g == nil {
-			g = &group{state: state, props: props, ranks: map[*rset.R]idset.Set{}}
+			g = &group{state: state, queue: queue, ranks: map[*rset.R]idset.Set{}}
 			groups[key] = g
 			order = append(order, key)
 		}
@@ -427,32 +409,34 @@ func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Write
 			return err
 		}
 		if set.Empty() {
-			add(keyOf(state, ""), state, "", set, idset.Set{}, true)
+			add(keyOf(state, "", ""), state, "", set, idset.Set{}, true)
 			continue
 		}
+		// nodes with the same properties belong to the same queues
 		byProps := map[string]idset.Set{}
+		queueOf := map[string]string{}
 		var propOrder []string
 		for rank := range set.Ranks().All() {
-			rp := set.RankProperties(rank)
-			if !inQueues(rp) {
+			if len(o.queues) > 0 && !selected.Contains(rank) {
 				continue
 			}
-			p := strings.Join(rp, ",")
+			p := strings.Join(set.RankProperties(rank), ",")
 			if _, ok := byProps[p]; !ok {
 				propOrder = append(propOrder, p)
+				queueOf[p] = rankQueues(rank)
 			}
 			s := byProps[p]
 			s.Add(rank)
 			byProps[p] = s
 		}
 		for _, p := range propOrder {
-			add(keyOf(state, p), state, p, set, byProps[p], false)
+			add(keyOf(state, p, queueOf[p]), state, queueOf[p], set, byProps[p], false)
 		}
 	}
 	var lines []rlistLine
 	for _, key := range order {
 		g := groups[key]
-		line := rlistLine{state: g.state, set: rset.New(), pol: pol, queue: nodeQueues(pol, splitProps(g.props))}
+		line := rlistLine{state: g.state, set: rset.New(), pol: pol, queue: g.queue}
 		for _, s := range g.sets {
 			line.set = line.set.Union(s.CopyRanks(g.ranks[s]))
 		}

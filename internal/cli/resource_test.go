@@ -14,6 +14,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/testinstance"
 	"github.com/fluxgo/fluxgo/pkg/flux/resource"
 	"github.com/fluxgo/fluxgo/pkg/idset"
+	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
 // TestResourceListTranscript prints the resource.sched-status payload of
@@ -239,23 +240,35 @@ func TestResourceCommandsIntegration(t *testing.T) {
 // A node belongs to the queues whose required properties it has ("^p":
 // it must not have p); propertiesx leaves out properties named like a
 // queue.
-func TestNodeQueues(t *testing.T) {
+func TestQueueRanks(t *testing.T) {
 	pol := &policy.Config{Queues: map[string]policy.Queue{
 		"batch": {Requires: []string{"batch"}},
 		"big":   {Requires: []string{"batch", "^small"}},
 		"all":   {},
 	}}
-	for props, want := range map[string]string{
-		"batch":       "all,batch,big",
-		"batch,small": "all,batch",
-		"":            "all",
-	} {
-		if got := nodeQueues(pol, splitProps(props)); got != want {
-			t.Errorf("queues of a node with %q: %q, want %q", props, got, want)
+	// rank 0: batch; rank 1: batch,small; rank 2: none
+	R, err := rset.Parse([]byte(`{"version":1,"execution":{"R_lite":[{"rank":"0-2","children":{"core":"0"}}],` +
+		`"nodelist":["n[0-2]"],"properties":{"batch":"0-1","small":"1"},"starttime":0,"expiration":0}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	qr, err := queueRanks(R, pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rank, want := range map[uint]string{0: "all,batch,big", 1: "all,batch", 2: "all"} {
+		var in []string
+		for _, name := range pol.Names() {
+			if qr[name].Contains(rank) {
+				in = append(in, name)
+			}
+		}
+		if got := strings.Join(in, ","); got != want {
+			t.Errorf("queues of rank %d: %q, want %q", rank, got, want)
 		}
 	}
-	if got := nodeQueues(nil, []string{"batch"}); got != "" {
-		t.Errorf("no queues configured: %q", got)
+	if qr, err := queueRanks(R, &policy.Config{}); err != nil || len(qr) != 0 {
+		t.Errorf("no queues configured: %v %v", qr, err)
 	}
 	if got := propertiesExcludingQueues(pol, "batch,gpu,small"); got != "gpu,small" {
 		t.Errorf("propertiesx: %q", got)

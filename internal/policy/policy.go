@@ -32,6 +32,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
+	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
 // Config is the job policy. The zero value is flux's default: one
@@ -154,8 +155,8 @@ func Parse(conf []byte) (*Config, error) {
 				return nil, invalid("queues.%s.requires must be an array of property names, not %s", name, q.Requires)
 			}
 			for _, prop := range queue.Requires {
-				if strings.TrimPrefix(prop, "^") == "" || strings.ContainsAny(prop, " \t!&'\"`|()") {
-					return nil, invalid("queues.%s.requires: %q is not a valid property name", name, prop)
+				if err := rset.CheckPropertyName(strings.TrimPrefix(prop, "^")); err != nil {
+					return nil, invalid("queues.%s.requires: %v", name, err)
 				}
 			}
 		}
@@ -325,14 +326,17 @@ func (c *Config) CheckQueue(name string) error {
 // none or an unknown queue).
 func (c *Config) Requires(name string) []string { return c.Queues[name].Requires }
 
-func (c *Config) queueNames() string {
+// Names lists the named queues, sorted.
+func (c *Config) Names() []string {
 	names := make([]string, 0, len(c.Queues))
 	for n := range c.Queues {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return strings.Join(names, ", ")
+	return names
 }
+
+func (c *Config) queueNames() string { return strings.Join(c.Names(), ", ") }
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), syscall.EINVAL)

@@ -60,7 +60,7 @@ func TestParseErrors(t *testing.T) {
 		`{"policy": {"limits": {"job-size": {"most": {}}}}}`:                                   "policy.limits.job-size.most: unknown key",
 		`{"queues": {"batch": 1}}`:                                                             "queues.batch must be a table",
 		`{"queues": {"batch": {"requires": "batch"}}}`:                                         "queues.batch.requires must be an array",
-		`{"queues": {"batch": {"requires": ["a b"]}}}`:                                         `queues.batch.requires: "a b" is not a valid property name`,
+		`{"queues": {"batch": {"requires": ["a|b"]}}}`:                                         `queues.batch.requires: property name "a|b" contains illegal character '|'`,
 		`{"policy": {"jobspec": {"defaults": {"system": {"queue": "batch"}}}}}`:                `policy.jobspec.defaults.system.queue: "batch" is not a configured queue`,
 		`{"queues": {"a": {}}, "policy": {"jobspec": {"defaults": {"system": {"queue": 1}}}}}`: "policy.jobspec.defaults.system.queue must be a string",
 	} {

@@ -107,10 +107,7 @@ func (m *manager) handleSubmit(r *flux.Request) {
 			reject(sj.ID, err.Error())
 			continue
 		}
-		m.jobs[j.ID] = j
-		if j.ID > m.maxID {
-			m.maxID = j.ID
-		}
+		m.add(j)
 		m.waitNew(j)
 		ctx := appendSubmitContext(make([]byte, 0, 64), sj.Userid, sj.Urgency, sj.Flags)
 		line := newEventLine(sj.TSubmit, "submit", ctx)

@@ -34,6 +34,9 @@ type manager struct {
 	plugins *pluginSet
 	queues  *queues   // queues.go
 	wait    waitState // wait.go
+	// inState counts the jobs of m.jobs in each state (inactive ones
+	// dropped from m.jobs stay counted: only active states are read)
+	inState map[jobtap.State]int
 
 	// inactiveLimit bounds how many inactive jobs are kept in memory
 	// (their records stay in the KVS).
@@ -47,6 +50,7 @@ func newManager(h *flux.Handle, log *slog.Logger, owner uint32) *manager {
 		log:           log,
 		owner:         owner,
 		jobs:          make(map[jobid.ID]*job),
+		inState:       make(map[jobtap.State]int),
 		done:          make(map[jobid.ID]inactiveRec),
 		inactiveLimit: 100000,
 		now:           func() float64 { return float64(time.Now().UnixNano()) / 1e9 },
@@ -80,6 +84,15 @@ func encodeContext(name string, ctx map[string]any) json.RawMessage {
 	return b
 }
 
+// add puts a job in m.jobs.
+func (m *manager) add(j *job) {
+	m.jobs[j.ID] = j
+	m.inState[j.State]++
+	if j.ID > m.maxID {
+		m.maxID = j.ID
+	}
+}
+
 // post appends an event to a job's eventlog (KVS, batched), applies it to
 // the state machine, tells plugins and queues it for the journal.
 func (m *manager) post(j *job, name string, ctx map[string]any) {
@@ -99,6 +112,8 @@ func (m *manager) postRaw(j *job, name string, rawCtx json.RawMessage, ctx map[s
 	m.apply(j, name, ctx)
 	m.plugins.event(j, name, ctx)
 	if j.State != prev {
+		m.inState[prev]--
+		m.inState[j.State]++
 		m.enterState(j, prev)
 		return
 	}

@@ -61,46 +61,37 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 }
 
 // pluginConf is the configuration a default plugin gets from the
-// policy.limits tables, the instance's and the queues' (nil: none).
+// policy.limits tables: the instance's limit, and under "queues" those
+// of the queues that set their own (nil: none).
 func pluginConf(name string, p *policy.Config) json.RawMessage {
+	conf, queues := map[string]any{}, map[string]any{}
 	switch name {
 	case ".limit-duration":
-		c := map[string]any{}
 		if p.Duration != "" {
-			c["duration"] = p.Duration
+			conf["duration"] = p.Duration
 		}
-		queues := map[string]string{}
 		for qname, q := range p.Queues {
 			if q.Duration != "" {
 				queues[qname] = q.Duration
 			}
 		}
-		if len(queues) > 0 {
-			c["queues"] = queues
-		}
-		if len(c) > 0 {
-			b, _ := json.Marshal(c)
-			return b
-		}
 	case ".limit-job-size":
 		_, general := p.Limits("")
-		c := map[string]any{}
 		for bound, counts := range general {
-			c[bound] = counts
+			conf[bound] = counts
 		}
-		queues := map[string]any{}
 		for qname, q := range p.Queues {
 			if q.JobSize != nil {
 				_, queues[qname] = p.Limits(qname)
 			}
 		}
-		if len(queues) > 0 {
-			c["queues"] = queues
-		}
-		if len(c) > 0 {
-			b, _ := json.Marshal(c)
-			return b
-		}
 	}
-	return nil
+	if len(queues) > 0 {
+		conf["queues"] = queues
+	}
+	if len(conf) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(conf)
+	return b
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
@@ -72,8 +71,8 @@ type queueCheckEntry struct {
 // earlier run (checkpointKey) says otherwise.
 type queues struct {
 	m      *manager
-	named  bool
-	states map[string]*queueState
+	pol    *policy.Config
+	states map[string]*queueState // by name, "" for the anonymous queue
 	parked map[jobid.ID]*job
 
 	// flux queue drain and idle: requests answered once no job is
@@ -82,8 +81,8 @@ type queues struct {
 }
 
 func newQueues(m *manager, p *policy.Config) *queues {
-	q := &queues{m: m, named: p.Named(), states: make(map[string]*queueState), parked: make(map[jobid.ID]*job)}
-	if !q.named {
+	q := &queues{m: m, pol: p, states: make(map[string]*queueState), parked: make(map[jobid.ID]*job)}
+	if !p.Named() {
 		q.states[""] = new(onAtStart)
 	}
 	for name := range p.Queues {
@@ -109,7 +108,7 @@ func (q *queues) restore(ctx context.Context) error {
 	}
 	for _, e := range ck.Queue {
 		s, ok := q.states[e.Name]
-		if !ok || (e.Name == "") == q.named {
+		if !ok {
 			continue
 		}
 		s.submission.set(e.Enable, e.DisableReason, false)
@@ -121,8 +120,8 @@ func (q *queues) restore(ctx context.Context) error {
 // checkpoint writes the queues' state to the KVS and then calls done.
 func (q *queues) checkpoint(done func(error)) {
 	ck := queueCheckpoint{Version: 1}
-	names := q.names()
-	if !q.named {
+	names := q.pol.Names()
+	if !q.pol.Named() {
 		names = []string{""}
 	}
 	for _, n := range names {
@@ -182,23 +181,15 @@ func (q *queues) register() {
 }
 
 // checkWaiters answers the drain and idle requests whose condition
-// holds. It scans the jobs only while someone waits.
+// holds (from the job manager's per-state counts: it runs after every
+// state change).
 func (q *queues) checkWaiters() {
 	if len(q.drainers) == 0 && len(q.idlers) == 0 {
 		return
 	}
-	active, busy, pending := 0, 0, 0
-	for _, j := range q.m.jobs {
-		switch j.State {
-		case jobtap.StateInactive:
-			continue
-		case jobtap.StateRun, jobtap.StateCleanup:
-			busy++
-		case jobtap.StateSched:
-			pending++
-		}
-		active++
-	}
+	n := q.m.inState
+	busy := n[jobtap.StateRun] + n[jobtap.StateCleanup]
+	active := n[jobtap.StateNew] + n[jobtap.StateDepend] + n[jobtap.StatePriority] + n[jobtap.StateSched] + busy
 	if active == 0 {
 		for _, r := range q.drainers {
 			r.Respond(nil)
@@ -207,26 +198,19 @@ func (q *queues) checkWaiters() {
 	}
 	if busy == 0 && q.m.sched.outstanding == 0 {
 		for _, r := range q.idlers {
-			r.Respond(map[string]any{"pending": pending})
+			r.Respond(map[string]any{"pending": n[jobtap.StateSched]})
 		}
 		q.idlers = nil
 	}
 }
 
-// lookup finds a queue by name ("" for the anonymous queue), with
-// flux-core's messages.
+// lookup finds a queue by name ("" for the anonymous queue), or says
+// why there is none.
 func (q *queues) lookup(name string) (*queueState, error) {
-	switch {
-	case name == "" && q.named:
-		return nil, fmt.Errorf("a named queue is required")
-	case name != "" && !q.named:
-		return nil, fmt.Errorf("'%s' is not a valid queue", name)
+	if err := q.pol.CheckQueue(name); err != nil {
+		return nil, err
 	}
-	s, ok := q.states[name]
-	if !ok {
-		return nil, fmt.Errorf("'%s' is not a valid queue", name)
-	}
-	return s, nil
+	return q.states[name], nil
 }
 
 // submitCheck refuses jobs for a disabled queue. Unknown queues were
@@ -258,7 +242,7 @@ func (q *queues) park(j *job) { q.parked[j.ID] = j }
 // selected returns the queues a request names: one by name, or all of
 // them (needing "all" when queues are named).
 func (q *queues) selected(name string, all bool) ([]*queueState, error) {
-	if name != "" || !q.named {
+	if name != "" || !q.pol.Named() {
 		s, err := q.lookup(name)
 		if err != nil {
 			return nil, err
@@ -269,27 +253,16 @@ func (q *queues) selected(name string, all bool) ([]*queueState, error) {
 		return nil, fmt.Errorf("Use --all to apply this command to all queues")
 	}
 	var out []*queueState
-	for _, n := range q.names() {
+	for _, n := range q.pol.Names() {
 		out = append(out, q.states[n])
 	}
 	return out, nil
 }
 
-func (q *queues) names() []string {
-	names := make([]string, 0, len(q.states))
-	for n := range q.states {
-		if n != "" {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	return names
-}
-
 // job-manager.queue-list {} → {queues: [names]} (empty without named
 // queues).
 func (q *queues) handleList(r *flux.Request) {
-	r.Respond(map[string]any{"queues": q.names()})
+	r.Respond(map[string]any{"queues": q.pol.Names()})
 }
 
 // job-manager.queue-status {name?} → {enable, start, disable_reason?,

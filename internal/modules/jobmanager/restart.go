@@ -38,10 +38,7 @@ func (m *manager) restore(ctx context.Context) (int, error) {
 			continue
 		}
 		j.restored = true
-		m.jobs[j.ID] = j
-		if j.ID > m.maxID {
-			m.maxID = j.ID
-		}
+		m.add(j)
 		if j.State == jobtap.StateInactive {
 			j.Result = j.result()
 			j.dropActiveData()
