@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fluxgo/fluxgo/bench/internal/benchkit"
@@ -34,13 +35,20 @@ func main() {
 	abs, _ := filepath.Abs(*bin)
 
 	if path := os.Getenv("BENCH_ECHO_SOCKET"); path != "" {
-		echoServer(path)
+		echoServer(path, os.Getenv("BENCH_ECHO_BLOCKING") != "")
 		return
 	}
-	raw := rawPingPong(*n)
-	fmt.Printf("unix-socket ping-pong (raw)        median %8.1f µs  p99 %8.1f µs\n", us(raw.median), us(raw.p99))
-	xraw := crossProcessPingPong(*n)
-	fmt.Printf("  same, between two Go processes   median %8.1f µs  p99 %8.1f µs\n", us(xraw.median), us(xraw.p99))
+	// The machine's floor: two processes each sleeping in read(2) on a
+	// blocking socket, as a C client and server do.
+	floor := crossProcessPingPong(*n, true)
+	fmt.Printf("unix-socket ping-pong, 2 processes median %8.1f µs  p99 %8.1f µs  (blocking reads: the machine's floor)\n", us(floor.median), us(floor.p99))
+	xraw := crossProcessPingPong(*n, false)
+	fmt.Printf("  same, through Go's net poller    median %8.1f µs  p99 %8.1f µs\n", us(xraw.median), us(xraw.p99))
+	inproc := rawPingPong(*n)
+	fmt.Printf("  same, 2 goroutines of 1 process  median %8.1f µs  p99 %8.1f µs\n", us(inproc.median), us(inproc.p99))
+	ratio := func(d time.Duration) string {
+		return fmt.Sprintf("(%.1fx the floor)", float64(d)/float64(floor.median))
+	}
 
 	startFigures(abs)
 
@@ -57,15 +65,13 @@ func main() {
 	}
 	ctx := context.Background()
 	local := rpcLatency(ctx, h, 0, *n)
-	fmt.Printf("RPC to local broker (attr.get)     median %8.1f µs  p99 %8.1f µs  (%.1fx raw, %.1fx two-process raw)\n", us(local.median), us(local.p99), float64(local.median)/float64(raw.median), float64(local.median)/float64(xraw.median))
-	// A client on one thread (as a CLI command is) avoids waking a second
-	// CPU for the hand-off from the handle's reader goroutine.
+	fmt.Printf("RPC to local broker (attr.get)     median %8.1f µs  p99 %8.1f µs  %s\n", us(local.median), us(local.p99), ratio(local.median))
 	prev := runtime.GOMAXPROCS(1)
 	local1 := rpcLatency(ctx, h, 0, *n)
 	runtime.GOMAXPROCS(prev)
-	fmt.Printf("  same, client with GOMAXPROCS=1   median %8.1f µs  p99 %8.1f µs  (%.1fx raw, %.1fx two-process raw)\n", us(local1.median), us(local1.p99), float64(local1.median)/float64(raw.median), float64(local1.median)/float64(xraw.median))
+	fmt.Printf("  same, client with GOMAXPROCS=1   median %8.1f µs  p99 %8.1f µs  %s\n", us(local1.median), us(local1.p99), ratio(local1.median))
 	bare := bareRPCLatency(inst.URI, *n)
-	fmt.Printf("  same, bare socket client         median %8.1f µs  p99 %8.1f µs  (%.1fx raw, %.1fx two-process raw; no client library: the broker's share)\n", us(bare.median), us(bare.p99), float64(bare.median)/float64(raw.median), float64(bare.median)/float64(xraw.median))
+	fmt.Printf("  same, bare socket client         median %8.1f µs  p99 %8.1f µs  %s: no client library, the broker's share\n", us(bare.median), us(bare.p99), ratio(bare.median))
 	far := rpcLatency(ctx, h, 15, *n/4)
 	fmt.Printf("RPC to rank 15 over 3 hops         median %8.1f µs  p99 %8.1f µs\n", us(far.median), us(far.p99))
 
@@ -88,10 +94,11 @@ func summarize(d []time.Duration) lat {
 	return lat{d[len(d)/2], d[len(d)*99/100]}
 }
 
-// crossProcessPingPong measures the same round trip to an echo server in
+// crossProcessPingPong measures a 32-byte round trip to an echo server in
 // a second process (this program run again): the floor for a client and
-// a broker that are separate processes.
-func crossProcessPingPong(n int) lat {
+// a broker that are separate processes. With blocking, both ends sleep in
+// read(2) on blocking sockets; without, both wait in Go's net poller.
+func crossProcessPingPong(n int, blocking bool) lat {
 	dir, _ := os.MkdirTemp("", "pp")
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "s")
@@ -101,13 +108,21 @@ func crossProcessPingPong(n int) lat {
 	}
 	cmd := exec.Command(self)
 	cmd.Env = append(os.Environ(), "BENCH_ECHO_SOCKET="+path)
+	if blocking {
+		cmd.Env = append(cmd.Env, "BENCH_ECHO_BLOCKING=1")
+	}
 	if err := cmd.Start(); err != nil {
 		panic(err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	var c net.Conn
+	var c io.ReadWriteCloser
 	for i := 0; i < 500; i++ {
-		if c, err = net.Dial("unix", path); err == nil {
+		if blocking {
+			c, err = dialBlocking(path)
+		} else {
+			c, err = net.Dial("unix", path)
+		}
+		if err == nil {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -119,8 +134,45 @@ func crossProcessPingPong(n int) lat {
 	return pingPong(c, n)
 }
 
+// dialBlocking connects to path with a blocking socket that never enters
+// Go's net poller: reads sleep in read(2), as in a C program. (A socket
+// the poller knows, even a blocking duplicate, also wakes the poller's
+// thread on every arrival.)
+func dialBlocking(path string) (*os.File, error) {
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Connect(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
+		syscall.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// acceptBlocking listens on path and accepts one connection, all with
+// blocking sockets outside the net poller.
+func acceptBlocking(path string) (*os.File, error) {
+	ln, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(ln)
+	if err := syscall.Bind(ln, &syscall.SockaddrUnix{Name: path}); err != nil {
+		return nil, err
+	}
+	if err := syscall.Listen(ln, 1); err != nil {
+		return nil, err
+	}
+	fd, _, err := syscall.Accept(ln)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
 // pingPong times n 32-byte round trips on c.
-func pingPong(c net.Conn, n int) lat {
+func pingPong(c io.ReadWriter, n int) lat {
 	buf := make([]byte, 64)
 	out := make([]time.Duration, n)
 	for i := range out {
@@ -133,7 +185,15 @@ func pingPong(c net.Conn, n int) lat {
 }
 
 // echoServer answers one connection on path, echoing what it reads.
-func echoServer(path string) {
+func echoServer(path string, blocking bool) {
+	if blocking {
+		c, err := acceptBlocking(path)
+		if err != nil {
+			panic(err)
+		}
+		echo(c)
+		return
+	}
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		panic(err)
@@ -146,7 +206,7 @@ func echoServer(path string) {
 }
 
 // echo writes back what it reads from c until c fails.
-func echo(c net.Conn) {
+func echo(c io.ReadWriter) {
 	buf := make([]byte, 64)
 	for {
 		k, err := c.Read(buf)
@@ -191,30 +251,30 @@ func rpcLatency(ctx context.Context, h *flux.Handle, rank uint32, n int) lat {
 }
 
 // bareRPCLatency times n attr.get round trips written and read on the
-// local socket by this goroutine alone, without the client library: what
-// the broker adds to the socket's own round trip.
+// local socket by this goroutine alone, with blocking reads and without
+// the client library: what the broker adds to the socket's own round trip.
 func bareRPCLatency(uri string, n int) lat {
 	path, err := flux.SocketPath(uri)
 	if err != nil {
 		panic(err)
 	}
-	c, err := net.Dial("unix", path)
+	bc, err := dialBlocking(path)
 	if err != nil {
 		panic(err)
 	}
-	defer c.Close()
+	defer bc.Close()
 	var auth [1]byte
-	if _, err := io.ReadFull(c, auth[:]); err != nil || auth[0] != 0 {
+	if _, err := io.ReadFull(bc, auth[:]); err != nil || auth[0] != 0 {
 		panic(fmt.Sprintf("local connector refused: %v %v", auth[0], err))
 	}
 	req := message.NewRequest("attr.get", 0, []byte(`{"name":"rank"}`))
 	req.Matchtag = 1
 	wire := message.AppendFramed(nil, req)
-	r := message.NewReader(c)
+	r := message.NewReader(bc)
 	out := make([]time.Duration, n)
 	for i := range out {
 		t := time.Now()
-		if _, err := c.Write(wire); err != nil {
+		if _, err := bc.Write(wire); err != nil {
 			panic(err)
 		}
 		m, err := r.Read()

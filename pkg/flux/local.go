@@ -2,7 +2,9 @@ package flux
 
 import (
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -12,12 +14,42 @@ import (
 
 // localConn is the client side of a broker's local socket (flux-core's
 // local connector protocol).
+//
+// The socket starts as a plain blocking descriptor, outside Go's network
+// poller: a goroutine waiting for its own response (ReadMessage) sleeps in
+// read(2), and the thread the kernel wakes when the answer arrives is the
+// one that wanted it, as in a C client. Through the poller, the poller's
+// thread wakes first and then wakes the waiter's; on a small machine that
+// hand-off costs about as much as the broker takes to answer
+// (bench/broker). When the handle starts its reader goroutine (Start), the
+// socket moves to the poller for good, so that a long-lived handle does
+// not tie up a thread.
 type localConn struct {
-	c       *net.UnixConn
-	r       *message.Reader // used by ReadMessage, then by Start's goroutine
-	wmu     sync.Mutex
-	buf     []byte
-	closeMu sync.Once
+	f *os.File // the blocking socket, until Start
+
+	mu sync.Mutex    // guards c
+	c  *net.UnixConn // after Start: the poller's copy of the socket
+
+	r   *message.Reader // used by ReadMessage, then by Start's goroutine
+	wmu sync.Mutex      // one Send at a time; Start waits for it
+	buf []byte
+}
+
+// polled returns the poller's copy of the socket, or nil before Start.
+func (l *localConn) polled() *net.UnixConn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.c
+}
+
+// sockReader is the message reader's byte source.
+type sockReader struct{ l *localConn }
+
+func (s sockReader) Read(p []byte) (int, error) {
+	if c := s.l.polled(); c != nil {
+		return c.Read(p)
+	}
+	return s.l.f.Read(p)
 }
 
 // DialLocal connects to the local socket named by uri and completes the
@@ -27,10 +59,10 @@ func DialLocal(uri string) (Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	var c net.Conn
+	var f *os.File
 	delay := 8 * time.Millisecond
 	for try := 0; ; try++ {
-		c, err = net.Dial("unix", path)
+		f, err = dialUnix(path)
 		if err == nil || try >= 5 {
 			break
 		}
@@ -40,30 +72,61 @@ func DialLocal(uri string) (Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", path, err)
 	}
+	l := &localConn{f: f}
 	var b [1]byte
-	if _, err := c.Read(b[:]); err != nil {
-		c.Close()
+	if _, err := io.ReadFull(f, b[:]); err != nil {
+		l.Close()
 		return nil, fmt.Errorf("connect to %s: reading auth byte: %w", path, err)
 	}
 	if b[0] != 0 {
-		c.Close()
+		l.Close()
 		return nil, fmt.Errorf("connect to %s: broker refused connection: %w", path, syscall.Errno(b[0]))
 	}
-	uc := c.(*net.UnixConn)
-	return &localConn{c: uc, r: message.NewReader(uc)}, nil
+	l.r = message.NewReader(sockReader{l})
+	return l, nil
+}
+
+// dialUnix opens a blocking, close-on-exec stream socket connected to
+// path. A blocking descriptor is not put in the poller by os.NewFile.
+func dialUnix(path string) (*os.File, error) {
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("socket", err)
+	}
+	for {
+		err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: path})
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		syscall.Close(fd)
+		return nil, os.NewSyscallError("connect", err)
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }
 
 func (l *localConn) Send(m *Message) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	l.buf = message.AppendFramed(l.buf[:0], m)
-	if _, err := l.c.Write(l.buf); err != nil {
+	var err error
+	if c := l.polled(); c != nil {
+		_, err = c.Write(l.buf)
+	} else {
+		_, err = l.f.Write(l.buf)
+	}
+	if err != nil {
 		return fmt.Errorf("send %s: %w", m.Topic, err)
 	}
 	return nil
 }
 
 func (l *localConn) Start(deliver func(*Message), closed func(error)) {
+	if err := l.toPoller(); err != nil {
+		go closed(fmt.Errorf("broker connection: %w", err))
+		return
+	}
 	go func() {
 		for {
 			m, err := l.r.Read()
@@ -76,11 +139,38 @@ func (l *localConn) Start(deliver func(*Message), closed func(error)) {
 	}()
 }
 
+// toPoller moves the socket to Go's network poller. Nobody reads while
+// Start runs (DirectReader's contract); wmu waits out a Send in progress.
+func (l *localConn) toPoller() error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	c, err := net.FileConn(l.f) // a non-blocking duplicate, in the poller
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.c = c.(*net.UnixConn)
+	l.mu.Unlock()
+	l.f.Close()
+	return nil
+}
+
 // ReadMessage reads the next message (DirectReader).
 func (l *localConn) ReadMessage() (*Message, error) { return l.r.Read() }
 
+// Close ends the connection. A goroutine sleeping in read(2) is not woken
+// by closing the descriptor, so the socket is shut down first: the read
+// ends with end of file and the descriptor is closed when it returns.
 func (l *localConn) Close() error {
-	var err error
-	l.closeMu.Do(func() { err = l.c.Close() })
+	if c := l.polled(); c != nil {
+		return c.Close()
+	}
+	if rc, err := l.f.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { syscall.Shutdown(int(fd), syscall.SHUT_RDWR) })
+	}
+	err := l.f.Close()
+	if c := l.polled(); c != nil { // Start ran meanwhile
+		return c.Close()
+	}
 	return err
 }
