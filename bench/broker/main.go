@@ -73,7 +73,11 @@ func main() {
 	bare := bareRPCLatency(inst.URI, *n)
 	fmt.Printf("  same, bare socket client         median %8.1f µs  p99 %8.1f µs  %s: no client library, the broker's share\n", us(bare.median), us(bare.p99), ratio(bare.median))
 	far := rpcLatency(ctx, h, 15, *n/4)
-	fmt.Printf("RPC to rank 15 over 3 hops         median %8.1f µs  p99 %8.1f µs\n", us(far.median), us(far.p99))
+	hops := 0 // the tree's edges between rank 15 and rank 0, fanout 2
+	for r := 15; r > 0; r = (r - 1) / 2 {
+		hops++
+	}
+	fmt.Printf("RPC to rank 15 over %d hops         median %8.1f µs  p99 %8.1f µs\n", hops, us(far.median), us(far.p99))
 
 	for _, clients := range []int{1, 8} {
 		rate := rpcThroughput(inst.URI, clients, 3*time.Second)

@@ -43,6 +43,9 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	m := newManager(h, flux.NewLogger(h, "job-manager"), uint32(owner))
 	m.queues = newQueues(m, pol)
 	if err := m.queues.restore(ctx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err() // unloaded while starting: nothing is wrong
+		}
 		m.log.Error("queue state from the last run not restored", "err", err)
 	}
 	m.register()
@@ -52,6 +55,9 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		}
 	}
 	n, err := m.restore(ctx)
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
 	if err != nil {
 		m.log.Error("restoring jobs from the KVS failed", "err", err)
 	} else if n > 0 {
