@@ -366,3 +366,38 @@ func execGuestBinary(t *testing.T, inst *testinstance.Instance) string {
 	}
 	return bin
 }
+
+// A command waiting for an answer, reading its connection itself, ends
+// cleanly on SIGINT (its context is canceled; it is not killed), and one
+// that waits on a subscription too.
+func TestInterruptedWait(t *testing.T) {
+	inst := testinstance.Start(t, testinstance.Options{})
+	for _, args := range [][]string{
+		{"kvs", "get", "--waitcreate", "interrupt.never"},
+		{"event", "sub", "interrupt.never"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			cmd := execClient(inst, args...)
+			var errb execBuffer
+			cmd.Stderr = &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond) // past signalDelay
+			cmd.Process.Signal(os.Interrupt)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				// 0, or 130 (128+SIGINT) for a command cut short;
+				// -1 would mean killed by the signal
+				if code := execExitCode(err); code != 0 && code != 130 || errb.String() != "" {
+					t.Fatalf("flux %s: exit %d (%v) after SIGINT, stderr %q; want 0 or 130 and no message", strings.Join(args, " "), code, err, errb.String())
+				}
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("flux %s did not end on SIGINT", strings.Join(args, " "))
+			}
+		})
+	}
+}

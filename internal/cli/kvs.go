@@ -62,6 +62,9 @@ func kvsFail(cmd *cobra.Command, err error) error {
 	if errors.As(err, &ee) {
 		return err
 	}
+	if sig := interruptedBy.Load(); sig != 0 {
+		return exitCode(128 + int(sig)) // cut short by a signal: no message
+	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "flux-kvs: %s\n", errText(err))
 	return exitCode(1)
 }

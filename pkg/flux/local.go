@@ -1,6 +1,7 @@
 package flux
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -8,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/fluxgo/fluxgo/internal/message"
 )
@@ -33,6 +36,10 @@ type localConn struct {
 	r   *message.Reader // used by ReadMessage, then by Start's goroutine
 	wmu sync.Mutex      // one Send at a time; Start waits for it
 	buf []byte
+
+	wakeOnce sync.Once
+	wake     *os.File // eventfd written when a waiter's context ends
+	wakeErr  error
 }
 
 // polled returns the poller's copy of the socket, or nil before Start.
@@ -158,6 +165,74 @@ func (l *localConn) toPoller() error {
 // ReadMessage reads the next message (DirectReader).
 func (l *localConn) ReadMessage() (*Message, error) { return l.r.Read() }
 
+// waitReadable waits until input is buffered or arrives, or ctx ends
+// (interruptibleReader). It sleeps in poll(2) on the socket and an
+// eventfd that ctx's end writes to. It is only called between messages
+// by the goroutine that reads, before Start.
+func (l *localConn) waitReadable(ctx context.Context) error {
+	if l.r.Buffered() > 0 {
+		return nil
+	}
+	l.wakeOnce.Do(func() {
+		// Blocking, so that os.NewFile leaves it out of the net poller
+		// (it is read only when poll says it is readable).
+		fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+		if err != nil {
+			l.wakeErr = os.NewSyscallError("eventfd", err)
+			return
+		}
+		l.wake = os.NewFile(uintptr(fd), "flux-local-wake")
+	})
+	if l.wakeErr != nil {
+		return l.wakeErr
+	}
+	if l.wake == nil {
+		return net.ErrClosed // Close ran first
+	}
+	stop := context.AfterFunc(ctx, func() {
+		var one [8]byte
+		one[0] = 1 // any non-zero count makes the eventfd readable
+		l.wake.Write(one[:])
+	})
+	defer stop()
+	sock, err := l.f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	wake, err := l.wake.SyscallConn()
+	if err != nil {
+		return err
+	}
+	for {
+		var perr error
+		var fds [2]unix.PollFd
+		sock.Control(func(sfd uintptr) {
+			wake.Control(func(wfd uintptr) {
+				fds = [2]unix.PollFd{
+					{Fd: int32(sfd), Events: unix.POLLIN},
+					{Fd: int32(wfd), Events: unix.POLLIN},
+				}
+				_, perr = unix.Poll(fds[:], -1)
+			})
+		})
+		switch {
+		case perr == unix.EINTR:
+			continue
+		case perr != nil:
+			return os.NewSyscallError("poll", perr)
+		case fds[0].Revents != 0:
+			return nil // input, or an end or error that the read reports
+		}
+		// The eventfd: drain it. A count left by an earlier wait's
+		// context is stale: wait again.
+		var cnt [8]byte
+		l.wake.Read(cnt[:])
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
 // Close ends the connection. A goroutine sleeping in read(2) is not woken
 // by closing the descriptor, so the socket is shut down first: the read
 // ends with end of file and the descriptor is closed when it returns.
@@ -169,6 +244,10 @@ func (l *localConn) Close() error {
 		rc.Control(func(fd uintptr) { syscall.Shutdown(int(fd), syscall.SHUT_RDWR) })
 	}
 	err := l.f.Close()
+	l.wakeOnce.Do(func() {}) // waitReadable is not to make one now
+	if l.wake != nil {
+		l.wake.Close()
+	}
 	if c := l.polled(); c != nil { // Start ran meanwhile
 		return c.Close()
 	}

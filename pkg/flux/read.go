@@ -20,19 +20,28 @@ import (
 // whatever else arrives meanwhile as the reader goroutine would; other
 // waiters wait for it to finish and take over in turn.
 //
-// Once anything needs messages delivered when nobody waits for a
-// response (a subscription, an event or request handler, a Then callback,
-// Done, a wait whose context can be canceled, since a blocked read cannot
-// be interrupted without losing the stream's framing), or the caller
-// keeps several RPCs in flight (a reader goroutine then receives while
-// the caller sends), the handle starts the reader goroutine and keeps it
-// for the rest of its life.
+// A wait whose context can be canceled reads too when the connection can
+// wait for input and cancellation at once (interruptibleReader), between
+// messages, so the stream's framing is kept; otherwise it needs the
+// reader goroutine. Once anything needs messages delivered when nobody
+// waits for a response (a subscription, an event or request handler, a
+// Then callback, Done), or the caller keeps several RPCs in flight (a
+// reader goroutine then receives while the caller sends), the handle
+// starts the reader goroutine and keeps it for the rest of its life.
 
 // DirectReader is implemented by connections that let a goroutine read
 // the next message itself. A handle calls ReadMessage from one goroutine
 // at a time, and never after Start.
 type DirectReader interface {
 	ReadMessage() (*Message, error)
+}
+
+// interruptibleReader is a DirectReader that can also wait until input
+// arrives or ctx ends (returning ctx.Err() then), so that a wait with a
+// deadline or a cancel can read the connection itself.
+type interruptibleReader interface {
+	DirectReader
+	waitReadable(ctx context.Context) error
 }
 
 // readState says who reads the connection.
@@ -84,11 +93,13 @@ func (h *Handle) needReader() {
 // ch is f's notification channel.
 func (h *Handle) await(ctx context.Context, f *Future, ch chan struct{}) error {
 	rd := &h.rd
+	_, interruptible := rd.direct.(interruptibleReader)
+	cancelable := ctx.Done() != nil
 	for {
 		rd.mu.Lock()
-		if rd.direct == nil || rd.async || ctx.Done() != nil {
+		if rd.direct == nil || rd.async || cancelable && !interruptible {
 			rd.mu.Unlock()
-			if ctx.Done() != nil {
+			if cancelable && !interruptible {
 				h.needReader()
 			}
 			select {
@@ -101,8 +112,7 @@ func (h *Handle) await(ctx context.Context, f *Future, ch chan struct{}) error {
 		if !rd.leading {
 			rd.leading = true
 			rd.mu.Unlock()
-			h.lead(f)
-			return nil
+			return h.lead(ctx, f)
 		}
 		if rd.turn == nil {
 			rd.turn = make(chan struct{})
@@ -113,14 +123,24 @@ func (h *Handle) await(ctx context.Context, f *Future, ch chan struct{}) error {
 		case <-ch:
 			return nil
 		case <-turn:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }
 
 // lead reads and dispatches messages until f has a response or an error,
-// then lets the next waiter (or the reader goroutine) read.
-func (h *Handle) lead(f *Future) {
+// or ctx ends (its error is returned), then lets the next waiter (or the
+// reader goroutine) read.
+func (h *Handle) lead(ctx context.Context, f *Future) error {
+	var stopped error
+	ir, _ := h.rd.direct.(interruptibleReader)
 	for !f.ready() {
+		if ctx.Done() != nil {
+			if stopped = ir.waitReadable(ctx); stopped != nil {
+				break
+			}
+		}
 		m, err := h.rd.direct.ReadMessage()
 		if err != nil {
 			h.lost(fmt.Errorf("broker connection: %w", err))
@@ -149,6 +169,7 @@ func (h *Handle) lead(f *Future) {
 	if start {
 		h.conn.Start(h.deliver, h.lost)
 	}
+	return stopped
 }
 
 // ready reports whether f holds a response or an error, or hands its

@@ -123,8 +123,9 @@ func TestDirectReadThenSubscribe(t *testing.T) {
 	}
 }
 
-// A wait that can time out uses the reader goroutine (a blocked read
-// cannot be interrupted); the handle keeps working afterwards.
+// A wait that times out while reading the connection itself (it sleeps
+// in poll(2) on the socket and its context's wake-up) ends with the
+// deadline; the handle keeps working afterwards.
 func TestDirectReadTimeout(t *testing.T) {
 	inst := testinstance.Start(t, testinstance.Options{})
 	reqs := sink(t, inst.URI, "readsink")
@@ -138,6 +139,45 @@ func TestDirectReadTimeout(t *testing.T) {
 	<-reqs
 	if v, err := getRank(h, context.Background()); err != nil || v != "0" {
 		t.Fatalf("after the timeout: %q, %v", v, err)
+	}
+}
+
+// A reading wait canceled while others wait their turn: it ends with its
+// context's error, the others get their answers (read by whoever leads
+// next), and the connection's framing is intact for later calls.
+func TestDirectReadCancelHandsOver(t *testing.T) {
+	inst := testinstance.Start(t, testinstance.Options{})
+	reqs := sink(t, inst.URI, "readsink")
+	h := open(t, inst.URI)
+	ctx, cancel := context.WithCancel(context.Background())
+	hung := make(chan error, 1)
+	go func() { hung <- h.Call(ctx, "readsink.hang", flux.NodeidAny, nil, nil) }()
+	<-reqs
+	others := inParallel(4, func(int) error {
+		for i := 0; i < 50; i++ {
+			if v, err := getRank(h, context.Background()); err != nil || v != "0" {
+				return fmt.Errorf("call %d: %q, %v", i, v, err)
+			}
+		}
+		return nil
+	})
+	cancel()
+	select {
+	case err := <-hung:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("canceled call: %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("canceling a call that reads the connection did not end it")
+	}
+	others.check(t)
+	for i := 0; i < 20; i++ {
+		tctx, tcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		v, err := getRank(h, tctx)
+		tcancel()
+		if err != nil || v != "0" {
+			t.Fatalf("call %d after the cancel: %q, %v", i, v, err)
+		}
 	}
 }
 
