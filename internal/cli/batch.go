@@ -289,7 +289,7 @@ func submitInstance(o *instanceOptions, js *jobspec.Jobspec, out io.Writer) (job
 	}
 	urgency, err := urgencyValue(o.urgency)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("--urgency: %w", err)
 	}
 	flags, err := flagsValue(o.flags)
 	if err != nil {

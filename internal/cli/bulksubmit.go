@@ -261,7 +261,7 @@ func runBulksubmit(args []string, stdin io.Reader, out, errw io.Writer) error {
 	}
 	urgency, err := urgencyValue(o.urgency)
 	if err != nil {
-		return err
+		return fmt.Errorf("--urgency: %w", err)
 	}
 	flags, err := flagsValue(o.flags)
 	if err != nil {
@@ -343,7 +343,7 @@ func newJobSubmitCmd() *cobra.Command {
 			}
 			urg, err := urgencyValue(urgencyStr)
 			if err != nil {
-				return err
+				return fmt.Errorf("--urgency: %w", err)
 			}
 			flags, err := flagsValue(flagList)
 			if err != nil {

@@ -220,7 +220,7 @@ func newJobUrgencyCmd() *cobra.Command {
 			}
 			urg, err := urgencyValue(args[1])
 			if err != nil {
-				return fmt.Errorf("invalid urgency %q: want 0-31, hold, default or expedite", args[1])
+				return err
 			}
 			h, err := openHandle()
 			if err != nil {

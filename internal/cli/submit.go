@@ -89,7 +89,7 @@ func runSubmit(o *submitOptions, args []string, out io.Writer) error {
 	}
 	urgency, err := urgencyValue(o.urgency)
 	if err != nil {
-		return err
+		return fmt.Errorf("--urgency: %w", err)
 	}
 	flags, err := flagsValue(o.flags)
 	if err != nil {

@@ -18,7 +18,8 @@ import (
 // Submit flag bits (flux-core's FLUX_JOB_* values).
 var submitFlagBits = map[string]int{"debug": 0x02, "waitable": 0x04, "novalidate": 0x08}
 
-// urgencyValue parses --urgency: a number 0-31 or hold/default/expedite.
+// urgencyValue parses an urgency: a number 0-31 or hold/default/expedite
+// ("" is the default). Callers say where it came from.
 func urgencyValue(s string) (int, error) {
 	switch s {
 	case "", "default":
@@ -30,7 +31,7 @@ func urgencyValue(s string) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 || n > 31 {
-		return 0, fmt.Errorf("--urgency=%q: want 0-31, hold, default or expedite", s)
+		return 0, fmt.Errorf("invalid urgency %q (want 0-31, hold, default or expedite)", s)
 	}
 	return n, nil
 }

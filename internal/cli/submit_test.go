@@ -277,7 +277,7 @@ func TestBuildJobspecsErrors(t *testing.T) {
 		{[]string{"--cores=2", "-n2", "app"}, `per-resource options`},
 		{[]string{"--tasks-per-node=1", "--tasks-per-core=1", "--cores=1", "app"}, `per node and per core`},
 		{[]string{"--gpus-per-node=1", "app"}, `--gpus-per-node requires --nodes`},
-		{[]string{"--urgency=32", "app"}, `--urgency: invalid value "32"`},
+		{[]string{"--urgency=32", "app"}, `--urgency: invalid urgency "32"`},
 		{[]string{"--flags=fast", "app"}, `--flags: unknown flag "fast"`},
 		{[]string{"--dependency=:x", "app"}, `--dependency: invalid dependency URI ":x"`},
 		{[]string{"--begin-time=tomorrow morning", "app"}, `--begin-time: cannot parse "tomorrow morning"`},

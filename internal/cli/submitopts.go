@@ -335,8 +335,8 @@ func (o *submitOptions) buildOne(cmd []string) (*jobspec.Jobspec, error) {
 			return nil, fmt.Errorf("--setattr=%s: %w", kv, err)
 		}
 	}
-	if _, err := parseUrgency(o.urgency); err != nil {
-		return nil, err
+	if _, err := urgencyValue(o.urgency); err != nil {
+		return nil, fmt.Errorf("--urgency: %w", err)
 	}
 	if _, err := parseSubmitFlags(o.flags); err != nil {
 		return nil, err
@@ -462,23 +462,6 @@ func isPlainNumber(s string) bool {
 		s = s[1:]
 	}
 	return s != "" && strings.Trim(s, "0123456789.eE+-") == "" && s[0] != 'e' && s[0] != 'E'
-}
-
-// parseUrgency reads --urgency.
-func parseUrgency(s string) (int, error) {
-	switch s {
-	case "hold":
-		return 0, nil
-	case "default":
-		return 16, nil
-	case "expedite":
-		return 31, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 || n > 31 {
-		return 0, fmt.Errorf("--urgency: invalid value %q (want 0-31, hold, default or expedite)", s)
-	}
-	return n, nil
 }
 
 // submitFlags are the job submission flags of --flags.

@@ -46,7 +46,7 @@ instance owner may change anything.`,
 				}
 				if k == "urgency" {
 					if urgency, err = urgencyValue(v); err != nil {
-						return err
+						return fmt.Errorf("urgency: %w", err)
 					}
 					continue
 				}
