@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -259,64 +258,7 @@ func runBulksubmit(args []string, stdin io.Reader, out, errw io.Writer) error {
 	if o.dryRun {
 		return nil
 	}
-	urgency, err := urgencyValue(o.urgency)
-	if err != nil {
-		return fmt.Errorf("--urgency: %w", err)
-	}
-	flags, err := flagsValue(o.flags)
-	if err != nil {
-		return err
-	}
-	h, err := openHandle()
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	ctx, cancel := cmdContext()
-	defer cancel()
-	started := time.Now()
-	var bar *progressBar
-	if o.progress {
-		bar = &progressBar{w: errw, total: len(specs), start: started}
-	}
-	var ids []jobid.ID
-	failed := 0
-	err = submitJobs(ctx, h, specs, urgency, flags, func(i int, r submitResult) {
-		if r.err != nil {
-			failed++
-			fmt.Fprintf(errw, "flux-bulksubmit: %v\n", r.err)
-			return
-		}
-		ids = append(ids, r.id)
-		if !o.quiet {
-			fmt.Fprintln(out, r.id.String())
-		}
-		if bar != nil {
-			bar.update(len(ids), false)
-		}
-	})
-	if bar != nil {
-		bar.update(len(ids), true)
-	}
-	if o.jps {
-		fmt.Fprintf(errw, "%.1f jps\n", float64(len(ids))/time.Since(started).Seconds())
-	}
-	if err != nil {
-		return err
-	}
-	if o.wait || o.watch || o.waitEvent != "" {
-		code, err := followJobs(ctx, h, o, ids, out)
-		if err != nil {
-			return err
-		}
-		if code != 0 {
-			return exitCode(code)
-		}
-	}
-	if failed > 0 {
-		return exitCode(1)
-	}
-	return nil
+	return submitSpecs(o, specs, true, out, errw)
 }
 
 func newJobSubmitCmd() *cobra.Command {

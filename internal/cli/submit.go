@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -87,6 +88,14 @@ func runSubmit(o *submitOptions, args []string, out io.Writer) error {
 	if _, ok := envMap(o.proc.environ())["FLUX_URI"]; !ok {
 		return errNoInstance
 	}
+	return submitSpecs(o, specs, o.cmdName == "submit", out, os.Stderr)
+}
+
+// submitSpecs submits specs with a progress bar when asked, printing
+// each new job's ID to out when printIDs, then follows the jobs as the
+// options say (flux run always does). A job refused is reported on errw
+// and makes the exit code 1; the others are submitted all the same.
+func submitSpecs(o *submitOptions, specs []*jobspec.Jobspec, printIDs bool, out, errw io.Writer) error {
 	urgency, err := urgencyValue(o.urgency)
 	if err != nil {
 		return fmt.Errorf("--urgency: %w", err)
@@ -105,18 +114,18 @@ func runSubmit(o *submitOptions, args []string, out io.Writer) error {
 	started := time.Now()
 	var bar *progressBar
 	if o.progress {
-		bar = &progressBar{w: os.Stderr, total: len(specs), start: started}
+		bar = &progressBar{w: errw, total: len(specs), start: started}
 	}
 	failed := 0
 	ids := make([]jobid.ID, 0, len(specs))
 	err = submitJobs(ctx, h, specs, urgency, flags, func(i int, r submitResult) {
 		if r.err != nil {
 			failed++
-			fmt.Fprintf(os.Stderr, "flux-%s: %v\n", o.cmdName, r.err)
+			fmt.Fprintf(errw, "flux-%s: %v\n", o.cmdName, r.err)
 			return
 		}
 		ids = append(ids, r.id)
-		if !o.quiet && o.cmdName == "submit" {
+		if !o.quiet && printIDs {
 			fmt.Fprintln(out, r.id.String())
 		}
 		if bar != nil {
@@ -127,7 +136,7 @@ func runSubmit(o *submitOptions, args []string, out io.Writer) error {
 		bar.update(len(ids), true)
 	}
 	if o.jps {
-		fmt.Fprintf(os.Stderr, "%.1f jps\n", float64(len(ids))/time.Since(started).Seconds())
+		fmt.Fprintf(errw, "%.1f jps\n", float64(len(ids))/time.Since(started).Seconds())
 	}
 	if err != nil {
 		return err
