@@ -17,14 +17,9 @@ func newGetattrCmd() *cobra.Command {
 		Short: "Print the value of a broker attribute",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx, cancel := cmdContext()
-			defer cancel()
-			return getattr(ctx, h, args[0], cmd.OutOrStdout())
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				return getattr(ctx, h, args[0], cmd.OutOrStdout())
+			})
 		},
 	}
 }
@@ -46,18 +41,13 @@ func newSetattrCmd() *cobra.Command {
 		Short: "Set a broker attribute",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx, cancel := cmdContext()
-			defer cancel()
-			req := map[string]any{"name": args[0], "value": args[1]}
-			if err := h.Call(ctx, "attr.set", flux.NodeidAny, req, nil); err != nil {
-				return fmt.Errorf("%s: %w", args[0], err)
-			}
-			return nil
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				req := map[string]any{"name": args[0], "value": args[1]}
+				if err := h.Call(ctx, "attr.set", flux.NodeidAny, req, nil); err != nil {
+					return fmt.Errorf("%s: %w", args[0], err)
+				}
+				return nil
+			})
 		},
 	}
 }
@@ -69,14 +59,9 @@ func newLsattrCmd() *cobra.Command {
 		Short: "List broker attributes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx, cancel := cmdContext()
-			defer cancel()
-			return lsattr(ctx, h, values, cmd.OutOrStdout())
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				return lsattr(ctx, h, values, cmd.OutOrStdout())
+			})
 		},
 	}
 	cmd.Flags().BoolVarP(&values, "values", "v", false, "show values too")

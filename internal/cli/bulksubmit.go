@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 	"github.com/fluxgo/fluxgo/pkg/sign"
@@ -291,23 +293,18 @@ func newJobSubmitCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx, cancel := cmdContext()
-			defer cancel()
-			b, _ := json.Marshal(js)
-			var resp struct {
-				ID jobid.ID `json:"id"`
-			}
-			req := map[string]any{"J": sign.Wrap(b, uint32(os.Getuid())), "urgency": urg, "flags": flags}
-			if err := h.Call(ctx, "job-ingest.submit", 0xffffffff, req, &resp); err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), resp.ID.String())
-			return nil
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				b, _ := json.Marshal(js)
+				var resp struct {
+					ID jobid.ID `json:"id"`
+				}
+				req := map[string]any{"J": sign.Wrap(b, uint32(os.Getuid())), "urgency": urg, "flags": flags}
+				if err := h.Call(ctx, "job-ingest.submit", 0xffffffff, req, &resp); err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), resp.ID.String())
+				return nil
+			})
 		}),
 	}
 	cmd.Flags().StringVarP(&urgencyStr, "urgency", "u", "16", "job urgency 0-31")

@@ -109,48 +109,44 @@ func runCancel(o cancelOptions, args []string, out, errw io.Writer) error {
 	if o.all == (len(args) > 0) {
 		return fmt.Errorf("give job ids or --all (not both)")
 	}
-	h, err := openHandle()
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	ctx, cancel := cmdContext()
-	defer cancel()
-	var ids []jobid.ID
-	if o.all {
-		uid := int64(os.Getuid())
-		if o.user != "" {
-			if uid, err = lookupUserid(o.user); err != nil {
+	return withHandle(func(ctx context.Context, h *flux.Handle) error {
+		var err error
+		var ids []jobid.ID
+		if o.all {
+			uid := int64(os.Getuid())
+			if o.user != "" {
+				if uid, err = lookupUserid(o.user); err != nil {
+					return err
+				}
+			}
+			mask := 0
+			for _, s := range strings.Split(o.states, ",") {
+				bit, ok := stateBits[strings.ToLower(strings.TrimSpace(s))]
+				if !ok {
+					return fmt.Errorf("--states: unknown state %q", s)
+				}
+				mask |= bit
+			}
+			if mask&stateBits["inactive"] != 0 {
+				return fmt.Errorf("--states: inactive jobs cannot be canceled")
+			}
+			if ids, err = listJobIDs(ctx, h, uid, mask); err != nil {
 				return err
 			}
-		}
-		mask := 0
-		for _, s := range strings.Split(o.states, ",") {
-			bit, ok := stateBits[strings.ToLower(strings.TrimSpace(s))]
-			if !ok {
-				return fmt.Errorf("--states: unknown state %q", s)
+			if o.dryRun {
+				fmt.Fprintf(errw, "flux-cancel: Would cancel %d jobs\n", len(ids))
+				return nil
 			}
-			mask |= bit
-		}
-		if mask&stateBits["inactive"] != 0 {
-			return fmt.Errorf("--states: inactive jobs cannot be canceled")
-		}
-		if ids, err = listJobIDs(ctx, h, uid, mask); err != nil {
+		} else if ids, err = parseJobIDs(args); err != nil {
 			return err
 		}
-		if o.dryRun {
-			fmt.Fprintf(errw, "flux-cancel: Would cancel %d jobs\n", len(ids))
-			return nil
+		failed := raiseJobs(ctx, h, ids, "cancel", 0, o.message, errw, "flux-cancel")
+		if o.all && !o.quiet {
+			fmt.Fprintf(errw, "flux-cancel: Canceled %d jobs (%d errors)\n", len(ids)-failed, failed)
 		}
-	} else if ids, err = parseJobIDs(args); err != nil {
-		return err
-	}
-	failed := raiseJobs(ctx, h, ids, "cancel", 0, o.message, errw, "flux-cancel")
-	if o.all && !o.quiet {
-		fmt.Fprintf(errw, "flux-cancel: Canceled %d jobs (%d errors)\n", len(ids)-failed, failed)
-	}
-	if failed > 0 {
-		return exitCode(1)
-	}
-	return nil
+		if failed > 0 {
+			return exitCode(1)
+		}
+		return nil
+	})
 }

@@ -114,14 +114,9 @@ func newContentDropcacheCmd() *cobra.Command {
 
 // contentWithHandle runs fn with a connection to the enclosing instance.
 func contentWithHandle(fn func(ctx context.Context, h *flux.Handle) error) error {
-	h, err := openHandle()
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	ctx, cancel := cmdContext()
-	defer cancel()
-	return fn(ctx, h)
+	return withHandle(func(ctx context.Context, h *flux.Handle) error {
+		return fn(ctx, h)
+	})
 }
 
 func contentFlags(bypass bool) content.Flags {

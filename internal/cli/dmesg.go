@@ -39,15 +39,10 @@ prints the local broker's buffer, one entry per line:
 			if err != nil {
 				return err
 			}
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx, cancel := cmdContext()
-			defer cancel()
-			p := &logPrinter{w: cmd.OutOrStdout(), human: o.human, delta: o.delta, color: color}
-			return dmesg(ctx, h, flux.NodeidAny, o, p)
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				p := &logPrinter{w: cmd.OutOrStdout(), human: o.human, delta: o.delta, color: color}
+				return dmesg(ctx, h, flux.NodeidAny, o, p)
+			})
 		},
 	}
 	f := cmd.Flags()

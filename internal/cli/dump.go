@@ -103,14 +103,9 @@ the KVS checkpoint (--checkpoint; unload the kvs module first).`,
 }
 
 func dumpRun(cmd *cobra.Command, fn func(ctx context.Context, h *flux.Handle) error) error {
-	h, err := openHandle()
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	ctx, cancel := cmdContext()
-	defer cancel()
-	return fn(ctx, h)
+	return withHandle(func(ctx context.Context, h *flux.Handle) error {
+		return fn(ctx, h)
+	})
 }
 
 // progress reports keys on stderr: each with -v, else (unless -q) the

@@ -48,14 +48,9 @@ PAYLOAD arguments are joined with single spaces.`,
 			if len(args) > 1 {
 				payload = []byte(strings.Join(args[1:], " "))
 			}
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx, cancel := cmdContext()
-			defer cancel()
-			return eventPub(ctx, h, args[0], payload, o)
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				return eventPub(ctx, h, args[0], payload, o)
+			})
 		},
 	}
 	cmd.Flags().SetInterspersed(false)
@@ -157,14 +152,9 @@ the payload if there is one.`,
 			if count < 0 {
 				return fmt.Errorf("--count=%d: must be >= 0", count)
 			}
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx, cancel := cmdContext()
-			defer cancel()
-			return eventSub(ctx, h, args, count, cmd.OutOrStdout())
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				return eventSub(ctx, h, args, count, cmd.OutOrStdout())
+			})
 		},
 	}
 	cmd.Flags().IntVarP(&count, "count", "c", 0, "exit after printing `N` events")

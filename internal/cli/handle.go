@@ -27,6 +27,20 @@ func openHandle() (*flux.Handle, error) {
 	return h, nil
 }
 
+// withHandle connects to the enclosing instance and runs fn with the
+// handle and a context that SIGINT/SIGTERM cancel (cmdContext); the
+// handle is closed when fn returns.
+func withHandle(fn func(ctx context.Context, h *flux.Handle) error) error {
+	h, err := openHandle()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	ctx, cancel := cmdContext()
+	defer cancel()
+	return fn(ctx, h)
+}
+
 // signalDelay is how long a command runs before cmdContext catches
 // SIGINT and SIGTERM. Catching a signal costs a Go program a thread of
 // its own and ~3 ms of CPU and 1-3 ms of wall time on a small machine

@@ -67,17 +67,12 @@ func newJobCancelCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx, cancel := cmdContext()
-			defer cancel()
-			if raiseJobs(ctx, h, ids, "cancel", 0, message, cmd.ErrOrStderr(), "flux-job: cancel") > 0 {
-				return exitCode(1)
-			}
-			return nil
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				if raiseJobs(ctx, h, ids, "cancel", 0, message, cmd.ErrOrStderr(), "flux-job: cancel") > 0 {
+					return exitCode(1)
+				}
+				return nil
+			})
 		}),
 	}
 	cmd.Flags().StringVarP(&message, "message", "m", "", "add a message to the cancel exception")
@@ -113,17 +108,12 @@ func newJobRaiseCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx, cancel := cmdContext()
-			defer cancel()
-			if raiseJobs(ctx, h, ids, typ, severity, strings.Join(msg, " "), cmd.ErrOrStderr(), "flux-job: raise") > 0 {
-				return exitCode(1)
-			}
-			return nil
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				if raiseJobs(ctx, h, ids, typ, severity, strings.Join(msg, " "), cmd.ErrOrStderr(), "flux-job: raise") > 0 {
+					return exitCode(1)
+				}
+				return nil
+			})
 		}),
 	}
 	cmd.Flags().IntVarP(&severity, "severity", "s", 0, "exception severity (0 is fatal)")
@@ -183,24 +173,19 @@ func newJobKillCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx, cancel := cmdContext()
-			defer cancel()
-			failed := 0
-			for _, id := range ids {
-				if err := h.Call(ctx, "job-manager.kill", flux.NodeidAny, map[string]any{"id": id, "signum": signum}, nil); err != nil {
-					failed++
-					fmt.Fprintf(cmd.ErrOrStderr(), "flux-job: kill: %s: %v\n", id.String(), err)
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				failed := 0
+				for _, id := range ids {
+					if err := h.Call(ctx, "job-manager.kill", flux.NodeidAny, map[string]any{"id": id, "signum": signum}, nil); err != nil {
+						failed++
+						fmt.Fprintf(cmd.ErrOrStderr(), "flux-job: kill: %s: %v\n", id.String(), err)
+					}
 				}
-			}
-			if failed > 0 {
-				return exitCode(1)
-			}
-			return nil
+				if failed > 0 {
+					return exitCode(1)
+				}
+				return nil
+			})
 		}),
 	}
 	cmd.Flags().StringVarP(&sig, "signal", "s", "SIGTERM", "signal to send")
@@ -222,23 +207,18 @@ func newJobUrgencyCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx, cancel := cmdContext()
-			defer cancel()
-			var resp struct {
-				Old int `json:"old_urgency"`
-			}
-			if err := h.Call(ctx, "job-manager.urgency", flux.NodeidAny, map[string]any{"id": id, "urgency": urg}, &resp); err != nil {
-				return err
-			}
-			if verbose {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: urgency changed from %d to %d\n", id.String(), resp.Old, urg)
-			}
-			return nil
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				var resp struct {
+					Old int `json:"old_urgency"`
+				}
+				if err := h.Call(ctx, "job-manager.urgency", flux.NodeidAny, map[string]any{"id": id, "urgency": urg}, &resp); err != nil {
+					return err
+				}
+				if verbose {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: urgency changed from %d to %d\n", id.String(), resp.Old, urg)
+				}
+				return nil
+			})
 		}),
 	}
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print the old and new urgency")

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -69,19 +70,14 @@ Plugins built in to the job manager have a leading "." in their name
 		Short: "Print a plugin's query data as JSON",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx, cancel := cmdContext()
-			defer cancel()
-			var resp json.RawMessage
-			if err := h.Call(ctx, "job-manager.jobtap-query", flux.NodeidAny, map[string]any{"name": args[0]}, &resp); err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), string(resp))
-			return nil
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				var resp json.RawMessage
+				if err := h.Call(ctx, "job-manager.jobtap-query", flux.NodeidAny, map[string]any{"name": args[0]}, &resp); err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), string(resp))
+				return nil
+			})
 		},
 	}
 	cmd.AddCommand(list, load, remove, query)
@@ -112,26 +108,21 @@ func jobtapConf(args []string) (map[string]any, error) {
 // jobtapRequest sends a job-manager.jobtap request; for a query
 // (query_only) it prints the plugin names, builtins only with all.
 func jobtapRequest(w io.Writer, req map[string]any, all bool) error {
-	h, err := openHandle()
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	ctx, cancel := cmdContext()
-	defer cancel()
-	if req["query_only"] != true {
-		return h.Call(ctx, "job-manager.jobtap", flux.NodeidAny, req, nil)
-	}
-	var resp struct {
-		Plugins []string `json:"plugins"`
-	}
-	if err := h.Call(ctx, "job-manager.jobtap", flux.NodeidAny, req, &resp); err != nil {
-		return err
-	}
-	for _, name := range resp.Plugins {
-		if all || !strings.HasPrefix(name, ".") {
-			fmt.Fprintln(w, name)
+	return withHandle(func(ctx context.Context, h *flux.Handle) error {
+		if req["query_only"] != true {
+			return h.Call(ctx, "job-manager.jobtap", flux.NodeidAny, req, nil)
 		}
-	}
-	return nil
+		var resp struct {
+			Plugins []string `json:"plugins"`
+		}
+		if err := h.Call(ctx, "job-manager.jobtap", flux.NodeidAny, req, &resp); err != nil {
+			return err
+		}
+		for _, name := range resp.Plugins {
+			if all || !strings.HasPrefix(name, ".") {
+				fmt.Fprintln(w, name)
+			}
+		}
+		return nil
+	})
 }

@@ -28,14 +28,9 @@ info (the default) or debug. The broker adds the time and its rank.`,
 			if appname == "" {
 				return fmt.Errorf("--appname must not be empty")
 			}
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx, cancel := cmdContext()
-			defer cancel()
-			return logAppend(ctx, h, sev, appname, strings.Join(args, " "))
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				return logAppend(ctx, h, sev, appname, strings.Join(args, " "))
+			})
 		},
 	}
 	cmd.Flags().SetInterspersed(false)

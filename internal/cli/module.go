@@ -39,14 +39,9 @@ func withModuleHandle(rank string, fn func(ctx context.Context, h *flux.Handle, 
 	if err != nil {
 		return fmt.Errorf("--rank: %w", err)
 	}
-	h, err := openHandle()
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	ctx, cancel := cmdContext()
-	defer cancel()
-	return fn(ctx, h, nodeid)
+	return withHandle(func(ctx context.Context, h *flux.Handle) error {
+		return fn(ctx, h, nodeid)
+	})
 }
 
 // moduleInfo is one entry of a module.list response.

@@ -87,14 +87,9 @@ its status, presumed (omit them with --no-ghost).`,
 			if err != nil {
 				return err
 			}
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx, cancel := cmdContext()
-			defer cancel()
-			return overlayStatus(ctx, h, o, color, cmd.OutOrStdout())
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				return overlayStatus(ctx, h, o, color, cmd.OutOrStdout())
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -400,23 +395,18 @@ func newOverlayLookupCmd() *cobra.Command {
 ("node[1-2]"), print the ranks of those hosts.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx, cancel := cmdContext()
-			defer cancel()
-			hosts, err := instanceHosts(ctx, h)()
-			if err != nil {
-				return err
-			}
-			out, err := overlayLookup(hosts, args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), out)
-			return nil
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				hosts, err := instanceHosts(ctx, h)()
+				if err != nil {
+					return err
+				}
+				out, err := overlayLookup(hosts, args[0])
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), out)
+				return nil
+			})
 		},
 	}
 }
@@ -460,26 +450,21 @@ func newOverlayParentofCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("rank %q is not a non-negative integer", args[0])
 			}
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx, cancel := cmdContext()
-			defer cancel()
-			shape, err := instanceShape(ctx, h)
-			if err != nil {
-				return err
-			}
-			if uint32(rank) >= shape.size {
-				return fmt.Errorf("rank %d is not in this instance (size %d)", rank, shape.size)
-			}
-			p, ok := shape.parent(uint32(rank))
-			if !ok {
-				return fmt.Errorf("rank 0 has no parent")
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), p)
-			return nil
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				shape, err := instanceShape(ctx, h)
+				if err != nil {
+					return err
+				}
+				if uint32(rank) >= shape.size {
+					return fmt.Errorf("rank %d is not in this instance (size %d)", rank, shape.size)
+				}
+				p, ok := shape.parent(uint32(rank))
+				if !ok {
+					return fmt.Errorf("rank 0 has no parent")
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), p)
+				return nil
+			})
 		},
 	}
 }

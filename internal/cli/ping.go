@@ -48,18 +48,13 @@ itself ("1") pings that broker (1!broker).`,
 			if err := o.validate(); err != nil {
 				return err
 			}
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx, cancel := cmdContext()
-			defer cancel()
-			t, err := resolvePingTarget(ctx, h, args[0], o.rank)
-			if err != nil {
-				return err
-			}
-			return ping(ctx, h, t, o, cmd.OutOrStdout())
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				t, err := resolvePingTarget(ctx, h, args[0], o.rank)
+				if err != nil {
+					return err
+				}
+				return ping(ctx, h, t, o, cmd.OutOrStdout())
+			})
 		},
 	}
 	f := cmd.Flags()

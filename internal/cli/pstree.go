@@ -60,14 +60,9 @@ flux jobs format fields.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.ids = args
 			o.levelSet = cmd.Flags().Changed("level")
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx, cancel := cmdContext()
-			defer cancel()
-			return runPstree(ctx, h, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				return runPstree(ctx, h, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			})
 		},
 	}
 	f := cmd.Flags()

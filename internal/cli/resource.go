@@ -70,18 +70,6 @@ func printResourceFormats(cmd string, w io.Writer) {
 	}
 }
 
-// withHandle runs fn with a handle to the enclosing instance.
-func withHandle(fn func(ctx context.Context, h *flux.Handle) error) error {
-	ctx, cancel := cmdContext()
-	defer cancel()
-	h, err := openHandle()
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	return fn(ctx, h)
-}
-
 // ---- list, info, R ----
 
 type resourceListOptions struct {

@@ -1,20 +1,23 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"time"
 
-	"github.com/fluxgo/fluxgo/pkg/jobid"
-	"github.com/fluxgo/fluxgo/pkg/jobspec"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
 
 	"github.com/spf13/cobra"
 )
@@ -104,56 +107,51 @@ func submitSpecs(o *submitOptions, specs []*jobspec.Jobspec, printIDs bool, out,
 	if err != nil {
 		return err
 	}
-	h, err := openHandle()
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	ctx, cancel := cmdContext()
-	defer cancel()
-	started := time.Now()
-	var bar *progressBar
-	if o.progress {
-		bar = &progressBar{w: errw, total: len(specs), start: started}
-	}
-	failed := 0
-	ids := make([]jobid.ID, 0, len(specs))
-	err = submitJobs(ctx, h, specs, urgency, flags, func(i int, r submitResult) {
-		if r.err != nil {
-			failed++
-			fmt.Fprintf(errw, "flux-%s: %v\n", o.cmdName, r.err)
-			return
+	return withHandle(func(ctx context.Context, h *flux.Handle) error {
+		started := time.Now()
+		var bar *progressBar
+		if o.progress {
+			bar = &progressBar{w: errw, total: len(specs), start: started}
 		}
-		ids = append(ids, r.id)
-		if !o.quiet && printIDs {
-			fmt.Fprintln(out, r.id.String())
-		}
+		failed := 0
+		ids := make([]jobid.ID, 0, len(specs))
+		err = submitJobs(ctx, h, specs, urgency, flags, func(i int, r submitResult) {
+			if r.err != nil {
+				failed++
+				fmt.Fprintf(errw, "flux-%s: %v\n", o.cmdName, r.err)
+				return
+			}
+			ids = append(ids, r.id)
+			if !o.quiet && printIDs {
+				fmt.Fprintln(out, r.id.String())
+			}
+			if bar != nil {
+				bar.update(len(ids), false)
+			}
+		})
 		if bar != nil {
-			bar.update(len(ids), false)
+			bar.update(len(ids), true)
 		}
-	})
-	if bar != nil {
-		bar.update(len(ids), true)
-	}
-	if o.jps {
-		fmt.Fprintf(errw, "%.1f jps\n", float64(len(ids))/time.Since(started).Seconds())
-	}
-	if err != nil {
-		return err
-	}
-	if o.cmdName == "run" || o.wait || o.watch || o.waitEvent != "" {
-		code, err := followJobs(ctx, h, o, ids, out)
+		if o.jps {
+			fmt.Fprintf(errw, "%.1f jps\n", float64(len(ids))/time.Since(started).Seconds())
+		}
 		if err != nil {
 			return err
 		}
-		if code != 0 {
-			return exitCode(code)
+		if o.cmdName == "run" || o.wait || o.watch || o.waitEvent != "" {
+			code, err := followJobs(ctx, h, o, ids, out)
+			if err != nil {
+				return err
+			}
+			if code != 0 {
+				return exitCode(code)
+			}
 		}
-	}
-	if failed > 0 {
-		return exitCode(1)
-	}
-	return nil
+		if failed > 0 {
+			return exitCode(1)
+		}
+		return nil
+	})
 }
 
 // The process-derived parts of a jobspec: the environment (--env rules),

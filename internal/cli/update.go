@@ -73,35 +73,30 @@ instance owner may change anything.`,
 				fmt.Fprintln(cmd.OutOrStdout(), string(b))
 				return nil
 			}
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx, cancel := cmdContext()
-			defer cancel()
-			if d, ok := updates["attributes.system.duration"].(relDuration); ok {
-				cur, err := currentDuration(ctx, h, id)
-				if err != nil {
-					return err
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				if d, ok := updates["attributes.system.duration"].(relDuration); ok {
+					cur, err := currentDuration(ctx, h, id)
+					if err != nil {
+						return err
+					}
+					nd := cur + float64(d)
+					if nd <= 0 {
+						return fmt.Errorf("duration: adjusted duration %s is not positive", fsd.Format(nd))
+					}
+					updates["attributes.system.duration"] = nd
 				}
-				nd := cur + float64(d)
-				if nd <= 0 {
-					return fmt.Errorf("duration: adjusted duration %s is not positive", fsd.Format(nd))
+				if len(updates) > 0 {
+					if err := h.Call(ctx, "job-manager.update", flux.NodeidAny, map[string]any{"id": id, "updates": updates}, nil); err != nil {
+						return err
+					}
 				}
-				updates["attributes.system.duration"] = nd
-			}
-			if len(updates) > 0 {
-				if err := h.Call(ctx, "job-manager.update", flux.NodeidAny, map[string]any{"id": id, "updates": updates}, nil); err != nil {
-					return err
+				if urgency >= 0 {
+					if err := h.Call(ctx, "job-manager.urgency", flux.NodeidAny, map[string]any{"id": id, "urgency": urgency}, nil); err != nil {
+						return err
+					}
 				}
-			}
-			if urgency >= 0 {
-				if err := h.Call(ctx, "job-manager.urgency", flux.NodeidAny, map[string]any{"id": id, "urgency": urgency}, nil); err != nil {
-					return err
-				}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVarP(&dryRun, "dry-run", "n", false, "print the update request instead of sending it")

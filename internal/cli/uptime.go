@@ -28,19 +28,14 @@ instance depth, its size, and the numbers of drained and offline nodes
 when there are any.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx, cancel := cmdContext()
-			defer cancel()
-			info, err := getUptimeInfo(ctx, h)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), info.format(time.Now()))
-			return nil
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				info, err := getUptimeInfo(ctx, h)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), info.format(time.Now()))
+				return nil
+			})
 		},
 	}
 }
