@@ -203,14 +203,9 @@ func newJobEventlogCmd() *cobra.Command {
 		Short: "Display eventlog for a job",
 		Args:  cobra.ExactArgs(1),
 		RunE: jobRun(func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := cmdContext()
-			defer cancel()
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			return jobEventlog(ctx, h, args[0], o, cmd.OutOrStdout())
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				return jobEventlog(ctx, h, args[0], o, cmd.OutOrStdout())
+			})
 		}),
 	}
 	addEventlogFormatFlags(cmd, &o)
@@ -272,14 +267,9 @@ func newJobWaitEventCmd() *cobra.Command {
 		Short: "Wait for an event in a job eventlog",
 		Args:  cobra.ExactArgs(2),
 		RunE: jobRun(func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := cmdContext()
-			defer cancel()
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			return jobWaitEvent(ctx, h, args[0], args[1], o, cmd.OutOrStdout())
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				return jobWaitEvent(ctx, h, args[0], args[1], o, cmd.OutOrStdout())
+			})
 		}),
 	}
 	addEventlogFormatFlags(cmd, &o.eventlogOptions)

@@ -36,14 +36,9 @@ eventlog applied) unless --base is given; --original prints the jobspec
 as submitted.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: jobRun(func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := cmdContext()
-			defer cancel()
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			return jobInfo(ctx, h, args[0], args[1:], o, cmd.OutOrStdout())
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				return jobInfo(ctx, h, args[0], args[1:], o, cmd.OutOrStdout())
+			})
 		}),
 	}
 	cmd.Flags().BoolVarP(&o.original, "original", "o", false, "For jobspec, return the original submitted jobspec")

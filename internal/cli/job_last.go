@@ -29,18 +29,13 @@ the N most recent ones, newest first. A Python-style slice [start:stop:step]
 selects from the job history, index 0 being the most recent job.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: jobRun(func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := cmdContext()
-			defer cancel()
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			arg := ""
-			if len(args) > 0 {
-				arg = args[0]
-			}
-			return jobLast(ctx, h, arg, cmd.OutOrStdout())
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				arg := ""
+				if len(args) > 0 {
+					arg = args[0]
+				}
+				return jobLast(ctx, h, arg, cmd.OutOrStdout())
+			})
 		}),
 	}
 }

@@ -31,21 +31,16 @@ func newJobStatusCmd() *cobra.Command {
 		Short: "Wait for job(s) to complete and exit with largest exit code",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: jobRun(func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := cmdContext()
-			defer cancel()
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			code, err := jobStatus(ctx, h, args, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			if code != 0 {
-				return exitCode(code)
-			}
-			return nil
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				code, err := jobStatus(ctx, h, args, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				if code != 0 {
+					return exitCode(code)
+				}
+				return nil
+			})
 		}),
 	}
 	cmd.Flags().CountVarP(&o.verbose, "verbose", "v", "Increase verbosity")

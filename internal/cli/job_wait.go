@@ -38,21 +38,16 @@ if the job(s) succeeded, 1 if one failed, 2 if there is nothing to wait
 for.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: jobRun(func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := cmdContext()
-			defer cancel()
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			code, err := jobWait(ctx, h, args, all, verbose, cmd.OutOrStdout(), cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			if code != 0 {
-				return exitCode(code)
-			}
-			return nil
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				code, err := jobWait(ctx, h, args, all, verbose, cmd.OutOrStdout(), cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				if code != 0 {
+					return exitCode(code)
+				}
+				return nil
+			})
 		}),
 	}
 	cmd.Flags().BoolVarP(&all, "all", "a", false, "wait for all waitable jobs; fail if any failed")
