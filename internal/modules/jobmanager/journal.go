@@ -153,6 +153,13 @@ func (jl *journal) subscribe(r *flux.Request) {
 					e.events = append(e.events, line)
 				}
 			}
+			// the scheduler's annotations of a pending job are sent as
+			// they change, never written: a late subscriber gets them here
+			if len(j.annot) > 0 && len(e.events) > 0 {
+				if ctx, err := appendValue([]byte(`{"annotations":`), j.annot); err == nil {
+					e.events = append(e.events, appendEvent(nil, jl.m.now(), "annotations", append(ctx, '}')))
+				}
+			}
 			r.Respond(json.RawMessage(appendEntry(nil, &e)))
 		}
 		r.Respond(json.RawMessage(`{"events":[],"id":-1}`))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -328,5 +329,54 @@ func TestAllocBypass(t *testing.T) {
 	// listed by the name it was loaded by, as flux-core lists the file
 	if list.Plugins[len(list.Plugins)-1] != "alloc-bypass.so" {
 		t.Fatalf("plugins: %v", list.Plugins)
+	}
+}
+
+// The scheduler's annotations of a pending job are journal-only (never in
+// the eventlog): a subscriber that comes after them (job-list loaded or
+// reloaded late) finds them in the backlog.
+func TestJournalBacklogCarriesAnnotations(t *testing.T) {
+	e := start(t, true)
+	id := e.submit("true", 16, nil)
+	e.waitEvent(id, "priority")
+	ctx := brokertest.Ctx(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f, err := e.h.RPC("job-manager.events-journal", flux.NodeidAny, map[string]any{"full": true}, flux.Streaming)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for {
+			m, err := f.Next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ent struct {
+				ID     int64 `json:"id"`
+				Events []struct {
+					Name    string          `json:"name"`
+					Context json.RawMessage `json:"context"`
+				} `json:"events"`
+			}
+			if err := m.UnmarshalPayload(&ent); err != nil {
+				t.Fatal(err)
+			}
+			if ent.ID == -1 {
+				break
+			}
+			for _, ev := range ent.Events {
+				if jobid.ID(ent.ID) == id && ev.Name == "annotations" && strings.Contains(string(ev.Context), "held by test") {
+					found = true
+				}
+			}
+		}
+		if found {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the backlog of a new journal subscriber lacks the pending job's annotations")
+		}
+		time.Sleep(20 * time.Millisecond) // the scheduler may not have answered yet
 	}
 }
