@@ -155,6 +155,10 @@ func (b *Broker) startInitialProgram() (*exec.Cmd, chan progResult, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), "FLUX_URI="+b.LocalURI())
+	// A broker that dies without its shutdown sequence (SIGKILL, a
+	// crash) takes the initial program with it, as it does the tasks
+	// and processes it runs for others: nothing is left orphaned.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, nil, fmt.Errorf("initial program %s: %w", argv[0], err)
 	}
