@@ -14,13 +14,14 @@ import (
 // checkpointer tracks rank 0's checkpoints of the primary namespace.
 // Only published roots are checkpointed, and a root is published only
 // after every object under it was stored, so a checkpoint never names a
-// root whose objects a crash could lose: content.flush (asked before
-// each checkpoint) makes them durable in the backing store first.
+// root whose objects a crash could lose: content.checkpoint-put makes
+// every blob stored before it durable first.
 type checkpointer struct {
 	ns       *namespace
 	lastRef  string // last root checkpointed (or restored)
 	lastSeq  int
 	inflight bool
+	waiters  []ckptWaiter // see checkpointAtLeast
 }
 
 func (c *checkpointer) init(ns *namespace) {
@@ -44,33 +45,20 @@ func checkpointValue(ref string, seq int) content.Checkpoint {
 	}
 }
 
-// writeCheckpoint flushes the content store and then checkpoints root
-// ref. Without a backing store the flush fails with ENOSYS; the
-// checkpoint is still written (rank 0's content service keeps it in
-// memory, so a reloaded kvs module finds it).
+// writeCheckpoint checkpoints root ref. Rank 0's content service writes
+// a checkpoint to the backing store only after every blob stored before
+// it (the root's among them) is there, and answers then; without a
+// backing store it keeps the checkpoint in memory (so a reloaded kvs
+// module finds it) and answers at once.
 func (k *kvs) writeCheckpoint(ref string, seq int, done func(error)) {
-	put := func() {
-		f, err := k.h.RPC("content.checkpoint-put", 0, map[string]any{
-			"key": content.DefaultCheckpointKey, "value": checkpointValue(ref, seq),
-		}, 0)
-		if err != nil {
-			done(err)
-			return
-		}
-		f.Then(func(_ *flux.Message, err error) { done(err) })
-	}
-	f, err := k.h.RPC("content.flush", flux.NodeidAny, nil, 0)
+	f, err := k.h.RPC("content.checkpoint-put", 0, map[string]any{
+		"key": content.DefaultCheckpointKey, "value": checkpointValue(ref, seq),
+	}, 0)
 	if err != nil {
 		done(err)
 		return
 	}
-	f.Then(func(_ *flux.Message, err error) {
-		if err != nil && !errors.Is(err, syscall.ENOSYS) {
-			done(fmt.Errorf("content.flush: %w", err))
-			return
-		}
-		put()
-	})
+	f.Then(func(_ *flux.Message, err error) { done(err) })
 }
 
 // periodicCheckpoint checkpoints the primary root if it changed.
@@ -82,27 +70,49 @@ func (k *kvs) periodicCheckpoint() {
 // it is already the last one checkpointed; done (optional) gets the
 // outcome.
 func (k *kvs) checkpointNow(done func(error)) {
+	seq := 0
+	if k.ckpt.ns != nil {
+		seq = k.ckpt.ns.seq
+	}
+	k.checkpointAtLeast(seq, done)
+}
+
+// errStopped fails checkpoint waiters when the module unloads.
+var errStopped = fmt.Errorf("the kvs module is unloading: %w", syscall.ENOSYS)
+
+// ckptWaiter waits for a checkpoint of root sequence seq or later.
+type ckptWaiter struct {
+	seq  int
+	done func(error)
+}
+
+// checkpointAtLeast calls done (optional) once a checkpoint of the
+// primary namespace at sequence seq or later is durable, starting one
+// when none is in flight. Waiters that arrive while one is in flight for
+// an older root are served by the next, which covers all of them: a
+// burst of waiters costs one checkpoint more, not one each.
+func (k *kvs) checkpointAtLeast(seq int, done func(error)) {
 	c := &k.ckpt
-	if c.ns == nil || k.stopped {
+	if c.ns == nil || k.stopped || seq <= c.lastSeq {
 		if done != nil {
 			done(nil)
 		}
 		return
 	}
-	if c.inflight {
-		if done != nil {
-			// let the one in flight finish, then try again
-			k.h.Post(func() { k.checkpointNow(done) })
-		}
-		return
+	if done != nil {
+		// a root not reached yet is not waited for: the current one
+		c.waiters = append(c.waiters, ckptWaiter{min(seq, c.ns.seq), done})
 	}
+	if !c.inflight {
+		k.startCheckpoint()
+	}
+}
+
+// startCheckpoint writes a checkpoint of the current primary root, then
+// answers the waiters it covers and starts another for any left.
+func (k *kvs) startCheckpoint() {
+	c := &k.ckpt
 	ref, seq := c.ns.rootref, c.ns.seq
-	if ref == c.lastRef && seq == c.lastSeq {
-		if done != nil {
-			done(nil)
-		}
-		return
-	}
 	c.inflight = true
 	k.writeCheckpoint(ref, seq, func(err error) {
 		c.inflight = false
@@ -111,14 +121,34 @@ func (k *kvs) checkpointNow(done func(error)) {
 		} else {
 			k.log.Error("KVS checkpoint failed", "rootref", ref, "rootseq", seq, "err", err)
 		}
-		if done != nil {
-			done(err)
+		rest := c.waiters[:0]
+		var answer []ckptWaiter
+		for _, w := range c.waiters {
+			if w.seq <= seq {
+				answer = append(answer, w)
+			} else {
+				rest = append(rest, w)
+			}
+		}
+		c.waiters = rest
+		if len(rest) > 0 && !k.stopped {
+			k.startCheckpoint()
+		} else {
+			for _, w := range rest {
+				w.done(errStopped)
+			}
+			c.waiters = nil
+		}
+		for _, w := range answer {
+			w.done(err)
 		}
 	})
 }
 
-// kvs.checkpoint (rank 0, instance owner): checkpoint the primary root
-// now → {rootref, rootseq}.
+// kvs.checkpoint (rank 0, instance owner): {rootseq?} → {rootref,
+// rootseq}: checkpoint the primary root now, or with rootseq answer once
+// a checkpoint of that root sequence or a later one is durable (job-ingest
+// answers submitters then: an accepted job survives a crash).
 func (k *kvs) checkpointRequest(r *flux.Request) {
 	if !r.IsOwner() {
 		r.Errorf(syscall.EPERM, "only the instance owner may checkpoint the KVS")
@@ -128,13 +158,26 @@ func (k *kvs) checkpointRequest(r *flux.Request) {
 		k.forwardToMaster(r)
 		return
 	}
-	k.checkpointNow(func(err error) {
+	var req struct {
+		Rootseq *int `json:"rootseq"`
+	}
+	if len(r.Msg.JSON()) > 0 {
+		if err := r.Decode(&req); err != nil {
+			return // answered with EPROTO
+		}
+	}
+	respond := func(err error) {
 		if err != nil {
 			r.RespondError(err)
 			return
 		}
 		r.Respond(map[string]any{"rootref": k.ckpt.lastRef, "rootseq": k.ckpt.lastSeq})
-	})
+	}
+	if req.Rootseq != nil {
+		k.checkpointAtLeast(*req.Rootseq, respond)
+		return
+	}
+	k.checkpointNow(respond)
 }
 
 // final writes the last checkpoint at unload, synchronously (Serve has
