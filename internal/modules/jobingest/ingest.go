@@ -333,9 +333,17 @@ func (in *ingest) commit(batch []*pending, refs []jobRefs) {
 		fail(err)
 		return
 	}
-	f.Then(func(_ *flux.Message, err error) {
+	f.Then(func(cm *flux.Message, err error) {
 		if err != nil {
 			in.log.Error("recording submitted jobs in the KVS failed", "err", err, "jobs", len(batch))
+			fail(fmt.Errorf("recording job in the KVS: %w", err))
+			return
+		}
+		var root struct {
+			Rootseq int `json:"rootseq"`
+		}
+		if err := cm.UnmarshalPayload(&root); err != nil {
+			in.log.Error("bad kvs.commit response", "err", err)
 			fail(fmt.Errorf("recording job in the KVS: %w", err))
 			return
 		}
@@ -365,13 +373,45 @@ func (in *ingest) commit(batch []*pending, refs []jobRefs) {
 			for _, p := range batch {
 				if msg, bad := rejected[p.id]; bad {
 					p.r.Errorf(syscall.EINVAL, "%s", msg)
-					continue
 				}
-				in.submitted++
-				p.r.Respond(flux.JSONBuffer(idResponse(p.id)))
 			}
 			in.done()
+			in.acknowledge(batch, rejected, root.Rootseq)
 		})
+	})
+}
+
+// acknowledge gives the submitters of batch (but the rejected) their
+// job IDs once a KVS checkpoint names the root that recorded the jobs
+// (rootseq or later): a job whose ID was given out survives a crash of
+// the broker. The job manager has the jobs already; the next batches
+// do not wait for this one's checkpoint, and one checkpoint serves all
+// the batches that wait for it.
+func (in *ingest) acknowledge(batch []*pending, rejected map[jobid.ID]string, rootseq int) {
+	answer := func(err error) {
+		for _, p := range batch {
+			if _, bad := rejected[p.id]; bad {
+				continue
+			}
+			if err != nil {
+				p.r.RespondError(err)
+				continue
+			}
+			in.submitted++
+			p.r.Respond(flux.JSONBuffer(idResponse(p.id)))
+		}
+	}
+	f, err := in.h.RPC("kvs.checkpoint", 0, map[string]int{"rootseq": rootseq}, 0)
+	if err != nil {
+		answer(err)
+		return
+	}
+	f.Then(func(_ *flux.Message, err error) {
+		if err != nil {
+			in.log.Error("checkpointing accepted jobs failed", "err", err, "jobs", len(batch))
+			err = fmt.Errorf("making the job durable: %w", err)
+		}
+		answer(err)
 	})
 }
 

@@ -149,6 +149,12 @@ func (m *manager) resume(j *job) {
 	case jobtap.StateSched:
 		m.post(j, "flux-restart", nil) // back to PRIORITY: priority is recomputed
 	case jobtap.StateRun, jobtap.StateCleanup:
+		// The scheduler has not heard of this allocation (sched-hello
+		// comes later and no longer lists it): it is freed here, and
+		// before the events below, whose handlers would otherwise ask
+		// the scheduler to free it.
+		j.bypass = true
+		j.perilog = 0
 		if !j.fatal {
 			m.post(j, "exception", map[string]any{"type": "restart", "severity": 0,
 				"note": "the instance restarted while the job was running", "userid": m.owner})
@@ -159,10 +165,6 @@ func (m *manager) resume(j *job) {
 		if !j.releasedAll {
 			m.post(j, "release", map[string]any{"ranks": "all", "final": true})
 		}
-		j.perilog = 0
-		// the scheduler has not heard of this allocation (sched-hello
-		// comes later and no longer lists it): free it here
-		j.bypass = true
 		m.cleanup(j, j.State)
 	}
 }

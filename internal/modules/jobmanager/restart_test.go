@@ -1,11 +1,16 @@
 package jobmanager_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -142,4 +147,80 @@ func TestRestartKeepsQueueState(t *testing.T) {
 	if r := inst2.Run(t, "submit", "true"); r.Code == 0 || !strings.Contains(r.Stderr, "job submission is disabled: maintenance") {
 		t.Fatalf("submit to the disabled queue after restart: %d %q", r.Code, r.Stderr)
 	}
+}
+
+// TestCrashKeepsAcceptedJobs kills the broker (SIGKILL) while jobs are
+// being submitted and run, then starts the instance again on its
+// statedir: every job whose ID the submitter was given is there and ends
+// in a recorded state (the ones running at the crash with a restart
+// exception), and the scheduler is not asked to free allocations it
+// never heard of.
+func TestCrashKeepsAcceptedJobs(t *testing.T) {
+	inst, attrs := startWithStatedir(t)
+	pid, err := inst.Handle(t).Attr(context.Background(), "broker.pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids lockedBuffer
+	sub := exec.Command(inst.Bin, "submit", "--cc=1-3000", "--setattr=system.exec.test.run_duration=0.01s", "true")
+	sub.Env = append(os.Environ(), "FLUX_URI="+inst.URI)
+	sub.Stdout = &ids
+	if err := sub.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for strings.Count(ids.String(), "\n") < 100 {
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than 100 jobs accepted in 30 s: %q", ids.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	n, _ := strconv.Atoi(pid)
+	syscall.Kill(n, syscall.SIGKILL)
+	<-inst.Done()
+	sub.Wait()
+	acked := strings.Fields(ids.String())
+
+	inst2 := testinstance.Start(t, testinstance.Options{Size: 1, Attrs: attrs})
+	deadline = time.Now().Add(60 * time.Second)
+	for strings.TrimSpace(inst2.MustRun(t, "jobs", "-n", "-o", "{id}")) != "" {
+		if time.Now().After(deadline) {
+			t.Fatal("jobs still active 60 s after the restart")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out := inst2.MustRun(t, "jobs", "-a", "-n", "-o", "{id.f58} {state}")
+	state := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			state[f[0]] = f[1]
+		}
+	}
+	for _, id := range acked {
+		if state[id] != "INACTIVE" {
+			t.Errorf("job %s, accepted before the crash: state %q after the restart", id, state[id])
+		}
+	}
+	if log := inst2.MustRun(t, "dmesg"); strings.Contains(log, "sched-simple.err") {
+		t.Errorf("scheduler errors after the restart:\n%s", log)
+	}
+	t.Logf("%d jobs accepted before the crash, %d in the instance after it", len(acked), len(state))
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer and a reader.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
