@@ -394,6 +394,10 @@ func (in *ingest) acknowledge(batch []*pending, rejected map[jobid.ID]string, ro
 				continue
 			}
 			if err != nil {
+				// The job manager has it: end it with an exception
+				// rather than let a job the submitter was refused run.
+				in.h.RPC("job-manager.raise", flux.NodeidAny, map[string]any{"id": p.id, "type": "ingest",
+					"severity": 0, "note": err.Error()}, flux.NoResponse)
 				p.r.RespondError(err)
 				continue
 			}
@@ -402,17 +406,17 @@ func (in *ingest) acknowledge(batch []*pending, rejected map[jobid.ID]string, ro
 		}
 	}
 	f, err := in.h.RPC("kvs.checkpoint", 0, map[string]int{"rootseq": rootseq}, 0)
-	if err != nil {
-		answer(err)
+	if err == nil {
+		f.Then(func(_ *flux.Message, err error) {
+			if err != nil {
+				in.log.Error("checkpointing accepted jobs failed", "err", err, "jobs", len(batch))
+				err = fmt.Errorf("making the job durable: %w", err)
+			}
+			answer(err)
+		})
 		return
 	}
-	f.Then(func(_ *flux.Message, err error) {
-		if err != nil {
-			in.log.Error("checkpointing accepted jobs failed", "err", err, "jobs", len(batch))
-			err = fmt.Errorf("making the job durable: %w", err)
-		}
-		answer(err)
-	})
+	answer(fmt.Errorf("making the job durable: %w", err))
 }
 
 // forget removes rejected jobs' KVS records (all of batch if only is nil).

@@ -189,7 +189,7 @@ func TestCrashKeepsAcceptedJobs(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	out := inst2.MustRun(t, "jobs", "-a", "-n", "-o", "{id.f58} {state}")
+	out := inst2.MustRun(t, "jobs", "-a", "-c", "0", "-n", "-o", "{id.f58} {state}")
 	state := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if f := strings.Fields(line); len(f) == 2 {
