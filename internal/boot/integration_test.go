@@ -2,7 +2,6 @@ package boot_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,28 +28,11 @@ type proc struct {
 	name   string
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stdout *syncBuffer
-	stderr *syncBuffer
+	stdout *testinstance.Buffer
+	stderr *testinstance.Buffer
 	lines  chan string // stdout, line by line
 	done   chan struct{}
 	code   int
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // baseEnv is the test's environment without anything that would make a
@@ -70,7 +51,7 @@ func baseEnv() []string {
 
 func start(t *testing.T, name string, env []string, extra []*os.File, argv ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, name: name, stdout: &syncBuffer{}, stderr: &syncBuffer{},
+	p := &proc{t: t, name: name, stdout: &testinstance.Buffer{}, stderr: &testinstance.Buffer{},
 		lines: make(chan string, 100), done: make(chan struct{})}
 	p.cmd = exec.Command(argv[0], argv[1:]...)
 	p.cmd.Env = append(baseEnv(), env...)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/testinstance"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
@@ -134,7 +135,7 @@ func TestDmesgFollow(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(testCtx(t))
-		out := &syncBuffer{}
+		out := &testinstance.Buffer{}
 		done := make(chan error, 1)
 		go func() { done <- dmesg(ctx, tb.handle(t), flux.NodeidAny, o, &logPrinter{w: out}) }()
 		waitFor(t, "a followed entry", func() bool {

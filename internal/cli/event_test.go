@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/message"
+	"github.com/fluxgo/fluxgo/internal/testinstance"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
@@ -23,10 +24,10 @@ func TestFormatEvent(t *testing.T) {
 }
 
 // startSub runs eventSub in the background on its own connection.
-func startSub(t *testing.T, tb *testBrokers, topics []string, count int) (*syncBuffer, context.CancelFunc, chan error) {
+func startSub(t *testing.T, tb *testBrokers, topics []string, count int) (*testinstance.Buffer, context.CancelFunc, chan error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(testCtx(t))
-	out := &syncBuffer{}
+	out := &testinstance.Buffer{}
 	done := make(chan error, 1)
 	sh := tb.handle(t)
 	go func() { done <- eventSub(ctx, sh, topics, count, out) }()

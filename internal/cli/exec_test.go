@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -165,7 +164,7 @@ func TestExecInstance(t *testing.T) {
 	})
 
 	t.Run("SIGINT is forwarded", func(t *testing.T) {
-		var out execBuffer
+		var out testinstance.Buffer
 		cmd := execClient(inst, "exec", "-n", "-r", "1-2", "sh", "-c", `trap "echo caught; exit 7" INT; echo ready; while :; do sleep 0.05; done`)
 		cmd.Stdout = &out
 		if err := cmd.Start(); err != nil {
@@ -181,7 +180,7 @@ func TestExecInstance(t *testing.T) {
 
 	t.Run("second Ctrl-C forces exit", func(t *testing.T) {
 		marker := fmt.Sprintf("%d.%d", os.Getpid(), time.Now().UnixNano()%1000000+1)
-		var out execBuffer
+		var out testinstance.Buffer
 		cmd := execClient(inst, "exec", "-n", "-r", "0", "sh", "-c", `trap "" INT; echo ready; exec sleep `+marker)
 		cmd.Stdout = &out
 		if err := cmd.Start(); err != nil {
@@ -309,24 +308,6 @@ func execPgrep(t *testing.T, pattern string, n int) {
 	t.Fatalf("%d processes match %q, want %d", got, pattern, n)
 }
 
-// execBuffer is a bytes.Buffer safe to read while a command writes it.
-type execBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (e *execBuffer) Write(p []byte) (int, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.b.Write(p)
-}
-
-func (e *execBuffer) String() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.b.String()
-}
-
 func execWaitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
@@ -378,7 +359,7 @@ func TestInterruptedWait(t *testing.T) {
 	} {
 		t.Run(args[0], func(t *testing.T) {
 			cmd := execClient(inst, args...)
-			var errb execBuffer
+			var errb testinstance.Buffer
 			cmd.Stderr = &errb
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)

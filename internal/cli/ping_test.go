@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/testinstance"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
 )
@@ -201,7 +202,7 @@ func TestPingInterrupted(t *testing.T) {
 	tb := startBrokers(t, 1, false)
 	h := tb.handle(t)
 	ctx, cancel := context.WithCancel(testCtx(t))
-	out := &syncBuffer{}
+	out := &testinstance.Buffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- ping(ctx, h, pingTarget{rank: "0", nodeid: 0, service: "broker"}, pingOptions{interval: time.Millisecond}, out)

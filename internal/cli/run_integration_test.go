@@ -50,7 +50,7 @@ func noLeftovers(t *testing.T, marker string) {
 }
 
 // fluxCmd returns a flux command against inst, not yet started.
-func fluxCmd(inst *testinstance.Instance, args ...string) (*exec.Cmd, *syncBuffer, *syncBuffer) {
+func fluxCmd(inst *testinstance.Instance, args ...string) (*exec.Cmd, *testinstance.Buffer, *testinstance.Buffer) {
 	cmd := exec.Command(inst.Bin, args...)
 	var env []string
 	for _, kv := range os.Environ() {
@@ -59,13 +59,13 @@ func fluxCmd(inst *testinstance.Instance, args ...string) (*exec.Cmd, *syncBuffe
 		}
 	}
 	cmd.Env = append(env, "FLUX_URI="+inst.URI)
-	var out, errb syncBuffer
+	var out, errb testinstance.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	return cmd, &out, &errb
 }
 
 // waitOutput waits until a running flux command has printed want.
-func waitOutput(t *testing.T, out *syncBuffer, want string) {
+func waitOutput(t *testing.T, out *testinstance.Buffer, want string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(out.String(), want) {

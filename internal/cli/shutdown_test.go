@@ -5,13 +5,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fluxgo/fluxgo/internal/testinstance"
 )
 
 func TestShutdown(t *testing.T) {
 	for _, o := range []shutdownOptions{{}, {verbose: 1}, {background: true}} {
 		tb := startBrokers(t, 2, true)
 		h := tb.handle(t)
-		var stderr syncBuffer
+		var stderr testinstance.Buffer
 		if err := shutdown(testCtx(t), h, o, &stderr); err != nil {
 			t.Fatalf("%+v: %v", o, err)
 		}

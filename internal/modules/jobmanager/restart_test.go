@@ -1,7 +1,6 @@
 package jobmanager_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -161,7 +159,7 @@ func TestCrashKeepsAcceptedJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ids lockedBuffer
+	var ids testinstance.Buffer
 	sub := exec.Command(inst.Bin, "submit", "--cc=1-3000", "--setattr=system.exec.test.run_duration=0.01s", "true")
 	sub.Env = append(os.Environ(), "FLUX_URI="+inst.URI)
 	sub.Stdout = &ids
@@ -205,22 +203,4 @@ func TestCrashKeepsAcceptedJobs(t *testing.T) {
 		t.Errorf("scheduler errors after the restart:\n%s", log)
 	}
 	t.Logf("%d jobs accepted before the crash, %d in the instance after it", len(acked), len(state))
-}
-
-// lockedBuffer is a bytes.Buffer safe for a writer and a reader.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
