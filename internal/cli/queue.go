@@ -120,16 +120,13 @@ func newQueueStatusCmd() *cobra.Command {
 		Short: "Report whether submission is enabled and scheduling started, for one queue or all",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
 			name := ""
 			if len(args) == 1 {
 				name = args[0]
 			}
-			return statusOf(cmd.Context(), h, cmd.OutOrStdout(), name)
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				return statusOf(ctx, h, cmd.OutOrStdout(), name)
+			})
 		},
 	}
 }
@@ -152,45 +149,41 @@ status is printed afterwards unless --quiet.`,
 			if name != "" && all {
 				return fmt.Errorf("a queue name and --all cannot be used together")
 			}
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx := cmd.Context()
-			req := map[string]any{"all": all}
-			if name != "" {
-				req["name"] = name
-			}
-			topic := "job-manager.queue-enable"
-			switch verb {
-			case "enable":
-				req["enable"] = true
-			case "disable":
-				req["enable"] = false
-				req["nocheckpoint"] = nocheckpoint
-				if message == "" {
-					message = "disabled by the instance owner"
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				req := map[string]any{"all": all}
+				if name != "" {
+					req["name"] = name
 				}
-				req["reason"] = message
-			case "start":
-				topic = "job-manager.queue-start"
-				req["start"] = true
-			case "stop":
-				topic = "job-manager.queue-start"
-				req["start"] = false
-				req["nocheckpoint"] = nocheckpoint
-				if message != "" {
+				topic := "job-manager.queue-enable"
+				switch verb {
+				case "enable":
+					req["enable"] = true
+				case "disable":
+					req["enable"] = false
+					req["nocheckpoint"] = nocheckpoint
+					if message == "" {
+						message = "disabled by the instance owner"
+					}
 					req["reason"] = message
+				case "start":
+					topic = "job-manager.queue-start"
+					req["start"] = true
+				case "stop":
+					topic = "job-manager.queue-start"
+					req["start"] = false
+					req["nocheckpoint"] = nocheckpoint
+					if message != "" {
+						req["reason"] = message
+					}
 				}
-			}
-			if err := h.Call(ctx, topic, flux.NodeidAny, req, nil); err != nil {
-				return err
-			}
-			if quiet {
-				return nil
-			}
-			return statusOf(ctx, h, cmd.OutOrStdout(), name)
+				if err := h.Call(ctx, topic, flux.NodeidAny, req, nil); err != nil {
+					return err
+				}
+				if quiet {
+					return nil
+				}
+				return statusOf(ctx, h, cmd.OutOrStdout(), name)
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -212,28 +205,26 @@ func newQueueWaitCmd(verb, short string) *cobra.Command {
 		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
+			limit := math.Inf(1)
 			if timeout != "" {
 				secs, err := fsd.Parse(timeout)
 				if err != nil {
 					return fmt.Errorf("--timeout: %w", err)
 				}
-				if !math.IsInf(secs, 1) {
+				limit = secs
+			}
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				if !math.IsInf(limit, 1) {
 					var cancel context.CancelFunc
-					ctx, cancel = context.WithTimeout(ctx, time.Duration(secs*float64(time.Second)))
+					ctx, cancel = context.WithTimeout(ctx, time.Duration(limit*float64(time.Second)))
 					defer cancel()
 				}
-			}
-			h, err := openHandle()
-			if err != nil {
+				err := h.Call(ctx, "job-manager."+verb, flux.NodeidAny, nil, nil)
+				if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ETIMEDOUT) {
+					return fmt.Errorf("timeout after %s", timeout)
+				}
 				return err
-			}
-			defer h.Close()
-			err = h.Call(ctx, "job-manager."+verb, flux.NodeidAny, nil, nil)
-			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ETIMEDOUT) {
-				return fmt.Errorf("timeout after %s", timeout)
-			}
-			return err
+			})
 		},
 	}
 	cmd.Flags().StringVar(&timeout, "timeout", "", "Give up after `FSD` (e.g. 30s, 5m)")
@@ -398,58 +389,54 @@ enabled.ascii, started.ascii, defaults.timelimit, limits.timelimit,
 limits.range.{nnodes,ncores,ngpus}, limits.min.* and limits.max.*.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := openHandle()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			ctx := cmd.Context()
-			pol, err := policy.Fetch(ctx, h)
-			if err != nil {
-				return err
-			}
-			names := pol.Names()
-			if len(names) == 0 {
-				names = []string{""} // the anonymous queue
-			}
-			if len(only) > 0 {
-				for _, q := range only {
-					if err := pol.CheckQueue(q); err != nil {
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				pol, err := policy.Fetch(ctx, h)
+				if err != nil {
+					return err
+				}
+				names := pol.Names()
+				if len(names) == 0 {
+					names = []string{""} // the anonymous queue
+				}
+				if len(only) > 0 {
+					for _, q := range only {
+						if err := pol.CheckQueue(q); err != nil {
+							return err
+						}
+					}
+					names = only
+				}
+				var lines []queueLine
+				for _, n := range names {
+					st, err := getQueueStatus(ctx, h, n)
+					if err != nil {
 						return err
 					}
+					lines = append(lines, queueLine{name: n, deflt: n != "" && n == pol.DefaultQueue, status: st, limits: limitsOf(pol, n)})
 				}
-				names = only
-			}
-			var lines []queueLine
-			for _, n := range names {
-				st, err := getQueueStatus(ctx, h, n)
+				if format == "" {
+					format = defaultQueueListFormat
+				}
+				of, err := compileFormat(format, queueListFields)
 				if err != nil {
 					return err
 				}
-				lines = append(lines, queueLine{name: n, deflt: n != "" && n == pol.DefaultQueue, status: st, limits: limitsOf(pol, n)})
-			}
-			if format == "" {
-				format = defaultQueueListFormat
-			}
-			of, err := compileFormat(format, queueListFields)
-			if err != nil {
-				return err
-			}
-			if err := of.prepare(lines); err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if !noHeader {
-				fmt.Fprintln(w, strings.TrimRight(of.header(), " "))
-			}
-			for _, l := range lines {
-				s, err := of.line(l)
-				if err != nil {
+				if err := of.prepare(lines); err != nil {
 					return err
 				}
-				fmt.Fprintln(w, strings.TrimRight(s, " "))
-			}
-			return nil
+				w := cmd.OutOrStdout()
+				if !noHeader {
+					fmt.Fprintln(w, strings.TrimRight(of.header(), " "))
+				}
+				for _, l := range lines {
+					s, err := of.line(l)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintln(w, strings.TrimRight(s, " "))
+				}
+				return nil
+			})
 		},
 	}
 	f := cmd.Flags()
