@@ -224,16 +224,13 @@ func (l *LimitDuration) check(d, limit float64) error {
 	return nil
 }
 
-// Validate implements jobtap.Validator.
+// Validate implements jobtap.Validator: the job's duration must be within
+// its queue's limit.
 func (l *LimitDuration) Validate(j *jobtap.Job, owner bool) error {
-	if owner || j.Jobspec == nil {
+	if j.Jobspec == nil {
 		return nil
 	}
-	d, err := j.Jobspec.Duration()
-	if err != nil {
-		return err
-	}
-	return l.check(d, l.limitFor(j))
+	return l.QueueUpdate(j, j.Jobspec.Queue(), owner)
 }
 
 // UpdateKeys implements jobtap.UpdateHook.
