@@ -350,12 +350,15 @@ func execGuestBinary(t *testing.T, inst *testinstance.Instance) string {
 
 // A command waiting for an answer, reading its connection itself, ends
 // cleanly on SIGINT (its context is canceled; it is not killed), and one
-// that waits on a subscription too.
+// that waits on a subscription too; flux kvs and flux job, which print
+// their own errors, print none for it.
 func TestInterruptedWait(t *testing.T) {
 	inst := testinstance.Start(t, testinstance.Options{})
+	held := strings.TrimSpace(inst.MustRun(t, "submit", "--urgency=hold", "true"))
 	for _, args := range [][]string{
 		{"kvs", "get", "--waitcreate", "interrupt.never"},
 		{"event", "sub", "interrupt.never"},
+		{"job", "wait-event", held, "start"},
 	} {
 		t.Run(args[0], func(t *testing.T) {
 			cmd := execClient(inst, args...)

@@ -49,10 +49,19 @@ func withHandle(fn func(ctx context.Context, h *flux.Handle) error) error {
 // as one arriving before any program has set its handlers.
 const signalDelay = 25 * time.Millisecond
 
-// interruptedBy is the signal that canceled a cmdContext (0: none). A
-// command that fails because of it exits 128+N without a message, as if
-// the signal had ended it.
+// interruptedBy is the signal that canceled a cmdContext (0: none).
 var interruptedBy atomic.Int32
+
+// interruptedStatus is the exit code of a command that a signal caught by
+// cmdContext cut short, 128+N as if the signal had ended it (0: none).
+// Such a command fails without a message (its error is that of the
+// canceled context).
+func interruptedStatus() int {
+	if sig := interruptedBy.Load(); sig != 0 {
+		return 128 + int(sig)
+	}
+	return 0
+}
 
 // cmdContext returns a context cancelled by SIGINT/SIGTERM (once the
 // command has run for signalDelay; the second signal has its default

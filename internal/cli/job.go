@@ -64,6 +64,9 @@ Run 'flux job COMMAND --help' for the options of a subcommand.`,
 // jobFail prints err as "flux-job: SUBCOMMAND: err" on the command's
 // stderr and returns the exit-status error.
 func jobFail(cmd *cobra.Command, err error) error {
+	if code := interruptedStatus(); code != 0 {
+		return exitCode(code)
+	}
 	prefix := jobProg + ": "
 	if cmd.HasParent() && cmd.Parent().Name() == "job" {
 		prefix += cmd.Name() + ": "

@@ -62,8 +62,8 @@ func kvsFail(cmd *cobra.Command, err error) error {
 	if errors.As(err, &ee) {
 		return err
 	}
-	if sig := interruptedBy.Load(); sig != 0 {
-		return exitCode(128 + int(sig)) // cut short by a signal: no message
+	if code := interruptedStatus(); code != 0 {
+		return exitCode(code)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "flux-kvs: %s\n", errText(err))
 	return exitCode(1)

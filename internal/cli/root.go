@@ -117,8 +117,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	if sig := interruptedBy.Load(); sig != 0 {
-		return 128 + int(sig) // failed because a signal cut it short
+	if code := interruptedStatus(); code != 0 {
+		return code
 	}
 	var ee exitError
 	if errors.As(err, &ee) {
