@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,8 +31,7 @@ import (
 type localConn struct {
 	f *os.File // the blocking socket, until Start
 
-	mu sync.Mutex    // guards c
-	c  *net.UnixConn // after Start: the poller's copy of the socket
+	c atomic.Pointer[net.UnixConn] // after Start: the poller's copy of the socket
 
 	r   *message.Reader // used by ReadMessage, then by Start's goroutine
 	wmu sync.Mutex      // one Send at a time; Start waits for it
@@ -42,18 +42,11 @@ type localConn struct {
 	wakeErr  error
 }
 
-// polled returns the poller's copy of the socket, or nil before Start.
-func (l *localConn) polled() *net.UnixConn {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.c
-}
-
 // sockReader is the message reader's byte source.
 type sockReader struct{ l *localConn }
 
 func (s sockReader) Read(p []byte) (int, error) {
-	if c := s.l.polled(); c != nil {
+	if c := s.l.c.Load(); c != nil {
 		return c.Read(p)
 	}
 	return s.l.f.Read(p)
@@ -118,7 +111,7 @@ func (l *localConn) Send(m *Message) error {
 	defer l.wmu.Unlock()
 	l.buf = message.AppendFramed(l.buf[:0], m)
 	var err error
-	if c := l.polled(); c != nil {
+	if c := l.c.Load(); c != nil {
 		_, err = c.Write(l.buf)
 	} else {
 		_, err = l.f.Write(l.buf)
@@ -155,9 +148,7 @@ func (l *localConn) toPoller() error {
 	if err != nil {
 		return err
 	}
-	l.mu.Lock()
-	l.c = c.(*net.UnixConn)
-	l.mu.Unlock()
+	l.c.Store(c.(*net.UnixConn))
 	l.f.Close()
 	return nil
 }
@@ -237,7 +228,7 @@ func (l *localConn) waitReadable(ctx context.Context) error {
 // by closing the descriptor, so the socket is shut down first: the read
 // ends with end of file and the descriptor is closed when it returns.
 func (l *localConn) Close() error {
-	if c := l.polled(); c != nil {
+	if c := l.c.Load(); c != nil {
 		return c.Close()
 	}
 	if rc, err := l.f.SyscallConn(); err == nil {
@@ -248,7 +239,7 @@ func (l *localConn) Close() error {
 	if l.wake != nil {
 		l.wake.Close()
 	}
-	if c := l.polled(); c != nil { // Start ran meanwhile
+	if c := l.c.Load(); c != nil { // Start ran meanwhile
 		return c.Close()
 	}
 	return err
