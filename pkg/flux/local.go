@@ -156,11 +156,11 @@ func (l *localConn) toPoller() error {
 // ReadMessage reads the next message (DirectReader).
 func (l *localConn) ReadMessage() (*Message, error) { return l.r.Read() }
 
-// waitReadable waits until input is buffered or arrives, or ctx ends
-// (interruptibleReader). It sleeps in poll(2) on the socket and an
+// WaitReadable waits until input is buffered or arrives, or ctx ends
+// (DirectReader). It sleeps in poll(2) on the socket and an
 // eventfd that ctx's end writes to. It is only called between messages
 // by the goroutine that reads, before Start.
-func (l *localConn) waitReadable(ctx context.Context) error {
+func (l *localConn) WaitReadable(ctx context.Context) error {
 	if l.r.Buffered() > 0 {
 		return nil
 	}
@@ -235,7 +235,7 @@ func (l *localConn) Close() error {
 		rc.Control(func(fd uintptr) { syscall.Shutdown(int(fd), syscall.SHUT_RDWR) })
 	}
 	err := l.f.Close()
-	l.wakeOnce.Do(func() {}) // waitReadable is not to make one now
+	l.wakeOnce.Do(func() {}) // WaitReadable is not to make one now
 	if l.wake != nil {
 		l.wake.Close()
 	}

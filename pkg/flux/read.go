@@ -20,28 +20,22 @@ import (
 // whatever else arrives meanwhile as the reader goroutine would; other
 // waiters wait for it to finish and take over in turn.
 //
-// A wait whose context can be canceled reads too when the connection can
-// wait for input and cancellation at once (interruptibleReader), between
-// messages, so the stream's framing is kept; otherwise it needs the
-// reader goroutine. Once anything needs messages delivered when nobody
+// A wait whose context can be canceled reads too: it waits for input or
+// its context's end between messages (WaitReadable), so the stream's
+// framing is kept. Once anything needs messages delivered when nobody
 // waits for a response (a subscription, an event or request handler, a
 // Then callback, Done), or the caller keeps several RPCs in flight (a
 // reader goroutine then receives while the caller sends), the handle
 // starts the reader goroutine and keeps it for the rest of its life.
 
 // DirectReader is implemented by connections that let a goroutine read
-// the next message itself. A handle calls ReadMessage from one goroutine
-// at a time, and never after Start.
+// the next message itself. A handle calls ReadMessage and WaitReadable
+// from one goroutine at a time, and never after Start.
 type DirectReader interface {
 	ReadMessage() (*Message, error)
-}
-
-// interruptibleReader is a DirectReader that can also wait until input
-// arrives or ctx ends (returning ctx.Err() then), so that a wait with a
-// deadline or a cancel can read the connection itself.
-type interruptibleReader interface {
-	DirectReader
-	waitReadable(ctx context.Context) error
+	// WaitReadable waits until input is buffered or arrives (nil), or
+	// ctx ends (ctx.Err()). It is called between messages.
+	WaitReadable(ctx context.Context) error
 }
 
 // readState says who reads the connection.
@@ -93,15 +87,10 @@ func (h *Handle) needReader() {
 // ch is f's notification channel.
 func (h *Handle) await(ctx context.Context, f *Future, ch chan struct{}) error {
 	rd := &h.rd
-	_, interruptible := rd.direct.(interruptibleReader)
-	cancelable := ctx.Done() != nil
 	for {
 		rd.mu.Lock()
-		if rd.direct == nil || rd.async || cancelable && !interruptible {
+		if rd.direct == nil || rd.async {
 			rd.mu.Unlock()
-			if cancelable && !interruptible {
-				h.needReader()
-			}
 			select {
 			case <-ch:
 				return nil
@@ -134,10 +123,9 @@ func (h *Handle) await(ctx context.Context, f *Future, ch chan struct{}) error {
 // reader goroutine) read.
 func (h *Handle) lead(ctx context.Context, f *Future) error {
 	var stopped error
-	ir, _ := h.rd.direct.(interruptibleReader)
 	for !f.ready() {
 		if ctx.Done() != nil {
-			if stopped = ir.waitReadable(ctx); stopped != nil {
+			if stopped = h.rd.direct.WaitReadable(ctx); stopped != nil {
 				break
 			}
 		}
