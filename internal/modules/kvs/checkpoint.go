@@ -61,11 +61,6 @@ func (k *kvs) writeCheckpoint(ref string, seq int, done func(error)) {
 	f.Then(func(_ *flux.Message, err error) { done(err) })
 }
 
-// periodicCheckpoint checkpoints the primary root if it changed.
-func (k *kvs) periodicCheckpoint() {
-	k.checkpointNow(nil)
-}
-
 // checkpointNow checkpoints the primary namespace's current root unless
 // it is already the last one checkpointed; done (optional) gets the
 // outcome.

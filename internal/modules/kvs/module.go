@@ -219,7 +219,7 @@ func (k *kvs) startTimers(ctx context.Context) func() {
 			case <-expire.C:
 				k.h.Post(k.expireCache)
 			case <-ckptC:
-				k.h.Post(k.periodicCheckpoint)
+				k.h.Post(func() { k.checkpointNow(nil) }) // if the root changed
 			}
 		}
 	}()
