@@ -119,6 +119,16 @@ func runBroker(o brokerOptions, args []string) error {
 		}
 		cfg.LogStderrLevel = n
 	}
+	if cfg.Rundir == "" {
+		dir, err := jobRundir()
+		if err != nil {
+			return err
+		}
+		if dir != "" {
+			cfg.Rundir = dir
+			defer os.RemoveAll(dir)
+		}
+	}
 	if o.configPath != "" {
 		conf, err := boot.LoadConfig(o.configPath)
 		if err != nil {
@@ -183,6 +193,33 @@ func runBroker(o brokerOptions, args []string) error {
 	}
 	return nil
 }
+
+// jobRundir makes the rundir of a broker started by a job without -S
+// rundir inside the job's FLUX_JOB_TMPDIR, which the job shell removes
+// when the job ends: the directory goes even when the broker is killed
+// before it can remove it. It returns "" outside a job, or when the
+// sockets' paths there would be too long for a unix socket.
+func jobRundir() (string, error) {
+	base := os.Getenv("FLUX_JOB_TMPDIR")
+	if base == "" {
+		return "", nil
+	}
+	if st, err := os.Stat(base); err != nil || !st.IsDir() {
+		return "", nil
+	}
+	// <base>/flux-NNNNNNNNNN/local, and tbon beside it
+	if len(base)+len("/flux-1234567890/local") > maxSocketPath {
+		return "", nil
+	}
+	dir, err := os.MkdirTemp(base, "flux-")
+	if err != nil {
+		return "", fmt.Errorf("rundir in FLUX_JOB_TMPDIR: %w", err)
+	}
+	return dir, nil
+}
+
+// maxSocketPath is the longest path a unix socket may have.
+const maxSocketPath = 107
 
 // applyConfigAttrs turns configuration tables that modules read as
 // attributes into those attributes, unless -S already set them:

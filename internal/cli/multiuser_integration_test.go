@@ -181,6 +181,11 @@ func TestMultiUserIntegration(t *testing.T) {
 		if out := must(bob, "run", "id", "-un"); strings.TrimSpace(out) != bob.name {
 			t.Fatalf("bob's task runs as %q", out)
 		}
+		// the job's temporary directory is the submitter's, and private
+		out = must(alice, "run", "sh", "-c", `touch "$FLUX_JOB_TMPDIR/f" && stat -c '%u %a' "$FLUX_JOB_TMPDIR"`)
+		if want := fmt.Sprintf("%d 700", alice.uid); strings.TrimSpace(out) != want {
+			t.Fatalf("FLUX_JOB_TMPDIR owner and mode %q, want %q", out, want)
+		}
 	})
 
 	t.Run("output-files-as-submitter", func(t *testing.T) {

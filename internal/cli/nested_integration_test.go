@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -207,6 +208,12 @@ flux run -n1 echo still-works
 	if err != nil {
 		t.Fatal(err)
 	}
+	// the rundir of the broker about to be killed is in the batch job's
+	// FLUX_JOB_TMPDIR on that node, which goes with the job
+	rundir := strings.TrimSpace(inst.MustRun(t, "proxy", id, "flux", "exec", "-r", "1", "flux", "getattr", "rundir"))
+	if !strings.Contains(filepath.Base(filepath.Dir(rundir)), "jobtmp-1-") {
+		t.Fatalf("child rank 1 rundir %s is not in a job tmpdir", rundir)
+	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -245,6 +252,9 @@ flux run -n1 echo still-works
 	}
 	if out, _ := os.ReadFile(filepath.Join(dir, "out")); !strings.Contains(string(out), "still-works") {
 		t.Fatalf("output:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Dir(rundir)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the killed broker's rundir %s is left behind (%v)", rundir, err)
 	}
 }
 

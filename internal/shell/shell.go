@@ -97,7 +97,6 @@ func (c *Config) Env(rank, local int) []string {
 		set("FLUX_URI", c.URI)
 	}
 	if g := c.Plan.GPUs[c.Index]; g.Count() > 0 {
-		set("CUDA_VISIBLE_DEVICES", strings.ReplaceAll(g.String(), "-", ","))
 		ids := make([]string, 0, g.Count())
 		for id := range g.All() {
 			ids = append(ids, strconv.FormatUint(uint64(id), 10))

@@ -4,6 +4,7 @@ with the seed 001 snippet, wait, cancel, kill, urgency."""
 import errno
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -144,6 +145,7 @@ class TestSubmitWatch(JobTestCase):
 
     def test_submit_options(self):
         tmp = tempfile.mkdtemp(prefix="fluxgo-pytest-job-")
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
         jobid = self.submit(
             ["sh", "-c", 'echo "$PYTEST_VAR $FLUX_TASK_RANK $(pwd)" > out.$FLUX_TASK_RANK'],
             num_tasks=2,

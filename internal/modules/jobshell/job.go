@@ -34,6 +34,7 @@ type job struct {
 	cancel  context.CancelFunc
 	service string // leader only: the stdin service
 	started time.Time
+	tmpdir  string // FLUX_JOB_TMPDIR, removed with everything in it at the end
 
 	out *outputLog // leader: the job's output (output.go)
 	fwd *forwarder // other shells: output on its way to the leader
@@ -94,6 +95,9 @@ func (j *job) run(cred *syscall.Credential) (err error) {
 		}
 	}()
 	j.cred = cred
+	if err := j.makeTmpdir(); err != nil {
+		return err
+	}
 	j.kvs = newShellKVS(j)
 	opts := j.js.ShellOptions()
 	aff := "on"
@@ -146,7 +150,7 @@ func (j *job) run(cred *syscall.Credential) (err error) {
 		Output: func(o shell.Output) {
 			x.h.Post(func() { j.output(o) })
 		},
-		ExtraEnv: map[string]string{"FLUX_KVS_NAMESPACE": ""},
+		ExtraEnv: map[string]string{"FLUX_KVS_NAMESPACE": "", "FLUX_JOB_TMPDIR": j.tmpdir},
 		OnDone: func() {
 			x.h.Post(func() { j.tasksDone(j.finished) }) // containment.go, then finished
 		},
@@ -241,6 +245,37 @@ func (j *job) abandon() {
 		j.out.files = [2]*fileTarget{}
 	}
 	j.cancel()
+	j.removeTmpdir()
+}
+
+// makeTmpdir makes the job's temporary directory on this node,
+// <rundir>/jobtmp-<rank>-<id f58>, owned by the job's user and private
+// to it (flux-environment(7): FLUX_JOB_TMPDIR). Everything in it goes
+// when the job's tasks here have ended: the files tasks leave there,
+// and the rundir of a nested broker killed before it could clean up.
+func (j *job) makeTmpdir() error {
+	dir := filepath.Join(j.x.rundir, fmt.Sprintf("jobtmp-%d-%s", j.x.rank, j.id.F58(true)))
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return fmt.Errorf("FLUX_JOB_TMPDIR: %w", err)
+	}
+	j.tmpdir = dir
+	if j.cred != nil {
+		if err := os.Chown(dir, int(j.cred.Uid), int(j.cred.Gid)); err != nil {
+			j.removeTmpdir()
+			return fmt.Errorf("FLUX_JOB_TMPDIR: %w", err)
+		}
+	}
+	return nil
+}
+
+func (j *job) removeTmpdir() {
+	if j.tmpdir == "" {
+		return
+	}
+	if err := os.RemoveAll(j.tmpdir); err != nil {
+		j.x.log.Warn("cannot remove the job's temporary directory", "job", j.id.String(), "err", err)
+	}
+	j.tmpdir = ""
 }
 
 // reportStart answers job-exec that the tasks run (with the leader's

@@ -2,7 +2,9 @@ package jobshell
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -129,6 +131,42 @@ func TestRunAcrossRanks(t *testing.T) {
 	for _, want := range []string{"init", "starting", "shell.init", "shell.start", "shell.task-exit", "complete", "done"} {
 		if !strings.Contains(got, want) {
 			t.Fatalf("exec eventlog lacks %s: %s", want, got)
+		}
+	}
+}
+
+// outputData returns the data of a job's stdout events, by task rank.
+func outputData(t *testing.T, fk *modtest.KVS, id jobid.ID) map[string]string {
+	dothex, _ := id.Encode("dothex")
+	data := map[string]string{}
+	for _, ev := range events(t, fk, "job."+dothex+".guest.output")[1:] {
+		var c struct {
+			Stream string `json:"stream"`
+			Rank   string `json:"rank"`
+			Data   string `json:"data"`
+		}
+		ev.DecodeContext(&c)
+		if c.Stream == "stdout" {
+			data[c.Rank] += c.Data
+		}
+	}
+	return data
+}
+
+// TestJobTmpdir: each node's tasks share a private FLUX_JOB_TMPDIR,
+// removed with what they left in it once they have exited.
+func TestJobTmpdir(t *testing.T) {
+	R := `{"version":1,"execution":{"R_lite":[{"rank":"0-1","children":{"core":"0"}}],"nodelist":["a","b"]}}`
+	fk, id, _ := run(t, 2, R, []string{"sh", "-c", `test -d "$FLUX_JOB_TMPDIR" && touch "$FLUX_JOB_TMPDIR/left" && echo "$FLUX_JOB_TMPDIR"`},
+		jobspec.CommandOptions{NTasks: 2, NNodes: 2}, nil)
+	out := outputData(t, fk, id)
+	for _, rank := range []string{"0", "1"} {
+		dir := strings.TrimSpace(out[rank])
+		if want := "jobtmp-" + rank + "-" + id.F58(true); filepath.Base(dir) != want {
+			t.Fatalf("task %s: FLUX_JOB_TMPDIR %q, want .../%s (output %v)", rank, dir, want, out)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s is still there after the job (%v)", dir, err)
 		}
 	}
 }

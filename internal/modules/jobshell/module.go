@@ -38,13 +38,15 @@ func New() module.Module { return &Module{} }
 func (*Module) Name() string { return "job-shell" }
 
 type host struct {
-	h     *flux.Handle
-	log   *slog.Logger
-	rank  uint
-	uri   string
-	root  bool
-	batch *kvsbatch.Batch
-	jobs  map[jobid.ID]*job
+	h    *flux.Handle
+	log  *slog.Logger
+	rank uint
+	uri  string
+	root bool
+	// rundir is the broker's; each job's FLUX_JOB_TMPDIR is made in it
+	rundir string
+	batch  *kvsbatch.Batch
+	jobs   map[jobid.ID]*job
 	// fences being gathered by leader shells, by job
 	fences map[jobid.ID]*leaderFence
 	// services maps the leader shells' stdin services to their jobs
@@ -60,7 +62,12 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	}
 	rank, _ := strconv.ParseUint(rs, 10, 32)
 	uri, _ := h.Attr(ctx, "local-uri")
+	rundir, err := h.Attr(ctx, "rundir")
+	if err != nil {
+		return err
+	}
 	x := &host{
+		rundir: rundir,
 		h:      h,
 		log:    flux.NewLogger(h, "job-shell"),
 		rank:   uint(rank),
