@@ -13,8 +13,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,8 +39,11 @@ func Binary(t testing.TB) string {
 	buildOnce.Do(func() {
 		_, file, _, _ := runtime.Caller(0)
 		root := filepath.Join(filepath.Dir(file), "..", "..")
-		dir, err := os.MkdirTemp("", "fluxgo-test-bin-")
-		if err != nil {
+		// One directory per user, a binary per test process in it (a
+		// test process has no hook that runs when it exits): those of
+		// test processes that have ended are removed here.
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("fluxgo-test-bin-%d", os.Getuid()))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			buildErr = err
 			return
 		}
@@ -47,7 +52,14 @@ func Binary(t testing.TB) string {
 			buildErr = err
 			return
 		}
-		binPath = filepath.Join(dir, "flux")
+		removeStaleBinaries(dir)
+		// named flux: tests put its directory on PATH
+		own := filepath.Join(dir, strconv.Itoa(os.Getpid()))
+		if err := os.MkdirAll(own, 0o755); err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(own, "flux")
 		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/flux")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -59,6 +71,21 @@ func Binary(t testing.TB) string {
 		t.Fatalf("building flux: %v", buildErr)
 	}
 	return binPath
+}
+
+// removeStaleBinaries removes the binaries in dir (PID/flux) built by
+// test processes that no longer run.
+func removeStaleBinaries(dir string) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if syscall.Kill(pid, 0) == syscall.ESRCH {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // Options configure an instance.
