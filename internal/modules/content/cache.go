@@ -268,6 +268,22 @@ func (c *cache) stored(k string, err error, drop bool) {
 	e.queueElem = c.sendq.PushFront(e)
 }
 
+// requeue puts back at the front of the queue the entries of a store
+// that was not attempted (its request was refused as unknown), with no
+// failure reported to anyone. Keys must be in the order next returned
+// them.
+func (c *cache) requeue(keys []string) {
+	for i := len(keys) - 1; i >= 0; i-- {
+		e := c.entries[keys[i]]
+		if e == nil || !e.storePending {
+			continue
+		}
+		e.storePending = false
+		c.inflight--
+		e.queueElem = c.sendq.PushFront(e)
+	}
+}
+
 // clean takes an entry written upstream off the dirty list and drops it
 // or puts it in the LRU, at the front if it was used while dirty and at
 // the cold end if not (see the policy above).

@@ -1,6 +1,6 @@
 // Package content is the "content" broker module: the RFC 10 content
 // store's cache, loaded on every rank. It answers content.load,
-// content.store, content.flush, content.dropcache, content.stats-get and
+// content.store (and content.store-batch), content.flush, content.dropcache, content.stats-get and
 // content.checkpoint-get/put, and accepts a backing store on rank 0
 // through content.register-backing / content.unregister-backing.
 //
@@ -18,6 +18,14 @@
 // three quarters of it, so a writer faster than the backing store is
 // slowed to its pace (and the KVS, waiting, merges more commits into
 // each new root) instead of filling memory.
+//
+// Batches. content.store-batch stores many blobs in one request (a
+// fluxgo extension, pkg/flux/content/batch.go; the KVS and job-ingest use
+// it for every commit), and the cache writes its queued blobs upstream
+// the same way: rank 0 to the backing store with
+// content-backing.store-batch, other ranks to their parent. An upstream
+// that answers a batch with ENOSYS (a backing store that knows only
+// RFC 10's requests) gets one content.store per blob from then on.
 //
 // Durability. content.flush answers once every blob that was dirty when
 // it arrived is durable: on rank 0 in the backing store; on other ranks
@@ -93,8 +101,11 @@ type service struct {
 
 	flushErr   error       // last failed store at rank 0, until the retry
 	retryTimer *time.Timer // pending retry of failed stores
-	held       []func()    // store answers held back by the dirty limit
-	heldTotal  uint64      // stores ever held back (statistics)
+	// noBatch: the store upstream (rank 0: the backing store) does not
+	// know store-batch requests; blobs go one request each
+	noBatch   bool
+	held      []func() // store answers held back by the dirty limit
+	heldTotal uint64   // stores ever held back (statistics)
 
 	checkpoints map[string]*checkpoint
 }
@@ -171,6 +182,7 @@ func (s *service) routes() {
 	h := s.h
 	h.HandleFunc("content.load", s.owner(s.load))
 	h.HandleFunc("content.store", s.owner(s.store))
+	h.HandleFunc("content.store-batch", s.owner(s.storeBatch))
 	h.HandleFunc("content.flush", s.owner(s.flush))
 	h.HandleFunc("content.dropcache", s.owner(s.dropcache))
 	h.HandleFunc("content.stats-get", s.owner(s.stats))

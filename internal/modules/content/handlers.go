@@ -147,33 +147,158 @@ func (s *service) releaseHeld() {
 	}
 }
 
-// pump starts as many upstream stores as the in-flight limit allows.
-func (s *service) pump() {
-	if s.rank == 0 && (!s.backing || s.flushErr != nil) {
+// storeBatch answers content.store-batch (pkg/flux/content/batch.go):
+// each blob is stored as content.store stores it, and the answer, every
+// digest in order, comes when content.store would have answered the
+// last of them.
+func (s *service) storeBatch(r *flux.Request) {
+	blobs, err := fluxcontent.SplitBatch(r.Msg.Payload)
+	if err != nil {
+		r.RespondError(err)
 		return
 	}
+	for i, b := range blobs {
+		if int64(len(b)) > s.cfg.BlobSizeLimit {
+			r.Errorf(syscall.EFBIG, "content.store-batch: blob %d of %d bytes exceeds the %d byte limit",
+				i, len(b), s.cfg.BlobSizeLimit)
+			return
+		}
+	}
+	var out []byte
+	var through []string // rank > 0: written through, answered once upstream has them
+	dirty := false
+	for _, b := range blobs {
+		digest, err := fluxcontent.Sum(s.cfg.Hash, b)
+		if err != nil {
+			r.RespondError(err)
+			return
+		}
+		k := string(digest)
+		// a copy: the cache must not keep the whole request alive
+		if s.cache.store(k, bytes.Clone(b)) {
+			dirty = true
+			if s.rank > 0 {
+				through = append(through, k)
+			}
+		}
+		out = append(out, digest...)
+	}
+	switch {
+	case len(through) > 0:
+		pending := 1 // until every waiter is in place
+		var failed error
+		done := func(err error) {
+			if err != nil && failed == nil {
+				failed = err
+			}
+			if pending--; pending > 0 {
+				return
+			}
+			if failed != nil {
+				r.RespondError(failed)
+				return
+			}
+			r.RespondRaw(out)
+		}
+		for _, k := range through {
+			pending++
+			if !s.cache.waitStored(k, done) {
+				pending--
+			}
+		}
+		done(nil)
+	case dirty && (len(s.held) > 0 || s.overDirtyLimit()):
+		s.held = append(s.held, func() { r.RespondRaw(out) })
+		s.heldTotal++
+	default:
+		r.RespondRaw(out)
+	}
+	s.pump()
+}
+
+// pump starts as many upstream stores as the in-flight limit allows,
+// sending the queued blobs in store-batch requests (one content.store
+// each when upstream does not know those).
+func (s *service) pump() {
 	flags := fluxcontent.Upstream
 	if s.rank == 0 {
 		flags = fluxcontent.BypassCache
 	}
-	for e := s.cache.next(); e != nil; e = s.cache.next() {
-		k := e.key
-		f, err := fluxcontent.SendStore(s.h, e.data, flags)
-		if err != nil {
-			s.storeDone(k, err)
+	for {
+		if s.rank == 0 && (!s.backing || s.flushErr != nil) {
+			return
+		}
+		if s.noBatch {
+			e := s.cache.next()
+			if e == nil {
+				return
+			}
+			s.storeOne(e, flags)
 			continue
 		}
-		f.Then(func(m *flux.Message, err error) {
-			digest, err := fluxcontent.StoreResult(m, err)
-			if err == nil && !bytes.Equal(digest, []byte(k)) {
-				err = fmt.Errorf("content.store: %s: upstream answered digest %x: %w",
-					s.blobref(k), digest, syscall.EIO)
+		var b fluxcontent.Batch
+		var keys []string
+		for !b.Full() {
+			e := s.cache.next()
+			if e == nil {
+				break
 			}
-			s.storeDone(k, err)
+			b.Add(e.data)
+			keys = append(keys, e.key)
+		}
+		if len(keys) == 0 {
+			return
+		}
+		f, err := b.Send(s.h, flags)
+		if err != nil {
+			for _, k := range keys {
+				s.storeDone(k, err)
+			}
+			return
+		}
+		f.Then(func(m *flux.Message, err error) {
+			if errors.Is(err, syscall.ENOSYS) {
+				if !s.noBatch {
+					s.log.Info("upstream store does not take store-batch requests: storing blobs one by one")
+					s.noBatch = true
+				}
+				s.cache.requeue(keys)
+				s.pump()
+				return
+			}
+			digests, err := fluxcontent.BatchResult(m, err, len(keys))
+			for i, k := range keys {
+				err := err
+				if err == nil && !bytes.Equal(digests[i], []byte(k)) {
+					err = fmt.Errorf("content.store-batch: %s: upstream answered digest %x: %w",
+						s.blobref(k), digests[i], syscall.EIO)
+				}
+				s.storeDone(k, err)
+			}
 			s.releaseHeld()
 			s.pump()
 		})
 	}
+}
+
+// storeOne stores one queued blob upstream with content.store.
+func (s *service) storeOne(e *entry, flags fluxcontent.Flags) {
+	k := e.key
+	f, err := fluxcontent.SendStore(s.h, e.data, flags)
+	if err != nil {
+		s.storeDone(k, err)
+		return
+	}
+	f.Then(func(m *flux.Message, err error) {
+		digest, err := fluxcontent.StoreResult(m, err)
+		if err == nil && !bytes.Equal(digest, []byte(k)) {
+			err = fmt.Errorf("content.store: %s: upstream answered digest %x: %w",
+				s.blobref(k), digest, syscall.EIO)
+		}
+		s.storeDone(k, err)
+		s.releaseHeld()
+		s.pump()
+	})
 }
 
 // storeDone records the outcome of one upstream store.
@@ -290,6 +415,7 @@ func (s *service) registerBacking(r *flux.Request) {
 	s.backingName = req.Name
 	s.backing = true
 	s.flushErr = nil
+	s.noBatch = false // a store that did not know store-batch may have been replaced
 	s.log.Debug("backing store enabled: " + req.Name)
 	r.Respond(nil)
 	s.flushCheckpoints()

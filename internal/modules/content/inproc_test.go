@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -403,6 +404,9 @@ func logLevel() int {
 // stores while more than dirty-limit bytes wait for the backing store,
 // and answers them once the backing store has taken the backlog down.
 // The backing store is the test's: it keeps every store until released.
+// It knows content-backing.store only, so rank 0 also falls back from
+// store-batch requests (refused with ENOSYS) to one store per blob,
+// without failing or losing any.
 func TestInProcessDirtyLimit(t *testing.T) {
 	inst := start(t, instOpts{size: 1, noSQLite: true, args: []string{"dirty-limit=1000"}})
 	ctx := ctxT(t)
@@ -481,5 +485,82 @@ func TestInProcessDirtyLimit(t *testing.T) {
 	}
 	if err := fluxcontent.Flush(ctx, h); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestInProcessStoreBatch stores blobs with content.store-batch on a leaf
+// rank: the answer carries every digest in order once the blobs are
+// written through to rank 0, the batches rank 0 writes back reach the
+// backing store, and every blob loads back anywhere. Malformed batches
+// and blobs over the size limit are refused, naming the blob.
+func TestInProcessStoreBatch(t *testing.T) {
+	inst := start(t, instOpts{size: 4, statedir: t.TempDir(), args: []string{"blob-size-limit=100000"}})
+	h0, h3 := inst.handle(0), inst.handle(3)
+	ctx := ctxT(t)
+
+	const n = 2500 // more than one batch of a sender's limit
+	var ds [][]byte
+	var b fluxcontent.Batch
+	send := func() {
+		f, err := b.Send(h3, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := f.Get(ctx)
+		got, err := fluxcontent.BatchResult(m, err, b.Len())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds = append(ds, got...)
+		b = fluxcontent.Batch{}
+	}
+	for i := 0; i < n; i++ {
+		b.Add(blob(i))
+		if b.Full() {
+			send()
+		}
+	}
+	send()
+	for i, d := range ds {
+		if want, _ := fluxcontent.Sum("sha1", blob(i)); !bytes.Equal(d, want) {
+			t.Fatalf("digest %d: %x, want %x", i, d, want)
+		}
+	}
+	// written through: rank 1, between 3 and 0, has them all
+	loadAll(t, inst.handle(1), ds, 0)
+	if err := fluxcontent.Flush(ctx, h0); err != nil {
+		t.Fatal(err)
+	}
+	var ss sqliteStats
+	if err := h0.Call(ctx, "content-sqlite.stats-get", 0, nil, &ss); err != nil {
+		t.Fatal(err)
+	}
+	if ss.ObjectCount != n {
+		t.Fatalf("backing store holds %d objects, want %d", ss.ObjectCount, n)
+	}
+	loadAll(t, h3, ds, fluxcontent.BypassCache)
+
+	refused := func(payload []byte, errno syscall.Errno, msg string) {
+		t.Helper()
+		f, err := h3.RPCRaw("content.store-batch", flux.NodeidAny, payload, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := f.Get(ctx)
+		if _, err := fluxcontent.BatchResult(m, err, 2); !errors.Is(err, errno) || !strings.Contains(err.Error(), msg) {
+			t.Fatalf("got %v, want %v mentioning %q", err, errno, msg)
+		}
+	}
+	refused([]byte{0, 0, 0, 9, 'x'}, syscall.EPROTO, "blob 0 claims 9 bytes")
+	var big fluxcontent.Batch
+	big.Add([]byte("fine"))
+	big.Add(make([]byte, 100001))
+	f, err := big.Send(h3, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := f.Get(ctx)
+	if _, err := fluxcontent.BatchResult(m, err, 2); !errors.Is(err, syscall.EFBIG) || !strings.Contains(err.Error(), "blob 1 of 100001 bytes") {
+		t.Fatalf("oversized blob: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package contentsqlite
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	fluxcontent "github.com/fluxgo/fluxgo/pkg/flux/content"
 )
 
 // handleLoad answers content-backing.load: raw digest in, raw blob out.
@@ -40,6 +42,44 @@ func (s *service) handleStore(r *flux.Request) {
 		s.store.push(time.Since(o.start))
 		r.RespondRaw(o.out)
 	}})
+}
+
+// handleStoreBatch answers content-backing.store-batch: the digests of
+// the blobs, in order, once the transactions holding them have
+// committed (pkg/flux/content/batch.go).
+func (s *service) handleStoreBatch(r *flux.Request) {
+	blobs, err := fluxcontent.SplitBatch(r.Msg.Payload)
+	if err != nil {
+		r.RespondError(err)
+		return
+	}
+	if len(blobs) == 0 {
+		r.RespondRaw(nil)
+		return
+	}
+	digests := make([][]byte, len(blobs))
+	pending := len(blobs)
+	var failed error
+	ops := make([]*op, len(blobs))
+	for i, b := range blobs {
+		ops[i] = &op{kind: opStore, data: b, done: func(o *op) {
+			if o.err != nil && failed == nil {
+				failed = o.err
+				s.log.Error("store: " + o.err.Error())
+			}
+			digests[i] = o.out
+			s.store.push(time.Since(o.start))
+			if pending--; pending > 0 {
+				return
+			}
+			if failed != nil {
+				r.RespondError(failed)
+				return
+			}
+			r.RespondRaw(bytes.Join(digests, nil))
+		}}
+	}
+	s.w.enqueue(ops...)
 }
 
 // handleCheckpointGet answers content-backing.checkpoint-get:

@@ -8,6 +8,7 @@
 //
 //	content-backing.load            raw digest → raw blob, or ENOENT
 //	content-backing.store           raw blob → raw digest
+//	content-backing.store-batch     many blobs → their digests (pkg/flux/content/batch.go)
 //	content-backing.checkpoint-get  {"key":K} → {"value":V}, or ENOENT
 //	content-backing.checkpoint-put  {"key":K,"value":V} → (no payload)
 //	content-sqlite.stats-get        → {"object_count":N, ...}
@@ -168,6 +169,7 @@ func (Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 
 	h.HandleFunc(BackingService+".load", s.owner(s.handleLoad))
 	h.HandleFunc(BackingService+".store", s.owner(s.handleStore))
+	h.HandleFunc(BackingService+".store-batch", s.owner(s.handleStoreBatch))
 	h.HandleFunc(BackingService+".checkpoint-get", s.owner(s.handleCheckpointGet))
 	h.HandleFunc(BackingService+".checkpoint-put", s.owner(s.handleCheckpointPut))
 	h.HandleFunc(BackingService+".disconnect", func(*flux.Request) {})

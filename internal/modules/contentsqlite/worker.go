@@ -69,18 +69,24 @@ func startWorker(st *Store, post func(func())) *worker {
 	return w
 }
 
-// enqueue adds o to the queue; o.done will run on the Serve goroutine.
-// After stop, o fails at once.
-func (w *worker) enqueue(o *op) {
-	o.start = time.Now()
+// enqueue adds ops to the queue, in order; their done functions will run
+// on the Serve goroutine.
+// After stop, they fail at once.
+func (w *worker) enqueue(ops ...*op) {
+	now := time.Now()
+	for _, o := range ops {
+		o.start = now
+	}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
-		o.err = errClosed
-		o.done(o)
+		for _, o := range ops {
+			o.err = errClosed
+			o.done(o)
+		}
 		return
 	}
-	w.queue = append(w.queue, o)
+	w.queue = append(w.queue, ops...)
 	w.mu.Unlock()
 	select {
 	case w.wake <- struct{}{}:

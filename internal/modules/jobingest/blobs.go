@@ -1,6 +1,9 @@
 package jobingest
 
 import (
+	"fmt"
+	"syscall"
+
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
 )
@@ -21,7 +24,7 @@ const storedRefsMax = 4096
 type jobRefs struct{ J, jobspec string }
 
 // storeBlobs hashes the J and jobspec of every job of batch, stores the
-// blobs the content store may not have yet (all at once, pipelined) and
+// blobs the content store may not have yet (all at once) and
 // calls done with each job's refs once every store is answered, or with
 // the first error.
 func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
@@ -59,13 +62,16 @@ func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
 	}
 	left := len(toStore)
 	var first error
-	finish := func(ref string, err error) {
-		if err == nil {
-			in.stored.put(ref, struct{}{})
-		} else if first == nil {
+	finish := func(stored []string, err error) {
+		for _, ref := range stored {
+			if err == nil {
+				in.stored.put(ref, struct{}{})
+			}
+		}
+		if err != nil && first == nil {
 			first = err
 		}
-		if left--; left == 0 {
+		if left -= len(stored); left == 0 {
 			if first != nil {
 				done(nil, first)
 			} else {
@@ -73,15 +79,39 @@ func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
 			}
 		}
 	}
-	for _, b := range toStore {
-		ref := b.ref
-		f, err := content.SendStore(in.h, b.data, 0)
+	// store-batch requests (pkg/flux/content/batch.go), not one per blob
+	var req content.Batch
+	var group []string
+	send := func() {
+		if len(group) == 0 {
+			return
+		}
+		these, payload := group, req
+		req, group = content.Batch{}, nil
+		f, err := payload.Send(in.h, 0)
 		if err != nil {
-			in.h.Post(func() { finish(ref, err) })
-			continue
+			in.h.Post(func() { finish(these, err) })
+			return
 		}
 		f.Then(func(m *flux.Message, err error) {
-			finish(ref, content.CheckStored(m, err, in.hashName, ref))
+			digests, err := content.BatchResult(m, err, len(these))
+			for i, ref := range these {
+				if err != nil {
+					break
+				}
+				if got, _ := content.Format(in.hashName, digests[i]); got != ref {
+					err = fmt.Errorf("content store of %s returned digest %s: %w", ref, got, syscall.EPROTO)
+				}
+			}
+			finish(these, err)
 		})
 	}
+	for _, b := range toStore {
+		req.Add(b.data)
+		group = append(group, b.ref)
+		if req.Full() {
+			send()
+		}
+	}
+	send()
 }

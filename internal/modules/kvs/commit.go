@@ -292,15 +292,62 @@ func (k *kvs) drainPipeline(ns *namespace) {
 	k.kick(ns)
 }
 
-// storeBlobs sends every new blob of a batch to the content service at
-// once (pipelined, not one round trip each) and drains the pipeline when
-// all are answered. The cache holds the blobs meanwhile, so the next
-// batches and lookups of the new root need no load.
+// storeBlobs sends every new blob of a batch to the content service in
+// store-batch requests (pkg/flux/content/batch.go: one request for up to
+// a thousand blobs, not one each) and drains the pipeline when all are
+// answered. The cache holds the blobs meanwhile, so the next batches and
+// lookups of the new root need no load.
 func (k *kvs) storeBlobs(ns *namespace, b *inflight) {
 	b.pending = len(b.blobs)
 	if b.pending == 0 {
 		k.h.Post(func() { k.drainPipeline(ns) })
 		return
+	}
+	type sent struct {
+		e    *entry
+		ref  string
+		data bool
+	}
+	finish := func(n int, err error) {
+		if err != nil && b.err == nil {
+			b.err = err
+		}
+		if b.pending -= n; b.pending == 0 && !b.released {
+			k.drainPipeline(ns)
+		}
+	}
+	var req content.Batch
+	var group []sent
+	send := func() {
+		if len(group) == 0 {
+			return
+		}
+		these, payload := group, req
+		req, group = content.Batch{}, nil
+		f, err := payload.Send(k.h, 0)
+		if err != nil {
+			k.h.Post(func() { finish(len(these), err) })
+			return
+		}
+		f.Then(func(m *flux.Message, err error) {
+			digests, err := content.BatchResult(m, err, len(these))
+			for i, g := range these {
+				if err != nil {
+					break
+				}
+				if ref, _ := content.Format(k.hashName, digests[i]); ref != g.ref {
+					err = fmt.Errorf("content store of %s returned digest %s: %w", g.ref, ref, syscall.EPROTO)
+					break
+				}
+				g.e.stored = true
+				if g.data {
+					// Value blobs (appended data above all) are rarely
+					// read back at rank 0; the content cache keeps them.
+					g.e.superseded = k.cache.now
+				}
+			}
+			finish(len(these), err)
+		})
 	}
 	for _, bl := range b.blobs {
 		var e *entry
@@ -309,32 +356,13 @@ func (k *kvs) storeBlobs(ns *namespace, b *inflight) {
 		} else {
 			e = k.cache.putData(bl.ref, bl.data)
 		}
-		ref := bl.ref
-		isData := bl.dir == nil
-		finish := func(err error) {
-			if err == nil {
-				e.stored = true
-				if isData {
-					// Value blobs (appended data above all) are rarely
-					// read back at rank 0; the content cache keeps them.
-					e.superseded = k.cache.now
-				}
-			} else if b.err == nil {
-				b.err = err
-			}
-			if b.pending--; b.pending == 0 && !b.released {
-				k.drainPipeline(ns)
-			}
+		req.Add(bl.data)
+		group = append(group, sent{e: e, ref: bl.ref, data: bl.dir == nil})
+		if req.Full() {
+			send()
 		}
-		f, err := k.h.RPCRaw("content.store", flux.NodeidAny, bl.data, 0)
-		if err != nil {
-			k.h.Post(func() { finish(err) })
-			continue
-		}
-		f.Then(func(m *flux.Message, err error) {
-			finish(content.CheckStored(m, err, k.hashName, ref))
-		})
 	}
+	send()
 }
 
 // finishBatch makes newref the namespace's root, publishes it and

@@ -20,6 +20,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/modules/kvs"
 	"github.com/fluxgo/fluxgo/internal/modules/kvswatch"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	fluxcontent "github.com/fluxgo/fluxgo/pkg/flux/content"
 )
 
 // Store is the content of the stand-in content service, shared by every
@@ -88,6 +89,28 @@ func (m *contentModule) Run(ctx context.Context, h *flux.Handle, _ []string) err
 		s.Stores++
 		s.mu.Unlock()
 		r.RespondRaw(d[:])
+	})
+	h.HandleFunc("content.store-batch", func(r *flux.Request) {
+		if s.FailStores.Load() {
+			r.Errorf(syscall.EIO, "content.store-batch: injected failure")
+			return
+		}
+		blobs, err := fluxcontent.SplitBatch(r.Msg.Payload)
+		if err != nil {
+			r.RespondError(err)
+			return
+		}
+		var digests []byte
+		s.mu.Lock()
+		for _, b := range blobs {
+			data := append([]byte(nil), b...)
+			d := sha1.Sum(data)
+			s.blobs[string(d[:])] = data
+			s.Stores++
+			digests = append(digests, d[:]...)
+		}
+		s.mu.Unlock()
+		r.RespondRaw(digests)
 	})
 	h.HandleFunc("content.flush", func(r *flux.Request) {
 		if s.NoBacking {

@@ -1,0 +1,103 @@
+package content
+
+import (
+	"encoding/binary"
+	"fmt"
+	"syscall"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
+)
+
+// Batched stores are a fluxgo extension of RFC 10 for the broker's own
+// modules: the KVS writes every new blob of a commit with one request,
+// and the rank 0 cache writes its dirty blobs back the same way, instead
+// of a request and a response per blob.
+//
+//	content.store-batch, content-backing.store-batch
+//	request:  each blob as its length (4 bytes, big-endian), then its bytes
+//	response: the blobs' raw digests, concatenated in request order
+//
+// The response comes when content.store would have answered for every
+// blob of the batch; one failed blob fails the whole request.
+
+// Limits of one batch a sender builds: a larger set of blobs is sent as
+// several requests.
+const (
+	MaxBatchBlobs = 1024
+	MaxBatchBytes = 4 << 20
+)
+
+// Batch builds a store-batch request payload.
+type Batch struct {
+	payload []byte
+	n       int
+}
+
+// Add appends blob to the batch.
+func (b *Batch) Add(blob []byte) {
+	b.payload = binary.BigEndian.AppendUint32(b.payload, uint32(len(blob)))
+	b.payload = append(b.payload, blob...)
+	b.n++
+}
+
+// Len returns the number of blobs in the batch.
+func (b *Batch) Len() int { return b.n }
+
+// Size returns the payload's size in bytes.
+func (b *Batch) Size() int { return len(b.payload) }
+
+// Full reports whether the batch has reached a sender's limits.
+func (b *Batch) Full() bool { return b.n >= MaxBatchBlobs || len(b.payload) >= MaxBatchBytes }
+
+// Send starts the store of the batch's blobs. Use BatchResult on the
+// response.
+func (b *Batch) Send(h *flux.Handle, flags Flags) (*flux.Future, error) {
+	topic, nodeid := route(flags, "store-batch")
+	return h.RPCRaw(topic, nodeid, b.payload, 0)
+}
+
+// SplitBatch returns the blobs of a store-batch request payload. They
+// share payload's memory.
+func SplitBatch(payload []byte) ([][]byte, error) {
+	var blobs [][]byte
+	for off := 0; off < len(payload); {
+		if len(payload)-off < 4 {
+			return nil, fmt.Errorf("store-batch: %d stray bytes after blob %d: %w", len(payload)-off, len(blobs), syscall.EPROTO)
+		}
+		n := int(binary.BigEndian.Uint32(payload[off:]))
+		off += 4
+		if n > len(payload)-off {
+			return nil, fmt.Errorf("store-batch: blob %d claims %d bytes, %d remain: %w", len(blobs), n, len(payload)-off, syscall.EPROTO)
+		}
+		blobs = append(blobs, payload[off:off+n:off+n])
+		off += n
+	}
+	return blobs, nil
+}
+
+// BatchResult returns the raw digests carried by the response to a batch
+// of n blobs.
+func BatchResult(m *flux.Message, err error, n int) ([][]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	if m == nil || len(m.Payload) == 0 || len(m.Payload)%n != 0 {
+		size := 0
+		if m != nil {
+			size = len(m.Payload)
+		}
+		return nil, fmt.Errorf("content store-batch: response of %d bytes for %d blobs: %w", size, n, syscall.EPROTO)
+	}
+	size := len(m.Payload) / n
+	if _, err := HashOfDigestSize(size); err != nil {
+		return nil, fmt.Errorf("content store-batch: %w", err)
+	}
+	digests := make([][]byte, n)
+	for i := range digests {
+		digests[i] = m.Payload[i*size : (i+1)*size : (i+1)*size]
+	}
+	return digests, nil
+}

@@ -1,0 +1,60 @@
+package content
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
+)
+
+func TestBatchCodec(t *testing.T) {
+	blobs := [][]byte{[]byte("one"), nil, bytes.Repeat([]byte("x"), 70000), []byte("four")}
+	var b Batch
+	for _, blob := range blobs {
+		b.Add(blob)
+	}
+	if b.Len() != 4 || b.Size() != 16+3+70000+4 {
+		t.Fatalf("len %d size %d", b.Len(), b.Size())
+	}
+	got, err := SplitBatch(b.payload)
+	if err != nil || len(got) != len(blobs) {
+		t.Fatalf("split: %d blobs, %v", len(got), err)
+	}
+	for i := range blobs {
+		if !bytes.Equal(got[i], blobs[i]) {
+			t.Fatalf("blob %d differs", i)
+		}
+	}
+	for _, tc := range []struct {
+		payload []byte
+		msg     string
+	}{
+		{[]byte{0, 0, 0, 1, 'a', 0, 0}, "2 stray bytes after blob 1"},
+		{[]byte{0, 0, 0, 5, 'a'}, "blob 0 claims 5 bytes, 1 remain"},
+	} {
+		if _, err := SplitBatch(tc.payload); !errors.Is(err, syscall.EPROTO) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%v: got %v, want %q", tc.payload, err, tc.msg)
+		}
+	}
+}
+
+func TestBatchResult(t *testing.T) {
+	d1, _ := Sum("sha1", []byte("a"))
+	d2, _ := Sum("sha1", []byte("b"))
+	got, err := BatchResult(&flux.Message{Payload: append(append([]byte(nil), d1...), d2...)}, nil, 2)
+	if err != nil || !bytes.Equal(got[0], d1) || !bytes.Equal(got[1], d2) {
+		t.Fatalf("%x %v", got, err)
+	}
+	if _, err := BatchResult(&flux.Message{Payload: d1}, nil, 2); !errors.Is(err, syscall.EPROTO) {
+		t.Fatalf("short response: %v", err)
+	}
+	if _, err := BatchResult(&flux.Message{Payload: make([]byte, 14)}, nil, 2); !errors.Is(err, syscall.EPROTO) {
+		t.Fatalf("digests of no known size: %v", err)
+	}
+	if _, err := BatchResult(nil, syscall.EIO, 2); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("error response: %v", err)
+	}
+}
