@@ -236,18 +236,25 @@ func (s *service) pump() {
 			s.storeOne(e, flags)
 			continue
 		}
-		var b fluxcontent.Batch
-		var keys []string
-		for !b.Full() {
+		var entries []*entry
+		size := 0
+		for len(entries) < fluxcontent.MaxBatchBlobs && size < fluxcontent.MaxBatchBytes {
 			e := s.cache.next()
 			if e == nil {
 				break
 			}
-			b.Add(e.data)
-			keys = append(keys, e.key)
+			entries = append(entries, e)
+			size += fluxcontent.Cost(e.data)
 		}
-		if len(keys) == 0 {
+		if len(entries) == 0 {
 			return
+		}
+		var b fluxcontent.Batch
+		b.Grow(size)
+		keys := make([]string, len(entries))
+		for i, e := range entries {
+			b.Add(e.data)
+			keys[i] = e.key
 		}
 		f, err := b.Send(s.h, flags)
 		if err != nil {

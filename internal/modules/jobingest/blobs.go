@@ -60,7 +60,7 @@ func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
 		done(refs, nil)
 		return
 	}
-	left := len(toStore)
+	unanswered := len(toStore)
 	var first error
 	finish := func(stored []string, err error) {
 		for _, ref := range stored {
@@ -71,7 +71,7 @@ func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
 		if err != nil && first == nil {
 			first = err
 		}
-		if left -= len(stored); left == 0 {
+		if unanswered -= len(stored); unanswered == 0 {
 			if first != nil {
 				done(nil, first)
 			} else {
@@ -82,12 +82,18 @@ func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
 	// store-batch requests (pkg/flux/content/batch.go), not one per blob
 	var req content.Batch
 	var group []string
+	left := 0 // bytes of the blobs not yet in a request
+	for _, b := range toStore {
+		left += content.Cost(b.data)
+	}
+	req.Grow(min(left, content.MaxBatchBytes))
 	send := func() {
 		if len(group) == 0 {
 			return
 		}
 		these, payload := group, req
 		req, group = content.Batch{}, nil
+		req.Grow(min(left, content.MaxBatchBytes))
 		f, err := payload.Send(in.h, 0)
 		if err != nil {
 			in.h.Post(func() { finish(these, err) })
@@ -108,6 +114,7 @@ func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
 	}
 	for _, b := range toStore {
 		req.Add(b.data)
+		left -= content.Cost(b.data)
 		group = append(group, b.ref)
 		if req.Full() {
 			send()

@@ -318,12 +318,18 @@ func (k *kvs) storeBlobs(ns *namespace, b *inflight) {
 	}
 	var req content.Batch
 	var group []sent
+	left := 0 // bytes of the blobs not yet in a request
+	for _, bl := range b.blobs {
+		left += content.Cost(bl.data)
+	}
+	req.Grow(min(left, content.MaxBatchBytes))
 	send := func() {
 		if len(group) == 0 {
 			return
 		}
 		these, payload := group, req
 		req, group = content.Batch{}, nil
+		req.Grow(min(left, content.MaxBatchBytes))
 		f, err := payload.Send(k.h, 0)
 		if err != nil {
 			k.h.Post(func() { finish(len(these), err) })
@@ -357,6 +363,7 @@ func (k *kvs) storeBlobs(ns *namespace, b *inflight) {
 			e = k.cache.putData(bl.ref, bl.data)
 		}
 		req.Add(bl.data)
+		left -= content.Cost(bl.data)
 		group = append(group, sent{e: e, ref: bl.ref, data: bl.dir == nil})
 		if req.Full() {
 			send()

@@ -3,6 +3,7 @@ package content
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -39,6 +40,13 @@ func (b *Batch) Add(blob []byte) {
 	b.payload = append(b.payload, blob...)
 	b.n++
 }
+
+// Grow makes room for n more bytes of blobs, so that adding them copies
+// each blob once.
+func (b *Batch) Grow(n int) { b.payload = slices.Grow(b.payload, n) }
+
+// Cost returns what adding blob to a batch adds to its size.
+func Cost(blob []byte) int { return 4 + len(blob) }
 
 // Len returns the number of blobs in the batch.
 func (b *Batch) Len() int { return b.n }
