@@ -25,12 +25,15 @@ func newUpdateCmd() *cobra.Command {
 	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "update [--dry-run] JOBID KEY=VALUE...",
-		Short: "Update attributes of a pending job",
-		Long: `Change attributes of a pending job after submission. KEY is a jobspec key
+		Short: "Update attributes of a pending or running job",
+		Long: `Change attributes of an active job after submission. KEY is a jobspec key
 (attributes.system.duration, ...) or one of the short names duration, name,
 queue, urgency. duration takes an FSD, or +FSD / -FSD to adjust the current
-value. Users may change their own jobs within configured limits; the
-instance owner may change anything.`,
+value. Users may change their own pending jobs within configured limits;
+the instance owner may change anything, after which the job's owner may no
+longer change it. Of a running job, only the name and (by the instance
+owner) the duration can change: the new time limit counts from the job's
+start.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := jobid.Parse(args[0])

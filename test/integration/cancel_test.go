@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
@@ -242,8 +244,40 @@ func TestUpdate(t *testing.T) {
 	if r := e.result(id); r != "COMPLETED" {
 		t.Fatalf("updated job: %s", r)
 	}
-	// only pending jobs may be updated
+	// inactive jobs may not be updated
 	e.fail("", "update", id.String(), "duration=1m")
+	if got := e.field(id, "{name}"); got != "true" {
+		t.Errorf("name of the job: %q", got)
+	}
+
+	// the name of a pending job; a running job's name and, for the
+	// instance owner, its duration (the time limit counts from the start)
+	run := e.submit("-t", "2s", testDuration("1h"), "true")
+	e.must("update", run.String(), "name=renamed")
+	if got := e.field(run, "{name}"); got != "renamed" {
+		t.Errorf("name after update: %q", got)
+	}
+	e.waitEvent(run, "start")
+	e.must("update", run.String(), "name=running", "duration=1h")
+	ev, ok = find(e.events(run), "resource-update")
+	if !ok {
+		t.Fatalf("no resource-update event: %v", e.eventNames(run))
+	}
+	start, _ := strconv.ParseFloat(e.field(run, "{t_run}"), 64)
+	if exp, _ := ctxOf(t, ev)["expiration"].(float64); exp < start+3599 || exp > start+3601 {
+		t.Errorf("resource-update %s: want the start (%f) + 1h", ev.Context, start)
+	}
+	if got := e.field(run, "{name} {duration}"); got != "running 3600.0" {
+		t.Errorf("running job after update: %q", got)
+	}
+	time.Sleep(2500 * time.Millisecond) // past the first limit
+	if got := e.field(run, "{state}"); got != "RUN" {
+		t.Fatalf("job with its time limit extended: %s", got)
+	}
+	e.fail("before the update", "update", run.String(), "duration=1s")
+	e.fail("only its name and duration", "update", run.String(), "queue=other")
+	e.must("cancel", run.String())
+	e.waitEvent(run, "clean")
 }
 
 func TestPerilog(t *testing.T) {

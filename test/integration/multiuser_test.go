@@ -137,6 +137,8 @@ func TestGuest(t *testing.T) {
 	if d := e.field(theirs, "{duration}"); d != "7200.0" {
 		t.Errorf("guest job duration after the owner's update: %s", d)
 	}
+	// past the limit by the owner's will: the guest may change it no more
+	refused("immutable", "update", theirs.String(), "name=mine-again")
 
 	guest("job", "urgency", theirs.String(), "default")
 	if r := e.result(theirs); r != "COMPLETED" {
@@ -150,6 +152,14 @@ func TestGuest(t *testing.T) {
 		t.Errorf("owner flux jobs -A -a: %q", got)
 	}
 	e.must("cancel", mine.String())
+
+	// a guest's running job: its name may change, not its time limit
+	running := jobid.MustParse(guest("submit", "-t", "10m", testDuration("1h"), "true"))
+	e.waitEvent(running, "start")
+	guest("update", running.String(), "name=still-mine")
+	refused("instance owner", "update", running.String(), "duration=20m")
+	guest("cancel", running.String())
+	e.waitEvent(running, "clean")
 }
 
 // TestJobtap covers flux jobtap list/load/remove/query (flux-jobtap(1)).

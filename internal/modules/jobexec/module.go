@@ -54,8 +54,12 @@ type execJob struct {
 	released bool
 	killed   bool
 	timers   []*time.Timer
-	aux      any // implementation data
-	info     jobspecInfo
+	// expiry: the timers of the time limit (the --signal warning and the
+	// timeout), rearmed when the expiration changes
+	expiry []*time.Timer
+	expGen int // which setExpiration armed the expiry timers
+	aux    any // implementation data
+	info   jobspecInfo
 }
 
 type executor struct {
@@ -87,6 +91,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	h.HandleFunc("job-exec.start", x.handleStart)
 	h.HandleFunc("job-exec.kill", x.handleKill)
 	h.HandleFunc("job-exec.list", x.handleList)
+	h.HandleFunc("job-exec.expiration", x.handleExpiration)
 	h.HandleFunc("job-exec.critical-ranks", x.handleCriticalRanks)
 	h.HandleFunc("job-exec.disconnect", func(*flux.Request) {})
 	go func() {
@@ -148,32 +153,72 @@ func (x *executor) handleStart(r *flux.Request) {
 // armExpiration raises a timeout exception when the allocation expires,
 // then terminates the job.
 func (x *executor) armExpiration(j *execJob) {
-	expiration := readExpiration(j.R)
+	j.setExpiration(readExpiration(j.R))
+}
+
+// setExpiration (re)arms the job's time limit for expiration (seconds
+// since the epoch; 0: none): the --signal=SIG@TIME warning TIME before
+// it, and the timeout at it.
+func (j *execJob) setExpiration(expiration float64) {
+	for _, t := range j.expiry {
+		t.Stop()
+	}
+	j.expiry = nil
+	j.expGen++
+	gen := j.expGen // a timer that fired before the change does nothing
 	if expiration <= 0 {
 		return
 	}
 	end := time.Unix(0, int64(expiration*1e9))
-	d := time.Until(end)
 	// --signal=SIG@TIME: warn the job TIME before the end
 	if s := j.info.signal; s != nil && s.Signum > 0 {
 		at := time.Until(end.Add(-time.Duration(s.Timeleft * float64(time.Second))))
-		if at < 0 {
-			at = 0
-		}
 		sig := syscall.Signal(s.Signum)
-		j.after(at, func() {
-			if !j.finished {
+		j.expiry = append(j.expiry, j.after(max(at, 0), func() {
+			if !j.finished && gen == j.expGen {
 				j.impl.signal(j, sig)
 			}
-		})
+		}))
 	}
-	j.after(d, func() {
-		if j.finished {
+	j.expiry = append(j.expiry, j.after(time.Until(end), func() {
+		if j.finished || gen != j.expGen {
 			return
 		}
 		j.exception("timeout", 0, "resource allocation expired")
 		j.kill(syscall.SIGTERM)
-	})
+	}))
+}
+
+// handleExpiration answers job-exec.expiration {id, expiration}: the job
+// manager moved a running job's time limit (flux update of its
+// duration); 0 removes it.
+func (x *executor) handleExpiration(r *flux.Request) {
+	var req struct {
+		ID         jobid.ID `json:"id"`
+		Expiration float64  `json:"expiration"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "job-exec.expiration is for the job manager only")
+		return
+	}
+	j, ok := x.jobs[req.ID]
+	if !ok || j.finished {
+		r.Errorf(syscall.ENOENT, "job %s is not running", req.ID.String())
+		return
+	}
+	if req.Expiration < 0 {
+		r.Errorf(syscall.EINVAL, "expiration %g: must be a time after the epoch, or 0 for none", req.Expiration)
+		return
+	}
+	if j.killed {
+		r.Errorf(syscall.EINVAL, "job %s is being terminated", req.ID.String())
+		return
+	}
+	j.setExpiration(req.Expiration)
+	r.Respond(nil)
 }
 
 func (x *executor) handleKill(r *flux.Request) {
@@ -216,9 +261,10 @@ func (x *executor) handleList(r *flux.Request) {
 
 // after runs fn on the module goroutine after d (cancelled when the job
 // is done).
-func (j *execJob) after(d time.Duration, fn func()) {
+func (j *execJob) after(d time.Duration, fn func()) *time.Timer {
 	t := time.AfterFunc(d, func() { j.x.h.Post(fn) })
 	j.timers = append(j.timers, t)
+	return t
 }
 
 // kill terminates the job: sig now, SIGKILL after the kill timeout.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/fsd"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 )
@@ -229,8 +230,14 @@ func (m *manager) handleUpdate(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "no updates given")
 		return
 	}
-	if j.State&jobtap.StatePending == 0 {
-		r.Errorf(syscall.EINVAL, "job %s is %s: only pending jobs can be updated", j.ID.String(), j.State)
+	running := j.State == jobtap.StateRun
+	if j.State&jobtap.StatePending == 0 && !running {
+		r.Errorf(syscall.EINVAL, "job %s is %s: only pending and running jobs can be updated", j.ID.String(), j.State)
+		return
+	}
+	guest := r.Userid() == j.Userid && !r.IsOwner()
+	if guest && j.flagSet["immutable"] {
+		r.Errorf(syscall.EPERM, "job is immutable due to previous instance owner update")
 		return
 	}
 	applied := make(map[string]any, len(req.Updates))
@@ -241,9 +248,20 @@ func (m *manager) handleUpdate(r *flux.Request) {
 		}
 		var v any
 		var err error
-		if key == queueKey {
+		switch {
+		case key == nameKey:
+			if name, ok := val.(string); !ok || name == "" {
+				err = fmt.Errorf("the job name must be a non-empty string: %w", syscall.EINVAL)
+			} else {
+				v = name
+			}
+		case running && key != durationKey:
+			err = fmt.Errorf("job %s is running: only its name and duration can be updated: %w", j.ID.String(), syscall.EINVAL)
+		case running && !r.IsOwner():
+			err = fmt.Errorf("only the instance owner may change the duration of a running job: %w", syscall.EPERM)
+		case key == queueKey:
 			v, err = m.queues.update(j, val, r.IsOwner())
-		} else {
+		default:
 			v, err = m.plugins.update(j, key, val, r.IsOwner())
 		}
 		if err != nil {
@@ -267,9 +285,22 @@ func (m *manager) handleUpdate(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "updated jobspec is invalid: %v", err)
 		return
 	}
-	if _, ok := applied[queueKey]; !ok {
+	// the instance owner changing a guest's job: the guest may not
+	// change it any more (what the owner allowed may be beyond limits)
+	ownerUpdate := r.IsOwner() && r.Userid() != j.Userid
+	done := func() {
 		m.applyUpdate(j, raw, spec, applied)
+		if ownerUpdate && !j.flagSet["immutable"] {
+			m.post(j, "set-flags", map[string]any{"flags": []any{"immutable"}})
+		}
 		r.Respond(nil)
+	}
+	if d, ok := applied[durationKey].(float64); ok && running {
+		m.updateExpiration(r, j, d, done)
+		return
+	}
+	if _, ok := applied[queueKey]; !ok {
+		done()
 		return
 	}
 	// another queue may run on other nodes: the scheduler must be able
@@ -287,12 +318,84 @@ func (m *manager) handleUpdate(r *flux.Request) {
 			return
 		}
 		if j.State&jobtap.StatePending == 0 {
-			r.Errorf(syscall.EINVAL, "job %s is %s: only pending jobs can be updated", j.ID.String(), j.State)
+			r.Errorf(syscall.EINVAL, "job %s is %s: only pending jobs can change queue", j.ID.String(), j.State)
 			return
 		}
-		m.applyUpdate(j, raw, spec, applied)
+		done()
 		m.queues.moved(j)
-		r.Respond(nil)
+	})
+}
+
+// Keys of flux update the job manager handles itself (queueKey too).
+const (
+	nameKey     = "attributes.system.job.name"
+	durationKey = "attributes.system.duration"
+)
+
+// rStartTime returns R's execution.starttime (0 if none).
+func rStartTime(R json.RawMessage) float64 {
+	var r struct {
+		Execution struct {
+			Starttime float64 `json:"starttime"`
+		} `json:"execution"`
+	}
+	if json.Unmarshal(R, &r) != nil {
+		return 0
+	}
+	return r.Execution.Starttime
+}
+
+// updateExpiration moves the time limit of running job j to its start
+// plus duration (0: none): the scheduler, then job-exec, then done
+// records the update and the job's resource-update event.
+func (m *manager) updateExpiration(r *flux.Request, j *job, duration float64, done func()) {
+	start := rStartTime(j.R)
+	if start <= 0 {
+		r.Errorf(syscall.EINVAL, "update %s: job %s's resources carry no start time", durationKey, j.ID.String())
+		return
+	}
+	expiration := 0.0
+	if duration > 0 {
+		expiration = start + duration
+		if now := m.now(); expiration <= now {
+			r.Errorf(syscall.EINVAL, "update %s: a duration of %s would end job %s %s ago, before the update",
+				durationKey, fsd.Format(duration), j.ID.String(), fsd.Format(now-expiration))
+			return
+		}
+	}
+	req := map[string]any{"id": j.ID, "expiration": expiration}
+	fail := func(who string, err error) {
+		r.RespondError(fmt.Errorf("update %s: %s: %w", durationKey, who, err))
+	}
+	f, err := m.h.RPC("sched.expiration", flux.NodeidAny, req, 0)
+	if err != nil {
+		fail("scheduler", err)
+		return
+	}
+	f.Then(func(_ *flux.Message, err error) {
+		f.Close()
+		if err != nil {
+			fail("scheduler", err)
+			return
+		}
+		g, err := m.h.RPC("job-exec.expiration", flux.NodeidAny, req, 0)
+		if err != nil {
+			fail("job-exec", err)
+			return
+		}
+		g.Then(func(_ *flux.Message, err error) {
+			g.Close()
+			if err != nil {
+				fail("job-exec", err)
+				return
+			}
+			if j.State != jobtap.StateRun {
+				r.Errorf(syscall.EINVAL, "job %s is %s: it ended during the update", j.ID.String(), j.State)
+				return
+			}
+			done()
+			m.post(j, "resource-update", map[string]any{"expiration": expiration})
+		})
 	})
 }
 
