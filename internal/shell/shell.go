@@ -87,6 +87,8 @@ func (c *Config) Env(rank, local int) []string {
 		env = map[string]string{}
 	}
 	set := func(k, v string) { env[k] = v }
+	// a KVS namespace of the submitter's does not follow the job
+	delete(env, "FLUX_KVS_NAMESPACE")
 	set("FLUX_JOB_ID", c.JobID.String())
 	set("FLUX_JOB_SIZE", strconv.Itoa(c.Plan.NTasks))
 	set("FLUX_JOB_NNODES", strconv.Itoa(len(c.Plan.Ranks)))

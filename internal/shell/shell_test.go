@@ -130,3 +130,32 @@ func TestSignalAndNotFound(t *testing.T) {
 		t.Fatalf("status %d err %q", s2.Status(), errText)
 	}
 }
+
+// TestTaskEnvironment: the job's environment with Flux's variables set
+// over it, and the submitter's KVS namespace dropped.
+func TestTaskEnvironment(t *testing.T) {
+	R := mustR(t, `{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0-1","gpu":"0-1"}}]}}`)
+	js, _ := jobspec.FromCommand([]string{"true"}, jobspec.CommandOptions{NTasks: 2, GPUsPerTask: 1})
+	js.SetEnvironment(map[string]string{"PATH": "/bin", "FLUX_KVS_NAMESPACE": "job-7", "FLUX_TASK_RANK": "9", "KEEP": "me"})
+	p, err := MakePlan(js, R, PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Config{JobID: jobid.ID(1234), Jobspec: js, Plan: p, URI: "local:///x", ExtraEnv: map[string]string{"FLUX_JOB_TMPDIR": "/t"}}
+	env := map[string]string{}
+	for _, kv := range c.Env(1, 1) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	want := map[string]string{"PATH": "/bin", "KEEP": "me", "FLUX_TASK_RANK": "1", "FLUX_TASK_LOCAL_ID": "1",
+		"FLUX_JOB_SIZE": "2", "FLUX_JOB_NNODES": "1", "FLUX_URI": "local:///x", "FLUX_JOB_TMPDIR": "/t",
+		"CUDA_VISIBLE_DEVICES": "0,1"}
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("%s=%q, want %q", k, env[k], v)
+		}
+	}
+	if v, ok := env["FLUX_KVS_NAMESPACE"]; ok {
+		t.Errorf("FLUX_KVS_NAMESPACE=%q: the submitter's namespace reached the task", v)
+	}
+}

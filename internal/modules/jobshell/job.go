@@ -150,7 +150,7 @@ func (j *job) run(cred *syscall.Credential) (err error) {
 		Output: func(o shell.Output) {
 			x.h.Post(func() { j.output(o) })
 		},
-		ExtraEnv: map[string]string{"FLUX_KVS_NAMESPACE": "", "FLUX_JOB_TMPDIR": j.tmpdir},
+		ExtraEnv: map[string]string{"FLUX_JOB_TMPDIR": j.tmpdir},
 		OnDone: func() {
 			x.h.Post(func() { j.tasksDone(j.finished) }) // containment.go, then finished
 		},
