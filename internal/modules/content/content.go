@@ -9,7 +9,8 @@
 // rank as soon as the store returns (RFC 10), and a store of a blob the
 // cache already holds clean is answered at once ("squashed"). Rank 0
 // writes back: it answers as soon as the blob is in its memory and
-// writes it to the backing store in the background, at most
+// writes it to the backing store in the background (after letting new
+// blobs gather for writeBackDelay, unless something waits for them), at most
 // flush-batch-limit stores in flight, all pipelined (nothing waits for a
 // round trip but the requestor). A store that fails at rank 0 is retried
 // after a second; content.flush reports the failure. Write-back memory is
@@ -69,6 +70,18 @@ const Name = "content"
 // the backing store.
 const retryDelay = time.Second
 
+// Rank 0 lets new blobs gather for writeBackDelay before writing them to
+// the backing store, so that one transaction holds many: a job's dozens
+// of blobs come in several KVS commits, and a transaction per commit
+// cost the SQLite store ~3 times as much per blob. Nothing waits
+// longer for it: a flush or checkpoint (which job-ingest waits on before
+// it answers a submitter), the dirty limit or writeBackNow queued blobs
+// start the write-back at once.
+const (
+	writeBackDelay = 20 * time.Millisecond
+	writeBackNow   = 1024
+)
+
 // Module is the content module.
 type Module struct{}
 
@@ -104,8 +117,10 @@ type service struct {
 	// noBatch: the store upstream (rank 0: the backing store) does not
 	// know store-batch requests; blobs go one request each
 	noBatch   bool
-	held      []func() // store answers held back by the dirty limit
-	heldTotal uint64   // stores ever held back (statistics)
+	wbTimer   *time.Timer // the gathering blobs' write-back, when due
+	wbDue     bool        // a write-back is under way: until the queue empties
+	held      []func()    // store answers held back by the dirty limit
+	heldTotal uint64      // stores ever held back (statistics)
 
 	checkpoints map[string]*checkpoint
 }
@@ -213,6 +228,9 @@ func (s *service) stop() {
 	}
 	if s.retryTimer != nil {
 		s.retryTimer.Stop()
+	}
+	if s.wbTimer != nil {
+		s.wbTimer.Stop()
 	}
 	if _, _, dirty := s.cache.counts(); dirty > 0 && s.rank == 0 {
 		s.log.Error(fmt.Sprintf("unloading with %d blobs not in a backing store: they are lost", dirty))

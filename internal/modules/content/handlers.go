@@ -224,6 +224,9 @@ func (s *service) pump() {
 	if s.rank == 0 {
 		flags = fluxcontent.BypassCache
 	}
+	if s.rank == 0 && s.deferWriteBack() {
+		return
+	}
 	for {
 		if s.rank == 0 && (!s.backing || s.flushErr != nil) {
 			return
@@ -286,6 +289,29 @@ func (s *service) pump() {
 			s.pump()
 		})
 	}
+}
+
+// deferWriteBack reports whether rank 0 leaves its queued blobs to
+// gather (see writeBackDelay), arming the write-back's timer.
+func (s *service) deferWriteBack() bool {
+	queued := s.cache.sendq.Len()
+	if queued == 0 {
+		s.wbDue = false
+		return false
+	}
+	if s.wbDue || !s.backing || s.flushErr != nil || len(s.cache.barriers) > 0 || len(s.held) > 0 || queued >= writeBackNow {
+		return false
+	}
+	if s.wbTimer == nil {
+		s.wbTimer = time.AfterFunc(writeBackDelay, func() {
+			s.h.Post(func() {
+				s.wbTimer = nil
+				s.wbDue = true
+				s.pump()
+			})
+		})
+	}
+	return true
 }
 
 // storeOne stores one queued blob upstream with content.store.
