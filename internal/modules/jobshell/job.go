@@ -3,6 +3,7 @@ package jobshell
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -272,8 +273,11 @@ func (j *job) removeTmpdir() {
 	if j.tmpdir == "" {
 		return
 	}
-	if err := os.RemoveAll(j.tmpdir); err != nil {
-		j.x.log.Warn("cannot remove the job's temporary directory", "job", j.id.String(), "err", err)
+	// mostly left empty: one rmdir, and a walk only when that fails
+	if err := syscall.Rmdir(j.tmpdir); err != nil && !errors.Is(err, syscall.ENOENT) {
+		if err := os.RemoveAll(j.tmpdir); err != nil {
+			j.x.log.Warn("cannot remove the job's temporary directory", "job", j.id.String(), "err", err)
+		}
 	}
 	j.tmpdir = ""
 }
