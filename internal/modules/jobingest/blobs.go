@@ -1,10 +1,6 @@
 package jobingest
 
 import (
-	"fmt"
-	"syscall"
-
-	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
 )
 
@@ -62,63 +58,25 @@ func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
 	}
 	unanswered := len(toStore)
 	var first error
-	finish := func(stored []string, err error) {
-		for _, ref := range stored {
-			if err == nil {
+	data := make([][]byte, len(toStore))
+	storeRefs := make([]string, len(toStore))
+	for i, b := range toStore {
+		data[i], storeRefs[i] = b.data, b.ref
+	}
+	content.StoreAll(in.h, 0, in.hashName, data, storeRefs, func(from, n int, err error) {
+		if err == nil {
+			for _, ref := range storeRefs[from : from+n] {
 				in.stored.put(ref, struct{}{})
 			}
-		}
-		if err != nil && first == nil {
+		} else if first == nil {
 			first = err
 		}
-		if unanswered -= len(stored); unanswered == 0 {
+		if unanswered -= n; unanswered == 0 {
 			if first != nil {
 				done(nil, first)
 			} else {
 				done(refs, nil)
 			}
 		}
-	}
-	// store-batch requests (pkg/flux/content/batch.go), not one per blob
-	var req content.Batch
-	var group []string
-	left := 0 // bytes of the blobs not yet in a request
-	for _, b := range toStore {
-		left += content.Cost(b.data)
-	}
-	req.Grow(min(left, content.MaxBatchBytes))
-	send := func() {
-		if len(group) == 0 {
-			return
-		}
-		these, payload := group, req
-		req, group = content.Batch{}, nil
-		req.Grow(min(left, content.MaxBatchBytes))
-		f, err := payload.Send(in.h, 0)
-		if err != nil {
-			in.h.Post(func() { finish(these, err) })
-			return
-		}
-		f.Then(func(m *flux.Message, err error) {
-			digests, err := content.BatchResult(m, err, len(these))
-			for i, ref := range these {
-				if err != nil {
-					break
-				}
-				if got, _ := content.Format(in.hashName, digests[i]); got != ref {
-					err = fmt.Errorf("content store of %s returned digest %s: %w", ref, got, syscall.EPROTO)
-				}
-			}
-			finish(these, err)
-		})
-	}
-	for _, b := range toStore {
-		req.Add(b.data)
-		left -= content.Cost(b.data)
-		group = append(group, b.ref)
-		if req.Full() {
-			send()
-		}
-	}
-	send()
+	})
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
-	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
 )
 
@@ -303,73 +302,35 @@ func (k *kvs) storeBlobs(ns *namespace, b *inflight) {
 		k.h.Post(func() { k.drainPipeline(ns) })
 		return
 	}
-	type sent struct {
-		e    *entry
-		ref  string
-		data bool
+	entries := make([]*entry, len(b.blobs))
+	data := make([][]byte, len(b.blobs))
+	refs := make([]string, len(b.blobs))
+	for i, bl := range b.blobs {
+		if bl.dir != nil {
+			entries[i] = k.cache.putDir(bl.ref, bl.dir)
+		} else {
+			entries[i] = k.cache.putData(bl.ref, bl.data)
+		}
+		data[i], refs[i] = bl.data, bl.ref
 	}
-	finish := func(n int, err error) {
-		if err != nil && b.err == nil {
+	content.StoreAll(k.h, 0, k.hashName, data, refs, func(first, n int, err error) {
+		if err == nil {
+			for i := first; i < first+n; i++ {
+				e := entries[i]
+				e.stored = true
+				if b.blobs[i].dir == nil {
+					// Value blobs (appended data above all) are rarely
+					// read back at rank 0; the content cache keeps them.
+					e.superseded = k.cache.now
+				}
+			}
+		} else if b.err == nil {
 			b.err = err
 		}
 		if b.pending -= n; b.pending == 0 && !b.released {
 			k.drainPipeline(ns)
 		}
-	}
-	var req content.Batch
-	var group []sent
-	left := 0 // bytes of the blobs not yet in a request
-	for _, bl := range b.blobs {
-		left += content.Cost(bl.data)
-	}
-	req.Grow(min(left, content.MaxBatchBytes))
-	send := func() {
-		if len(group) == 0 {
-			return
-		}
-		these, payload := group, req
-		req, group = content.Batch{}, nil
-		req.Grow(min(left, content.MaxBatchBytes))
-		f, err := payload.Send(k.h, 0)
-		if err != nil {
-			k.h.Post(func() { finish(len(these), err) })
-			return
-		}
-		f.Then(func(m *flux.Message, err error) {
-			digests, err := content.BatchResult(m, err, len(these))
-			for i, g := range these {
-				if err != nil {
-					break
-				}
-				if ref, _ := content.Format(k.hashName, digests[i]); ref != g.ref {
-					err = fmt.Errorf("content store of %s returned digest %s: %w", g.ref, ref, syscall.EPROTO)
-					break
-				}
-				g.e.stored = true
-				if g.data {
-					// Value blobs (appended data above all) are rarely
-					// read back at rank 0; the content cache keeps them.
-					g.e.superseded = k.cache.now
-				}
-			}
-			finish(len(these), err)
-		})
-	}
-	for _, bl := range b.blobs {
-		var e *entry
-		if bl.dir != nil {
-			e = k.cache.putDir(bl.ref, bl.dir)
-		} else {
-			e = k.cache.putData(bl.ref, bl.data)
-		}
-		req.Add(bl.data)
-		left -= content.Cost(bl.data)
-		group = append(group, sent{e: e, ref: bl.ref, data: bl.dir == nil})
-		if req.Full() {
-			send()
-		}
-	}
-	send()
+	})
 }
 
 // finishBatch makes newref the namespace's root, publishes it and

@@ -109,3 +109,50 @@ func BatchResult(m *flux.Message, err error, n int) ([][]byte, error) {
 	}
 	return digests, nil
 }
+
+// StoreAll stores blobs, which the caller named refs (blobrefs with hash
+// hashName), with as few store-batch requests as the limits allow. For
+// each request's answer it calls done with the range of blobs the
+// request carried, [first, first+n), and nil once the store holds every
+// one of them under its ref, or the error (done runs as a Future.Then
+// continuation, or posted to h when the request could not be sent).
+func StoreAll(h *flux.Handle, flags Flags, hashName string, blobs [][]byte, refs []string, done func(first, n int, err error)) {
+	left := 0 // bytes of the blobs not yet in a request
+	for _, b := range blobs {
+		left += Cost(b)
+	}
+	var req Batch
+	req.Grow(min(left, MaxBatchBytes))
+	first := 0
+	send := func(end int) {
+		if end == first {
+			return
+		}
+		start, n := first, end-first
+		payload := req
+		req, first = Batch{}, end
+		req.Grow(min(left, MaxBatchBytes))
+		f, err := payload.Send(h, flags)
+		if err != nil {
+			h.Post(func() { done(start, n, err) })
+			return
+		}
+		f.Then(func(m *flux.Message, err error) {
+			digests, err := BatchResult(m, err, n)
+			for i := 0; err == nil && i < n; i++ {
+				if got, _ := Format(hashName, digests[i]); got != refs[start+i] {
+					err = fmt.Errorf("content store of %s returned digest %s: %w", refs[start+i], got, syscall.EPROTO)
+				}
+			}
+			done(start, n, err)
+		})
+	}
+	for i, b := range blobs {
+		req.Add(b)
+		left -= Cost(b)
+		if req.Full() {
+			send(i + 1)
+		}
+	}
+	send(len(blobs))
+}
