@@ -367,28 +367,24 @@ func (m *manager) updateExpiration(r *flux.Request, j *job, duration float64, do
 	fail := func(who string, err error) {
 		r.RespondError(fmt.Errorf("update %s: %s: %w", durationKey, who, err))
 	}
-	f, err := m.h.RPC("sched.expiration", flux.NodeidAny, req, 0)
-	if err != nil {
-		fail("scheduler", err)
-		return
-	}
-	f.Then(func(_ *flux.Message, err error) {
-		f.Close()
+	// the scheduler, then job-exec, then the record
+	ask := func(topic, who string, next func()) {
+		f, err := m.h.RPC(topic, flux.NodeidAny, req, 0)
 		if err != nil {
-			fail("scheduler", err)
+			fail(who, err)
 			return
 		}
-		g, err := m.h.RPC("job-exec.expiration", flux.NodeidAny, req, 0)
-		if err != nil {
-			fail("job-exec", err)
-			return
-		}
-		g.Then(func(_ *flux.Message, err error) {
-			g.Close()
+		f.Then(func(_ *flux.Message, err error) {
+			f.Close()
 			if err != nil {
-				fail("job-exec", err)
+				fail(who, err)
 				return
 			}
+			next()
+		})
+	}
+	ask("sched.expiration", "scheduler", func() {
+		ask("job-exec.expiration", "job-exec", func() {
 			if j.State != jobtap.StateRun {
 				r.Errorf(syscall.EINVAL, "job %s is %s: it ended during the update", j.ID.String(), j.State)
 				return
