@@ -15,6 +15,8 @@ import (
 	"github.com/fluxgo/fluxgo/internal/boot"
 	"github.com/fluxgo/fluxgo/internal/broker"
 	"github.com/fluxgo/fluxgo/internal/modules"
+	"github.com/fluxgo/fluxgo/internal/modules/jobmanager"
+	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 )
 
@@ -134,6 +136,9 @@ func runBroker(o brokerOptions, args []string) error {
 		if err != nil {
 			return err
 		}
+		if err := validateConfig(conf.Table); err != nil {
+			return fmt.Errorf("%s: %w", o.configPath, err)
+		}
 		cfg.TOML = conf.Table
 		applyConfigAttrs(conf.Table, cfg.Attrs)
 	}
@@ -192,6 +197,20 @@ func runBroker(o brokerOptions, args []string) error {
 		return exitCode(code)
 	}
 	return nil
+}
+
+// validateConfig checks the tables modules read from the configuration
+// (config.get) before any starts: a bad value is an error here rather
+// than a module that fails to load in an instance that runs without it.
+func validateConfig(table map[string]any) error {
+	raw, err := json.Marshal(table)
+	if err != nil {
+		return err
+	}
+	if _, err := policy.Parse(raw); err != nil {
+		return err
+	}
+	return jobmanager.ValidateConfig(raw)
 }
 
 // jobRundir makes the rundir of a broker started by a job without -S

@@ -31,6 +31,7 @@ func jobSubcommands() []*cobra.Command {
 		newJobStatusCmd(),
 		newJobWaitCmd(),
 		newJobLastCmd(),
+		newJobPurgeCmd(),
 	}
 }
 

@@ -370,7 +370,7 @@ func (s *service) handleStats(r *flux.Request) {
 		"failed":          failed,
 		"canceled":        canceled,
 		"timeout":         timeout,
-		"inactive_purged": 0,
+		"inactive_purged": s.purged,
 		"queues":          []any{},
 	})
 }

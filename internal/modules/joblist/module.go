@@ -17,6 +17,8 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/job"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
 // Name is the module and service name.
@@ -100,6 +102,9 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	}
 	s := newService(ctx, h, flux.NewLogger(h, Name), cfg)
 	s.register()
+	if err := h.OnEvent(ctx, "job-purge-inactive", s.purgeEvent); err != nil {
+		return fmt.Errorf("subscribing to job-purge-inactive: %w", err)
+	}
 	s.subscribe()
 	err = h.Serve(ctx)
 	s.stop()
@@ -122,6 +127,7 @@ type service struct {
 	deferred    []*flux.Request
 	waiters     map[uint64][]*idWaiter
 	retryDelay  float64
+	purged      int // inactive jobs dropped on job-purge-inactive
 	stopRestore context.CancelFunc
 	restoreWait chan struct{}
 	stats       restoreStats
@@ -145,6 +151,24 @@ func (s *service) register() {
 	s.h.HandleFunc(Name+".job-stats", s.handleStats)
 	s.h.HandleFunc(Name+".stats-get", s.handleStats)
 	s.h.HandleFunc(Name+".disconnect", s.handleDisconnect)
+}
+
+// purgeEvent drops the jobs the job manager purged
+// (job-purge-inactive {jobs:[id, ...]}).
+func (s *service) purgeEvent(m *flux.Message) {
+	var ev struct {
+		Jobs []jobid.ID `json:"jobs"`
+	}
+	if err := m.UnmarshalPayload(&ev); err != nil {
+		s.log.Error("job-purge-inactive: " + err.Error())
+		return
+	}
+	for _, id := range ev.Jobs {
+		if r := s.idx.jobs[id]; r != nil && r.state == job.StateInactive {
+			s.idx.remove(r)
+			s.purged++
+		}
+	}
 }
 
 // stop ends the restore workers (reverse of start order).

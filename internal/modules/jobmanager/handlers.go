@@ -22,6 +22,7 @@ func (m *manager) register() {
 	h.HandleFunc("job-manager.kill", m.handleKill)
 	h.HandleFunc("job-manager.urgency", m.handleUrgency)
 	h.HandleFunc("job-manager.update", m.handleUpdate)
+	h.HandleFunc("job-manager.purge", m.handlePurge)
 	h.HandleFunc("job-manager.wait", m.handleWait)
 	h.HandleFunc("job-manager.jobtap", m.handleJobtap)
 	h.HandleFunc("job-manager.jobtap-query", m.handleJobtapQuery)
@@ -494,6 +495,7 @@ func (m *manager) handleStats(r *flux.Request) {
 	r.Respond(map[string]any{
 		"jobs":        counts,
 		"kvs_commits": m.batch.commits,
+		"purged":      m.purged,
 		"kvs_ops":     m.batch.ops,
 		"journal":     len(m.journal.subs),
 		"plugins":     m.plugins.names(),

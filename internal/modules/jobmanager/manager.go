@@ -42,6 +42,9 @@ type manager struct {
 	// (their records stay in the KVS).
 	inactiveLimit int
 	now           func() float64
+
+	purgeConf purgeLimits // [job-manager] inactive-*-limit (purge.go)
+	purged    int         // jobs purged since the module loaded
 }
 
 func newManager(h *flux.Handle, log *slog.Logger, owner uint32) *manager {
@@ -53,6 +56,7 @@ func newManager(h *flux.Handle, log *slog.Logger, owner uint32) *manager {
 		inState:       make(map[jobtap.State]int),
 		done:          make(map[jobid.ID]inactiveRec),
 		inactiveLimit: 100000,
+		purgeConf:     purgeLimits{age: -1, num: -1},
 		now:           func() float64 { return float64(time.Now().UnixNano()) / 1e9 },
 	}
 	m.batch = newKVSBatch(m)

@@ -40,7 +40,16 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	if err != nil {
 		return err
 	}
+	var conf json.RawMessage
+	if err := h.Call(ctx, "config.get", flux.NodeidAny, nil, &conf); err != nil {
+		return fmt.Errorf("config.get: %w", err)
+	}
+	purgeConf, err := purgeConfig(conf)
+	if err != nil {
+		return err
+	}
 	m := newManager(h, flux.NewLogger(h, "job-manager"), uint32(owner))
+	m.purgeConf = purgeConf
 	m.queues = newQueues(m, pol)
 	if err := m.queues.restore(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -63,6 +72,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	} else if n > 0 {
 		m.log.Info(fmt.Sprintf("restored %d jobs from the KVS", n))
 	}
+	h.Post(m.autoPurge)
 	return h.Serve(ctx)
 }
 

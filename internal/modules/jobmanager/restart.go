@@ -111,6 +111,7 @@ func (m *manager) replay(ctx context.Context, dir string) (*job, error) {
 		m.apply(j, ev.Name, ctx)
 		if ev.Name == "clean" {
 			j.cleanPosted = true
+			j.tInactive = ev.Timestamp
 		}
 	}
 	if j.State == jobtap.StateInactive {

@@ -1,0 +1,245 @@
+package jobmanager
+
+// Purging inactive jobs (flux job purge; [job-manager] inactive-age-limit
+// and inactive-num-limit): a purged job's KVS directory is removed, the
+// job manager forgets it, and job-list drops it on the
+// job-purge-inactive event {jobs:[id, ...]} published once the removal
+// is committed.
+//
+// job-manager.purge (instance owner) {age_limit?, num_limit?, force,
+// batch?, jobs?} → {count}: with jobs, exactly those (each must be an
+// inactive job the manager knows); otherwise the oldest inactive jobs
+// while one is older than age_limit seconds or more than num_limit
+// remain, at most batch (default 50, at most 1000) at a time. Without
+// force nothing is purged and count says how many would be (all of
+// them, not a batch).
+
+import (
+	"encoding/json"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/jobtap"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/fsd"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+)
+
+const (
+	defaultPurgeBatch = 50
+	maxPurgeBatch     = 1000
+	// autoPurgePeriod is how often configured limits are applied.
+	autoPurgePeriod = time.Second
+)
+
+// purgeLimits select inactive jobs to purge; a negative limit is none.
+type purgeLimits struct {
+	age float64 // seconds since the job became inactive
+	num int     // inactive jobs to keep
+}
+
+func (l purgeLimits) none() bool { return l.age < 0 && l.num < 0 }
+
+func (m *manager) handlePurge(r *flux.Request) {
+	var req struct {
+		AgeLimit *float64   `json:"age_limit"`
+		NumLimit *int       `json:"num_limit"`
+		Force    bool       `json:"force"`
+		Batch    *int       `json:"batch"`
+		Jobs     []jobid.ID `json:"jobs"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "only the instance owner may purge jobs")
+		return
+	}
+	lim := purgeLimits{age: -1, num: -1}
+	if req.AgeLimit != nil && *req.AgeLimit != -1 {
+		if *req.AgeLimit < 0 {
+			r.Errorf(syscall.EINVAL, "age limit must be >= 0, not %g", *req.AgeLimit)
+			return
+		}
+		lim.age = *req.AgeLimit
+	}
+	if req.NumLimit != nil && *req.NumLimit != -1 {
+		if *req.NumLimit < 0 {
+			r.Errorf(syscall.EINVAL, "num limit must be >= 0, not %d", *req.NumLimit)
+			return
+		}
+		lim.num = *req.NumLimit
+	}
+	batch := defaultPurgeBatch
+	if req.Batch != nil {
+		if *req.Batch < 1 || *req.Batch > maxPurgeBatch {
+			r.Errorf(syscall.EINVAL, "batch must be between 1 and %d, not %d", maxPurgeBatch, *req.Batch)
+			return
+		}
+		batch = *req.Batch
+	}
+	var ids []jobid.ID
+	if len(req.Jobs) > 0 {
+		for _, id := range req.Jobs {
+			j, ok := m.job(id)
+			if !ok {
+				r.Errorf(syscall.ENOENT, "%s: id not found", id.String())
+				return
+			}
+			if j.State != jobtap.StateInactive {
+				r.Errorf(syscall.EINVAL, "%s: cannot purge active job", id.String())
+				return
+			}
+		}
+		ids = req.Jobs
+	} else {
+		max := batch
+		if !req.Force {
+			max = -1 // how many in all
+		}
+		ids = m.purgeable(lim, max)
+	}
+	if req.Force {
+		m.purge(ids)
+	}
+	r.Respond(map[string]any{"count": len(ids)})
+}
+
+// purgeable returns the oldest inactive jobs lim selects, at most max
+// (negative: no bound).
+func (m *manager) purgeable(lim purgeLimits, max int) []jobid.ID {
+	if lim.none() {
+		return nil
+	}
+	now := m.now()
+	var ids []jobid.ID
+	for i, id := range m.inactive {
+		if max >= 0 && len(ids) >= max {
+			break
+		}
+		tooMany := lim.num >= 0 && len(m.inactive)-i > lim.num
+		tooOld := lim.age >= 0 && now-m.tInactive(id) > lim.age
+		if !tooMany && !tooOld {
+			break // m.inactive is oldest first
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// tInactive returns when inactive job id became inactive.
+func (m *manager) tInactive(id jobid.ID) float64 {
+	if j, ok := m.jobs[id]; ok {
+		return j.tInactive
+	}
+	return m.done[id].tInactive
+}
+
+// purge forgets the inactive jobs ids, removes their KVS directories and,
+// once that is committed, tells job-list.
+func (m *manager) purge(ids []jobid.ID) {
+	if len(ids) == 0 {
+		return
+	}
+	gone := make(map[jobid.ID]bool, len(ids))
+	for _, id := range ids {
+		gone[id] = true
+		if j, ok := m.jobs[id]; ok {
+			m.batch.unlink(j.kvsDir)
+		} else {
+			dothex, _ := id.Encode("dothex")
+			m.batch.unlink("job." + dothex)
+		}
+		delete(m.jobs, id)
+		delete(m.done, id)
+	}
+	keep := m.inactive[:0]
+	ncompact := 0
+	for i, id := range m.inactive {
+		if gone[id] {
+			continue
+		}
+		if i < m.ncompact {
+			ncompact++
+		}
+		keep = append(keep, id)
+	}
+	clear(m.inactive[len(keep):])
+	m.inactive, m.ncompact = keep, ncompact
+	m.purged += len(ids)
+	payload, _ := json.Marshal(map[string]any{"jobs": ids})
+	m.batch.afterCommit(func(err error) {
+		if err != nil {
+			m.log.Error(fmt.Sprintf("removing %d purged jobs from the KVS failed", len(ids)), "err", err)
+		}
+		if err := m.h.Publish("job-purge-inactive", json.RawMessage(payload), false); err != nil {
+			m.log.Error("job-purge-inactive event not published", "err", err)
+		}
+	})
+}
+
+// autoPurge applies the configured limits now and every
+// autoPurgePeriod.
+func (m *manager) autoPurge() {
+	if m.purgeConf.none() {
+		return
+	}
+	for {
+		ids := m.purgeable(m.purgeConf, maxPurgeBatch)
+		m.purge(ids)
+		if len(ids) < maxPurgeBatch {
+			break
+		}
+	}
+	time.AfterFunc(autoPurgePeriod, func() { m.h.Post(m.autoPurge) })
+}
+
+// ValidateConfig checks the [job-manager] table of the instance
+// configuration (as config.get returns it), so that a broker refuses to
+// start with a bad one instead of running without a job manager.
+func ValidateConfig(conf json.RawMessage) error {
+	_, err := purgeConfig(conf)
+	return err
+}
+
+// purgeConfig reads [job-manager] inactive-age-limit (an FSD string)
+// and inactive-num-limit (an integer >= 0) from the instance
+// configuration (config.get).
+func purgeConfig(raw json.RawMessage) (purgeLimits, error) {
+	lim := purgeLimits{age: -1, num: -1}
+	var conf struct {
+		JM struct {
+			Age json.RawMessage `json:"inactive-age-limit"`
+			Num json.RawMessage `json:"inactive-num-limit"`
+		} `json:"job-manager"`
+	}
+	if len(raw) == 0 {
+		return lim, nil
+	}
+	if err := json.Unmarshal(raw, &conf); err != nil {
+		return lim, fmt.Errorf("[job-manager]: %w", err)
+	}
+	if len(conf.JM.Age) > 0 {
+		var s string
+		if json.Unmarshal(conf.JM.Age, &s) != nil {
+			return lim, fmt.Errorf("[job-manager] inactive-age-limit: expected a string (FSD), not %s", conf.JM.Age)
+		}
+		d, err := fsd.Parse(s)
+		if err != nil {
+			return lim, fmt.Errorf("[job-manager] inactive-age-limit: %w", err)
+		}
+		lim.age = d
+	}
+	if len(conf.JM.Num) > 0 {
+		var n int
+		if json.Unmarshal(conf.JM.Num, &n) != nil {
+			return lim, fmt.Errorf("[job-manager] inactive-num-limit: expected an integer, not %s", conf.JM.Num)
+		}
+		if n < 0 {
+			return lim, fmt.Errorf("[job-manager] inactive-num-limit: must be >= 0, not %d", n)
+		}
+		lim.num = n
+	}
+	return lim, nil
+}
