@@ -11,6 +11,14 @@ import (
 // instance that has run many jobs stays small.
 const recentInactive = 1024
 
+// forgottenJob is what the job manager keeps of an inactive job beyond
+// inactiveLimit: enough to purge it (its records stay in the KVS and in
+// job-list until then).
+type forgottenJob struct {
+	id        jobid.ID
+	tInactive float64
+}
+
 // inactiveRec is what the job manager remembers of a job that has been
 // inactive for a while: enough to answer lookups, waits, dependencies
 // and stats exactly as for the full record. Plugin aux data and set-flags
@@ -130,10 +138,12 @@ func (m *manager) known(id jobid.ID) bool {
 }
 
 // trimInactive compacts the inactive jobs older than the newest
-// recentInactive and forgets the oldest beyond inactiveLimit.
+// recentInactive and forgets the oldest beyond inactiveLimit, all but
+// their id and when they became inactive (what purge needs).
 func (m *manager) trimInactive() {
 	for len(m.inactive) > m.inactiveLimit {
 		old := m.inactive[0]
+		m.forgotten = append(m.forgotten, forgottenJob{id: old, tInactive: m.tInactive(old)})
 		m.inactive[0] = 0
 		m.inactive = m.inactive[1:]
 		if m.ncompact > 0 {

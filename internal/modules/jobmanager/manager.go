@@ -22,10 +22,13 @@ type manager struct {
 
 	jobs     map[jobid.ID]*job
 	inactive []jobid.ID // in order of becoming inactive, for purge
-	ncompact int        // inactive[:ncompact] are compacted into done
-	done     map[jobid.ID]inactiveRec
-	strs     strs // strings of the records in done
-	maxID    jobid.ID
+	// forgotten: inactive jobs older than inactive[0], beyond
+	// inactiveLimit, oldest first (inactive.go)
+	forgotten []forgottenJob
+	ncompact  int // inactive[:ncompact] are compacted into done
+	done      map[jobid.ID]inactiveRec
+	strs      strs // strings of the records in done
+	maxID     jobid.ID
 
 	batch   *kvsBatch
 	journal *journal

@@ -83,6 +83,9 @@ func (m *manager) handlePurge(r *flux.Request) {
 	if len(req.Jobs) > 0 {
 		for _, id := range req.Jobs {
 			j, ok := m.job(id)
+			if !ok && m.forgottenIndex(id) >= 0 {
+				continue // inactive, beyond what the manager keeps in memory
+			}
 			if !ok {
 				r.Errorf(syscall.ENOENT, "%s: id not found", id.String())
 				return
@@ -113,19 +116,39 @@ func (m *manager) purgeable(lim purgeLimits, max int) []jobid.ID {
 		return nil
 	}
 	now := m.now()
+	total := len(m.forgotten) + len(m.inactive)
 	var ids []jobid.ID
-	for i, id := range m.inactive {
+	// oldest first: the forgotten jobs, then m.inactive
+	for i := 0; i < total; i++ {
 		if max >= 0 && len(ids) >= max {
 			break
 		}
-		tooMany := lim.num >= 0 && len(m.inactive)-i > lim.num
-		tooOld := lim.age >= 0 && now-m.tInactive(id) > lim.age
+		var id jobid.ID
+		var t float64
+		if i < len(m.forgotten) {
+			id, t = m.forgotten[i].id, m.forgotten[i].tInactive
+		} else {
+			id = m.inactive[i-len(m.forgotten)]
+			t = m.tInactive(id)
+		}
+		tooMany := lim.num >= 0 && total-i > lim.num
+		tooOld := lim.age >= 0 && now-t > lim.age
 		if !tooMany && !tooOld {
-			break // m.inactive is oldest first
+			break
 		}
 		ids = append(ids, id)
 	}
 	return ids
+}
+
+// forgottenIndex returns the index of id in m.forgotten, or -1.
+func (m *manager) forgottenIndex(id jobid.ID) int {
+	for i, f := range m.forgotten {
+		if f.id == id {
+			return i
+		}
+	}
+	return -1
 }
 
 // tInactive returns when inactive job id became inactive.
@@ -167,6 +190,16 @@ func (m *manager) purge(ids []jobid.ID) {
 	}
 	clear(m.inactive[len(keep):])
 	m.inactive, m.ncompact = keep, ncompact
+	if len(m.forgotten) > 0 {
+		kept := m.forgotten[:0]
+		for _, f := range m.forgotten {
+			if !gone[f.id] {
+				kept = append(kept, f)
+			}
+		}
+		clear(m.forgotten[len(kept):])
+		m.forgotten = kept
+	}
 	m.purged += len(ids)
 	payload, _ := json.Marshal(map[string]any{"jobs": ids})
 	m.batch.afterCommit(func(err error) {
