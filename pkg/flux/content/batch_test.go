@@ -58,3 +58,27 @@ func TestBatchResult(t *testing.T) {
 		t.Fatalf("error response: %v", err)
 	}
 }
+
+// FuzzSplitBatch: any payload splits without a panic, and what splits
+// encodes back to the same bytes.
+func FuzzSplitBatch(f *testing.F) {
+	var b Batch
+	b.Add([]byte("one"))
+	b.Add(nil)
+	f.Add(b.payload)
+	f.Add([]byte{0, 0, 0, 9, 'x'})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		blobs, err := SplitBatch(payload)
+		if err != nil {
+			return
+		}
+		var again Batch
+		for _, blob := range blobs {
+			again.Add(blob)
+		}
+		if !bytes.Equal(again.payload, payload) && !(len(payload) == 0 && len(again.payload) == 0) {
+			t.Fatalf("%x split and joined is %x", payload, again.payload)
+		}
+	})
+}
