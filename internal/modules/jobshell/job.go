@@ -369,6 +369,8 @@ func (j *job) maybeReportExit() {
 // reportExit sends the exit response and ends the start stream.
 func (j *job) reportExit(outputLog []byte) {
 	x := j.x
+	// the tasks' directory goes before the job can be seen to end
+	j.removeTmpdir()
 	resp := map[string]any{"type": "exit", "rank": x.rank, "status": j.status, "ntasks": j.ntasks,
 		"exec": string(j.exitExec)}
 	if outputLog != nil {
