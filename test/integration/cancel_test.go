@@ -252,7 +252,7 @@ func TestUpdate(t *testing.T) {
 
 	// the name of a pending job; a running job's name and, for the
 	// instance owner, its duration (the time limit counts from the start)
-	run := e.submit("-t", "2s", testDuration("1h"), "true")
+	run := e.submit("-t", "4s", testDuration("1h"), "true")
 	e.must("update", run.String(), "name=renamed")
 	if got := e.field(run, "{name}"); got != "renamed" {
 		t.Errorf("name after update: %q", got)
@@ -270,7 +270,7 @@ func TestUpdate(t *testing.T) {
 	if got := e.field(run, "{name} {duration}"); got != "running 3600.0" {
 		t.Errorf("running job after update: %q", got)
 	}
-	time.Sleep(2500 * time.Millisecond) // past the first limit
+	time.Sleep(4500 * time.Millisecond) // past the first limit
 	if got := e.field(run, "{state}"); got != "RUN" {
 		t.Fatalf("job with its time limit extended: %s", got)
 	}

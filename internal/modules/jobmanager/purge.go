@@ -103,10 +103,18 @@ func (m *manager) handlePurge(r *flux.Request) {
 		}
 		ids = m.purgeable(lim, max)
 	}
-	if req.Force {
-		m.purge(ids)
+	if !req.Force || len(ids) == 0 {
+		r.Respond(map[string]any{"count": len(ids)})
+		return
 	}
-	r.Respond(map[string]any{"count": len(ids)})
+	// answered once the records are gone from the KVS
+	m.purge(ids, func(err error) {
+		if err != nil {
+			r.RespondError(fmt.Errorf("removing purged jobs from the KVS: %w", err))
+			return
+		}
+		r.Respond(map[string]any{"count": len(ids)})
+	})
 }
 
 // purgeable returns the oldest inactive jobs lim selects, at most max
@@ -160,8 +168,8 @@ func (m *manager) tInactive(id jobid.ID) float64 {
 }
 
 // purge forgets the inactive jobs ids, removes their KVS directories and,
-// once that is committed, tells job-list.
-func (m *manager) purge(ids []jobid.ID) {
+// once that is committed, tells job-list and calls done (optional).
+func (m *manager) purge(ids []jobid.ID, done func(error)) {
 	if len(ids) == 0 {
 		return
 	}
@@ -209,6 +217,9 @@ func (m *manager) purge(ids []jobid.ID) {
 		if err := m.h.Publish("job-purge-inactive", json.RawMessage(payload), false); err != nil {
 			m.log.Error("job-purge-inactive event not published", "err", err)
 		}
+		if done != nil {
+			done(err)
+		}
 	})
 }
 
@@ -220,7 +231,7 @@ func (m *manager) autoPurge() {
 	}
 	for {
 		ids := m.purgeable(m.purgeConf, maxPurgeBatch)
-		m.purge(ids)
+		m.purge(ids, nil)
 		if len(ids) < maxPurgeBatch {
 			break
 		}
