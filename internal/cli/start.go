@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fluxgo/fluxgo/internal/boot"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 )
 
@@ -125,6 +126,16 @@ func runStart(o startOptions, args []string, stderr io.Writer) error {
 	exitTimeout, err := fsd.ParseDuration(o.exitTimeout)
 	if err != nil {
 		return fmt.Errorf("--test-exit-timeout: %w", err)
+	}
+	if o.configPath != "" {
+		// checked once here rather than by each broker
+		conf, err := boot.LoadConfig(o.configPath)
+		if err != nil {
+			return err
+		}
+		if err := validateConfig(conf.Table); err != nil {
+			return fmt.Errorf("%s: %w", o.configPath, err)
+		}
 	}
 	var hosts []string
 	if o.testHosts != "" {
