@@ -132,12 +132,9 @@ func runBroker(o brokerOptions, args []string) error {
 		}
 	}
 	if o.configPath != "" {
-		conf, err := boot.LoadConfig(o.configPath)
+		conf, err := loadConfig(o.configPath)
 		if err != nil {
 			return err
-		}
-		if err := validateConfig(conf.Table); err != nil {
-			return fmt.Errorf("%s: %w", o.configPath, err)
 		}
 		cfg.TOML = conf.Table
 		applyConfigAttrs(conf.Table, cfg.Attrs)
@@ -199,18 +196,26 @@ func runBroker(o brokerOptions, args []string) error {
 	return nil
 }
 
-// validateConfig checks the tables modules read from the configuration
-// (config.get) before any starts: a bad value is an error here rather
-// than a module that fails to load in an instance that runs without it.
-func validateConfig(table map[string]any) error {
-	raw, err := json.Marshal(table)
+// loadConfig reads the TOML configuration at path and checks the tables
+// modules read from it (config.get) before any starts: a bad value is an
+// error here rather than a module that fails to load in an instance that
+// runs without it.
+func loadConfig(path string) (*boot.Config, error) {
+	conf, err := boot.LoadConfig(path)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	raw, err := json.Marshal(conf.Table)
+	if err != nil {
+		return nil, err
 	}
 	if _, err := policy.Parse(raw); err != nil {
-		return err
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return jobmanager.ValidateConfig(raw)
+	if err := jobmanager.ValidateConfig(raw); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return conf, nil
 }
 
 // jobRundir makes the rundir of a broker started by a job without -S

@@ -16,7 +16,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fluxgo/fluxgo/internal/boot"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 )
 
@@ -129,12 +128,8 @@ func runStart(o startOptions, args []string, stderr io.Writer) error {
 	}
 	if o.configPath != "" {
 		// checked once here rather than by each broker
-		conf, err := boot.LoadConfig(o.configPath)
-		if err != nil {
+		if _, err := loadConfig(o.configPath); err != nil {
 			return err
-		}
-		if err := validateConfig(conf.Table); err != nil {
-			return fmt.Errorf("%s: %w", o.configPath, err)
 		}
 	}
 	var hosts []string
