@@ -101,22 +101,43 @@ func (s *service) store(r *flux.Request) {
 	}
 	k := string(digest)
 	dirty := s.cache.store(k, data)
+	s.answerStored(r, digest, dirty, []string{k})
+}
+
+// answerStored answers a store of the blobs keys (resp carrying their
+// digests) by RFC 10's write policy: ranks > 0 write through, answering
+// once the parent has every dirty one; rank 0 answers at once unless the
+// write-back is behind (the dirty limit), then once the backlog shrinks.
+// dirty: one of the blobs was not durable upstream yet.
+func (s *service) answerStored(r *flux.Request, resp []byte, dirty bool, keys []string) {
 	switch {
 	case dirty && s.rank > 0:
-		// write-through: answer once the parent has it
-		s.cache.waitStored(k, func(err error) {
-			if err != nil {
-				r.RespondError(err)
+		pending := 1 // until every waiter is in place
+		var failed error
+		done := func(err error) {
+			if err != nil && failed == nil {
+				failed = err
+			}
+			if pending--; pending > 0 {
 				return
 			}
-			r.RespondRaw(digest)
-		})
+			if failed != nil {
+				r.RespondError(failed)
+				return
+			}
+			r.RespondRaw(resp)
+		}
+		for _, k := range keys {
+			if s.cache.waitStored(k, done) {
+				pending++
+			}
+		}
+		done(nil)
 	case dirty && (len(s.held) > 0 || s.overDirtyLimit()):
-		// write-back is behind: answer once the backlog shrinks
-		s.held = append(s.held, func() { r.RespondRaw(digest) })
+		s.held = append(s.held, func() { r.RespondRaw(resp) })
 		s.heldTotal++
 	default:
-		r.RespondRaw(digest)
+		r.RespondRaw(resp)
 	}
 	s.pump()
 }
@@ -165,55 +186,22 @@ func (s *service) storeBatch(r *flux.Request) {
 		}
 	}
 	var out []byte
-	var through []string // rank > 0: written through, answered once upstream has them
+	keys := make([]string, len(blobs))
 	dirty := false
-	for _, b := range blobs {
+	for i, b := range blobs {
 		digest, err := fluxcontent.Sum(s.cfg.Hash, b)
 		if err != nil {
 			r.RespondError(err)
 			return
 		}
-		k := string(digest)
+		keys[i] = string(digest)
 		// a copy: the cache must not keep the whole request alive
-		if s.cache.store(k, bytes.Clone(b)) {
+		if s.cache.store(keys[i], bytes.Clone(b)) {
 			dirty = true
-			if s.rank > 0 {
-				through = append(through, k)
-			}
 		}
 		out = append(out, digest...)
 	}
-	switch {
-	case len(through) > 0:
-		pending := 1 // until every waiter is in place
-		var failed error
-		done := func(err error) {
-			if err != nil && failed == nil {
-				failed = err
-			}
-			if pending--; pending > 0 {
-				return
-			}
-			if failed != nil {
-				r.RespondError(failed)
-				return
-			}
-			r.RespondRaw(out)
-		}
-		for _, k := range through {
-			pending++
-			if !s.cache.waitStored(k, done) {
-				pending--
-			}
-		}
-		done(nil)
-	case dirty && (len(s.held) > 0 || s.overDirtyLimit()):
-		s.held = append(s.held, func() { r.RespondRaw(out) })
-		s.heldTotal++
-	default:
-		r.RespondRaw(out)
-	}
-	s.pump()
+	s.answerStored(r, out, dirty, keys)
 }
 
 // pump starts as many upstream stores as the in-flight limit allows,
@@ -277,16 +265,7 @@ func (s *service) pump() {
 				return
 			}
 			digests, err := fluxcontent.BatchResult(m, err, len(keys))
-			for i, k := range keys {
-				err := err
-				if err == nil && !bytes.Equal(digests[i], []byte(k)) {
-					err = fmt.Errorf("content.store-batch: %s: upstream answered digest %x: %w",
-						s.blobref(k), digests[i], syscall.EIO)
-				}
-				s.storeDone(k, err)
-			}
-			s.releaseHeld()
-			s.pump()
+			s.upstreamAnswered(keys, digests, err)
 		})
 	}
 }
@@ -324,14 +303,23 @@ func (s *service) storeOne(e *entry, flags fluxcontent.Flags) {
 	}
 	f.Then(func(m *flux.Message, err error) {
 		digest, err := fluxcontent.StoreResult(m, err)
-		if err == nil && !bytes.Equal(digest, []byte(k)) {
-			err = fmt.Errorf("content.store: %s: upstream answered digest %x: %w",
-				s.blobref(k), digest, syscall.EIO)
+		s.upstreamAnswered([]string{k}, [][]byte{digest}, err)
+	})
+}
+
+// upstreamAnswered records upstream's answer to a store of the blobs
+// keys: their digests, which must name them, or err for all.
+func (s *service) upstreamAnswered(keys []string, digests [][]byte, err error) {
+	for i, k := range keys {
+		err := err
+		if err == nil && !bytes.Equal(digests[i], []byte(k)) {
+			err = fmt.Errorf("content store upstream: %s: answered digest %x: %w",
+				s.blobref(k), digests[i], syscall.EIO)
 		}
 		s.storeDone(k, err)
-		s.releaseHeld()
-		s.pump()
-	})
+	}
+	s.releaseHeld()
+	s.pump()
 }
 
 // storeDone records the outcome of one upstream store.

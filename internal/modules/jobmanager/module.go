@@ -36,13 +36,13 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	if err != nil {
 		return fmt.Errorf("security.owner=%q: %w", ownerStr, err)
 	}
-	pol, err := policy.Fetch(ctx, h)
-	if err != nil {
-		return err
-	}
 	var conf json.RawMessage
 	if err := h.Call(ctx, "config.get", flux.NodeidAny, nil, &conf); err != nil {
 		return fmt.Errorf("config.get: %w", err)
+	}
+	pol, err := policy.Parse(conf)
+	if err != nil {
+		return err
 	}
 	purgeConf, err := purgeConfig(conf)
 	if err != nil {
