@@ -51,9 +51,6 @@ func Cost(blob []byte) int { return 4 + len(blob) }
 // Len returns the number of blobs in the batch.
 func (b *Batch) Len() int { return b.n }
 
-// Size returns the payload's size in bytes.
-func (b *Batch) Size() int { return len(b.payload) }
-
 // Full reports whether the batch has reached a sender's limits.
 func (b *Batch) Full() bool { return b.n >= MaxBatchBlobs || len(b.payload) >= MaxBatchBytes }
 
@@ -140,9 +137,7 @@ func StoreAll(h *flux.Handle, flags Flags, hashName string, blobs [][]byte, refs
 		f.Then(func(m *flux.Message, err error) {
 			digests, err := BatchResult(m, err, n)
 			for i := 0; err == nil && i < n; i++ {
-				if got, _ := Format(hashName, digests[i]); got != refs[start+i] {
-					err = fmt.Errorf("content store of %s returned digest %s: %w", refs[start+i], got, syscall.EPROTO)
-				}
+				err = checkDigest(hashName, digests[i], refs[start+i])
 			}
 			done(start, n, err)
 		})

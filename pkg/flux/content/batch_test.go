@@ -16,8 +16,8 @@ func TestBatchCodec(t *testing.T) {
 	for _, blob := range blobs {
 		b.Add(blob)
 	}
-	if b.Len() != 4 || b.Size() != 16+3+70000+4 {
-		t.Fatalf("len %d size %d", b.Len(), b.Size())
+	if b.Len() != 4 || len(b.payload) != 16+3+70000+4 {
+		t.Fatalf("len %d size %d", b.Len(), len(b.payload))
 	}
 	got, err := SplitBatch(b.payload)
 	if err != nil || len(got) != len(blobs) {

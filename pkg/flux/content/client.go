@@ -94,14 +94,8 @@ func StoreResult(m *flux.Message, err error) ([]byte, error) {
 	return m.Payload, nil
 }
 
-// CheckStored checks a store response against the blobref the caller
-// computed for the blob (with hash hashName): nil when the store holds
-// it under that name.
-func CheckStored(m *flux.Message, err error, hashName, ref string) error {
-	digest, err := StoreResult(m, err)
-	if err != nil {
-		return err
-	}
+// checkDigest reports an error unless digest (hash hashName) names ref.
+func checkDigest(hashName string, digest []byte, ref string) error {
 	if got, _ := Format(hashName, digest); got != ref {
 		return fmt.Errorf("content store of %s returned digest %s: %w", ref, got, syscall.EPROTO)
 	}
