@@ -127,6 +127,9 @@ func chooseFanout(cmdline uint32, tb *TBON, size int) uint32 {
 	return 2
 }
 
+// MaxSocketPath is the longest path a unix socket may have.
+const MaxSocketPath = 107
+
 // ipcEndpoint is the unix socket under the broker's rundir; when no
 // rundir was given one is made here (and removed by the cleanup).
 func ipcEndpoint(rundir string) (uri, made string, cleanup func(), err error) {
@@ -140,11 +143,11 @@ func ipcEndpoint(rundir string) (uri, made string, cleanup func(), err error) {
 		return "", "", nil, fmt.Errorf("rundir: %w", err)
 	}
 	path := filepath.Join(rundir, "tbon")
-	if len(path) > 107 {
+	if len(path) > MaxSocketPath {
 		if cleanup != nil {
 			cleanup()
 		}
-		return "", "", nil, fmt.Errorf("overlay socket %s is longer than a unix socket path may be (107 bytes); use a shorter rundir", path)
+		return "", "", nil, fmt.Errorf("overlay socket %s is longer than a unix socket path may be (%d bytes); use a shorter rundir", path, MaxSocketPath)
 	}
 	return "ipc://" + path, made, cleanup, nil
 }

@@ -63,8 +63,8 @@ func parseEndpoint(uri string, bind bool, key string) (endpoint, error) {
 		if !filepath.IsAbs(rest) {
 			return bad("ipc socket path must be absolute")
 		}
-		if len(rest) > 107 {
-			return bad("ipc socket path is longer than a unix socket allows (107 bytes)")
+		if len(rest) > MaxSocketPath {
+			return bad(fmt.Sprintf("ipc socket path is longer than a unix socket allows (%d bytes)", MaxSocketPath))
 		}
 		return endpoint{scheme: scheme, path: rest}, nil
 	case "tcp":

@@ -232,7 +232,7 @@ func jobRundir() (string, error) {
 		return "", nil
 	}
 	// <base>/flux-NNNNNNNNNN/local, and tbon beside it
-	if len(base)+len("/flux-1234567890/local") > maxSocketPath {
+	if len(base)+len("/flux-1234567890/local") > boot.MaxSocketPath {
 		return "", nil
 	}
 	dir, err := os.MkdirTemp(base, "flux-")
@@ -241,9 +241,6 @@ func jobRundir() (string, error) {
 	}
 	return dir, nil
 }
-
-// maxSocketPath is the longest path a unix socket may have.
-const maxSocketPath = 107
 
 // applyConfigAttrs turns configuration tables that modules read as
 // attributes into those attributes, unless -S already set them:
