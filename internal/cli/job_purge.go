@@ -8,7 +8,6 @@ import (
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
-	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
 func newJobPurgeCmd() *cobra.Command {
@@ -41,13 +40,9 @@ inactive-age-limit and inactive-num-limit in the configuration.`,
 				req["num_limit"] = numLimit
 			}
 			if len(args) > 0 {
-				ids := make([]jobid.ID, len(args))
-				for i, a := range args {
-					id, err := jobid.Parse(a)
-					if err != nil {
-						return fmt.Errorf("invalid jobid %q", a)
-					}
-					ids[i] = id
+				ids, err := parseJobIDs(args)
+				if err != nil {
+					return err
 				}
 				req["jobs"] = ids
 			}
