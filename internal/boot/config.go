@@ -59,6 +59,16 @@ func LoadConfig(path string) (*Config, error) {
 	return c, nil
 }
 
+// ParseConfig parses TOML text (name says where it came from, in
+// errors).
+func ParseConfig(name string, data []byte) (*Config, error) {
+	c := &Config{Table: make(map[string]any), origin: make(map[string]string)}
+	if err := c.add(name, data); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // add parses one file's TOML text and merges it in.
 func (c *Config) add(name string, data []byte) error {
 	var t map[string]any

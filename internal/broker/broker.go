@@ -86,6 +86,13 @@ type Config struct {
 	// TOML is the instance configuration (--config-path), served by
 	// config.get.
 	TOML map[string]any
+	// ReloadTOML reads the configuration again for config.reload (flux
+	// config reload), checked as it was at start; nil when the broker
+	// was started without one (a reload then empties it).
+	ReloadTOML func() (map[string]any, error)
+	// CheckTOML checks a configuration given to config.load before any
+	// module sees it; nil checks nothing.
+	CheckTOML func(map[string]any) error
 }
 
 func (c *Config) setDefaults() {

@@ -18,6 +18,7 @@ import (
 // module management and overlay status.
 type builtins struct {
 	b      *Broker
+	conf   configState // config.go
 	p      *modulePeer
 	h      *flux.Handle
 	cancel context.CancelFunc
@@ -38,7 +39,9 @@ type builtins struct {
 var builtinServices = []string{"broker", "attr", "service", "local", "event", "log", "module", "overlay", "config"}
 
 func newBuiltins(b *Broker) *builtins {
-	return &builtins{b: b, done: make(chan struct{}), followers: make(map[string]*dmesgFollower), followEnd: make(chan struct{})}
+	s := &builtins{b: b, done: make(chan struct{}), followers: make(map[string]*dmesgFollower), followEnd: make(chan struct{})}
+	s.conf.table = b.cfg.TOML
+	return s
 }
 
 func (s *builtins) start() error {
@@ -60,6 +63,8 @@ func (s *builtins) start() error {
 	h.HandleFunc("broker.rusage", s.rusage)
 	h.HandleFunc("broker.shutdown", s.shutdown)
 	h.HandleFunc("config.get", s.configGet)
+	h.HandleFunc("config.reload", s.configReload)
+	h.HandleFunc("config.load", s.configLoad)
 	h.HandleFunc("broker.profile", s.profile)
 	h.HandleFunc("broker.disconnect", func(*flux.Request) {})
 	h.HandleFunc("service.add", s.serviceAdd)
@@ -562,14 +567,4 @@ func (s *builtins) overlayStatus(r *flux.Request) {
 		"children": kids,
 		"uptime":   time.Since(s.b.started).Seconds(),
 	})
-}
-
-// configGet answers the instance's TOML configuration as a JSON object
-// (flux-core's config.get; empty when the instance has none).
-func (s *builtins) configGet(r *flux.Request) {
-	cfg := s.b.cfg.TOML
-	if cfg == nil {
-		cfg = map[string]any{}
-	}
-	r.Respond(cfg)
 }

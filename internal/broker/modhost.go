@@ -22,6 +22,7 @@ import (
 type modulePeer struct {
 	b       *Broker
 	name    string
+	service string // the module's own service (module.Module.Name)
 	args    []string
 	h       *flux.Handle
 	loaded  time.Time
@@ -176,6 +177,7 @@ func (mh *moduleHost) load(name string, args []string) error {
 	mod := factory()
 	p := newModulePeer(mh.b, name)
 	p.args = args
+	p.service = mod.Name()
 	mh.mods[name] = p
 	mh.order = append(mh.order, name)
 	mh.mu.Unlock()
@@ -265,6 +267,20 @@ func (mh *moduleHost) removeAll(timeout time.Duration) {
 			mh.b.log.Warn("rc3: " + err.Error())
 		}
 	}
+}
+
+// services returns the own service of every loaded module, in load
+// order.
+func (mh *moduleHost) services() []string {
+	mh.mu.Lock()
+	defer mh.mu.Unlock()
+	out := make([]string, 0, len(mh.order))
+	for _, name := range mh.order {
+		if p := mh.mods[name]; p != nil && p.service != "" {
+			out = append(out, p.service)
+		}
+	}
+	return out
 }
 
 // moduleInfo is one row of flux module list.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -138,7 +139,19 @@ func runBroker(o brokerOptions, args []string) error {
 		}
 		cfg.TOML = conf.Table
 		applyConfigAttrs(conf.Table, cfg.Attrs)
+		path, err := filepath.Abs(o.configPath)
+		if err != nil {
+			return err
+		}
+		cfg.ReloadTOML = func() (map[string]any, error) {
+			conf, err := loadConfig(path)
+			if err != nil {
+				return nil, err
+			}
+			return conf.Table, nil
+		}
 	}
+	cfg.CheckTOML = checkConfig
 	if o.bootRank < 0 {
 		// Not placed by flux start --test-size: boot from the [bootstrap]
 		// configuration, from PMI, or as a standalone broker.
@@ -205,17 +218,22 @@ func loadConfig(path string) (*boot.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, err := json.Marshal(conf.Table)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := policy.Parse(raw); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := jobmanager.ValidateConfig(raw); err != nil {
+	if err := checkConfig(conf.Table); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return conf, nil
+}
+
+// checkConfig checks the tables of a configuration that modules read.
+func checkConfig(table map[string]any) error {
+	raw, err := json.Marshal(table)
+	if err != nil {
+		return err
+	}
+	if _, err := policy.Parse(raw); err != nil {
+		return err
+	}
+	return jobmanager.ValidateConfig(raw)
 }
 
 // jobRundir makes the rundir of a broker started by a job without -S

@@ -46,7 +46,7 @@ var commandTable = []command{
 	{"hostlist", newHostlistCmd},
 	{"ping", newPingCmd}, {"event", newEventCmd}, {"dmesg", newDmesgCmd}, {"logger", newLoggerCmd}, {"module", newModuleCmd},
 	{"overlay", newOverlayCmd}, {"uptime", newUptimeCmd}, {"shutdown", newShutdownCmd}, {"keygen", newKeygenCmd},
-	{"exec", newExecCmd},
+	{"exec", newExecCmd}, {"config", newConfigCmd},
 	{"content", newContentCmd},
 	{"kvs", newKVSCmd}, {"dump", newDumpCmd}, {"restore", newRestoreCmd},
 	{"resource", newResourceCmd},

@@ -195,3 +195,15 @@ func (e *env) result(id jobid.ID) string {
 	e.waitEvent(id, "clean")
 	return e.field(id, "{result}")
 }
+
+// waitFor polls cond until it holds, failing the test after 20 s.
+func (e *env) waitFor(what string, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -102,7 +102,20 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		r.Respond(map[string]any{"submitted": in.submitted, "batches": in.batches, "queued": len(in.queue)})
 	})
 	h.HandleFunc("job-ingest.disconnect", func(*flux.Request) {})
+	h.HandleFunc("job-ingest.config-reload", in.configReload)
 	return h.Serve(ctx)
+}
+
+// configReload takes a new instance configuration (flux config reload):
+// queues and jobspec defaults apply to jobs submitted from now on.
+func (in *ingest) configReload(r *flux.Request) {
+	pol, err := policy.Parse(r.Msg.JSON())
+	if err != nil {
+		r.RespondError(flux.NewError(syscall.EINVAL, err.Error()))
+		return
+	}
+	in.policy = pol
+	r.Respond(nil)
 }
 
 // initGenerator sets up FLUID generation with the instance's epoch (kept

@@ -23,6 +23,7 @@ func (m *manager) register() {
 	h.HandleFunc("job-manager.urgency", m.handleUrgency)
 	h.HandleFunc("job-manager.update", m.handleUpdate)
 	h.HandleFunc("job-manager.purge", m.handlePurge)
+	h.HandleFunc("job-manager.config-reload", m.configReload)
 	h.HandleFunc("job-manager.wait", m.handleWait)
 	h.HandleFunc("job-manager.jobtap", m.handleJobtap)
 	h.HandleFunc("job-manager.jobtap-query", m.handleJobtapQuery)

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap/builtin"
 	"github.com/fluxgo/fluxgo/internal/module"
@@ -74,6 +75,44 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	}
 	h.Post(m.autoPurge)
 	return h.Serve(ctx)
+}
+
+// configPlugins are the default plugins configured from the instance
+// configuration (pluginConf).
+var configPlugins = []string{".limit-duration", ".limit-job-size"}
+
+// configReload takes a new instance configuration (flux config reload):
+// limits, queues and purge limits. Everything is checked before anything
+// changes. Limits apply to jobs submitted or updated from now on.
+func (m *manager) configReload(r *flux.Request) {
+	conf := r.Msg.JSON()
+	pol, err := policy.Parse(conf)
+	if err != nil {
+		r.Errorf(syscall.EINVAL, "%v", err)
+		return
+	}
+	purge, err := purgeConfig(conf)
+	if err != nil {
+		r.Errorf(syscall.EINVAL, "%v", err)
+		return
+	}
+	var swaps []func()
+	for _, name := range configPlugins {
+		swap, err := m.plugins.prepareReload(name, pluginConf(name, pol))
+		if err != nil {
+			r.RespondError(err)
+			return
+		}
+		if swap != nil {
+			swaps = append(swaps, swap)
+		}
+	}
+	for _, swap := range swaps {
+		swap()
+	}
+	m.queues.reconfigure(pol)
+	m.purgeConf = purge
+	r.Respond(nil)
 }
 
 // pluginConf is the configuration a default plugin gets from the

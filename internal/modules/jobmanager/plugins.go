@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -80,6 +81,54 @@ func (ps *pluginSet) load(name string, conf json.RawMessage) error {
 		}
 	}
 	return nil
+}
+
+// prepareReload makes a new instance of the loaded plugin name with conf
+// (a changed configuration), and returns what puts it in the old one's
+// place. It returns nil and no error when the plugin is not loaded.
+func (ps *pluginSet) prepareReload(name string, conf json.RawMessage) (func(), error) {
+	i := slices.IndexFunc(ps.loaded, func(p jobtap.Plugin) bool { return p.Name() == name })
+	if i < 0 {
+		return nil, nil
+	}
+	factory, ok := builtin.Lookup(name)
+	if !ok {
+		return nil, nil
+	}
+	p := factory()
+	if l, ok := p.(jobtap.Loader); ok {
+		if err := l.Load(ps, conf); err != nil {
+			return nil, fmt.Errorf("jobtap: %s: %w", name, err)
+		}
+	}
+	return func() {
+		old := ps.loaded[i]
+		if u, ok := old.(jobtap.Unloader); ok {
+			u.Unload()
+		}
+		if s, ok := old.(jobtap.Servicer); ok {
+			for _, meth := range s.Methods() {
+				delete(ps.methods, meth.Topic)
+			}
+		}
+		if s, ok := p.(jobtap.Servicer); ok {
+			for _, meth := range s.Methods() {
+				ps.methods[meth.Topic] = meth
+			}
+		}
+		if as, ok := ps.loadedAs[old]; ok {
+			delete(ps.loadedAs, old)
+			ps.loadedAs[p] = as
+		}
+		ps.loaded[i] = p
+		if nh, ok := p.(jobtap.NewHook); ok {
+			for _, j := range ps.m.jobs {
+				if j.State != jobtap.StateInactive {
+					nh.JobNew(j.view())
+				}
+			}
+		}
+	}, nil
 }
 
 // remove unloads the plugins NAME matches: a plugin name (with or

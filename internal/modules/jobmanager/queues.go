@@ -91,6 +91,30 @@ func newQueues(m *manager, p *policy.Config) *queues {
 	return q
 }
 
+// reconfigure takes the queues of a new configuration (flux config
+// reload). Queues that remain keep their state, new ones start enabled
+// and started. Jobs of a queue that is no longer configured are let
+// through as restored jobs are (see submitCheck, started): the parked
+// ones go to the scheduler.
+func (q *queues) reconfigure(p *policy.Config) {
+	states := make(map[string]*queueState, len(p.Queues)+1)
+	keep := func(name string) {
+		if s, ok := q.states[name]; ok {
+			states[name] = s
+		} else {
+			states[name] = new(onAtStart)
+		}
+	}
+	if !p.Named() {
+		keep("")
+	}
+	for name := range p.Queues {
+		keep(name)
+	}
+	q.states, q.pol = states, p
+	q.resume()
+}
+
 // restore applies the state checkpointed by an earlier run to the queues
 // that are still configured.
 func (q *queues) restore(ctx context.Context) error {

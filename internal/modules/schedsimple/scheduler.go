@@ -70,6 +70,7 @@ func (s *scheduler) register() {
 	h.HandleFunc("sched.resource-status", s.resourceStatus)
 	h.HandleFunc("sched-simple.resource-status", s.resourceStatus)
 	h.HandleFunc("feasibility.check", s.feasibility)
+	h.HandleFunc(Name+".config-reload", s.configReload)
 	for _, svc := range []string{"sched", "feasibility", Name} {
 		h.HandleFunc(svc+".disconnect", func(*flux.Request) {})
 	}
@@ -444,6 +445,18 @@ func (s *scheduler) resourceStatus(r *flux.Request) {
 	b = s.pool.AppendR(b, s.pool.Allocated())
 	s.buf = append(b, '}')
 	r.Respond(json.RawMessage(s.buf))
+}
+
+// configReload takes a new instance configuration (flux config reload):
+// the nodes a queue requires apply to allocations requested from now on.
+func (s *scheduler) configReload(r *flux.Request) {
+	pol, err := policy.Parse(r.Msg.JSON())
+	if err != nil {
+		r.Errorf(syscall.EINVAL, "%v", err)
+		return
+	}
+	s.cache = newRequestCache(pol)
+	r.Respond(nil)
 }
 
 func (s *scheduler) feasibility(r *flux.Request) {

@@ -1,0 +1,177 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
+)
+
+// The instance configuration at run time (flux-config(1)).
+//
+//	config.get     the configuration object (anyone)
+//	config.reload  read the configuration path again (owner)
+//	config.load    replace the configuration with the payload (owner)
+//
+// A new configuration is checked (Config.CheckTOML, or the checks
+// Config.ReloadTOML makes), stored, and then offered to every module
+// loaded on this broker as a NAME.config-reload request whose payload is
+// the whole object, as flux-core's broker does. A module that keeps no
+// configuration does not answer it (ENOSYS) and is left alone. When a
+// module refuses the new configuration, the modules that took it get
+// the old one back, the broker keeps the old one, and the requestor gets
+// the module's error: a reload changes everything or nothing.
+//
+// Only this broker is reloaded (flux exec -r all flux config reload
+// reloads every rank). Tables read once at start, such as [bootstrap]
+// and [resource], take effect at the next start.
+
+// moduleReloadTimeout bounds how long a module may take to answer
+// config-reload.
+const moduleReloadTimeout = 30 * time.Second
+
+// configState is the broker's current configuration.
+type configState struct {
+	mu     sync.Mutex // held across a whole reload: one at a time
+	tableM sync.Mutex
+	table  map[string]any
+}
+
+func (c *configState) get() map[string]any {
+	c.tableM.Lock()
+	defer c.tableM.Unlock()
+	return c.table
+}
+
+func (c *configState) set(t map[string]any) {
+	c.tableM.Lock()
+	c.table = t
+	c.tableM.Unlock()
+}
+
+// configGet answers the instance's TOML configuration as a JSON object
+// (flux-core's config.get; empty when the instance has none).
+func (s *builtins) configGet(r *flux.Request) {
+	cfg := s.conf.get()
+	if cfg == nil {
+		cfg = map[string]any{}
+	}
+	r.Respond(cfg)
+}
+
+// configReload reads the configuration path again (flux config reload).
+func (s *builtins) configReload(r *flux.Request) {
+	if !requireOwner(r) {
+		return
+	}
+	go func() {
+		table := map[string]any{}
+		if s.b.cfg.ReloadTOML != nil {
+			t, err := s.b.cfg.ReloadTOML()
+			if err != nil {
+				r.Errorf(syscall.EINVAL, "config reload: %v", err)
+				return
+			}
+			table = t
+		}
+		s.applyConfig(r, table)
+	}()
+}
+
+// configLoad replaces the configuration with the request's object (flux
+// config load).
+func (s *builtins) configLoad(r *flux.Request) {
+	var table map[string]any
+	if r.Decode(&table) != nil || !requireOwner(r) {
+		return
+	}
+	if table == nil {
+		r.Errorf(syscall.EPROTO, "config load: the configuration must be a JSON object")
+		return
+	}
+	if s.b.cfg.CheckTOML != nil {
+		if err := s.b.cfg.CheckTOML(table); err != nil {
+			r.Errorf(syscall.EINVAL, "config load: %v", err)
+			return
+		}
+	}
+	go s.applyConfig(r, table)
+}
+
+// applyConfig makes table the configuration of this broker and its
+// modules, or of none of them.
+func (s *builtins) applyConfig(r *flux.Request, table map[string]any) {
+	s.conf.mu.Lock()
+	defer s.conf.mu.Unlock()
+	payload, err := json.Marshal(table)
+	if err != nil {
+		r.Errorf(syscall.EINVAL, "config: %v", err)
+		return
+	}
+	old := s.conf.get()
+	if old == nil {
+		old = map[string]any{}
+	}
+	oldPayload, _ := json.Marshal(old)
+	// stored first: a module that starts meanwhile reads the new one
+	s.conf.set(table)
+	took, err := s.offerConfig(s.b.modules.services(), payload)
+	if err != nil {
+		s.conf.set(old)
+		if _, rerr := s.offerConfig(took, oldPayload); rerr != nil {
+			s.b.log.Error("restoring the configuration of modules after a refused reload", "err", rerr)
+		}
+		r.RespondError(err)
+		return
+	}
+	s.b.log.Info("configuration updated")
+	r.Respond(nil)
+}
+
+// offerConfig sends payload to each service's config-reload method at
+// once and waits for all. It returns the services that took it and the
+// first refusal (in services' order).
+func (s *builtins) offerConfig(services []string, payload []byte) ([]string, error) {
+	ctx, cancel := context.WithTimeout(s.b.ctx, moduleReloadTimeout)
+	defer cancel()
+	errs := make([]error, len(services))
+	handled := make([]bool, len(services))
+	var wg sync.WaitGroup
+	for i, svc := range services {
+		f, err := s.h.RPCRaw(svc+".config-reload", flux.NodeidAny, payload, 0)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := f.Get(ctx)
+			switch {
+			case errors.Is(err, syscall.ENOSYS):
+				// keeps no configuration
+			case err != nil:
+				errs[i] = err
+			default:
+				handled[i] = true
+			}
+		}()
+	}
+	wg.Wait()
+	var took []string
+	var first error
+	for i, svc := range services {
+		if handled[i] {
+			took = append(took, svc)
+		}
+		if errs[i] != nil && first == nil {
+			first = flux.NewError(flux.ErrnoOf(errs[i]), fmt.Sprintf("%s: %s", svc, flux.ErrorText(errs[i])))
+		}
+	}
+	return took, first
+}

@@ -1,0 +1,240 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fluxgo/fluxgo/internal/boot"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/fsd"
+)
+
+func newConfigCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Manage/query Flux configuration",
+		Long: `Query and change the TOML configuration of the local broker (its
+--config-path). A new configuration is checked, then offered to every
+module of the broker: the job manager takes new [policy] limits, [queues]
+and [job-manager] purge limits, job-ingest new queues and jobspec
+defaults, sched-simple the nodes queues require. If a module refuses it,
+nothing changes. Tables read only at start ([bootstrap], [resource])
+take effect at the next start. Only the local broker changes: use
+flux exec -r all flux config reload for every rank.`,
+	}
+	cmd.AddCommand(newConfigGetCmd(), newConfigReloadCmd(), newConfigLoadCmd())
+	return cmd
+}
+
+func newConfigReloadCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "reload",
+		Short: "Read the broker's configuration path again (instance owner only)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				return h.Call(ctx, "config.reload", flux.NodeidAny, nil, nil)
+			})
+		},
+	}
+}
+
+func newConfigLoadCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "load [PATH]",
+		Short: "Replace the configuration (instance owner only)",
+		Long: `Replace the broker's configuration with the *.toml files of directory
+PATH, the TOML file PATH, or, without PATH, a JSON object or TOML text read
+from standard input.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var table map[string]any
+			var err error
+			if len(args) == 1 {
+				var c *boot.Config
+				if c, err = boot.LoadConfig(args[0]); err == nil {
+					table = c.Table
+				}
+			} else {
+				table, err = readConfigText(cmd.InOrStdin())
+			}
+			if err != nil {
+				return err
+			}
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				return h.Call(ctx, "config.load", flux.NodeidAny, table, nil)
+			})
+		},
+	}
+}
+
+// readConfigText reads a configuration object from r: JSON when it
+// starts with '{', TOML otherwise.
+func readConfigText(r io.Reader) (map[string]any, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("reading standard input: %w", err)
+	}
+	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+		var table map[string]any
+		if err := json.Unmarshal(data, &table); err != nil {
+			return nil, fmt.Errorf("standard input: JSON: %w", err)
+		}
+		return table, nil
+	}
+	c, err := boot.ParseConfig("standard input", data)
+	if err != nil {
+		return nil, err
+	}
+	return c.Table, nil
+}
+
+// configTypes are the types flux config get --type checks.
+var configTypes = []string{"string", "integer", "real", "boolean", "object", "array", "fsd", "fsd-integer", "fsd-real"}
+
+func newConfigGetCmd() *cobra.Command {
+	var def, typ string
+	var quiet bool
+	cmd := &cobra.Command{
+		Use:   "get [OPTIONS] [NAME]",
+		Short: "Print the configuration, or the value of key NAME",
+		Long: `Print the whole configuration as a JSON object, or the value of NAME, a
+period-delimited TOML key (policy.limits.duration). Strings print without
+quotes, other values as JSON. A NAME that is not set is an error, unless
+--default is given.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if typ != "" && !slices.Contains(configTypes, typ) {
+				return fmt.Errorf("--type=%s: unknown type (valid: %s)", typ, strings.Join(configTypes, ", "))
+			}
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				m, err := h.RPCRaw("config.get", flux.NodeidAny, nil, 0)
+				if err != nil {
+					return err
+				}
+				resp, err := m.Get(ctx)
+				if err != nil {
+					return err
+				}
+				dec := json.NewDecoder(bytes.NewReader(resp.JSON()))
+				dec.UseNumber()
+				var v any
+				if err := dec.Decode(&v); err != nil {
+					return fmt.Errorf("config.get: %w", err)
+				}
+				name := ""
+				if len(args) == 1 {
+					name = args[0]
+					var ok bool
+					if v, ok = lookupConfig(v, name); !ok {
+						if cmd.Flags().Changed("default") {
+							fmt.Fprintln(cmd.OutOrStdout(), def)
+							return nil
+						}
+						if quiet {
+							return exitCode(1)
+						}
+						return fmt.Errorf("%s is not set", name)
+					}
+				}
+				out, err := formatConfigValue(v, typ)
+				if err != nil {
+					if name == "" {
+						name = "the configuration"
+					}
+					return fmt.Errorf("%s: %w", name, err)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), out)
+				return nil
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&def, "default", "d", "", "print `VALUE` when NAME is not set (and exit 0)")
+	f.BoolVarP(&quiet, "quiet", "q", false, "print no error when NAME is not set")
+	f.StringVarP(&typ, "type", "t", "", "require the value to be of `TYPE`: "+strings.Join(configTypes, ", "))
+	return cmd
+}
+
+// lookupConfig finds the period-delimited key name in v.
+func lookupConfig(v any, name string) (any, bool) {
+	for _, part := range strings.Split(name, ".") {
+		t, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = t[part]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// formatConfigValue checks v against typ ("" for any) and formats it
+// for printing.
+func formatConfigValue(v any, typ string) (string, error) {
+	wrong := func() (string, error) {
+		b, _ := json.Marshal(v)
+		return "", fmt.Errorf("value %s is not of type %s", b, typ)
+	}
+	switch typ {
+	case "string":
+		if _, ok := v.(string); !ok {
+			return wrong()
+		}
+	case "integer":
+		n, ok := v.(json.Number)
+		if !ok {
+			return wrong()
+		}
+		if _, err := strconv.ParseInt(string(n), 10, 64); err != nil {
+			return wrong()
+		}
+	case "real":
+		if _, ok := v.(json.Number); !ok {
+			return wrong()
+		}
+	case "boolean":
+		if _, ok := v.(bool); !ok {
+			return wrong()
+		}
+	case "object":
+		if _, ok := v.(map[string]any); !ok {
+			return wrong()
+		}
+	case "array":
+		if _, ok := v.([]any); !ok {
+			return wrong()
+		}
+	case "fsd", "fsd-integer", "fsd-real":
+		s, ok := v.(string)
+		if !ok {
+			return wrong()
+		}
+		sec, err := fsd.Parse(s)
+		if err != nil {
+			return "", fmt.Errorf("value %q is not a valid Flux Standard Duration: %w", s, err)
+		}
+		switch typ {
+		case "fsd":
+			return fsd.Format(sec), nil
+		case "fsd-integer":
+			return strconv.FormatInt(int64(sec), 10), nil
+		default:
+			return strconv.FormatFloat(sec, 'f', -1, 64), nil
+		}
+	}
+	if s, ok := v.(string); ok {
+		return s, nil
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}

@@ -1,0 +1,134 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fluxgo/fluxgo/internal/testinstance"
+)
+
+// TestConfigReload: flux config get/reload/load change the limits, queues
+// and purge limits of a running instance, all or nothing.
+func TestConfigReload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a flux instance")
+	}
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "policy.toml")
+	write := func(text string) {
+		t.Helper()
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("[policy.limits]\nduration = \"1h\"\n")
+	e := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 2, Args: []string{"--config-path", dir}})}
+
+	// get: values, types, defaults
+	if got := e.must("config", "get"); got != `{"policy":{"limits":{"duration":"1h"}}}` {
+		t.Errorf("config get: %s", got)
+	}
+	if got := e.must("config", "get", "--type=fsd-integer", "policy.limits.duration"); got != "3600" {
+		t.Errorf("config get --type=fsd-integer: %s", got)
+	}
+	if got := e.must("config", "get", "-t", "object", "policy.limits"); got != `{"duration":"1h"}` {
+		t.Errorf("config get -t object: %s", got)
+	}
+	e.fail(`policy.limits.duration: value "1h" is not of type integer`, "config", "get", "-t", "integer", "policy.limits.duration")
+	e.fail("queues.batch is not set", "config", "get", "queues.batch")
+	if r := e.flux("config", "get", "-q", "queues.batch"); r.Code != 1 || r.Stderr != "" {
+		t.Errorf("config get -q of an unset key: %+v", r)
+	}
+	if got := e.must("config", "get", "-d", "none", "queues.batch"); got != "none" {
+		t.Errorf("config get -d: %s", got)
+	}
+	e.fail("--type=float: unknown type", "config", "get", "-t", "float", "policy")
+	guest := canRunAsGuest(e)
+	if guest {
+		if r := e.asGuest("submit", "--urgency=hold", "-t", "2h", "true"); r.Code == 0 || !strings.Contains(r.Stderr, "exceeds the limit of 1h") {
+			t.Errorf("guest submit -t 2h under a 1h limit: %+v", r)
+		}
+		if r := e.asGuest("config", "reload"); r.Code == 0 || !strings.Contains(r.Stderr, "only the instance owner") {
+			t.Errorf("guest config reload: %+v", r)
+		}
+	}
+
+	// reload: a longer limit, named queues and a default queue
+	write(`
+[policy.limits]
+duration = "3h"
+[policy.jobspec.defaults.system]
+queue = "batch"
+[queues.batch]
+[queues.debug]
+policy.limits.duration = "10m"
+`)
+	e.must("config", "reload")
+	if got := e.must("config", "get", "policy.limits.duration"); got != "3h" {
+		t.Errorf("after reload: policy.limits.duration %s", got)
+	}
+	if got := e.must("queue", "list", "-n", "-o", "{queue} {limits.timelimit}"); got != "batch 3h\ndebug 10m" {
+		t.Errorf("queues after reload: %q", got)
+	}
+	if q := e.must("jobtap", "query", ".limit-duration"); !strings.Contains(q, `"duration":10800`) || !strings.Contains(q, `"debug":600`) {
+		t.Errorf("limit-duration after reload: %s", q)
+	}
+	debugJob := e.submit("--urgency=hold", "--queue=debug", "true")
+	if q := e.field(e.submit("--urgency=hold", "true"), "{queue}"); q != "batch" {
+		t.Errorf("default queue after reload: %q", q)
+	}
+	e.fail("'nope' is not a valid queue (queues: batch, debug)", "submit", "--queue=nope", "true")
+	if guest {
+		if r := e.asGuest("submit", "--urgency=hold", "-t", "2h", "true"); r.Code != 0 {
+			t.Errorf("guest submit -t 2h under a 3h limit: %+v", r)
+		}
+		if r := e.asGuest("submit", "--urgency=hold", "--queue=debug", "-t", "20m", "true"); r.Code == 0 || !strings.Contains(r.Stderr, "exceeds the limit of 10m") {
+			t.Errorf("guest submit -t 20m to debug: %+v", r)
+		}
+	}
+
+	// a bad file changes nothing, and says what is wrong
+	write("[policy.limits]\nduration = \"bogus\"\n")
+	e.fail(`policy.limits.duration: invalid FSD "bogus"`, "config", "reload")
+	if got := e.must("config", "get", "policy.limits.duration"); got != "3h" {
+		t.Errorf("after a refused reload: policy.limits.duration %s", got)
+	}
+	r := e.inst.RunInput(t, "[job-manager]\ninactive-num-limit = -1\n", "config", "load")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "inactive-num-limit: must be >= 0") {
+		t.Errorf("config load of a negative limit: %+v", r)
+	}
+	r = e.inst.RunInput(t, "{not json", "config", "load")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "standard input: JSON") {
+		t.Errorf("config load of bad JSON: %+v", r)
+	}
+	if got := e.must("queue", "list", "-n", "-o", "{queue}"); got != "batch\ndebug" {
+		t.Errorf("queues after refused loads: %q", got)
+	}
+
+	// load from standard input: the queues go (their jobs still run),
+	// and a purge limit keeps one inactive job
+	r = e.inst.RunInput(t, `{"job-manager": {"inactive-num-limit": 1}}`, "config", "load")
+	if r.Code != 0 {
+		t.Fatalf("config load: %+v", r)
+	}
+	if got := e.must("config", "get"); got != `{"job-manager":{"inactive-num-limit":1}}` {
+		t.Errorf("config get after load: %s", got)
+	}
+	if got := e.must("queue", "list", "-n", "-o", "{queue}|{limits.timelimit}"); got != "|∞" {
+		t.Errorf("queues after load: %q", got)
+	}
+	e.must("job", "urgency", debugJob.String(), "default")
+	e.must("job", "wait-event", "-t", "30", debugJob.String(), "clean")
+	e.waitFor("one inactive job kept", func() bool {
+		return e.must("jobs", "-n", "-f", "inactive", "-o", "{id}") == debugJob.String()
+	})
+
+	// the file again: what it says now
+	write("[policy.limits]\nduration = \"2h\"\n")
+	e.must("config", "reload")
+	if got := e.must("config", "get"); got != `{"policy":{"limits":{"duration":"2h"}}}` {
+		t.Errorf("config get after reload: %s", got)
+	}
+}
