@@ -134,14 +134,16 @@ func TestLookupSemantics(t *testing.T) {
 	}
 }
 
+// TestAppendValref: appends extend an inline val while it is small, then
+// turn it into a valref that grows by a blob per append.
 func TestAppendValref(t *testing.T) {
 	inst := kvstest.Start(t, kvstest.Options{NoWatch: true})
 	h := inst.Handle(0)
 	c := ctx(t)
 	var want bytes.Buffer
-	for i := 0; i < 5; i++ {
+	for i := 0; i < 6; i++ {
 		var txn kvs.Txn
-		line := fmt.Sprintf("event %d\n", i)
+		line := fmt.Sprintf("event %d %s\n", i, strings.Repeat("x", 290)) // 300 bytes
 		txn.Append("log", []byte(line))
 		want.WriteString(line)
 		if _, err := kvs.Commit(c, h, "", 0, &txn); err != nil {
@@ -152,26 +154,33 @@ func TestAppendValref(t *testing.T) {
 			t.Fatal(err)
 		}
 		switch {
-		case i == 0 && o.Type != treeobj.Val:
-			t.Fatalf("first append stored %s, want val", o.Type)
-		case i > 0 && (o.Type != treeobj.Valref || len(o.Refs) != i+1):
+		case i < 3 && o.Type != treeobj.Val: // up to 900 bytes: inline
+			t.Fatalf("after %d appends: %s, want val", i+1, o.Type)
+		case i >= 3 && (o.Type != treeobj.Valref || len(o.Refs) != i-1):
+			// the 4th: the old data's blob and the new one's
 			t.Fatalf("after %d appends: %s", i+1, o.Encode())
 		}
+		if v := get(t, h, "", "log"); v != want.String() {
+			t.Fatalf("after %d appends: value %q, want %q", i+1, v, want.String())
+		}
 	}
-	if v := get(t, h, "", "log"); v != want.String() {
-		t.Errorf("appended value %q, want %q", v, want.String())
-	}
-	// many appends in one transaction
+	// many appends in one transaction: inline while they fit, then blobs
 	var txn kvs.Txn
+	var want2 []byte
 	for i := 0; i < 100; i++ {
-		txn.Append("log2", []byte{byte('a' + i%26)})
+		line := bytes.Repeat([]byte{byte('a' + i%26)}, 20)
+		txn.Append("log2", line)
+		want2 = append(want2, line...)
 	}
 	if _, err := kvs.Commit(c, h, "", 0, &txn); err != nil {
 		t.Fatal(err)
 	}
 	o, _ := kvs.Lookup(c, h, "", kvs.FlagTreeObj, "log2")
-	if o.Type != treeobj.Valref || len(o.Refs) != 100 {
-		t.Fatalf("100 appends: %s with %d refs", o.Type, len(o.Refs))
+	if o.Type != treeobj.Valref || len(o.Refs) < 2 || len(o.Refs) > 60 {
+		t.Fatalf("100 appends of 20 bytes: %s with %d refs", o.Type, len(o.Refs))
+	}
+	if v := get(t, h, "", "log2"); v != string(want2) {
+		t.Errorf("100 appends: value %q, want %q", v, want2)
 	}
 	// errors: append to a dir, to a symlink
 	put(t, h, "", "d.x", "1")
@@ -189,20 +198,42 @@ func TestAppendValref(t *testing.T) {
 	}
 }
 
+// TestLargeValueStoredAsValref: values over 1 KiB go to blobs; smaller
+// ones stay inline while their directory's inline values fit the budget,
+// the largest going to blobs first.
 func TestLargeValueStoredAsValref(t *testing.T) {
 	inst := kvstest.Start(t, kvstest.Options{NoWatch: true})
 	h := inst.Handle(0)
-	big := strings.Repeat("x", 1000)
-	put(t, h, "", "big", big, "small", "s")
-	o, err := kvs.Lookup(ctx(t), h, "", kvs.FlagTreeObj, "big")
-	if err != nil || o.Type != treeobj.Valref {
-		t.Fatalf("big value stored as %v (%v)", o, err)
+	big := strings.Repeat("x", 2000)
+	mid := strings.Repeat("m", 1000)
+	put(t, h, "", "big", big, "mid", mid, "small", "s")
+	for key, want := range map[string]treeobj.Type{"big": treeobj.Valref, "mid": treeobj.Val, "small": treeobj.Val} {
+		o, err := kvs.Lookup(ctx(t), h, "", kvs.FlagTreeObj, key)
+		if err != nil || o.Type != want {
+			t.Fatalf("%s stored as %v (%v), want %s", key, o, err, want)
+		}
 	}
 	if v := get(t, h, "", "big"); v != big {
 		t.Errorf("big value round trip failed")
 	}
-	if o, _ := kvs.Lookup(ctx(t), h, "", kvs.FlagTreeObj, "small"); o.Type != treeobj.Val {
-		t.Errorf("small value stored as %s", o.Type)
+	// 1336 + 1336 + 668 + 136 + 1200 characters: over the 4096 budget,
+	// one of the largest goes to a blob
+	put(t, h, "", "d.a", mid, "d.b", mid, "d.c", mid[:500], "d.d", mid[:100], "d.e", mid[:900])
+	valrefs := ""
+	for _, key := range []string{"a", "b", "c", "d", "e"} {
+		o, err := kvs.Lookup(ctx(t), h, "", kvs.FlagTreeObj, "d."+key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Type == treeobj.Valref {
+			valrefs += key
+		}
+		if v := get(t, h, "", "d."+key); len(v) == 0 || v[0] != 'm' {
+			t.Errorf("d.%s: %q", key, v)
+		}
+	}
+	if valrefs != "a" && valrefs != "b" {
+		t.Errorf("values behind valrefs: %q, want one of the two largest", valrefs)
 	}
 }
 

@@ -3,16 +3,41 @@ package kvs
 import (
 	"encoding/base64"
 	"fmt"
+	"sort"
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
 )
 
-// maxValSize is the longest base64 text a val keeps inline in a stored
-// directory; longer values are stored as a blob behind a valref (the
-// length of a blobref string, as flux-core does).
-const maxValSize = 72
+// How values are kept in a stored directory. flux-core stores every
+// value longer than a blobref (72 characters of base64) as a blob behind
+// a valref, and each append to a value as one more blob. A job's eventlog
+// is appended to a handful of times and its R written once: stored that
+// way, most of the blobs a job costs the content store are a hundred
+// bytes each, and the directory that points at them is rewritten anyway
+// with every commit that touches the job. So fluxgo keeps such values
+// in the directory (RFC 11 allows a val of any size) while they are
+// small and their directory stays small:
+//
+//   - a val of up to maxValSize characters is always inline (flux-core's
+//     rule);
+//   - a val of up to maxInlineVal characters (1 KiB of data) is inline
+//     too while the directory's inline values longer than maxValSize
+//     total at most dirInlineBudget characters; over budget, the largest
+//     go to blobs first;
+//   - an append to an inline val extends it in place while the result
+//     fits maxInlineVal; past that it becomes a valref of the old data's
+//     blob and the appended data's, and later appends add blobs as
+//     flux-core's do.
+//
+// A value stored behind a valref stays there. kvs-watch's WATCH_APPEND
+// follows an inline val growing, and its change into a valref.
+const (
+	maxValSize      = 72
+	maxInlineVal    = 1368
+	dirInlineBudget = 4096
+)
 
 // op is one decoded transaction operation.
 type op struct {
@@ -229,6 +254,14 @@ func (w *work) append(dir *treeobj.Object, name string, dirent *treeobj.Object) 
 		}
 		w.set(dir, name, e.AppendRef(ref))
 	case treeobj.Val:
+		if len(e.Data)+len(dirent.Data) <= maxInlineVal {
+			a, err1 := base64.StdEncoding.DecodeString(e.Data)
+			b, err2 := base64.StdEncoding.DecodeString(dirent.Data)
+			if err1 == nil && err2 == nil {
+				w.set(dir, name, treeobj.NewVal(append(a, b...)))
+				return nil
+			}
+		}
 		ref1, err := w.storeVal(e)
 		if err != nil {
 			return err
@@ -257,6 +290,16 @@ func (w *work) storeVal(v *treeobj.Object) (string, error) {
 	return w.storeData(data)
 }
 
+// spill stores the val at entry i of dir as a blob behind a valref.
+func (w *work) spill(dir *treeobj.Object, i int) error {
+	ref, err := w.storeVal(dir.Entries()[i].Obj)
+	if err != nil {
+		return err
+	}
+	dir.SetAt(i, treeobj.NewValref(ref))
+	return nil
+}
+
 func (w *work) storeData(data []byte) (string, error) {
 	ref, err := content.Blobref(w.hashName, data)
 	if err != nil {
@@ -281,6 +324,8 @@ func (w *work) unroll() (string, error) {
 }
 
 func (w *work) unrollDir(dir *treeobj.Object) (string, error) {
+	var inline []int // vals kept inline if the budget allows
+	total := 0
 	for i, de := range dir.Entries() {
 		e := de.Obj
 		switch e.Type {
@@ -291,12 +336,27 @@ func (w *work) unrollDir(dir *treeobj.Object) (string, error) {
 			}
 			dir.SetAt(i, treeobj.NewDirref(ref))
 		case treeobj.Val:
-			if len(e.Data) > maxValSize {
-				ref, err := w.storeVal(e)
-				if err != nil {
+			switch n := len(e.Data); {
+			case n > maxInlineVal:
+				if err := w.spill(dir, i); err != nil {
 					return "", err
 				}
-				dir.SetAt(i, treeobj.NewValref(ref))
+			case n > maxValSize:
+				inline = append(inline, i)
+				total += n
+			}
+		}
+	}
+	if total > dirInlineBudget {
+		ents := dir.Entries()
+		sort.Slice(inline, func(a, b int) bool { return len(ents[inline[a]].Obj.Data) > len(ents[inline[b]].Obj.Data) })
+		for _, i := range inline {
+			total -= len(ents[i].Obj.Data)
+			if err := w.spill(dir, i); err != nil {
+				return "", err
+			}
+			if total <= dirInlineBudget {
+				break
 			}
 		}
 	}

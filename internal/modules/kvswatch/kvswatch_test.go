@@ -211,6 +211,42 @@ func TestWatchAppendExactlyOnce(t *testing.T) {
 	}
 }
 
+// TestWatchAppendInlineGrowth: a value kept inline grows in place, then
+// turns into a valref whose first blob holds more than was sent: the
+// watcher sends each byte once.
+func TestWatchAppendInlineGrowth(t *testing.T) {
+	inst := kvstest.Start(t, kvstest.Options{})
+	h := inst.Handle(0)
+	put(t, h, "", "log", "start\n", kvs.FlagAppend)
+	w := watch(t, h, "", "log", kvs.FlagWatch|kvs.FlagWatchAppend)
+	if got := next(t, w); got != "start\n" {
+		t.Fatalf("first answer %q", got)
+	}
+	want := ""
+	for _, n := range []int{100, 100, 1200, 50, 3000, 10} {
+		chunk := strings.Repeat(string(rune('a'+n%26)), n-1) + "\n"
+		put(t, h, "", "log", chunk, kvs.FlagAppend)
+		want += chunk
+	}
+	got := ""
+	for len(got) < len(want) {
+		got += next(t, w)
+	}
+	if got != want {
+		t.Fatalf("appended data sent as %d bytes, want %d (same: %v)", len(got), len(want), strings.HasPrefix(want, got))
+	}
+	// an inline value overwritten ends the watch
+	put(t, h, "", "small", "a", kvs.FlagAppend)
+	ws := watch(t, h, "", "small", kvs.FlagWatch|kvs.FlagWatchAppend)
+	if got := next(t, ws); got != "a" {
+		t.Fatalf("first answer %q", got)
+	}
+	put(t, h, "", "small", "bcd", 0)
+	if _, err := ws.NextValue(brokertest.Ctx(t)); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("after overwrite of an inline value: %v", err)
+	}
+}
+
 func TestWatchAppendWaitCreate(t *testing.T) {
 	inst := kvstest.Start(t, kvstest.Options{})
 	h := inst.Handle(0)

@@ -139,9 +139,14 @@ type watcher struct {
 	initialSeq int  // root of the first answer (later ones must be newer)
 	responded  bool // an answer (value) went out
 	prev       []byte
-	delivered  int  // WATCH_APPEND: blobs of the value already sent
-	indexed    bool // WATCH_APPEND: delivered is meaningful
-	loading    bool // WATCH_APPEND: an answer waits for content loads
+	// WATCH_APPEND: what of the value went out. An inline val grows in
+	// place (sentVal is what was sent of it), then may turn into a
+	// valref whose first blob holds the val as it was then; a valref
+	// grows by blobs (refsSent of them went out).
+	appendMode appendMode
+	sentVal    []byte
+	refsSent   int
+	loading    bool // an answer waits for content loads
 
 	canceled, mute, finished bool
 }
@@ -323,33 +328,62 @@ func (wt *watcher) send(val *treeobj.Object) {
 	}
 }
 
-// handleAppend sends the whole value the first time, then only the
-// blobs appended since.
+// appendMode is how a WATCH_APPEND watcher has seen its value so far.
+type appendMode int
+
+const (
+	appendNone   appendMode = iota // nothing sent yet
+	appendVal                      // an inline val
+	appendValref                   // a valref
+)
+
+// handleAppend sends the whole value the first time, then only what was
+// appended since.
 func (wt *watcher) handleAppend(val *treeobj.Object) bool {
 	switch val.Type {
 	case treeobj.Val:
-		if wt.indexed {
-			wt.fail(flux.NewError(syscall.EINVAL, "value of key watched with WATCH_APPEND overwritten"))
+		data, err := val.Value()
+		if err != nil {
+			wt.fail(flux.NewError(syscall.EPROTO, err.Error()))
 			return true
 		}
-		wt.indexed, wt.delivered = true, 1
-		wt.send(val)
+		switch wt.appendMode {
+		case appendValref:
+			wt.fail(flux.NewError(syscall.EINVAL, "value of key watched with WATCH_APPEND overwritten"))
+			return true
+		case appendVal:
+			if !bytes.HasPrefix(data, wt.sentVal) {
+				wt.fail(flux.NewError(syscall.EINVAL, "value of key watched with WATCH_APPEND overwritten"))
+				return true
+			}
+			if len(data) == len(wt.sentVal) {
+				return true
+			}
+			wt.send(treeobj.NewVal(data[len(wt.sentVal):]))
+		default:
+			wt.send(val)
+		}
+		wt.appendMode, wt.sentVal = appendVal, data
 		return true
 	case treeobj.Valref:
 		n := len(val.Refs)
-		start := 0
-		if wt.indexed {
+		start, skip := 0, 0
+		switch wt.appendMode {
+		case appendVal:
+			// the first blob is the val, which may have grown since
+			skip = len(wt.sentVal)
+		case appendValref:
 			switch {
-			case n < wt.delivered:
+			case n < wt.refsSent:
 				wt.fail(flux.NewError(syscall.EINVAL, "key watched with WATCH_APPEND shortened"))
 				return true
-			case n == wt.delivered:
+			case n == wt.refsSent:
 				return true
 			}
-			start = wt.delivered
+			start = wt.refsSent
 		}
-		wt.indexed, wt.delivered = true, n
-		wt.loadRange(val.Refs[start:])
+		wt.appendMode, wt.sentVal, wt.refsSent = appendValref, nil, n
+		wt.loadRange(val.Refs[start:], skip)
 		return false
 	case treeobj.Dir, treeobj.Dirref:
 		wt.fail(flux.NewError(syscall.EISDIR, fmt.Sprintf("%s cannot be watched with WATCH_APPEND", val.Type)))
@@ -360,8 +394,9 @@ func (wt *watcher) handleAppend(val *treeobj.Object) bool {
 }
 
 // loadRange loads blobs from the content service (all requests at once)
-// and sends their concatenation as one val, then resumes drain.
-func (wt *watcher) loadRange(refs []string) {
+// and sends their concatenation, less its first skip bytes (already
+// sent), as one val, then resumes drain.
+func (wt *watcher) loadRange(refs []string, skip int) {
 	parts := make([][]byte, len(refs))
 	pending := len(refs)
 	var first error
@@ -375,7 +410,14 @@ func (wt *watcher) loadRange(refs []string) {
 			wt.fail(fmt.Errorf("loading appended data: %w", first))
 			return
 		}
-		wt.send(treeobj.NewVal(bytes.Join(parts, nil)))
+		data := bytes.Join(parts, nil)
+		if len(data) < skip {
+			wt.fail(flux.NewError(syscall.EINVAL, "key watched with WATCH_APPEND shortened"))
+			return
+		}
+		if len(data) > skip {
+			wt.send(treeobj.NewVal(data[skip:]))
+		}
 		wt.drain()
 	}
 	for i, ref := range refs {
