@@ -101,7 +101,7 @@ func readConfigText(r io.Reader) (map[string]any, error) {
 var configTypes = []string{"string", "integer", "real", "boolean", "object", "array", "fsd", "fsd-integer", "fsd-real"}
 
 func newConfigGetCmd() *cobra.Command {
-	var def, typ string
+	var def, typ, path string
 	var quiet bool
 	cmd := &cobra.Command{
 		Use:   "get [OPTIONS] [NAME]",
@@ -115,16 +115,8 @@ quotes, other values as JSON. A NAME that is not set is an error, unless
 			if typ != "" && !slices.Contains(configTypes, typ) {
 				return fmt.Errorf("--type=%s: unknown type (valid: %s)", typ, strings.Join(configTypes, ", "))
 			}
-			return withHandle(func(ctx context.Context, h *flux.Handle) error {
-				m, err := h.RPCRaw("config.get", flux.NodeidAny, nil, 0)
-				if err != nil {
-					return err
-				}
-				resp, err := m.Get(ctx)
-				if err != nil {
-					return err
-				}
-				dec := json.NewDecoder(bytes.NewReader(resp.JSON()))
+			show := func(raw []byte) error {
+				dec := json.NewDecoder(bytes.NewReader(raw))
 				dec.UseNumber()
 				var v any
 				if err := dec.Decode(&v); err != nil {
@@ -154,10 +146,33 @@ quotes, other values as JSON. A NAME that is not set is an error, unless
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), out)
 				return nil
+			}
+			if path != "" {
+				c, err := boot.LoadConfig(path)
+				if err != nil {
+					return err
+				}
+				raw, err := json.Marshal(c.Table)
+				if err != nil {
+					return err
+				}
+				return show(raw)
+			}
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				f, err := h.RPCRaw("config.get", flux.NodeidAny, nil, 0)
+				if err != nil {
+					return err
+				}
+				resp, err := f.Get(ctx)
+				if err != nil {
+					return err
+				}
+				return show(resp.JSON())
 			})
 		},
 	}
 	f := cmd.Flags()
+	f.StringVarP(&path, "config-path", "c", "", "read the configuration from `PATH` (a TOML file or a directory of them) instead of asking the broker")
 	f.StringVarP(&def, "default", "d", "", "print `VALUE` when NAME is not set (and exit 0)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print no error when NAME is not set")
 	f.StringVarP(&typ, "type", "t", "", "require the value to be of `TYPE`: "+strings.Join(configTypes, ", "))

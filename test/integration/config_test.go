@@ -91,6 +91,9 @@ policy.limits.duration = "10m"
 
 	// a bad file changes nothing, and says what is wrong
 	write("[policy.limits]\nduration = \"bogus\"\n")
+	if got := e.must("config", "get", "--config-path", dir, "policy.limits.duration"); got != "bogus" {
+		t.Errorf("config get --config-path: %s", got)
+	}
 	e.fail(`policy.limits.duration: invalid FSD "bogus"`, "config", "reload")
 	if got := e.must("config", "get", "policy.limits.duration"); got != "3h" {
 		t.Errorf("after a refused reload: policy.limits.duration %s", got)
