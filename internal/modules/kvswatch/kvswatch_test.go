@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"syscall"
@@ -244,6 +245,50 @@ func TestWatchAppendInlineGrowth(t *testing.T) {
 	put(t, h, "", "small", "bcd", 0)
 	if _, err := ws.NextValue(brokertest.Ctx(t)); !errors.Is(err, syscall.EINVAL) {
 		t.Fatalf("after overwrite of an inline value: %v", err)
+	}
+}
+
+// TestWatchAppendRandomSizes: appends of random sizes, some several to a
+// transaction, take the value through inline growth and into blobs while
+// watchers started at different times follow it: each watcher's answers,
+// joined, are the whole final value.
+func TestWatchAppendRandomSizes(t *testing.T) {
+	inst := kvstest.Start(t, kvstest.Options{Size: 2})
+	h0, h1 := inst.Handle(0), inst.Handle(1)
+	rng := rand.New(rand.NewPCG(1, 2))
+	put(t, h0, "", "log", "0\n", kvs.FlagAppend)
+	want := "0\n"
+	var watchers []*kvs.Watcher
+	for i := 1; i <= 40; i++ {
+		if i%8 == 1 {
+			h := h0
+			if len(watchers)%2 == 1 {
+				h = h1
+			}
+			watchers = append(watchers, watch(t, h, "", "log", kvs.FlagWatch|kvs.FlagWatchAppend))
+		}
+		var txn kvs.Txn
+		for j := 0; j < 1+rng.IntN(3); j++ {
+			n := 1 + rng.IntN(600)
+			if rng.IntN(10) == 0 {
+				n += 1500
+			}
+			entry := fmt.Sprintf("%d.%d %s\n", i, j, strings.Repeat("x", n))
+			txn.Append("log", []byte(entry))
+			want += entry
+		}
+		if _, err := kvs.Commit(brokertest.Ctx(t), h0, "", 0, &txn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, w := range watchers {
+		got := ""
+		for len(got) < len(want) {
+			got += next(t, w)
+		}
+		if got != want {
+			t.Fatalf("watcher %d: %d bytes, want %d (a prefix: %v)", i, len(got), len(want), strings.HasPrefix(want, got))
+		}
 	}
 }
 
