@@ -255,10 +255,8 @@ func (w *work) append(dir *treeobj.Object, name string, dirent *treeobj.Object) 
 		w.set(dir, name, e.AppendRef(ref))
 	case treeobj.Val:
 		if len(e.Data)+len(dirent.Data) <= maxInlineVal {
-			a, err1 := base64.StdEncoding.DecodeString(e.Data)
-			b, err2 := base64.StdEncoding.DecodeString(dirent.Data)
-			if err1 == nil && err2 == nil {
-				w.set(dir, name, treeobj.NewVal(append(a, b...)))
+			if v, err := treeobj.AppendVal(e, dirent); err == nil {
+				w.set(dir, name, v)
 				return nil
 			}
 		}

@@ -199,3 +199,29 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendVal: appending on base64 text gives the val of the joined
+// data, for every alignment of the two lengths.
+func TestAppendVal(t *testing.T) {
+	for la := 0; la < 12; la++ {
+		for lb := 0; lb < 12; lb++ {
+			a, b := make([]byte, la), make([]byte, lb)
+			for i := range a {
+				a[i] = byte(7*i + la)
+			}
+			for i := range b {
+				b[i] = byte(255 - 3*i - lb)
+			}
+			v, err := AppendVal(NewVal(a), NewVal(b))
+			if err != nil {
+				t.Fatalf("%d+%d bytes: %v", la, lb, err)
+			}
+			if want := NewVal(append(append([]byte{}, a...), b...)); v.Data != want.Data {
+				t.Fatalf("%d+%d bytes: %q, want %q", la, lb, v.Data, want.Data)
+			}
+		}
+	}
+	if _, err := AppendVal(&Object{Type: Val, Data: "QQ=="}, &Object{Type: Val, Data: "Q"}); err == nil {
+		t.Fatal("appending malformed base64 succeeded")
+	}
+}
