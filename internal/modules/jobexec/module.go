@@ -16,6 +16,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/internal/kvsbatch"
+	"github.com/fluxgo/fluxgo/internal/memo"
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
@@ -70,6 +71,13 @@ type executor struct {
 	test        *testExec
 	shell       *shellExec
 	batch       *kvsbatch.Batch
+	specs       *memo.Cache[parsedJobspec] // readJobspec by jobspec text
+}
+
+// parsedJobspec is what readJobspec made of a jobspec.
+type parsedJobspec struct {
+	info jobspecInfo
+	err  error
 }
 
 // Run implements module.Module.
@@ -79,6 +87,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		log:         flux.NewLogger(h, "job-exec"),
 		jobs:        make(map[jobid.ID]*execJob),
 		killTimeout: 5 * time.Second,
+		specs:       memo.New[parsedJobspec](256),
 	}
 	if v, err := h.Attr(ctx, "job-exec.kill-timeout"); err == nil {
 		if d, err := fsd.ParseDuration(v); err == nil {
@@ -130,7 +139,11 @@ func (x *executor) handleStart(r *flux.Request) {
 		return
 	}
 	j := &execJob{x: x, id: req.ID, userid: req.Userid, jobspec: req.Jobspec, R: req.R, req: r}
-	j.info, err = readJobspec(req.Jobspec)
+	p := x.specs.Get(req.Jobspec, func(js []byte) parsedJobspec {
+		info, err := readJobspec(js)
+		return parsedJobspec{info, err}
+	})
+	j.info, err = p.info, p.err
 	if err != nil {
 		j.impl = x.test
 		x.jobs[j.id] = j

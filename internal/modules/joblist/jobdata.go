@@ -2,6 +2,7 @@ package joblist
 
 import (
 	"path"
+	"unique"
 
 	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
@@ -104,13 +105,46 @@ func specCounts(res []specResource) (nnodes, nslots, slotSize int) {
 	return
 }
 
-// setJobspec extracts name, cwd, queue, project, bank, duration, ntasks,
-// nnodes and ncores from a jobspec.
-func (r *record) setJobspec(raw []byte) {
-	js, err := decodeSpec(raw)
-	if err != nil {
+// specFields is what a record takes from its jobspec: name, cwd, queue,
+// project, bank, duration, ntasks, nnodes and ncores. A count below 0
+// leaves the record's as it is.
+type specFields struct {
+	ok                     bool // the jobspec could be decoded
+	labels                 unique.Handle[labels]
+	duration               float64
+	nnodes, ncores, ntasks int32
+}
+
+// setJobspec sets the record's fields from a jobspec.
+func (r *record) setJobspec(raw []byte) { r.applySpec(summarizeSpec(raw)) }
+
+// applySpec sets the record's fields from a jobspec's summary.
+func (r *record) applySpec(f specFields) {
+	if !f.ok {
 		return
 	}
+	r.labels = f.labels
+	r.duration = f.duration
+	if f.nnodes >= 0 {
+		r.nnodes = f.nnodes
+	}
+	if f.ncores >= 0 {
+		r.ncores = f.ncores
+	}
+	if f.ntasks >= 0 {
+		r.ntasks = f.ntasks
+	}
+}
+
+// summarizeSpec decodes what job-list shows of a jobspec. It does not
+// keep raw.
+func summarizeSpec(raw []byte) specFields {
+	f := specFields{nnodes: -1, ncores: -1, ntasks: -1}
+	js, err := decodeSpec(raw)
+	if err != nil {
+		return f
+	}
+	f.ok = true
 	sys := &js.Attributes.System
 	name := sys.Job.Name
 	if name == "" && len(js.Tasks) > 0 && len(js.Tasks[0].Command) > 0 {
@@ -120,17 +154,16 @@ func (r *record) setJobspec(raw []byte) {
 			name = arg0
 		}
 	}
-	r.setLab(labels{name: name, cwd: sys.Cwd, queue: sys.Queue, project: sys.Project, bank: sys.Bank})
-	r.duration = 0
+	f.labels = unique.Make(labels{name: name, cwd: sys.Cwd, queue: sys.Queue, project: sys.Project, bank: sys.Bank})
 	if sys.Duration != nil {
-		r.duration = *sys.Duration
+		f.duration = *sys.Duration
 	}
 	nnodes, nslots, slotSize := specCounts(js.Resources)
 	if nnodes > 0 {
-		r.nnodes = int32(nnodes)
+		f.nnodes = int32(nnodes)
 	}
 	if nnodes == 0 && nslots > 0 && slotSize > 0 {
-		r.ncores = int32(nslots * slotSize)
+		f.ncores = int32(nslots * slotSize)
 	}
 	ntasks := -1
 	if pr := sys.Shell.Options.PerResource; pr != nil {
@@ -157,8 +190,9 @@ func (r *record) setJobspec(raw []byte) {
 		}
 	}
 	if ntasks >= 0 {
-		r.ntasks = int32(ntasks)
+		f.ntasks = int32(ntasks)
 	}
+	return f
 }
 
 // setR extracts ranks, nnodes, ncores, nodelist and expiration from R

@@ -109,7 +109,7 @@ func (s *service) applyEntry(e *journalEntry, backlog bool) {
 		s.idx.jobs[id] = r
 	}
 	if len(e.Jobspec) > 0 {
-		r.setJobspec(e.Jobspec)
+		r.applySpec(s.specs.Get(e.Jobspec, summarizeSpec))
 	}
 	if len(e.R) > 0 {
 		r.setR(e.R)

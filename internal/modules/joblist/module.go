@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fluxgo/fluxgo/internal/memo"
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
@@ -131,6 +132,7 @@ type service struct {
 	stopRestore context.CancelFunc
 	restoreWait chan struct{}
 	stats       restoreStats
+	specs       *memo.Cache[specFields] // jobspecs summarized, by text
 }
 
 func newService(ctx context.Context, h *flux.Handle, log *slog.Logger, cfg Config) *service {
@@ -141,6 +143,7 @@ func newService(ctx context.Context, h *flux.Handle, log *slog.Logger, cfg Confi
 		cfg:     cfg,
 		idx:     newIndex(),
 		waiters: make(map[uint64][]*idWaiter),
+		specs:   memo.New[specFields](256),
 	}
 }
 
