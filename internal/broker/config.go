@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"syscall"
 	"time"
@@ -130,8 +131,16 @@ func (s *builtins) applyConfig(r *flux.Request, table map[string]any) {
 		return
 	}
 	s.b.log.Info("configuration updated")
+	for _, t := range startOnlyTables {
+		if !reflect.DeepEqual(old[t], table[t]) {
+			s.b.log.Warn(fmt.Sprintf("configuration: the [%s] table changed; it takes effect when the broker restarts", t))
+		}
+	}
 	r.Respond(nil)
 }
+
+// startOnlyTables are read when the broker starts, not on a reload.
+var startOnlyTables = []string{"bootstrap", "resource"}
 
 // offerConfig sends payload to each service's config-reload method at
 // once and waits for all. It returns the services that took it and the

@@ -134,4 +134,10 @@ policy.limits.duration = "10m"
 	if got := e.must("config", "get"); got != `{"policy":{"limits":{"duration":"2h"}}}` {
 		t.Errorf("config get after reload: %s", got)
 	}
+	// tables read only at start are taken, with a warning
+	write("[policy.limits]\nduration = \"2h\"\n[resource]\nexclude = \"1\"\n")
+	e.must("config", "reload")
+	if log := e.must("dmesg"); !strings.Contains(log, "the [resource] table changed; it takes effect when the broker restarts") {
+		t.Errorf("no warning about [resource] in the log:\n%s", log)
+	}
 }
