@@ -173,7 +173,7 @@ func (s *service) releaseHeld() {
 // digest in order, comes when content.store would have answered the
 // last of them.
 func (s *service) storeBatch(r *flux.Request) {
-	blobs, err := fluxcontent.SplitBatch(r.Msg.Payload)
+	blobs, attached, err := fluxcontent.RequestBlobs(r.Msg)
 	if err != nil {
 		r.RespondError(err)
 		return
@@ -195,8 +195,12 @@ func (s *service) storeBatch(r *flux.Request) {
 			return
 		}
 		keys[i] = string(digest)
-		// a copy: the cache must not keep the whole request alive
-		if s.cache.store(keys[i], bytes.Clone(b)) {
+		// a payload's blob is copied: the cache must not keep the
+		// whole request alive; attached blobs are the cache's to keep
+		if !attached {
+			b = bytes.Clone(b)
+		}
+		if s.cache.store(keys[i], b) {
 			dirty = true
 		}
 		out = append(out, digest...)

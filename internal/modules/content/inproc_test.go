@@ -563,6 +563,16 @@ func TestInProcessStoreBatch(t *testing.T) {
 	if _, err := fluxcontent.BatchResult(m, err, 2); !errors.Is(err, syscall.EFBIG) || !strings.Contains(err.Error(), "blob 1 of 100001 bytes") {
 		t.Fatalf("oversized blob: %v", err)
 	}
+	// blobs attached to a request that leaves its process (a client's
+	// socket here) are lost on the way: no digest comes back, an error
+	f, err = fluxcontent.SendAttached(h3, 0, [][]byte{[]byte("a"), []byte("b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err = f.Get(ctx)
+	if _, err := fluxcontent.BatchResult(m, err, 2); !errors.Is(err, syscall.EPROTO) {
+		t.Fatalf("attached blobs sent over a socket: %v", err)
+	}
 }
 
 // TestInProcessWriteBackGathers: blobs stored one request at a time

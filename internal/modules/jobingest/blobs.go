@@ -63,7 +63,7 @@ func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
 	for i, b := range toStore {
 		data[i], storeRefs[i] = b.data, b.ref
 	}
-	content.StoreAll(in.h, 0, in.hashName, data, storeRefs, func(from, n int, err error) {
+	content.StoreAll(in.h, in.hashName, data, storeRefs, func(from, n int, err error) {
 		if err == nil {
 			for _, ref := range storeRefs[from : from+n] {
 				in.stored.put(ref, struct{}{})

@@ -313,7 +313,7 @@ func (k *kvs) storeBlobs(ns *namespace, b *inflight) {
 		}
 		data[i], refs[i] = bl.data, bl.ref
 	}
-	content.StoreAll(k.h, 0, k.hashName, data, refs, func(first, n int, err error) {
+	content.StoreAll(k.h, k.hashName, data, refs, func(first, n int, err error) {
 		if err == nil {
 			for i := first; i < first+n; i++ {
 				e := entries[i]

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
@@ -19,7 +20,9 @@ import (
 //	response: the blobs' raw digests, concatenated in request order
 //
 // The response comes when content.store would have answered for every
-// blob of the batch; one failed blob fails the whole request.
+// blob of the batch; one failed blob fails the whole request. Modules of
+// the broker attach their blobs to the request instead of a payload
+// (Blobs, StoreAll); the content cache's write-back uses payloads.
 
 // Limits of one batch a sender builds: a larger set of blobs is sent as
 // several requests.
@@ -107,47 +110,59 @@ func BatchResult(m *flux.Message, err error, n int) ([][]byte, error) {
 	return digests, nil
 }
 
+// Blobs, attached to a store-batch request (message.Attached) in place
+// of a payload, hand a module's blobs to the content service of its own
+// broker without copying them into one payload and out again: the
+// receiver may keep them, and the sender must not change them. An
+// attachment is lost when a request leaves the broker; the receiver then
+// finds no blob and answers no digest, which the sender takes as an
+// error.
+type Blobs [][]byte
+
+// RequestBlobs returns the blobs of a store-batch request: attached ones
+// (true: the receiver may keep them) or those of the payload (sharing
+// its memory).
+func RequestBlobs(m *flux.Message) ([][]byte, bool, error) {
+	if b, ok := m.Attached.(Blobs); ok && len(m.Payload) == 0 {
+		return b, true, nil
+	}
+	blobs, err := SplitBatch(m.Payload)
+	return blobs, false, err
+}
+
+// SendAttached starts the store of blobs attached to one store-batch
+// request (see Blobs: for modules of the broker whose content service
+// runs in it). Use BatchResult on the response.
+func SendAttached(h *flux.Handle, flags Flags, blobs [][]byte) (*flux.Future, error) {
+	topic, nodeid := route(flags, "store-batch")
+	req := message.NewRequest(topic, nodeid, nil)
+	req.Attached = Blobs(blobs)
+	return h.SendRequest(req, 0)
+}
+
 // StoreAll stores blobs, which the caller named refs (blobrefs with hash
-// hashName), with as few store-batch requests as the limits allow. For
-// each request's answer it calls done with the range of blobs the
-// request carried, [first, first+n), and nil once the store holds every
-// one of them under its ref, or the error (done runs as a Future.Then
-// continuation, or posted to h when the request could not be sent).
-func StoreAll(h *flux.Handle, flags Flags, hashName string, blobs [][]byte, refs []string, done func(first, n int, err error)) {
-	left := 0 // bytes of the blobs not yet in a request
-	for _, b := range blobs {
-		left += Cost(b)
+// hashName), in the content service of the caller's broker, attached to
+// one store-batch request (Blobs: for broker modules). It calls done
+// with the range of blobs stored, [first, first+n) (the whole set), and
+// nil once the store holds every one of them under its ref, or the error
+// (done runs as a Future.Then continuation, or posted to h when the
+// request could not be sent).
+func StoreAll(h *flux.Handle, hashName string, blobs [][]byte, refs []string, done func(first, n int, err error)) {
+	n := len(blobs)
+	if n == 0 {
+		h.Post(func() { done(0, 0, nil) })
+		return
 	}
-	var req Batch
-	req.Grow(min(left, MaxBatchBytes))
-	first := 0
-	send := func(end int) {
-		if end == first {
-			return
-		}
-		start, n := first, end-first
-		payload := req
-		req, first = Batch{}, end
-		req.Grow(min(left, MaxBatchBytes))
-		f, err := payload.Send(h, flags)
-		if err != nil {
-			h.Post(func() { done(start, n, err) })
-			return
-		}
-		f.Then(func(m *flux.Message, err error) {
-			digests, err := BatchResult(m, err, n)
-			for i := 0; err == nil && i < n; i++ {
-				err = checkDigest(hashName, digests[i], refs[start+i])
-			}
-			done(start, n, err)
-		})
+	f, err := SendAttached(h, 0, blobs)
+	if err != nil {
+		h.Post(func() { done(0, n, err) })
+		return
 	}
-	for i, b := range blobs {
-		req.Add(b)
-		left -= Cost(b)
-		if req.Full() {
-			send(i + 1)
+	f.Then(func(m *flux.Message, err error) {
+		digests, err := BatchResult(m, err, n)
+		for i := 0; err == nil && i < n; i++ {
+			err = checkDigest(hashName, digests[i], refs[i])
 		}
-	}
-	send(len(blobs))
+		done(0, n, err)
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
@@ -81,4 +82,29 @@ func FuzzSplitBatch(f *testing.F) {
 			t.Fatalf("%x split and joined is %x", payload, again.payload)
 		}
 	})
+}
+
+// TestRequestBlobs: attached blobs are taken as they are (and may be
+// kept); without an attachment the payload is split.
+func TestRequestBlobs(t *testing.T) {
+	var b Batch
+	b.Add([]byte("one"))
+	b.Add([]byte("two"))
+	m := message.NewRequest("content.store-batch", flux.NodeidAny, nil)
+	m.SetPayload(b.payload)
+	blobs, attached, err := RequestBlobs(m)
+	if err != nil || attached || len(blobs) != 2 || string(blobs[1]) != "two" {
+		t.Fatalf("payload: %q %v %v", blobs, attached, err)
+	}
+	m = message.NewRequest("content.store-batch", flux.NodeidAny, nil)
+	m.Attached = Blobs{[]byte("x")}
+	blobs, attached, err = RequestBlobs(m)
+	if err != nil || !attached || len(blobs) != 1 || string(blobs[0]) != "x" {
+		t.Fatalf("attached: %q %v %v", blobs, attached, err)
+	}
+	// an attachment beside a payload is not used
+	m.SetPayload(b.payload)
+	if blobs, attached, _ = RequestBlobs(m); attached || len(blobs) != 2 {
+		t.Fatalf("attachment and payload: %q %v", blobs, attached)
+	}
 }

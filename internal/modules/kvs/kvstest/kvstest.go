@@ -95,7 +95,7 @@ func (m *contentModule) Run(ctx context.Context, h *flux.Handle, _ []string) err
 			r.Errorf(syscall.EIO, "content.store-batch: injected failure")
 			return
 		}
-		blobs, err := fluxcontent.SplitBatch(r.Msg.Payload)
+		blobs, _, err := fluxcontent.RequestBlobs(r.Msg)
 		if err != nil {
 			r.RespondError(err)
 			return
