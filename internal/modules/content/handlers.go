@@ -244,14 +244,28 @@ func (s *service) pump() {
 		if len(entries) == 0 {
 			return
 		}
-		var b fluxcontent.Batch
-		b.Grow(size)
 		keys := make([]string, len(entries))
 		for i, e := range entries {
-			b.Add(e.data)
 			keys[i] = e.key
 		}
-		f, err := b.Send(s.h, flags)
+		var f *flux.Future
+		var err error
+		if s.rank == 0 {
+			// the backing store is a module of this broker: the cached
+			// blobs go attached, not copied into a payload
+			blobs := make([][]byte, len(entries))
+			for i, e := range entries {
+				blobs[i] = e.data
+			}
+			f, err = fluxcontent.SendAttached(s.h, flags, blobs)
+		} else {
+			var b fluxcontent.Batch
+			b.Grow(size)
+			for _, e := range entries {
+				b.Add(e.data)
+			}
+			f, err = b.Send(s.h, flags)
+		}
 		if err != nil {
 			for _, k := range keys {
 				s.storeDone(k, err)

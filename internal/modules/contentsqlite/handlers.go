@@ -48,7 +48,7 @@ func (s *service) handleStore(r *flux.Request) {
 // the blobs, in order, once the transactions holding them have
 // committed (pkg/flux/content/batch.go).
 func (s *service) handleStoreBatch(r *flux.Request) {
-	blobs, err := fluxcontent.SplitBatch(r.Msg.Payload)
+	blobs, _, err := fluxcontent.RequestBlobs(r.Msg)
 	if err != nil {
 		r.RespondError(err)
 		return
