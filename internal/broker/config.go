@@ -38,21 +38,21 @@ const moduleReloadTimeout = 30 * time.Second
 
 // configState is the broker's current configuration.
 type configState struct {
-	mu     sync.Mutex // held across a whole reload: one at a time
-	tableM sync.Mutex
-	table  map[string]any
+	reloading sync.Mutex // held across a whole reload: one at a time
+	mu        sync.Mutex // guards table
+	table     map[string]any
 }
 
 func (c *configState) get() map[string]any {
-	c.tableM.Lock()
-	defer c.tableM.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return c.table
 }
 
 func (c *configState) set(t map[string]any) {
-	c.tableM.Lock()
+	c.mu.Lock()
 	c.table = t
-	c.tableM.Unlock()
+	c.mu.Unlock()
 }
 
 // configGet answers the instance's TOML configuration as a JSON object
@@ -107,8 +107,8 @@ func (s *builtins) configLoad(r *flux.Request) {
 // applyConfig makes table the configuration of this broker and its
 // modules, or of none of them.
 func (s *builtins) applyConfig(r *flux.Request, table map[string]any) {
-	s.conf.mu.Lock()
-	defer s.conf.mu.Unlock()
+	s.conf.reloading.Lock()
+	defer s.conf.reloading.Unlock()
 	payload, err := json.Marshal(table)
 	if err != nil {
 		r.Errorf(syscall.EINVAL, "config: %v", err)
