@@ -192,11 +192,6 @@ func newFields(prefix string, t map[string]any) *fields {
 
 func (f *fields) key(k string) string { return f.prefix + "." + k }
 
-func (f *fields) has(k string) bool {
-	_, ok := f.t[k]
-	return ok
-}
-
 func (f *fields) str(k string) (string, bool, error) {
 	f.used[k] = true
 	v, ok := f.t[k]

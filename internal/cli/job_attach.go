@@ -32,7 +32,6 @@ type attachOptions struct {
 	showExec   bool
 	readOnly   bool
 	stdinRanks string
-	waitEvent  string
 }
 
 func newJobAttachCmd() *cobra.Command {

@@ -296,13 +296,6 @@ func signalDesc(sig int) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-func optStr(has bool, s string) fmtVal {
-	if !has {
-		return vEmpty()
-	}
-	return vStr(s)
-}
-
 func optInt(has bool, n int64) fmtVal {
 	if !has {
 		return vEmpty()

@@ -245,7 +245,6 @@ type queueLimits struct {
 	defaultDuration float64 // 0: none
 	duration        float64 // 0: none
 	minN, maxN      [3]int  // nnodes, ncores, ngpus; max -1: none
-	hasMin, hasMax  bool
 }
 
 func limitsOf(p *policy.Config, queue string) queueLimits {

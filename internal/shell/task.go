@@ -19,9 +19,8 @@ type task struct {
 	localID int
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
-	pmiConn *os.File // our end of the PMI socketpair
-	cpus    []int    // CPUs to bind to (nil: no binding)
-	status  int      // wait status once exited
+	cpus    []int // CPUs to bind to (nil: no binding)
+	status  int   // wait status once exited
 	exited  bool
 
 	prepare func(pid int) error // containment (hold.go)

@@ -167,13 +167,6 @@ func (jl *journal) subscribe(r *flux.Request) {
 	jl.subs[r.Msg.RouteString()] = r
 }
 
-func (jl *journal) cancel(route string) {
-	if r, ok := jl.subs[route]; ok {
-		delete(jl.subs, route)
-		r.EndStream()
-	}
-}
-
 func (jl *journal) disconnect(route string) {
 	delete(jl.subs, route)
 }

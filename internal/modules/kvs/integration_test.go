@@ -88,7 +88,7 @@ func TestIntegrationCrossRank(t *testing.T) {
 	inst := testinstance.Start(t, testinstance.Options{Size: 4})
 	t.Logf("started in %v", time.Since(t0))
 	// rank 3 writes, rank 0 reads (and rank 3 reads its own write)
-	seq := strings.TrimSpace(mustAt(t, inst, 3, "kvs", "put", "-s", "x.y=from-three"))
+	mustAt(t, inst, 3, "kvs", "put", "x.y=from-three")
 	if out := mustAt(t, inst, 3, "kvs", "get", "x.y"); out != "from-three\n" {
 		t.Errorf("rank 3 reads its write: %q", out)
 	}
@@ -96,7 +96,7 @@ func TestIntegrationCrossRank(t *testing.T) {
 		t.Errorf("rank 0 get: %q", out)
 	}
 	// rank 0 writes, rank 3 reads once it reached the version
-	seq = strings.TrimSpace(mustAt(t, inst, 0, "kvs", "put", "-s", "x.z=from-zero"))
+	seq := strings.TrimSpace(mustAt(t, inst, 0, "kvs", "put", "-s", "x.z=from-zero"))
 	mustAt(t, inst, 3, "kvs", "wait", seq)
 	if out := mustAt(t, inst, 3, "kvs", "get", "-l", "x.z"); out != "x.z=from-zero\n" {
 		t.Errorf("rank 3 get: %q", out)
@@ -146,10 +146,6 @@ func TestIntegrationEventlogWatch(t *testing.T) {
 	inst := testinstance.Start(t, testinstance.Options{Size: 4})
 	const n = 500
 	mustAt(t, inst, 0, "kvs", "eventlog", "append", "log.ev", "ev0")
-	type result struct {
-		r   testinstance.Result
-		err error
-	}
 	done := make(chan testinstance.Result, 1)
 	go func() {
 		done <- runAt(t, inst, 2, "kvs", "eventlog", "get", "-w", "-c", strconv.Itoa(n), "log.ev")
