@@ -65,8 +65,9 @@ type Job struct {
 	State    State
 	Flags    int
 	TSubmit  float64
-	// Jobspec is the parsed jobspec (nil once the job is inactive). Jobs
-	// submitted with identical jobspecs share one: never modify it.
+	// Jobspec is the parsed jobspec (nil once the job is inactive),
+	// without attributes.system.environment (Raw has it). Jobs submitted
+	// with identical jobspecs share one: never modify it.
 	Jobspec *jobspec.Jobspec
 	// Raw is the jobspec as submitted.
 	Raw json.RawMessage

@@ -98,7 +98,7 @@ func (m *manager) handleSubmit(r *flux.Request) {
 		}
 		j := newJob(sj.ID, sj.Userid, sj.Urgency, sj.Flags, sj.TSubmit)
 		j.Raw = sj.Jobspec
-		j.Jobspec = spec
+		j.Jobspec = m.leanSpec(spec)
 		err := waitCheck(j, sj.Userid == m.owner) // wait.go
 		if err == nil {
 			err = m.queues.submitCheck(j)
@@ -399,7 +399,7 @@ func (m *manager) updateExpiration(r *flux.Request, j *job, duration float64, do
 
 // applyUpdate stores a job's updated jobspec and posts jobspec-update.
 func (m *manager) applyUpdate(j *job, raw []byte, spec *jobspec.Jobspec, applied map[string]any) {
-	j.Raw, j.Jobspec = raw, spec
+	j.Raw, j.Jobspec = raw, m.leanSpec(spec)
 	m.batch.put(j.kvsDir+".jobspec", raw)
 	m.post(j, "jobspec-update", applied)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
 )
 
 // Submit flags (flux-core's FLUX_JOB_* submit flags).
@@ -105,6 +106,37 @@ func (j *job) result() string {
 		return "FAILED"
 	}
 	return "COMPLETED"
+}
+
+// leanSpec returns spec without attributes.system.environment, which
+// neither the job manager nor its plugins read: in a parsed jobspec the
+// environment is a map of often forty or more variables, the largest
+// part of what a pending job keeps in memory (a burst of 20k pending
+// jobs submitted from a login shell: 85 of 295 MB). The job's text (Raw)
+// keeps it for the scheduler, job-exec and the KVS.
+//
+// job-ingest hands identical jobspecs over as one parsed object; the
+// lean copies of the latest ones are kept (leanCache) so those jobs
+// still share one.
+func (m *manager) leanSpec(spec *jobspec.Jobspec) *jobspec.Jobspec {
+	if _, ok := spec.Attributes.System["environment"]; !ok {
+		return spec
+	}
+	if lean, ok := m.leanCache[spec]; ok {
+		return lean
+	}
+	lean := *spec
+	lean.Attributes.System = make(map[string]any, len(spec.Attributes.System)-1)
+	for k, v := range spec.Attributes.System {
+		if k != "environment" {
+			lean.Attributes.System[k] = v
+		}
+	}
+	if len(m.leanCache) >= 256 {
+		clear(m.leanCache)
+	}
+	m.leanCache[spec] = &lean
+	return &lean
 }
 
 // dropActiveData frees what an inactive job no longer needs in memory

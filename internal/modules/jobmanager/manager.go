@@ -11,6 +11,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
 )
 
 // manager owns all job state. Every method runs on the module's Serve
@@ -48,6 +49,8 @@ type manager struct {
 
 	purgeConf purgeLimits // [job-manager] inactive-*-limit (purge.go)
 	purged    int         // jobs purged since the module loaded
+
+	leanCache map[*jobspec.Jobspec]*jobspec.Jobspec // leanSpec (job.go)
 }
 
 func newManager(h *flux.Handle, log *slog.Logger, owner uint32) *manager {
@@ -60,6 +63,7 @@ func newManager(h *flux.Handle, log *slog.Logger, owner uint32) *manager {
 		done:          make(map[jobid.ID]inactiveRec),
 		inactiveLimit: 100000,
 		purgeConf:     purgeLimits{age: -1, num: -1},
+		leanCache:     make(map[*jobspec.Jobspec]*jobspec.Jobspec),
 		now:           func() float64 { return float64(time.Now().UnixNano()) / 1e9 },
 	}
 	m.batch = newKVSBatch(m)

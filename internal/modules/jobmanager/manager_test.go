@@ -16,6 +16,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/modules/modtest"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
 )
 
 // fakeExec "runs" jobs: start, then finish with status from the job's
@@ -378,5 +379,36 @@ func TestJournalBacklogCarriesAnnotations(t *testing.T) {
 			t.Fatal("the backlog of a new journal subscriber lacks the pending job's annotations")
 		}
 		time.Sleep(20 * time.Millisecond) // the scheduler may not have answered yet
+	}
+}
+
+// TestLeanSpec: the job manager's parsed jobspec leaves out the
+// environment, and jobs sharing a parsed jobspec share its lean copy.
+func TestLeanSpec(t *testing.T) {
+	m := newManager(nil, nil, 0)
+	spec, err := jobspec.Parse([]byte(`{"version":1,"resources":[{"type":"slot","count":1,"label":"task",` +
+		`"with":[{"type":"core","count":1}]}],"tasks":[{"command":["true"],"slot":"task","count":{"per_slot":1}}],` +
+		`"attributes":{"system":{"duration":60,"environment":{"HOME":"/root"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lean := m.leanSpec(spec)
+	if _, ok := lean.Attributes.System["environment"]; ok {
+		t.Fatal("lean jobspec kept the environment")
+	}
+	if d, _ := lean.Duration(); d != 60 {
+		t.Fatalf("lean jobspec duration %v", d)
+	}
+	if _, ok := spec.Attributes.System["environment"]; !ok {
+		t.Fatal("the original jobspec lost its environment")
+	}
+	if m.leanSpec(spec) != lean {
+		t.Fatal("a second job with the same parsed jobspec got another copy")
+	}
+	bare, _ := jobspec.Parse([]byte(`{"version":1,"resources":[{"type":"slot","count":1,"label":"task",` +
+		`"with":[{"type":"core","count":1}]}],"tasks":[{"command":["true"],"slot":"task","count":{"per_slot":1}}],` +
+		`"attributes":{"system":{"duration":0}}}`))
+	if m.leanSpec(bare) != bare {
+		t.Fatal("a jobspec without environment was copied")
 	}
 }

@@ -122,9 +122,11 @@ func (m *manager) replay(ctx context.Context, dir string) (*job, error) {
 		return nil, err
 	}
 	j.Raw = spec
-	if j.Jobspec, err = jobspec.Parse(spec); err != nil {
+	parsed, err := jobspec.Parse(spec)
+	if err != nil {
 		return nil, err
 	}
+	j.Jobspec = m.leanSpec(parsed)
 	if j.hasAlloc {
 		if R, err := kvs.GetRaw(ctx, m.h, "", dir+".R"); err == nil {
 			j.R = R
