@@ -112,3 +112,11 @@ func (r *Request) String() string {
 	}
 	return s
 }
+
+// AttachedJobspec is the jobspec text the job manager attaches to a
+// sched.alloc request made inside the broker (message.Attached) instead
+// of copying it into the payload: a pending job then keeps one copy of
+// its jobspec, not two. A scheduler reads it when the payload has no
+// "jobspec"; attachments do not cross sockets, so a request from outside
+// the broker carries the jobspec in its payload (RFC 27).
+type AttachedJobspec []byte

@@ -290,12 +290,18 @@ func (m *manager) handleUpdate(r *flux.Request) {
 	// the instance owner changing a guest's job: the guest may not
 	// change it any more (what the owner allowed may be beyond limits)
 	ownerUpdate := r.IsOwner() && r.Userid() != j.Userid
-	done := func() {
+	// done posts the update's events and answers once they are in the
+	// job's eventlog, so the requestor reads them there (more events, a
+	// running job's resource-update, come first)
+	done := func(more ...func()) {
 		m.applyUpdate(j, raw, spec, applied)
 		if ownerUpdate && !j.flagSet["immutable"] {
 			m.post(j, "set-flags", map[string]any{"flags": []any{"immutable"}})
 		}
-		r.Respond(nil)
+		for _, fn := range more {
+			fn()
+		}
+		m.batch.afterCommit(func(error) { r.Respond(nil) })
 	}
 	if d, ok := applied[durationKey].(float64); ok && running {
 		m.updateExpiration(r, j, d, done)
@@ -350,7 +356,7 @@ func rStartTime(R json.RawMessage) float64 {
 // updateExpiration moves the time limit of running job j to its start
 // plus duration (0: none): the scheduler, then job-exec, then done
 // records the update and the job's resource-update event.
-func (m *manager) updateExpiration(r *flux.Request, j *job, duration float64, done func()) {
+func (m *manager) updateExpiration(r *flux.Request, j *job, duration float64, done func(...func())) {
 	start := rStartTime(j.R)
 	if start <= 0 {
 		r.Errorf(syscall.EINVAL, "update %s: job %s's resources carry no start time", durationKey, j.ID.String())
@@ -391,8 +397,7 @@ func (m *manager) updateExpiration(r *flux.Request, j *job, duration float64, do
 				r.Errorf(syscall.EINVAL, "job %s is %s: it ended during the update", j.ID.String(), j.State)
 				return
 			}
-			done()
-			m.post(j, "resource-update", map[string]any{"expiration": expiration})
+			done(func() { m.post(j, "resource-update", map[string]any{"expiration": expiration}) })
 		})
 	})
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
 	"github.com/fluxgo/fluxgo/internal/jsonwire"
+	"github.com/fluxgo/fluxgo/internal/message"
+	"github.com/fluxgo/fluxgo/internal/sched"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
@@ -90,12 +92,11 @@ func (s *schedClient) drain() {
 }
 
 func (s *schedClient) sendAlloc(j *job) {
-	// {"id","jobspec","priority","t_submit","userid"}
-	b := make([]byte, 0, 96+len(j.Raw))
+	// {"id","priority","t_submit","userid"}, the jobspec attached (the
+	// scheduler is a module of this broker: sched.AttachedJobspec)
+	b := make([]byte, 0, 96)
 	b = append(b, `{"id":`...)
 	b = jsonwire.AppendUint(b, uint64(j.ID))
-	b = append(b, `,"jobspec":`...)
-	b = append(b, j.Raw...)
 	b = append(b, `,"priority":`...)
 	b = jsonwire.AppendInt(b, j.Priority)
 	b = append(b, `,"t_submit":`...)
@@ -103,7 +104,10 @@ func (s *schedClient) sendAlloc(j *job) {
 	b = append(b, `,"userid":`...)
 	b = jsonwire.AppendUint(b, uint64(j.Userid))
 	b = append(b, '}')
-	f, err := s.m.h.RPC("sched.alloc", flux.NodeidAny, flux.JSONBuffer(b), flux.Streaming)
+	req := message.NewRequest("sched.alloc", flux.NodeidAny, nil)
+	req.SetJSONBuffer(b)
+	req.Attached = sched.AttachedJobspec(j.Raw)
+	f, err := s.m.h.SendRequest(req, flux.Streaming)
 	if err != nil {
 		s.m.log.Error("sched.alloc", "err", err)
 		heap.Push(&s.queue, j)

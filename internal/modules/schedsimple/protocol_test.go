@@ -12,6 +12,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/broker/brokertest"
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/modules/resource"
+	"github.com/fluxgo/fluxgo/internal/sched"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 	"github.com/fluxgo/fluxgo/pkg/rset"
@@ -157,7 +158,7 @@ func TestProtocol(t *testing.T) {
 
 func TestDecodeAllocRequest(t *testing.T) {
 	good := `{"id":12, "jobspec": {"a":"}\\\"{[", "b":[1,{"c":2}]}, "priority":16,"t_submit":1.5,"userid":1000,"extra":null}`
-	req, err := decodeAllocRequest([]byte(good))
+	req, err := decodeAllocRequest([]byte(good), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,9 +174,14 @@ func TestDecodeAllocRequest(t *testing.T) {
 		`{"id":1,"priority":16,"userid":0,"t_submit":1,"jobspec":{}} x`,   // trailing data
 		`[]`,
 	} {
-		if _, err := decodeAllocRequest([]byte(bad)); !errors.Is(err, errSyntax) {
+		if _, err := decodeAllocRequest([]byte(bad), nil); !errors.Is(err, errSyntax) {
 			t.Errorf("%s: %v", bad, err)
 		}
+	}
+	// the job manager's in-process form: the jobspec attached
+	req, err = decodeAllocRequest([]byte(`{"id":1,"priority":16,"userid":0,"t_submit":1}`), sched.AttachedJobspec(`{"x":1}`))
+	if err != nil || string(req.Jobspec) != `{"x":1}` {
+		t.Fatalf("attached jobspec: %+v %v", req, err)
 	}
 	fr, err := decodeFreeRequest([]byte(`{"id":5,"R":null,"final":false}`))
 	if err != nil || fr.ID != 5 || fr.R != nil || fr.Final {

@@ -297,7 +297,8 @@ func (s *scheduler) alloc(r *flux.Request) {
 		r.Errorf(syscall.EPERM, "sched.alloc is only for the instance owner")
 		return
 	}
-	req, err := decodeAllocRequest(r.Msg.JSON())
+	attached, _ := r.Msg.Attached.(sched.AttachedJobspec)
+	req, err := decodeAllocRequest(r.Msg.JSON(), attached)
 	if err != nil {
 		r.Errorf(syscall.EPROTO, "sched.alloc: %v", err)
 		return

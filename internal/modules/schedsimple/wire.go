@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/fluxgo/fluxgo/internal/jsonwire"
+	"github.com/fluxgo/fluxgo/internal/sched"
 )
 
 // The job manager sends sched.alloc with the whole jobspec inside
@@ -25,9 +26,15 @@ type allocRequest struct {
 	Jobspec  []byte
 }
 
-func decodeAllocRequest(p []byte) (allocRequest, error) {
+// A request made inside the broker may carry its jobspec attached
+// instead (sched.AttachedJobspec).
+func decodeAllocRequest(p []byte, attached sched.AttachedJobspec) (allocRequest, error) {
 	var req allocRequest
 	var seen int
+	if attached != nil {
+		req.Jobspec = attached
+		seen |= 16
+	}
 	err := jsonwire.Object(p, func(key, val []byte) error {
 		var err error
 		switch string(key) {
