@@ -56,27 +56,19 @@ func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
 		done(refs, nil)
 		return
 	}
-	unanswered := len(toStore)
-	var first error
 	data := make([][]byte, len(toStore))
 	storeRefs := make([]string, len(toStore))
 	for i, b := range toStore {
 		data[i], storeRefs[i] = b.data, b.ref
 	}
-	content.StoreAll(in.h, in.hashName, data, storeRefs, func(from, n int, err error) {
-		if err == nil {
-			for _, ref := range storeRefs[from : from+n] {
-				in.stored.put(ref, struct{}{})
-			}
-		} else if first == nil {
-			first = err
+	content.StoreAll(in.h, in.hashName, data, storeRefs, func(err error) {
+		if err != nil {
+			done(nil, err)
+			return
 		}
-		if unanswered -= n; unanswered == 0 {
-			if first != nil {
-				done(nil, first)
-			} else {
-				done(refs, nil)
-			}
+		for _, ref := range storeRefs {
+			in.stored.put(ref, struct{}{})
 		}
+		done(refs, nil)
 	})
 }

@@ -45,7 +45,7 @@ type inflight struct {
 	newref   string
 	blobs    []blob
 	replaced []string
-	pending  int // stores not yet answered (-1: checkpointing)
+	pending  int // store requests not yet answered (-1: checkpointing)
 	synced   bool
 	err      error
 	released bool // dropped from the pipeline (failed, or a predecessor did)
@@ -291,17 +291,17 @@ func (k *kvs) drainPipeline(ns *namespace) {
 	k.kick(ns)
 }
 
-// storeBlobs sends every new blob of a batch to the content service in
-// store-batch requests (pkg/flux/content/batch.go: one request for up to
-// a thousand blobs, not one each) and drains the pipeline when all are
+// storeBlobs hands every new blob of a batch to the content service in
+// one store-batch request (pkg/flux/content/batch.go: the blobs
+// attached, not one request each) and drains the pipeline once it is
 // answered. The cache holds the blobs meanwhile, so the next batches and
 // lookups of the new root need no load.
 func (k *kvs) storeBlobs(ns *namespace, b *inflight) {
-	b.pending = len(b.blobs)
-	if b.pending == 0 {
+	if len(b.blobs) == 0 {
 		k.h.Post(func() { k.drainPipeline(ns) })
 		return
 	}
+	b.pending = 1
 	entries := make([]*entry, len(b.blobs))
 	data := make([][]byte, len(b.blobs))
 	refs := make([]string, len(b.blobs))
@@ -313,10 +313,9 @@ func (k *kvs) storeBlobs(ns *namespace, b *inflight) {
 		}
 		data[i], refs[i] = bl.data, bl.ref
 	}
-	content.StoreAll(k.h, k.hashName, data, refs, func(first, n int, err error) {
+	content.StoreAll(k.h, k.hashName, data, refs, func(err error) {
 		if err == nil {
-			for i := first; i < first+n; i++ {
-				e := entries[i]
+			for i, e := range entries {
 				e.stored = true
 				if b.blobs[i].dir == nil {
 					// Value blobs (appended data above all) are rarely
@@ -327,7 +326,7 @@ func (k *kvs) storeBlobs(ns *namespace, b *inflight) {
 		} else if b.err == nil {
 			b.err = err
 		}
-		if b.pending -= n; b.pending == 0 && !b.released {
+		if b.pending = 0; !b.released {
 			k.drainPipeline(ns)
 		}
 	})

@@ -22,10 +22,11 @@ import (
 // The response comes when content.store would have answered for every
 // blob of the batch; one failed blob fails the whole request. Modules of
 // the broker attach their blobs to the request instead of a payload
-// (Blobs, StoreAll); the content cache's write-back uses payloads.
+// (Blobs, StoreAll, and rank 0's write-back); the content cache of a
+// rank above 0 writes back to its parent with payloads.
 
-// Limits of one batch a sender builds: a larger set of blobs is sent as
-// several requests.
+// Limits of one batch the content cache's write-back builds: a larger
+// set of blobs is sent as several requests.
 const (
 	MaxBatchBlobs = 1024
 	MaxBatchBytes = 4 << 20
@@ -143,19 +144,18 @@ func SendAttached(h *flux.Handle, flags Flags, blobs [][]byte) (*flux.Future, er
 // StoreAll stores blobs, which the caller named refs (blobrefs with hash
 // hashName), in the content service of the caller's broker, attached to
 // one store-batch request (Blobs: for broker modules). It calls done
-// with the range of blobs stored, [first, first+n) (the whole set), and
-// nil once the store holds every one of them under its ref, or the error
-// (done runs as a Future.Then continuation, or posted to h when the
-// request could not be sent).
-func StoreAll(h *flux.Handle, hashName string, blobs [][]byte, refs []string, done func(first, n int, err error)) {
+// with nil once the store holds every blob under its ref, or with the
+// error (done runs as a Future.Then continuation, or posted to h when
+// the request could not be sent).
+func StoreAll(h *flux.Handle, hashName string, blobs [][]byte, refs []string, done func(err error)) {
 	n := len(blobs)
 	if n == 0 {
-		h.Post(func() { done(0, 0, nil) })
+		h.Post(func() { done(nil) })
 		return
 	}
 	f, err := SendAttached(h, 0, blobs)
 	if err != nil {
-		h.Post(func() { done(0, n, err) })
+		h.Post(func() { done(err) })
 		return
 	}
 	f.Then(func(m *flux.Message, err error) {
@@ -163,6 +163,6 @@ func StoreAll(h *flux.Handle, hashName string, blobs [][]byte, refs []string, do
 		for i := 0; err == nil && i < n; i++ {
 			err = checkDigest(hashName, digests[i], refs[i])
 		}
-		done(0, n, err)
+		done(err)
 	})
 }
