@@ -127,7 +127,8 @@ func runStart(o startOptions, args []string, stderr io.Writer) error {
 		return fmt.Errorf("--test-exit-timeout: %w", err)
 	}
 	if o.configPath != "" {
-		// checked once here rather than by each broker
+		// checked before any broker starts: a bad file is reported once
+		// and nothing runs
 		if _, err := loadConfig(o.configPath); err != nil {
 			return err
 		}

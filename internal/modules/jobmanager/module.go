@@ -41,11 +41,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	if err := h.Call(ctx, "config.get", flux.NodeidAny, nil, &conf); err != nil {
 		return fmt.Errorf("config.get: %w", err)
 	}
-	pol, err := policy.Parse(conf)
-	if err != nil {
-		return err
-	}
-	purgeConf, err := purgeConfig(conf)
+	pol, purgeConf, err := readConfig(conf)
 	if err != nil {
 		return err
 	}
@@ -77,6 +73,27 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	return h.Serve(ctx)
 }
 
+// readConfig reads what the job manager takes from the instance
+// configuration: the job policy ([policy], [queues]) and the purge
+// limits ([job-manager]).
+func readConfig(conf json.RawMessage) (*policy.Config, purgeLimits, error) {
+	pol, err := policy.Parse(conf)
+	if err != nil {
+		return nil, purgeLimits{}, err
+	}
+	purge, err := purgeConfig(conf)
+	return pol, purge, err
+}
+
+// ValidateConfig checks the tables of the instance configuration (as
+// config.get returns it) that the job manager reads, so that a broker
+// refuses to start with a bad one instead of running without a job
+// manager, and a reload is refused before any module takes it.
+func ValidateConfig(conf json.RawMessage) error {
+	_, _, err := readConfig(conf)
+	return err
+}
+
 // configPlugins are the default plugins configured from the instance
 // configuration (pluginConf).
 var configPlugins = []string{".limit-duration", ".limit-job-size"}
@@ -85,13 +102,7 @@ var configPlugins = []string{".limit-duration", ".limit-job-size"}
 // limits, queues and purge limits. Everything is checked before anything
 // changes. Limits apply to jobs submitted or updated from now on.
 func (m *manager) configReload(r *flux.Request) {
-	conf := r.Msg.JSON()
-	pol, err := policy.Parse(conf)
-	if err != nil {
-		r.Errorf(syscall.EINVAL, "%v", err)
-		return
-	}
-	purge, err := purgeConfig(conf)
+	pol, purge, err := readConfig(r.Msg.JSON())
 	if err != nil {
 		r.Errorf(syscall.EINVAL, "%v", err)
 		return

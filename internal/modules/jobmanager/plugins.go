@@ -55,16 +55,9 @@ func (ps *pluginSet) load(name string, conf json.RawMessage) error {
 			return fmt.Errorf("jobtap: plugin %s is already loaded: %w", cname, syscall.EEXIST)
 		}
 	}
-	p := factory()
-	if l, ok := p.(jobtap.Loader); ok {
-		if err := l.Load(ps, conf); err != nil {
-			return fmt.Errorf("jobtap: %s: %w", cname, err)
-		}
-	}
-	if s, ok := p.(jobtap.Servicer); ok {
-		for _, meth := range s.Methods() {
-			ps.methods[meth.Topic] = meth
-		}
+	p, err := ps.instantiate(factory, cname, conf)
+	if err != nil {
+		return err
 	}
 	ps.loaded = append(ps.loaded, p)
 	if base := path.Base(name); base != cname {
@@ -73,6 +66,29 @@ func (ps *pluginSet) load(name string, conf json.RawMessage) error {
 		}
 		ps.loadedAs[p] = base
 	}
+	ps.attach(p)
+	return nil
+}
+
+// instantiate makes a plugin and gives it its configuration.
+func (ps *pluginSet) instantiate(factory builtin.Factory, name string, conf json.RawMessage) (jobtap.Plugin, error) {
+	p := factory()
+	if l, ok := p.(jobtap.Loader); ok {
+		if err := l.Load(ps, conf); err != nil {
+			return nil, fmt.Errorf("jobtap: %s: %w", name, err)
+		}
+	}
+	return p, nil
+}
+
+// attach registers a loaded plugin's methods and shows it the active
+// jobs.
+func (ps *pluginSet) attach(p jobtap.Plugin) {
+	if s, ok := p.(jobtap.Servicer); ok {
+		for _, meth := range s.Methods() {
+			ps.methods[meth.Topic] = meth
+		}
+	}
 	if nh, ok := p.(jobtap.NewHook); ok {
 		for _, j := range ps.m.jobs {
 			if j.State != jobtap.StateInactive {
@@ -80,7 +96,18 @@ func (ps *pluginSet) load(name string, conf json.RawMessage) error {
 			}
 		}
 	}
-	return nil
+}
+
+// detach unloads a plugin and forgets its methods.
+func (ps *pluginSet) detach(p jobtap.Plugin) {
+	if u, ok := p.(jobtap.Unloader); ok {
+		u.Unload()
+	}
+	if s, ok := p.(jobtap.Servicer); ok {
+		for _, meth := range s.Methods() {
+			delete(ps.methods, meth.Topic)
+		}
+	}
 }
 
 // prepareReload makes a new instance of the loaded plugin name with conf
@@ -95,39 +122,19 @@ func (ps *pluginSet) prepareReload(name string, conf json.RawMessage) (func(), e
 	if !ok {
 		return nil, nil
 	}
-	p := factory()
-	if l, ok := p.(jobtap.Loader); ok {
-		if err := l.Load(ps, conf); err != nil {
-			return nil, fmt.Errorf("jobtap: %s: %w", name, err)
-		}
+	p, err := ps.instantiate(factory, name, conf)
+	if err != nil {
+		return nil, err
 	}
 	return func() {
 		old := ps.loaded[i]
-		if u, ok := old.(jobtap.Unloader); ok {
-			u.Unload()
-		}
-		if s, ok := old.(jobtap.Servicer); ok {
-			for _, meth := range s.Methods() {
-				delete(ps.methods, meth.Topic)
-			}
-		}
-		if s, ok := p.(jobtap.Servicer); ok {
-			for _, meth := range s.Methods() {
-				ps.methods[meth.Topic] = meth
-			}
-		}
+		ps.detach(old)
 		if as, ok := ps.loadedAs[old]; ok {
 			delete(ps.loadedAs, old)
 			ps.loadedAs[p] = as
 		}
 		ps.loaded[i] = p
-		if nh, ok := p.(jobtap.NewHook); ok {
-			for _, j := range ps.m.jobs {
-				if j.State != jobtap.StateInactive {
-					nh.JobNew(j.view())
-				}
-			}
-		}
+		ps.attach(p)
 	}, nil
 }
 
@@ -151,14 +158,7 @@ func (ps *pluginSet) remove(name string) error {
 			kept = append(kept, p)
 			continue
 		}
-		if u, ok := p.(jobtap.Unloader); ok {
-			u.Unload()
-		}
-		if s, ok := p.(jobtap.Servicer); ok {
-			for _, meth := range s.Methods() {
-				delete(ps.methods, meth.Topic)
-			}
-		}
+		ps.detach(p)
 		delete(ps.loadedAs, p)
 		removed++
 	}

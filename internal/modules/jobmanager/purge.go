@@ -239,14 +239,6 @@ func (m *manager) autoPurge() {
 	time.AfterFunc(autoPurgePeriod, func() { m.h.Post(m.autoPurge) })
 }
 
-// ValidateConfig checks the [job-manager] table of the instance
-// configuration (as config.get returns it), so that a broker refuses to
-// start with a bad one instead of running without a job manager.
-func ValidateConfig(conf json.RawMessage) error {
-	_, err := purgeConfig(conf)
-	return err
-}
-
 // purgeConfig reads [job-manager] inactive-age-limit (an FSD string)
 // and inactive-num-limit (an integer >= 0) from the instance
 // configuration (config.get).
