@@ -111,7 +111,13 @@ policy.limits.duration = "10m"
 	}
 
 	// load from standard input: the queues go (their jobs still run),
-	// and a purge limit keeps one inactive job
+	// and a purge limit set by a reload keeps one inactive job
+	for i := 0; i < 2; i++ {
+		e.waitEvent(e.submit("--queue=debug", testDuration("0.001s"), "true"), "clean")
+	}
+	if n := strings.Count(e.must("jobs", "-n", "-f", "inactive", "-o", "{id}"), "\n") + 1; n != 2 {
+		t.Fatalf("%d inactive jobs before the purge limit, want 2", n)
+	}
 	r = e.inst.RunInput(t, `{"job-manager": {"inactive-num-limit": 1}}`, "config", "load")
 	if r.Code != 0 {
 		t.Fatalf("config load: %+v", r)

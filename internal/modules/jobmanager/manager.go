@@ -47,8 +47,9 @@ type manager struct {
 	inactiveLimit int
 	now           func() float64
 
-	purgeConf purgeLimits // [job-manager] inactive-*-limit (purge.go)
-	purged    int         // jobs purged since the module loaded
+	purgeConf   purgeLimits // [job-manager] inactive-*-limit (purge.go)
+	autoPurging bool        // autoPurge is scheduled
+	purged      int         // jobs purged since the module loaded
 
 	leanCache map[*jobspec.Jobspec]*jobspec.Jobspec // leanSpec (job.go)
 }

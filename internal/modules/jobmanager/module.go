@@ -46,7 +46,6 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		return err
 	}
 	m := newManager(h, flux.NewLogger(h, "job-manager"), uint32(owner))
-	m.purgeConf = purgeConf
 	m.queues = newQueues(m, pol)
 	if err := m.queues.restore(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -69,7 +68,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	} else if n > 0 {
 		m.log.Info(fmt.Sprintf("restored %d jobs from the KVS", n))
 	}
-	h.Post(m.autoPurge)
+	m.setPurgeLimits(purgeConf)
 	return h.Serve(ctx)
 }
 
@@ -122,7 +121,7 @@ func (m *manager) configReload(r *flux.Request) {
 		swap()
 	}
 	m.queues.reconfigure(pol)
-	m.purgeConf = purge
+	m.setPurgeLimits(purge)
 	r.Respond(nil)
 }
 

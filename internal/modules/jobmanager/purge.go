@@ -223,10 +223,21 @@ func (m *manager) purge(ids []jobid.ID, done func(error)) {
 	})
 }
 
-// autoPurge applies the configured limits now and every
-// autoPurgePeriod.
+// setPurgeLimits sets the configured purge limits and, when there are
+// some, makes sure autoPurge runs.
+func (m *manager) setPurgeLimits(l purgeLimits) {
+	m.purgeConf = l
+	if !l.none() && !m.autoPurging {
+		m.autoPurging = true
+		m.h.Post(m.autoPurge)
+	}
+}
+
+// autoPurge applies the configured limits now and every autoPurgePeriod
+// while there are some.
 func (m *manager) autoPurge() {
 	if m.purgeConf.none() {
+		m.autoPurging = false
 		return
 	}
 	for {
