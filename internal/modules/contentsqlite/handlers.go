@@ -33,15 +33,7 @@ func (s *service) handleLoad(r *flux.Request) {
 // handleStore answers content-backing.store: raw blob in, raw digest out,
 // once the transaction holding it has committed.
 func (s *service) handleStore(r *flux.Request) {
-	s.w.enqueue(&op{kind: opStore, data: r.Msg.Payload, done: func(o *op) {
-		if o.err != nil {
-			s.log.Error("store: " + o.err.Error())
-			r.RespondError(o.err)
-			return
-		}
-		s.store.push(time.Since(o.start))
-		r.RespondRaw(o.out)
-	}})
+	s.storeBlobs(r, [][]byte{r.Msg.Payload})
 }
 
 // handleStoreBatch answers content-backing.store-batch: the digests of
@@ -57,6 +49,13 @@ func (s *service) handleStoreBatch(r *flux.Request) {
 		r.RespondRaw(nil)
 		return
 	}
+	s.storeBlobs(r, blobs)
+}
+
+// storeBlobs stores blobs and answers r with their digests, concatenated
+// in order (one digest for content-backing.store), once every
+// transaction holding them has committed, or with the first error.
+func (s *service) storeBlobs(r *flux.Request, blobs [][]byte) {
 	digests := make([][]byte, len(blobs))
 	pending := len(blobs)
 	var failed error
@@ -67,8 +66,10 @@ func (s *service) handleStoreBatch(r *flux.Request) {
 				failed = o.err
 				s.log.Error("store: " + o.err.Error())
 			}
+			if o.err == nil {
+				s.store.push(time.Since(o.start))
+			}
 			digests[i] = o.out
-			s.store.push(time.Since(o.start))
 			if pending--; pending > 0 {
 				return
 			}
