@@ -36,7 +36,7 @@ func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
 		if err != nil {
 			return "", err
 		}
-		if _, have := in.stored.get(ref); !queued[ref] && !have {
+		if _, have := in.stored.Lookup(ref); !queued[ref] && !have {
 			queued[ref] = true
 			toStore = append(toStore, blob{ref, data})
 		}
@@ -67,7 +67,7 @@ func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
 			return
 		}
 		for _, ref := range storeRefs {
-			in.stored.put(ref, struct{}{})
+			in.stored.Put(ref, struct{}{})
 		}
 		done(refs, nil)
 	})

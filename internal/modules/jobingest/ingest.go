@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/jsonwire"
+	"github.com/fluxgo/fluxgo/internal/memo"
 	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/modules/jobmanager"
@@ -72,8 +73,8 @@ type ingest struct {
 	feasible bool // a scheduler answers feasibility.check
 	policy   *policy.Config
 	specs    *specCache
-	hashName string            // the content store's hash (blobrefs)
-	stored   *recent[struct{}] // blobrefs stored lately (blobs.go)
+	hashName string                // the content store's hash (blobrefs)
+	stored   *memo.Cache[struct{}] // blobrefs stored lately (blobs.go)
 	// submitted counts accepted jobs, batches the KVS commits (stats).
 	submitted, batches int
 }
@@ -90,7 +91,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		return err
 	}
 	in := &ingest{h: h, log: flux.NewLogger(h, "job-ingest"), owner: uint32(owner), feasible: true,
-		specs: newSpecCache(), hashName: hashName, stored: newRecent[struct{}](storedRefsMax)}
+		specs: newSpecCache(), hashName: hashName, stored: memo.New[struct{}](storedRefsMax)}
 	if err := in.initGenerator(ctx); err != nil {
 		return err
 	}
@@ -111,7 +112,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 func (in *ingest) configReload(r *flux.Request) {
 	pol, err := policy.Parse(r.Msg.JSON())
 	if err != nil {
-		r.RespondError(flux.NewError(syscall.EINVAL, err.Error()))
+		r.Errorf(syscall.EINVAL, "%v", err)
 		return
 	}
 	in.policy = pol

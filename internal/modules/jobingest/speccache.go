@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/fluxgo/fluxgo/internal/jsonwire"
+	"github.com/fluxgo/fluxgo/internal/memo"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 )
 
@@ -13,7 +14,7 @@ import (
 // and a parsed jobspec is large: identical jobs share one, from here to
 // the job manager, which treats jobspecs as read-only.
 type specCache struct {
-	entries *recent[*specEntry]
+	entries *memo.Cache[*specEntry]
 }
 
 // specEntry is what checking one jobspec text found.
@@ -44,15 +45,15 @@ type defaultedSpec struct {
 const specCacheSize = 64
 
 func newSpecCache() *specCache {
-	return &specCache{entries: newRecent[*specEntry](specCacheSize)}
+	return &specCache{entries: memo.New[*specEntry](specCacheSize)}
 }
 
 // check returns the parsed jobspec, or why it is refused.
 func (c *specCache) check(text []byte, novalidate bool) (*jobspec.Jobspec, error) {
-	e, ok := c.entries.get(string(text))
+	e, ok := c.entries.Lookup(string(text))
 	if !ok {
 		e = parseSpec(text)
-		c.entries.put(string(text), e)
+		c.entries.Put(string(text), e)
 	}
 	if e.parseErr != nil {
 		return nil, e.parseErr
@@ -79,13 +80,13 @@ func parseSpec(text []byte) *specEntry {
 // no queue, or sets no time limit, is stored with when defaults are
 // configured.
 func (c *specCache) withDefaults(text []byte, d defaults) ([]byte, *jobspec.Jobspec, error) {
-	e, ok := c.entries.get(string(text))
+	e, ok := c.entries.Lookup(string(text))
 	if !ok || e.spec == nil {
 		e = parseSpec(text)
 		if e.parseErr != nil {
 			return nil, nil, e.parseErr
 		}
-		c.entries.put(string(text), e)
+		c.entries.Put(string(text), e)
 	}
 	if q, ok := e.defaulted[d]; ok {
 		return q.text, q.spec, nil

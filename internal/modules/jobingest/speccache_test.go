@@ -36,7 +36,7 @@ func TestSpecCache(t *testing.T) {
 	for i := 0; i < 3*specCacheSize; i++ {
 		c.check([]byte(fmt.Sprintf(`{"version":%d}`, i)), true)
 	}
-	if c.entries.len() > specCacheSize {
-		t.Errorf("cache holds %d entries", c.entries.len())
+	if c.entries.Len() > specCacheSize {
+		t.Errorf("cache holds %d entries", c.entries.Len())
 	}
 }

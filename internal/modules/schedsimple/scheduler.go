@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/jsonwire"
+	"github.com/fluxgo/fluxgo/internal/memo"
 	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/internal/sched"
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -477,7 +478,7 @@ func (s *scheduler) feasibility(r *flux.Request) {
 // exact jobspec text: identical jobspecs (a job array, a throughput test)
 // are parsed once.
 type requestCache struct {
-	m      map[string]*cacheEntry
+	m      *memo.Cache[*cacheEntry]
 	policy *policy.Config // queues' required properties; nil for none
 }
 
@@ -489,13 +490,15 @@ type cacheEntry struct {
 const maxCached = 1024
 
 func newRequestCache(p *policy.Config) requestCache {
-	return requestCache{m: make(map[string]*cacheEntry), policy: p}
+	return requestCache{m: memo.New[*cacheEntry](maxCached), policy: p}
 }
 
 func (c *requestCache) get(raw []byte, p *sched.Pool) *cacheEntry {
-	if e, ok := c.m[string(raw)]; ok {
-		return e
-	}
+	return c.m.Get(raw, func(raw []byte) *cacheEntry { return c.parse(raw, p) })
+}
+
+// parse makes the cache entry of a jobspec text.
+func (c *requestCache) parse(raw []byte, p *sched.Pool) *cacheEntry {
 	e := &cacheEntry{}
 	js, err := jobspec.ParseV1(raw)
 	if err == nil {
@@ -510,9 +513,5 @@ func (c *requestCache) get(raw []byte, p *sched.Pool) *cacheEntry {
 		err = p.Feasible(e.req)
 	}
 	e.err = err
-	if len(c.m) >= maxCached {
-		clear(c.m)
-	}
-	c.m[string(raw)] = e
 	return e
 }
