@@ -115,60 +115,36 @@ quotes, other values as JSON. A NAME that is not set is an error, unless
 			if typ != "" && !slices.Contains(configTypes, typ) {
 				return fmt.Errorf("--type=%s: unknown type (valid: %s)", typ, strings.Join(configTypes, ", "))
 			}
-			show := func(raw []byte) error {
-				dec := json.NewDecoder(bytes.NewReader(raw))
-				dec.UseNumber()
-				var v any
-				if err := dec.Decode(&v); err != nil {
-					return fmt.Errorf("config.get: %w", err)
-				}
-				name := ""
-				if len(args) == 1 {
-					name = args[0]
-					var ok bool
-					if v, ok = lookupConfig(v, name); !ok {
-						if cmd.Flags().Changed("default") {
-							fmt.Fprintln(cmd.OutOrStdout(), def)
-							return nil
-						}
-						if quiet {
-							return exitCode(1)
-						}
-						return fmt.Errorf("%s is not set", name)
-					}
-				}
-				out, err := formatConfigValue(v, typ)
-				if err != nil {
-					if name == "" {
-						name = "the configuration"
-					}
-					return fmt.Errorf("%s: %w", name, err)
-				}
-				fmt.Fprintln(cmd.OutOrStdout(), out)
+			raw, err := readConfigJSON(path)
+			if err != nil {
+				return err
+			}
+			var v any
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.UseNumber()
+			if err := dec.Decode(&v); err != nil {
+				return fmt.Errorf("config.get: %w", err)
+			}
+			name, ok := "the configuration", true
+			if len(args) == 1 {
+				name = args[0]
+				v, ok = lookupConfig(v, name)
+			}
+			switch {
+			case !ok && cmd.Flags().Changed("default"):
+				fmt.Fprintln(cmd.OutOrStdout(), def)
 				return nil
+			case !ok && quiet:
+				return exitCode(1)
+			case !ok:
+				return fmt.Errorf("%s is not set", name)
 			}
-			if path != "" {
-				c, err := boot.LoadConfig(path)
-				if err != nil {
-					return err
-				}
-				raw, err := json.Marshal(c.Table)
-				if err != nil {
-					return err
-				}
-				return show(raw)
+			out, err := formatConfigValue(v, typ)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
 			}
-			return withHandle(func(ctx context.Context, h *flux.Handle) error {
-				f, err := h.RPCRaw("config.get", flux.NodeidAny, nil, 0)
-				if err != nil {
-					return err
-				}
-				resp, err := f.Get(ctx)
-				if err != nil {
-					return err
-				}
-				return show(resp.JSON())
-			})
+			fmt.Fprintln(cmd.OutOrStdout(), out)
+			return nil
 		},
 	}
 	f := cmd.Flags()
@@ -177,6 +153,32 @@ quotes, other values as JSON. A NAME that is not set is an error, unless
 	f.BoolVarP(&quiet, "quiet", "q", false, "print no error when NAME is not set")
 	f.StringVarP(&typ, "type", "t", "", "require the value to be of `TYPE`: "+strings.Join(configTypes, ", "))
 	return cmd
+}
+
+// readConfigJSON returns the configuration as a JSON object: the TOML
+// at path, or (path "") the broker's (config.get).
+func readConfigJSON(path string) ([]byte, error) {
+	if path != "" {
+		c, err := boot.LoadConfig(path)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(c.Table)
+	}
+	var raw []byte
+	err := withHandle(func(ctx context.Context, h *flux.Handle) error {
+		f, err := h.RPCRaw("config.get", flux.NodeidAny, nil, 0)
+		if err != nil {
+			return err
+		}
+		m, err := f.Get(ctx)
+		if err != nil {
+			return err
+		}
+		raw = bytes.Clone(m.JSON())
+		return nil
+	})
+	return raw, err
 }
 
 // lookupConfig finds the period-delimited key name in v.
