@@ -77,27 +77,11 @@ func (m *contentModule) Run(ctx context.Context, h *flux.Handle, _ []string) err
 		}
 		r.RespondRaw(data)
 	})
-	h.HandleFunc("content.store", func(r *flux.Request) {
+	// store keeps blobs and answers their digests, concatenated (one
+	// for content.store)
+	store := func(r *flux.Request, blobs [][]byte) {
 		if s.FailStores.Load() {
-			r.Errorf(syscall.EIO, "content.store: injected failure")
-			return
-		}
-		data := append([]byte(nil), r.Msg.Payload...)
-		d := sha1.Sum(data)
-		s.mu.Lock()
-		s.blobs[string(d[:])] = data
-		s.Stores++
-		s.mu.Unlock()
-		r.RespondRaw(d[:])
-	})
-	h.HandleFunc("content.store-batch", func(r *flux.Request) {
-		if s.FailStores.Load() {
-			r.Errorf(syscall.EIO, "content.store-batch: injected failure")
-			return
-		}
-		blobs, _, err := fluxcontent.RequestBlobs(r.Msg)
-		if err != nil {
-			r.RespondError(err)
+			r.Errorf(syscall.EIO, "%s: injected failure", r.Topic())
 			return
 		}
 		var digests []byte
@@ -111,6 +95,15 @@ func (m *contentModule) Run(ctx context.Context, h *flux.Handle, _ []string) err
 		}
 		s.mu.Unlock()
 		r.RespondRaw(digests)
+	}
+	h.HandleFunc("content.store", func(r *flux.Request) { store(r, [][]byte{r.Msg.Payload}) })
+	h.HandleFunc("content.store-batch", func(r *flux.Request) {
+		blobs, _, err := fluxcontent.RequestBlobs(r.Msg)
+		if err != nil {
+			r.RespondError(err)
+			return
+		}
+		store(r, blobs)
 	})
 	h.HandleFunc("content.flush", func(r *flux.Request) {
 		if s.NoBacking {
