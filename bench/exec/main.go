@@ -74,7 +74,7 @@ func main() {
 	fmt.Printf("real /bin/true jobs, %d on %d broker(s)     %8.0f jobs/s  CPU %.2f ms each (brokers + tasks)\n", *n, *size, jobs, ms(jcpu))
 	fmt.Printf("ratio jobs/raw                                 %8.1f %%      (target >= 50%%; by CPU cost %.1f %%)\n", 100*jobs/raw, 100*float64(fcpu)/float64(jcpu))
 
-	api, err := apiLatency(h, *runs)
+	api, apiIDs, err := apiLatency(h, *runs)
 	if err != nil {
 		fatal(err)
 	}
@@ -86,7 +86,15 @@ func main() {
 	fmt.Printf("flux run true                                  median %6.1f ms  p99 %6.1f ms   (target 10 / 30)\n", ms(lat.median), ms(lat.p99))
 	fmt.Printf("  flux getattr rank (CLI start + 1 RPC)        median %6.1f ms  p99 %6.1f ms\n", ms(floor.median), ms(floor.p99))
 	fmt.Printf("  submit + attach through the API (no CLI)     median %6.1f ms  p99 %6.1f ms\n", ms(api.median), ms(api.p99))
-	breakdown(h, ids)
+	// The floor no `flux run` can beat on this machine: the CLI process
+	// itself (Go runtime and package initialisers of the one binary,
+	// nothing else) plus the task's own fork+exec+wait.
+	start := timeCommand(50, "FLUX_URI="+inst.URI, abs, "version")
+	task := timeCommand(50, "", "/bin/true")
+	fmt.Printf("  floor: flux version (binary start-up alone)  median %6.1f ms  p99 %6.1f ms\n", ms(start.median), ms(start.p99))
+	fmt.Printf("         + /bin/true spawned alone             median %6.1f ms  p99 %6.1f ms  = %.1f ms (%.1fx the 10 ms target)\n",
+		ms(task.median), ms(task.p99), ms(start.median+task.median), ms(start.median+task.median)/10)
+	breakdown(h, ids, apiIDs)
 }
 
 func fatal(err error) {
@@ -299,13 +307,19 @@ func jobThroughput(h *flux.Handle, n, window int, profile string) (float64, erro
 // cliFloor times a CLI command that makes one RPC: the part of flux run's
 // latency that is process start-up and connecting.
 func cliFloor(bin, uri string, runs int) lat {
+	return timeCommand(runs, "FLUX_URI="+uri, bin, "getattr", "rank")
+}
+
+// timeCommand runs a command runs times, one at a time, and returns the
+// median and p99 of its wall time from fork to exit.
+func timeCommand(runs int, env string, argv ...string) lat {
 	var out []time.Duration
 	for i := 0; i < runs; i++ {
-		cmd := exec.Command(bin, "getattr", "rank")
-		cmd.Env = append(os.Environ(), "FLUX_URI="+uri)
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), env)
 		t := time.Now()
 		if err := cmd.Run(); err != nil {
-			fatal(fmt.Errorf("flux getattr: %v", err))
+			fatal(fmt.Errorf("%s: %v", strings.Join(argv, " "), err))
 		}
 		out = append(out, time.Since(t))
 	}
@@ -351,24 +365,25 @@ func runLatency(bin, uri string, runs int) (lat, []jobid.ID, error) {
 // apiLatency does what flux run true does through the client API, from
 // one process: submit, then watch the eventlog, exec eventlog and output
 // until each ends.
-func apiLatency(h *flux.Handle, runs int) (lat, error) {
+func apiLatency(h *flux.Handle, runs int) (lat, []jobid.ID, error) {
 	ctx := context.Background()
 	js, err := jobspec.FromCommand([]string{"true"}, jobspec.CommandOptions{})
 	if err != nil {
-		return lat{}, err
+		return lat{}, nil, err
 	}
 	js.SetEnvironment(map[string]string{"PATH": "/usr/bin:/bin"})
 	js.SetCwd("/")
 	b, _ := json.Marshal(js)
 	J := sign.Wrap(b, uint32(os.Getuid()))
 	var out []time.Duration
+	var ids []jobid.ID
 	for i := 0; i < runs; i++ {
 		t := time.Now()
 		var resp struct {
 			ID jobid.ID `json:"id"`
 		}
 		if err := h.Call(ctx, "job-ingest.submit", flux.NodeidAny, map[string]any{"J": J, "urgency": 16, "flags": 0}, &resp); err != nil {
-			return lat{}, err
+			return lat{}, nil, err
 		}
 		errc := make(chan error, 3)
 		for _, path := range []string{"eventlog", "guest.exec.eventlog", "guest.output"} {
@@ -399,21 +414,19 @@ func apiLatency(h *flux.Handle, runs int) (lat, error) {
 		}
 		for k := 0; k < 3; k++ {
 			if err := <-errc; err != nil {
-				return lat{}, err
+				return lat{}, nil, err
 			}
 		}
 		out = append(out, time.Since(t))
+		ids = append(ids, resp.ID)
 	}
-	return summarize(out), nil
+	return summarize(out), ids, nil
 }
 
-// breakdown prints the median time between the events of the flux run
-// jobs: where the latency goes inside the instance.
-func breakdown(h *flux.Handle, ids []jobid.ID) {
-	if len(ids) == 0 {
-		return
-	}
-	ctx := context.Background()
+// breakdown prints the median and p99 time between the events of the
+// flux run jobs, beside those of the API's jobs: where the latency goes
+// inside the instance, and what the CLI process running beside it costs.
+func breakdown(h *flux.Handle, cliIDs, apiIDs []jobid.ID) {
 	type step struct{ from, to string }
 	steps := []step{
 		{"submit", "validate"}, {"validate", "alloc"}, {"alloc", "exec:init"},
@@ -422,7 +435,25 @@ func breakdown(h *flux.Handle, ids []jobid.ID) {
 		{"exec:shell-exit", "exec:done"}, {"exec:done", "finish"}, {"finish", "clean"},
 		{"submit", "clean"},
 	}
-	deltas := make([][]time.Duration, len(steps))
+	cli := stepDeltas(h, cliIDs, len(steps), func(i int) (string, string) { return steps[i].from, steps[i].to })
+	api := stepDeltas(h, apiIDs, len(steps), func(i int) (string, string) { return steps[i].from, steps[i].to })
+	fmt.Printf("  inside the instance (%d flux run jobs | %d API jobs):\n", len(cliIDs), len(apiIDs))
+	for i, s := range steps {
+		if len(cli[i]) == 0 || len(api[i]) == 0 {
+			continue
+		}
+		c, a := summarize(cli[i]), summarize(api[i])
+		name := strings.TrimPrefix(s.from, "exec:") + " -> " + strings.TrimPrefix(s.to, "exec:")
+		fmt.Printf("    %-34s median %6.2f | %6.2f ms  p99 %6.2f | %6.2f ms\n", name, ms(c.median), ms(a.median), ms(c.p99), ms(a.p99))
+	}
+}
+
+// stepDeltas reads the jobs' eventlogs and returns, for each of n steps
+// (the names of the events that start and end it, exec events prefixed
+// "exec:"), the time each job took over it.
+func stepDeltas(h *flux.Handle, ids []jobid.ID, n int, step func(int) (string, string)) [][]time.Duration {
+	ctx := context.Background()
+	deltas := make([][]time.Duration, n)
 	for _, id := range ids {
 		var resp struct {
 			Eventlog string `json:"eventlog"`
@@ -445,21 +476,14 @@ func breakdown(h *flux.Handle, ids []jobid.ID) {
 				}
 			}
 		}
-		for i, s := range steps {
-			a, ok1 := at[s.from]
-			b, ok2 := at[s.to]
+		for i := range deltas {
+			from, to := step(i)
+			a, ok1 := at[from]
+			b, ok2 := at[to]
 			if ok1 && ok2 {
 				deltas[i] = append(deltas[i], time.Duration((b-a)*1e9))
 			}
 		}
 	}
-	fmt.Printf("  inside the instance (median of %d jobs):\n", len(ids))
-	for i, s := range steps {
-		if len(deltas[i]) == 0 {
-			continue
-		}
-		l := summarize(deltas[i])
-		name := strings.TrimPrefix(s.from, "exec:") + " -> " + strings.TrimPrefix(s.to, "exec:")
-		fmt.Printf("    %-34s median %6.2f ms  p99 %6.2f ms\n", name, ms(l.median), ms(l.p99))
-	}
+	return deltas
 }
