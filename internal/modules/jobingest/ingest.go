@@ -73,8 +73,11 @@ type ingest struct {
 	feasible bool // a scheduler answers feasibility.check
 	policy   *policy.Config
 	specs    *specCache
-	hashName string                // the content store's hash (blobrefs)
-	stored   *memo.Cache[struct{}] // blobrefs stored lately (blobs.go)
+	// envelopes: J texts unwrapped lately (identical jobs carry the
+	// same J when it is signed with the none mechanism)
+	envelopes *memo.Cache[*sign.Envelope]
+	hashName  string                // the content store's hash (blobrefs)
+	stored    *memo.Cache[struct{}] // blobrefs stored lately (blobs.go)
 	// submitted counts accepted jobs, batches the KVS commits (stats).
 	submitted, batches int
 }
@@ -91,7 +94,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		return err
 	}
 	in := &ingest{h: h, log: flux.NewLogger(h, "job-ingest"), owner: uint32(owner), feasible: true,
-		specs: newSpecCache(), hashName: hashName, stored: memo.New[struct{}](storedRefsMax)}
+		specs: newSpecCache(), envelopes: memo.New[*sign.Envelope](specCacheSize), hashName: hashName, stored: memo.New[struct{}](storedRefsMax)}
 	if err := in.initGenerator(ctx); err != nil {
 		return err
 	}
@@ -166,10 +169,13 @@ func (in *ingest) submit(r *flux.Request) {
 		r.Errorf(syscall.EPROTO, "job-ingest.submit: %v", err)
 		return
 	}
-	env, err := sign.Unwrap(req.J)
-	if err != nil {
-		r.Errorf(syscall.EINVAL, "%v", err)
-		return
+	env, ok := in.envelopes.Lookup(req.J)
+	if !ok {
+		if env, err = sign.Unwrap(req.J); err != nil {
+			r.Errorf(syscall.EINVAL, "%v", err)
+			return
+		}
+		in.envelopes.Put(req.J, env)
 	}
 	if env.Userid != r.Userid() {
 		r.Errorf(syscall.EPERM, "signer userid %d does not match requestor userid %d", env.Userid, r.Userid())
