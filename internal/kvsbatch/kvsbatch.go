@@ -25,7 +25,11 @@ const (
 type op struct {
 	kind opKind
 	key  string
-	data []byte // owned by the batch (appends are concatenated in place)
+	data []byte
+	// owned: data is the batch's own copy, which later writes of the key
+	// may extend in place; otherwise it is the caller's (AppendShared)
+	// and is copied before it changes.
+	owned bool
 }
 
 // Batch accumulates KVS operations for one namespace.
@@ -42,6 +46,12 @@ type Batch struct {
 	kicked   bool
 	// OnError is called when a commit fails (after its waiters).
 	OnError func(err error, ops int)
+	// OnCommit, if set, is called as each commit starts, and also when
+	// a flush finds nothing to write; the function it returns runs when
+	// that commit is done (at once for an empty flush), before the
+	// waiters. The job manager sends its journal entries this way only
+	// once the events they report are written.
+	OnCommit func() (done func(error))
 	// Commits and Ops count what was written (Ops after merging).
 	Commits, Ops int
 }
@@ -52,24 +62,47 @@ func New(h *flux.Handle, ns string) *Batch {
 }
 
 // Append appends data to key. The batch copies data.
-func (b *Batch) Append(key string, data []byte) {
+func (b *Batch) Append(key string, data []byte) { b.append(key, data, true) }
+
+// AppendShared appends data to key without copying it: data must not
+// change until it is committed.
+func (b *Batch) AppendShared(key string, data []byte) { b.append(key, data, false) }
+
+func (b *Batch) append(key string, data []byte, copyData bool) {
 	if i, ok := b.last[key]; ok {
-		b.ops[i].data = append(b.ops[i].data, data...)
+		o := &b.ops[i]
+		if !o.owned {
+			o.data = append(make([]byte, 0, 2*(len(o.data)+len(data))), o.data...)
+			o.owned = true
+		}
+		o.data = append(o.data, data...)
 	} else {
 		b.last[key] = len(b.ops)
-		b.ops = append(b.ops, op{kind: opAppend, key: key, data: append([]byte(nil), data...)})
+		o := op{kind: opAppend, key: key, data: data, owned: copyData}
+		if copyData {
+			o.data = append([]byte(nil), data...)
+		}
+		b.ops = append(b.ops, o)
 	}
 	b.kick()
 }
 
 // Put stores data at key. The batch copies data.
-func (b *Batch) Put(key string, data []byte) {
+func (b *Batch) Put(key string, data []byte) { b.put(key, data, true) }
+
+// PutShared stores data at key without copying it: data must not change
+// until it is committed.
+func (b *Batch) PutShared(key string, data []byte) { b.put(key, data, false) }
+
+func (b *Batch) put(key string, data []byte, copyData bool) {
+	if copyData {
+		data = append([]byte(nil), data...)
+	}
 	if i, ok := b.last[key]; ok {
-		b.ops[i].kind = opPut
-		b.ops[i].data = append(b.ops[i].data[:0], data...)
+		b.ops[i] = op{kind: opPut, key: key, data: data, owned: copyData}
 	} else {
 		b.last[key] = len(b.ops)
-		b.ops = append(b.ops, op{kind: opPut, key: key, data: append([]byte(nil), data...)})
+		b.ops = append(b.ops, op{kind: opPut, key: key, data: data, owned: copyData})
 	}
 	b.kick()
 }
@@ -94,6 +127,11 @@ func (b *Batch) AfterCommit(fn func(error)) {
 	b.kick()
 }
 
+// Kick makes sure a flush comes at the end of the current batch of work
+// on the Serve goroutine (writes kick by themselves; OnCommit's user may
+// need one without writing).
+func (b *Batch) Kick() { b.kick() }
+
 func (b *Batch) kick() {
 	if b.kicked || b.inflight {
 		return
@@ -112,6 +150,9 @@ func (b *Batch) flush() {
 		return
 	}
 	if len(b.ops) == 0 {
+		if b.OnCommit != nil {
+			b.OnCommit()(nil)
+		}
 		w := b.waiters
 		b.waiters = nil
 		for _, fn := range w {
@@ -120,6 +161,7 @@ func (b *Batch) flush() {
 		return
 	}
 	var txn kvs.Txn
+	txn.Ops = make([]kvs.Op, 0, len(b.ops))
 	for _, o := range b.ops {
 		switch o.kind {
 		case opPut:
@@ -131,13 +173,19 @@ func (b *Batch) flush() {
 		}
 	}
 	waiters := b.waiters
-	b.ops, b.waiters = nil, nil
+	clear(b.ops)
+	b.ops, b.waiters = b.ops[:0], nil
 	clear(b.last)
 	b.inflight = true
 	b.Commits++
 	b.Ops += txn.Len()
+	committed := func(error) {}
+	if b.OnCommit != nil {
+		committed = b.OnCommit()
+	}
 	done := func(err error) {
 		b.inflight = false
+		committed(err)
 		for _, fn := range waiters {
 			fn(err)
 		}

@@ -2,6 +2,8 @@ package kvsbatch
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -67,6 +69,62 @@ func TestBatchMergesWrites(t *testing.T) {
 		t.Fatal("no commit")
 	}
 	if v := string(fk.Value("a.log")); v != "1\n2\n3\n" {
+		t.Fatalf("a.log = %q", v)
+	}
+	if v := string(fk.Value("b")); v != "xy" {
+		t.Fatalf("b = %q", v)
+	}
+}
+
+// TestBatchSharedAndOnCommit checks that data handed over without a copy
+// is never written to (even where it has room to grow), and that
+// OnCommit's function runs when its commit is done, before the waiters,
+// and for a flush with nothing to write.
+func TestBatchSharedAndOnCommit(t *testing.T) {
+	fk := modtest.NewKVS()
+	w := &writer{do: make(chan func(*Batch))}
+	reg := module.NewRegistry()
+	reg.Register("kvs", func() module.Module { return fk })
+	reg.Register("writer", func() module.Module { return w })
+	brokertest.Start(t, brokertest.Options{Size: 1, Registry: reg,
+		Modules: []broker.ModuleSpec{{Name: "kvs"}, {Name: "writer"}}})
+	shared := append(make([]byte, 0, 64), "1\n"...)
+	sharedPut := []byte("x")
+	var events []string // on the module's goroutine
+	done := make(chan []string, 1)
+	w.do <- func(b *Batch) {
+		starts := 0
+		b.OnCommit = func() func(error) {
+			starts++
+			n := starts
+			return func(err error) { events = append(events, fmt.Sprintf("committed %d %v", n, err)) }
+		}
+		b.AppendShared("a.log", shared)
+		b.Append("a.log", []byte("2\n"))
+		b.PutShared("b", sharedPut)
+		b.Append("b", []byte("y"))
+		b.AfterCommit(func(err error) {
+			events = append(events, "waiter 1")
+			b.AfterCommit(func(error) { // nothing queued: an empty flush
+				done <- append(slices.Clone(events), "waiter 2")
+			})
+			b.Flush()
+		})
+	}
+	var order []string
+	select {
+	case order = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no commit")
+	}
+	want := []string{"committed 1 <nil>", "waiter 1", "committed 2 <nil>", "waiter 2"}
+	if fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Fatalf("order %q, want %q", order, want)
+	}
+	if got := string(shared[:cap(shared)][:4]); got != "1\n\x00\x00" || string(sharedPut) != "x" {
+		t.Fatalf("shared buffers written to: %q, %q", got, sharedPut)
+	}
+	if v := string(fk.Value("a.log")); v != "1\n2\n" {
 		t.Fatalf("a.log = %q", v)
 	}
 	if v := string(fk.Value("b")); v != "xy" {

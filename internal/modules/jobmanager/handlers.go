@@ -301,7 +301,7 @@ func (m *manager) handleUpdate(r *flux.Request) {
 		for _, fn := range more {
 			fn()
 		}
-		m.batch.afterCommit(func(error) { r.Respond(nil) })
+		m.batch.AfterCommit(func(error) { r.Respond(nil) })
 	}
 	if d, ok := applied[durationKey].(float64); ok && running {
 		m.updateExpiration(r, j, d, done)
@@ -405,7 +405,7 @@ func (m *manager) updateExpiration(r *flux.Request, j *job, duration float64, do
 // applyUpdate stores a job's updated jobspec and posts jobspec-update.
 func (m *manager) applyUpdate(j *job, raw []byte, spec *jobspec.Jobspec, applied map[string]any) {
 	j.Raw, j.Jobspec = raw, m.leanSpec(spec)
-	m.batch.put(j.kvsDir+".jobspec", raw)
+	m.batch.PutShared(j.kvsDir+".jobspec", raw)
 	m.post(j, "jobspec-update", applied)
 }
 
@@ -500,9 +500,9 @@ func (m *manager) handleStats(r *flux.Request) {
 	}
 	r.Respond(map[string]any{
 		"jobs":        counts,
-		"kvs_commits": m.batch.commits,
+		"kvs_commits": m.batch.Commits,
 		"purged":      m.purged,
-		"kvs_ops":     m.batch.ops,
+		"kvs_ops":     m.batch.Ops,
 		"journal":     len(m.journal.subs),
 		"plugins":     m.plugins.names(),
 	})

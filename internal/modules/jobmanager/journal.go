@@ -71,7 +71,7 @@ func (jl *journal) annotate(j *job) {
 	ctx = append(ctx, '}')
 	e := jl.entry(j.ID)
 	e.events = append(e.events, appendEvent(nil, jl.m.now(), "annotations", ctx))
-	jl.m.batch.kick()
+	jl.m.batch.Kick()
 }
 
 // take returns the entries queued so far (they are sent once committed).

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
+	"github.com/fluxgo/fluxgo/internal/kvsbatch"
 	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -31,7 +32,7 @@ type manager struct {
 	strs      strs // strings of the records in done
 	maxID     jobid.ID
 
-	batch   *kvsBatch
+	batch   *kvsbatch.Batch
 	journal *journal
 	sched   *schedClient
 	exec    *execClient
@@ -67,8 +68,16 @@ func newManager(h *flux.Handle, log *slog.Logger, owner uint32) *manager {
 		leanCache:     make(map[*jobspec.Jobspec]*jobspec.Jobspec),
 		now:           func() float64 { return float64(time.Now().UnixNano()) / 1e9 },
 	}
-	m.batch = newKVSBatch(m)
 	m.journal = newJournal(m)
+	m.batch = kvsbatch.New(h, "")
+	// journal entries go out once the events they report are written
+	m.batch.OnCommit = func() func(error) {
+		entries := m.journal.take()
+		return func(error) { m.journal.send(entries) }
+	}
+	m.batch.OnError = func(err error, ops int) {
+		m.log.Error("KVS commit of job data failed", "err", err, "ops", ops)
+	}
 	m.sched = newSchedClient(m)
 	m.exec = newExecClient(m)
 	m.plugins = newPluginSet(m)
@@ -118,7 +127,7 @@ func (m *manager) postRaw(j *job, name string, rawCtx json.RawMessage, ctx map[s
 	}
 	line := newEventLine(m.now(), name, rawCtx)
 	j.eventlog = append(j.eventlog, line...)
-	m.batch.append(j.eventlogKey(), line)
+	m.batch.AppendShared(j.eventlogKey(), line)
 	m.journal.add(j, name, line[:len(line)-1])
 	prev := j.State
 	m.apply(j, name, ctx)
@@ -300,7 +309,7 @@ func (m *manager) schedule(j *job) {
 	if handled {
 		j.bypass = true
 		j.R = R
-		m.batch.put(j.kvsDir+".R", R)
+		m.batch.PutShared(j.kvsDir+".R", R)
 		m.post(j, "alloc", map[string]any{"bypass": true})
 		return
 	}
@@ -310,7 +319,7 @@ func (m *manager) schedule(j *job) {
 // allocated records an allocation from the scheduler.
 func (m *manager) allocated(j *job, R json.RawMessage, annotations map[string]any) {
 	j.R = R
-	m.batch.put(j.kvsDir+".R", R)
+	m.batch.PutShared(j.kvsDir+".R", R)
 	mergeAnnotations(&j.annot, annotations)
 	ctx := map[string]any{}
 	if len(j.annot) > 0 {
@@ -326,7 +335,7 @@ func (m *manager) maybeStart(j *job) {
 		return
 	}
 	j.startSent = true
-	m.batch.afterCommit(func(err error) {
+	m.batch.AfterCommit(func(err error) {
 		if err != nil {
 			j.startSent = false // never sent: cleanup must not wait for the executor
 			m.post(j, "exception", map[string]any{"type": "exec", "severity": 0, "note": "KVS commit failed: " + err.Error(), "userid": m.owner})
@@ -389,7 +398,7 @@ func (m *manager) retire(j *job) {
 	j.Result = j.result()
 	j.tInactive = m.now()
 	m.sched.forget(j)
-	m.batch.afterCommit(func(error) {
+	m.batch.AfterCommit(func(error) {
 		m.waitDone(j)
 		j.dropActiveData()
 	})

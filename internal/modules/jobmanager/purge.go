@@ -177,10 +177,10 @@ func (m *manager) purge(ids []jobid.ID, done func(error)) {
 	for _, id := range ids {
 		gone[id] = true
 		if j, ok := m.jobs[id]; ok {
-			m.batch.unlink(j.kvsDir)
+			m.batch.Unlink(j.kvsDir)
 		} else {
 			dothex, _ := id.Encode("dothex")
-			m.batch.unlink("job." + dothex)
+			m.batch.Unlink("job." + dothex)
 		}
 		delete(m.jobs, id)
 		delete(m.done, id)
@@ -210,7 +210,7 @@ func (m *manager) purge(ids []jobid.ID, done func(error)) {
 	}
 	m.purged += len(ids)
 	payload, _ := json.Marshal(map[string]any{"jobs": ids})
-	m.batch.afterCommit(func(err error) {
+	m.batch.AfterCommit(func(err error) {
 		if err != nil {
 			m.log.Error(fmt.Sprintf("removing %d purged jobs from the KVS failed", len(ids)), "err", err)
 		}
