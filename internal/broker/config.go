@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -121,10 +122,13 @@ func (s *builtins) applyConfig(r *flux.Request, table map[string]any) {
 	oldPayload, _ := json.Marshal(old)
 	// stored first: a module that starts meanwhile reads the new one
 	s.conf.set(table)
-	took, err := s.offerConfig(s.b.modules.services(), payload)
+	offered := s.b.modules.services()
+	took, err := s.offerConfig(offered, payload)
 	if err != nil {
 		s.conf.set(old)
-		if _, rerr := s.offerConfig(took, oldPayload); rerr != nil {
+		// back to the old one: the modules that took the new one, and
+		// those loaded meanwhile, which may have read it at start
+		if _, rerr := s.offerConfig(append(took, newServices(offered, s.b.modules.services())...), oldPayload); rerr != nil {
 			s.b.log.Error("restoring the configuration of modules after a refused reload", "err", rerr)
 		}
 		r.RespondError(err)
@@ -137,6 +141,17 @@ func (s *builtins) applyConfig(r *flux.Request, table map[string]any) {
 		}
 	}
 	r.Respond(nil)
+}
+
+// newServices returns the services of now that are not in before.
+func newServices(before, now []string) []string {
+	var added []string
+	for _, svc := range now {
+		if !slices.Contains(before, svc) {
+			added = append(added, svc)
+		}
+	}
+	return added
 }
 
 // startOnlyTables are read when the broker starts, not on a reload.

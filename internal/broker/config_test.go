@@ -23,11 +23,25 @@ type confModule struct {
 	plain bool
 	mu    *sync.Mutex
 	seen  *[]string
+	// hold, if set, delays a picky module's refusal until it is closed
+	hold chan struct{}
+	// readAtStart records config.get at start, as modules that read
+	// their configuration do
+	readAtStart bool
 }
 
 func (m confModule) Name() string { return m.name }
 func (m confModule) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	h.HandleFunc(m.name+".ok", func(r *flux.Request) { r.Respond(nil) })
+	if m.readAtStart {
+		var c json.RawMessage
+		if err := h.Call(ctx, "config.get", flux.NodeidAny, nil, &c); err != nil {
+			return err
+		}
+		m.mu.Lock()
+		*m.seen = append(*m.seen, string(c))
+		m.mu.Unlock()
+	}
 	if !m.plain {
 		h.HandleFunc(m.name+".config-reload", func(r *flux.Request) {
 			var c map[string]any
@@ -35,6 +49,9 @@ func (m confModule) Run(ctx context.Context, h *flux.Handle, args []string) erro
 				return
 			}
 			if _, bad := c["bad"]; bad && m.picky {
+				if m.hold != nil {
+					<-m.hold
+				}
 				r.Errorf(syscall.EINVAL, "bad is not allowed")
 				return
 			}
@@ -105,5 +122,70 @@ func TestConfigLoad(t *testing.T) {
 	err = h.Call(ctx(t), "config.load", flux.NodeidAny, []int{1}, nil)
 	if !errors.Is(err, syscall.EPROTO) {
 		t.Fatalf("config.load of an array: %v", err)
+	}
+}
+
+// TestConfigLoadRollbackReachesNewModules: a module loaded while a
+// reload is under way reads the new configuration; when the reload is
+// refused, it gets the old one back like the modules that took it.
+func TestConfigLoadRollbackReachesNewModules(t *testing.T) {
+	var mu sync.Mutex
+	var lateSeen []string
+	hold := make(chan struct{})
+	reg := module.NewRegistry()
+	reg.Register("picky", func() module.Module {
+		return confModule{name: "picky", picky: true, hold: hold, mu: &mu, seen: new([]string)}
+	})
+	reg.Register("late", func() module.Module {
+		return confModule{name: "late", readAtStart: true, mu: &mu, seen: &lateSeen}
+	})
+	ti := startInProcess(t, 1, 2, reg, []ModuleSpec{{Name: "picky"}})
+	h := ti.handle(0)
+	deadline := time.Now().Add(10 * time.Second)
+	for h.Call(ctx(t), "picky.ok", flux.NodeidAny, nil, nil) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("module picky did not load")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := h.Call(ctx(t), "config.load", flux.NodeidAny, map[string]any{"x": 1}, nil); err != nil {
+		t.Fatalf("config.load: %v", err)
+	}
+	f, err := h.RPC("config.load", flux.NodeidAny, map[string]any{"bad": true}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the refused configuration is stored while picky thinks it over
+	for {
+		var c json.RawMessage
+		if err := h.Call(ctx(t), "config.get", flux.NodeidAny, nil, &c); err != nil {
+			t.Fatal(err)
+		}
+		if string(c) == `{"bad":true}` {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("config.get during the reload: %s", c)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := h.Call(ctx(t), "module.load", flux.NodeidAny, map[string]any{"name": "late"}, nil); err != nil {
+		t.Fatalf("module.load late: %v", err)
+	}
+	for h.Call(ctx(t), "late.ok", flux.NodeidAny, nil, nil) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("module late did not load")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(hold)
+	if _, err := f.Get(ctx(t)); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("config.load refused by picky: %v", err)
+	}
+	mu.Lock()
+	got := strings.Join(lateSeen, " ")
+	mu.Unlock()
+	if got != `{"bad":true} {"x":1}` {
+		t.Fatalf("late saw %s, want the refused configuration at start, then the old one back", got)
 	}
 }
