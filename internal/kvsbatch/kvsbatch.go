@@ -194,7 +194,7 @@ func (b *Batch) flush() {
 		}
 		b.kick()
 	}
-	f, err := kvs.CommitAsync(b.h, b.ns, 0, &txn)
+	f, err := kvs.CommitAttached(b.h, b.ns, 0, &txn)
 	if err != nil {
 		done(err)
 		return

@@ -348,7 +348,7 @@ func (in *ingest) commit(batch []*pending, refs []jobRefs) {
 		}
 		in.done()
 	}
-	f, err := kvs.CommitAsync(in.h, "", 0, &txn)
+	f, err := kvs.CommitAttached(in.h, "", 0, &txn)
 	if err != nil {
 		fail(err)
 		return

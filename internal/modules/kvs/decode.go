@@ -7,6 +7,9 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	fluxkvs "github.com/fluxgo/fluxgo/pkg/flux/kvs"
+
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 )
 
@@ -212,7 +215,11 @@ func (s *scanner) object(fn func(key string) error) error {
 
 // parseCommit parses a commit/fence payload. The ops are decoded (with
 // the guest rule applied) and also returned raw, for relaying.
-func parseCommit(b []byte, guest bool) (*commitPayload, []op, error) {
+//
+// A request from a module of this broker may carry its operations
+// attached instead (fluxkvs.AttachedOps, given as attached) and no "ops"
+// in the payload.
+func parseCommit(b []byte, guest bool, attached fluxkvs.AttachedOps) (*commitPayload, []op, error) {
 	s := &scanner{b: b}
 	req := &commitPayload{}
 	var ops []op
@@ -248,9 +255,61 @@ func parseCommit(b []byte, guest bool) (*commitPayload, []op, error) {
 		return nil, nil, s.errf("trailing data")
 	}
 	if !haveOps {
-		return nil, nil, fmt.Errorf("missing ops array: %w", syscall.EPROTO)
+		if attached == nil {
+			return nil, nil, fmt.Errorf("missing ops array: %w", syscall.EPROTO)
+		}
+		if ops, err = attachedOps(attached, guest); err != nil {
+			return nil, nil, err
+		}
 	}
 	return req, ops, nil
+}
+
+// attachedOps turns the operations a module attached to its commit into
+// the KVS's own, checked as those of a payload are.
+func attachedOps(att fluxkvs.AttachedOps, guest bool) ([]op, error) {
+	ops := make([]op, len(att))
+	for i := range att {
+		a := &att[i]
+		o := &ops[i]
+		o.key, o.flags = a.Key, a.Flags
+		if data, ok := a.Value(); ok {
+			o.dirent = treeobj.NewVal(data)
+		} else if len(a.Dirent) > 0 && string(a.Dirent) != "null" {
+			d, err := treeobj.Decode(a.Dirent)
+			if err != nil {
+				return nil, fmt.Errorf("op %d (%s): %v: %w", i, a.Key, err, syscall.EPROTO)
+			}
+			o.dirent = d
+		}
+		if err := checkOp(i, o, guest); err != nil {
+			return nil, err
+		}
+	}
+	return ops, nil
+}
+
+// encodeOps writes ops as a payload's "ops" array (to relay attached
+// operations to rank 0).
+func encodeOps(ops []op) json.RawMessage {
+	b := []byte{'['}
+	for i := range ops {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"key":`...)
+		b = jsonwire.AppendString(b, ops[i].key)
+		b = append(b, `,"flags":`...)
+		b = strconv.AppendInt(b, int64(ops[i].flags), 10)
+		b = append(b, `,"dirent":`...)
+		if ops[i].dirent == nil {
+			b = append(b, "null"...)
+		} else {
+			b = ops[i].dirent.AppendEncode(b)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
 }
 
 func (s *scanner) ops(guest bool) ([]op, error) {

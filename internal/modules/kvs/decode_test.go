@@ -12,7 +12,7 @@ func TestParseCommit(t *testing.T) {
 		`{"key":"a.b","flags":0,"dirent":{"ver":1,"type":"val","data":"NDI="}},` +
 		`{"key":"c","flags":32,"dirent":{"data":"eA==","type":"val","ver":1}},` +
 		`{"flags":0,"dirent":null,"key":"gone"}],"name":"f","nprocs":2,"extra":[1,{"x":null},"s"]}`
-	req, ops, err := parseCommit([]byte(good), false)
+	req, ops, err := parseCommit([]byte(good), false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestParseCommit(t *testing.T) {
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := parseCommit([]byte(tc.in), false)
+			_, _, err := parseCommit([]byte(tc.in), false, nil)
 			if !errors.Is(err, tc.errno) {
 				t.Errorf("error %v, want %v", err, tc.errno)
 			}
@@ -56,7 +56,7 @@ func TestParseCommit(t *testing.T) {
 		`{"data":{"target":"x"},"type":"symlink","ver":1}`:                                   false,
 		`{"data":["sha1-79dd254ffe5bc4f58474bf1c560edc06ce5f586e"],"type":"dirref","ver":1}`: false,
 	} {
-		_, _, err := parseCommit([]byte(`{"namespace":"p","flags":0,"ops":[{"key":"a","flags":0,"dirent":`+in+`}]}`), true)
+		_, _, err := parseCommit([]byte(`{"namespace":"p","flags":0,"ops":[{"key":"a","flags":0,"dirent":`+in+`}]}`), true, nil)
 		if (err == nil) != ok || (!ok && !errors.Is(err, syscall.EPERM)) {
 			t.Errorf("guest op %s: %v", in, err)
 		}
@@ -67,7 +67,7 @@ func FuzzParseCommit(f *testing.F) {
 	f.Add([]byte(`{"namespace":"primary","flags":0,"ops":[{"key":"test.a","flags":0,"dirent":{"ver":1,"type":"val","data":"NDI="}}]}`))
 	f.Add([]byte(`{"name":"x","nprocs":4,"namespace":"n","flags":1,"ops":[{"key":"a","flags":32,"dirent":null}],"z":[[{}]]}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		req, ops, err := parseCommit(in, false)
+		req, ops, err := parseCommit(in, false, nil)
 		if err != nil {
 			return
 		}

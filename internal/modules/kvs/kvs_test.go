@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/broker/brokertest"
 	"github.com/fluxgo/fluxgo/internal/message"
+	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/modules/kvs/kvstest"
 	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -654,4 +657,92 @@ func TestStoreFailure(t *testing.T) {
 	if v := get(t, h, "", "before"); v != "1" {
 		t.Errorf("before = %q", v)
 	}
+}
+
+// committer is a module that commits what it is asked through
+// kvs.CommitAttached: the operations travel attached, as they do from
+// the job modules.
+type committer struct{}
+
+func (committer) Name() string { return "committer" }
+func (committer) Run(ctx context.Context, h *flux.Handle, _ []string) error {
+	h.HandleFunc("committer.commit", func(r *flux.Request) {
+		var req struct {
+			Put, Append map[string]string
+			Unlink      []string
+			Obj         map[string]string // a val given as a tree object
+		}
+		if r.Decode(&req) != nil {
+			return
+		}
+		var txn kvs.Txn
+		for _, k := range slices.Sorted(maps.Keys(req.Put)) {
+			txn.Put(k, []byte(req.Put[k]))
+		}
+		for _, k := range slices.Sorted(maps.Keys(req.Append)) {
+			txn.Append(k, []byte(req.Append[k]))
+		}
+		for _, k := range slices.Sorted(maps.Keys(req.Obj)) {
+			txn.PutTreeobj(k, treeobj.NewVal([]byte(req.Obj[k])))
+		}
+		for _, k := range req.Unlink {
+			txn.Unlink(k)
+		}
+		f, err := kvs.CommitAttached(h, "", 0, &txn)
+		if err != nil {
+			r.RespondError(err)
+			return
+		}
+		f.Then(func(m *flux.Message, err error) {
+			if err != nil {
+				r.RespondError(err)
+				return
+			}
+			r.RespondRaw(m.Payload)
+		})
+	})
+	return h.Serve(ctx)
+}
+
+// TestCommitAttached: a module's commit with its operations attached
+// (kvs.CommitAttached) applies like one with them in the payload, at
+// rank 0 and relayed from another rank; a commit whose attachment was
+// lost (its payload has no ops) is refused, never applied empty.
+func TestCommitAttached(t *testing.T) {
+	inst := kvstest.Start(t, kvstest.Options{Size: 2, NoWatch: true,
+		Extra: map[string]module.Factory{"committer": func() module.Module { return committer{} }}})
+	c := ctx(t)
+	commit := func(h *flux.Handle, req map[string]any) {
+		t.Helper()
+		var res kvs.CommitResult
+		if err := h.Call(c, "committer.commit", flux.NodeidAny, req, &res); err != nil {
+			t.Fatalf("attached commit: %v", err)
+		}
+		if err := kvs.WaitVersion(c, h, "", res.Rootseq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for rank := 0; rank < 2; rank++ {
+		h := inst.Handle(rank)
+		dir := fmt.Sprintf("att%d", rank)
+		commit(h, map[string]any{
+			"put":    map[string]string{dir + ".v": "value", dir + ".gone": "x"},
+			"append": map[string]string{dir + ".log": "a\n"},
+			"obj":    map[string]string{dir + ".copy": "obj"},
+		})
+		for key, want := range map[string]string{".v": "value", ".gone": "x", ".log": "a\n", ".copy": "obj"} {
+			if got := get(t, h, "", dir+key); got != want {
+				t.Errorf("rank %d: %s = %q, want %q", rank, dir+key, got, want)
+			}
+		}
+		commit(h, map[string]any{"append": map[string]string{dir + ".log": "b\n"}, "unlink": []string{dir + ".gone"}})
+		if got := get(t, h, "", dir+".log"); got != "a\nb\n" {
+			t.Errorf("rank %d: log = %q after a second append", rank, got)
+		}
+		_, err := kvs.Get(c, h, "", dir+".gone")
+		wantErrno(t, err, syscall.ENOENT)
+	}
+	// what arrives of an attached commit sent from outside the broker
+	err := inst.Handle(0).Call(c, "kvs.commit", flux.NodeidAny, map[string]any{"namespace": "primary", "flags": 0}, nil)
+	wantErrno(t, err, syscall.EPROTO)
 }

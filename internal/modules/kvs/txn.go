@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"syscall"
 
+	fluxkvs "github.com/fluxgo/fluxgo/pkg/flux/kvs"
+
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
@@ -56,7 +58,8 @@ func (f *fence) fail(err error) {
 // (requests without the owner role) may only write vals, empty dirs and
 // unlinks, as in flux-core.
 func decodeCommit(r *flux.Request, guest bool) (*commitPayload, []op, error) {
-	req, ops, err := parseCommit(r.Msg.JSON(), guest)
+	attached, _ := r.Msg.Attached.(fluxkvs.AttachedOps)
+	req, ops, err := parseCommit(r.Msg.JSON(), guest, attached)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", r.Topic(), err)
 	}
@@ -119,7 +122,7 @@ func (k *kvs) commitRequest(r *flux.Request) {
 			return
 		}
 		req.Name = k.newName()
-		k.relay(r, ns, "kvs.relaycommit", req)
+		k.relay(r, ns, "kvs.relaycommit", req, ops)
 	})
 }
 
@@ -147,14 +150,17 @@ func (k *kvs) fenceRequest(r *flux.Request) {
 			k.fenceJoin(ns, req, ops, respondCommit(r))
 			return
 		}
-		k.relay(r, ns, "kvs.relayfence", req)
+		k.relay(r, ns, "kvs.relayfence", req, ops)
 	})
 }
 
 // relay passes a commit or fence to rank 0 and answers the client when
 // rank 0 does, moving this rank's root forward first so the client reads
 // its own write here.
-func (k *kvs) relay(r *flux.Request, ns *namespace, topic string, req *commitPayload) {
+func (k *kvs) relay(r *flux.Request, ns *namespace, topic string, req *commitPayload, ops []op) {
+	if req.Ops == nil { // the operations came attached
+		req.Ops = encodeOps(ops)
+	}
 	f, err := k.h.RPC(topic, 0, req, 0)
 	if err != nil {
 		r.RespondError(err)

@@ -40,14 +40,13 @@ func (*KVS) Name() string { return "kvs" }
 // Run implements module.Module.
 func (f *KVS) Run(ctx context.Context, h *flux.Handle, _ []string) error {
 	h.HandleFunc("kvs.commit", func(r *flux.Request) {
-		var req struct {
-			Ops []kvs.Op `json:"ops"`
-		}
-		if r.Decode(&req) != nil {
+		ops, err := kvs.RequestOps(r.Msg)
+		if err != nil {
+			r.RespondError(err)
 			return
 		}
 		f.mu.Lock()
-		for _, op := range req.Ops {
+		for _, op := range ops {
 			var d struct {
 				Type string          `json:"type"`
 				Raw  json.RawMessage `json:"data"`

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 
+	fluxkvs "github.com/fluxgo/fluxgo/pkg/flux/kvs"
+
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
@@ -127,18 +129,13 @@ func (*kvsModule) Name() string { return "kvs" }
 func (m *kvsModule) Run(ctx context.Context, h *flux.Handle, _ []string) error {
 	s := m.s
 	h.HandleFunc("kvs.commit", func(r *flux.Request) {
-		var req struct {
-			Ops []struct {
-				Key    string          `json:"key"`
-				Flags  int             `json:"flags"`
-				Dirent json.RawMessage `json:"dirent"`
-			} `json:"ops"`
-		}
-		if r.Decode(&req) != nil {
+		ops, err := fluxkvs.RequestOps(r.Msg)
+		if err != nil {
+			r.RespondError(err)
 			return
 		}
 		s.mu.Lock()
-		for _, op := range req.Ops {
+		for _, op := range ops {
 			if string(op.Dirent) == "null" {
 				s.unlink(op.Key)
 				continue

@@ -9,6 +9,8 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/json"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -150,6 +152,9 @@ type Options struct {
 	Store   *Store   // content (default: a new one)
 	KVSArgs []string // kvs module arguments
 	NoWatch bool     // don't load kvs-watch
+	// Extra are more modules (name: factory), loaded on every rank after
+	// the KVS, in name order.
+	Extra map[string]module.Factory
 }
 
 // Start runs an in-process instance with the stand-in content service,
@@ -170,6 +175,10 @@ func Start(t testing.TB, o Options) *brokertest.Instance {
 	}
 	if !o.NoWatch {
 		mods = append(mods, broker.ModuleSpec{Name: "kvs-watch", Ranks: "all"})
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.Extra)) {
+		reg.Register(name, o.Extra[name])
+		mods = append(mods, broker.ModuleSpec{Name: name, Ranks: "all"})
 	}
 	return brokertest.Start(t, brokertest.Options{Size: o.Size, Registry: reg, Modules: mods})
 }
