@@ -3,6 +3,7 @@ package broker
 import (
 	"bufio"
 	"net"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -127,7 +128,14 @@ func (q *sendQueue) uncork() {
 		return
 	}
 	q.busy = true
-	buf := q.buf[:0]
+	// sized first: a burst (a journal batch to a client) is often larger
+	// than the buffer kept, and growing it as it fills copied it over
+	// and over
+	size := 0
+	for _, m := range q.msgs {
+		size += 8 + m.EncodedSize()
+	}
+	buf := slices.Grow(q.buf[:0], size)
 	for i, m := range q.msgs {
 		buf = message.AppendFramed(buf, m)
 		q.msgs[i] = nil
