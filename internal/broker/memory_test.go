@@ -42,58 +42,37 @@ func TestParseMemoryLimit(t *testing.T) {
 	}
 }
 
-func TestAutoLimit(t *testing.T) {
-	const mb = 1 << 20
-	tests := []struct {
-		name                string
-		goal, unused, other int64
-		want                int64
-	}{
-		{name: "small heap: the floor", goal: 4 * mb, unused: mb, other: 8 * mb, want: MemoryLimitFloor},
-		{name: "goal plus overheads plus an eighth", goal: 200 * mb, unused: 40 * mb, other: 16 * mb, want: 288 * mb},
-		{name: "negative readings ignored", goal: 400 * mb, unused: -1, other: -1, want: 450 * mb},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := autoLimit(tt.goal, tt.unused, tt.other); got != tt.want {
-				t.Fatalf("autoLimit = %d MiB, want %d MiB", got/mb, tt.want/mb)
+// TestQuietness: the auto policy trims once after a burst, when the
+// collector has been quiet for quietTicks ticks, not during the burst,
+// not before anything happened, and not again until the next burst.
+func TestQuietness(t *testing.T) {
+	var q quietness
+	run := func(cycles ...uint64) (trims []int) {
+		for i, n := range cycles {
+			if q.tick(n) {
+				trims = append(trims, i)
 			}
-		})
+		}
+		return trims
 	}
-	// what the runtime reports now gives a limit at least the floor
-	s := newHeapSampler()
-	s.read()
-	if l := s.read().limit(); l < MemoryLimitFloor && l != math.MaxInt64 {
-		t.Fatalf("limit %d below the floor", l)
+	if got := run(0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0); len(got) != 0 {
+		t.Fatalf("trimmed at ticks %v of a quiet start", got)
 	}
-}
-
-func TestHeapStateLimit(t *testing.T) {
-	const mb = 1 << 20
-	steady := heapState{live: 100 * mb, gogc: 100, scan: 4 * mb, unused: 12 * mb, other: 20 * mb}
-	// goal 100 + 104 = 204, need 236, plus an eighth
-	if got, want := steady.limit(), int64(236*mb+236*mb/8); got != want {
-		t.Fatalf("limit %d MiB, want %d MiB", got/mb, want/mb)
+	// a burst of 5 s, then quiet: the window of 10 ticks holds the burst
+	// until 10 ticks after its last busy one
+	burst := []uint64{30, 40, 25, 30, 20}
+	quiet := make([]uint64, 14)
+	got := run(append(burst, quiet...)...)
+	if len(got) != 1 || got[0] != len(burst)+quietTicks-1 {
+		t.Fatalf("trims at ticks %v, want one at tick %d", got, len(burst)+quietTicks-1)
 	}
-	growing := steady
-	growing.growing = true
-	if got := growing.limit(); got != math.MaxInt64 {
-		t.Fatalf("limit while the heap grows: %d", got)
+	// occasional collections (a slow trickle of work) are quiet
+	if got := run(1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1); len(got) != 0 {
+		t.Fatalf("trimmed again at ticks %v without a burst", got)
 	}
-	busy := steady
-	busy.busy = true
-	if got := busy.limit(); got != math.MaxInt64 {
-		t.Fatalf("limit while the collector runs: %d", got)
-	}
-	off := steady
-	off.gogc = -1
-	if got := off.limit(); got != math.MaxInt64 {
-		t.Fatalf("limit with GOGC=off: %d", got)
-	}
-	s := newHeapSampler()
-	s.prevLive = 1 << 40
-	if s.read().growing {
-		t.Fatal("a heap smaller than before reads as growing")
+	// the next burst is trimmed after in turn
+	if got := run(append([]uint64{50, 50}, make([]uint64, quietTicks)...)...); len(got) != 1 {
+		t.Fatalf("trims after a second burst: %v", got)
 	}
 }
 
@@ -115,8 +94,8 @@ func TestTuneMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop() // the auto policy's goroutine ends and lifts its limit
-	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
-		t.Fatalf("memory limit %d after the auto policy stopped", got)
+	stop() // the auto policy's goroutine ends; it set no limit
+	if got := debug.SetMemoryLimit(-1); got != 300<<20 {
+		t.Fatalf("memory limit %d: the auto policy changed it", got)
 	}
 }
