@@ -116,6 +116,12 @@ func Open(o Options) (*Store, error) {
 		}
 	}
 	q := url.Values{}
+	// For a new file: blobs are ~1 KiB and a commit inserts hundreds at
+	// random places of the hash index; with 8 KiB pages a commit writes
+	// fewer of them (~20% less time per blob than 4 KiB in a benchmark of
+	// 128k blobs; 16 KiB and more write too many bytes). An existing
+	// database keeps its page size.
+	q.Add("_pragma", "page_size(8192)")
 	// one broker at a time: a second instance on the same file fails
 	q.Add("_pragma", "locking_mode(EXCLUSIVE)")
 	q.Add("_pragma", "journal_mode("+o.JournalMode+")")
