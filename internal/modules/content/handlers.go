@@ -173,7 +173,12 @@ func (s *service) releaseHeld() {
 // digest in order, comes when content.store would have answered the
 // last of them.
 func (s *service) storeBatch(r *flux.Request) {
-	blobs, attached, err := fluxcontent.RequestBlobs(r.Msg)
+	blobs, digests, attached, err := fluxcontent.RequestBlobs(r.Msg)
+	if err != nil {
+		r.RespondError(err)
+		return
+	}
+	size, err := fluxcontent.HashSize(s.cfg.Hash)
 	if err != nil {
 		r.RespondError(err)
 		return
@@ -189,8 +194,10 @@ func (s *service) storeBatch(r *flux.Request) {
 	keys := make([]string, len(blobs))
 	dirty := false
 	for i, b := range blobs {
-		digest, err := fluxcontent.Sum(s.cfg.Hash, b)
-		if err != nil {
+		var digest []byte
+		if digests != nil && len(digests[i]) == size {
+			digest = digests[i] // hashed by the module that sent it
+		} else if digest, err = fluxcontent.Sum(s.cfg.Hash, b); err != nil {
 			r.RespondError(err)
 			return
 		}
@@ -254,10 +261,11 @@ func (s *service) pump() {
 			// the backing store is a module of this broker: the cached
 			// blobs go attached, not copied into a payload
 			blobs := make([][]byte, len(entries))
+			digests := make([][]byte, len(entries))
 			for i, e := range entries {
-				blobs[i] = e.data
+				blobs[i], digests[i] = e.data, []byte(e.key)
 			}
-			f, err = fluxcontent.SendAttached(s.h, flags, blobs)
+			f, err = fluxcontent.SendAttached(s.h, flags, blobs, digests)
 		} else {
 			var b fluxcontent.Batch
 			b.Grow(size)

@@ -565,7 +565,7 @@ func TestInProcessStoreBatch(t *testing.T) {
 	}
 	// blobs attached to a request that leaves its process (a client's
 	// socket here) are lost on the way: no digest comes back, an error
-	f, err = fluxcontent.SendAttached(h3, 0, [][]byte{[]byte("a"), []byte("b")})
+	f, err = fluxcontent.SendAttached(h3, 0, [][]byte{[]byte("a"), []byte("b")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

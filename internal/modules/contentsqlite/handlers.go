@@ -33,14 +33,14 @@ func (s *service) handleLoad(r *flux.Request) {
 // handleStore answers content-backing.store: raw blob in, raw digest out,
 // once the transaction holding it has committed.
 func (s *service) handleStore(r *flux.Request) {
-	s.storeBlobs(r, [][]byte{r.Msg.Payload})
+	s.storeBlobs(r, [][]byte{r.Msg.Payload}, nil)
 }
 
 // handleStoreBatch answers content-backing.store-batch: the digests of
 // the blobs, in order, once the transactions holding them have
 // committed (pkg/flux/content/batch.go).
 func (s *service) handleStoreBatch(r *flux.Request) {
-	blobs, _, err := fluxcontent.RequestBlobs(r.Msg)
+	blobs, digests, _, err := fluxcontent.RequestBlobs(r.Msg)
 	if err != nil {
 		r.RespondError(err)
 		return
@@ -49,19 +49,25 @@ func (s *service) handleStoreBatch(r *flux.Request) {
 		r.RespondRaw(nil)
 		return
 	}
-	s.storeBlobs(r, blobs)
+	s.storeBlobs(r, blobs, digests)
 }
 
 // storeBlobs stores blobs and answers r with their digests, concatenated
 // in order (one digest for content-backing.store), once every
 // transaction holding them has committed, or with the first error.
-func (s *service) storeBlobs(r *flux.Request, blobs [][]byte) {
+// known, if not nil, are the blobs' digests, computed by the module of
+// this broker that sent them.
+func (s *service) storeBlobs(r *flux.Request, blobs, known [][]byte) {
 	digests := make([][]byte, len(blobs))
 	pending := len(blobs)
 	var failed error
 	ops := make([]*op, len(blobs))
 	for i, b := range blobs {
-		ops[i] = &op{kind: opStore, data: b, done: func(o *op) {
+		var digest []byte
+		if known != nil {
+			digest = known[i]
+		}
+		ops[i] = &op{kind: opStore, data: b, digest: digest, done: func(o *op) {
 			if o.err != nil && failed == nil {
 				failed = o.err
 				s.log.Error("store: " + o.err.Error())

@@ -254,10 +254,16 @@ func (t *Tx) Store(data []byte) ([]byte, error) {
 }
 
 // StoreAll adds the blobs (those not already there) and returns their
-// digests, in order. On error none of them may be stored.
-func (t *Tx) StoreAll(blobs [][]byte) ([][]byte, error) {
+// digests, in order. known, if not nil, holds digests computed by the
+// blobs' sender (nil or of the wrong size: computed here). On error none
+// of them may be stored.
+func (t *Tx) StoreAll(blobs, known [][]byte) ([][]byte, error) {
 	digests := make([][]byte, len(blobs))
 	for i, data := range blobs {
+		if known != nil && len(known[i]) == t.s.hashSize {
+			digests[i] = known[i]
+			continue
+		}
 		d, err := fluxcontent.Sum(t.s.opts.Hash, data)
 		if err != nil {
 			return nil, err

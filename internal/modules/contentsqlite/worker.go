@@ -21,10 +21,13 @@ const (
 // by the Serve goroutine; the worker fills the outputs, then done runs
 // back on the Serve goroutine.
 type op struct {
-	kind  opKind
-	data  []byte          // opLoad: digest; opStore: blob
-	key   string          // checkpoint key
-	value json.RawMessage // opCheckpointPut
+	kind opKind
+	data []byte // opLoad: digest; opStore: blob
+	// digest is an opStore's digest when its sender computed it (nil:
+	// the worker hashes the blob)
+	digest []byte
+	key    string          // checkpoint key
+	value  json.RawMessage // opCheckpointPut
 
 	out   []byte          // opLoad: blob; opStore: digest
 	json  json.RawMessage // opCheckpointGet
@@ -221,10 +224,17 @@ func (w *worker) apply(batch []*op) {
 // storeRun applies a run of stores with as few statements as it can.
 func storeRun(tx *Tx, run []*op) {
 	blobs := make([][]byte, len(run))
+	var known [][]byte
 	for i, o := range run {
 		blobs[i] = o.data
+		if o.digest != nil {
+			if known == nil {
+				known = make([][]byte, len(run))
+			}
+			known[i] = o.digest
+		}
 	}
-	digests, err := tx.StoreAll(blobs)
+	digests, err := tx.StoreAll(blobs, known)
 	for i, o := range run {
 		if err != nil {
 			o.err = err

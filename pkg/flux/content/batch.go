@@ -114,30 +114,40 @@ func BatchResult(m *flux.Message, err error, n int) ([][]byte, error) {
 // Blobs, attached to a store-batch request (message.Attached) in place
 // of a payload, hand a module's blobs to the content service of its own
 // broker without copying them into one payload and out again: the
-// receiver may keep them, and the sender must not change them. An
-// attachment is lost when a request leaves the broker; the receiver then
-// finds no blob and answers no digest, which the sender takes as an
-// error.
-type Blobs [][]byte
+// receiver may keep them, and the sender must not change them. Digests,
+// when set, are the blobs' digests under the instance's hash, which the
+// sender computed already (to name them): the receiver does not hash
+// them again. An attachment is lost when a request leaves the broker;
+// the receiver then finds no blob and answers no digest, which the
+// sender takes as an error.
+type Blobs struct {
+	Data    [][]byte
+	Digests [][]byte // nil, or one per blob
+}
 
-// RequestBlobs returns the blobs of a store-batch request: attached ones
-// (true: the receiver may keep them) or those of the payload (sharing
-// its memory).
-func RequestBlobs(m *flux.Message) ([][]byte, bool, error) {
+// RequestBlobs returns the blobs of a store-batch request: attached ones,
+// with their digests if the sender gave them (attached true: the
+// receiver may keep the blobs), or those of the payload (sharing its
+// memory; digests nil).
+func RequestBlobs(m *flux.Message) (blobs, digests [][]byte, attached bool, err error) {
 	if b, ok := m.Attached.(Blobs); ok && len(m.Payload) == 0 {
-		return b, true, nil
+		if b.Digests != nil && len(b.Digests) != len(b.Data) {
+			return nil, nil, false, fmt.Errorf("content store-batch: %d digests attached for %d blobs: %w", len(b.Digests), len(b.Data), syscall.EPROTO)
+		}
+		return b.Data, b.Digests, true, nil
 	}
-	blobs, err := SplitBatch(m.Payload)
-	return blobs, false, err
+	blobs, err = SplitBatch(m.Payload)
+	return blobs, nil, false, err
 }
 
 // SendAttached starts the store of blobs attached to one store-batch
 // request (see Blobs: for modules of the broker whose content service
-// runs in it). Use BatchResult on the response.
-func SendAttached(h *flux.Handle, flags Flags, blobs [][]byte) (*flux.Future, error) {
+// runs in it), with their digests or nil. Use BatchResult on the
+// response.
+func SendAttached(h *flux.Handle, flags Flags, blobs, digests [][]byte) (*flux.Future, error) {
 	topic, nodeid := route(flags, "store-batch")
 	req := message.NewRequest(topic, nodeid, nil)
-	req.Attached = Blobs(blobs)
+	req.Attached = Blobs{Data: blobs, Digests: digests}
 	return h.SendRequest(req, 0)
 }
 
@@ -153,15 +163,27 @@ func StoreAll(h *flux.Handle, hashName string, blobs [][]byte, refs []string, do
 		h.Post(func() { done(nil) })
 		return
 	}
-	f, err := SendAttached(h, 0, blobs)
+	digests := make([][]byte, n)
+	for i, ref := range refs {
+		name, d, err := Parse(ref)
+		if err == nil && name != hashName {
+			err = fmt.Errorf("blobref %s is not a %s digest: %w", ref, hashName, syscall.EINVAL)
+		}
+		if err != nil {
+			h.Post(func() { done(err) })
+			return
+		}
+		digests[i] = d
+	}
+	f, err := SendAttached(h, 0, blobs, digests)
 	if err != nil {
 		h.Post(func() { done(err) })
 		return
 	}
 	f.Then(func(m *flux.Message, err error) {
-		digests, err := BatchResult(m, err, n)
+		got, err := BatchResult(m, err, n)
 		for i := 0; err == nil && i < n; i++ {
-			err = checkDigest(hashName, digests[i], refs[i])
+			err = checkDigest(hashName, got[i], refs[i])
 		}
 		done(err)
 	})

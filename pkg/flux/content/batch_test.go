@@ -85,26 +85,31 @@ func FuzzSplitBatch(f *testing.F) {
 }
 
 // TestRequestBlobs: attached blobs are taken as they are (and may be
-// kept); without an attachment the payload is split.
+// kept), with their digests if given; without an attachment the payload
+// is split.
 func TestRequestBlobs(t *testing.T) {
 	var b Batch
 	b.Add([]byte("one"))
 	b.Add([]byte("two"))
 	m := message.NewRequest("content.store-batch", flux.NodeidAny, nil)
 	m.SetPayload(b.payload)
-	blobs, attached, err := RequestBlobs(m)
-	if err != nil || attached || len(blobs) != 2 || string(blobs[1]) != "two" {
-		t.Fatalf("payload: %q %v %v", blobs, attached, err)
+	blobs, digests, attached, err := RequestBlobs(m)
+	if err != nil || attached || digests != nil || len(blobs) != 2 || string(blobs[1]) != "two" {
+		t.Fatalf("payload: %q %q %v %v", blobs, digests, attached, err)
 	}
 	m = message.NewRequest("content.store-batch", flux.NodeidAny, nil)
-	m.Attached = Blobs{[]byte("x")}
-	blobs, attached, err = RequestBlobs(m)
-	if err != nil || !attached || len(blobs) != 1 || string(blobs[0]) != "x" {
-		t.Fatalf("attached: %q %v %v", blobs, attached, err)
+	m.Attached = Blobs{Data: [][]byte{[]byte("x")}, Digests: [][]byte{[]byte("d")}}
+	blobs, digests, attached, err = RequestBlobs(m)
+	if err != nil || !attached || len(blobs) != 1 || string(blobs[0]) != "x" || string(digests[0]) != "d" {
+		t.Fatalf("attached: %q %q %v %v", blobs, digests, attached, err)
+	}
+	m.Attached = Blobs{Data: [][]byte{[]byte("x")}, Digests: [][]byte{}}
+	if _, _, _, err := RequestBlobs(m); !errors.Is(err, syscall.EPROTO) {
+		t.Fatalf("attached digests not one per blob: %v", err)
 	}
 	// an attachment beside a payload is not used
 	m.SetPayload(b.payload)
-	if blobs, attached, _ = RequestBlobs(m); attached || len(blobs) != 2 {
+	if blobs, _, attached, _ = RequestBlobs(m); attached || len(blobs) != 2 {
 		t.Fatalf("attachment and payload: %q %v", blobs, attached)
 	}
 }

@@ -100,7 +100,7 @@ func (m *contentModule) Run(ctx context.Context, h *flux.Handle, _ []string) err
 	}
 	h.HandleFunc("content.store", func(r *flux.Request) { store(r, [][]byte{r.Msg.Payload}) })
 	h.HandleFunc("content.store-batch", func(r *flux.Request) {
-		blobs, _, err := fluxcontent.RequestBlobs(r.Msg)
+		blobs, _, _, err := fluxcontent.RequestBlobs(r.Msg)
 		if err != nil {
 			r.RespondError(err)
 			return
