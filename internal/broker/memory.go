@@ -25,8 +25,8 @@ import (
 // to do:
 //
 //   - "auto" (the default, unless GOMEMLIMIT is set in the environment):
-//     once a burst is over (the collector ran at most quietCycles times
-//     in the last quietTicks seconds), the broker collects once and
+//     once a burst is over (the collector ran at most once in the last
+//     5 seconds: quietCycles, quietTicks), the broker collects once and
 //     returns all free memory to the kernel (debug.FreeOSMemory): resident
 //     memory drops to what is live. It sets no memory limit: a limit
 //     makes the runtime hand pages back as soon as the heap nears it, and
@@ -53,8 +53,8 @@ const MemoryLimitAttr = "broker.memory-limit"
 // busier than that.
 const (
 	memoryTick  = time.Second
-	quietTicks  = 10
-	quietCycles = 2
+	quietTicks  = 5
+	quietCycles = 1
 )
 
 // memoryPolicy is a parsed broker.memory-limit value.

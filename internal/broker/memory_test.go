@@ -58,8 +58,8 @@ func TestQuietness(t *testing.T) {
 	if got := run(0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0); len(got) != 0 {
 		t.Fatalf("trimmed at ticks %v of a quiet start", got)
 	}
-	// a burst of 5 s, then quiet: the window of 10 ticks holds the burst
-	// until 10 ticks after its last busy one
+	// a burst of 5 s, then quiet: the window of quietTicks ticks holds
+	// the burst until quietTicks ticks after its last busy one
 	burst := []uint64{30, 40, 25, 30, 20}
 	quiet := make([]uint64, 14)
 	got := run(append(burst, quiet...)...)
@@ -67,7 +67,7 @@ func TestQuietness(t *testing.T) {
 		t.Fatalf("trims at ticks %v, want one at tick %d", got, len(burst)+quietTicks-1)
 	}
 	// occasional collections (a slow trickle of work) are quiet
-	if got := run(1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1); len(got) != 0 {
+	if got := run(1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1); len(got) != 0 {
 		t.Fatalf("trimmed again at ticks %v without a burst", got)
 	}
 	// the next burst is trimmed after in turn
