@@ -273,7 +273,12 @@ func attachedOps(att fluxkvs.AttachedOps, guest bool) ([]op, error) {
 		a := &att[i]
 		o := &ops[i]
 		o.key, o.flags = a.Key, a.Flags
-		if data, ok := a.Value(); ok {
+		if data, ok := a.Value(); ok && a.Flags&flagAppend != 0 {
+			o.dirent, o.raw = emptyVal, data
+			if o.raw == nil {
+				o.raw = []byte{}
+			}
+		} else if ok {
 			o.dirent = treeobj.NewVal(data)
 		} else if len(a.Dirent) > 0 && string(a.Dirent) != "null" {
 			d, err := treeobj.Decode(a.Dirent)
@@ -289,6 +294,10 @@ func attachedOps(att fluxkvs.AttachedOps, guest bool) ([]op, error) {
 	return ops, nil
 }
 
+// emptyVal stands for an attached append's data (op.raw) where an op
+// needs a dirent; it is never stored.
+var emptyVal = treeobj.NewVal(nil)
+
 // encodeOps writes ops as a payload's "ops" array (to relay attached
 // operations to rank 0).
 func encodeOps(ops []op) json.RawMessage {
@@ -302,7 +311,9 @@ func encodeOps(ops []op) json.RawMessage {
 		b = append(b, `,"flags":`...)
 		b = strconv.AppendInt(b, int64(ops[i].flags), 10)
 		b = append(b, `,"dirent":`...)
-		if ops[i].dirent == nil {
+		if ops[i].raw != nil {
+			b = treeobj.NewVal(ops[i].raw).AppendEncode(b)
+		} else if ops[i].dirent == nil {
 			b = append(b, "null"...)
 		} else {
 			b = ops[i].dirent.AppendEncode(b)

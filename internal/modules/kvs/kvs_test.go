@@ -741,6 +741,14 @@ func TestCommitAttached(t *testing.T) {
 		}
 		_, err := kvs.Get(c, h, "", dir+".gone")
 		wantErrno(t, err, syscall.ENOENT)
+		// appends that outgrow an inline value: it moves to blobs, and
+		// later appends add blobs
+		big := strings.Repeat("x", 1500)
+		commit(h, map[string]any{"append": map[string]string{dir + ".log": big}})
+		commit(h, map[string]any{"append": map[string]string{dir + ".log": "c\n"}})
+		if got := get(t, h, "", dir+".log"); got != "a\nb\n"+big+"c\n" {
+			t.Errorf("rank %d: log of %d bytes after appends past the inline limit", rank, len(got))
+		}
 	}
 	// what arrives of an attached commit sent from outside the broker
 	err := inst.Handle(0).Call(c, "kvs.commit", flux.NodeidAny, map[string]any{"namespace": "primary", "flags": 0}, nil)

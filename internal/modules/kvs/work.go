@@ -1,6 +1,7 @@
 package kvs
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"sort"
@@ -45,6 +46,10 @@ type op struct {
 	comps  []string // path components
 	flags  int
 	dirent *treeobj.Object // nil: unlink
+	// raw is the data of an append attached by a module of this broker,
+	// not base64-encoded (dirent is then an empty val): appended to an
+	// inline val it is encoded once, straight into the new value.
+	raw []byte
 }
 
 // blob is a new content blob a batch must store: a value's data, or a
@@ -136,7 +141,7 @@ func (w *work) apply(ops []op) error {
 	mark, blobMark, nmiss := len(w.undo), len(w.blobs), len(w.missing)
 	for i := range ops {
 		o := &ops[i]
-		err := w.link(o.comps, o.flags, o.dirent, 0)
+		err := w.link(o.comps, o.flags, o.dirent, o.raw, 0)
 		if err == nil {
 			continue
 		}
@@ -190,8 +195,9 @@ func (w *work) subdir(dir *treeobj.Object, name string, create bool) (*treeobj.O
 	return nd, nil
 }
 
-// link puts dirent (nil: unlink) at the path comps.
-func (w *work) link(comps []string, flags int, dirent *treeobj.Object, depth int) error {
+// link puts dirent (nil: unlink) at the path comps; raw, if not nil, is
+// an append's data in place of dirent's (see op).
+func (w *work) link(comps []string, flags int, dirent *treeobj.Object, raw []byte, depth int) error {
 	if len(comps) == 0 {
 		return fmt.Errorf("the root directory cannot be written: %w", syscall.EINVAL)
 	}
@@ -209,7 +215,7 @@ func (w *work) link(comps []string, flags int, dirent *treeobj.Object, depth int
 				return fmt.Errorf("more than %d symlinks: %w", symlinkLimit, syscall.ELOOP)
 			}
 			rest := append(treeobj.SplitKey(e.Target), comps[i+1:]...)
-			return w.link(rest, flags, dirent, depth+1)
+			return w.link(rest, flags, dirent, raw, depth+1)
 		}
 		next, err := w.subdir(dir, name, dirent != nil)
 		if err != nil {
@@ -227,6 +233,8 @@ func (w *work) link(comps []string, flags int, dirent *treeobj.Object, depth int
 			w.set(dir, name, nil)
 		}
 		return nil
+	case flags&flagAppend != 0 && raw != nil:
+		return w.appendRaw(dir, name, raw)
 	case flags&flagAppend != 0:
 		return w.append(dir, name, dirent)
 	default:
@@ -277,6 +285,43 @@ func (w *work) append(dir *treeobj.Object, name string, dirent *treeobj.Object) 
 		return fmt.Errorf("corrupt tree object: %w", syscall.ENOTRECOVERABLE)
 	}
 	return nil
+}
+
+// appendRaw is append for data not encoded yet (an attached append).
+func (w *work) appendRaw(dir *treeobj.Object, name string, data []byte) error {
+	e := dir.Entry(name)
+	if e == nil {
+		w.set(dir, name, treeobj.NewVal(data))
+		return nil
+	}
+	switch e.Type {
+	case treeobj.Valref:
+		// the blob outlives the commit: a copy, not the sender's buffer
+		ref, err := w.storeData(bytes.Clone(data))
+		if err != nil {
+			return err
+		}
+		w.set(dir, name, e.AppendRef(ref))
+		return nil
+	case treeobj.Val:
+		if len(e.Data)+base64.StdEncoding.EncodedLen(len(data)) <= maxInlineVal {
+			if v, err := treeobj.AppendRaw(e, data); err == nil {
+				w.set(dir, name, v)
+				return nil
+			}
+		}
+		ref1, err := w.storeVal(e)
+		if err != nil {
+			return err
+		}
+		ref2, err := w.storeData(bytes.Clone(data))
+		if err != nil {
+			return err
+		}
+		w.set(dir, name, treeobj.NewValref(ref1).AppendRef(ref2))
+		return nil
+	}
+	return w.append(dir, name, treeobj.NewVal(data)) // its errors
 }
 
 // storeVal queues the data of a val as a blob and returns its blobref.

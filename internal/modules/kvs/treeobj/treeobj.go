@@ -19,6 +19,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
@@ -121,6 +122,45 @@ func AppendVal(v, w *Object) (*Object, error) {
 		return nil, formatErr("val data %q is not base64: %v", abbrev(b), err)
 	}
 	return &Object{Type: Val, Data: a[:len(a)-4] + base64.StdEncoding.EncodeToString(append(tail, more...))}, nil
+}
+
+// AppendRaw returns a val holding v's data (a val) followed by data,
+// encoding only data (and the last bytes of v's when its base64 ends
+// short of a whole group), straight into the new value's one allocation.
+func AppendRaw(v *Object, data []byte) (*Object, error) {
+	a := v.Data
+	if len(a)%4 != 0 {
+		return nil, formatErr("val data is not base64 (length %d is not a multiple of 4)", len(a))
+	}
+	enc := base64.StdEncoding
+	head, tail := a, []byte(nil)
+	if a != "" && a[len(a)-1] == '=' {
+		var err error
+		if tail, err = enc.DecodeString(a[len(a)-4:]); err != nil {
+			return nil, formatErr("val data %q is not base64: %v", abbrev(a), err)
+		}
+		head = a[:len(a)-4]
+	}
+	var b strings.Builder
+	b.Grow(len(head) + enc.EncodedLen(len(tail)+len(data)))
+	b.WriteString(head)
+	var chunk [1024]byte // 768 bytes of data at a time
+	if len(tail) > 0 {
+		// the group the old data ended in, completed with the new
+		var g [3]byte
+		k := copy(g[:], tail)
+		n := copy(g[k:], data)
+		enc.Encode(chunk[:], g[:k+n])
+		b.Write(chunk[:enc.EncodedLen(k+n)])
+		data = data[n:]
+	}
+	for len(data) > 0 {
+		n := min(len(data), 768)
+		enc.Encode(chunk[:], data[:n])
+		b.Write(chunk[:enc.EncodedLen(n)])
+		data = data[n:]
+	}
+	return &Object{Type: Val, Data: b.String()}, nil
 }
 
 // NewValref returns a valref object of the given blobrefs.

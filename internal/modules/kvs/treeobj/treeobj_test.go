@@ -203,8 +203,8 @@ func FuzzDecode(f *testing.F) {
 // TestAppendVal: appending on base64 text gives the val of the joined
 // data, for every alignment of the two lengths.
 func TestAppendVal(t *testing.T) {
-	for la := 0; la < 12; la++ {
-		for lb := 0; lb < 12; lb++ {
+	for _, la := range []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1000, 1001} {
+		for _, lb := range []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 767, 768, 769, 2000, 2002} {
 			a, b := make([]byte, la), make([]byte, lb)
 			for i := range a {
 				a[i] = byte(7*i + la)
@@ -216,12 +216,23 @@ func TestAppendVal(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%d+%d bytes: %v", la, lb, err)
 			}
-			if want := NewVal(append(append([]byte{}, a...), b...)); v.Data != want.Data {
+			want := NewVal(append(append([]byte{}, a...), b...))
+			if v.Data != want.Data {
 				t.Fatalf("%d+%d bytes: %q, want %q", la, lb, v.Data, want.Data)
+			}
+			braw := append(make([]byte, 0, lb+8), b...) // room to grow: must stay b
+			v, err = AppendRaw(NewVal(a), braw)
+			if err != nil || v.Data != want.Data || string(braw) != string(b) {
+				t.Fatalf("AppendRaw %d+%d bytes: %q %v, want %q", la, lb, v.Data, err, want.Data)
 			}
 		}
 	}
 	if _, err := AppendVal(&Object{Type: Val, Data: "QQ=="}, &Object{Type: Val, Data: "Q"}); err == nil {
 		t.Fatal("appending malformed base64 succeeded")
+	}
+	for _, bad := range []string{"Q", "Q!=="} {
+		if _, err := AppendRaw(&Object{Type: Val, Data: bad}, []byte("x")); err == nil {
+			t.Fatalf("AppendRaw to malformed base64 %q succeeded", bad)
+		}
 	}
 }
