@@ -32,8 +32,13 @@ func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
 	var toStore []blob
 	queued := make(map[string]bool)
 	want := func(data []byte) (string, error) {
-		ref, err := content.Blobref(in.hashName, data)
-		if err != nil {
+		// identical jobs carry identical texts: hashed once
+		ref := in.refs.Get(data, func(data []byte) string {
+			ref, _ := content.Blobref(in.hashName, data)
+			return ref
+		})
+		if ref == "" {
+			_, err := content.Blobref(in.hashName, data)
 			return "", err
 		}
 		if _, have := in.stored.Lookup(ref); !queued[ref] && !have {

@@ -78,6 +78,7 @@ type ingest struct {
 	envelopes *memo.Cache[*sign.Envelope]
 	hashName  string                // the content store's hash (blobrefs)
 	stored    *memo.Cache[struct{}] // blobrefs stored lately (blobs.go)
+	refs      *memo.Cache[string]   // blobrefs of texts hashed lately (blobs.go)
 	// submitted counts accepted jobs, batches the KVS commits (stats).
 	submitted, batches int
 }
@@ -94,7 +95,8 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		return err
 	}
 	in := &ingest{h: h, log: flux.NewLogger(h, "job-ingest"), owner: uint32(owner), feasible: true,
-		specs: newSpecCache(), envelopes: memo.New[*sign.Envelope](specCacheSize), hashName: hashName, stored: memo.New[struct{}](storedRefsMax)}
+		specs: newSpecCache(), envelopes: memo.New[*sign.Envelope](specCacheSize), hashName: hashName, stored: memo.New[struct{}](storedRefsMax),
+		refs: memo.New[string](specCacheSize)}
 	if err := in.initGenerator(ctx); err != nil {
 		return err
 	}
