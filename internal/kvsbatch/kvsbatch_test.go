@@ -34,7 +34,9 @@ func (w *writer) Run(ctx context.Context, h *flux.Handle, _ []string) error {
 	return h.Serve(ctx)
 }
 
-func TestBatchMergesWrites(t *testing.T) {
+// startWriter starts a broker with a stand-in KVS and the writer module.
+func startWriter(t *testing.T) (*modtest.KVS, *writer) {
+	t.Helper()
 	fk := modtest.NewKVS()
 	w := &writer{do: make(chan func(*Batch))}
 	reg := module.NewRegistry()
@@ -42,6 +44,11 @@ func TestBatchMergesWrites(t *testing.T) {
 	reg.Register("writer", func() module.Module { return w })
 	brokertest.Start(t, brokertest.Options{Size: 1, Registry: reg,
 		Modules: []broker.ModuleSpec{{Name: "kvs"}, {Name: "writer"}}})
+	return fk, w
+}
+
+func TestBatchMergesWrites(t *testing.T) {
+	fk, w := startWriter(t)
 	done := make(chan [2]int, 1)
 	w.do <- func(b *Batch) {
 		b.Append("a.log", []byte("1\n"))
@@ -81,13 +88,7 @@ func TestBatchMergesWrites(t *testing.T) {
 // OnCommit's function runs when its commit is done, before the waiters,
 // and for a flush with nothing to write.
 func TestBatchSharedAndOnCommit(t *testing.T) {
-	fk := modtest.NewKVS()
-	w := &writer{do: make(chan func(*Batch))}
-	reg := module.NewRegistry()
-	reg.Register("kvs", func() module.Module { return fk })
-	reg.Register("writer", func() module.Module { return w })
-	brokertest.Start(t, brokertest.Options{Size: 1, Registry: reg,
-		Modules: []broker.ModuleSpec{{Name: "kvs"}, {Name: "writer"}}})
+	fk, w := startWriter(t)
 	shared := append(make([]byte, 0, 64), "1\n"...)
 	sharedPut := []byte("x")
 	var events []string // on the module's goroutine

@@ -233,10 +233,8 @@ func (w *work) link(comps []string, flags int, dirent *treeobj.Object, raw []byt
 			w.set(dir, name, nil)
 		}
 		return nil
-	case flags&flagAppend != 0 && raw != nil:
-		return w.appendRaw(dir, name, raw)
 	case flags&flagAppend != 0:
-		return w.append(dir, name, dirent)
+		return w.append(dir, name, dirent, raw)
 	default:
 		w.set(dir, name, dirent)
 		return nil
@@ -245,25 +243,41 @@ func (w *work) link(comps []string, flags int, dirent *treeobj.Object, raw []byt
 
 // append adds a val's data to the value at entry name of dir, turning it
 // into (or extending) a valref, so the existing data is never rewritten.
-func (w *work) append(dir *treeobj.Object, name string, dirent *treeobj.Object) error {
-	if dirent.Type != treeobj.Val {
+// An attached append gives its data as raw (non-nil) instead of in
+// dirent: it is encoded once, straight into the value it extends.
+func (w *work) append(dir *treeobj.Object, name string, dirent *treeobj.Object, raw []byte) error {
+	if raw == nil && dirent.Type != treeobj.Val {
 		return fmt.Errorf("append needs a val object, not %s: %w", dirent.Type, syscall.EPROTO)
 	}
 	e := dir.Entry(name)
 	if e == nil {
+		if raw != nil {
+			dirent = treeobj.NewVal(raw)
+		}
 		w.set(dir, name, dirent)
 		return nil
 	}
 	switch e.Type {
 	case treeobj.Valref:
-		ref, err := w.storeVal(dirent)
+		ref, err := w.storeAppended(dirent, raw)
 		if err != nil {
 			return err
 		}
 		w.set(dir, name, e.AppendRef(ref))
 	case treeobj.Val:
-		if len(e.Data)+len(dirent.Data) <= maxInlineVal {
-			if v, err := treeobj.AppendVal(e, dirent); err == nil {
+		added := len(dirent.Data)
+		if raw != nil {
+			added = base64.StdEncoding.EncodedLen(len(raw))
+		}
+		if len(e.Data)+added <= maxInlineVal {
+			var v *treeobj.Object
+			var err error
+			if raw != nil {
+				v, err = treeobj.AppendRaw(e, raw)
+			} else {
+				v, err = treeobj.AppendVal(e, dirent)
+			}
+			if err == nil {
 				w.set(dir, name, v)
 				return nil
 			}
@@ -272,7 +286,7 @@ func (w *work) append(dir *treeobj.Object, name string, dirent *treeobj.Object) 
 		if err != nil {
 			return err
 		}
-		ref2, err := w.storeVal(dirent)
+		ref2, err := w.storeAppended(dirent, raw)
 		if err != nil {
 			return err
 		}
@@ -287,41 +301,13 @@ func (w *work) append(dir *treeobj.Object, name string, dirent *treeobj.Object) 
 	return nil
 }
 
-// appendRaw is append for data not encoded yet (an attached append).
-func (w *work) appendRaw(dir *treeobj.Object, name string, data []byte) error {
-	e := dir.Entry(name)
-	if e == nil {
-		w.set(dir, name, treeobj.NewVal(data))
-		return nil
+// storeAppended queues an append's data as a blob: raw's if not nil (a
+// copy: the blob outlives the sender's buffer), else dirent's.
+func (w *work) storeAppended(dirent *treeobj.Object, raw []byte) (string, error) {
+	if raw != nil {
+		return w.storeData(bytes.Clone(raw))
 	}
-	switch e.Type {
-	case treeobj.Valref:
-		// the blob outlives the commit: a copy, not the sender's buffer
-		ref, err := w.storeData(bytes.Clone(data))
-		if err != nil {
-			return err
-		}
-		w.set(dir, name, e.AppendRef(ref))
-		return nil
-	case treeobj.Val:
-		if len(e.Data)+base64.StdEncoding.EncodedLen(len(data)) <= maxInlineVal {
-			if v, err := treeobj.AppendRaw(e, data); err == nil {
-				w.set(dir, name, v)
-				return nil
-			}
-		}
-		ref1, err := w.storeVal(e)
-		if err != nil {
-			return err
-		}
-		ref2, err := w.storeData(bytes.Clone(data))
-		if err != nil {
-			return err
-		}
-		w.set(dir, name, treeobj.NewValref(ref1).AppendRef(ref2))
-		return nil
-	}
-	return w.append(dir, name, treeobj.NewVal(data)) // its errors
+	return w.storeVal(dirent)
 }
 
 // storeVal queues the data of a val as a blob and returns its blobref.
