@@ -116,7 +116,9 @@ func (r *Request) String() string {
 // AttachedJobspec is the jobspec text the job manager attaches to a
 // sched.alloc request made inside the broker (message.Attached) instead
 // of copying it into the payload: a pending job then keeps one copy of
-// its jobspec, not two. A scheduler reads it when the payload has no
-// "jobspec"; attachments do not cross sockets, so a request from outside
-// the broker carries the jobspec in its payload (RFC 27).
+// its jobspec, not two. It does so only for a scheduler that said
+// "attached": true in its job-manager.sched-ready request (a module of
+// the broker: sched-simple); any other scheduler, one connected over a
+// socket above all, gets the jobspec in the payload (RFC 27). A
+// scheduler reads it when the payload has no "jobspec".
 type AttachedJobspec []byte

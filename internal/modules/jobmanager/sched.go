@@ -26,10 +26,14 @@ const (
 // priority queue until the scheduler is ready (and, in limited mode, has
 // room), then get a sched.alloc request.
 type schedClient struct {
-	m           *manager
-	ready       bool
-	route       string // the scheduler's route, to notice its disconnect
-	limit       int    // 0 = unlimited
+	m     *manager
+	ready bool
+	route string // the scheduler's route, to notice its disconnect
+	limit int    // 0 = unlimited
+	// attached: the scheduler said at sched-ready that it runs in this
+	// broker and takes alloc requests' jobspecs attached
+	// (sched.AttachedJobspec); any other gets them in the payload
+	attached    bool
 	outstanding int
 	queue       jobQueue
 	futures     map[jobid.ID]*flux.Future
@@ -92,11 +96,19 @@ func (s *schedClient) drain() {
 }
 
 func (s *schedClient) sendAlloc(j *job) {
-	// {"id","priority","t_submit","userid"}, the jobspec attached (the
-	// scheduler is a module of this broker: sched.AttachedJobspec)
-	b := make([]byte, 0, 96)
+	// {"id","jobspec","priority","t_submit","userid"}, the jobspec
+	// attached instead for a scheduler in this broker
+	size := 96
+	if !s.attached {
+		size += len(j.Raw)
+	}
+	b := make([]byte, 0, size)
 	b = append(b, `{"id":`...)
 	b = jsonwire.AppendUint(b, uint64(j.ID))
+	if !s.attached {
+		b = append(b, `,"jobspec":`...)
+		b = appendRaw(b, j.Raw)
+	}
 	b = append(b, `,"priority":`...)
 	b = jsonwire.AppendInt(b, j.Priority)
 	b = append(b, `,"t_submit":`...)
@@ -106,7 +118,9 @@ func (s *schedClient) sendAlloc(j *job) {
 	b = append(b, '}')
 	req := message.NewRequest("sched.alloc", flux.NodeidAny, nil)
 	req.SetJSONBuffer(b)
-	req.Attached = sched.AttachedJobspec(j.Raw)
+	if s.attached {
+		req.Attached = sched.AttachedJobspec(j.Raw)
+	}
 	f, err := s.m.h.SendRequest(req, flux.Streaming)
 	if err != nil {
 		s.m.log.Error("sched.alloc", "err", err)
@@ -280,8 +294,9 @@ func (s *schedClient) hello(r *flux.Request) {
 
 func (s *schedClient) readyRequest(r *flux.Request) {
 	var req struct {
-		Mode  string `json:"mode"`
-		Limit int    `json:"limit"`
+		Mode     string `json:"mode"`
+		Limit    int    `json:"limit"`
+		Attached bool   `json:"attached"` // fluxgo: see schedClient
 	}
 	if r.Decode(&req) != nil {
 		return
@@ -305,7 +320,7 @@ func (s *schedClient) readyRequest(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "sched-ready: unknown mode %q", req.Mode)
 		return
 	}
-	s.ready = true
+	s.ready, s.attached = true, req.Attached
 	s.outstanding = 0
 	r.Respond(nil)
 	// jobs whose alloc requests died with the old scheduler go again

@@ -119,9 +119,16 @@ func (s *Sched) Run(ctx context.Context, h *flux.Handle, _ []string) error {
 	pending := map[jobid.ID]*flux.Request{}
 	h.HandleFunc("sched.alloc", func(r *flux.Request) {
 		var req struct {
-			ID jobid.ID `json:"id"`
+			ID      jobid.ID        `json:"id"`
+			Jobspec json.RawMessage `json:"jobspec"`
 		}
 		r.Decode(&req)
+		if len(req.Jobspec) == 0 {
+			// it said nothing of attachments at sched-ready: RFC 27's
+			// payload carries the jobspec
+			r.Errorf(syscall.EPROTO, "sched.alloc: no jobspec in the payload")
+			return
+		}
 		if s.Hold {
 			pending[req.ID] = r
 			r.Respond(map[string]any{"id": req.ID, "type": 1, "annotations": map[string]any{"sched": map[string]any{"reason_pending": "held by test"}}})

@@ -179,7 +179,7 @@ func (s *scheduler) hello(ctx context.Context) {
 				s.log.Error(fmt.Sprintf("hello: job %d: %v", a.ID, err))
 			}
 		}
-		f, err := s.h.RPC("job-manager.sched-ready", flux.NodeidAny, map[string]any{"mode": "unlimited"}, 0)
+		f, err := s.h.RPC("job-manager.sched-ready", flux.NodeidAny, map[string]any{"mode": "unlimited", "attached": true}, 0)
 		if err != nil {
 			s.fail(fmt.Errorf("job-manager.sched-ready: %w", err))
 			return
