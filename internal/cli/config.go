@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,7 +32,7 @@ nothing changes. Tables read only at start ([bootstrap], [resource])
 take effect at the next start. Only the local broker changes: use
 flux exec -r all flux config reload for every rank.`,
 	}
-	cmd.AddCommand(newConfigGetCmd(), newConfigReloadCmd(), newConfigLoadCmd())
+	cmd.AddCommand(newConfigGetCmd(), newConfigReloadCmd(), newConfigLoadCmd(), newConfigBuiltinCmd())
 	return cmd
 }
 
@@ -72,6 +74,73 @@ from standard input.`,
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
 				return h.Call(ctx, "config.load", flux.NodeidAny, table, nil)
 			})
+		},
+	}
+}
+
+// builtinKeys are flux-core's compiled-in configuration keys
+// (flux-config(1), BUILTIN VALUES), in its order. Most name paths that
+// fluxgo does not have: its modules, rc1/rc3, jobtap plugins, connectors
+// and shell are built into the one binary, and there is no Lua, PMI
+// library or man pages. Those keys print an empty value.
+var builtinKeys = []string{
+	"rc1_path", "rc3_path", "shell_path", "shell_pluginpath", "shell_initrc",
+	"jobtap_pluginpath", "rundir", "bindir", "lua_cpath_add", "lua_path_add",
+	"python_path", "man_path", "exec_path", "connector_path", "module_path",
+	"pmi_library_path", "cmdhelp_pattern", "no_docs_path",
+}
+
+// builtinValue returns the value of a builtin key for this binary.
+func builtinValue(name string) string {
+	exe, err := os.Executable()
+	if err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+	}
+	switch name {
+	case "shell_path": // flux shell, and the job-shell module in the broker
+		return exe
+	case "bindir", "exec_path":
+		if exe == "" {
+			return ""
+		}
+		return filepath.Dir(exe)
+	case "rundir": // where flux start makes its brokers' rundirs
+		return os.TempDir()
+	case "python_path":
+		dir, _ := pythonPackageDir()
+		return dir
+	}
+	return ""
+}
+
+func newConfigBuiltinCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "builtin [NAME]",
+		Short: "Print compiled-in configuration values",
+		Long: `Print the compiled-in value of NAME, or every NAME=VALUE. The keys are
+flux-core's (flux-config(1)): ` + strings.Join(builtinKeys, ", ") + `.
+fluxgo builds its modules, rc1/rc3, jobtap plugins, connectors and job
+shell into the one flux binary, so the paths for them print empty;
+shell_path is the flux binary, bindir and exec_path its directory,
+rundir where flux start puts its brokers' run directories, python_path
+the flux Python package (as flux python finds it). Available to all
+users.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			if len(args) == 0 {
+				for _, k := range builtinKeys {
+					fmt.Fprintf(out, "%s=%s\n", k, builtinValue(k))
+				}
+				return nil
+			}
+			if !slices.Contains(builtinKeys, args[0]) {
+				return fmt.Errorf("%s: unknown builtin configuration key (valid: %s)", args[0], strings.Join(builtinKeys, ", "))
+			}
+			fmt.Fprintln(out, builtinValue(args[0]))
+			return nil
 		},
 	}
 }
