@@ -358,8 +358,9 @@ func (r *record) apply(ev *event) bool {
 
 // setAnnotations replaces the annotations (null or {} clears them).
 func (r *record) setAnnotations(raw json.RawMessage) {
-	var m map[string]json.RawMessage
-	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil || len(m) == 0 {
+	members := 0
+	count := func(_, _ []byte) error { members++; return nil }
+	if len(raw) == 0 || jsonwire.Object(raw, count) != nil || members == 0 {
 		r.annotations = ""
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -139,10 +140,14 @@ func (s *service) allocAnnotations(r *record, ctx json.RawMessage) {
 	if len(ctx) == 0 {
 		return
 	}
-	var c struct {
-		Annotations json.RawMessage `json:"annotations"`
-	}
-	if json.Unmarshal(ctx, &c) == nil && len(c.Annotations) > 0 {
-		r.setAnnotations(c.Annotations)
+	var ann []byte
+	err := jsonwire.Object(ctx, func(key, val []byte) error {
+		if string(key) == "annotations" {
+			ann = val
+		}
+		return nil
+	})
+	if err == nil && len(ann) > 0 {
+		r.setAnnotations(ann)
 	}
 }
