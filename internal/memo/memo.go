@@ -29,6 +29,12 @@ func (c *Cache[V]) Lookup(k string) (V, bool) {
 	return v, ok
 }
 
+// LookupBytes is Lookup for a key held as bytes (without copying it).
+func (c *Cache[V]) LookupBytes(k []byte) (V, bool) {
+	v, ok := c.m[string(k)]
+	return v, ok
+}
+
 // Put holds v under k (a key already held keeps its place).
 func (c *Cache[V]) Put(k string, v V) {
 	if _, ok := c.m[k]; !ok {

@@ -79,6 +79,9 @@ type ingest struct {
 	hashName  string                // the content store's hash (blobrefs)
 	stored    *memo.Cache[struct{}] // blobrefs stored lately (blobs.go)
 	refs      *memo.Cache[string]   // blobrefs of texts hashed lately (blobs.go)
+	// feasibleAt: when the scheduler last found each jobspec text
+	// feasible (see feasibleFor)
+	feasibleAt *memo.Cache[time.Time]
 	// submitted counts accepted jobs, batches the KVS commits (stats).
 	submitted, batches int
 }
@@ -96,7 +99,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	}
 	in := &ingest{h: h, log: flux.NewLogger(h, "job-ingest"), owner: uint32(owner), feasible: true,
 		specs: newSpecCache(), envelopes: memo.New[*sign.Envelope](specCacheSize), hashName: hashName, stored: memo.New[struct{}](storedRefsMax),
-		refs: memo.New[string](specCacheSize)}
+		refs: memo.New[string](specCacheSize), feasibleAt: memo.New[time.Time](specCacheSize)}
 	if err := in.initGenerator(ctx); err != nil {
 		return err
 	}
@@ -121,6 +124,7 @@ func (in *ingest) configReload(r *flux.Request) {
 		return
 	}
 	in.policy = pol
+	in.feasibleAt = memo.New[time.Time](specCacheSize) // queues may require other nodes now
 	r.Respond(nil)
 }
 
@@ -164,6 +168,15 @@ func (in *ingest) initGenerator(ctx context.Context) error {
 	in.gen = gen
 	return nil
 }
+
+// feasibleFor is how long job-ingest takes the scheduler's word that a
+// jobspec text is feasible without asking again. The jobs of a burst
+// (flux submit --cc, an array, bulksubmit) share their jobspec text, and
+// feasibility depends only on it and the instance's resources and
+// queues: a job submitted this soon after those changed may be accepted
+// and then refused by the scheduler at alloc (an exception) instead of
+// refused at submission. A configuration reload forgets every answer.
+const feasibleFor = time.Second
 
 func (in *ingest) submit(r *flux.Request) {
 	req, err := decodeSubmit(r.Msg.JSON())
@@ -220,6 +233,10 @@ func (in *ingest) submit(r *flux.Request) {
 		in.enqueue(p)
 		return
 	}
+	if t, ok := in.feasibleAt.LookupBytes(text); ok && time.Since(t) < feasibleFor {
+		in.enqueue(p) // the same jobspec was found feasible a moment ago
+		return
+	}
 	fb := make([]byte, 0, len(text)+16)
 	fb = append(append(append(fb, `{"jobspec":`...), text...), '}')
 	f, err := in.h.RPC("feasibility.check", flux.NodeidAny, flux.JSONBuffer(fb), 0)
@@ -230,6 +247,7 @@ func (in *ingest) submit(r *flux.Request) {
 	f.Then(func(_ *flux.Message, err error) {
 		switch {
 		case err == nil:
+			in.feasibleAt.Put(string(text), time.Now())
 		case errors.Is(err, syscall.ENOSYS):
 			in.feasible = false // no scheduler loaded that checks; stop asking
 		default:

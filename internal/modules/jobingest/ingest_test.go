@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -21,7 +22,7 @@ import (
 	"github.com/fluxgo/fluxgo/pkg/sign"
 )
 
-func setup(t *testing.T) (*flux.Handle, *modtest.KVS) {
+func setup(t *testing.T, extra ...module.Module) (*flux.Handle, *modtest.KVS) {
 	fk := modtest.NewKVS()
 	reg := module.NewRegistry()
 	reg.Register(contentmod.Name, contentmod.New)
@@ -30,9 +31,85 @@ func setup(t *testing.T) (*flux.Handle, *modtest.KVS) {
 	reg.Register("sched", func() module.Module { return &modtest.Sched{} })
 	reg.Register("job-exec", jobexec.New)
 	reg.Register("job-ingest", New)
-	mods := []broker.ModuleSpec{{Name: contentmod.Name}, {Name: "kvs"}, {Name: "job-manager"}, {Name: "sched"}, {Name: "job-exec"}, {Name: "job-ingest"}}
+	mods := []broker.ModuleSpec{{Name: contentmod.Name}, {Name: "kvs"}, {Name: "job-manager"}, {Name: "sched"}, {Name: "job-exec"}}
+	for _, m := range extra {
+		reg.Register(m.Name(), func() module.Module { return m })
+		mods = append(mods, broker.ModuleSpec{Name: m.Name()})
+	}
+	mods = append(mods, broker.ModuleSpec{Name: "job-ingest"})
 	inst := brokertest.Start(t, brokertest.Options{Registry: reg, Modules: mods})
 	return inst.Handle(0), fk
+}
+
+// feasibility is a stand-in feasibility service: every jobspec is
+// feasible except one whose command is "nope"; it counts the requests.
+type feasibility struct {
+	mu    sync.Mutex
+	asked int
+}
+
+func (*feasibility) Name() string { return "feasibility" }
+func (f *feasibility) Run(ctx context.Context, h *flux.Handle, _ []string) error {
+	h.HandleFunc("feasibility.check", func(r *flux.Request) {
+		f.mu.Lock()
+		f.asked++
+		f.mu.Unlock()
+		if strings.Contains(string(r.Msg.JSON()), `"nope"`) {
+			r.Errorf(syscall.EINVAL, "unsatisfiable request")
+			return
+		}
+		r.Respond(nil)
+	})
+	return h.Serve(ctx)
+}
+
+func (f *feasibility) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.asked
+}
+
+// TestFeasibilityRemembered: a jobspec found feasible is not checked
+// again for a while (the jobs of a burst share it); an infeasible one is
+// refused every time; a configuration reload forgets the answers.
+func TestFeasibilityRemembered(t *testing.T) {
+	fs := &feasibility{}
+	h, _ := setup(t, fs)
+	ctx := brokertest.Ctx(t)
+	J := sign.Wrap(jobspecJSON(t, true), 0)
+	submit := func(J string) error {
+		return h.Call(ctx, "job-ingest.submit", flux.NodeidAny, map[string]any{"J": J, "urgency": 16, "flags": 0}, nil)
+	}
+	for i := 0; i < 5; i++ {
+		if err := submit(J); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := fs.count(); n != 1 {
+		t.Fatalf("5 identical submissions asked the scheduler %d times, want 1", n)
+	}
+	js, err := jobspec.FromCommand([]string{"nope"}, jobspec.CommandOptions{NTasks: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(js)
+	for i := 0; i < 2; i++ {
+		if err := submit(sign.Wrap(b, 0)); !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "unsatisfiable") {
+			t.Fatalf("infeasible job: %v", err)
+		}
+	}
+	if n := fs.count(); n != 3 {
+		t.Fatalf("scheduler asked %d times, want 3 (an infeasible answer is not remembered)", n)
+	}
+	if err := h.Call(ctx, "job-ingest.config-reload", flux.NodeidAny, map[string]any{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := submit(J); err != nil {
+		t.Fatal(err)
+	}
+	if n := fs.count(); n != 4 {
+		t.Fatalf("after a configuration reload the scheduler was asked %d times in all, want 4", n)
+	}
 }
 
 func jobspecJSON(t *testing.T, test bool) []byte {
