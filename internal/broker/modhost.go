@@ -56,7 +56,7 @@ func (p *modulePeer) creds() (uint32, uint32) {
 
 func (p *modulePeer) deliver(m *message.Message) {
 	p.rx.Add(1)
-	p.lastMsg.Store(time.Now().UnixNano())
+	p.lastMsg.Store(p.b.coarseNow.Load())
 	if m.Type == message.Request {
 		if p.dead.Load() {
 			p.b.router.respondError(m, syscall.ENOSYS, fmt.Sprintf("module %s is not loaded", p.name))
@@ -81,7 +81,7 @@ func (p *modulePeer) deliver(m *message.Message) {
 
 func (p *modulePeer) Send(m *message.Message) error {
 	p.tx.Add(1)
-	p.lastMsg.Store(time.Now().UnixNano())
+	p.lastMsg.Store(p.b.coarseNow.Load())
 	if m.Userid == message.UseridUnknown {
 		m.Userid, m.Rolemask = p.creds()
 	}
