@@ -99,29 +99,22 @@ func NewValBase64(b64 string) (*Object, error) {
 }
 
 // AppendVal returns a val holding v's data followed by w's (both vals),
-// working on their base64 text: v's text is kept but for its last
-// quantum when that is padded, which is decoded and encoded again with
-// w's data. Appending to a long value costs what is appended.
+// working on their base64 text: when v's text ends in a whole group the
+// texts are joined; otherwise w's data is decoded and appended with
+// AppendRaw. Appending to a long value costs what is appended.
 func AppendVal(v, w *Object) (*Object, error) {
 	a, b := v.Data, w.Data
 	if len(a)%4 != 0 || len(b)%4 != 0 {
 		return nil, formatErr("val data is not base64 (length %d or %d is not a multiple of 4)", len(a), len(b))
 	}
-	switch {
-	case b == "":
-		return &Object{Type: Val, Data: a}, nil
-	case a == "" || a[len(a)-1] != '=':
+	if a == "" || a[len(a)-1] != '=' {
 		return &Object{Type: Val, Data: a + b}, nil
-	}
-	tail, err := base64.StdEncoding.DecodeString(a[len(a)-4:])
-	if err != nil {
-		return nil, formatErr("val data %q is not base64: %v", abbrev(a), err)
 	}
 	more, err := base64.StdEncoding.DecodeString(b)
 	if err != nil {
 		return nil, formatErr("val data %q is not base64: %v", abbrev(b), err)
 	}
-	return &Object{Type: Val, Data: a[:len(a)-4] + base64.StdEncoding.EncodeToString(append(tail, more...))}, nil
+	return AppendRaw(v, more)
 }
 
 // AppendRaw returns a val holding v's data (a val) followed by data,
