@@ -243,16 +243,6 @@ func (t *Tx) Commit() error {
 // Rollback abandons the transaction.
 func (t *Tx) Rollback() { t.tx.Rollback() }
 
-// Store adds blob data (if not already there) and returns its digest.
-func (t *Tx) Store(data []byte) ([]byte, error) {
-	digest, err := fluxcontent.Sum(t.s.opts.Hash, data)
-	if err != nil {
-		return nil, err
-	}
-	t.args = t.appendRow(t.args[:0], digest, data)
-	return digest, t.exec(t.insert, t.args)
-}
-
 // StoreAll adds the blobs (those not already there) and returns their
 // digests, in order. known, if not nil, holds digests computed by the
 // blobs' sender (nil or of the wrong size: computed here). On error none

@@ -30,13 +30,9 @@ func storeAll(t *testing.T, st *Store, blobs ...[]byte) [][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ds [][]byte
-	for _, b := range blobs {
-		d, err := tx.Store(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds = append(ds, d)
+	ds, err := tx.StoreAll(blobs, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package content
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -183,7 +184,9 @@ func StoreAll(h *flux.Handle, hashName string, blobs [][]byte, refs []string, do
 	f.Then(func(m *flux.Message, err error) {
 		got, err := BatchResult(m, err, n)
 		for i := 0; err == nil && i < n; i++ {
-			err = checkDigest(hashName, got[i], refs[i])
+			if !bytes.Equal(got[i], digests[i]) {
+				err = checkDigest(hashName, got[i], refs[i]) // names both
+			}
 		}
 		done(err)
 	})
