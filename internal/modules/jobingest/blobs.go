@@ -31,31 +31,21 @@ func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
 	}
 	var toStore []blob
 	queued := make(map[string]bool)
-	want := func(data []byte) (string, error) {
-		// identical jobs carry identical texts: hashed once
+	want := func(data []byte) string {
+		// identical jobs carry identical texts: hashed once (the hash
+		// name was checked at load, so Blobref cannot fail)
 		ref := in.refs.Get(data, func(data []byte) string {
 			ref, _ := content.Blobref(in.hashName, data)
 			return ref
 		})
-		if ref == "" {
-			_, err := content.Blobref(in.hashName, data)
-			return "", err
-		}
 		if _, have := in.stored.Lookup(ref); !queued[ref] && !have {
 			queued[ref] = true
 			toStore = append(toStore, blob{ref, data})
 		}
-		return ref, nil
+		return ref
 	}
 	for i, p := range batch {
-		var err error
-		if refs[i].J, err = want(p.J); err == nil {
-			refs[i].jobspec, err = want(p.jobspec)
-		}
-		if err != nil {
-			done(nil, err)
-			return
-		}
+		refs[i] = jobRefs{J: want(p.J), jobspec: want(p.jobspec)}
 	}
 	if len(toStore) == 0 {
 		done(refs, nil)

@@ -50,7 +50,7 @@ func newSpecCache() *specCache {
 
 // check returns the parsed jobspec, or why it is refused.
 func (c *specCache) check(text []byte, novalidate bool) (*jobspec.Jobspec, error) {
-	e, ok := c.entries.Lookup(string(text))
+	e, ok := c.entries.LookupBytes(text)
 	if !ok {
 		e = parseSpec(text)
 		c.entries.Put(string(text), e)
@@ -80,7 +80,7 @@ func parseSpec(text []byte) *specEntry {
 // no queue, or sets no time limit, is stored with when defaults are
 // configured.
 func (c *specCache) withDefaults(text []byte, d defaults) ([]byte, *jobspec.Jobspec, error) {
-	e, ok := c.entries.Lookup(string(text))
+	e, ok := c.entries.LookupBytes(text)
 	if !ok || e.spec == nil {
 		e = parseSpec(text)
 		if e.parseErr != nil {
