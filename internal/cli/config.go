@@ -90,14 +90,22 @@ var builtinKeys = []string{
 	"pmi_library_path", "cmdhelp_pattern", "no_docs_path",
 }
 
-// builtinValue returns the value of a builtin key for this binary.
-func builtinValue(name string) string {
+// fluxExecutable returns the path of the running flux binary, symlinks
+// resolved ("" if it cannot be found).
+func fluxExecutable() string {
 	exe, err := os.Executable()
-	if err == nil {
-		if real, err := filepath.EvalSymlinks(exe); err == nil {
-			exe = real
-		}
+	if err != nil {
+		return ""
 	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	return exe
+}
+
+// builtinValue returns the value of a builtin key for the flux binary
+// exe.
+func builtinValue(name, exe string) string {
 	switch name {
 	case "shell_path": // flux shell, and the job-shell module in the broker
 		return exe
@@ -129,17 +137,17 @@ the flux Python package (as flux python finds it). Available to all
 users.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := cmd.OutOrStdout()
+			out, exe := cmd.OutOrStdout(), fluxExecutable()
 			if len(args) == 0 {
 				for _, k := range builtinKeys {
-					fmt.Fprintf(out, "%s=%s\n", k, builtinValue(k))
+					fmt.Fprintf(out, "%s=%s\n", k, builtinValue(k, exe))
 				}
 				return nil
 			}
 			if !slices.Contains(builtinKeys, args[0]) {
 				return fmt.Errorf("%s: unknown builtin configuration key (valid: %s)", args[0], strings.Join(builtinKeys, ", "))
 			}
-			fmt.Fprintln(out, builtinValue(args[0]))
+			fmt.Fprintln(out, builtinValue(args[0], exe))
 			return nil
 		},
 	}

@@ -43,12 +43,9 @@ func pythonPackageDir() (string, error) {
 	if dir := os.Getenv("FLUXGO_PYTHONPATH"); dir != "" {
 		return dir, nil
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("cannot locate the flux executable: %w", err)
-	}
-	if real, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = real
+	exe := fluxExecutable()
+	if exe == "" {
+		return "", fmt.Errorf("cannot locate the flux executable; set FLUXGO_PYTHONPATH")
 	}
 	prefix := filepath.Dir(filepath.Dir(exe))
 	var tried []string
