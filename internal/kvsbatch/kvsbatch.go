@@ -9,6 +9,8 @@
 package kvsbatch
 
 import (
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
+	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
 )
@@ -19,6 +21,7 @@ const (
 	opPut opKind = iota
 	opAppend
 	opUnlink
+	opTreeobj
 )
 
 // op is one pending operation.
@@ -26,6 +29,7 @@ type op struct {
 	kind opKind
 	key  string
 	data []byte
+	obj  *treeobj.Object // opTreeobj
 	// owned: data is the batch's own copy, which later writes of the key
 	// may extend in place; otherwise it is the caller's (AppendShared)
 	// and is copied before it changes.
@@ -54,6 +58,10 @@ type Batch struct {
 	OnCommit func() (done func(error))
 	// Commits and Ops count what was written (Ops after merging).
 	Commits, Ops int
+	// Rootseq is the root sequence number of the last commit done (read
+	// by the waiters of AfterCommit: the root that holds their writes,
+	// or a later one).
+	Rootseq int64
 }
 
 // New returns a batch committing to namespace ns ("" = primary).
@@ -104,6 +112,21 @@ func (b *Batch) put(key string, data []byte, copyData bool) {
 		b.last[key] = len(b.ops)
 		b.ops = append(b.ops, op{kind: opPut, key: key, data: data, owned: copyData})
 	}
+	b.kick()
+}
+
+// PutTreeobj stores an RFC 11 tree object at key as is (a valref names
+// a blob already in the content store).
+func (b *Batch) PutTreeobj(key string, obj *treeobj.Object) {
+	o := op{kind: opTreeobj, key: key, obj: obj}
+	if i, ok := b.last[key]; ok {
+		b.ops[i] = o
+	} else {
+		b.ops = append(b.ops, o)
+	}
+	// a later append to key cannot extend a tree object in the batch: it
+	// becomes an operation of its own
+	delete(b.last, key)
 	b.kick()
 }
 
@@ -170,6 +193,8 @@ func (b *Batch) flush() {
 			txn.Append(o.key, o.data)
 		case opUnlink:
 			txn.Unlink(o.key)
+		case opTreeobj:
+			txn.PutTreeobj(o.key, o.obj)
 		}
 	}
 	waiters := b.waiters
@@ -199,5 +224,22 @@ func (b *Batch) flush() {
 		done(err)
 		return
 	}
-	f.Then(func(_ *flux.Message, err error) { done(err) })
+	f.Then(func(m *flux.Message, err error) {
+		if err == nil {
+			b.Rootseq = max(b.Rootseq, rootseq(m.JSON()))
+		}
+		done(err)
+	})
+}
+
+// rootseq reads "rootseq" from a kvs.commit response (0 if absent).
+func rootseq(p []byte) int64 {
+	var seq int64
+	jsonwire.Object(p, func(key, val []byte) error {
+		if string(key) == "rootseq" {
+			seq, _ = jsonwire.Int(val)
+		}
+		return nil
+	})
+	return seq
 }

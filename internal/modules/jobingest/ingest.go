@@ -19,7 +19,6 @@ import (
 	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/modules/jobmanager"
-	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
@@ -295,13 +294,9 @@ func (in *ingest) kick() {
 	in.h.Post(in.flush)
 }
 
-func kvsDir(id jobid.ID) string {
-	dir, _ := id.Encode(jobid.KVS)
-	return dir
-}
-
-// flush records queued jobs in the KVS, then tells the job manager, then
-// answers the submitters.
+// flush stores the queued jobs' J and jobspec blobs, hands the jobs to
+// the job manager (which records them in the KVS), then answers the
+// submitters.
 func (in *ingest) flush() {
 	in.kicked = false
 	if in.inflight || len(in.queue) == 0 {
@@ -320,25 +315,23 @@ func (in *ingest) flush() {
 			in.done()
 			return
 		}
-		in.commit(batch, refs)
+		in.handOver(batch, refs)
 	})
 }
 
-// commit records a batch of jobs in the KVS (J and jobspec by the refs of
-// their stored blobs), then hands them to the job manager.
-func (in *ingest) commit(batch []*pending, refs []jobRefs) {
-	var txn kvs.Txn
-	txn.Ops = make([]kvs.Op, 0, 3*len(batch))
+// handOver gives a batch of jobs to the job manager, which records them
+// in the KVS (J and jobspec by the refs of their stored blobs, and the
+// eventlog) together with their first events, and answers once they are
+// committed.
+func (in *ingest) handOver(batch []*pending, refs []jobRefs) {
 	// job-manager.submit {"jobs":[{"id","userid","urgency","t_submit",
-	// "flags"}]}, the jobspecs attached (jobmanager.SubmitAttachment)
-	size := 16 + 128*len(batch)
-	jm := make([]byte, 0, size)
+	// "flags"}]}, the jobspecs and records attached
+	// (jobmanager.SubmitAttachment)
+	jm := make([]byte, 0, 16+128*len(batch))
 	jm = append(jm, `{"jobs":[`...)
+	att := &jobmanager.SubmitAttachment{Specs: make([]*jobspec.Jobspec, len(batch)),
+		Raw: make([][]byte, len(batch)), Records: make([]jobmanager.JobRecord, len(batch))}
 	for i, p := range batch {
-		dir := kvsDir(p.id)
-		txn.PutTreeobj(dir+".J", treeobj.NewValref(refs[i].J))
-		txn.PutTreeobj(dir+".jobspec", treeobj.NewValref(refs[i].jobspec))
-		txn.Put(dir+".eventlog", submitEvent(p))
 		if i > 0 {
 			jm = append(jm, ',')
 		}
@@ -352,72 +345,47 @@ func (in *ingest) commit(batch []*pending, refs []jobRefs) {
 		jm = jsonwire.AppendFloat(jm, p.tSubmit)
 		jm = append(jm, `,"flags":`...)
 		jm = jsonwire.AppendInt(jm, int64(p.flags))
-		jm = append(jm, '}') // the jobspec goes attached, see below
-	}
-	jm = append(jm, "]}"...)
-	// the jobspecs, parsed and as text, go along in-process, in the order
-	// of "jobs" (jobmanager.SubmitAttachment)
-	att := &jobmanager.SubmitAttachment{Specs: make([]*jobspec.Jobspec, len(batch)), Raw: make([][]byte, len(batch))}
-	for i, p := range batch {
+		jm = append(jm, '}')
 		att.Specs[i], att.Raw[i] = p.spec, p.jobspec
+		att.Records[i] = jobmanager.JobRecord{J: refs[i].J, Jobspec: refs[i].jobspec}
 		p.spec = nil
 	}
+	jm = append(jm, "]}"...)
 	fail := func(err error) {
 		for _, p := range batch {
 			p.r.RespondError(err)
 		}
 		in.done()
 	}
-	f, err := kvs.CommitAttached(in.h, "", 0, &txn)
+	req := message.NewRequest("job-manager.submit", flux.NodeidAny, nil)
+	req.SetJSONBuffer(jm)
+	req.Attached = att
+	f, err := in.h.SendRequest(req, 0)
 	if err != nil {
-		fail(err)
+		fail(fmt.Errorf("job manager: %w", err))
 		return
 	}
-	f.Then(func(cm *flux.Message, err error) {
+	f.Then(func(m *flux.Message, err error) {
 		if err != nil {
-			in.log.Error("recording submitted jobs in the KVS failed", "err", err, "jobs", len(batch))
-			fail(fmt.Errorf("recording job in the KVS: %w", err))
+			// nothing of the batch is recorded; jobs the job manager
+			// took in before a failed commit it has ended itself
+			in.log.Error("job manager did not take jobs", "err", err, "jobs", len(batch))
+			fail(fmt.Errorf("job manager: %w", err))
 			return
 		}
-		var root struct {
-			Rootseq int `json:"rootseq"`
-		}
-		if err := cm.UnmarshalPayload(&root); err != nil {
-			in.log.Error("bad kvs.commit response", "err", err)
-			fail(fmt.Errorf("recording job in the KVS: %w", err))
-			return
-		}
-		req := message.NewRequest("job-manager.submit", flux.NodeidAny, nil)
-		req.SetJSONBuffer(jm)
-		req.Attached = att
-		jf, err := in.h.SendRequest(req, 0)
+		rejected, rootseq, err := decodeSubmitted(m.JSON())
 		if err != nil {
-			in.forget(batch, nil)
-			fail(err)
+			in.log.Error("bad job-manager.submit response", "err", err)
+			fail(fmt.Errorf("job manager: %w", err))
 			return
 		}
-		jf.Then(func(m *flux.Message, err error) {
-			if err != nil {
-				in.log.Error("job manager refused jobs", "err", err, "jobs", len(batch))
-				in.forget(batch, nil)
-				fail(fmt.Errorf("job manager: %w", err))
-				return
+		for _, p := range batch {
+			if msg, bad := rejected[p.id]; bad {
+				p.r.Errorf(syscall.EINVAL, "%s", msg)
 			}
-			rejected, err := decodeRejected(m.JSON())
-			if err != nil {
-				in.log.Error("bad job-manager.submit response", "err", err)
-			}
-			if len(rejected) > 0 {
-				in.forget(batch, rejected)
-			}
-			for _, p := range batch {
-				if msg, bad := rejected[p.id]; bad {
-					p.r.Errorf(syscall.EINVAL, "%s", msg)
-				}
-			}
-			in.done()
-			in.acknowledge(batch, rejected, root.Rootseq)
-		})
+		}
+		in.done()
+		in.acknowledge(batch, rejected, rootseq)
 	})
 }
 
@@ -427,7 +395,7 @@ func (in *ingest) commit(batch []*pending, refs []jobRefs) {
 // the broker. The job manager has the jobs already; the next batches
 // do not wait for this one's checkpoint, and one checkpoint serves all
 // the batches that wait for it.
-func (in *ingest) acknowledge(batch []*pending, rejected map[jobid.ID]string, rootseq int) {
+func (in *ingest) acknowledge(batch []*pending, rejected map[jobid.ID]string, rootseq int64) {
 	answer := func(err error) {
 		for _, p := range batch {
 			if _, bad := rejected[p.id]; bad {
@@ -445,7 +413,7 @@ func (in *ingest) acknowledge(batch []*pending, rejected map[jobid.ID]string, ro
 			p.r.Respond(flux.JSONBuffer(idResponse(p.id)))
 		}
 	}
-	f, err := in.h.RPC("kvs.checkpoint", 0, map[string]int{"rootseq": rootseq}, 0)
+	f, err := in.h.RPC("kvs.checkpoint", 0, map[string]int64{"rootseq": rootseq}, 0)
 	if err == nil {
 		f.Then(func(_ *flux.Message, err error) {
 			if err != nil {
@@ -457,22 +425,6 @@ func (in *ingest) acknowledge(batch []*pending, rejected map[jobid.ID]string, ro
 		return
 	}
 	answer(fmt.Errorf("making the job durable: %w", err))
-}
-
-// forget removes rejected jobs' KVS records (all of batch if only is nil).
-func (in *ingest) forget(batch []*pending, only map[jobid.ID]string) {
-	var txn kvs.Txn
-	for _, p := range batch {
-		if only != nil {
-			if _, ok := only[p.id]; !ok {
-				continue
-			}
-		}
-		txn.Unlink(kvsDir(p.id))
-	}
-	if txn.Len() > 0 {
-		kvs.CommitAsync(in.h, "", 0, &txn)
-	}
 }
 
 func (in *ingest) done() {

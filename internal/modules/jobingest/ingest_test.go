@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -199,5 +200,60 @@ func TestSubmitErrors(t *testing.T) {
 				t.Fatalf("got %v, want %v containing %q", err, tc.want, tc.text)
 			}
 		})
+	}
+}
+
+// TestJobRecordedWithItsFirstEvents: the job manager writes a submitted
+// job's J, jobspec and eventlog in one commit with its first events, and
+// the submitter has its ID only once that commit is done. A job the job
+// manager refuses is never written.
+func TestJobRecordedWithItsFirstEvents(t *testing.T) {
+	h, fk := setup(t)
+	ctx := brokertest.Ctx(t)
+	var resp struct {
+		ID jobid.ID `json:"id"`
+	}
+	J := sign.Wrap(jobspecJSON(t, true), 0)
+	if err := h.Call(ctx, "job-ingest.submit", flux.NodeidAny, map[string]any{"J": J, "urgency": 0, "flags": 0}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	dothex, _ := resp.ID.Encode("dothex")
+	dir := "job." + dothex + "."
+	// answered: the records are there already
+	if got := string(fk.Value(dir + "J")); got != J {
+		t.Fatalf("J in the KVS when the ID was given: %q", got)
+	}
+	var first []string
+	for _, keys := range fk.Commits() {
+		if slices.ContainsFunc(keys, func(k string) bool { return strings.HasPrefix(k, dir) }) {
+			first = keys
+			break
+		}
+	}
+	for _, k := range []string{"J", "jobspec", "eventlog"} {
+		if !slices.Contains(first, dir+k) {
+			t.Fatalf("first commit of the job %v lacks %s", first, k)
+		}
+	}
+	if n := strings.Count(string(fk.Value(dir+"eventlog")), "\n"); n < 4 {
+		t.Fatalf("eventlog of the held job has %d events, want submit validate depend priority:\n%s", n, fk.Value(dir+"eventlog"))
+	}
+
+	js, err := jobspec.FromCommand([]string{"true"}, jobspec.CommandOptions{NTasks: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js.SetDependencies([]jobspec.Dependency{{Scheme: "afterok", Value: "123456789"}})
+	b, _ := json.Marshal(js)
+	err = h.Call(ctx, "job-ingest.submit", flux.NodeidAny, map[string]any{"J": sign.Wrap(b, 0), "urgency": 16, "flags": 0}, nil)
+	if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("job with a dependency on an unknown job: %v", err)
+	}
+	for _, keys := range fk.Commits() {
+		for _, k := range keys {
+			if strings.HasPrefix(k, "job.") && !strings.HasPrefix(k, dir) {
+				t.Fatalf("a refused job was written: %s", k)
+			}
+		}
 	}
 }

@@ -55,26 +55,19 @@ func decodeSubmit(p []byte) (submitRequest, error) {
 	return req, err
 }
 
-// submitEvent returns the job's first eventlog line, the submit event
-// with its context in flux-core's member order.
-func submitEvent(p *pending) []byte {
-	b := make([]byte, 0, 128)
-	b = append(b, `{"timestamp":`...)
-	b = jsonwire.AppendFloat(b, p.tSubmit)
-	b = append(b, `,"name":"submit","context":{"userid":`...)
-	b = jsonwire.AppendUint(b, uint64(p.userid))
-	b = append(b, `,"urgency":`...)
-	b = jsonwire.AppendInt(b, int64(p.urgency))
-	b = append(b, `,"flags":`...)
-	b = jsonwire.AppendInt(b, int64(p.flags))
-	return append(b, `,"version":1}}`+"\n"...)
-}
-
-// decodeRejected reads the job-manager.submit response {errors:[[id,
-// "message"], ...]}.
-func decodeRejected(p []byte) (map[jobid.ID]string, error) {
-	rejected := map[jobid.ID]string{}
-	err := jsonwire.Object(p, func(key, val []byte) error {
+// decodeSubmitted reads the job-manager.submit response {errors:[[id,
+// "message"], ...], rootseq}: the jobs refused, and the KVS root that
+// records the others.
+func decodeSubmitted(p []byte) (rejected map[jobid.ID]string, rootseq int64, err error) {
+	rejected = map[jobid.ID]string{}
+	seen := false
+	err = jsonwire.Object(p, func(key, val []byte) error {
+		if string(key) == "rootseq" {
+			var err error
+			rootseq, err = jsonwire.Int(val)
+			seen = err == nil
+			return err
+		}
 		if string(key) != "errors" {
 			return nil
 		}
@@ -105,7 +98,10 @@ func decodeRejected(p []byte) (map[jobid.ID]string, error) {
 			return nil
 		})
 	})
-	return rejected, err
+	if err == nil && !seen {
+		err = fmt.Errorf("%w: no rootseq", jsonwire.ErrSyntax)
+	}
+	return rejected, rootseq, err
 }
 
 // idResponse is the answer to a submitter: {"id":N}.

@@ -8,6 +8,8 @@ import (
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
+	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -51,6 +53,10 @@ func (m *manager) handleSubmit(r *flux.Request) {
 	if err == nil && att != nil && (len(att.Specs) != len(jobs) || len(att.Raw) != len(jobs)) {
 		err = fmt.Errorf("%d jobs but %d jobspecs attached", len(jobs), len(att.Raw))
 	}
+	record := att != nil && att.Records != nil
+	if err == nil && record && len(att.Records) != len(jobs) {
+		err = fmt.Errorf("%d jobs but %d records attached", len(jobs), len(att.Records))
+	}
 	if err != nil {
 		r.Errorf(syscall.EPROTO, "job-manager.submit: %v", err)
 		return
@@ -77,8 +83,9 @@ func (m *manager) handleSubmit(r *flux.Request) {
 			}
 		}
 	}
+	var added []*job
 	for i, sj := range jobs {
-		if j, ok := m.jobs[sj.ID]; ok && j.restored && j.Userid == sj.Userid {
+		if j, ok := m.jobs[sj.ID]; !record && ok && j.restored && j.Userid == sj.Userid {
 			// The job manager (re)started between job-ingest's KVS
 			// commit and this request, and restored the job from its
 			// eventlog: it is in, not a duplicate.
@@ -115,11 +122,37 @@ func (m *manager) handleSubmit(r *flux.Request) {
 		ctx := appendSubmitContext(make([]byte, 0, 64), sj.Userid, sj.Urgency, sj.Flags)
 		line := newEventLine(sj.TSubmit, "submit", ctx)
 		j.eventlog = append(j.eventlog, line...)
+		if record {
+			rec := att.Records[i]
+			m.batch.PutTreeobj(j.kvsDir+".J", treeobj.NewValref(rec.J))
+			m.batch.PutTreeobj(j.kvsDir+".jobspec", treeobj.NewValref(rec.Jobspec))
+			m.batch.PutShared(j.eventlogKey(), line)
+			added = append(added, j)
+		}
 		m.journal.add(j, "submit", line[:len(line)-1])
 		m.plugins.newJob(j)
 		m.post(j, "validate", nil)
 	}
-	r.Respond(flux.JSONBuffer(append(errs, "]}"...)))
+	errs = append(errs, ']')
+	if !record {
+		r.Respond(flux.JSONBuffer(append(errs, '}')))
+		return
+	}
+	m.batch.AfterCommit(func(err error) {
+		if err != nil {
+			// The commit that would have recorded them failed: they end
+			// here, and their submitters get the error.
+			for _, j := range added {
+				if j.State != jobtap.StateInactive {
+					m.raise(j, "ingest", 0, "recording the job in the KVS failed: "+err.Error(), m.owner)
+				}
+			}
+			r.Errorf(syscall.EIO, "recording jobs in the KVS: %v", err)
+			return
+		}
+		errs = append(errs, `,"rootseq":`...)
+		r.Respond(flux.JSONBuffer(append(jsonwire.AppendInt(errs, m.batch.Rootseq), '}')))
+	})
 }
 
 // raise posts an exception event.

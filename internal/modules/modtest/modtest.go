@@ -20,8 +20,9 @@ import (
 // committed by valref are read from the content service (load the
 // content module alongside).
 type KVS struct {
-	mu   sync.Mutex
-	vals map[string][]byte
+	mu      sync.Mutex
+	vals    map[string][]byte
+	commits [][]string
 }
 
 // NewKVS returns an empty stand-in KVS module named "kvs".
@@ -32,6 +33,13 @@ func (f *KVS) Value(key string) []byte {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]byte(nil), f.vals[key]...)
+}
+
+// Commits returns the keys each commit so far wrote, commit by commit.
+func (f *KVS) Commits() [][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([][]string(nil), f.commits...)
 }
 
 // Name implements module.Module.
@@ -46,7 +54,9 @@ func (f *KVS) Run(ctx context.Context, h *flux.Handle, _ []string) error {
 			return
 		}
 		f.mu.Lock()
+		keys := make([]string, 0, len(ops))
 		for _, op := range ops {
+			keys = append(keys, op.Key)
 			var d struct {
 				Type string          `json:"type"`
 				Raw  json.RawMessage `json:"data"`
@@ -77,6 +87,7 @@ func (f *KVS) Run(ctx context.Context, h *flux.Handle, _ []string) error {
 				f.vals[op.Key] = d.Data
 			}
 		}
+		f.commits = append(f.commits, keys)
 		f.mu.Unlock()
 		r.Respond(map[string]any{"rootref": "sha1-x", "rootseq": 1})
 	})
