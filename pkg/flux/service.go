@@ -158,6 +158,25 @@ func (r *Request) RespondRaw(p []byte) error {
 	return r.h.Send(resp)
 }
 
+// RespondAttached sends a response with raw payload p (may be nil) and
+// an in-process companion att (message.Attached): only for a requestor
+// in this broker that asked for it, since the companion is lost on a
+// socket.
+func (r *Request) RespondAttached(p []byte, att any) error {
+	if r.Msg.NoResponse() {
+		return nil
+	}
+	resp := message.ResponseTo(r.Msg, nil)
+	if p != nil {
+		resp.SetPayload(p)
+	}
+	resp.Attached = att
+	if !r.Msg.IsStreaming() {
+		r.responded = true
+	}
+	return r.h.Send(resp)
+}
+
 // streamEnder is implemented by connections that keep track of the
 // requests a service has yet to answer (the broker's module links).
 type streamEnder interface {

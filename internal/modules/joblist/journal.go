@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/jobjournal"
 	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
@@ -26,7 +27,10 @@ func (s *service) subscribe() {
 	if s.ctx.Err() != nil {
 		return
 	}
-	f, err := s.h.RPC("job-manager.events-journal", flux.NodeidAny, map[string]any{"full": true}, flux.Streaming)
+	// job-list runs in the job manager's broker: it takes the entries
+	// decoded (jobjournal.Entry), not as JSON to parse again; the backlog
+	// comes as payloads
+	f, err := s.h.RPC("job-manager.events-journal", flux.NodeidAny, map[string]any{"full": true, "attached": true}, flux.Streaming)
 	if err != nil {
 		s.retrySubscribe(err)
 		return
@@ -41,7 +45,9 @@ func (s *service) subscribe() {
 		}
 		s.retryDelay = 0
 		var e journalEntry
-		if err := decodeJournalEntry(m.JSON(), &e); err != nil {
+		if att, ok := m.Attached.(*jobjournal.Entry); ok {
+			e = fromAttached(att)
+		} else if err := decodeJournalEntry(m.JSON(), &e); err != nil {
 			s.log.Error("malformed events-journal response", "err", err)
 			return
 		}
@@ -52,6 +58,15 @@ func (s *service) subscribe() {
 		}
 		s.applyEntry(&e, inBacklog)
 	})
+}
+
+// fromAttached reads an entry the job manager handed over in-process.
+func fromAttached(a *jobjournal.Entry) journalEntry {
+	e := journalEntry{ID: int64(a.ID), Events: make([]event, len(a.Events)), Jobspec: a.Jobspec, R: a.R}
+	for i, ev := range a.Events {
+		e.Events[i] = event{Timestamp: ev.Timestamp, Name: ev.Name, Context: ev.Context}
+	}
+	return e
 }
 
 func (s *service) retrySubscribe(err error) {

@@ -129,7 +129,7 @@ func (m *manager) handleSubmit(r *flux.Request) {
 			m.batch.PutShared(j.eventlogKey(), line)
 			added = append(added, j)
 		}
-		m.journal.add(j, "submit", line[:len(line)-1])
+		m.journal.add(j, sj.TSubmit, "submit", ctx, line[:len(line)-1])
 		m.plugins.newJob(j)
 		m.post(j, "validate", nil)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"syscall"
 
+	"github.com/fluxgo/fluxgo/internal/jobjournal"
 	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -13,33 +14,49 @@ import (
 // job-manager.events-journal once the event is committed to the KVS.
 // The events of one job committed together go out in one response.
 type journal struct {
-	m       *manager
-	subs    map[string]*flux.Request // by requestor route
-	pending []journalEntry
-	index   map[jobid.ID]int // each job's entry in pending
+	m    *manager
+	subs map[string]*journalSub // by requestor route
+	// nPayload and nAttached count the subscribers that want a JSON
+	// payload and those in this broker that take the entry attached
+	// (jobjournal.Entry): each form is built only if someone wants it.
+	nPayload, nAttached int
+	pending             []journalEntry
+	index               map[jobid.ID]int // each job's entry in pending
+}
+
+type journalSub struct {
+	r        *flux.Request
+	attached bool
 }
 
 // journalEntry is one response: a job's events (encoded eventlog
-// entries), with the jobspec when they include submit and R when they
-// include alloc.
+// entries for payloads, decoded for attached subscribers), with the
+// jobspec when they include submit and R when they include alloc.
 type journalEntry struct {
 	id      jobid.ID
 	events  [][]byte
+	evs     []jobjournal.Event
 	jobspec json.RawMessage
 	R       json.RawMessage
 }
 
 func newJournal(m *manager) *journal {
-	return &journal{m: m, subs: make(map[string]*flux.Request), index: make(map[jobid.ID]int)}
+	return &journal{m: m, subs: make(map[string]*journalSub), index: make(map[jobid.ID]int)}
 }
 
-// add queues an event (its eventlog entry, without the newline).
-func (jl *journal) add(j *job, name string, ev []byte) {
+// add queues an event: its time, name and context, and its eventlog
+// entry without the newline.
+func (jl *journal) add(j *job, ts float64, name string, ctx []byte, ev []byte) {
 	if len(jl.subs) == 0 {
 		return
 	}
 	e := jl.entry(j.ID)
-	e.events = append(e.events, ev)
+	if jl.nPayload > 0 {
+		e.events = append(e.events, ev)
+	}
+	if jl.nAttached > 0 {
+		e.evs = append(e.evs, jobjournal.Event{Timestamp: ts, Name: name, Context: ctx})
+	}
 	switch name {
 	case "submit":
 		e.jobspec = j.Raw
@@ -69,8 +86,14 @@ func (jl *journal) annotate(j *job) {
 		return
 	}
 	ctx = append(ctx, '}')
+	now := jl.m.now()
 	e := jl.entry(j.ID)
-	e.events = append(e.events, appendEvent(nil, jl.m.now(), "annotations", ctx))
+	if jl.nPayload > 0 {
+		e.events = append(e.events, appendEvent(nil, now, "annotations", ctx))
+	}
+	if jl.nAttached > 0 {
+		e.evs = append(e.evs, jobjournal.Event{Timestamp: now, Name: "annotations", Context: ctx})
+	}
 	jl.m.batch.Kick()
 }
 
@@ -112,15 +135,28 @@ func (jl *journal) send(entries []journalEntry) {
 	}
 	for i := range entries {
 		e := &entries[i]
-		size := 64 + len(e.jobspec) + len(e.R)
-		for _, ev := range e.events {
-			size += len(ev) + 1
+		// one payload (NUL-terminated as JSON payloads are) and one
+		// attachment, each shared by every subscriber that takes it:
+		// messages are not modified once sent
+		var buf []byte
+		if len(e.events) > 0 {
+			size := 64 + len(e.jobspec) + len(e.R)
+			for _, ev := range e.events {
+				size += len(ev) + 1
+			}
+			buf = append(appendEntry(make([]byte, 0, size), e), 0)
 		}
-		// one payload (NUL-terminated as JSON payloads are) shared by
-		// every subscriber's response: messages are not modified once sent
-		buf := append(appendEntry(make([]byte, 0, size), e), 0)
-		for _, r := range jl.subs {
-			r.RespondRaw(buf)
+		var att *jobjournal.Entry
+		if len(e.evs) > 0 {
+			att = &jobjournal.Entry{ID: e.id, Events: e.evs, Jobspec: e.jobspec, R: e.R}
+		}
+		for _, sub := range jl.subs {
+			switch {
+			case sub.attached && att != nil:
+				sub.r.RespondAttached(nil, att)
+			case !sub.attached && buf != nil:
+				sub.r.RespondRaw(buf)
+			}
 		}
 	}
 }
@@ -130,6 +166,9 @@ func (jl *journal) send(entries []journalEntry) {
 func (jl *journal) subscribe(r *flux.Request) {
 	var req struct {
 		Full bool `json:"full"`
+		// fluxgo: a module of this broker takes the entries attached
+		// (jobjournal.Entry), the backlog aside
+		Attached bool `json:"attached"`
 	}
 	if r.Decode(&req) != nil {
 		return
@@ -164,11 +203,27 @@ func (jl *journal) subscribe(r *flux.Request) {
 		}
 		r.Respond(json.RawMessage(`{"events":[],"id":-1}`))
 	}
-	jl.subs[r.Msg.RouteString()] = r
+	route := r.Msg.RouteString()
+	jl.disconnect(route)
+	jl.subs[route] = &journalSub{r: r, attached: req.Attached}
+	if req.Attached {
+		jl.nAttached++
+	} else {
+		jl.nPayload++
+	}
 }
 
 func (jl *journal) disconnect(route string) {
+	sub, ok := jl.subs[route]
+	if !ok {
+		return
+	}
 	delete(jl.subs, route)
+	if sub.attached {
+		jl.nAttached--
+	} else {
+		jl.nPayload--
+	}
 }
 
 func splitLines(b []byte) [][]byte {

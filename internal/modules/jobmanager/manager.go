@@ -125,10 +125,11 @@ func (m *manager) postRaw(j *job, name string, rawCtx json.RawMessage, ctx map[s
 		m.log.Debug("ignoring event for inactive job", "id", j.ID.String(), "event", name)
 		return
 	}
-	line := newEventLine(m.now(), name, rawCtx)
+	now := m.now()
+	line := newEventLine(now, name, rawCtx)
 	j.eventlog = append(j.eventlog, line...)
 	m.batch.AppendShared(j.eventlogKey(), line)
-	m.journal.add(j, name, line[:len(line)-1])
+	m.journal.add(j, now, name, rawCtx, line[:len(line)-1])
 	prev := j.State
 	m.apply(j, name, ctx)
 	m.plugins.event(j, name, ctx)

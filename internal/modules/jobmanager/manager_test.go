@@ -1,6 +1,7 @@
 package jobmanager
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/broker"
 	"github.com/fluxgo/fluxgo/internal/broker/brokertest"
+	"github.com/fluxgo/fluxgo/internal/jobjournal"
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/modules/modtest"
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -79,7 +81,7 @@ type env struct {
 	notify chan struct{}
 }
 
-func start(t *testing.T, hold bool, extra ...broker.ModuleSpec) *env {
+func start(t *testing.T, hold bool, extra ...module.Module) *env {
 	fk := modtest.NewKVS()
 	reg := module.NewRegistry()
 	reg.Register("kvs", func() module.Module { return fk })
@@ -87,6 +89,10 @@ func start(t *testing.T, hold bool, extra ...broker.ModuleSpec) *env {
 	reg.Register("sched", func() module.Module { return &modtest.Sched{Hold: hold} })
 	reg.Register("job-exec", func() module.Module { return &fakeExec{} })
 	mods := []broker.ModuleSpec{{Name: "kvs"}, {Name: "job-manager"}, {Name: "sched"}, {Name: "job-exec"}}
+	for _, m := range extra {
+		reg.Register(m.Name(), func() module.Module { return m })
+		mods = append(mods, broker.ModuleSpec{Name: m.Name()})
+	}
 	inst := brokertest.Start(t, brokertest.Options{Size: 1, Registry: reg, Modules: mods})
 	e := &env{t: t, h: inst.Handle(0), kvs: fk, events: map[jobid.ID][]string{}, notify: make(chan struct{}, 1)}
 	e.gen, _ = jobid.NewGenerator(0, time.Now().Add(-time.Hour))
@@ -411,4 +417,123 @@ func TestLeanSpec(t *testing.T) {
 	if m.leanSpec(bare) != bare {
 		t.Fatal("a jobspec without environment was copied")
 	}
+}
+
+// TestJournalAttached: a subscriber in the broker that asks for the
+// journal attached gets, for every response, the same events, jobspec
+// and R as the JSON payload a subscriber from outside gets.
+func TestJournalAttached(t *testing.T) {
+	tap := &journalTap{msgs: make(chan *flux.Message, 64), subscribed: make(chan struct{})}
+	e := start(t, false, tap)
+	ctx := brokertest.Ctx(t)
+	pay, err := e.h.RPC("job-manager.events-journal", flux.NodeidAny, map[string]any{}, flux.Streaming)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-tap.subscribed
+	id := e.submit("true", 16, nil)
+	type ev struct {
+		Timestamp float64         `json:"timestamp"`
+		Name      string          `json:"name"`
+		Context   json.RawMessage `json:"context"`
+	}
+	type summary struct {
+		events     []ev
+		jobspec, R string
+	}
+	read := func(f *flux.Future, attached bool) summary {
+		var s summary
+		for len(s.events) == 0 || s.events[len(s.events)-1].Name != "clean" {
+			var m *flux.Message
+			var err error
+			if attached {
+				select {
+				case m = <-tap.msgs:
+				case <-ctx.Done():
+					err = ctx.Err()
+				}
+			} else {
+				m, err = f.Next(ctx)
+			}
+			if err != nil {
+				t.Fatalf("attached=%v: %v (saw %v)", attached, err, s.events)
+			}
+			var ent struct {
+				ID      jobid.ID        `json:"id"`
+				Events  []ev            `json:"events"`
+				Jobspec json.RawMessage `json:"jobspec"`
+				R       json.RawMessage `json:"R"`
+			}
+			if attached {
+				a, ok := m.Attached.(*jobjournal.Entry)
+				if !ok || len(m.Payload) > 0 {
+					t.Fatalf("attached subscriber got %T and payload %q", m.Attached, m.Payload)
+				}
+				ent.ID, ent.Jobspec, ent.R = a.ID, a.Jobspec, a.R
+				for _, x := range a.Events {
+					ent.Events = append(ent.Events, ev{x.Timestamp, x.Name, x.Context})
+				}
+			} else {
+				if m.Attached != nil {
+					t.Fatalf("payload subscriber got an attachment %T", m.Attached)
+				}
+				if err := m.UnmarshalPayload(&ent); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if ent.ID != id {
+				continue
+			}
+			for _, x := range ent.Events {
+				if x.Name != "annotations" {
+					s.events = append(s.events, x)
+				}
+			}
+			if len(ent.Jobspec) > 0 {
+				s.jobspec = string(ent.Jobspec)
+			}
+			if len(ent.R) > 0 {
+				s.R = string(ent.R)
+			}
+		}
+		return s
+	}
+	a, p := read(nil, true), read(pay, false)
+	if len(a.events) != len(p.events) || a.jobspec != p.jobspec || a.R != p.R || a.jobspec == "" || a.R == "" {
+		t.Fatalf("attached %+v\npayload %+v", a, p)
+	}
+	for i := range a.events {
+		x, y := a.events[i], p.events[i]
+		if x.Name != y.Name || x.Timestamp != y.Timestamp || !bytes.Equal(x.Context, y.Context) {
+			t.Fatalf("event %d: attached %+v, payload %+v", i, x, y)
+		}
+	}
+}
+
+// journalTap is a module that subscribes to the journal attached, as
+// job-list does, and hands over what it receives.
+type journalTap struct {
+	msgs       chan *flux.Message
+	subscribed chan struct{}
+}
+
+func (*journalTap) Name() string { return "journal-tap" }
+
+func (jt *journalTap) Run(ctx context.Context, h *flux.Handle, _ []string) error {
+	f, err := h.RPC("job-manager.events-journal", flux.NodeidAny, map[string]any{"attached": true}, flux.Streaming)
+	if err != nil {
+		return err
+	}
+	f.Then(func(m *flux.Message, err error) {
+		if err == nil {
+			jt.msgs <- m
+		}
+	})
+	// the subscription is in once the job manager answers a later
+	// request from this module (requests are handled in order)
+	go func() {
+		h.Call(ctx, "job-manager.stats-get", flux.NodeidAny, nil, nil)
+		close(jt.subscribed)
+	}()
+	return h.Serve(ctx)
 }
