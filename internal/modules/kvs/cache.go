@@ -37,8 +37,19 @@ type cache struct {
 	m        map[string]*entry
 	peak     mapshrink.Peak // m's high-water mark
 	now      time.Time      // refreshed once per operation by touchClock
+	// supersededQ lists entries marked superseded, oldest first: each
+	// expiry tick drops those past the grace period without scanning
+	// the whole cache, which it does only every half expiry period.
+	supersededQ []supersededRef
+	lastScan    time.Time
 
 	faults int // loads sent, for stats
+}
+
+// supersededRef is an entry marked superseded at a time.
+type supersededRef struct {
+	ref string
+	at  time.Time
 }
 
 func newCache(h *flux.Handle, hashName string) *cache {
@@ -224,30 +235,85 @@ const supersededGrace = 250 * time.Millisecond
 func (c *cache) supersede(refs []string) {
 	for _, ref := range refs {
 		if e := c.m[ref]; e != nil {
-			e.superseded = c.now
+			c.markSuperseded(ref, e)
 		}
 	}
 }
 
+// markSuperseded marks e (cached under ref) superseded now.
+func (c *cache) markSuperseded(ref string, e *entry) {
+	e.superseded = c.now
+	c.supersededQ = append(c.supersededQ, supersededRef{ref, c.now})
+}
+
+// pinned reports whether an entry must stay: a blob not yet stored, a
+// load in progress, or a root in keep.
+func pinned(ref string, e *entry, keep map[string]bool) bool {
+	return e.loading || !e.stored || keep[ref]
+}
+
 // expire drops entries not used for maxAge, and superseded directories
-// not used since, except those pinned (blobs not yet stored, loads in
-// progress, and the roots in keep).
+// not used since, except those pinned. Superseded entries go from the
+// queue at every call; the whole cache is scanned only every maxAge/2
+// (and always when maxAge is 0: everything unpinned goes).
 func (c *cache) expire(maxAge time.Duration, keep map[string]bool) int {
-	n := 0
+	n := c.expireSuperseded(keep)
+	if maxAge > 0 && c.now.Sub(c.lastScan) < maxAge/2 {
+		return n
+	}
+	c.lastScan = c.now
 	for ref, e := range c.m {
-		if e.loading || !e.stored || keep[ref] {
+		if pinned(ref, e, keep) {
 			continue
 		}
-		age := c.now.Sub(e.lastUse)
-		stale := !e.superseded.IsZero() && !e.lastUse.After(e.superseded) &&
-			c.now.Sub(e.superseded) >= supersededGrace
-		if maxAge > 0 && age < maxAge && !stale {
+		if maxAge > 0 && c.now.Sub(e.lastUse) < maxAge && !c.stale(e) {
 			continue
 		}
 		delete(c.m, ref)
 		n++
 	}
 	c.m = mapshrink.Shrink(&c.peak, c.m)
+	return n
+}
+
+// stale reports whether e was superseded more than the grace period ago
+// and not used since.
+func (c *cache) stale(e *entry) bool {
+	return !e.superseded.IsZero() && !e.lastUse.After(e.superseded) &&
+		c.now.Sub(e.superseded) >= supersededGrace
+}
+
+// expireSuperseded drops the queued superseded entries past their grace
+// period. One still pinned (its store not answered yet) is queued again.
+func (c *cache) expireSuperseded(keep map[string]bool) int {
+	n, i := 0, 0
+	var again []supersededRef
+	for ; i < len(c.supersededQ); i++ {
+		q := c.supersededQ[i]
+		if c.now.Sub(q.at) < supersededGrace {
+			break
+		}
+		e := c.m[q.ref]
+		if e == nil || !e.superseded.Equal(q.at) || !c.stale(e) {
+			continue // gone, marked again later, or used since
+		}
+		if pinned(q.ref, e, keep) {
+			again = append(again, q)
+			continue
+		}
+		delete(c.m, q.ref)
+		n++
+	}
+	clear(c.supersededQ[:i]) // the array must not keep the refs
+	rest := c.supersededQ[i:]
+	if len(again) > 0 {
+		rest = append(again, rest...)
+	}
+	if len(rest) == 0 {
+		c.supersededQ = nil // let the array go
+	} else {
+		c.supersededQ = rest
+	}
 	return n
 }
 

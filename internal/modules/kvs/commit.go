@@ -320,7 +320,7 @@ func (k *kvs) storeBlobs(ns *namespace, b *inflight) {
 				if b.blobs[i].dir == nil {
 					// Value blobs (appended data above all) are rarely
 					// read back at rank 0; the content cache keeps them.
-					e.superseded = k.cache.now
+					k.cache.markSuperseded(b.blobs[i].ref, e)
 				}
 			}
 		} else if b.err == nil {
