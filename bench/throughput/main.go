@@ -23,7 +23,7 @@ import (
 
 func main() {
 	bin := flag.String("flux", "bin/flux", "flux binary")
-	counts := flag.String("n", "1000,16000,64000", "job counts to run, comma-separated (a fresh instance each)")
+	counts := flag.String("n", "1000,10000,16000,64000", "job counts to run, comma-separated (a fresh instance each; the issue's rate targets are for 10,000)")
 	nodes := flag.Int("nodes", 16384, "fake nodes in the inventory")
 	cores := flag.Int("cores", 64, "cores per fake node")
 	runDuration := flag.String("run", "0.001s", "test executor run duration of each job (FSD)")
