@@ -42,9 +42,10 @@ func (m *manager) register() {
 	h.HandleFunc("job-manager.*", m.handlePluginMethod)
 }
 
-// handleSubmit accepts jobs from job-ingest (already recorded in the KVS
-// with their submit event), runs jobtap validation, and starts them on
-// their way.
+// handleSubmit accepts jobs from job-ingest, runs jobtap validation, and
+// starts them on their way. fluxgo's job-ingest attaches the jobs'
+// records (SubmitAttachment.Records), written here with the first
+// events; flux-core's has recorded them in the KVS already.
 func (m *manager) handleSubmit(r *flux.Request) {
 	// job-ingest hands over the jobspecs it parsed and their text
 	// (in-process only)
