@@ -15,13 +15,20 @@ import (
 // The events of one job committed together go out in one response.
 type journal struct {
 	m    *manager
-	subs map[string]*journalSub // by requestor route
+	subs map[journalKey]*journalSub
 	// nPayload and nAttached count the subscribers that want a JSON
 	// payload and those in this broker that take the entry attached
 	// (jobjournal.Entry): each form is built only if someone wants it.
 	nPayload, nAttached int
 	pending             []journalEntry
 	index               map[jobid.ID]int // each job's entry in pending
+}
+
+// journalKey names a subscription: its requestor's route and matchtag
+// (a client may hold several streams).
+type journalKey struct {
+	route    string
+	matchtag uint32
 }
 
 type journalSub struct {
@@ -41,7 +48,7 @@ type journalEntry struct {
 }
 
 func newJournal(m *manager) *journal {
-	return &journal{m: m, subs: make(map[string]*journalSub), index: make(map[jobid.ID]int)}
+	return &journal{m: m, subs: make(map[journalKey]*journalSub), index: make(map[jobid.ID]int)}
 }
 
 // add queues an event: its time, name and context, and its eventlog
@@ -203,9 +210,9 @@ func (jl *journal) subscribe(r *flux.Request) {
 		}
 		r.Respond(json.RawMessage(`{"events":[],"id":-1}`))
 	}
-	route := r.Msg.RouteString()
-	jl.disconnect(route)
-	jl.subs[route] = &journalSub{r: r, attached: req.Attached}
+	key := journalKey{r.Msg.RouteString(), r.Msg.Matchtag}
+	jl.drop(key)
+	jl.subs[key] = &journalSub{r: r, attached: req.Attached}
 	if req.Attached {
 		jl.nAttached++
 	} else {
@@ -213,12 +220,21 @@ func (jl *journal) subscribe(r *flux.Request) {
 	}
 }
 
+// disconnect ends the subscriptions of a requestor that went away.
 func (jl *journal) disconnect(route string) {
-	sub, ok := jl.subs[route]
+	for key := range jl.subs {
+		if key.route == route {
+			jl.drop(key)
+		}
+	}
+}
+
+func (jl *journal) drop(key journalKey) {
+	sub, ok := jl.subs[key]
 	if !ok {
 		return
 	}
-	delete(jl.subs, route)
+	delete(jl.subs, key)
 	if sub.attached {
 		jl.nAttached--
 	} else {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -536,4 +537,37 @@ func (jt *journalTap) Run(ctx context.Context, h *flux.Handle, _ []string) error
 		close(jt.subscribed)
 	}()
 	return h.Serve(ctx)
+}
+
+// TestJournalTwoStreamsOneClient: a client may follow the journal twice
+// at once; the second stream does not replace the first.
+func TestJournalTwoStreamsOneClient(t *testing.T) {
+	e := start(t, false) // e.h follows the journal already
+	f, err := e.h.RPC("job-manager.events-journal", flux.NodeidAny, map[string]any{}, flux.Streaming)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := e.submit("true", 16, nil)
+	e.waitEvent(id, "clean") // the first stream
+	ctx := brokertest.Ctx(t)
+	for {
+		m, err := f.Next(ctx)
+		if err != nil {
+			t.Fatalf("second stream: %v", err)
+		}
+		var ent struct {
+			ID     jobid.ID `json:"id"`
+			Events []struct {
+				Name string `json:"name"`
+			} `json:"events"`
+		}
+		m.UnmarshalPayload(&ent)
+		if ent.ID == id && slices.ContainsFunc(ent.Events, func(ev struct {
+			Name string `json:"name"`
+		}) bool {
+			return ev.Name == "clean"
+		}) {
+			return
+		}
+	}
 }
