@@ -229,7 +229,15 @@ func (c *runConfig) measure(n int, listJobs bool) (result, error) {
 		return res, err
 	}
 
-	journal, err := h.RPC("job-manager.events-journal", flux.NodeidAny, json.RawMessage(`{}`), flux.Streaming)
+	// The end of each job is all the count needs: the journal sends only
+	// clean events (flux-core's "allow" filter), unless -stages wants
+	// every event. (flux-core's throughput.py watches each job's
+	// eventlog instead: one job-info stream per job.)
+	journalReq := `{"allow":{"clean":1}}`
+	if c.stages {
+		journalReq = `{}`
+	}
+	journal, err := h.RPC("job-manager.events-journal", flux.NodeidAny, json.RawMessage(journalReq), flux.Streaming)
 	if err != nil {
 		return res, err
 	}

@@ -2,6 +2,7 @@ package jobmanager
 
 import (
 	"encoding/json"
+	"fmt"
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/jobjournal"
@@ -34,6 +35,41 @@ type journalKey struct {
 type journalSub struct {
 	r        *flux.Request
 	attached bool
+	filter   *eventFilter // nil: every event
+}
+
+// eventFilter is a subscriber's allow and deny lists of event names
+// (flux-core's {"allow":{"name":1,...}, "deny":{...}}): an event passes
+// if allow is absent or names it, and deny does not.
+type eventFilter struct {
+	allow, deny map[string]bool
+}
+
+func (f *eventFilter) pass(name string) bool {
+	if f == nil {
+		return true
+	}
+	if f.allow != nil && !f.allow[name] {
+		return false
+	}
+	return !f.deny[name]
+}
+
+// parseFilter reads an "allow" or "deny" member: an object whose keys
+// are event names.
+func parseFilter(key string, raw json.RawMessage) (map[string]bool, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, fmt.Errorf("events-journal: %s must be an object of event names", key)
+	}
+	set := make(map[string]bool, len(m))
+	for name := range m {
+		set[name] = true
+	}
+	return set, nil
 }
 
 // journalEntry is one response: a job's events (encoded eventlog
@@ -42,6 +78,7 @@ type journalSub struct {
 type journalEntry struct {
 	id      jobid.ID
 	events  [][]byte
+	names   []string // of events, for filtered subscribers
 	evs     []jobjournal.Event
 	jobspec json.RawMessage
 	R       json.RawMessage
@@ -60,6 +97,7 @@ func (jl *journal) add(j *job, ts float64, name string, ctx []byte, ev []byte) {
 	e := jl.entry(j.ID)
 	if jl.nPayload > 0 {
 		e.events = append(e.events, ev)
+		e.names = append(e.names, name)
 	}
 	if jl.nAttached > 0 {
 		e.evs = append(e.evs, jobjournal.Event{Timestamp: ts, Name: name, Context: ctx})
@@ -97,6 +135,7 @@ func (jl *journal) annotate(j *job) {
 	e := jl.entry(j.ID)
 	if jl.nPayload > 0 {
 		e.events = append(e.events, appendEvent(nil, now, "annotations", ctx))
+		e.names = append(e.names, "annotations")
 	}
 	if jl.nAttached > 0 {
 		e.evs = append(e.evs, jobjournal.Event{Timestamp: now, Name: "annotations", Context: ctx})
@@ -143,29 +182,91 @@ func (jl *journal) send(entries []journalEntry) {
 	for i := range entries {
 		e := &entries[i]
 		// one payload (NUL-terminated as JSON payloads are) and one
-		// attachment, each shared by every subscriber that takes it:
-		// messages are not modified once sent
+		// attachment, each shared by every subscriber that takes it
+		// unfiltered: messages are not modified once sent
 		var buf []byte
-		if len(e.events) > 0 {
-			size := 64 + len(e.jobspec) + len(e.R)
-			for _, ev := range e.events {
-				size += len(ev) + 1
-			}
-			buf = append(appendEntry(make([]byte, 0, size), e), 0)
-		}
 		var att *jobjournal.Entry
-		if len(e.evs) > 0 {
-			att = &jobjournal.Entry{ID: e.id, Events: e.evs, Jobspec: e.jobspec, R: e.R}
-		}
 		for _, sub := range jl.subs {
 			switch {
-			case sub.attached && att != nil:
+			case sub.filter != nil:
+				jl.sendFiltered(sub, e)
+			case sub.attached && len(e.evs) > 0:
+				if att == nil {
+					att = &jobjournal.Entry{ID: e.id, Events: e.evs, Jobspec: e.jobspec, R: e.R}
+				}
 				sub.r.RespondAttached(nil, att)
-			case !sub.attached && buf != nil:
+			case !sub.attached && len(e.events) > 0:
+				if buf == nil {
+					buf = payload(e)
+				}
 				sub.r.RespondRaw(buf)
 			}
 		}
 	}
+}
+
+// payload encodes an entry as a response payload.
+func payload(e *journalEntry) []byte {
+	size := 64 + len(e.jobspec) + len(e.R)
+	for _, ev := range e.events {
+		size += len(ev) + 1
+	}
+	return append(appendEntry(make([]byte, 0, size), e), 0)
+}
+
+// sendFiltered sends a subscriber the events of e its filter passes (the
+// jobspec only with submit, R only with alloc), if any.
+func (jl *journal) sendFiltered(sub *journalSub, e *journalEntry) {
+	keep := func(name string) bool { return sub.filter.pass(name) }
+	if sub.attached {
+		out := jobjournal.Entry{ID: e.id}
+		for _, ev := range e.evs {
+			if keep(ev.Name) {
+				out.Events = append(out.Events, ev)
+				if ev.Name == "submit" {
+					out.Jobspec = e.jobspec
+				} else if ev.Name == "alloc" {
+					out.R = e.R
+				}
+			}
+		}
+		if len(out.Events) > 0 {
+			sub.r.RespondAttached(nil, &out)
+		}
+		return
+	}
+	if out := e.filtered(sub.filter); len(out.events) > 0 {
+		sub.r.RespondRaw(payload(&out))
+	}
+}
+
+// filtered returns the part of a payload entry that f passes: its events,
+// the jobspec if submit is among them and R if alloc is.
+func (e *journalEntry) filtered(f *eventFilter) journalEntry {
+	out := journalEntry{id: e.id}
+	for k, ev := range e.events {
+		if name := e.names[k]; f.pass(name) {
+			out.events = append(out.events, ev)
+			if name == "submit" {
+				out.jobspec = e.jobspec
+			} else if name == "alloc" {
+				out.R = e.R
+			}
+		}
+	}
+	return out
+}
+
+// eventName reads the "name" of an encoded event ("" if it has none).
+func eventName(line []byte) string {
+	var name string
+	jsonwire.Object(line, func(key, val []byte) error {
+		if string(key) == "name" {
+			name, _ = jsonwire.String(val)
+		}
+		return nil
+	})
+	return name
 }
 
 // subscribe handles job-manager.events-journal: with full=true, the
@@ -175,10 +276,26 @@ func (jl *journal) subscribe(r *flux.Request) {
 		Full bool `json:"full"`
 		// fluxgo: a module of this broker takes the entries attached
 		// (jobjournal.Entry), the backlog aside
-		Attached bool `json:"attached"`
+		Attached bool            `json:"attached"`
+		Allow    json.RawMessage `json:"allow"` // {"name":1, ...}
+		Deny     json.RawMessage `json:"deny"`
 	}
 	if r.Decode(&req) != nil {
 		return
+	}
+	var filter *eventFilter
+	if req.Allow != nil || req.Deny != nil {
+		allow, err := parseFilter("allow", req.Allow)
+		if err == nil {
+			var deny map[string]bool
+			if deny, err = parseFilter("deny", req.Deny); err == nil {
+				filter = &eventFilter{allow: allow, deny: deny}
+			}
+		}
+		if err != nil {
+			r.Errorf(syscall.EPROTO, "%v", err)
+			return
+		}
 	}
 	if !r.Msg.IsStreaming() {
 		r.Errorf(syscall.EINVAL, "events-journal requires a streaming request")
@@ -197,6 +314,7 @@ func (jl *journal) subscribe(r *flux.Request) {
 			for _, line := range splitLines(j.eventlog) {
 				if jsonwire.Valid(line) {
 					e.events = append(e.events, line)
+					e.names = append(e.names, eventName(line))
 				}
 			}
 			// the scheduler's annotations of a pending job are sent as
@@ -204,6 +322,13 @@ func (jl *journal) subscribe(r *flux.Request) {
 			if len(j.annot) > 0 && len(e.events) > 0 {
 				if ctx, err := appendValue([]byte(`{"annotations":`), j.annot); err == nil {
 					e.events = append(e.events, appendEvent(nil, jl.m.now(), "annotations", append(ctx, '}')))
+					e.names = append(e.names, "annotations")
+				}
+			}
+			if filter != nil {
+				// the backlog's jobspec and R come with submit and alloc
+				if e = e.filtered(filter); len(e.events) == 0 {
+					continue
 				}
 			}
 			r.Respond(json.RawMessage(appendEntry(nil, &e)))
@@ -212,7 +337,7 @@ func (jl *journal) subscribe(r *flux.Request) {
 	}
 	key := journalKey{r.Msg.RouteString(), r.Msg.Matchtag}
 	jl.drop(key)
-	jl.subs[key] = &journalSub{r: r, attached: req.Attached}
+	jl.subs[key] = &journalSub{r: r, attached: req.Attached, filter: filter}
 	if req.Attached {
 		jl.nAttached++
 	} else {

@@ -571,3 +571,78 @@ func TestJournalTwoStreamsOneClient(t *testing.T) {
 		}
 	}
 }
+
+// TestJournalFilter: flux-core's allow and deny lists of event names
+// choose what a subscriber gets; the jobspec comes only with submit.
+func TestJournalFilter(t *testing.T) {
+	e := start(t, false)
+	ctx := brokertest.Ctx(t)
+	if err := e.h.Call(ctx, "job-manager.events-journal", flux.NodeidAny, map[string]any{"allow": []string{"clean"}}, nil); !errors.Is(err, syscall.EPROTO) || !strings.Contains(err.Error(), "allow") {
+		t.Fatalf("allow given as a list: %v", err)
+	}
+	held := e.submit("true", 0, nil) // pending: in the backlog
+	type entry struct {
+		ID     int64 `json:"id"` // -1: the end of the backlog
+		Events []struct {
+			Name string `json:"name"`
+		} `json:"events"`
+		Jobspec json.RawMessage `json:"jobspec"`
+	}
+	follow := func(req map[string]any) *flux.Future {
+		f, err := e.h.RPC("job-manager.events-journal", flux.NodeidAny, req, flux.Streaming)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	// read collects a stream's event names for job id until its clean
+	read := func(f *flux.Future, id jobid.ID) (names []string, jobspec bool) {
+		for {
+			m, err := f.Next(ctx)
+			if err != nil {
+				t.Fatalf("%v (saw %v)", err, names)
+			}
+			var ent entry
+			if err := m.UnmarshalPayload(&ent); err != nil {
+				t.Fatal(err)
+			}
+			if ent.ID != int64(id) {
+				continue
+			}
+			jobspec = jobspec || len(ent.Jobspec) > 0
+			for _, ev := range ent.Events {
+				names = append(names, ev.Name)
+				if ev.Name == "clean" {
+					return names, jobspec
+				}
+			}
+		}
+	}
+	backlog := follow(map[string]any{"full": true, "allow": map[string]int{"submit": 1}})
+	for {
+		m, err := backlog.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ent entry
+		m.UnmarshalPayload(&ent)
+		if ent.ID == -1 {
+			t.Fatal("the backlog lacks the pending job's submit")
+		}
+		if ent.ID == int64(held) {
+			if len(ent.Events) != 1 || ent.Events[0].Name != "submit" || len(ent.Jobspec) == 0 {
+				t.Fatalf("backlog allowing submit: %+v", ent)
+			}
+			break
+		}
+	}
+	clean := follow(map[string]any{"allow": map[string]int{"clean": 1}})
+	noAlloc := follow(map[string]any{"deny": map[string]int{"alloc": 1, "annotations": 1}})
+	id := e.submit("true", 16, nil)
+	if names, js := read(clean, id); !eq(names, "clean") || js {
+		t.Fatalf("allow clean: %v (jobspec %v)", names, js)
+	}
+	if names, js := read(noAlloc, id); !eq(names, "submit", "validate", "depend", "priority", "start", "finish", "release", "free", "clean") || !js {
+		t.Fatalf("deny alloc: %v (jobspec %v)", names, js)
+	}
+}
