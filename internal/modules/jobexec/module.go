@@ -18,6 +18,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/kvsbatch"
 	"github.com/fluxgo/fluxgo/internal/memo"
 	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/internal/sched"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -104,7 +105,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	h.HandleFunc("job-exec.critical-ranks", x.handleCriticalRanks)
 	h.HandleFunc("job-exec.disconnect", func(*flux.Request) {})
 	go func() {
-		if err := h.Call(ctx, "job-manager.exec-hello", flux.NodeidAny, map[string]any{"service": "job-exec"}, nil); err != nil {
+		if err := h.Call(ctx, "job-manager.exec-hello", flux.NodeidAny, map[string]any{"service": "job-exec", "attached": true}, nil); err != nil {
 			x.log.Error("exec-hello to job-manager failed", "err", err)
 		}
 	}()
@@ -128,6 +129,13 @@ func (x *executor) handleStart(r *flux.Request) {
 	req, err := decodeStart(r.Msg.JSON())
 	if err != nil {
 		r.Errorf(syscall.EPROTO, "job-exec.start: %v", err)
+		return
+	}
+	if js, ok := r.Msg.Attached.(sched.AttachedJobspec); ok && req.Jobspec == nil {
+		req.Jobspec = json.RawMessage(js) // from the job manager, in-process
+	}
+	if req.Jobspec == nil {
+		r.Errorf(syscall.EPROTO, "job-exec.start: no jobspec (an attached one does not cross a socket)")
 		return
 	}
 	if !r.IsOwner() {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
 	"github.com/fluxgo/fluxgo/internal/jsonwire"
+	"github.com/fluxgo/fluxgo/internal/message"
+	"github.com/fluxgo/fluxgo/internal/sched"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
@@ -18,7 +20,11 @@ type execClient struct {
 	service string
 	topic   string // service + ".start"
 	route   string
-	futures map[jobid.ID]*flux.Future
+	// attached: the executor said at exec-hello that it runs in this
+	// broker and takes start requests' jobspecs attached
+	// (sched.AttachedJobspec); any other gets them in the payload
+	attached bool
+	futures  map[jobid.ID]*flux.Future
 }
 
 func newExecClient(m *manager) *execClient {
@@ -27,7 +33,8 @@ func newExecClient(m *manager) *execClient {
 
 func (e *execClient) hello(r *flux.Request) {
 	var req struct {
-		Service string `json:"service"`
+		Service  string `json:"service"`
+		Attached bool   `json:"attached"` // fluxgo: see execClient
 	}
 	if r.Decode(&req) != nil {
 		return
@@ -40,7 +47,7 @@ func (e *execClient) hello(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "exec-hello: service must not be empty")
 		return
 	}
-	e.service = req.Service
+	e.service, e.attached = req.Service, req.Attached
 	e.topic = ""
 	e.route = r.Msg.RouteString()
 	r.Respond(nil)
@@ -61,23 +68,35 @@ func (e *execClient) start(j *job) {
 		m.log.Debug("no execution service yet; job waits", "id", j.ID.String())
 		return
 	}
-	// {"R","flags","id","jobspec","userid"}
-	b := make([]byte, 0, 96+len(j.R)+len(j.Raw))
+	// {"R","flags","id","jobspec","userid"}, the jobspec attached
+	// instead for an executor in this broker
+	size := 96 + len(j.R)
+	if !e.attached {
+		size += len(j.Raw)
+	}
+	b := make([]byte, 0, size)
 	b = append(b, `{"R":`...)
 	b = appendRaw(b, j.R)
 	b = append(b, `,"flags":`...)
 	b = jsonwire.AppendInt(b, int64(j.Flags))
 	b = append(b, `,"id":`...)
 	b = jsonwire.AppendUint(b, uint64(j.ID))
-	b = append(b, `,"jobspec":`...)
-	b = appendRaw(b, j.Raw)
+	if !e.attached {
+		b = append(b, `,"jobspec":`...)
+		b = appendRaw(b, j.Raw)
+	}
 	b = append(b, `,"userid":`...)
 	b = jsonwire.AppendUint(b, uint64(j.Userid))
 	b = append(b, '}')
 	if e.topic == "" {
 		e.topic = e.service + ".start"
 	}
-	f, err := m.h.RPC(e.topic, flux.NodeidAny, flux.JSONBuffer(b), flux.Streaming)
+	req := message.NewRequest(e.topic, flux.NodeidAny, nil)
+	req.SetJSONBuffer(b)
+	if e.attached {
+		req.Attached = sched.AttachedJobspec(j.Raw)
+	}
+	f, err := m.h.SendRequest(req, flux.Streaming)
 	if err != nil {
 		m.post(j, "exception", map[string]any{"type": "exec", "severity": 0, "note": err.Error(), "userid": m.owner})
 		return
