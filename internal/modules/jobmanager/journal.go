@@ -3,6 +3,7 @@ package jobmanager
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/jobjournal"
@@ -234,6 +235,9 @@ func (jl *journal) sendFiltered(sub *journalSub, e *journalEntry) {
 			sub.r.RespondAttached(nil, &out)
 		}
 		return
+	}
+	if !slices.ContainsFunc(e.names, keep) {
+		return // the common case of a narrow filter: nothing to build
 	}
 	if out := e.filtered(sub.filter); len(out.events) > 0 {
 		sub.r.RespondRaw(payload(&out))
