@@ -754,3 +754,52 @@ func TestCommitAttached(t *testing.T) {
 	err := inst.Handle(0).Call(c, "kvs.commit", flux.NodeidAny, map[string]any{"namespace": "primary", "flags": 0}, nil)
 	wantErrno(t, err, syscall.EPROTO)
 }
+
+// TestSameDirectoryOps: operations on keys of one directory reuse the
+// directory the previous one reached, but not after a write through a
+// symlink replaced it, nor after a failed transaction was undone.
+func TestSameDirectoryOps(t *testing.T) {
+	inst := kvstest.Start(t, kvstest.Options{NoWatch: true})
+	h := inst.Handle(0)
+	c := ctx(t)
+	put(t, h, "", "a.b.old", "0")
+	var txn kvs.Txn
+	txn.Symlink("s", "", "a")
+	if _, err := kvs.Commit(c, h, "", 0, &txn); err != nil {
+		t.Fatal(err)
+	}
+	txn = kvs.Txn{}
+	txn.Put("a.b.c", []byte("1"))
+	txn.Put("s.b", []byte("2"))   // through the link: a.b is a value now
+	txn.Put("a.b.d", []byte("3")) // a new directory replaces the value
+	txn.Put("a.b.e", []byte("4"))
+	if _, err := kvs.Commit(c, h, "", 0, &txn); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"a.b.d": "3", "a.b.e": "4"} {
+		if v := get(t, h, "", key); v != want {
+			t.Errorf("%s = %q, want %q", key, v, want)
+		}
+	}
+	for _, key := range []string{"a.b.c", "a.b.old"} {
+		if _, err := kvs.Get(c, h, "", key); !errors.Is(err, syscall.ENOENT) {
+			t.Errorf("%s: %v, want ENOENT (a.b was replaced)", key, err)
+		}
+	}
+	// a failed transaction is undone; the next one walks again
+	txn = kvs.Txn{}
+	txn.Put("x.y.one", []byte("1"))
+	txn.Put("nslink-missing.z", []byte("no"))
+	txn.Symlink("bad", "elsewhere", "x")
+	txn.Put("bad.q", []byte("no")) // crosses namespaces: the transaction fails
+	if _, err := kvs.Commit(c, h, "", 0, &txn); err == nil {
+		t.Fatal("a write through a symlink into another namespace was taken")
+	}
+	put(t, h, "", "x.y.two", "2")
+	if v := get(t, h, "", "x.y.two"); v != "2" {
+		t.Errorf("x.y.two = %q", v)
+	}
+	if _, err := kvs.Get(c, h, "", "x.y.one"); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("x.y.one of the failed transaction: %v, want ENOENT", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"sort"
 	"syscall"
 
@@ -77,6 +78,12 @@ type work struct {
 	missing  []string        // dirs to load before the batch can be applied
 	replaced []string        // stored dirs the batch copied (superseded once it is published)
 	queued   map[string]bool // refs already in blobs
+	// lastParent is the path of the directory the last operation's walk
+	// reached (lastDir, mutable): the operations of one job (its J,
+	// jobspec, eventlog, R) share it, and skip the walk from the root.
+	// Only walks without symlinks are remembered; a rollback forgets it.
+	lastParent []string
+	lastDir    *treeobj.Object
 }
 
 type undoRec struct {
@@ -104,6 +111,7 @@ func (w *work) set(dir *treeobj.Object, name string, val *treeobj.Object) {
 
 // rollback undoes every change after undo record mark.
 func (w *work) rollback(mark, blobMark int) {
+	w.lastParent, w.lastDir = nil, nil
 	for i := len(w.undo) - 1; i >= mark; i-- {
 		u := w.undo[i]
 		u.dir.Set(u.name, u.prev)
@@ -201,30 +209,41 @@ func (w *work) link(comps []string, flags int, dirent *treeobj.Object, raw []byt
 	if len(comps) == 0 {
 		return fmt.Errorf("the root directory cannot be written: %w", syscall.EINVAL)
 	}
-	dir, err := w.rootDir()
-	if err != nil {
-		return err
-	}
-	for i, name := range comps[:len(comps)-1] {
-		if e := dir.Entry(name); e != nil && e.Type == treeobj.Symlink {
-			if e.Namespace != "" && e.Namespace != w.ns {
-				return fmt.Errorf("symlink %q leads to namespace %q: a commit cannot cross namespaces: %w",
-					name, e.Namespace, syscall.EINVAL)
-			}
-			if depth >= symlinkLimit {
-				return fmt.Errorf("more than %d symlinks: %w", symlinkLimit, syscall.ELOOP)
-			}
-			rest := append(treeobj.SplitKey(e.Target), comps[i+1:]...)
-			return w.link(rest, flags, dirent, raw, depth+1)
-		}
-		next, err := w.subdir(dir, name, dirent != nil)
-		if err != nil {
+	parent := comps[:len(comps)-1]
+	var dir *treeobj.Object
+	if depth == 0 && w.lastDir != nil && slices.Equal(w.lastParent, parent) {
+		dir = w.lastDir // the last operation's directory: no walk
+	} else {
+		var err error
+		if dir, err = w.rootDir(); err != nil {
 			return err
 		}
-		if next == nil {
-			return nil // unlinking under a path that does not exist
+		for i, name := range parent {
+			if e := dir.Entry(name); e != nil && e.Type == treeobj.Symlink {
+				if e.Namespace != "" && e.Namespace != w.ns {
+					return fmt.Errorf("symlink %q leads to namespace %q: a commit cannot cross namespaces: %w",
+						name, e.Namespace, syscall.EINVAL)
+				}
+				if depth >= symlinkLimit {
+					return fmt.Errorf("more than %d symlinks: %w", symlinkLimit, syscall.ELOOP)
+				}
+				// through a symlink, any directory may change: forget
+				w.lastParent, w.lastDir = nil, nil
+				rest := append(treeobj.SplitKey(e.Target), comps[i+1:]...)
+				return w.link(rest, flags, dirent, raw, depth+1)
+			}
+			next, err := w.subdir(dir, name, dirent != nil)
+			if err != nil {
+				return err
+			}
+			if next == nil {
+				return nil // unlinking under a path that does not exist
+			}
+			dir = next
 		}
-		dir = next
+		if depth == 0 {
+			w.lastParent, w.lastDir = parent, dir
+		}
 	}
 	name := comps[len(comps)-1]
 	switch {
