@@ -179,7 +179,11 @@ func (k *kvs) applyBatch(ns *namespace, batch []*txn) {
 		return
 	}
 	k.cache.touchClock()
-	w := newWork(k.cache, k.hashName, ns.name, ns.tip())
+	nops := 0
+	for _, t := range batch {
+		nops += len(t.ops)
+	}
+	w := newWork(k.cache, k.hashName, ns.name, ns.tip(), nops)
 	errs := make([]error, len(batch))
 	for i, t := range batch {
 		errs[i] = w.apply(t.ops)

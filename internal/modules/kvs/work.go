@@ -98,9 +98,14 @@ type errMissing struct{ ref string }
 
 func (e errMissing) Error() string { return "missing " + e.ref }
 
-func newWork(c *cache, hashName, ns, rootref string) *work {
+// newWork returns a work tree on rootref. ops, the operations the batch
+// holds, sizes its maps: a batch of a burst copies and stores a
+// directory per two operations or so (a job's keys share one), and maps
+// grown step by step rehash each time.
+func newWork(c *cache, hashName, ns, rootref string, ops int) *work {
+	hint := ops/2 + 8
 	return &work{c: c, hashName: hashName, ns: ns, rootref: rootref,
-		mutable: make(map[*treeobj.Object]bool), queued: make(map[string]bool)}
+		mutable: make(map[*treeobj.Object]bool, hint), queued: make(map[string]bool, hint)}
 }
 
 // set changes entry name of dir (nil deletes), logging the old entry.

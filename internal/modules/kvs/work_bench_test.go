@@ -21,7 +21,7 @@ func benchTree(b *testing.B, c *cache) string {
 		bench.Set(fmt.Sprintf("w%d", w), d)
 	}
 	root.Set("bench", bench)
-	w := newWork(c, "sha1", "primary", "")
+	w := newWork(c, "sha1", "primary", "", 0)
 	w.root = root
 	w.mutable[root] = true
 	ref, err := w.unroll()
@@ -47,7 +47,7 @@ func BenchmarkApplyOneCommit(b *testing.B) {
 	ref := benchTree(b, c)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		w := newWork(c, "sha1", "primary", ref)
+		w := newWork(c, "sha1", "primary", ref, 1)
 		ops := []op{{key: "bench.w3.k7", comps: []string{"bench", "w3", "k7"},
 			dirent: treeobj.NewVal([]byte(fmt.Sprint(i)))}}
 		if err := w.apply(ops); err != nil {

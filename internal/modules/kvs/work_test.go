@@ -11,7 +11,7 @@ import (
 // the batch for keys of the same directory.
 func TestWorkForgetsUndoneDirectory(t *testing.T) {
 	c := newCache(nil, "sha1")
-	w := newWork(c, "sha1", "primary", "")
+	w := newWork(c, "sha1", "primary", "", 0)
 	w.root = treeobj.NewDir()
 	w.mutable[w.root] = true
 	val := func(s string) *treeobj.Object { return treeobj.NewVal([]byte(s)) }
