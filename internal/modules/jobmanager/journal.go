@@ -24,7 +24,11 @@ type journal struct {
 	nPayload, nAttached int
 	pending             []journalEntry
 	index               map[jobid.ID]int // each job's entry in pending
+	lastLen             int              // entries the last take returned
 }
+
+// maxPendingRoom bounds the room pending entries start with.
+const maxPendingRoom = 8192
 
 // journalKey names a subscription: its requestor's route and matchtag
 // (a client may hold several streams).
@@ -114,8 +118,23 @@ func (jl *journal) add(j *job, ts float64, name string, ctx []byte, ev []byte) {
 func (jl *journal) entry(id jobid.ID) *journalEntry {
 	i, ok := jl.index[id]
 	if !ok {
+		if jl.pending == nil {
+			// room for as many entries as the last commit had: the
+			// entries of a burst are not copied again and again as
+			// the slice grows
+			jl.pending = make([]journalEntry, 0, max(jl.lastLen, 16))
+		}
 		i = len(jl.pending)
-		jl.pending = append(jl.pending, journalEntry{id: id})
+		e := journalEntry{id: id}
+		// a job's events in one commit are few: submit, validate,
+		// depend and priority at most, often
+		if jl.nPayload > 0 {
+			e.events, e.names = make([][]byte, 0, 4), make([]string, 0, 4)
+		}
+		if jl.nAttached > 0 {
+			e.evs = make([]jobjournal.Event, 0, 4)
+		}
+		jl.pending = append(jl.pending, e)
 		jl.index[id] = i
 	}
 	return &jl.pending[i]
@@ -148,6 +167,7 @@ func (jl *journal) annotate(j *job) {
 func (jl *journal) take() []journalEntry {
 	p := jl.pending
 	jl.pending = nil
+	jl.lastLen = min(len(p), maxPendingRoom)
 	clear(jl.index)
 	return p
 }
