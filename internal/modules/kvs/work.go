@@ -99,13 +99,15 @@ type errMissing struct{ ref string }
 func (e errMissing) Error() string { return "missing " + e.ref }
 
 // newWork returns a work tree on rootref. ops, the operations the batch
-// holds, sizes its maps: a batch of a burst copies and stores a
-// directory per two operations or so (a job's keys share one), and maps
-// grown step by step rehash each time.
+// holds, sizes its maps and logs: a batch of a burst copies and stores a
+// directory per two operations or so (a job's keys share one), and each
+// operation and copy logs an undo record; grown step by step, maps
+// rehash and slices are copied each time.
 func newWork(c *cache, hashName, ns, rootref string, ops int) *work {
 	hint := ops/2 + 8
 	return &work{c: c, hashName: hashName, ns: ns, rootref: rootref,
-		mutable: make(map[*treeobj.Object]bool, hint), queued: make(map[string]bool, hint)}
+		mutable: make(map[*treeobj.Object]bool, hint), queued: make(map[string]bool, hint),
+		undo: make([]undoRec, 0, ops+hint), blobs: make([]blob, 0, hint)}
 }
 
 // set changes entry name of dir (nil deletes), logging the old entry.
