@@ -61,30 +61,34 @@ func (s *service) storeBlobs(r *flux.Request, blobs, known [][]byte) {
 	digests := make([][]byte, len(blobs))
 	pending := len(blobs)
 	var failed error
+	// one array of ops and one done function for the whole batch
+	arr := make([]op, len(blobs))
 	ops := make([]*op, len(blobs))
-	for i, b := range blobs {
-		var digest []byte
-		if known != nil {
-			digest = known[i]
+	done := func(o *op) {
+		if o.err != nil && failed == nil {
+			failed = o.err
+			s.log.Error("store: " + o.err.Error())
 		}
-		ops[i] = &op{kind: opStore, data: b, digest: digest, done: func(o *op) {
-			if o.err != nil && failed == nil {
-				failed = o.err
-				s.log.Error("store: " + o.err.Error())
-			}
-			if o.err == nil {
-				s.store.push(time.Since(o.start))
-			}
-			digests[i] = o.out
-			if pending--; pending > 0 {
-				return
-			}
-			if failed != nil {
-				r.RespondError(failed)
-				return
-			}
-			r.RespondRaw(bytes.Join(digests, nil))
-		}}
+		if o.err == nil {
+			s.store.push(time.Since(o.start))
+		}
+		digests[o.index] = o.out
+		if pending--; pending > 0 {
+			return
+		}
+		if failed != nil {
+			r.RespondError(failed)
+			return
+		}
+		r.RespondRaw(bytes.Join(digests, nil))
+	}
+	for i, b := range blobs {
+		o := &arr[i]
+		*o = op{kind: opStore, data: b, index: i, done: done}
+		if known != nil {
+			o.digest = known[i]
+		}
+		ops[i] = o
 	}
 	s.w.enqueue(ops...)
 }

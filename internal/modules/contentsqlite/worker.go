@@ -26,6 +26,7 @@ type op struct {
 	// digest is an opStore's digest when its sender computed it (nil:
 	// the worker hashes the blob)
 	digest []byte
+	index  int             // opStore: the blob's place in its store-batch
 	key    string          // checkpoint key
 	value  json.RawMessage // opCheckpointPut
 
