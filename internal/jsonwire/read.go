@@ -49,6 +49,25 @@ func Object(p []byte, fn func(key, val []byte) error) error {
 	return nil
 }
 
+// errFound stops Member's scan at the member it looks for.
+var errFound = errors.New("found")
+
+// Member returns the raw value of the member called name of the JSON
+// object p (found false if it has none), scanning p only up to it.
+func Member(p []byte, name string) (val []byte, found bool, err error) {
+	err = Object(p, func(key, v []byte) error {
+		if string(key) == name {
+			val, found = v, true
+			return errFound
+		}
+		return nil
+	})
+	if found {
+		return val, true, nil
+	}
+	return nil, false, err
+}
+
 // Array scans the JSON array p strictly and calls fn with each element's
 // raw value.
 func Array(p []byte, fn func(val []byte) error) error {

@@ -234,12 +234,7 @@ func (b *Batch) flush() {
 
 // rootseq reads "rootseq" from a kvs.commit response (0 if absent).
 func rootseq(p []byte) int64 {
-	var seq int64
-	jsonwire.Object(p, func(key, val []byte) error {
-		if string(key) == "rootseq" {
-			seq, _ = jsonwire.Int(val)
-		}
-		return nil
-	})
+	val, _, _ := jsonwire.Member(p, "rootseq")
+	seq, _ := jsonwire.Int(val)
 	return seq
 }

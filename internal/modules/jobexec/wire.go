@@ -69,12 +69,11 @@ type signalOption struct {
 
 // member calls fn with the value of member name of object p, if present.
 func member(p []byte, name string, fn func(val []byte) error) error {
-	return jsonwire.Object(p, func(key, val []byte) error {
-		if string(key) == name {
-			return fn(val)
-		}
-		return nil
-	})
+	val, found, err := jsonwire.Member(p, name)
+	if err != nil || !found {
+		return err
+	}
+	return fn(val)
 }
 
 // object checks that val (the value at path) is an object.

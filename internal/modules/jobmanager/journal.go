@@ -283,13 +283,8 @@ func (e *journalEntry) filtered(f *eventFilter) journalEntry {
 
 // eventName reads the "name" of an encoded event ("" if it has none).
 func eventName(line []byte) string {
-	var name string
-	jsonwire.Object(line, func(key, val []byte) error {
-		if string(key) == "name" {
-			name, _ = jsonwire.String(val)
-		}
-		return nil
-	})
+	val, _, _ := jsonwire.Member(line, "name")
+	name, _ := jsonwire.String(val)
 	return name
 }
 

@@ -108,17 +108,11 @@ func start(t *testing.T, hold bool, extra ...module.Module) *env {
 			if err != nil {
 				return
 			}
-			var ent struct {
-				ID     jobid.ID `json:"id"`
-				Events []struct {
-					Name string `json:"name"`
-				} `json:"events"`
-			}
-			m.UnmarshalPayload(&ent)
+			id, names := entryNames(m)
 			e.mu.Lock()
-			for _, ev := range ent.Events {
-				if ev.Name != "annotations" {
-					e.events[ent.ID] = append(e.events[ent.ID], ev.Name)
+			for _, name := range names {
+				if name != "annotations" {
+					e.events[id] = append(e.events[id], name)
 				}
 			}
 			e.mu.Unlock()
@@ -555,21 +549,26 @@ func TestJournalTwoStreamsOneClient(t *testing.T) {
 		if err != nil {
 			t.Fatalf("second stream: %v", err)
 		}
-		var ent struct {
-			ID     jobid.ID `json:"id"`
-			Events []struct {
-				Name string `json:"name"`
-			} `json:"events"`
-		}
-		m.UnmarshalPayload(&ent)
-		if ent.ID == id && slices.ContainsFunc(ent.Events, func(ev struct {
-			Name string `json:"name"`
-		}) bool {
-			return ev.Name == "clean"
-		}) {
+		if got, names := entryNames(m); got == id && slices.Contains(names, "clean") {
 			return
 		}
 	}
+}
+
+// entryNames reads a journal response's job id and event names.
+func entryNames(m *flux.Message) (jobid.ID, []string) {
+	var ent struct {
+		ID     jobid.ID `json:"id"`
+		Events []struct {
+			Name string `json:"name"`
+		} `json:"events"`
+	}
+	m.UnmarshalPayload(&ent)
+	names := make([]string, len(ent.Events))
+	for i, ev := range ent.Events {
+		names[i] = ev.Name
+	}
+	return ent.ID, names
 }
 
 // TestJournalFilter: flux-core's allow and deny lists of event names
