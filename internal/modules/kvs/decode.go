@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"syscall"
 	"unicode/utf8"
 
@@ -269,6 +270,12 @@ func parseCommit(b []byte, guest bool, attached fluxkvs.AttachedOps) (*commitPay
 // the KVS's own, checked as those of a payload are.
 func attachedOps(att fluxkvs.AttachedOps, guest bool) ([]op, error) {
 	ops := make([]op, len(att))
+	// the path components of every key, in one allocation
+	n := 0
+	for i := range att {
+		n += strings.Count(att[i].Key, ".") + 1
+	}
+	arena := make([]string, 0, n)
 	for i := range att {
 		a := &att[i]
 		o := &ops[i]
@@ -287,6 +294,9 @@ func attachedOps(att fluxkvs.AttachedOps, guest bool) ([]op, error) {
 			}
 			o.dirent = d
 		}
+		start := len(arena)
+		arena = treeobj.AppendSplitKey(arena, o.key)
+		o.comps = arena[start:len(arena):len(arena)]
 		if err := checkOp(i, o, guest); err != nil {
 			return nil, err
 		}
@@ -379,12 +389,15 @@ func (s *scanner) ops(guest bool) ([]op, error) {
 	}
 }
 
-// checkOp validates one operation and fills in its path components.
+// checkOp validates one operation and fills in its path components
+// unless the caller has.
 func checkOp(i int, o *op, guest bool) error {
 	if o.flags&^flagAppend != 0 {
 		return fmt.Errorf("op %d (%s): invalid op flags 0x%x: %w", i, o.key, o.flags, syscall.EINVAL)
 	}
-	o.comps = treeobj.SplitKey(o.key)
+	if o.comps == nil {
+		o.comps = treeobj.SplitKey(o.key)
+	}
 	if len(o.comps) == 0 {
 		return fmt.Errorf("op %d: key %q names the root directory: %w", i, o.key, syscall.EINVAL)
 	}

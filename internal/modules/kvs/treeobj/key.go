@@ -30,7 +30,17 @@ func NormalizeKey(key string) string {
 func SplitKey(key string) []string {
 	// one allocation, sized for every component (the KVS splits the key
 	// of every operation of every commit)
-	parts := make([]string, 0, strings.Count(key, ".")+1)
+	parts := AppendSplitKey(make([]string, 0, strings.Count(key, ".")+1), key)
+	if len(parts) == 0 {
+		return nil
+	}
+	return parts
+}
+
+// AppendSplitKey appends the components of key to parts (as SplitKey
+// returns them) and returns the extended slice: the components of many
+// keys can share one allocation.
+func AppendSplitKey(parts []string, key string) []string {
 	for key != "" {
 		p := key
 		if i := strings.IndexByte(key, '.'); i >= 0 {
@@ -41,9 +51,6 @@ func SplitKey(key string) []string {
 		if p != "" {
 			parts = append(parts, p)
 		}
-	}
-	if len(parts) == 0 {
-		return nil
 	}
 	return parts
 }
