@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"strings"
 	"syscall"
 )
 
@@ -97,8 +98,19 @@ func Format(name string, digest []byte) (string, error) {
 		return "", fmt.Errorf("%w: %s digest has %d bytes, want %d: %w",
 			ErrBlobref, name, len(digest), a.size, syscall.EINVAL)
 	}
-	return name + "-" + hex.EncodeToString(digest), nil
+	// one allocation: blobrefs are formatted for every blob stored
+	var b strings.Builder
+	b.Grow(len(name) + 1 + 2*len(digest))
+	b.WriteString(name)
+	b.WriteByte('-')
+	for _, c := range digest {
+		b.WriteByte(hexDigits[c>>4])
+		b.WriteByte(hexDigits[c&0xf])
+	}
+	return b.String(), nil
 }
+
+const hexDigits = "0123456789abcdef"
 
 // Blobref returns the blobref of data under hash algorithm name.
 func Blobref(name string, data []byte) (string, error) {
