@@ -10,7 +10,6 @@ import (
 
 	fluxkvs "github.com/fluxgo/fluxgo/pkg/flux/kvs"
 
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 )
 
@@ -307,31 +306,6 @@ func attachedOps(att fluxkvs.AttachedOps, guest bool) ([]op, error) {
 // emptyVal stands for an attached append's data (op.raw) where an op
 // needs a dirent; it is never stored.
 var emptyVal = treeobj.NewVal(nil)
-
-// encodeOps writes ops as a payload's "ops" array (to relay attached
-// operations to rank 0).
-func encodeOps(ops []op) json.RawMessage {
-	b := []byte{'['}
-	for i := range ops {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"key":`...)
-		b = jsonwire.AppendString(b, ops[i].key)
-		b = append(b, `,"flags":`...)
-		b = strconv.AppendInt(b, int64(ops[i].flags), 10)
-		b = append(b, `,"dirent":`...)
-		if ops[i].raw != nil {
-			b = treeobj.NewVal(ops[i].raw).AppendEncode(b)
-		} else if ops[i].dirent == nil {
-			b = append(b, "null"...)
-		} else {
-			b = ops[i].dirent.AppendEncode(b)
-		}
-		b = append(b, '}')
-	}
-	return append(b, ']')
-}
 
 func (s *scanner) ops(guest bool) ([]op, error) {
 	if err := s.expect('['); err != nil {

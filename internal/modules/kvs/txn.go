@@ -158,8 +158,8 @@ func (k *kvs) fenceRequest(r *flux.Request) {
 // rank 0 does, moving this rank's root forward first so the client reads
 // its own write here.
 func (k *kvs) relay(r *flux.Request, ns *namespace, topic string, req *commitPayload, ops []op) {
-	if req.Ops == nil { // the operations came attached
-		req.Ops = encodeOps(ops)
+	if att, ok := r.Msg.Attached.(fluxkvs.AttachedOps); ok && req.Ops == nil {
+		req.Ops = att.Encode() // the operations came attached
 	}
 	f, err := k.h.RPC(topic, 0, req, 0)
 	if err != nil {

@@ -18,6 +18,10 @@ import (
 // than committed empty.
 type AttachedOps []Op
 
+// Encode returns the operations as a commit payload's "ops" array: what
+// a KVS module relaying an attached commit to another broker sends.
+func (a AttachedOps) Encode() json.RawMessage { return appendOps(nil, a) }
+
 // CommitAttached is CommitAsync for modules of the broker: the
 // operations travel attached to the request. t must not change until
 // the commit is answered.

@@ -147,7 +147,13 @@ func encodeCommit(ns string, flags int, name string, nprocs int, ops []Op) json.
 	b = jsonwire.AppendPlainString(b, ns)
 	b = append(b, `,"flags":`...)
 	b = strconv.AppendInt(b, int64(flags), 10)
-	b = append(b, `,"ops":[`...)
+	b = append(b, `,"ops":`...)
+	return append(appendOps(b, ops), '}')
+}
+
+// appendOps appends ops as a commit payload's "ops" array.
+func appendOps(b []byte, ops []Op) []byte {
+	b = append(b, '[')
 	for i := range ops {
 		if i > 0 {
 			b = append(b, ',')
@@ -166,7 +172,7 @@ func encodeCommit(ns string, flags int, name string, nprocs int, ops []Op) json.
 		}
 		b = append(b, '}')
 	}
-	return append(b, "]}"...)
+	return append(b, ']')
 }
 
 // A val tree object as treeobj encodes it: {"data":"<base64>",
