@@ -130,10 +130,10 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Broker is one running broker.
 // coarseTick is how often Broker.coarseNow moves.
 const coarseTick = 100 * time.Millisecond
 
+// Broker is one running broker.
 type Broker struct {
 	cfg   Config
 	rank  uint32

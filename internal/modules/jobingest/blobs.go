@@ -52,11 +52,15 @@ func (in *ingest) storeBlobs(batch []*pending, done func([]jobRefs, error)) {
 		return
 	}
 	data := make([][]byte, len(toStore))
+	digests := make([][]byte, len(toStore))
 	storeRefs := make([]string, len(toStore))
 	for i, b := range toStore {
+		// the blobrefs were made here, with the instance's hash: they
+		// parse (a text seen before is not hashed again; this is rare)
+		_, digests[i], _ = content.Parse(b.ref)
 		data[i], storeRefs[i] = b.data, b.ref
 	}
-	content.StoreAll(in.h, in.hashName, data, storeRefs, func(err error) {
+	content.StoreAll(in.h, in.hashName, data, digests, func(err error) {
 		if err != nil {
 			done(nil, err)
 			return

@@ -308,16 +308,16 @@ func (k *kvs) storeBlobs(ns *namespace, b *inflight) {
 	b.pending = 1
 	entries := make([]*entry, len(b.blobs))
 	data := make([][]byte, len(b.blobs))
-	refs := make([]string, len(b.blobs))
+	digests := make([][]byte, len(b.blobs))
 	for i, bl := range b.blobs {
 		if bl.dir != nil {
 			entries[i] = k.cache.putDir(bl.ref, bl.dir)
 		} else {
 			entries[i] = k.cache.putData(bl.ref, bl.data)
 		}
-		data[i], refs[i] = bl.data, bl.ref
+		data[i], digests[i] = bl.data, bl.digest
 	}
-	content.StoreAll(k.h, k.hashName, data, refs, func(err error) {
+	content.StoreAll(k.h, k.hashName, data, digests, func(err error) {
 		if err == nil {
 			for i, e := range entries {
 				e.stored = true

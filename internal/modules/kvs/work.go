@@ -56,9 +56,10 @@ type op struct {
 // blob is a new content blob a batch must store: a value's data, or a
 // directory (dir set) serialized as data.
 type blob struct {
-	ref  string
-	data []byte
-	dir  *treeobj.Object
+	ref    string
+	digest []byte // ref's raw digest
+	data   []byte
+	dir    *treeobj.Object
 }
 
 // work is the in-memory tree a batch changes. Directories copied from
@@ -356,13 +357,13 @@ func (w *work) spill(dir *treeobj.Object, i int) error {
 }
 
 func (w *work) storeData(data []byte) (string, error) {
-	ref, err := content.Blobref(w.hashName, data)
+	ref, digest, err := content.Name(w.hashName, data)
 	if err != nil {
 		return "", err
 	}
 	if !w.queued[ref] && !w.c.isStored(ref) {
 		w.queued[ref] = true
-		w.blobs = append(w.blobs, blob{ref: ref, data: data})
+		w.blobs = append(w.blobs, blob{ref: ref, digest: digest, data: data})
 	}
 	return ref, nil
 }
@@ -416,13 +417,13 @@ func (w *work) unrollDir(dir *treeobj.Object) (string, error) {
 		}
 	}
 	enc := dir.Encode()
-	ref, err := content.Blobref(w.hashName, enc)
+	ref, digest, err := content.Name(w.hashName, enc)
 	if err != nil {
 		return "", err
 	}
 	if !w.queued[ref] && !w.c.isStored(ref) {
 		w.queued[ref] = true
-		w.blobs = append(w.blobs, blob{ref: ref, data: enc, dir: dir})
+		w.blobs = append(w.blobs, blob{ref: ref, digest: digest, data: enc, dir: dir})
 	}
 	return ref, nil
 }

@@ -152,29 +152,18 @@ func SendAttached(h *flux.Handle, flags Flags, blobs, digests [][]byte) (*flux.F
 	return h.SendRequest(req, 0)
 }
 
-// StoreAll stores blobs, which the caller named refs (blobrefs with hash
-// hashName), in the content service of the caller's broker, attached to
-// one store-batch request (Blobs: for broker modules). It calls done
-// with nil once the store holds every blob under its ref, or with the
-// error (done runs as a Future.Then continuation, or posted to h when
-// the request could not be sent).
-func StoreAll(h *flux.Handle, hashName string, blobs [][]byte, refs []string, done func(err error)) {
+// StoreAll stores blobs, whose raw digests under hash hashName the
+// caller computed (to name them), in the content service of the
+// caller's broker, attached to one store-batch request (Blobs: for
+// broker modules), so that the content service need not hash them
+// again. It calls done with nil once the store holds every blob under
+// its digest, or with the error (done runs as a Future.Then
+// continuation, or posted to h when the request could not be sent).
+func StoreAll(h *flux.Handle, hashName string, blobs, digests [][]byte, done func(err error)) {
 	n := len(blobs)
 	if n == 0 {
 		h.Post(func() { done(nil) })
 		return
-	}
-	digests := make([][]byte, n)
-	for i, ref := range refs {
-		name, d, err := Parse(ref)
-		if err == nil && name != hashName {
-			err = fmt.Errorf("blobref %s is not a %s digest: %w", ref, hashName, syscall.EINVAL)
-		}
-		if err != nil {
-			h.Post(func() { done(err) })
-			return
-		}
-		digests[i] = d
 	}
 	f, err := SendAttached(h, 0, blobs, digests)
 	if err != nil {
@@ -185,7 +174,8 @@ func StoreAll(h *flux.Handle, hashName string, blobs [][]byte, refs []string, do
 		got, err := BatchResult(m, err, n)
 		for i := 0; err == nil && i < n; i++ {
 			if !bytes.Equal(got[i], digests[i]) {
-				err = checkDigest(hashName, got[i], refs[i]) // names both
+				ref, _ := Format(hashName, digests[i])
+				err = checkDigest(hashName, got[i], ref) // names both
 			}
 		}
 		done(err)

@@ -114,11 +114,18 @@ const hexDigits = "0123456789abcdef"
 
 // Blobref returns the blobref of data under hash algorithm name.
 func Blobref(name string, data []byte) (string, error) {
-	d, err := Sum(name, data)
-	if err != nil {
-		return "", err
+	ref, _, err := Name(name, data)
+	return ref, err
+}
+
+// Name returns the blobref of data under hash algorithm name and its raw
+// digest: what StoreAll needs beside the name.
+func Name(name string, data []byte) (ref string, digest []byte, err error) {
+	if digest, err = Sum(name, data); err != nil {
+		return "", nil, err
 	}
-	return Format(name, d)
+	ref, err = Format(name, digest)
+	return ref, digest, err
 }
 
 // Parse splits a blobref into its hash algorithm and raw digest. It is
