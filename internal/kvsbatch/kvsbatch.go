@@ -106,28 +106,28 @@ func (b *Batch) put(key string, data []byte, copyData bool) {
 	if copyData {
 		data = append([]byte(nil), data...)
 	}
-	if i, ok := b.last[key]; ok {
-		b.ops[i] = op{kind: opPut, key: key, data: data, owned: copyData}
-	} else {
-		b.last[key] = len(b.ops)
-		b.ops = append(b.ops, op{kind: opPut, key: key, data: data, owned: copyData})
-	}
+	b.set(op{kind: opPut, key: key, data: data, owned: copyData})
 	b.kick()
 }
 
 // PutTreeobj stores an RFC 11 tree object at key as is (a valref names
 // a blob already in the content store).
 func (b *Batch) PutTreeobj(key string, obj *treeobj.Object) {
-	o := op{kind: opTreeobj, key: key, obj: obj}
-	if i, ok := b.last[key]; ok {
-		b.ops[i] = o
-	} else {
-		b.ops = append(b.ops, o)
-	}
+	b.set(op{kind: opTreeobj, key: key, obj: obj})
 	// a later append to key cannot extend a tree object in the batch: it
 	// becomes an operation of its own
 	delete(b.last, key)
 	b.kick()
+}
+
+// set queues a write that replaces whatever the batch holds for its key.
+func (b *Batch) set(o op) {
+	if i, ok := b.last[o.key]; ok {
+		b.ops[i] = o
+		return
+	}
+	b.last[o.key] = len(b.ops)
+	b.ops = append(b.ops, o)
 }
 
 // Unlink removes key.

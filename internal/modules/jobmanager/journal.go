@@ -3,7 +3,6 @@ package jobmanager
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/jobjournal"
@@ -238,26 +237,19 @@ func payload(e *journalEntry) []byte {
 // sendFiltered sends a subscriber the events of e its filter passes (the
 // jobspec only with submit, R only with alloc), if any.
 func (jl *journal) sendFiltered(sub *journalSub, e *journalEntry) {
-	keep := func(name string) bool { return sub.filter.pass(name) }
 	if sub.attached {
-		out := jobjournal.Entry{ID: e.id}
-		for _, ev := range e.evs {
-			if keep(ev.Name) {
-				out.Events = append(out.Events, ev)
-				if ev.Name == "submit" {
-					out.Jobspec = e.jobspec
-				} else if ev.Name == "alloc" {
-					out.R = e.R
-				}
+		evs, submit, alloc := passing(e.evs, func(k int) string { return e.evs[k].Name }, sub.filter)
+		if len(evs) > 0 {
+			out := jobjournal.Entry{ID: e.id, Events: evs}
+			if submit {
+				out.Jobspec = e.jobspec
 			}
-		}
-		if len(out.Events) > 0 {
+			if alloc {
+				out.R = e.R
+			}
 			sub.r.RespondAttached(nil, &out)
 		}
 		return
-	}
-	if !slices.ContainsFunc(e.names, keep) {
-		return // the common case of a narrow filter: nothing to build
 	}
 	if out := e.filtered(sub.filter); len(out.events) > 0 {
 		sub.r.RespondRaw(payload(&out))
@@ -268,17 +260,31 @@ func (jl *journal) sendFiltered(sub *journalSub, e *journalEntry) {
 // the jobspec if submit is among them and R if alloc is.
 func (e *journalEntry) filtered(f *eventFilter) journalEntry {
 	out := journalEntry{id: e.id}
-	for k, ev := range e.events {
-		if name := e.names[k]; f.pass(name) {
-			out.events = append(out.events, ev)
-			if name == "submit" {
-				out.jobspec = e.jobspec
-			} else if name == "alloc" {
-				out.R = e.R
-			}
-		}
+	var submit, alloc bool
+	out.events, submit, alloc = passing(e.events, func(k int) string { return e.names[k] }, f)
+	if submit {
+		out.jobspec = e.jobspec
+	}
+	if alloc {
+		out.R = e.R
 	}
 	return out
+}
+
+// passing returns the events of evs (the k-th named name(k)) that f
+// passes, and whether submit and alloc are among them. Nothing is
+// allocated when none passes, the common case of a narrow filter.
+func passing[E any](evs []E, name func(k int) string, f *eventFilter) (kept []E, submit, alloc bool) {
+	for k, ev := range evs {
+		n := name(k)
+		if !f.pass(n) {
+			continue
+		}
+		kept = append(kept, ev)
+		submit = submit || n == "submit"
+		alloc = alloc || n == "alloc"
+	}
+	return kept, submit, alloc
 }
 
 // eventName reads the "name" of an encoded event ("" if it has none).
