@@ -146,30 +146,18 @@ func (r *Request) Respond(v any) error {
 }
 
 // RespondRaw sends a response whose payload is raw bytes.
-func (r *Request) RespondRaw(p []byte) error {
-	if r.Msg.NoResponse() {
-		return nil
-	}
-	resp := message.ResponseTo(r.Msg, nil)
-	resp.SetPayload(p)
-	if !r.Msg.IsStreaming() {
-		r.responded = true
-	}
-	return r.h.Send(resp)
-}
+func (r *Request) RespondRaw(p []byte) error { return r.RespondAttached(p, nil) }
 
 // RespondAttached sends a response with raw payload p (may be nil) and
-// an in-process companion att (message.Attached): only for a requestor
-// in this broker that asked for it, since the companion is lost on a
-// socket.
+// an in-process companion att (message.Attached; nil: none): a
+// companion only for a requestor in this broker that asked for it,
+// since it is lost on a socket.
 func (r *Request) RespondAttached(p []byte, att any) error {
 	if r.Msg.NoResponse() {
 		return nil
 	}
 	resp := message.ResponseTo(r.Msg, nil)
-	if p != nil {
-		resp.SetPayload(p)
-	}
+	resp.SetPayload(p)
 	resp.Attached = att
 	if !r.Msg.IsStreaming() {
 		r.responded = true
