@@ -350,18 +350,7 @@ func (s *builtins) eventPub(r *flux.Request) {
 	}
 	if s.b.rank != 0 {
 		// Sequencing happens at rank 0: forward the request there.
-		f, err := s.h.RPC("event.pub", 0, r.Msg.JSON(), 0)
-		if err != nil {
-			r.RespondError(err)
-			return
-		}
-		f.Then(func(m *flux.Message, err error) {
-			if err != nil {
-				r.RespondError(err)
-				return
-			}
-			r.Respond(m.JSON())
-		})
+		r.Relay(s.h.RPC("event.pub", 0, r.Msg.JSON(), 0))
 		return
 	}
 	ev := message.New(message.Event, req.Topic)

@@ -2,6 +2,7 @@ package flux
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"syscall"
@@ -163,6 +164,23 @@ func (r *Request) RespondAttached(p []byte, att any) error {
 		r.responded = true
 	}
 	return r.h.Send(resp)
+}
+
+// Relay answers r with the response f gets, or with err (the error of
+// sending the request f stands for, if any): for a service that passes
+// a request on and returns what comes back.
+func (r *Request) Relay(f *Future, err error) {
+	if err != nil {
+		r.RespondError(err)
+		return
+	}
+	f.Then(func(m *Message, err error) {
+		if err != nil {
+			r.RespondError(err)
+			return
+		}
+		r.Respond(json.RawMessage(m.JSON()))
+	})
 }
 
 // streamEnder is implemented by connections that keep track of the

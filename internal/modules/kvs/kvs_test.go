@@ -688,18 +688,7 @@ func (committer) Run(ctx context.Context, h *flux.Handle, _ []string) error {
 		for _, k := range req.Unlink {
 			txn.Unlink(k)
 		}
-		f, err := kvs.CommitAttached(h, "", 0, &txn)
-		if err != nil {
-			r.RespondError(err)
-			return
-		}
-		f.Then(func(m *flux.Message, err error) {
-			if err != nil {
-				r.RespondError(err)
-				return
-			}
-			r.RespondRaw(m.Payload)
-		})
+		r.Relay(kvs.CommitAttached(h, "", 0, &txn))
 	})
 	return h.Serve(ctx)
 }

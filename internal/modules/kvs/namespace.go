@@ -398,18 +398,7 @@ func (k *kvs) namespaceListRequest(r *flux.Request) {
 
 // forwardToMaster passes a request to rank 0's kvs and relays the answer.
 func (k *kvs) forwardToMaster(r *flux.Request) {
-	f, err := k.h.RPC(r.Topic(), 0, json.RawMessage(r.Msg.JSON()), 0)
-	if err != nil {
-		r.RespondError(err)
-		return
-	}
-	f.Then(func(m *flux.Message, err error) {
-		if err != nil {
-			r.RespondError(err)
-			return
-		}
-		r.Respond(json.RawMessage(m.JSON()))
-	})
+	r.Relay(k.h.RPC(r.Topic(), 0, json.RawMessage(r.Msg.JSON()), 0))
 }
 
 // kvs.getroot: {namespace} → {owner, rootseq, rootref, flags, namespace}.
