@@ -20,7 +20,9 @@
 // Diagnostics: -stages prints the median time between a job's
 // consecutive events (where jobs wait); -modstats the messages each
 // module received and sent per job; -profile DIR writes broker CPU and
-// heap profiles (broker.profile) and a client CPU profile of each run;
+// heap profiles (broker.profile; a second heap profile, N.broker.midheap,
+// when 90% of the jobs are clean, where the live heap is largest) and a
+// client CPU profile of each run;
 // -S NAME=VALUE passes a broker attribute (e.g. broker.memory-limit=off);
 // -hold keeps the last instance up for inspection until stdin closes.
 //

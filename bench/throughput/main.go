@@ -83,6 +83,9 @@ func main() {
 		}
 		fmt.Printf("        CPU per job: broker %6.1f µs, client %6.1f µs  (load average before: %s)\n",
 			res.brokerCPU.Seconds()*1e6/float64(n), res.clientCPU.Seconds()*1e6/float64(n), res.load)
+		fmt.Printf("        broker: %.0f%% of its CPU in the kernel, %.2f minor page faults per job\n",
+			100*res.brokerStat.System.Seconds()/(res.brokerStat.User+res.brokerStat.System).Seconds(),
+			float64(res.brokerStat.MinorFaults)/float64(n))
 		if res.stages != "" {
 			fmt.Print(res.stages)
 		}
@@ -183,6 +186,7 @@ type result struct {
 	// CPU time used during the run: a figure that holds up when other
 	// work shares the machine
 	brokerCPU, clientCPU time.Duration
+	brokerStat           benchkit.Stat // over the run: user, system, minor faults
 	jobsTime             time.Duration // flux jobs -a -c 0 (last run only)
 	jobsIdleTime         time.Duration // the same once the broker is idle
 	jobsLines            int
@@ -246,7 +250,16 @@ func (c *runConfig) measure(n int, listJobs bool) (result, error) {
 	if c.stages {
 		st = newStageLog()
 	}
-	go followJournal(journal, n, cleaned, st)
+	// With -profile, a heap profile is also taken when 90% of the jobs
+	// are clean: the live heap is largest near the end of a run.
+	var midHeap func()
+	if c.profDir != "" {
+		path := filepath.Join(c.profDir, strconv.Itoa(n)) + ".broker.midheap"
+		midHeap = func() {
+			h.RPC("broker.profile", flux.NodeidAny, map[string]any{"name": "heap", "path": path}, 0)
+		}
+	}
+	go followJournal(journal, n, cleaned, st, midHeap)
 
 	var cpuProf *flux.Future
 	var clientProf *os.File
@@ -267,6 +280,7 @@ func (c *runConfig) measure(n int, listJobs bool) (result, error) {
 		mods0 = moduleCounts(ctx, h)
 	}
 	cpu0, ccpu0 := benchkit.ProcCPU(false, pid), benchkit.SelfCPU(false)
+	stat0 := benchkit.ProcStat(pid)
 	urgency := 16
 	if c.held {
 		urgency = 0
@@ -288,6 +302,8 @@ func (c *runConfig) measure(n int, listJobs bool) (result, error) {
 	}
 	res.wall = time.Since(start)
 	res.brokerCPU, res.clientCPU = benchkit.ProcCPU(false, pid)-cpu0, benchkit.SelfCPU(false)-ccpu0
+	stat1 := benchkit.ProcStat(pid)
+	res.brokerStat = benchkit.Stat{User: stat1.User - stat0.User, System: stat1.System - stat0.System, MinorFaults: stat1.MinorFaults - stat0.MinorFaults}
 	if clientProf != nil {
 		pprof.StopCPUProfile()
 		clientProf.Close()
@@ -397,9 +413,10 @@ var cleanName = []byte(`"name":"clean"`)
 
 // followJournal counts clean events on the job manager's journal and
 // reports when the n-th arrives; st, if not nil, records every event.
-func followJournal(f *flux.Future, n int, done chan<- time.Time, st *stageLog) {
+func followJournal(f *flux.Future, n int, done chan<- time.Time, st *stageLog, mid func()) {
 	ctx := context.Background()
 	count := 0
+	midAt := n * 9 / 10
 	for {
 		m, err := f.Next(ctx)
 		if err != nil {
@@ -409,6 +426,10 @@ func followJournal(f *flux.Future, n int, done chan<- time.Time, st *stageLog) {
 			st.add(m.JSON())
 		}
 		count += bytes.Count(m.JSON(), cleanName)
+		if mid != nil && count >= midAt {
+			mid()
+			mid = nil
+		}
 		if count >= n {
 			done <- time.Now()
 			return

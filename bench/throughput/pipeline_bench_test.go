@@ -46,7 +46,7 @@ func BenchmarkPipeline(b *testing.B) {
 		b.Fatal(err)
 	}
 	cleaned := make(chan time.Time, 1)
-	go followJournal(journal, b.N, cleaned, nil)
+	go followJournal(journal, b.N, cleaned, nil, nil)
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()

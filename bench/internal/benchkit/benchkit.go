@@ -84,6 +84,32 @@ func ProcRSS(pid string) (rss, hwm int) {
 	return rss, hwm
 }
 
+// Stat is what /proc/PID/stat says of a process's CPU time and faults.
+type Stat struct {
+	User, System time.Duration
+	MinorFaults  int64 // page faults served without I/O: first touches of fresh memory, mostly
+}
+
+// ProcStat reads pid's user and system CPU time and minor page faults
+// (zero if it cannot be read).
+func ProcStat(pid string) Stat {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return Stat{}
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return Stat{}
+	}
+	n := func(i int) int64 { v, _ := strconv.ParseInt(f[i], 10, 64); return v }
+	return Stat{
+		User:        time.Duration(n(11)) * 10 * time.Millisecond,
+		System:      time.Duration(n(12)) * 10 * time.Millisecond,
+		MinorFaults: n(7),
+	}
+}
+
 // ProcCPU returns the user+system CPU time processes pids have used, and
 // with children set that of their reaped children too (/proc/PID/stat,
 // in ticks of 10 ms).
