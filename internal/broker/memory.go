@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
-	"runtime/metrics"
 	"strconv"
 	"strings"
 	"time"
@@ -150,13 +149,12 @@ func TuneMemory(attrs map[string]string) (stop func(), err error) {
 // trimWhenQuiet runs the "auto" policy until ctx is done.
 func trimWhenQuiet(ctx context.Context) {
 	var q quietness
-	sample := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	// (debug.ReadGCStats, not runtime/metrics: that package's init
+	// costs every flux process ~0.5 ms, and job shells are processes too)
+	var stats debug.GCStats
 	cycles := func() uint64 {
-		metrics.Read(sample)
-		if sample[0].Value.Kind() != metrics.KindUint64 {
-			return 0
-		}
-		return sample[0].Value.Uint64()
+		debug.ReadGCStats(&stats)
+		return uint64(stats.NumGC)
 	}
 	prev := cycles()
 	t := time.NewTicker(memoryTick)
