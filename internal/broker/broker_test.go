@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -344,6 +345,46 @@ func TestModulePanic(t *testing.T) {
 	}
 	if err := h.Call(ctx(t), "boom.ok", flux.NodeidAny, nil, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+type attachModule struct{}
+
+func (attachModule) Name() string { return "attach" }
+func (attachModule) Run(ctx context.Context, h *flux.Handle, args []string) error {
+	h.HandleFunc("attach.only", func(r *flux.Request) { r.RespondAttached(nil, "decoded") })
+	h.HandleFunc("attach.both", func(r *flux.Request) { r.RespondAttached([]byte(`{"n":1}`), "decoded") })
+	return h.Serve(ctx)
+}
+
+// TestAttachmentOnlyResponseLeavingBroker: a response whose content is
+// all in its in-process companion reaches a client on the local socket,
+// or another rank, as an EPROTO error naming the topic, not as an empty
+// success; one with a payload too arrives as that payload.
+func TestAttachmentOnlyResponseLeavingBroker(t *testing.T) {
+	reg := module.NewRegistry()
+	reg.Register("attach", func() module.Module { return attachModule{} })
+	ti := startInProcess(t, 2, 2, reg, []ModuleSpec{{Name: "attach", Ranks: "0"}})
+	for _, rank := range []int{0, 1} {
+		h := ti.handle(rank)
+		var got struct{ N int }
+		for {
+			err := h.Call(ctx(t), "attach.both", 0, nil, &got)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, syscall.ENOSYS) {
+				t.Fatal(err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if got.N != 1 {
+			t.Fatalf("rank %d: attach.both payload %+v", rank, got)
+		}
+		err := h.Call(ctx(t), "attach.only", 0, nil, nil)
+		if !errors.Is(err, syscall.EPROTO) || !strings.Contains(err.Error(), "attach.only") {
+			t.Fatalf("rank %d: attach.only from outside the broker: %v, want EPROTO naming the topic", rank, err)
+		}
 	}
 }
 

@@ -82,6 +82,9 @@ func (q *sendQueue) wake() {
 
 // push queues m; it reports false once the queue is closed.
 func (q *sendQueue) push(m *message.Message) bool {
+	if m.Attached != nil && len(m.Payload) == 0 && m.Type == message.Response && m.Errnum == 0 {
+		m = attachmentOnly(m)
+	}
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
@@ -101,6 +104,18 @@ func (q *sendQueue) push(m *message.Message) bool {
 	q.mu.Unlock()
 	q.wake()
 	return true
+}
+
+// attachmentOnly returns the error a peer gets instead of a response
+// whose content is all in its in-process companion (message.Attached,
+// as the job manager's journal sends to modules that ask "attached"):
+// encoded, it would arrive as an empty success.
+func attachmentOnly(m *message.Message) *message.Message {
+	e := *m
+	e.Attached = nil
+	e.Errnum = uint32(syscall.EPROTO)
+	e.SetString(m.Topic + ": this response is only for modules of the broker (asked \"attached\" from outside it)")
+	return &e
 }
 
 // cork holds pushed messages in the queue until uncork, so the replies

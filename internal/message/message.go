@@ -98,7 +98,8 @@ type Message struct {
 	// the payload (job-ingest's parsed jobspecs) so the receiver need
 	// not decode it again. It is never encoded, so it is lost between
 	// processes: a receiver must treat it as an optional hint and fall
-	// back to the payload.
+	// back to the payload. (A response with no payload but an attachment
+	// leaves a broker as an EPROTO error: see the broker's sendQueue.)
 	Attached any
 	// route0 holds the first hop without an allocation (most requests
 	// are routed once, from a module or a local client).
