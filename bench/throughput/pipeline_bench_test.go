@@ -41,7 +41,7 @@ func BenchmarkPipeline(b *testing.B) {
 		b.Fatal(err)
 	}
 	payload := submitPayload(b)
-	journal, err := h.RPC("job-manager.events-journal", flux.NodeidAny, json.RawMessage(`{}`), flux.Streaming)
+	journal, err := h.RPC("job-manager.events-journal", flux.NodeidAny, json.RawMessage(`{"allow":{"clean":1}}`), flux.Streaming)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -21,9 +21,14 @@ type journal struct {
 	// payload and those in this broker that take the entry attached
 	// (jobjournal.Entry): each form is built only if someone wants it.
 	nPayload, nAttached int
-	pending             []journalEntry
-	index               map[jobid.ID]int // each job's entry in pending
-	lastLen             int              // entries the last take returned
+	// want caches, for payload (0) and attached (1) subscribers, which
+	// event names any of them takes: an event none takes is not built
+	// (a tool following only clean events costs one entry per job).
+	// Reset when a subscription starts or ends.
+	want    [2]wantSet
+	pending []journalEntry
+	index   map[jobid.ID]int // each job's entry in pending
+	lastLen int              // entries the last take returned
 }
 
 // maxPendingRoom bounds the room pending entries start with.
@@ -95,16 +100,17 @@ func newJournal(m *manager) *journal {
 // add queues an event: its time, name and context, and its eventlog
 // entry without the newline.
 func (jl *journal) add(j *job, ts float64, name string, ctx []byte, ev []byte) {
-	if len(jl.subs) == 0 {
+	payload := jl.nPayload > 0 && jl.wants(false, name)
+	attached := jl.nAttached > 0 && jl.wants(true, name)
+	if !payload && !attached {
 		return
 	}
 	e := jl.entry(j.ID)
-	if jl.nPayload > 0 {
-		e.events = append(e.events, ev)
-		e.names = append(e.names, name)
+	if payload {
+		e.addPayload(ev, name)
 	}
-	if jl.nAttached > 0 {
-		e.evs = append(e.evs, jobjournal.Event{Timestamp: ts, Name: name, Context: ctx})
+	if attached {
+		e.addAttached(jobjournal.Event{Timestamp: ts, Name: name, Context: ctx})
 	}
 	switch name {
 	case "submit":
@@ -112,6 +118,59 @@ func (jl *journal) add(j *job, ts float64, name string, ctx []byte, ev []byte) {
 	case "alloc":
 		e.R = j.R
 	}
+}
+
+// entryRoom is the room a job's event lists start with: its events in
+// one commit are few (submit, validate, depend and priority at most,
+// often).
+const entryRoom = 4
+
+func (e *journalEntry) addPayload(ev []byte, name string) {
+	if e.events == nil {
+		e.events, e.names = make([][]byte, 0, entryRoom), make([]string, 0, entryRoom)
+	}
+	e.events = append(e.events, ev)
+	e.names = append(e.names, name)
+}
+
+func (e *journalEntry) addAttached(ev jobjournal.Event) {
+	if e.evs == nil {
+		e.evs = make([]jobjournal.Event, 0, entryRoom)
+	}
+	e.evs = append(e.evs, ev)
+}
+
+// wantSet is what the subscribers of one kind take (see journal.want).
+type wantSet struct {
+	valid bool
+	all   bool // one of them takes every event
+	names map[string]bool
+}
+
+// wants reports whether a subscriber of the kind (attached or payload)
+// takes events named name.
+func (jl *journal) wants(attached bool, name string) bool {
+	w := &jl.want[0]
+	if attached {
+		w = &jl.want[1]
+	}
+	if !w.valid {
+		*w = wantSet{valid: true, names: make(map[string]bool)}
+		for _, sub := range jl.subs {
+			w.all = w.all || sub.attached == attached && sub.filter == nil
+		}
+	}
+	if w.all {
+		return true
+	}
+	v, ok := w.names[name]
+	if !ok {
+		for _, sub := range jl.subs {
+			v = v || sub.attached == attached && sub.filter.pass(name)
+		}
+		w.names[name] = v
+	}
+	return v
 }
 
 func (jl *journal) entry(id jobid.ID) *journalEntry {
@@ -124,16 +183,7 @@ func (jl *journal) entry(id jobid.ID) *journalEntry {
 			jl.pending = make([]journalEntry, 0, max(jl.lastLen, 16))
 		}
 		i = len(jl.pending)
-		e := journalEntry{id: id}
-		// a job's events in one commit are few: submit, validate,
-		// depend and priority at most, often
-		if jl.nPayload > 0 {
-			e.events, e.names = make([][]byte, 0, 4), make([]string, 0, 4)
-		}
-		if jl.nAttached > 0 {
-			e.evs = make([]jobjournal.Event, 0, 4)
-		}
-		jl.pending = append(jl.pending, e)
+		jl.pending = append(jl.pending, journalEntry{id: id})
 		jl.index[id] = i
 	}
 	return &jl.pending[i]
@@ -151,13 +201,17 @@ func (jl *journal) annotate(j *job) {
 	}
 	ctx = append(ctx, '}')
 	now := jl.m.now()
-	e := jl.entry(j.ID)
-	if jl.nPayload > 0 {
-		e.events = append(e.events, appendEvent(nil, now, "annotations", ctx))
-		e.names = append(e.names, "annotations")
+	payload := jl.nPayload > 0 && jl.wants(false, "annotations")
+	attached := jl.nAttached > 0 && jl.wants(true, "annotations")
+	if !payload && !attached {
+		return
 	}
-	if jl.nAttached > 0 {
-		e.evs = append(e.evs, jobjournal.Event{Timestamp: now, Name: "annotations", Context: ctx})
+	e := jl.entry(j.ID)
+	if payload {
+		e.addPayload(appendEvent(nil, now, "annotations", ctx), "annotations")
+	}
+	if attached {
+		e.addAttached(jobjournal.Event{Timestamp: now, Name: "annotations", Context: ctx})
 	}
 	jl.m.batch.Kick()
 }
@@ -363,6 +417,7 @@ func (jl *journal) subscribe(r *flux.Request) {
 	key := journalKey{r.Msg.RouteString(), r.Msg.Matchtag}
 	jl.drop(key)
 	jl.subs[key] = &journalSub{r: r, attached: req.Attached, filter: filter}
+	jl.want = [2]wantSet{}
 	if req.Attached {
 		jl.nAttached++
 	} else {
@@ -385,6 +440,7 @@ func (jl *journal) drop(key journalKey) {
 		return
 	}
 	delete(jl.subs, key)
+	jl.want = [2]wantSet{}
 	if sub.attached {
 		jl.nAttached--
 	} else {
