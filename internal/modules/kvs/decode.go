@@ -286,6 +286,8 @@ func attachedOps(att fluxkvs.AttachedOps, guest bool) ([]op, error) {
 			}
 		} else if ok {
 			o.dirent = treeobj.NewVal(data)
+		} else if t := a.Treeobj(); t != nil {
+			o.dirent = t // built in this broker by treeobj: valid, immutable
 		} else if len(a.Dirent) > 0 && string(a.Dirent) != "null" {
 			d, err := treeobj.Decode(a.Dirent)
 			if err != nil {

@@ -40,7 +40,7 @@ func CommitAttached(h *flux.Handle, ns string, flags int, t *Txn) (*flux.Future,
 
 // Value returns the data of an operation that stores a val (Put,
 // Append), and whether it is one; other operations have their tree
-// object in Dirent.
+// object in Dirent, or from PutTreeobj in Treeobj.
 func (o *Op) Value() ([]byte, bool) { return o.val, o.isVal }
 
 // RequestOps returns the operations of a kvs.commit or kvs.fence request
@@ -53,6 +53,8 @@ func RequestOps(m *flux.Message) ([]Op, error) {
 			ops[i] = o
 			if o.isVal {
 				ops[i].Dirent = appendVal(nil, o.val)
+			} else if o.obj != nil {
+				ops[i].Dirent = o.obj.Encode()
 			} else if len(o.Dirent) == 0 {
 				ops[i].Dirent = json.RawMessage("null")
 			}

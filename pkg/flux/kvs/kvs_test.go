@@ -37,6 +37,28 @@ func TestCommitPayload(t *testing.T) {
 	}
 }
 
+// A tree object put with PutTreeobj travels as itself when attached
+// (Treeobj) and is encoded where it leaves as JSON: in a commit payload,
+// in AttachedOps.Encode (a relayed commit) and in RequestOps.
+func TestPutTreeobj(t *testing.T) {
+	obj := treeobj.NewValref("sha1-0123456789abcdef0123456789abcdef01234567")
+	var txn Txn
+	txn.PutTreeobj("job.a.J", obj)
+	if txn.Ops[0].Treeobj() != obj {
+		t.Fatal("PutTreeobj's object is not handed over as is")
+	}
+	want := `[{"key":"job.a.J","flags":0,"dirent":` + string(obj.Encode()) + `}]`
+	if got := string(AttachedOps(txn.Ops).Encode()); got != want {
+		t.Errorf("relayed ops %s, want %s", got, want)
+	}
+	var p struct {
+		Ops []Op `json:"ops"`
+	}
+	if err := json.Unmarshal(encodeCommit("primary", 0, "", 0, txn.Ops), &p); err != nil || len(p.Ops) != 1 || string(p.Ops[0].Dirent) != string(obj.Encode()) {
+		t.Errorf("commit payload ops %+v (%v)", p.Ops, err)
+	}
+}
+
 // Values are encoded into the payload as treeobj encodes a val.
 func TestValEncoding(t *testing.T) {
 	for _, data := range []string{"", "a", "ab", "abc", "{\"x\":1}\n", string(make([]byte, 1000))} {

@@ -54,6 +54,7 @@ type Op struct {
 	Dirent json.RawMessage `json:"dirent"`
 	val    []byte          // the data of a val dirent (when Dirent is nil)
 	isVal  bool
+	obj    *treeobj.Object // the dirent of PutTreeobj (when Dirent is nil; never nil there)
 }
 
 // Txn accumulates operations to commit atomically.
@@ -106,8 +107,13 @@ func (t *Txn) Symlink(key, ns, target string) {
 // PutTreeobj stores an RFC 11 tree object at key as is (a dirref makes
 // key a copy of that directory, a symlink a link ...).
 func (t *Txn) PutTreeobj(key string, obj *treeobj.Object) {
-	t.Ops = append(t.Ops, Op{Key: key, Dirent: obj.Encode()})
+	t.Ops = append(t.Ops, Op{Key: key, obj: obj})
 }
+
+// Treeobj returns the tree object of an operation made by PutTreeobj,
+// nil for others: a KVS module takes it as is from an attached commit
+// instead of decoding its encoding (it must not be modified).
+func (o *Op) Treeobj() *treeobj.Object { return o.obj }
 
 // Len returns the number of operations.
 func (t *Txn) Len() int { return len(t.Ops) }
@@ -130,6 +136,9 @@ func encodeCommit(ns string, flags int, name string, nprocs int, ops []Op) json.
 	size := 64 + len(ns) + len(name)
 	for i := range ops {
 		size += len(ops[i].Key) + len(ops[i].Dirent) + 40
+		if ops[i].obj != nil {
+			size += 128 // a valref or a small dir, typically
+		}
 		if ops[i].isVal {
 			size += base64.StdEncoding.EncodedLen(len(ops[i].val)) + len(valPrefix) + len(valSuffix)
 		}
@@ -165,6 +174,8 @@ func appendOps(b []byte, ops []Op) []byte {
 		b = append(b, `,"dirent":`...)
 		if ops[i].isVal {
 			b = appendVal(b, ops[i].val)
+		} else if ops[i].obj != nil {
+			b = ops[i].obj.AppendEncode(b)
 		} else if len(ops[i].Dirent) == 0 {
 			b = append(b, "null"...)
 		} else {
