@@ -82,9 +82,12 @@ start.`,
 					if err != nil {
 						return err
 					}
+					if cur == 0 {
+						return fmt.Errorf("duration: job %s has no time limit to adjust by %+gs: give a duration instead", id.String(), float64(d))
+					}
 					nd := cur + float64(d)
 					if nd <= 0 {
-						return fmt.Errorf("duration: adjusted duration %s is not positive", fsd.Format(nd))
+						return fmt.Errorf("duration: %s adjusted by %+gs is not positive", fsd.Format(cur), float64(d))
 					}
 					updates["attributes.system.duration"] = nd
 				}

@@ -236,6 +236,12 @@ func TestUpdate(t *testing.T) {
 	if d := e.field(id, "{duration}"); d != "360.0" {
 		t.Errorf("flux jobs {duration} after +1m: %q", d)
 	}
+	// an adjustment that leaves no time, or of a job without a limit,
+	// is refused with the reason
+	e.fail("is not positive", "update", id.String(), "duration=-7m")
+	unlimited := e.submit("--urgency=hold", testDuration("0.01s"), "true")
+	e.fail("no time limit to adjust", "update", unlimited.String(), "duration=+1m")
+	e.must("cancel", unlimited.String())
 	js := e.must("job", "info", id.String(), "jobspec")
 	if !strings.Contains(js, `"duration":360`) {
 		t.Errorf("jobspec after update: %.200s", js)
