@@ -340,6 +340,9 @@ func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Wr
 			truncated = true
 		}
 	}
+	if needsInstances(of.fields) || strings.Contains(o.sort, "instance.") {
+		fetchInstances(ctx, rows)
+	}
 	if o.sort != "" {
 		if err := sortItems(rows, o.sort, jobFieldSource); err != nil {
 			return err
@@ -389,24 +392,42 @@ func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Wr
 // printJobStats prints the --stats line; it reports whether any job is
 // active.
 func printJobStats(ctx context.Context, h *flux.Handle, out io.Writer) (bool, error) {
-	var st struct {
-		JobStates      map[string]int `json:"job_states"`
-		Successful     int            `json:"successful"`
-		Failed         int            `json:"failed"`
-		Canceled       int            `json:"canceled"`
-		Timeout        int            `json:"timeout"`
-		InactivePurged int            `json:"inactive_purged"`
-	}
-	if err := h.Call(ctx, "job-list.job-stats", flux.NodeidAny, map[string]any{}, &st); err != nil {
+	st, err := getJobStats(ctx, h)
+	if err != nil {
 		return false, fmt.Errorf("error retrieving job stats: %w", err)
 	}
-	pending := st.JobStates["depend"] + st.JobStates["priority"] + st.JobStates["sched"]
-	running := st.JobStates["run"] + st.JobStates["cleanup"]
-	failed := st.Failed + st.Canceled + st.Timeout
 	fmt.Fprintf(out, "%d running, %d completed, %d failed, %d pending, %d inactive purged\n",
-		running, st.Successful, failed, pending, st.InactivePurged)
-	return pending+running > 0, nil
+		st.running(), st.Successful, st.failed(), st.pending(), st.InactivePurged)
+	return st.pending()+st.running() > 0, nil
 }
+
+// jobStats is a job-list.job-stats answer.
+type jobStats struct {
+	JobStates      map[string]int `json:"job_states"`
+	Successful     int            `json:"successful"`
+	Failed         int            `json:"failed"`
+	Canceled       int            `json:"canceled"`
+	Timeout        int            `json:"timeout"`
+	InactivePurged int            `json:"inactive_purged"`
+}
+
+func getJobStats(ctx context.Context, h *flux.Handle) (*jobStats, error) {
+	var st jobStats
+	if err := h.Call(ctx, "job-list.job-stats", flux.NodeidAny, map[string]any{}, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+func (st *jobStats) pending() int {
+	return st.JobStates["depend"] + st.JobStates["priority"] + st.JobStates["sched"]
+}
+
+func (st *jobStats) running() int { return st.JobStates["run"] + st.JobStates["cleanup"] }
+
+// failed counts every unsuccessful job, canceled and timed out ones too
+// (as flux-core's JobStats does).
+func (st *jobStats) failed() int { return st.Failed + st.Canceled + st.Timeout }
 
 // listRows fetches a listing, decoding its chunks on other goroutines
 // while the next ones arrive (a listing of every job of a busy instance

@@ -19,7 +19,8 @@ import (
 // jobRow is one job being formatted.
 type jobRow struct {
 	*job.Info
-	now float64
+	now  float64
+	inst *instanceInfo // what the instance the job runs says (jobs_instance.go)
 }
 
 var jobHeadings = map[string]string{
@@ -89,6 +90,8 @@ func jobFieldsAttrs(fields []fmtField) []string {
 		switch {
 		case strings.HasPrefix(n, "annotations.") || strings.HasPrefix(n, "sched.") || strings.HasPrefix(n, "user."):
 			add([]string{"annotations"})
+		case isInstanceField(n):
+			add([]string{"annotations", "state"}) // where the instance's URI is
 		default:
 			add(jobFieldAttrs[n])
 		}
@@ -102,6 +105,9 @@ func jobFieldsAttrs(fields []fmtField) []string {
 func jobHeading(name string) string {
 	if h, ok := jobHeadings[name]; ok {
 		return h
+	}
+	if isInstanceField(name) {
+		return instanceHeading(name)
 	}
 	switch {
 	case strings.HasPrefix(name, "annotations."):
@@ -305,6 +311,9 @@ func optInt(has bool, n int64) fmtVal {
 
 // jobField returns the getter of a flux jobs field.
 func jobField(name string) (func(jobRow) fmtVal, error) {
+	if isInstanceField(name) {
+		return instanceField(name)
+	}
 	if strings.HasPrefix(name, "annotations.") || strings.HasPrefix(name, "sched.") || strings.HasPrefix(name, "user.") {
 		path := strings.Split(strings.TrimPrefix(name, "annotations."), ".")
 		return func(r jobRow) fmtVal { return r.annotation(path) }, nil

@@ -151,6 +151,16 @@ func TestAllocBgProxyAndTrees(t *testing.T) {
 		t.Fatalf("proxy to a plain job: %+v", r)
 	}
 
+	// the instance fields: asked of the instance, empty for a plain job
+	got := inst.MustRun(t, "jobs", "-n", "-o", "{id.f58}|{instance.stats}|{instance.stats.total}|{instance.resources.all.nnodes}|{instance.resources.allocated.ncores}|{instance.progress}|{uri.local}", id, top)
+	rows := strings.Split(strings.TrimSpace(got), "\n")
+	if len(rows) != 2 || !strings.HasPrefix(rows[0], id+"|PD:0 R:1 CD:0 F:0|1|1|1|0.0|local://") || rows[1] != top+"||||||" {
+		t.Fatalf("instance fields:\n%s", got)
+	}
+	if h := inst.MustRun(t, "jobs", "-o", "{instance.stats.total} {instance.utilization} {instance.resources.free.ncores} {uri}", id); !strings.HasPrefix(h, "NJOBS CORE% FREE URI\n") {
+		t.Fatalf("instance field headings:\n%s", h)
+	}
+
 	out := inst.MustRun(t, "jobs", "-R", "-o", "{id.f58} {name}")
 	want := fmt.Sprintf("\n%s:\n", id)
 	if !strings.Contains(out, want) || !strings.Contains(out, child+" inner") || !strings.Contains(out, top+" outer") {
