@@ -32,6 +32,8 @@ func jobSubcommands() []*cobra.Command {
 		newJobWaitCmd(),
 		newJobLastCmd(),
 		newJobPurgeCmd(),
+		newJobTaskmapCmd(),
+		newJobTimeleftCmd(),
 	}
 }
 
