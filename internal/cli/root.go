@@ -39,7 +39,7 @@ var commandTable = []command{
 	{"lsattr", newLsattrCmd},
 	{"R", newRCmd},
 	{"job", newJobCmd},
-	{"jobspec", newJobspecCmd}, {"submit", newSubmitCmd}, {"run", newRunCmd}, {"bulksubmit", newBulksubmitCmd},
+	{"jobspec", newJobspecCmd}, {"submit", newSubmitCmd}, {"run", newRunCmd}, {"bulksubmit", newBulksubmitCmd}, {"capacitor", newCapacitorCmd}, {"mini", newMiniCmd},
 	{"cancel", newCancelCmd}, {"update", newUpdateCmd},
 	{"batch", newBatchCmd}, {"alloc", newAllocCmd}, {"batch-exec", newBatchExecCmd}, {"proxy", newProxyCmd}, {"pstree", newPstreeCmd},
 	{"jobs", newJobsCmd}, {"pgrep", newPgrepCmd}, {"pkill", newPkillCmd}, {"jobtap", newJobtapCmd}, {"queue", newQueueCmd},
