@@ -76,8 +76,8 @@ func followJob(ctx context.Context, h *flux.Handle, id jobid.ID) (jobOutcome, er
 	return out, err
 }
 
-// followJobs implements --wait / --wait-event / flux run: wait for each
-// job and return the largest exit code.
+// followJobs implements --wait / --watch / --wait-event / flux run: wait
+// for each job and return the largest exit code.
 func followJobs(ctx context.Context, h *flux.Handle, o *submitOptions, ids []jobid.ID, out io.Writer) (int, error) {
 	worst := 0
 	if o.cmdName == "run" && len(ids) == 1 && o.waitEvent == "" {
@@ -92,6 +92,17 @@ func followJobs(ctx context.Context, h *flux.Handle, o *submitOptions, ids []job
 		return attachJob(h, ids[0], ao, os.Stdin, out, os.Stderr)
 	}
 	for _, id := range ids {
+		if o.watch && o.waitEvent == "" {
+			// --watch: each job's output, read-only, as flux job attach
+			// shows it, one job after another (the output of jobs that
+			// ran meanwhile waits in their output eventlogs)
+			code, err := attachJob(h, id, attachOptions{labelIO: o.labelIO, readOnly: true}, nil, out, os.Stderr)
+			if err != nil {
+				return 1, err
+			}
+			worst = max(worst, code)
+			continue
+		}
 		if o.waitEvent != "" {
 			name := o.waitEvent
 			err := watchEventlog(ctx, h, id, func(ev eventlog.Event) bool { return ev.Name == name })

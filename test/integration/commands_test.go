@@ -185,3 +185,18 @@ func TestBulksubmit(t *testing.T) {
 		t.Errorf("bulksubmit --wait with a job exiting 2: %+v", r)
 	}
 }
+
+// TestSubmitWatch: flux submit --watch shows each job's output (stdout
+// and stderr, labeled with --label-io) and exits with the largest exit
+// code.
+func TestSubmitWatch(t *testing.T) {
+	e := start(t)
+	r := e.flux("submit", "--watch", "--quiet", "--cc=1-3", "sh", "-c", "echo out {cc}; echo err {cc} >&2; exit {cc}")
+	if r.Code != 3 || r.Stdout != "out 1\nout 2\nout 3\n" || !strings.Contains(r.Stderr, "err 1\n") || !strings.Contains(r.Stderr, "err 3\n") {
+		t.Fatalf("flux submit --watch: %+v", r)
+	}
+	r = e.flux("submit", "--watch", "--quiet", "-n2", "--label-io", "echo", "hi")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "0: hi\n") || !strings.Contains(r.Stdout, "1: hi\n") {
+		t.Fatalf("flux submit --watch --label-io: %+v", r)
+	}
+}
