@@ -99,6 +99,28 @@ func runSubmit(o *submitOptions, args []string, out io.Writer) error {
 // options say (flux run always does). A job refused is reported on errw
 // and makes the exit code 1; the others are submitted all the same.
 func submitSpecs(o *submitOptions, specs []*jobspec.Jobspec, printIDs bool, out, errw io.Writer) error {
+	// --log FILE takes the program's messages (job IDs, errors),
+	// --log-stderr FILE its error messages; the jobs' output (--watch)
+	// stays on the terminal
+	logOut, logErr := out, errw
+	for _, l := range []struct {
+		opt, path string
+		w         *io.Writer
+		also      bool // --log takes the error messages too, unless --log-stderr
+	}{{"--log", o.logFile, &logOut, o.logStderr == ""}, {"--log-stderr", o.logStderr, &logErr, false}} {
+		if l.path == "" {
+			continue
+		}
+		f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("%s: %w", l.opt, err)
+		}
+		defer f.Close()
+		*l.w = f
+		if l.also {
+			logErr = f
+		}
+	}
 	urgency, err := urgencyValue(o.urgency)
 	if err != nil {
 		return fmt.Errorf("--urgency: %w", err)
@@ -118,12 +140,12 @@ func submitSpecs(o *submitOptions, specs []*jobspec.Jobspec, printIDs bool, out,
 		err = submitJobs(ctx, h, specs, urgency, flags, func(i int, r submitResult) {
 			if r.err != nil {
 				failed++
-				fmt.Fprintf(errw, "flux-%s: %v\n", o.cmdName, r.err)
+				fmt.Fprintf(logErr, "flux-%s: %v\n", o.cmdName, r.err)
 				return
 			}
 			ids = append(ids, r.id)
 			if !o.quiet && printIDs {
-				fmt.Fprintln(out, r.id.String())
+				fmt.Fprintln(logOut, r.id.String())
 			}
 			if bar != nil {
 				bar.update(len(ids), false)
@@ -133,7 +155,7 @@ func submitSpecs(o *submitOptions, specs []*jobspec.Jobspec, printIDs bool, out,
 			bar.update(len(ids), true)
 		}
 		if o.jps {
-			fmt.Fprintf(errw, "%.1f jps\n", float64(len(ids))/time.Since(started).Seconds())
+			fmt.Fprintf(logErr, "%.1f jps\n", float64(len(ids))/time.Since(started).Seconds())
 		}
 		if err != nil {
 			return err

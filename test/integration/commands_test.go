@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -199,4 +201,26 @@ func TestSubmitWatch(t *testing.T) {
 	if r.Code != 0 || !strings.Contains(r.Stdout, "0: hi\n") || !strings.Contains(r.Stdout, "1: hi\n") {
 		t.Fatalf("flux submit --watch --label-io: %+v", r)
 	}
+}
+
+// TestSubmitLog: --log FILE takes the job IDs and error messages,
+// --log-stderr FILE the error messages alone.
+func TestSubmitLog(t *testing.T) {
+	e := start(t)
+	dir := t.TempDir()
+	logf, errf := filepath.Join(dir, "ids.log"), filepath.Join(dir, "err.log")
+	if r := e.flux("submit", "--log="+logf, "--cc=1-2", "true"); r.Code != 0 || r.Stdout != "" {
+		t.Fatalf("submit --log: %+v", r)
+	}
+	if b, _ := os.ReadFile(logf); len(strings.Fields(string(b))) != 2 {
+		t.Errorf("--log file: %q", b)
+	}
+	r := e.flux("submit", "--log="+logf, "--log-stderr="+errf, "--dependency=afterok:ƒ2PbTxYF", "true")
+	if r.Code != 1 || r.Stderr != "" {
+		t.Fatalf("submit --log-stderr with a refused job: %+v", r)
+	}
+	if b, _ := os.ReadFile(errf); !strings.Contains(string(b), "not found") {
+		t.Errorf("--log-stderr file: %q", b)
+	}
+	e.fail("--log", "submit", "--log="+filepath.Join(dir, "no", "such.log"), "true")
 }
