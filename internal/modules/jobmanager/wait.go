@@ -98,11 +98,14 @@ func (m *manager) answerWait(r *flux.Request, j *job) {
 	success := j.Result == "COMPLETED"
 	errstr := ""
 	if !success {
+		ws := syscall.WaitStatus(j.finishStatus)
 		switch {
 		case j.exceptType != "":
-			errstr = fmt.Sprintf("job %s: fatal exception type=%s", j.ID.String(), j.exceptType)
+			errstr = fmt.Sprintf("fatal exception type=%s", j.exceptType)
+		case ws.Signaled():
+			errstr = fmt.Sprintf("task(s) %s", ws.Signal())
 		default:
-			errstr = fmt.Sprintf("job %s: exit status %d", j.ID.String(), j.finishStatus)
+			errstr = fmt.Sprintf("task(s) exited with exit code %d", ws.ExitStatus())
 		}
 	}
 	r.Respond(map[string]any{"id": j.ID, "success": success, "errstr": errstr})
