@@ -40,7 +40,7 @@ var commandTable = []command{
 	{"R", newRCmd},
 	{"job", newJobCmd},
 	{"jobspec", newJobspecCmd}, {"submit", newSubmitCmd}, {"run", newRunCmd}, {"bulksubmit", newBulksubmitCmd}, {"capacitor", newCapacitorCmd}, {"mini", newMiniCmd},
-	{"cancel", newCancelCmd}, {"update", newUpdateCmd},
+	{"cancel", newCancelCmd}, {"update", newUpdateCmd}, {"watch", newWatchCmd},
 	{"batch", newBatchCmd}, {"alloc", newAllocCmd}, {"batch-exec", newBatchExecCmd}, {"proxy", newProxyCmd}, {"pstree", newPstreeCmd},
 	{"jobs", newJobsCmd}, {"pgrep", newPgrepCmd}, {"pkill", newPkillCmd}, {"jobtap", newJobtapCmd}, {"queue", newQueueCmd},
 	{"hostlist", newHostlistCmd},

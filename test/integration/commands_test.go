@@ -224,3 +224,31 @@ func TestSubmitLog(t *testing.T) {
 	}
 	e.fail("--log", "submit", "--log="+filepath.Join(dir, "no", "such.log"), "true")
 }
+
+// TestWatch: flux watch copies the output of the given or selected jobs,
+// inactive ones too, in submission order, and exits with the largest
+// exit code (2 for bad options).
+func TestWatch(t *testing.T) {
+	e := start(t)
+	a := e.submit("sh", "-c", "echo A; echo A-err >&2; exit 3")
+	b := e.submit("echo", "B")
+	r := e.flux("watch", b.String(), a.String())
+	if r.Code != 3 || r.Stdout != "B\nA\n" || !strings.Contains(r.Stderr, "A-err\n") {
+		t.Fatalf("flux watch IDS: %+v", r)
+	}
+	e.waitEvent(a, "clean")
+	e.waitEvent(b, "clean")
+	r = e.flux("watch", "--all", "--progress")
+	if r.Code != 3 || r.Stdout != "A\nB\n" || !strings.Contains(r.Stderr, "CD:1 F:1") {
+		t.Fatalf("flux watch --all --progress: %+v", r)
+	}
+	if r := e.flux("watch"); r.Code != 2 || !strings.Contains(r.Stderr, "no jobs to watch") {
+		t.Errorf("flux watch without jobs: %+v", r)
+	}
+	if r := e.flux("watch", "--filter=bogus"); r.Code != 2 {
+		t.Errorf("flux watch --filter=bogus: %+v", r)
+	}
+	if r := e.flux("watch", "--active"); r.Code != 0 || r.Stdout != "" {
+		t.Errorf("flux watch --active with none active: %+v", r)
+	}
+}
