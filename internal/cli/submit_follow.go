@@ -91,12 +91,19 @@ func followJobs(ctx context.Context, h *flux.Handle, o *submitOptions, ids []job
 		}
 		return attachJob(h, ids[0], ao, os.Stdin, out, os.Stderr)
 	}
+	var errw io.Writer = os.Stderr
+	if o.progress && (o.wait || o.watch) && o.waitEvent == "" {
+		// the completion of the jobs, as flux watch --progress shows it
+		bar := newWatchProgress(ctx, h, ids, o.jps, errw)
+		defer bar.stop()
+		out, errw = bar.above(out), bar.above(errw)
+	}
 	for _, id := range ids {
 		if o.watch && o.waitEvent == "" {
 			// --watch: each job's output, read-only, as flux job attach
 			// shows it, one job after another (the output of jobs that
 			// ran meanwhile waits in their output eventlogs)
-			code, err := attachJob(h, id, attachOptions{labelIO: o.labelIO, readOnly: true}, nil, out, os.Stderr)
+			code, err := attachJob(h, id, attachOptions{labelIO: o.labelIO, readOnly: true}, nil, out, errw)
 			if err != nil {
 				return 1, err
 			}
@@ -116,7 +123,7 @@ func followJobs(ctx context.Context, h *flux.Handle, o *submitOptions, ids []job
 			return 1, err
 		}
 		if res.exception != "" {
-			fmt.Fprintf(os.Stderr, "%s: job.exception type=%s severity=%d %s\n", id.String(), res.exception, res.exSev, res.note)
+			fmt.Fprintf(errw, "%s: job.exception type=%s severity=%d %s\n", id.String(), res.exception, res.exSev, res.note)
 		}
 		if c := res.exitCode(); c > worst {
 			worst = c
