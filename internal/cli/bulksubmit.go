@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -47,25 +48,36 @@ ids printed in input order.`,
 			return err
 		},
 	}
-	var sep string
+	var bf bulkFlags
 	addSubmitFlags(cmd.Flags(), &submitOptions{}, submitFlagSets{perTask: true, bulk: true})
-	cmd.Flags().StringVar(&sep, "sep", " ", "split each input into fields {0}, {1}... on `SEP`")
+	addBulkFlags(cmd.Flags(), &bf)
 	return cmd
+}
+
+// bulkFlags are the options of bulksubmit alone.
+type bulkFlags struct {
+	sep     string
+	shuffle bool
+}
+
+func addBulkFlags(fs *pflag.FlagSet, bf *bulkFlags) {
+	fs.StringVar(&bf.sep, "sep", " ", "split each input into fields {0}, {1}... on `SEP`")
+	fs.BoolVar(&bf.shuffle, "shuffle", false, "Submit the jobs in random order (replacement fields keep their input's values)")
 }
 
 // bulkOptions parses bulksubmit's options (everything before the
 // command) and returns them with the remaining arguments.
-func bulkOptions(args []string) (o *submitOptions, sep string, rest []string, err error) {
+func bulkOptions(args []string) (o *submitOptions, bf bulkFlags, rest []string, err error) {
 	o = &submitOptions{cmdName: "bulksubmit", proc: defaultProcessEnv()}
 	fs := pflag.NewFlagSet("bulksubmit", pflag.ContinueOnError)
 	fs.SetInterspersed(false)
 	fs.SetOutput(io.Discard)
 	addSubmitFlags(fs, o, submitFlagSets{perTask: true, bulk: true})
-	fs.StringVar(&sep, "sep", " ", "")
+	addBulkFlags(fs, &bf)
 	if err := fs.Parse(args); err != nil {
-		return nil, "", nil, err
+		return nil, bf, nil, err
 	}
-	return o, sep, fs.Args(), nil
+	return o, bf, fs.Args(), nil
 }
 
 // isBulkDelim reports whether an argument starts an input group.
@@ -222,10 +234,11 @@ func substituteBulk(tmpl []string, input []string, sep string, seq int) []string
 }
 
 func runBulksubmit(args []string, stdin io.Reader, out, errw io.Writer) error {
-	o, sep, rest, err := bulkOptions(args)
+	o, bf, rest, err := bulkOptions(args)
 	if err != nil {
 		return err
 	}
+	sep := bf.sep
 	// the options are substituted too: parse them again per input when
 	// they have replacement fields
 	opts := args[:len(args)-len(rest)]
@@ -238,6 +251,7 @@ func runBulksubmit(args []string, stdin io.Reader, out, errw io.Writer) error {
 		return err
 	}
 	specs := make([]*jobspec.Jobspec, 0, len(inputs))
+	var dry []string
 	for seq, in := range inputs {
 		oi, optsi := o, opts
 		if perInput {
@@ -248,7 +262,7 @@ func runBulksubmit(args []string, stdin io.Reader, out, errw io.Writer) error {
 		}
 		command := substituteBulk(tmpl, in, sep, seq)
 		if o.dryRun {
-			fmt.Fprintf(out, "bulksubmit: submit %s\n", strings.Join(append(dryRunOptions(optsi), command...), " "))
+			dry = append(dry, strings.Join(append(dryRunOptions(optsi), command...), " "))
 			continue
 		}
 		js, err := oi.buildOne(command)
@@ -257,7 +271,14 @@ func runBulksubmit(args []string, stdin io.Reader, out, errw io.Writer) error {
 		}
 		specs = append(specs, js)
 	}
+	if bf.shuffle {
+		rand.Shuffle(len(specs), func(i, k int) { specs[i], specs[k] = specs[k], specs[i] })
+		rand.Shuffle(len(dry), func(i, k int) { dry[i], dry[k] = dry[k], dry[i] })
+	}
 	if o.dryRun {
+		for _, line := range dry {
+			fmt.Fprintf(out, "bulksubmit: submit %s\n", line)
+		}
 		return nil
 	}
 	return submitSpecs(o, specs, true, out, errw)
@@ -316,7 +337,7 @@ func newJobSubmitCmd() *cobra.Command {
 func dryRunOptions(opts []string) []string {
 	var out []string
 	for _, a := range opts {
-		if a != "--dry-run" {
+		if a != "--dry-run" && a != "--shuffle" { // bulksubmit's, not the job's
 			out = append(out, a)
 		}
 	}

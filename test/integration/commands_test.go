@@ -252,3 +252,15 @@ func TestWatch(t *testing.T) {
 		t.Errorf("flux watch --active with none active: %+v", r)
 	}
 }
+
+// TestBulksubmitShuffle: --shuffle submits every input, in some order,
+// each keeping its own replacement values.
+func TestBulksubmitShuffle(t *testing.T) {
+	e := start(t)
+	r := e.flux("bulksubmit", "--shuffle", "--watch", "--quiet", "echo", "{seq}:{}", ":::", "a", "b", "c", "d")
+	got := strings.Fields(r.Stdout)
+	sort.Strings(got)
+	if r.Code != 0 || strings.Join(got, " ") != "0:a 1:b 2:c 3:d" {
+		t.Fatalf("bulksubmit --shuffle: %+v", r)
+	}
+}
