@@ -18,6 +18,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
+	"github.com/fluxgo/fluxgo/pkg/taskmap"
 )
 
 // submitOptions holds the parsed submission options. Numeric options stay
@@ -39,6 +40,9 @@ type submitOptions struct {
 	requires   []string // --requires, RFC 35 queries joined by spaces
 	setattr    []string // -S/--setattr KEY[=VAL]
 	setopt     []string // -o/--setopt KEY[=VAL]
+	taskmap    string   // --taskmap SCHEME[:VALUE]
+	bank       string   // -B/--bank NAME
+	project    string   // --project NAME
 	signal     string   // --signal=SIG@TIME
 	env        []string // --env, --env-remove (as -PATTERN), --env-file (as ^FILE), in order
 	rlimit     []string // --rlimit rules
@@ -115,6 +119,9 @@ func addSubmitFlags(fs *pflag.FlagSet, o *submitOptions, sets submitFlagSets) {
 	fs.StringVar(&o.jobName, "job-name", "", "Set an optional `NAME` for the job")
 	fs.StringVar(&o.signal, "signal", "", "Send signal `SIG@TIME` before the time limit (default SIGUSR1@60s)")
 	fs.StringArrayVarP(&o.setopt, "setopt", "o", nil, "Set shell option `KEY[=VAL]` (VAL defaults to 1 and is parsed as JSON if it is JSON) (multiple use OK)")
+	fs.StringVar(&o.taskmap, "taskmap", "", "Map task IDs to nodes by `SCHEME[:VALUE]`: block, cyclic[:N] (N tasks at a time), manual:TASKMAP (RFC 34 JSON)")
+	fs.StringVarP(&o.bank, "bank", "B", "", "Charge the job to bank `NAME` (attributes.system.bank)")
+	fs.StringVar(&o.project, "project", "", "Set the job's project `NAME` (attributes.system.project)")
 	fs.StringArrayVarP(&o.setattr, "setattr", "S", nil, "Set job attribute `KEY[=VAL]` (system. is assumed without system., user. or .; VAL defaults to 1 and is parsed as JSON if it is JSON; ^KEY=FILE reads it from a JSON file) (multiple use OK)")
 	fs.Var(&depFlag{o, false}, "dependency", "Set an RFC 26 dependency URI for this job (multiple use OK)")
 	fs.StringArrayVar(&o.requires, "requires", nil, "Specify job constraints `CONSTRAINT` in RFC 35 syntax (multiple use OK)")
@@ -316,8 +323,24 @@ func (o *submitOptions) buildOne(cmd []string) (*jobspec.Jobspec, error) {
 			return nil, fmt.Errorf("--setopt=%s: %w", kv, err)
 		}
 	}
+	if o.taskmap != "" {
+		tm, err := taskmapOption(o.taskmap)
+		if err != nil {
+			return nil, err
+		}
+		if err := js.SetShellOption("taskmap", tm); err != nil {
+			return nil, err
+		}
+	}
 	if o.queue != "" {
 		js.SetQueue(o.queue)
+	}
+	for _, a := range []struct{ key, val string }{{"system.bank", o.bank}, {"system.project", o.project}} {
+		if a.val != "" {
+			if err := js.SetAttribute(a.key, a.val); err != nil {
+				return nil, err
+			}
+		}
 	}
 	for _, kv := range o.setattr {
 		key, val, err := o.keyVal("--setattr", kv)
@@ -484,6 +507,29 @@ func parseSubmitFlags(list []string) (submitFlags, error) {
 		}
 	}
 	return f, nil
+}
+
+// taskmapOption checks a --taskmap SCHEME[:VALUE] and returns the
+// taskmap shell option {scheme, value} it stands for.
+func taskmapOption(s string) (map[string]any, error) {
+	scheme, value, _ := strings.Cut(s, ":")
+	switch scheme {
+	case "block":
+		if value != "" {
+			return nil, fmt.Errorf("--taskmap=%s: block takes no value", s)
+		}
+	case "cyclic":
+		if n, err := strconv.Atoi(value); value != "" && (err != nil || n < 1) {
+			return nil, fmt.Errorf("--taskmap=%s: the cyclic stride must be a positive integer", s)
+		}
+	case "manual":
+		if _, err := taskmap.Decode([]byte(value)); err != nil {
+			return nil, fmt.Errorf("--taskmap=%s: %w", s, err)
+		}
+	default:
+		return nil, fmt.Errorf("--taskmap=%s: unknown scheme %q (want block, cyclic[:N] or manual:TASKMAP)", s, scheme)
+	}
+	return map[string]any{"scheme": scheme, "value": value}, nil
 }
 
 // keyVal reads KEY[=VAL] for --setopt and --setattr: VAL is JSON if it

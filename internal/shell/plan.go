@@ -9,6 +9,7 @@ package shell
 import (
 	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/fluxgo/fluxgo/pkg/idset"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
@@ -53,8 +54,14 @@ type PlanOptions struct {
 	// and per-resource.count=N (default 1).
 	PerResourceType  string
 	PerResourceCount int
-	// Cyclic asks for a cyclic instead of block task map.
-	Cyclic bool
+	// CyclicStride, when not 0, asks for a cyclic task map dealing that
+	// many tasks to a node at a time (taskmap cyclic[:N]) instead of a
+	// block one.
+	CyclicStride int
+	// Manual is a task map given in full (taskmap manual:MAP): it must
+	// place the job's tasks on its nodes, and may put a different number
+	// on each than the default spread.
+	Manual *taskmap.Map
 }
 
 // PlanOptionsFrom reads placement options from jobspec shell options.
@@ -87,15 +94,38 @@ func PlanOptionsFrom(js *jobspec.Jobspec) (PlanOptions, error) {
 		}
 	}
 	if tm, ok := opts["taskmap"].(map[string]any); ok {
+		value, _ := tm["value"].(string)
 		switch tm["scheme"] {
 		case "cyclic":
-			o.Cyclic = true
+			o.CyclicStride = 1
+			if value != "" {
+				n, err := strconv.Atoi(value)
+				if err != nil || n < 1 {
+					return o, fmt.Errorf("shell option taskmap cyclic:%s: the stride must be a positive integer", value)
+				}
+				o.CyclicStride = n
+			}
+		case "manual":
+			m, err := taskmap.Decode([]byte(value))
+			if err != nil {
+				return o, fmt.Errorf("shell option taskmap manual:%s: %w", value, err)
+			}
+			o.Manual = m
 		case "block", nil:
 		default:
-			return o, fmt.Errorf("shell option taskmap.scheme=%v: want block or cyclic", tm["scheme"])
+			return o, fmt.Errorf("shell option taskmap.scheme=%v: want block, cyclic or manual", tm["scheme"])
 		}
 	}
 	return o, nil
+}
+
+// maxSlots returns the largest of slots.
+func maxSlots(slots []int) int {
+	m := 0
+	for _, n := range slots {
+		m = max(m, n)
+	}
+	return m
 }
 
 // MakePlan distributes the jobspec's tasks over the resources in R: per
@@ -154,16 +184,18 @@ func MakePlan(js *jobspec.Jobspec, R *rset.R, o PlanOptions) (*Plan, error) {
 		tc := js.Tasks[0].Count
 		switch {
 		case tc.Total > 0:
-			// spread Total over the slots, earlier slots taking the extra
-			base, extra := tc.Total/nslots, tc.Total%nslots
-			for i := range slots {
-				for s := 0; s < slots[i]; s++ {
-					n := base
-					if extra > 0 {
-						n++
-						extra--
+			// deal Total out one task at a time to the nodes in turn, a
+			// node taking one per round while it has a free slot (so -N4
+			// -n6 on 2-slot nodes runs 2,2,1,1 tasks, as flux-core's
+			// shell does), then, once every slot is taken, one per node
+			// per round again
+			left, most := tc.Total, maxSlots(slots)
+			for round := 0; left > 0; round++ {
+				for i := range slots {
+					if left > 0 && (round < slots[i] || round >= most) {
+						p.Counts[i]++
+						left--
 					}
-					p.Counts[i] += n
 				}
 			}
 		default:
@@ -183,9 +215,21 @@ func MakePlan(js *jobspec.Jobspec, R *rset.R, o PlanOptions) (*Plan, error) {
 		return nil, fmt.Errorf("the job has no tasks to run")
 	}
 	var err error
-	if o.Cyclic {
-		p.Map, err = taskmap.CyclicCounts(p.Counts, 1)
-	} else {
+	switch {
+	case o.Manual != nil:
+		if o.Manual.NNodes() != len(p.Ranks) || o.Manual.NTasks() != p.NTasks {
+			return nil, fmt.Errorf("taskmap manual:%s places %d tasks on %d nodes; the job has %d tasks on %d nodes",
+				o.Manual.EncodeArray(), o.Manual.NTasks(), o.Manual.NNodes(), p.NTasks, len(p.Ranks))
+		}
+		p.Map = o.Manual
+		for i := range p.Counts {
+			if p.Counts[i], err = p.Map.NTasksOnNode(i); err != nil {
+				return nil, err
+			}
+		}
+	case o.CyclicStride > 0:
+		p.Map, err = taskmap.CyclicCounts(p.Counts, o.CyclicStride)
+	default:
 		p.Map, err = taskmap.BlockCounts(p.Counts)
 	}
 	if err != nil {

@@ -44,6 +44,24 @@ func TestJobTaskmap(t *testing.T) {
 	e.fail("neither a job ID nor a task map", "job", "taskmap", "[[0,4,4]]")
 	e.fail("without a jobid", "job", "taskmap", "--hostname=0", "[[0,1,1,1]]")
 
+	// --taskmap chooses the map; a task total is spread over the nodes
+	cyc := e.submit("-N2", "-n4", "--taskmap=cyclic", "true").String()
+	if got := e.must("job", "taskmap", cyc); got != "[[0,2,1,2]]" {
+		t.Errorf("--taskmap=cyclic: %q", got)
+	}
+	man := e.submit("-N2", "-n3", "--taskmap=manual:[[1,1,2,1],[0,1,1,1]]", "true").String()
+	if got := e.must("job", "taskmap", man); got != "[[1,1,2,1],[0,1,1,1]]" {
+		t.Errorf("--taskmap=manual: %q", got)
+	}
+	spread := e.submit("-N2", "-n3", "true").String()
+	if got := e.must("job", "taskmap", spread); got != "[[0,1,2,1],[1,1,1,1]]" {
+		t.Errorf("-N2 -n3: %q", got)
+	}
+	e.fail("unknown scheme", "submit", "--taskmap=hostfile:x", "true")
+	if js := e.must("submit", "--dry-run", "-B", "bank1", "--project=p1", "true"); !strings.Contains(js, `"bank":"bank1"`) || !strings.Contains(js, `"project":"p1"`) {
+		t.Errorf("--bank/--project: %s", js)
+	}
+
 	// a job canceled before it ran has no map
 	held := e.submit("--urgency=hold", "true").String()
 	e.must("cancel", held)
