@@ -120,7 +120,11 @@ func addSubmitFlags(fs *pflag.FlagSet, o *submitOptions, sets submitFlagSets) {
 	fs.StringVar(&o.signal, "signal", "", "Send signal `SIG@TIME` before the time limit (default SIGUSR1@60s)")
 	fs.StringArrayVarP(&o.setopt, "setopt", "o", nil, "Set shell option `KEY[=VAL]` (VAL defaults to 1 and is parsed as JSON if it is JSON) (multiple use OK)")
 	fs.StringVar(&o.taskmap, "taskmap", "", "Map task IDs to nodes by `SCHEME[:VALUE]`: block, cyclic[:N] (N tasks at a time), manual:TASKMAP (RFC 34 JSON)")
-	fs.StringVarP(&o.bank, "bank", "B", "", "Charge the job to bank `NAME` (attributes.system.bank)")
+	bankShort := "B"
+	if !sets.perTask {
+		bankShort = "" // flux batch and alloc: -B is --broker-opts
+	}
+	fs.StringVarP(&o.bank, "bank", bankShort, "", "Charge the job to bank `NAME` (attributes.system.bank)")
 	fs.StringVar(&o.project, "project", "", "Set the job's project `NAME` (attributes.system.project)")
 	fs.StringArrayVarP(&o.setattr, "setattr", "S", nil, "Set job attribute `KEY[=VAL]` (system. is assumed without system., user. or .; VAL defaults to 1 and is parsed as JSON if it is JSON; ^KEY=FILE reads it from a JSON file) (multiple use OK)")
 	fs.Var(&depFlag{o, false}, "dependency", "Set an RFC 26 dependency URI for this job (multiple use OK)")
