@@ -14,7 +14,6 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,7 +26,6 @@ import (
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
-	"github.com/fluxgo/fluxgo/pkg/sign"
 )
 
 type capacitorOptions struct {
@@ -200,17 +198,8 @@ func runCapacitor(o capacitorOptions, in io.Reader, out, errw io.Writer) error {
 				report(j, j.err)
 				return nil
 			}
-			b, err := json.Marshal(j.spec)
-			if err != nil {
-				report(j, err)
-				return nil
-			}
-			req := struct {
-				J       string `json:"J"`
-				Urgency int    `json:"urgency"`
-				Flags   int    `json:"flags"`
-			}{sign.Wrap(b, uid), j.urgency, j.flags}
-			if j.fut, err = h.RPC("job-ingest.submit", flux.NodeidAny, req, 0); err != nil {
+			var err error
+			if j.fut, err = sendSubmit(h, j.spec, uid, j.urgency, j.flags); err != nil {
 				return err
 			}
 			pending = append(pending, j)

@@ -54,6 +54,21 @@ type submitResult struct {
 	err error
 }
 
+// sendSubmit sends one job-ingest.submit request: the jobspec signed
+// (RFC 39 "none") as uid, with its urgency and flags.
+func sendSubmit(h *flux.Handle, spec *jobspec.Jobspec, uid uint32, urgency, flags int) (*flux.Future, error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	req := struct {
+		J       string `json:"J"`
+		Urgency int    `json:"urgency"`
+		Flags   int    `json:"flags"`
+	}{sign.Wrap(b, uid), urgency, flags}
+	return h.RPC("job-ingest.submit", flux.NodeidAny, req, 0)
+}
+
 // submitJobs sends every jobspec to job-ingest with at most window
 // requests in flight, calling done for each result in submission order.
 func submitJobs(ctx context.Context, h *flux.Handle, specs []*jobspec.Jobspec, urgency, flags int, done func(i int, r submitResult)) error {
@@ -62,16 +77,7 @@ func submitJobs(ctx context.Context, h *flux.Handle, specs []*jobspec.Jobspec, u
 	futs := make([]*flux.Future, len(specs))
 	next := 0
 	send := func(i int) error {
-		b, err := json.Marshal(specs[i])
-		if err != nil {
-			return err
-		}
-		req := struct {
-			J       string `json:"J"`
-			Urgency int    `json:"urgency"`
-			Flags   int    `json:"flags"`
-		}{sign.Wrap(b, uid), urgency, flags}
-		f, err := h.RPC("job-ingest.submit", flux.NodeidAny, req, 0)
+		f, err := sendSubmit(h, specs[i], uid, urgency, flags)
 		if err != nil {
 			return err
 		}
