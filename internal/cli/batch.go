@@ -42,8 +42,9 @@ import (
 type instanceOptions struct {
 	submitOptions
 	brokerOpts []string
-	wrap       bool // batch: wrap the command (or stdin) in a /bin/sh script
-	bg         bool // alloc: do not attach; print the jobid once the instance is ready
+	conf       []string // --conf: the new instance's configuration (batch_conf.go)
+	wrap       bool     // batch: wrap the command (or stdin) in a /bin/sh script
+	bg         bool     // alloc: do not attach; print the jobid once the instance is ready
 }
 
 // instanceFlags makes the flag set of flux batch (batch) or flux alloc,
@@ -59,6 +60,7 @@ func instanceFlags(name string, o *instanceOptions, batch bool) *pflag.FlagSet {
 	fs.StringVarP(&o.nodes, "nodes", "N", "", "Distribute allocated resource slots across `N` individual nodes")
 	fs.BoolVarP(&o.exclusive, "exclusive", "x", false, "With --nodes, allocate nodes exclusively")
 	fs.StringArrayVarP(&o.brokerOpts, "broker-opts", "B", nil, "Pass `OPT` to the brokers of the new instance (multiple use OK)")
+	fs.StringArrayVar(&o.conf, "conf", nil, "Configure the new instance with `FILE|KEY=VAL|TEXT`: a .toml or .json file, a dotted KEY=VAL (VAL is JSON if it parses), or TOML/JSON text; merged in order (multiple use OK)")
 	if batch {
 		fs.BoolVar(&o.wrap, "wrap", false, "Wrap COMMAND and ARGS (or standard input) in a /bin/sh script")
 		fs.BoolVar(&o.quiet, "quiet", false, "Do not print the jobid to stdout on submission")
@@ -206,7 +208,7 @@ func runBatch(args []string, stdin io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := js.SetAttribute("system.files", map[string]any{"script": fileArchiveEntry(script, 0o700)}); err != nil {
+	if err := addJobFile(js, "script", fileArchiveEntry(script, 0o700)); err != nil {
 		return err
 	}
 	if name != "" && o.jobName == "" {
@@ -235,6 +237,9 @@ func instanceJobspec(o *instanceOptions, initial []string) (*jobspec.Jobspec, er
 		return nil, err
 	}
 	cmd := []string{exe, "broker"}
+	if len(o.conf) > 0 {
+		cmd = append(cmd, "--job-config")
+	}
 	for _, bo := range o.brokerOpts {
 		cmd = append(cmd, strings.Fields(bo)...)
 	}
@@ -257,6 +262,11 @@ func instanceJobspec(o *instanceOptions, initial []string) (*jobspec.Jobspec, er
 	js, err := o.buildOne(cmd)
 	if err != nil {
 		return nil, err
+	}
+	if len(o.conf) > 0 {
+		if err := addJobConf(js, o.conf); err != nil {
+			return nil, err
+		}
 	}
 	for k, v := range map[string]any{"per-resource.type": "node", "per-resource.count": int64(1), "exit-timeout": "none"} {
 		if err := js.SetShellOption(k, v); err != nil {

@@ -24,6 +24,7 @@ import (
 type brokerOptions struct {
 	setattrs   []string
 	configPath string
+	jobConfig  bool // --job-config: the enclosing job's --conf (batch_conf.go)
 	// private boot parameters set by flux start --test-size
 	bootRank   int
 	bootSize   int
@@ -52,6 +53,7 @@ every broker has joined, and the instance exits with its exit code.`,
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.setattrs, "setattr", "S", nil, "set broker attribute `NAME=VALUE`")
 	f.StringVarP(&o.configPath, "config-path", "c", "", "load TOML configuration from `PATH` (file or directory)")
+	f.BoolVar(&o.jobConfig, "job-config", false, "load the configuration the enclosing job carries (flux batch/alloc --conf)")
 	f.IntVar(&o.bootRank, "boot-rank", -1, "test boot: this broker's rank")
 	f.IntVar(&o.bootSize, "boot-size", 0, "test boot: instance size")
 	f.StringVar(&o.bootParent, "boot-parent", "", "test boot: parent overlay URI")
@@ -190,6 +192,23 @@ func runBroker(o brokerOptions, args []string) error {
 	enc := detectEnclosing()
 	if enc != nil {
 		enc.apply(&cfg)
+	}
+	if o.jobConfig {
+		if o.configPath != "" {
+			return fmt.Errorf("--job-config and --config-path: give one")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), parentLevelTimeout)
+		table, err := enc.jobConfig(ctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if err := checkConfig(table); err != nil {
+			return fmt.Errorf("--job-config: %w", err)
+		}
+		cfg.TOML = table
+		applyConfigAttrs(table, cfg.Attrs)
+		cfg.ReloadTOML = func() (map[string]any, error) { return table, nil }
 	}
 	b, err := broker.New(cfg)
 	if err != nil {

@@ -325,3 +325,21 @@ func waitFile(t *testing.T, paths ...string) {
 		}
 	}
 }
+
+// TestAllocBatchConf: --conf configures the new instance (its brokers
+// fetch the table from the enclosing job), values merge in order, and a
+// configuration the brokers would refuse is refused at submission.
+func TestAllocBatchConf(t *testing.T) {
+	inst := nestedInstance(t, 2)
+	got := inst.MustRun(t, "alloc", "-N1", `--conf=policy.limits.duration="1m"`, "--conf={\"queues\":{\"debug\":{}}}",
+		"flux", "config", "get", "policy.limits.duration")
+	if got != "1m\n" && got != "\"1m\"\n" {
+		t.Errorf("configuration in the instance: %q", got)
+	}
+	if q := inst.MustRun(t, "alloc", "-N1", "--conf=[queues.debug]", "flux", "queue", "list"); !strings.Contains(q, "debug") {
+		t.Errorf("queues of the instance:\n%s", q)
+	}
+	if r := inst.Run(t, "alloc", "-N1", "--conf=policy.limits.duration=bogus", "true"); r.Code == 0 || !strings.Contains(r.Stderr, "policy.limits.duration") {
+		t.Errorf("bad --conf: %+v", r)
+	}
+}

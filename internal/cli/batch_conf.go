@@ -1,0 +1,185 @@
+package cli
+
+// flux batch/alloc --conf: the configuration of the new instance. The
+// --conf values are merged into one table, checked as the brokers will
+// check it, and carried in the jobspec as the RFC 37 file
+// attributes.system.files["conf.json"]; the instance's brokers get
+// --job-config, which makes each fetch it from the enclosing instance
+// before it starts (broker_nested.go).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
+)
+
+// jobConfFile is the name of the configuration in the job's files.
+const jobConfFile = "conf.json"
+
+// parseConf merges --conf values, in order, into one table. A value is a
+// FILE (.toml or .json), KEY=VAL (a dotted key; VAL is JSON if it parses
+// as JSON, else a string), or a configuration text in JSON or TOML.
+func parseConf(values []string) (map[string]any, error) {
+	out := map[string]any{}
+	for _, v := range values {
+		t, err := confTable(v)
+		if err != nil {
+			return nil, fmt.Errorf("--conf=%s: %w", abbrevConf(v), err)
+		}
+		mergeTables(out, t)
+	}
+	return out, nil
+}
+
+func abbrevConf(v string) string {
+	if len(v) > 40 || strings.Contains(v, "\n") {
+		v, _, _ = strings.Cut(v, "\n")
+		if len(v) > 40 {
+			v = v[:40]
+		}
+		return v + "..."
+	}
+	return v
+}
+
+func confTable(v string) (map[string]any, error) {
+	if strings.HasSuffix(v, ".toml") || strings.HasSuffix(v, ".json") {
+		b, err := os.ReadFile(v)
+		if err != nil {
+			return nil, err
+		}
+		if strings.HasSuffix(v, ".json") {
+			return jsonTable(b)
+		}
+		return tomlTable(string(b))
+	}
+	if key, val, ok := strings.Cut(v, "="); ok && key != "" && !strings.ContainsAny(key, " \t\n[]{}\"'") {
+		var x any = val
+		if json.Valid([]byte(val)) {
+			json.Unmarshal([]byte(val), &x)
+		}
+		t := map[string]any{}
+		parts := strings.Split(key, ".")
+		m := t
+		for _, p := range parts[:len(parts)-1] {
+			if p == "" {
+				return nil, fmt.Errorf("empty component in key %q", key)
+			}
+			next := map[string]any{}
+			m[p] = next
+			m = next
+		}
+		if parts[len(parts)-1] == "" {
+			return nil, fmt.Errorf("empty component in key %q", key)
+		}
+		m[parts[len(parts)-1]] = x
+		return t, nil
+	}
+	if s := strings.TrimSpace(v); strings.HasPrefix(s, "{") {
+		return jsonTable([]byte(s))
+	}
+	return tomlTable(v)
+}
+
+func jsonTable(b []byte) (map[string]any, error) {
+	var t map[string]any
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	return t, nil
+}
+
+func tomlTable(s string) (map[string]any, error) {
+	var t map[string]any
+	if _, err := toml.Decode(s, &t); err != nil {
+		return nil, fmt.Errorf("not a file, KEY=VAL or TOML/JSON text: %w", err)
+	}
+	return t, nil
+}
+
+// mergeTables merges src into dst: tables merge key by key, any other
+// value replaces.
+func mergeTables(dst, src map[string]any) {
+	for k, v := range src {
+		if sv, ok := v.(map[string]any); ok {
+			if dv, ok := dst[k].(map[string]any); ok {
+				mergeTables(dv, sv)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+}
+
+// addJobConf puts the --conf table in the jobspec's files, after
+// checking it as the brokers will.
+func addJobConf(js *jobspec.Jobspec, values []string) error {
+	t, err := parseConf(values)
+	if err != nil {
+		return err
+	}
+	if err := checkConfig(t); err != nil {
+		return fmt.Errorf("--conf: %w", err)
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	return addJobFile(js, jobConfFile, fileArchiveEntry(string(b), 0o600))
+}
+
+// addJobFile adds one RFC 37 file to attributes.system.files.
+func addJobFile(js *jobspec.Jobspec, name string, entry map[string]any) error {
+	files, _ := js.Attribute("system.files")
+	m, _ := files.(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+	}
+	m[name] = entry
+	return js.SetAttribute("system.files", m)
+}
+
+// jobConfig fetches the configuration the enclosing job carries
+// (flux batch/alloc --conf) for a broker started with --job-config.
+func (e *enclosing) jobConfig(ctx context.Context) (map[string]any, error) {
+	if e == nil || e.id == 0 {
+		return nil, fmt.Errorf("--job-config: this broker is not running as a job")
+	}
+	h, err := flux.Open(e.uri)
+	if err != nil {
+		return nil, fmt.Errorf("--job-config: enclosing instance: %w", err)
+	}
+	defer h.Close()
+	var resp struct {
+		Jobspec string `json:"jobspec"`
+	}
+	if err := h.Call(ctx, "job-info.lookup", flux.NodeidAny, map[string]any{"id": e.id, "keys": []string{"jobspec"}, "flags": 0}, &resp); err != nil {
+		return nil, fmt.Errorf("--job-config: jobspec of job %s: %w", e.id.String(), err)
+	}
+	js, err := jobspec.Parse([]byte(resp.Jobspec))
+	if err != nil {
+		return nil, fmt.Errorf("--job-config: jobspec of job %s: %w", e.id.String(), err)
+	}
+	files, _ := js.Attribute("system.files")
+	m, _ := files.(map[string]any)
+	entry, _ := m[jobConfFile].(map[string]any)
+	if entry == nil {
+		return nil, fmt.Errorf("--job-config: job %s carries no %s", e.id.String(), jobConfFile)
+	}
+	data, _, err := decodeFileEntry(entry)
+	if err != nil {
+		return nil, fmt.Errorf("--job-config: %s: %w", jobConfFile, err)
+	}
+	t, err := jsonTable(data)
+	if err != nil {
+		return nil, fmt.Errorf("--job-config: %s: %w", jobConfFile, err)
+	}
+	return t, nil
+}
