@@ -52,6 +52,11 @@ const signalDelay = 25 * time.Millisecond
 // interruptedBy is the signal that canceled a cmdContext (0: none).
 var interruptedBy atomic.Int32
 
+// sigintHandled is set while a command handles SIGINT itself (flux job
+// attach and flux run forward it to the job's tasks): cmdContext then
+// leaves SIGINT alone, so the command ends with the job's exit code.
+var sigintHandled atomic.Bool
+
 // interruptedStatus is the exit code of a command that a signal caught by
 // cmdContext cut short, 128+N as if the signal had ended it (0: none).
 // Such a command fails without a message (its error is that of the
@@ -79,15 +84,22 @@ func cmdContext() (context.Context, context.CancelFunc) {
 		sigs := make(chan os.Signal, 1)
 		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 		go func() {
-			select {
-			case sig := <-sigs:
-				if n, ok := sig.(syscall.Signal); ok {
-					interruptedBy.Store(int32(n))
+			defer signal.Stop(sigs)
+			for {
+				select {
+				case sig := <-sigs:
+					if sig == os.Interrupt && sigintHandled.Load() {
+						continue // the command's own handler has it
+					}
+					if n, ok := sig.(syscall.Signal); ok {
+						interruptedBy.Store(int32(n))
+					}
+					cancel()
+					return
+				case <-ctx.Done():
+					return
 				}
-				cancel()
-			case <-ctx.Done():
 			}
-			signal.Stop(sigs)
 		}()
 	})
 	return ctx, func() {

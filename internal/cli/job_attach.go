@@ -94,6 +94,8 @@ func attachJob(h *flux.Handle, id jobid.ID, o attachOptions, stdin io.Reader, ou
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT)
 	defer signal.Stop(sigs)
+	sigintHandled.Store(true)
+	defer sigintHandled.Store(false)
 	go a.interrupts(ctx, sigs)
 
 	// The exec and output eventlogs are watched from the start, beside

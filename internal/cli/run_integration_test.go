@@ -331,6 +331,19 @@ func TestRunIntegration(t *testing.T) {
 		}
 		noLeftovers(t, m)
 
+		// a job that handles the SIGINT ends with its own exit code
+		m = marker(t) + "2"
+		cmd, out0, errb0 := fluxCmd(inst, "run", "sh", "-c", `M=`+m+`; trap "echo got INT; exit 7" INT; echo ready; while :; do sleep 0.05; done`)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitOutput(t, out0, "ready")
+		cmd.Process.Signal(syscall.SIGINT)
+		if code := waitExit(t, cmd, 30*time.Second); code != 7 {
+			t.Fatalf("a job exiting 7 on ctrl-C: flux run exit %d, stderr %q", code, errb0.String())
+		}
+		noLeftovers(t, m)
+
 		// a second one within 2 s cancels a job that ignores the first
 		m = marker(t) + "1"
 		cmd, out, errb := fluxCmd(inst, "run", "sh", "-c", `trap "echo got INT" INT; echo ready; while :; do sleep `+m+` & wait; done`)
