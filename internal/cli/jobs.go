@@ -300,7 +300,17 @@ func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Wr
 	if err != nil {
 		return fmt.Errorf("Error in user format: %w", err)
 	}
-	attrs := jobFieldsAttrs(of.fields)
+	if o.sort == "" {
+		o.sort = of.sortKeys // a sort: prefix of the format
+	}
+	// the attributes of the fields shown and of the sort keys
+	fields := of.fields
+	for _, k := range strings.Split(o.sort, ",") {
+		if k = strings.TrimPrefix(k, "-"); k != "" {
+			fields = append(fields[:len(fields):len(fields)], fmtField{name: k})
+		}
+	}
+	attrs := jobFieldsAttrs(fields)
 	if o.json {
 		o.noHeader = true
 		attrs = []string{job.AttrAll}

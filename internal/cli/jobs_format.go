@@ -663,14 +663,25 @@ type outputFormat[T any] struct {
 	getters []func(T) fmtVal
 	specs   []fmtSpec
 	src     fieldSource[T]
+	// sortKeys are the keys of a "sort:KEY[,KEY...] " prefix of the
+	// format (flux-core's output formats take one), for commands that
+	// sort.
+	sortKeys string
 }
 
 func compileFormat[T any](format string, src fieldSource[T]) (*outputFormat[T], error) {
+	var sortKeys string
+	if rest, ok := strings.CutPrefix(format, "sort:"); ok {
+		sortKeys, format, _ = strings.Cut(rest, " ")
+		if sortKeys == "" {
+			return nil, fmt.Errorf("empty sort: prefix")
+		}
+	}
 	fields, err := parseFormat(format)
 	if err != nil {
 		return nil, err
 	}
-	of := &outputFormat[T]{fields: fields, src: src}
+	of := &outputFormat[T]{fields: fields, src: src, sortKeys: sortKeys}
 	for _, f := range fields {
 		if f.name == "" {
 			of.getters = append(of.getters, nil)

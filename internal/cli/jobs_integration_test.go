@@ -54,6 +54,13 @@ func TestJobsCommandsIntegration(t *testing.T) {
 	if !strings.Contains(lines[3], ok) || !strings.Contains(lines[3], "CD") {
 		t.Fatalf("completed job line: %q", lines[3])
 	}
+	// sorting: by a key the format does not show, and by a sort: prefix
+	if got := inst.MustRun(t, "jobs", "-a", "-n", "--sort=t_submit", "-o", "{id.f58}"); got != ok+"\n"+bad+"\n"+held+"\n" {
+		t.Errorf("flux jobs --sort=t_submit:\n%s", got)
+	}
+	if got := inst.MustRun(t, "jobs", "-a", "-n", "-o", "sort:-t_submit {id.f58}"); got != held+"\n"+bad+"\n"+ok+"\n" {
+		t.Errorf("flux jobs -o sort:-t_submit:\n%s", got)
+	}
 	if got := inst.MustRun(t, "jobs", "-n", "-o", "{id.f58}", "-f", "failed"); strings.TrimSpace(got) != bad {
 		t.Fatalf("flux jobs -f failed: %q", got)
 	}
