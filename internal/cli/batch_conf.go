@@ -50,7 +50,8 @@ func abbrevConf(v string) string {
 }
 
 func confTable(v string) (map[string]any, error) {
-	if strings.HasSuffix(v, ".toml") || strings.HasSuffix(v, ".json") {
+	_, statErr := os.Stat(v)
+	if (strings.HasSuffix(v, ".toml") || strings.HasSuffix(v, ".json")) && (statErr == nil || !isKeyValue(v)) {
 		b, err := os.ReadFile(v)
 		if err != nil {
 			return nil, err
@@ -60,32 +61,45 @@ func confTable(v string) (map[string]any, error) {
 		}
 		return tomlTable(string(b))
 	}
-	if key, val, ok := strings.Cut(v, "="); ok && key != "" && !strings.ContainsAny(key, " \t\n[]{}\"'") {
-		var x any = val
-		if json.Valid([]byte(val)) {
-			json.Unmarshal([]byte(val), &x)
-		}
-		t := map[string]any{}
-		parts := strings.Split(key, ".")
-		m := t
-		for _, p := range parts[:len(parts)-1] {
-			if p == "" {
-				return nil, fmt.Errorf("empty component in key %q", key)
-			}
-			next := map[string]any{}
-			m[p] = next
-			m = next
-		}
-		if parts[len(parts)-1] == "" {
-			return nil, fmt.Errorf("empty component in key %q", key)
-		}
-		m[parts[len(parts)-1]] = x
-		return t, nil
+	if isKeyValue(v) {
+		return keyValueTable(v)
 	}
 	if s := strings.TrimSpace(v); strings.HasPrefix(s, "{") {
 		return jsonTable([]byte(s))
 	}
 	return tomlTable(v)
+}
+
+// keyValueTable makes a table of a dotted KEY=VAL: VAL is JSON if it
+// parses as JSON, else a string.
+func keyValueTable(v string) (map[string]any, error) {
+	key, val, _ := strings.Cut(v, "=")
+	var x any = val
+	if json.Valid([]byte(val)) {
+		json.Unmarshal([]byte(val), &x)
+	}
+	t := map[string]any{}
+	parts := strings.Split(key, ".")
+	m := t
+	for i, p := range parts {
+		if p == "" {
+			return nil, fmt.Errorf("empty component in key %q", key)
+		}
+		if i == len(parts)-1 {
+			m[p] = x
+			break
+		}
+		next := map[string]any{}
+		m[p] = next
+		m = next
+	}
+	return t, nil
+}
+
+// isKeyValue reports whether v is a dotted KEY=VAL (not TOML text).
+func isKeyValue(v string) bool {
+	key, _, ok := strings.Cut(v, "=")
+	return ok && key != "" && !strings.ContainsAny(key, " \t\n[]{}\"'")
 }
 
 func jsonTable(b []byte) (map[string]any, error) {

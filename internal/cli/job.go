@@ -33,6 +33,7 @@ func jobSubcommands() []*cobra.Command {
 		newJobLastCmd(),
 		newJobPurgeCmd(),
 		newJobTaskmapCmd(),
+		newJobMemoCmd(),
 		newJobTimeleftCmd(),
 	}
 }

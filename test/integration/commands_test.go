@@ -264,3 +264,23 @@ func TestBulksubmitShuffle(t *testing.T) {
 		t.Fatalf("bulksubmit --shuffle: %+v", r)
 	}
 }
+
+// TestJobMemo: flux job memo sets user annotations (dotted keys, JSON or
+// string values, null removes) that flux jobs shows as {user.KEY}; an
+// inactive job takes none.
+func TestJobMemo(t *testing.T) {
+	e := start(t)
+	id := e.submit("--urgency=hold", "true")
+	e.must("job", "memo", id.String(), "note=hello world", "a.b=1", "path=conf.json")
+	if got := e.field(id, "{user.note}|{user.a.b}|{user.path}"); got != "hello world|1|conf.json" {
+		t.Errorf("memo fields: %q", got)
+	}
+	e.must("job", "memo", id.String(), "note=null")
+	if got := e.field(id, "[{user.note}]"); got != "[]" {
+		t.Errorf("memo removed: %q", got)
+	}
+	e.fail("not KEY=VALUE", "job", "memo", id.String(), "junk")
+	e.must("cancel", id.String())
+	e.waitEvent(id, "clean")
+	e.fail("inactive", "job", "memo", id.String(), "x=1")
+}
