@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"os/user"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -67,44 +65,6 @@ func lookupUserid(s string) (int64, error) {
 	return int64(n), nil
 }
 
-// listJobIDs asks job-list for the ids of jobs matching userid (-1 = all)
-// and a state mask.
-func listJobIDs(ctx context.Context, h *flux.Handle, userid int64, states int) ([]jobid.ID, error) {
-	var cons []any
-	if userid >= 0 {
-		cons = append(cons, map[string]any{"userid": []int64{userid}})
-	}
-	cons = append(cons, map[string]any{"states": []int{states}})
-	f, err := h.RPC("job-list.list", flux.NodeidAny, map[string]any{
-		"max_entries": 0, "attrs": []string{}, "since": 0.0,
-		"constraint": map[string]any{"and": cons},
-	}, flux.Streaming)
-	if err != nil {
-		return nil, err
-	}
-	var ids []jobid.ID
-	for {
-		m, err := f.Next(ctx)
-		if err == io.EOF {
-			return ids, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		var resp struct {
-			Jobs []struct {
-				ID jobid.ID `json:"id"`
-			} `json:"jobs"`
-		}
-		if err := m.UnmarshalPayload(&resp); err != nil {
-			return nil, err
-		}
-		for _, j := range resp.Jobs {
-			ids = append(ids, j.ID)
-		}
-	}
-}
-
 func runCancel(o cancelOptions, args []string, out, errw io.Writer) error {
 	if o.all == (len(args) > 0) {
 		return fmt.Errorf("give job ids or --all (not both)")
@@ -113,37 +73,33 @@ func runCancel(o cancelOptions, args []string, out, errw io.Writer) error {
 		var err error
 		var ids []jobid.ID
 		if o.all {
-			uid := int64(os.Getuid())
-			if o.user != "" {
-				if uid, err = lookupUserid(o.user); err != nil {
-					return err
-				}
-			}
-			mask := 0
-			for _, s := range strings.Split(o.states, ",") {
-				bit, ok := stateBits[strings.ToLower(strings.TrimSpace(s))]
-				if !ok {
-					return fmt.Errorf("--states: unknown state %q", s)
-				}
-				mask |= bit
-			}
-			if mask&stateBits["inactive"] != 0 {
-				return fmt.Errorf("--states: inactive jobs cannot be canceled")
-			}
-			if ids, err = listJobIDs(ctx, h, uid, mask); err != nil {
+			uid, err := targetUserid(o.user)
+			if err != nil {
 				return err
 			}
-			if o.dryRun {
-				fmt.Fprintf(errw, "flux-cancel: Would cancel %d jobs\n", len(ids))
-				return nil
+			mask, err := parseStatesMask("--states", o.states)
+			if err != nil {
+				return err
 			}
+			// one request: the job manager picks and cancels the jobs
+			count, errs, err := raiseAll(ctx, h, o.dryRun, uid, mask, "cancel", 0, o.message)
+			if err != nil {
+				return fmt.Errorf("%s", flux.ErrorText(err))
+			}
+			switch {
+			case o.dryRun:
+				fmt.Fprintf(errw, "flux-cancel: Would cancel %d jobs\n", count)
+			case !o.quiet:
+				fmt.Fprintf(errw, "flux-cancel: Canceled %d jobs (%d errors)\n", count-errs, errs)
+			}
+			if errs > 0 {
+				return exitCode(1)
+			}
+			return nil
 		} else if ids, err = parseJobIDs(args); err != nil {
 			return err
 		}
 		failed := raiseJobs(ctx, h, ids, "cancel", 0, o.message, errw, "flux-cancel")
-		if o.all && !o.quiet {
-			fmt.Fprintf(errw, "flux-cancel: Canceled %d jobs (%d errors)\n", len(ids)-failed, failed)
-		}
 		if failed > 0 {
 			return exitCode(1)
 		}

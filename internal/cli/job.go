@@ -34,6 +34,9 @@ func jobSubcommands() []*cobra.Command {
 		newJobPurgeCmd(),
 		newJobTaskmapCmd(),
 		newJobMemoCmd(),
+		newJobCancelallCmd(),
+		newJobRaiseallCmd(),
+		newJobKillallCmd(),
 		newJobTimeleftCmd(),
 	}
 }

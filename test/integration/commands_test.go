@@ -284,3 +284,44 @@ func TestJobMemo(t *testing.T) {
 	e.waitEvent(id, "clean")
 	e.fail("inactive", "job", "memo", id.String(), "x=1")
 }
+
+// TestJobBulkOps: flux job cancelall/raiseall/killall (job-manager
+// raiseall and killall) count without --force and act with it, on the
+// states asked for.
+func TestJobBulkOps(t *testing.T) {
+	e := start(t)
+	var held []jobid.ID
+	for i := 0; i < 3; i++ {
+		held = append(held, e.submit("--urgency=hold", "true"))
+	}
+	run := e.submit("sleep", "300")
+	e.waitEvent(run, "start")
+	if r := e.flux("job", "cancelall", "-S", "pending"); r.Code != 0 || !strings.Contains(r.Stderr, "matched 3 jobs") {
+		t.Fatalf("cancelall without -f: %+v", r)
+	}
+	if got := e.field(held[0], "{state}"); got != "SCHED" {
+		t.Fatalf("cancelall without -f canceled: %s", got)
+	}
+	if r := e.flux("job", "raiseall", "-f", "-s", "5", "test", "a", "note"); r.Code != 0 || !strings.Contains(r.Stderr, "on 4 jobs") {
+		t.Fatalf("raiseall: %+v", r)
+	}
+	if ev, ok := find(e.events(run), "exception"); !ok {
+		t.Errorf("raiseall: no exception on the running job: %v", e.eventNames(run))
+	} else if c := ctxOf(t, ev); c["type"] != "test" || c["note"] != "a note" || c["severity"] != 5.0 {
+		t.Errorf("raiseall exception context %v", c)
+	}
+	if r := e.flux("job", "cancelall", "-f", "-S", "pending"); r.Code != 0 || !strings.Contains(r.Stderr, "Canceled 3 jobs") {
+		t.Fatalf("cancelall -f: %+v", r)
+	}
+	for _, id := range held {
+		e.waitEvent(id, "clean")
+	}
+	if got := e.field(run, "{state}"); got != "RUN" {
+		t.Fatalf("cancelall -S pending touched the running job: %s", got)
+	}
+	if r := e.flux("job", "killall", "-f", "-s", "SIGKILL"); r.Code != 0 || !strings.Contains(r.Stderr, "Signaled 1 jobs") {
+		t.Fatalf("killall: %+v", r)
+	}
+	e.waitEvent(run, "clean")
+	e.fail("inactive", "job", "cancelall", "-S", "inactive")
+}

@@ -21,6 +21,8 @@ func (m *manager) register() {
 	h.HandleFunc("job-manager.submit", m.handleSubmit)
 	h.HandleFunc("job-manager.raise", m.handleRaise)
 	h.HandleFunc("job-manager.memo", m.handleMemo)
+	h.HandleFunc("job-manager.raiseall", m.handleRaiseAll)
+	h.HandleFunc("job-manager.killall", m.handleKillAll)
 	h.HandleFunc("job-manager.kill", m.handleKill)
 	h.HandleFunc("job-manager.urgency", m.handleUrgency)
 	h.HandleFunc("job-manager.update", m.handleUpdate)

@@ -1,0 +1,111 @@
+package jobmanager
+
+import (
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/fluxgo/fluxgo/internal/jobtap"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+)
+
+// The bulk operations of flux-core's job manager (flux cancel --all, flux
+// job raiseall and killall use them): job-manager.raiseall {dry_run,
+// userid, states, severity, type, note?} and job-manager.killall
+// {dry_run, userid, signum}, each answering {count, errors}. userid
+// FLUX_USERID_UNKNOWN (0xFFFFFFFF, or -1) means every user's jobs, which
+// only the instance owner may touch; others may only name themselves.
+
+const useridAll = 0xFFFFFFFF
+
+// bulkTargets returns the active jobs in states (a bitmask of RFC 21
+// states) of userid, oldest first, or answers r with an error.
+func (m *manager) bulkTargets(r *flux.Request, userid int64, states jobtap.State) ([]*job, bool) {
+	all := userid == -1 || userid == useridAll
+	switch {
+	case all && !r.IsOwner():
+		r.Errorf(syscall.EPERM, "only the instance owner may target every user's jobs")
+		return nil, false
+	case !all && (userid < 0 || userid > useridAll):
+		r.Errorf(syscall.EINVAL, "invalid userid %d", userid)
+		return nil, false
+	case !all && uint32(userid) != r.Userid() && !r.IsOwner():
+		r.Errorf(syscall.EPERM, "only the instance owner may target another user's jobs")
+		return nil, false
+	case states&jobtap.StateActive == 0:
+		r.Errorf(syscall.EINVAL, "states %#x names no active job state", int(states))
+		return nil, false
+	}
+	var out []*job
+	for _, j := range m.jobs {
+		if j.State&states != 0 && j.State != jobtap.StateInactive && (all || j.Userid == uint32(userid)) {
+			out = append(out, j)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
+	return out, true
+}
+
+func (m *manager) handleRaiseAll(r *flux.Request) {
+	var req struct {
+		DryRun   bool   `json:"dry_run"`
+		Userid   int64  `json:"userid"`
+		States   int    `json:"states"`
+		Severity int    `json:"severity"`
+		Type     string `json:"type"`
+		Note     string `json:"note"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	if req.Severity < 0 || req.Severity > 7 {
+		r.Errorf(syscall.EINVAL, "exception severity %d is not 0-7", req.Severity)
+		return
+	}
+	if req.Type == "" || strings.ContainsAny(req.Type, " \t\n=") {
+		r.Errorf(syscall.EINVAL, "invalid exception type %q", req.Type)
+		return
+	}
+	jobs, ok := m.bulkTargets(r, req.Userid, jobtap.State(req.States))
+	if !ok {
+		return
+	}
+	if !req.DryRun {
+		for _, j := range jobs {
+			if j.State != jobtap.StateInactive { // an earlier raise may have ended it
+				m.raise(j, req.Type, req.Severity, req.Note, r.Userid())
+			}
+		}
+	}
+	r.Respond(map[string]any{"count": len(jobs), "errors": 0})
+}
+
+func (m *manager) handleKillAll(r *flux.Request) {
+	var req struct {
+		DryRun bool  `json:"dry_run"`
+		Userid int64 `json:"userid"`
+		Signum int   `json:"signum"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	if req.Signum <= 0 || req.Signum >= 65 {
+		r.Errorf(syscall.EINVAL, "invalid signal number %d", req.Signum)
+		return
+	}
+	jobs, ok := m.bulkTargets(r, req.Userid, jobtap.StateRunning)
+	if !ok {
+		return
+	}
+	count := 0
+	for _, j := range jobs {
+		if !j.startSent {
+			continue
+		}
+		count++
+		if !req.DryRun {
+			m.exec.kill(j, req.Signum)
+		}
+	}
+	r.Respond(map[string]any{"count": count, "errors": 0})
+}
