@@ -7,6 +7,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
 // The bulk operations of flux-core's job manager (flux cancel --all, flux
@@ -108,4 +109,44 @@ func (m *manager) handleKillAll(r *flux.Request) {
 		}
 	}
 	r.Respond(map[string]any{"count": count, "errors": 0})
+}
+
+// handleGetattr answers job-manager.getattr {id, attrs} (flux-core's
+// view into the job manager, for tests and tools): "jobspec" is the job's
+// current jobspec without its environment (redacted, as flux-core's),
+// "R" its resource set; an attribute the job does not have (an inactive
+// job keeps neither in memory) is ENOENT.
+func (m *manager) handleGetattr(r *flux.Request) {
+	var req struct {
+		ID    jobid.ID `json:"id"`
+		Attrs []any    `json:"attrs"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	j := m.lookup(r, req.ID)
+	if j == nil || !authorize(r, j) {
+		return
+	}
+	out := map[string]any{}
+	for _, a := range req.Attrs {
+		name, ok := a.(string)
+		if !ok {
+			r.Errorf(syscall.EPROTO, "attribute list contains non-string")
+			return
+		}
+		switch {
+		case name == "jobspec" && j.Jobspec != nil:
+			out[name] = j.Jobspec
+		case name == "R" && len(j.R) > 0:
+			out[name] = j.R
+		case name == "jobspec" || name == "R":
+			r.Errorf(syscall.ENOENT, "job %s has no %s in the job manager's memory", j.ID.String(), name)
+			return
+		default:
+			r.Errorf(syscall.ENOENT, "unknown attr %s", name)
+			return
+		}
+	}
+	r.Respond(out)
 }

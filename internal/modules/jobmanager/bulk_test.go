@@ -49,3 +49,29 @@ func TestBulkOpsPermissions(t *testing.T) {
 		t.Errorf("raiseall of inactive jobs only: %v, want EINVAL", err)
 	}
 }
+
+// TestGetattr: job-manager.getattr gives a job's redacted jobspec (no
+// environment); R before the job has one, or an unknown attribute, is
+// ENOENT.
+func TestGetattr(t *testing.T) {
+	e := start(t, true) // the scheduler holds the job: it stays pending
+	id := e.submit("true", 16, map[string]any{"environment": map[string]any{"SECRET": "x"}})
+	e.waitEvent(id, "priority")
+	var got struct {
+		Jobspec map[string]any `json:"jobspec"`
+	}
+	if err := e.h.Call(brokertest.Ctx(t), "job-manager.getattr", flux.NodeidAny, map[string]any{"id": id, "attrs": []string{"jobspec"}}, &got); err != nil {
+		t.Fatal(err)
+	}
+	attrs, _ := got.Jobspec["attributes"].(map[string]any)
+	sys, _ := attrs["system"].(map[string]any)
+	if sys == nil || sys["environment"] != nil {
+		t.Errorf("getattr jobspec system %v", sys)
+	}
+	for _, attr := range []string{"R", "bogus"} {
+		err := e.h.Call(brokertest.Ctx(t), "job-manager.getattr", flux.NodeidAny, map[string]any{"id": id, "attrs": []string{attr}}, nil)
+		if !errors.Is(err, syscall.ENOENT) {
+			t.Errorf("getattr %s: %v, want ENOENT", attr, err)
+		}
+	}
+}

@@ -23,6 +23,7 @@ func (m *manager) register() {
 	h.HandleFunc("job-manager.memo", m.handleMemo)
 	h.HandleFunc("job-manager.raiseall", m.handleRaiseAll)
 	h.HandleFunc("job-manager.killall", m.handleKillAll)
+	h.HandleFunc("job-manager.getattr", m.handleGetattr)
 	h.HandleFunc("job-manager.kill", m.handleKill)
 	h.HandleFunc("job-manager.urgency", m.handleUrgency)
 	h.HandleFunc("job-manager.update", m.handleUpdate)
