@@ -142,6 +142,17 @@ func TestAllocBgProxyAndTrees(t *testing.T) {
 	inst.MustRun(t, "job", "wait-event", "-t", "30", top, "start")
 	inst.MustRun(t, "proxy", id, "flux", "job", "wait-event", "-t", "30", child, "start")
 
+	// flux uri: the instance's URI, remote (as published) or local
+	if got := inst.MustRun(t, "uri", id); !strings.HasPrefix(got, "ssh://") || !strings.HasSuffix(got, "/local\n") {
+		t.Errorf("flux uri JOBID: %q", got)
+	}
+	if got := inst.MustRun(t, "uri", "--local", "jobid:"+id); !strings.HasPrefix(got, "local:///") {
+		t.Errorf("flux uri --local jobid:ID: %q", got)
+	}
+	if r := inst.Run(t, "uri", "bogus"); r.Code == 0 {
+		t.Errorf("flux uri bogus: %+v", r)
+	}
+
 	// a job path names the child's job
 	if got := inst.MustRun(t, "proxy", id, "flux", "jobs", "-n", "-o", "{name}", child); got != "inner\n" {
 		t.Fatalf("child job name: %q", got)

@@ -41,7 +41,7 @@ var commandTable = []command{
 	{"job", newJobCmd},
 	{"jobspec", newJobspecCmd}, {"submit", newSubmitCmd}, {"run", newRunCmd}, {"bulksubmit", newBulksubmitCmd}, {"capacitor", newCapacitorCmd}, {"mini", newMiniCmd},
 	{"cancel", newCancelCmd}, {"update", newUpdateCmd}, {"watch", newWatchCmd},
-	{"batch", newBatchCmd}, {"alloc", newAllocCmd}, {"batch-exec", newBatchExecCmd}, {"proxy", newProxyCmd}, {"pstree", newPstreeCmd},
+	{"batch", newBatchCmd}, {"alloc", newAllocCmd}, {"batch-exec", newBatchExecCmd}, {"proxy", newProxyCmd}, {"uri", newURICmd}, {"pstree", newPstreeCmd},
 	{"jobs", newJobsCmd}, {"pgrep", newPgrepCmd}, {"pkill", newPkillCmd}, {"jobtap", newJobtapCmd}, {"queue", newQueueCmd},
 	{"hostlist", newHostlistCmd},
 	{"ping", newPingCmd}, {"event", newEventCmd}, {"dmesg", newDmesgCmd}, {"logger", newLoggerCmd}, {"module", newModuleCmd},
