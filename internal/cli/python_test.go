@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -55,4 +56,36 @@ func TestPythonCommand(t *testing.T) {
 	if code := Main([]string{"python", "--get-path"}, nil, &out, &errb); code != 0 || out.String() != "/pkgdir\n" {
 		t.Errorf("--get-path: code %d, output %q", code, out.String())
 	}
+}
+
+// TestFluxEnv: the flux executable's directory goes first on PATH once,
+// and the Python package first on PYTHONPATH.
+func TestFluxEnv(t *testing.T) {
+	exe := fluxExecutable()
+	if exe == "" {
+		t.Skip("no flux executable")
+	}
+	bindir := filepath.Dir(exe)
+	t.Setenv("FLUXGO_PYTHONPATH", "/py")
+	env := fluxEnv([]string{"PATH=/usr/bin", "PYTHONPATH=/other", "HOME=/h"})
+	got := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		got[k] = v
+	}
+	if got["PATH"] != bindir+":/usr/bin" || got["PYTHONPATH"] != "/py:/other" || got["HOME"] != "/h" {
+		t.Errorf("fluxEnv: %v", got)
+	}
+	if again := fluxEnv(env); !contains(again, "PATH="+bindir+":/usr/bin") {
+		t.Errorf("PATH grew on a second pass: %v", again)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

@@ -50,7 +50,7 @@ var commandTable = []command{
 	{"content", newContentCmd},
 	{"kvs", newKVSCmd}, {"dump", newDumpCmd}, {"restore", newRestoreCmd},
 	{"resource", newResourceCmd},
-	{"python", newPythonCmd},
+	{"python", newPythonCmd}, {"env", newEnvCmd},
 }
 
 // commands builds every top-level subcommand.
