@@ -39,7 +39,7 @@ var commandTable = []command{
 	{"lsattr", newLsattrCmd},
 	{"R", newRCmd},
 	{"job", newJobCmd},
-	{"jobspec", newJobspecCmd}, {"submit", newSubmitCmd}, {"run", newRunCmd}, {"bulksubmit", newBulksubmitCmd}, {"capacitor", newCapacitorCmd}, {"mini", newMiniCmd},
+	{"jobspec", newJobspecCmd}, {"submit", newSubmitCmd}, {"run", newRunCmd}, {"bulksubmit", newBulksubmitCmd}, {"multi-prog", newMultiProgCmd}, {"capacitor", newCapacitorCmd}, {"mini", newMiniCmd},
 	{"cancel", newCancelCmd}, {"update", newUpdateCmd}, {"watch", newWatchCmd},
 	{"batch", newBatchCmd}, {"alloc", newAllocCmd}, {"batch-exec", newBatchExecCmd}, {"proxy", newProxyCmd}, {"uri", newURICmd}, {"pstree", newPstreeCmd},
 	{"jobs", newJobsCmd}, {"pgrep", newPgrepCmd}, {"pkill", newPkillCmd}, {"jobtap", newJobtapCmd}, {"queue", newQueueCmd},

@@ -325,3 +325,15 @@ func TestJobBulkOps(t *testing.T) {
 	e.waitEvent(run, "clean")
 	e.fail("inactive", "job", "cancelall", "-S", "inactive")
 }
+
+// TestMultiProg: flux run ... flux multi-prog CONFIG runs each task's
+// own command (MPMD).
+func TestMultiProg(t *testing.T) {
+	e := start(t)
+	conf := filepath.Join(t.TempDir(), "mp.conf")
+	os.WriteFile(conf, []byte("0 echo first %t\n* echo other %t\n"), 0o644)
+	r := e.flux("run", "-N2", "-n2", "--label-io", e.inst.Bin, "multi-prog", conf)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "0: first 0\n") || !strings.Contains(r.Stdout, "1: other 1\n") {
+		t.Fatalf("flux run flux multi-prog: %+v", r)
+	}
+}
