@@ -270,3 +270,40 @@ class TestSubmitWatch(JobTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestFluxExecutor(JobTestCase):
+    """flux.job.FluxExecutor, as flux-core's bindings offer it."""
+
+    def spec(self, command, **kwargs):
+        kwargs.setdefault("environment", env_with())
+        return JobspecV1.from_command(command, **kwargs)
+
+    def test_results_exceptions_and_callbacks(self):
+        from flux.job import FluxExecutor
+
+        started = []
+        with FluxExecutor(handle_args=(self.inst.uri,)) as executor:
+            ok = executor.submit(self.spec(["true"]))
+            bad = executor.submit(self.spec(["sh", "-c", "exit 3"]))
+            held = executor.submit(self.spec(["true"]), urgency=0)
+            ok.add_event_callback("start", lambda fut, ev: started.append(ev.name))
+            self.assertIsInstance(ok.jobid(timeout=TIMEOUT), JobID)
+            self.assertEqual(ok.result(timeout=TIMEOUT), 0)
+            self.assertEqual(bad.result(timeout=TIMEOUT), 3)
+            # canceled before it ran: the exception, not a result
+            flux.job.cancel(self.h, held.jobid(timeout=TIMEOUT))
+            with self.assertRaises(flux.job.JobException):
+                held.result(timeout=TIMEOUT)
+            # attach follows a job submitted elsewhere
+            other = self.submit(["true"])
+            self.assertEqual(executor.attach(other).result(timeout=TIMEOUT), 0)
+            # a refused jobspec: jobid() and result() raise
+            refused = executor.submit(self.spec(["true"], num_tasks=1000, num_nodes=1000))
+            with self.assertRaises(OSError):
+                refused.jobid(timeout=TIMEOUT)
+            with self.assertRaises(OSError):
+                refused.result(timeout=TIMEOUT)
+        self.assertEqual(started, ["start"])
+        with self.assertRaises(RuntimeError):
+            executor.submit(self.spec(["true"]))
