@@ -20,7 +20,6 @@ package cli
 // raises a non-fatal exception and the instance carries on without it.
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -28,7 +27,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -208,7 +206,7 @@ func runBatch(args []string, stdin io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := addJobFile(js, "script", fileArchiveEntry(script, 0o700)); err != nil {
+	if err := js.AddFile("script", jobspec.FileEntry([]byte(script), 0o700)); err != nil {
 		return err
 	}
 	if name != "" && o.jobName == "" {
@@ -274,17 +272,6 @@ func instanceJobspec(o *instanceOptions, initial []string) (*jobspec.Jobspec, er
 		}
 	}
 	return js, nil
-}
-
-// fileArchiveEntry is an RFC 37 regular file holding data.
-func fileArchiveEntry(data string, perm uint32) map[string]any {
-	e := map[string]any{"mode": int64(syscall.S_IFREG | perm), "size": int64(len(data))}
-	if utf8.ValidString(data) {
-		e["encoding"], e["data"] = "utf-8", data
-	} else {
-		e["encoding"], e["data"] = "base64", base64.StdEncoding.EncodeToString([]byte(data))
-	}
-	return e
 }
 
 // submitInstance submits js (or prints it with --dry-run, returning 0).
@@ -396,7 +383,7 @@ func fetchBatchScript() (string, error) {
 	if entry == nil {
 		return "", fmt.Errorf("job %s has no batch script (attributes.system.files.script)", id.String())
 	}
-	data, mode, err := decodeFileEntry(entry)
+	data, mode, err := jobspec.DecodeFileEntry(entry)
 	if err != nil {
 		return "", fmt.Errorf("job %s batch script: %w", id.String(), err)
 	}
@@ -405,25 +392,4 @@ func fetchBatchScript() (string, error) {
 		return "", err
 	}
 	return path, nil
-}
-
-// decodeFileEntry reads an RFC 37 regular file entry (utf-8 or base64).
-func decodeFileEntry(e map[string]any) ([]byte, os.FileMode, error) {
-	var mode os.FileMode = 0o700
-	switch m := e["mode"].(type) {
-	case int64:
-		mode = os.FileMode(m) & 0o777
-	case float64:
-		mode = os.FileMode(int64(m)) & 0o777
-	}
-	data, _ := e["data"].(string)
-	switch enc, _ := e["encoding"].(string); enc {
-	case "utf-8", "":
-		return []byte(data), mode, nil
-	case "base64":
-		b, err := base64.StdEncoding.DecodeString(data)
-		return b, mode, err
-	default:
-		return nil, 0, fmt.Errorf("unsupported encoding %q", enc)
-	}
 }

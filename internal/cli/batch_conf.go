@@ -146,18 +146,7 @@ func addJobConf(js *jobspec.Jobspec, values []string) error {
 	if err != nil {
 		return err
 	}
-	return addJobFile(js, jobConfFile, fileArchiveEntry(string(b), 0o600))
-}
-
-// addJobFile adds one RFC 37 file to attributes.system.files.
-func addJobFile(js *jobspec.Jobspec, name string, entry map[string]any) error {
-	files, _ := js.Attribute("system.files")
-	m, _ := files.(map[string]any)
-	if m == nil {
-		m = map[string]any{}
-	}
-	m[name] = entry
-	return js.SetAttribute("system.files", m)
+	return js.AddFile(jobConfFile, jobspec.FileEntry(b, 0o600))
 }
 
 // jobConfig fetches the configuration the enclosing job carries
@@ -181,13 +170,11 @@ func (e *enclosing) jobConfig(ctx context.Context) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--job-config: jobspec of job %s: %w", e.id.String(), err)
 	}
-	files, _ := js.Attribute("system.files")
-	m, _ := files.(map[string]any)
-	entry, _ := m[jobConfFile].(map[string]any)
+	entry := js.Files()[jobConfFile]
 	if entry == nil {
 		return nil, fmt.Errorf("--job-config: job %s carries no %s", e.id.String(), jobConfFile)
 	}
-	data, _, err := decodeFileEntry(entry)
+	data, _, err := jobspec.DecodeFileEntry(entry)
 	if err != nil {
 		return nil, fmt.Errorf("--job-config: %s: %w", jobConfFile, err)
 	}

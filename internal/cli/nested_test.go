@@ -83,23 +83,6 @@ func TestShellJoin(t *testing.T) {
 	}
 }
 
-func TestFileArchiveEntry(t *testing.T) {
-	for _, data := range []string{"#!/bin/sh\necho hi\n", "bin\xff\x00ary"} {
-		e := fileArchiveEntry(data, 0o700)
-		// round trip through JSON, as the jobspec does
-		b, _ := json.Marshal(e)
-		var back map[string]any
-		json.Unmarshal(b, &back)
-		got, mode, err := decodeFileEntry(back)
-		if err != nil || string(got) != data || mode != 0o700 {
-			t.Fatalf("%q: got %q mode %o err %v (entry %s)", data, got, mode, err, b)
-		}
-		if back["mode"].(float64) != 0o100700 {
-			t.Fatalf("mode %v", back["mode"])
-		}
-	}
-}
-
 func TestBatchOptionsDirectivesAndCommandLine(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "job.sh")

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,6 +42,7 @@ type submitOptions struct {
 	setattr    []string // -S/--setattr KEY[=VAL]
 	setopt     []string // -o/--setopt KEY[=VAL]
 	taskmap    string   // --taskmap SCHEME[:VALUE]
+	addFiles   []string // --add-file [NAME=]PATH|TEXT
 	bank       string   // -B/--bank NAME
 	project    string   // --project NAME
 	signal     string   // --signal=SIG@TIME
@@ -119,6 +121,7 @@ func addSubmitFlags(fs *pflag.FlagSet, o *submitOptions, sets submitFlagSets) {
 	fs.StringVar(&o.jobName, "job-name", "", "Set an optional `NAME` for the job")
 	fs.StringVar(&o.signal, "signal", "", "Send signal `SIG@TIME` before the time limit (default SIGUSR1@60s)")
 	fs.StringArrayVarP(&o.setopt, "setopt", "o", nil, "Set shell option `KEY[=VAL]` (VAL defaults to 1 and is parsed as JSON if it is JSON) (multiple use OK)")
+	fs.StringArrayVar(&o.addFiles, "add-file", nil, "Add a file to the job, written into its FLUX_JOB_TMPDIR: `[NAME=]PATH`, or NAME=TEXT when the text holds a newline (multiple use OK)")
 	fs.StringVar(&o.taskmap, "taskmap", "", "Map task IDs to nodes by `SCHEME[:VALUE]`: block, cyclic[:N] (N tasks at a time), manual:TASKMAP (RFC 34 JSON)")
 	bankShort := "B"
 	if !sets.perTask {
@@ -327,6 +330,15 @@ func (o *submitOptions) buildOne(cmd []string) (*jobspec.Jobspec, error) {
 			return nil, fmt.Errorf("--setopt=%s: %w", kv, err)
 		}
 	}
+	for _, f := range o.addFiles {
+		name, entry, err := o.addFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("--add-file=%s: %w", f, err)
+		}
+		if err := js.AddFile(name, entry); err != nil {
+			return nil, err
+		}
+	}
 	if o.taskmap != "" {
 		tm, err := taskmapOption(o.taskmap)
 		if err != nil {
@@ -511,6 +523,31 @@ func parseSubmitFlags(list []string) (submitFlags, error) {
 		}
 	}
 	return f, nil
+}
+
+// addFile reads a --add-file value: NAME=TEXT when TEXT holds a newline,
+// else [NAME=]PATH (NAME defaults to the file's base name, the mode is
+// the file's).
+func (o *submitOptions) addFile(v string) (string, map[string]any, error) {
+	name, arg, named := strings.Cut(v, "=")
+	if !named {
+		name, arg = filepath.Base(v), v
+	}
+	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
+		return "", nil, fmt.Errorf("file name %q must be a plain name", name)
+	}
+	if strings.Contains(arg, "\n") {
+		return name, jobspec.FileEntry([]byte(arg), 0o600), nil
+	}
+	data, err := o.proc.readFile(arg)
+	if err != nil {
+		return "", nil, err
+	}
+	perm := os.FileMode(0o600)
+	if fi, err := os.Stat(arg); err == nil {
+		perm = fi.Mode().Perm()
+	}
+	return name, jobspec.FileEntry(data, perm), nil
 }
 
 // taskmapOption checks a --taskmap SCHEME[:VALUE] and returns the

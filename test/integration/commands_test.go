@@ -337,3 +337,17 @@ func TestMultiProg(t *testing.T) {
 		t.Fatalf("flux run flux multi-prog: %+v", r)
 	}
 }
+
+// TestAddFile: --add-file puts files in the job (RFC 37), written into
+// FLUX_JOB_TMPDIR with their mode on every node before the tasks start.
+func TestAddFile(t *testing.T) {
+	e := start(t)
+	path := filepath.Join(t.TempDir(), "my.conf")
+	os.WriteFile(path, []byte("k = 1\n"), 0o640)
+	r := e.flux("run", "-N2", "--label-io", "--add-file="+path, "--add-file=note=a\nb",
+		"sh", "-c", `stat -c "mode %a" $FLUX_JOB_TMPDIR/my.conf; cat $FLUX_JOB_TMPDIR/note`)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "0: mode 640\n") || !strings.Contains(r.Stdout, "1: mode 640\n") || !strings.Contains(r.Stdout, "1: b\n") {
+		t.Fatalf("flux run --add-file: %+v", r)
+	}
+	e.fail("plain name", "run", "--add-file=../x="+path, "true")
+}

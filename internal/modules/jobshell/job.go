@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -97,6 +98,9 @@ func (j *job) run(cred *syscall.Credential) (err error) {
 	}()
 	j.cred = cred
 	if err := j.makeTmpdir(); err != nil {
+		return err
+	}
+	if err := j.writeFiles(); err != nil {
 		return err
 	}
 	j.kvs = newShellKVS(j)
@@ -264,6 +268,35 @@ func (j *job) makeTmpdir() error {
 		if err := os.Chown(dir, int(j.cred.Uid), int(j.cred.Gid)); err != nil {
 			j.removeTmpdir()
 			return fmt.Errorf("FLUX_JOB_TMPDIR: %w", err)
+		}
+	}
+	return nil
+}
+
+// writeFiles writes the job's files (RFC 37 entries in
+// attributes.system.files: flux submit --add-file, flux batch's script)
+// into its FLUX_JOB_TMPDIR, owned by the job's user. A name must be a
+// plain file name.
+func (j *job) writeFiles() error {
+	for name, e := range j.js.Files() {
+		if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
+			return fmt.Errorf("job file %q: not a plain file name", name)
+		}
+		data, mode, err := jobspec.DecodeFileEntry(e)
+		if err != nil {
+			return fmt.Errorf("job file %q: %w", name, err)
+		}
+		path := filepath.Join(j.tmpdir, name)
+		if err := os.WriteFile(path, data, mode); err != nil {
+			return fmt.Errorf("job file %q: %w", name, err)
+		}
+		if err := os.Chmod(path, mode); err != nil { // WriteFile's mode is under the umask
+			return fmt.Errorf("job file %q: %w", name, err)
+		}
+		if j.cred != nil {
+			if err := os.Chown(path, int(j.cred.Uid), int(j.cred.Gid)); err != nil {
+				return fmt.Errorf("job file %q: %w", name, err)
+			}
 		}
 	}
 	return nil
