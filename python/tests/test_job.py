@@ -307,3 +307,14 @@ class TestFluxExecutor(JobTestCase):
         self.assertEqual(started, ["start"])
         with self.assertRaises(RuntimeError):
             executor.submit(self.spec(["true"]))
+
+    def test_unreachable_instance_fails_futures(self):
+        from flux.job import FluxExecutor
+
+        executor = FluxExecutor(handle_args=("local:///nonexistent/socket",))
+        try:
+            future = executor.submit(self.spec(["true"]))
+        except RuntimeError:
+            return  # the thread had already failed: refused at once
+        with self.assertRaises(OSError):
+            future.result(timeout=TIMEOUT)

@@ -119,6 +119,7 @@ class FluxExecutor(concurrent.futures.Executor):
         self._handle_args = handle_args
         self._handle_kwargs = handle_kwargs or {}
         self._error = None
+        self._jobs = set()  # the jobs the thread follows (its own)
         self._thread = threading.Thread(
             target=self._run,
             name=(thread_name_prefix or "FluxExecutor") + "-0",
@@ -169,25 +170,31 @@ class FluxExecutor(concurrent.futures.Executor):
         try:
             self._serve()
         except Exception as exc:  # pylint: disable=broad-except
-            self._error = exc
-            self._fail_queued(exc)
-
-    def _fail_queued(self, exc):
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                return
-            if item is not None:
-                item[1]._set_jobid(None, exc)
-                item[1].set_exception(exc)
+            # under the lock: no submit() can queue after the drain
+            with self._lock:
+                self._error = exc
+                queued = []
+                while True:
+                    try:
+                        item = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if item is not None:
+                        queued.append(item[1])
+            futures = [job.future for job in list(self._jobs)] + queued
+            for future in futures:
+                if not future._jobid_set.is_set():
+                    future._set_jobid(None, exc)
+                if not future.done():
+                    future.set_exception(exc)
 
     def _serve(self):
         h = flux.Flux(*self._handle_args, **self._handle_kwargs)
         active = {"n": 0}
         stopping = {"v": False}
 
-        def done():
+        def done(job):
+            self._jobs.discard(job)
             active["n"] -= 1
             if stopping["v"] and active["n"] == 0:
                 h.reactor_stop()
@@ -198,14 +205,14 @@ class FluxExecutor(concurrent.futures.Executor):
             except OSError as exc:
                 if not job.future.done():
                     job.future.set_exception(exc)
-                done()
+                done(job)
                 return
             if ev is None:
                 if not job.future.done():
                     job.future.set_exception(
                         RuntimeError("job %s ended without a clean event" % job.future._jobid)
                     )
-                done()
+                done(job)
                 return
             job.future._event(ev)
             if ev.name == "start":
@@ -235,7 +242,7 @@ class FluxExecutor(concurrent.futures.Executor):
             except Exception as exc:  # pylint: disable=broad-except
                 job.future._set_jobid(None, exc)
                 job.future.set_exception(exc)
-                done()
+                done(job)
                 return
             follow(job, jobid)
 
@@ -252,6 +259,7 @@ class FluxExecutor(concurrent.futures.Executor):
                 if not future.set_running_or_notify_cancel():
                     continue
                 job = _Job(future)
+                self._jobs.add(job)
                 active["n"] += 1
                 if kind == "attach":
                     follow(job, what)
@@ -262,6 +270,7 @@ class FluxExecutor(concurrent.futures.Executor):
                 except Exception as exc:  # pylint: disable=broad-except
                     future._set_jobid(None, exc)
                     future.set_exception(exc)
+                    self._jobs.discard(job)
                     active["n"] -= 1
             if stopping["v"] and active["n"] == 0:
                 handle.reactor_stop()
