@@ -73,18 +73,10 @@ func runCancel(o cancelOptions, args []string, out, errw io.Writer) error {
 		var err error
 		var ids []jobid.ID
 		if o.all {
-			uid, err := targetUserid(o.user)
-			if err != nil {
-				return err
-			}
-			mask, err := parseStatesMask("--states", o.states)
-			if err != nil {
-				return err
-			}
 			// one request: the job manager picks and cancels the jobs
-			count, errs, err := raiseAll(ctx, h, o.dryRun, uid, mask, "cancel", 0, o.message)
+			count, errs, err := raiseAll(ctx, h, o.dryRun, o.user, o.states, "cancel", 0, o.message)
 			if err != nil {
-				return fmt.Errorf("%s", flux.ErrorText(err))
+				return err
 			}
 			switch {
 			case o.dryRun:

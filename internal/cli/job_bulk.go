@@ -41,9 +41,19 @@ func targetUserid(user string) (int64, error) {
 	return lookupUserid(user)
 }
 
-// raiseAll asks job-manager.raiseall and returns how many jobs matched.
-func raiseAll(ctx context.Context, h *flux.Handle, dryRun bool, userid int64, states int, typ string, severity int, note string) (count, errs int, err error) {
-	req := map[string]any{"dry_run": dryRun, "userid": userid, "states": states, "type": typ, "severity": severity}
+// raiseAll asks job-manager.raiseall for the jobs of user (--user; ""
+// is the caller) in the comma list of states and returns how many
+// matched.
+func raiseAll(ctx context.Context, h *flux.Handle, dryRun bool, user, states string, typ string, severity int, note string) (count, errs int, err error) {
+	userid, err := targetUserid(user)
+	if err != nil {
+		return 0, 0, err
+	}
+	mask, err := parseStatesMask("--states", states)
+	if err != nil {
+		return 0, 0, err
+	}
+	req := map[string]any{"dry_run": dryRun, "userid": userid, "states": mask, "type": typ, "severity": severity}
 	if note != "" {
 		req["note"] = note
 	}
@@ -51,8 +61,10 @@ func raiseAll(ctx context.Context, h *flux.Handle, dryRun bool, userid int64, st
 		Count  int `json:"count"`
 		Errors int `json:"errors"`
 	}
-	err = h.Call(ctx, "job-manager.raiseall", flux.NodeidAny, req, &resp)
-	return resp.Count, resp.Errors, err
+	if err := h.Call(ctx, "job-manager.raiseall", flux.NodeidAny, req, &resp); err != nil {
+		return 0, 0, fmt.Errorf("%s", flux.ErrorText(err))
+	}
+	return resp.Count, resp.Errors, nil
 }
 
 type jobBulkOptions struct {
@@ -137,18 +149,10 @@ func (o *jobBulkOptions) flags(cmd *cobra.Command, states bool) {
 }
 
 func (o *jobBulkOptions) raise(cmd *cobra.Command, typ string, severity int, note, done string) error {
-	uid, err := targetUserid(o.user)
-	if err != nil {
-		return err
-	}
-	mask, err := parseStatesMask("--states", o.states)
-	if err != nil {
-		return err
-	}
 	return withHandle(func(ctx context.Context, h *flux.Handle) error {
-		count, errs, err := raiseAll(ctx, h, !o.force, uid, mask, typ, severity, note)
+		count, errs, err := raiseAll(ctx, h, !o.force, o.user, o.states, typ, severity, note)
 		if err != nil {
-			return fmt.Errorf("%s", flux.ErrorText(err))
+			return err
 		}
 		o.report(cmd, count, errs, done)
 		return nil

@@ -2,7 +2,6 @@ package jobmanager
 
 import (
 	"sort"
-	"strings"
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
@@ -59,12 +58,7 @@ func (m *manager) handleRaiseAll(r *flux.Request) {
 	if r.Decode(&req) != nil {
 		return
 	}
-	if req.Severity < 0 || req.Severity > 7 {
-		r.Errorf(syscall.EINVAL, "exception severity %d is not 0-7", req.Severity)
-		return
-	}
-	if req.Type == "" || strings.ContainsAny(req.Type, " \t\n=") {
-		r.Errorf(syscall.EINVAL, "invalid exception type %q", req.Type)
+	if !checkException(r, req.Type, req.Severity) {
 		return
 	}
 	jobs, ok := m.bulkTargets(r, req.Userid, jobtap.State(req.States))

@@ -181,12 +181,7 @@ func (m *manager) handleRaise(r *flux.Request) {
 	if j == nil || !authorize(r, j) {
 		return
 	}
-	if req.Severity < 0 || req.Severity > 7 {
-		r.Errorf(syscall.EINVAL, "exception severity %d is not 0-7", req.Severity)
-		return
-	}
-	if req.Type == "" || strings.ContainsAny(req.Type, " \t\n=") {
-		r.Errorf(syscall.EINVAL, "invalid exception type %q", req.Type)
+	if !checkException(r, req.Type, req.Severity) {
 		return
 	}
 	if j.State == jobtap.StateInactive {
@@ -195,6 +190,20 @@ func (m *manager) handleRaise(r *flux.Request) {
 	}
 	m.raise(j, req.Type, req.Severity, req.Note, r.Userid())
 	r.Respond(nil)
+}
+
+// checkException answers r with EINVAL and reports false for an
+// exception type or severity RFC 21 does not allow.
+func checkException(r *flux.Request, typ string, severity int) bool {
+	if severity < 0 || severity > 7 {
+		r.Errorf(syscall.EINVAL, "exception severity %d is not 0-7", severity)
+		return false
+	}
+	if typ == "" || strings.ContainsAny(typ, " \t\n=") {
+		r.Errorf(syscall.EINVAL, "invalid exception type %q", typ)
+		return false
+	}
+	return true
 }
 
 func (m *manager) handleKill(r *flux.Request) {
