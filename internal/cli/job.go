@@ -38,6 +38,7 @@ func jobSubcommands() []*cobra.Command {
 		newJobRaiseallCmd(),
 		newJobKillallCmd(),
 		newJobTimeleftCmd(),
+		newJobHostpidsCmd(),
 	}
 }
 

@@ -151,21 +151,30 @@ func jobTaskmapOf(ctx context.Context, h *flux.Handle, id jobid.ID) (*taskmap.Ma
 // jobNodeHost returns the host of node index node of job id (its R's
 // nodes in rank order).
 func jobNodeHost(ctx context.Context, h *flux.Handle, id jobid.ID, node int) (string, error) {
-	var resp struct {
-		R string `json:"R"`
-	}
-	if err := h.Call(ctx, "job-info.lookup", flux.NodeidAny, map[string]any{"id": id, "keys": []string{"R"}, "flags": 0}, &resp); err != nil {
-		return "", fmt.Errorf("job %s R: %s", id.String(), flux.ErrorText(err))
-	}
-	R, err := rset.Parse([]byte(resp.R))
+	R, err := jobR(ctx, h, id)
 	if err != nil {
-		return "", fmt.Errorf("job %s R: %w", id.String(), err)
+		return "", err
 	}
 	hosts := R.Nodelist().Hosts()
 	if node >= len(hosts) {
 		return "", fmt.Errorf("job %s has no hostname for node %d", id.String(), node)
 	}
 	return hosts[node], nil
+}
+
+// jobR looks up job id's R.
+func jobR(ctx context.Context, h *flux.Handle, id jobid.ID) (*rset.R, error) {
+	var resp struct {
+		R string `json:"R"`
+	}
+	if err := h.Call(ctx, "job-info.lookup", flux.NodeidAny, map[string]any{"id": id, "keys": []string{"R"}, "flags": 0}, &resp); err != nil {
+		return nil, fmt.Errorf("job %s R: %s", id.String(), flux.ErrorText(err))
+	}
+	R, err := rset.Parse([]byte(resp.R))
+	if err != nil {
+		return nil, fmt.Errorf("job %s R: %w", id.String(), err)
+	}
+	return R, nil
 }
 
 func printTaskmap(out io.Writer, m *taskmap.Map, o jobTaskmapOptions, host func(node int) (string, error)) error {

@@ -342,6 +342,27 @@ func (s *Shell) pump(rank int, stream string, r io.Reader, wg *sync.WaitGroup) {
 // NTasks returns the number of tasks on this node.
 func (s *Shell) NTasks() int { return len(s.tasks) }
 
+// TaskPID is the process ID of the task of global rank Rank.
+type TaskPID struct {
+	Rank int `json:"rank"`
+	PID  int `json:"pid"`
+}
+
+// PIDs returns the process IDs of this node's tasks, in the order they
+// were launched (global rank order); a task that could not be started
+// has none and is left out. Exited tasks keep theirs.
+func (s *Shell) PIDs() []TaskPID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]TaskPID, 0, len(s.tasks))
+	for _, t := range s.tasks {
+		if t.cmd.Process != nil {
+			out = append(out, TaskPID{Rank: t.rank, PID: t.cmd.Process.Pid})
+		}
+	}
+	return out
+}
+
 // Signal delivers sig to every running task's process group.
 func (s *Shell) Signal(sig syscall.Signal) {
 	s.mu.Lock()

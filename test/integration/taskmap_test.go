@@ -1,9 +1,12 @@
 package integration
 
 import (
+	"os"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
 // TestJobTaskmap: flux job taskmap prints a running job's RFC 34 task map
@@ -104,4 +107,46 @@ func TestJobTimeleft(t *testing.T) {
 	if got := e.must("job", "timeleft", limited.String()); got != "0" {
 		t.Errorf("timeleft of an ended job: %q", got)
 	}
+}
+
+// TestJobHostpids: flux job hostpids prints HOST:PID of each task of a
+// running job in task rank order, the PIDs those of the real tasks;
+// --ranks and --delimiter as flux-core; a held job times out with -t, an
+// ended one is an error.
+func TestJobHostpids(t *testing.T) {
+	e := start(t)
+	id := e.submit("-N2", "-n4", "sleep", "300").String()
+	pairs := strings.Split(e.must("job", "hostpids", id), ",")
+	if len(pairs) != 4 {
+		t.Fatalf("hostpids: %q, want 4 HOST:PID pairs", pairs)
+	}
+	hosts := strings.Split(strings.TrimSpace(e.must("job", "taskmap", "--to=hosts", id)), "\n")
+	for i, p := range pairs {
+		host, pid, ok := strings.Cut(p, ":")
+		n, err := strconv.Atoi(pid)
+		if !ok || err != nil {
+			t.Fatalf("pair %d: %q is not HOST:PID", i, p)
+		}
+		if want := strings.SplitN(hosts[i/2], ":", 2)[0]; host != want {
+			t.Errorf("task %d on %q, want %q", i, host, want)
+		}
+		comm, err := os.ReadFile("/proc/" + pid + "/comm")
+		if err != nil || strings.TrimSpace(string(comm)) != "sleep" {
+			t.Errorf("task %d: pid %d is not a running sleep (%q, %v)", i, n, comm, err)
+		}
+	}
+	if got := e.must("job", "hostpids", "-d", " ", "-r", "1-2", id); got != pairs[1]+" "+pairs[2] {
+		t.Errorf("-d ' ' -r 1-2: %q, want %q", got, pairs[1]+" "+pairs[2])
+	}
+	e.fail("--ranks=x", "job", "hostpids", "--ranks=x", id)
+	if canRunAsGuest(e) {
+		if r := e.asGuest("job", "hostpids", id); r.Code == 0 || strings.Contains(r.Stdout, ":") {
+			t.Errorf("a guest got the pids of the owner's job: %+v", r)
+		}
+	}
+	held := e.submit("--urgency=hold", "true").String()
+	e.fail("timed out", "job", "hostpids", "-t", "0.2s", held)
+	e.must("cancel", id)
+	e.waitEvent(jobid.MustParse(id), "clean")
+	e.fail("is not running", "job", "hostpids", id)
 }

@@ -92,6 +92,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	h.HandleFunc("job-shell.pmi-fence", x.pmiFence)
 	h.HandleFunc("job-shell.output", x.outputRequest) // output.go
 	h.HandleFunc("job-shell.lost", x.lostRequest)
+	h.HandleFunc("job-shell.pids", x.pids)
 	h.HandleFunc("job-shell.list", func(r *flux.Request) {
 		if !r.IsOwner() { // job ids of every user
 			r.Errorf(syscall.EPERM, "job-shell.list is for the instance owner")
@@ -229,4 +230,26 @@ func (x *host) kill(r *flux.Request) {
 	}
 	j.signal(syscall.Signal(req.Signum))
 	r.Respond(nil)
+}
+
+// pids (job-shell.pids): {id} → {tasks: [{rank, pid}]}, the
+// process IDs of the job's tasks on this node (flux job hostpids). Only
+// the job's owner and the instance owner may ask.
+func (x *host) pids(r *flux.Request) {
+	var req struct {
+		ID jobid.ID `json:"id"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	j, ok := x.jobs[req.ID]
+	if !ok || j.sh == nil {
+		r.Errorf(syscall.ENOENT, "no tasks of job %s here", req.ID.String())
+		return
+	}
+	if !r.IsOwner() && r.Userid() != j.userid {
+		r.Errorf(syscall.EPERM, "job %s belongs to another user", req.ID.String())
+		return
+	}
+	r.Respond(map[string]any{"tasks": j.sh.PIDs()})
 }
