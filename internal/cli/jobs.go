@@ -28,7 +28,7 @@ import (
 // flux jobs [OPTIONS] [JOBID...]: list jobs (flux-jobs(1)).
 
 // jobsFormats are the named formats (flux jobs --format=help).
-var jobsFormats = []struct{ name, desc, format string }{
+var jobsFormats = []namedFormat{
 	{"default", "Default flux-jobs format string",
 		"{id.f58:>12} ?:{queue:<8.8} +:{username:<8.8} {name:<10.10+} {status_abbrev:>2.2} {ntasks:>6} {nnodes:>6h} {contextual_time!F:>8h} {contextual_info}"},
 	{"cute", "Cute flux-jobs format string (default with emojis)",
@@ -73,7 +73,9 @@ func newJobsCmd() *cobra.Command {
 are listed; -a adds inactive jobs, -A lists every user's jobs.
 
 Formats use Python's format syntax; see flux-jobs(1) for the field names.
-Named formats: ` + jobsFormatNames() + ` (--format=help describes them).`,
+Named formats: ` + jobsFormatNames() + ` (--format=help describes them,
+with those configured in flux-jobs.toml files; --format=get-config=NAME
+prints one as configuration to start from).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.ids = args
 			o.userChanged = cmd.Flags().Changed("user")
@@ -81,9 +83,8 @@ Named formats: ` + jobsFormatNames() + ` (--format=help describes them).`,
 			o.now = time.Now()
 			ctx, cancel := cmdContext()
 			defer cancel()
-			if o.format == "help" {
-				printJobsFormats(cmd.OutOrStdout())
-				return nil
+			if done, err := jobsFormatSet.special(cmd.OutOrStdout(), o.format); done {
+				return err
 			}
 			h, err := openHandle()
 			if err != nil {
@@ -127,27 +128,12 @@ func jobsFormatNames() string {
 	return strings.Join(names, ", ")
 }
 
-func printJobsFormats(w io.Writer) {
-	fmt.Fprintln(w, "flux-jobs: Named output formats:")
-	for _, f := range jobsFormats {
-		fmt.Fprintf(w, "  %-10s %s\n", f.name, f.desc)
-	}
-}
+// jobsFormatSet adds the formats users and sites configure
+// (flux-jobs.toml ...) to the built-in ones.
+var jobsFormatSet = &formatSet{prog: "flux-jobs", env: "FLUX_JOBS_FORMAT_DEFAULT", builtin: jobsFormats}
 
 // jobsFormatString resolves a named format (or FLUX_JOBS_FORMAT_DEFAULT).
-func jobsFormatString(name string) string {
-	if name == "default" {
-		if env := os.Getenv("FLUX_JOBS_FORMAT_DEFAULT"); env != "" {
-			name = env
-		}
-	}
-	for _, f := range jobsFormats {
-		if f.name == name {
-			return f.format
-		}
-	}
-	return name
-}
+func jobsFormatString(name string) (string, error) { return jobsFormatSet.resolve(name) }
 
 // jobsLookupUser resolves a user name or numeric uid.
 func jobsLookupUser(s string) (uint32, error) {
@@ -296,7 +282,11 @@ func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Wr
 			return nil
 		}
 	}
-	of, err := compileFormat(jobsFormatString(o.format), jobFieldSource)
+	format, err := jobsFormatString(o.format)
+	if err != nil {
+		return err
+	}
+	of, err := compileFormat(format, jobFieldSource)
 	if err != nil {
 		return fmt.Errorf("Error in user format: %w", err)
 	}

@@ -46,7 +46,11 @@ func transcriptJobs(t *testing.T) ([]jobRow, string) {
 
 func formatRows(t *testing.T, format string, rows []jobRow, header bool) string {
 	t.Helper()
-	of, err := compileFormat(jobsFormatString(format), jobFieldSource)
+	format, err := jobsFormatString(format)
+	if err != nil {
+		t.Fatal(err)
+	}
+	of, err := compileFormat(format, jobFieldSource)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +79,11 @@ func TestJobsGoldenTranscript(t *testing.T) {
 }
 
 func TestJobsRequestAttrs(t *testing.T) {
-	of, err := compileFormat(jobsFormatString("default"), jobFieldSource)
+	def, err := jobsFormatString("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	of, err := compileFormat(def, jobFieldSource)
 	if err != nil {
 		t.Fatal(err)
 	}

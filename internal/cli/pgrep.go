@@ -21,12 +21,14 @@ import (
 // whose name matches a pattern and/or whose id is in a range
 // (flux-pgrep(1)).
 
-var pgrepFormats = map[string]string{
-	"default": "{id.f58}",
-	"full":    jobsFormats[0].format,
-	"long":    jobsFormats[2].format,
-	"deps":    jobsFormats[3].format,
-}
+// pgrepFormats are flux pgrep's named formats (flux-pgrep.toml files may
+// add more).
+var pgrepFormats = &formatSet{prog: "flux-pgrep", env: "FLUX_PGREP_FORMAT_DEFAULT", builtin: []namedFormat{
+	{"default", "Print the job ID only", "{id.f58}"},
+	{"full", "The default flux jobs format", jobsFormats[0].format},
+	{"long", "The long flux jobs format", jobsFormats[2].format},
+	{"deps", "Show job urgency, priority, and dependencies", jobsFormats[3].format},
+}}
 
 type pgrepOptions struct {
 	jobsOptions
@@ -136,17 +138,30 @@ func runPgrep(ctx context.Context, h *flux.Handle, args []string, o pgrepOptions
 		}
 		exprs = append(exprs, e)
 	}
-	format := o.format
-	if format == "" || format == "default" {
-		if env := os.Getenv("FLUX_PGREP_FORMAT_DEFAULT"); env != "" && !o.kill {
-			format = env
+	if done, err := pgrepFormats.special(out, o.format); done {
+		if err != nil {
+			fmt.Fprintf(errw, "%s: %v\n", prog, err)
+			return exitCode(2)
+		}
+		return nil
+	}
+	arg := o.format
+	if o.kill && (arg == "" || arg == "default") {
+		arg = pgrepFormats.builtin[0].format // pkill: not the user's default
+		o.noHeader = true
+	}
+	if arg == "" || arg == "default" {
+		if env := os.Getenv(pgrepFormats.env); env != "" {
+			arg = env
+		}
+		if arg == "" || arg == "default" {
+			o.noHeader = true // bare IDs, one per line
 		}
 	}
-	if f, ok := pgrepFormats[format]; ok {
-		if format == "default" {
-			o.noHeader = true
-		}
-		format = f
+	format, err := pgrepFormats.resolve(arg)
+	if err != nil {
+		fmt.Fprintf(errw, "%s: %v\n", prog, err)
+		return exitCode(2)
 	}
 	if o.kill {
 		o.all = false

@@ -369,9 +369,13 @@ var queueListFields = fieldSource[queueLine]{
 	},
 }
 
-// defaultQueueListFormat is flux-core's default.
-const defaultQueueListFormat = "?:{queuem:<8.8} {enabled:>2} {started:>2} {defaults.timelimit:>8} {limits.timelimit:>8} " +
-	"{limits.range.nnodes:>10} {limits.range.ncores:>10} {limits.range.ngpus:>10}"
+// queueListFormats are flux queue list's named formats (flux-queue.toml
+// files may add more: [list.formats.NAME]); the default is flux-core's.
+var queueListFormats = &formatSet{prog: "flux-queue", table: "list", env: "FLUX_QUEUE_LIST_FORMAT_DEFAULT", builtin: []namedFormat{
+	{"default", "Default flux-queue list format string",
+		"?:{queuem:<8.8} {enabled:>2} {started:>2} {defaults.timelimit:>8} {limits.timelimit:>8} " +
+			"{limits.range.nnodes:>10} {limits.range.ncores:>10} {limits.range.ngpus:>10}"},
+}}
 
 func newQueueListCmd() *cobra.Command {
 	var noHeader bool
@@ -385,9 +389,17 @@ limit given to jobs that set none (TDEFAULT), the time limit allowed and
 the job size ranges allowed. Fields for --format: queue, queuem (the
 default queue marked with *), submission, scheduling, enabled, started,
 enabled.ascii, started.ascii, defaults.timelimit, limits.timelimit,
-limits.range.{nnodes,ncores,ngpus}, limits.min.* and limits.max.*.`,
+limits.range.{nnodes,ncores,ngpus}, limits.min.* and limits.max.*.
+Named formats: default (-o help lists those configured too).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if done, err := queueListFormats.special(cmd.OutOrStdout(), format); done {
+				return err
+			}
+			format, err := queueListFormats.resolve(format)
+			if err != nil {
+				return err
+			}
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
 				pol, err := policy.Fetch(ctx, h)
 				if err != nil {
@@ -412,9 +424,6 @@ limits.range.{nnodes,ncores,ngpus}, limits.min.* and limits.max.*.`,
 						return err
 					}
 					lines = append(lines, queueLine{name: n, deflt: n != "" && n == pol.DefaultQueue, status: st, limits: limitsOf(pol, n)})
-				}
-				if format == "" {
-					format = defaultQueueListFormat
 				}
 				of, err := compileFormat(format, queueListFields)
 				if err != nil {

@@ -36,38 +36,33 @@ undrains nodes.`,
 	return cmd
 }
 
-// resourceFormats are the named formats of flux resource list/status/drain.
-var resourceFormats = map[string][][2]string{
-	"list": {
-		{"default", "{state:>10} ?:{queue:<8.8} ?:{propertiesx:<10.10+} {nnodes:>6} {ncores:>6} {ngpus:>5} {nodelist}"},
-		{"rlist", "{state:>10} ?:{queue:<8.8} ?:{propertiesx:<10.10+} {nnodes:>6} {ncores:>6} {ngpus:>5} {rlist}"},
-	},
-	"status": {
-		{"default", "{state:>10} {color_up}{up:>2}{color_off} {nnodes:>6} {nodelist}"},
-		{"long", "{state:>10} {color_up}{up:>2}{color_off} {nnodes:>6} {reason:<30.30+} {nodelist}"},
-	},
-	"drain": {
-		{"default", "{timestamp!d:%b%d %R::<12} {state:<8.8} {reason:<30.30+} {nodelist}"},
-		{"long", "{timestamp!d:%FT%T::<20} {state:<8.8} {ranks:<8.8+} {reason:<30.30+} {nodelist}"},
-	},
+// resourceFormats are the named formats of flux resource list, status
+// and drain; flux-resource.toml files may add more ([list.formats.NAME]).
+var resourceFormats = map[string]*formatSet{
+	"list": {prog: "flux-resource", table: "list", env: "FLUX_RESOURCE_LIST_FORMAT_DEFAULT", builtin: []namedFormat{
+		{"default", "Default flux-resource list format string",
+			"{state:>10} ?:{queue:<8.8} ?:{propertiesx:<10.10+} {nnodes:>6} {ncores:>6} {ngpus:>5} {nodelist}"},
+		{"rlist", "Format including resource list details",
+			"{state:>10} ?:{queue:<8.8} ?:{propertiesx:<10.10+} {nnodes:>6} {ncores:>6} {ngpus:>5} {rlist}"},
+	}},
+	"status": {prog: "flux-resource", table: "status", env: "FLUX_RESOURCE_STATUS_FORMAT_DEFAULT", builtin: []namedFormat{
+		{"default", "Default flux-resource status format string",
+			"{state:>10} {color_up}{up:>2}{color_off} {nnodes:>6} {nodelist}"},
+		{"long", "Long flux-resource status format string",
+			"{state:>10} {color_up}{up:>2}{color_off} {nnodes:>6} {reason:<30.30+} {nodelist}"},
+	}},
+	"drain": {prog: "flux-resource", table: "drain", env: "FLUX_RESOURCE_DRAIN_FORMAT_DEFAULT", builtin: []namedFormat{
+		{"default", "Default flux-resource drain format string",
+			"{timestamp!d:%b%d %R::<12} {state:<8.8} {reason:<30.30+} {nodelist}"},
+		{"long", "Long flux-resource drain format string",
+			"{timestamp!d:%FT%T::<20} {state:<8.8} {ranks:<8.8+} {reason:<30.30+} {nodelist}"},
+	}},
 }
 
-// resourceFormat resolves a format name of cmd ("default", "long" ...)
-// or returns fmtString as given.
-func resourceFormat(cmd, fmtString string) string {
-	for _, f := range resourceFormats[cmd] {
-		if f[0] == fmtString {
-			return f[1]
-		}
-	}
-	return fmtString
-}
-
-func printResourceFormats(cmd string, w io.Writer) {
-	fmt.Fprintf(w, "%s formats:\n", cmd)
-	for _, f := range resourceFormats[cmd] {
-		fmt.Fprintf(w, "  %-8s %s\n", f[0], f[1])
-	}
+// resourceFormat resolves a format argument of cmd ("default", "long",
+// a configured name or a format string).
+func resourceFormat(cmd, arg string) (string, error) {
+	return resourceFormats[cmd].resolve(arg)
 }
 
 // ---- list, info, R ----
@@ -91,9 +86,8 @@ properties): free, allocated and down by default. States: up, down,
 allocated, free, all. Named formats: default, rlist (-o help lists them).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.format == "help" {
-				printResourceFormats("list", cmd.OutOrStdout())
-				return nil
+			if done, err := resourceFormats["list"].special(cmd.OutOrStdout(), o.format); done {
+				return err
 			}
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
 				ss, err := resource.GetSchedStatus(ctx, h)
@@ -331,7 +325,10 @@ func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Write
 		}
 		selected = selected.Union(qranks[q])
 	}
-	format := resourceFormat("list", o.format)
+	format, err := resourceFormat("list", o.format)
+	if err != nil {
+		return err
+	}
 	of, err := compileFormat(format, rlistFields)
 	if err != nil {
 		return err
@@ -496,11 +493,14 @@ hostlist), drain them: the scheduler gives them no new work. The remaining
 arguments are the reason. Draining is for the instance owner.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				if o.format == "help" {
-					printResourceFormats("drain", cmd.OutOrStdout())
-					return nil
+				if done, err := resourceFormats["drain"].special(cmd.OutOrStdout(), o.format); done {
+					return err
 				}
-				so := resourceStatusOptions{format: resourceFormat("drain", o.format), states: "drain", statesSet: true,
+				format, err := resourceFormat("drain", o.format)
+				if err != nil {
+					return err
+				}
+				so := resourceStatusOptions{format: format, states: "drain", statesSet: true,
 					skipEmpty: true, noHeader: o.noHeader, include: o.include, color: o.color}
 				return withHandle(func(ctx context.Context, h *flux.Handle) error {
 					return resourceStatus(ctx, h, so, cmd.OutOrStdout())

@@ -39,12 +39,14 @@ avail, offline, exclude, drain, draining, drained. Named formats: default,
 long (-o help lists them).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.format == "help" {
-				printResourceFormats("status", cmd.OutOrStdout())
-				return nil
+			if done, err := resourceFormats["status"].special(cmd.OutOrStdout(), o.format); done {
+				return err
 			}
 			o.statesSet = cmd.Flags().Changed("states")
-			o.format = resourceFormat("status", o.format)
+			var err error
+			if o.format, err = resourceFormat("status", o.format); err != nil {
+				return err
+			}
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
 				return resourceStatus(ctx, h, o, cmd.OutOrStdout())
 			})

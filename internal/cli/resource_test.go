@@ -132,14 +132,14 @@ func TestResourceStatusLines(t *testing.T) {
 		o    resourceStatusOptions
 		want string
 	}{
-		{"default", resourceStatusOptions{format: resourceFormat("status", "default"), states: "avail,exclude,draining,drained"}, `     STATE UP NNODES NODELIST
+		{"default", resourceStatusOptions{format: mustResourceFormat(t, "status", "default"), states: "avail,exclude,draining,drained"}, `     STATE UP NNODES NODELIST
      avail  ✔      1 node0
     avail*  ✗      1 node3
    exclude  ✔      1 node4
   draining  ✔      1 node2
    drained  ✔      1 node1
 `},
-		{"long with states", resourceStatusOptions{format: resourceFormat("status", "long"), states: "drain", statesSet: true}, `     STATE UP NNODES REASON                         NODELIST
+		{"long with states", resourceStatusOptions{format: mustResourceFormat(t, "status", "long"), states: "drain", statesSet: true}, `     STATE UP NNODES REASON                         NODELIST
   draining  ✔      1 bad fan                        node2
    drained  ✔      1 bad fan                        node1
 `},
@@ -164,7 +164,7 @@ drained 1
 		})
 	}
 	// the drain listing
-	o := resourceStatusOptions{format: resourceFormat("drain", "long"), states: "drain", statesSet: true, skipEmpty: true}
+	o := resourceStatusOptions{format: mustResourceFormat(t, "drain", "long"), states: "drain", statesSet: true, skipEmpty: true}
 	var out bytes.Buffer
 	if err := runResourceStatus(st, idset.Set{}, o, false, &out); err != nil {
 		t.Fatal(err)
@@ -273,4 +273,13 @@ func TestQueueRanks(t *testing.T) {
 	if got := propertiesExcludingQueues(pol, "batch,gpu,small"); got != "gpu,small" {
 		t.Errorf("propertiesx: %q", got)
 	}
+}
+
+func mustResourceFormat(t *testing.T, cmd, name string) string {
+	t.Helper()
+	f, err := resourceFormat(cmd, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
