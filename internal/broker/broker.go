@@ -13,13 +13,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/version"
+	"github.com/fluxgo/fluxgo/pkg/hostlist"
 )
 
 // ModuleSpec names a module rc1 loads and the ranks that load it.
@@ -313,7 +313,5 @@ func (b *Broker) Shutdown(code int) {
 }
 
 func compressHosts(hosts []string) string {
-	// A plain comma list; callers that need compression parse it with the
-	// hostlist package.
-	return strings.Join(hosts, ",")
+	return hostlist.New(hosts...).String() // RFC 29 form: node[0-3]
 }

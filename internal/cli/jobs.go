@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/user"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -198,8 +199,9 @@ func jobsConstraint(o *jobsOptions) (any, float64, error) {
 	var states job.State
 	var results job.Result
 	filters := o.filters
-	if o.all && !filtered {
-		filters = []string{"pending", "running", "inactive"}
+	if o.all {
+		// -a adds every state to the filters given (flux-core)
+		filters = append(slices.Clone(filters), "pending", "running", "inactive")
 	}
 	if len(filters) == 0 {
 		filters = []string{"pending", "running"}
@@ -271,7 +273,7 @@ func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Wr
 		return fmt.Errorf("--json incompatible with --stats or --stats-only")
 	}
 	if o.stats || o.statsOnly {
-		active, err := printJobStats(ctx, h, out)
+		active, err := printJobStats(ctx, h, out, o.queues)
 		if err != nil {
 			return err
 		}
@@ -391,28 +393,59 @@ func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Wr
 
 // printJobStats prints the --stats line; it reports whether any job is
 // active.
-func printJobStats(ctx context.Context, h *flux.Handle, out io.Writer) (bool, error) {
-	st, err := getJobStats(ctx, h)
+func printJobStats(ctx context.Context, h *flux.Handle, out io.Writer, queues []string) (bool, error) {
+	all, err := getJobStats(ctx, h)
 	if err != nil {
 		return false, fmt.Errorf("error retrieving job stats: %w", err)
 	}
+	st := &all.jobStats
+	if names := queues; len(names) > 0 {
+		// the statistics of the queues asked for (flux-jobs(1) --stats)
+		st = &jobStats{JobStates: map[string]int{}}
+		for _, name := range names {
+			for _, q := range all.Queues {
+				if q.Name == name {
+					st.addUp(&q.jobStats)
+				}
+			}
+		}
+	}
 	fmt.Fprintf(out, "%d running, %d completed, %d failed, %d pending, %d inactive purged\n",
-		st.running(), st.Successful, st.failed(), st.pending(), st.InactivePurged)
+		st.running(), st.Successful, st.failed(), st.pending(), all.InactivePurged)
 	return st.pending()+st.running() > 0, nil
 }
 
-// jobStats is a job-list.job-stats answer.
+// jobStats is a job-list.job-stats answer: counts for all jobs, and for
+// the jobs of each named queue.
 type jobStats struct {
-	JobStates      map[string]int `json:"job_states"`
-	Successful     int            `json:"successful"`
-	Failed         int            `json:"failed"`
-	Canceled       int            `json:"canceled"`
-	Timeout        int            `json:"timeout"`
-	InactivePurged int            `json:"inactive_purged"`
+	JobStates  map[string]int `json:"job_states"`
+	Successful int            `json:"successful"`
+	Failed     int            `json:"failed"`
+	Canceled   int            `json:"canceled"`
+	Timeout    int            `json:"timeout"`
 }
 
-func getJobStats(ctx context.Context, h *flux.Handle) (*jobStats, error) {
-	var st jobStats
+type allJobStats struct {
+	jobStats
+	InactivePurged int `json:"inactive_purged"`
+	Queues         []struct {
+		Name string `json:"name"`
+		jobStats
+	} `json:"queues"`
+}
+
+func (st *jobStats) addUp(o *jobStats) {
+	for k, n := range o.JobStates {
+		st.JobStates[k] += n
+	}
+	st.Successful += o.Successful
+	st.Failed += o.Failed
+	st.Canceled += o.Canceled
+	st.Timeout += o.Timeout
+}
+
+func getJobStats(ctx context.Context, h *flux.Handle) (*allJobStats, error) {
+	var st allJobStats
 	if err := h.Call(ctx, "job-list.job-stats", flux.NodeidAny, map[string]any{}, &st); err != nil {
 		return nil, err
 	}

@@ -40,6 +40,9 @@ Plugins built in to the job manager have a leading "." in their name
 		Short: "Load a plugin, optionally with configuration",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == "" {
+				return fmt.Errorf("load: the PLUGIN name must not be empty")
+			}
 			conf, err := jobtapConf(args[1:])
 			if err != nil {
 				return err

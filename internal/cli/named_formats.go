@@ -184,7 +184,7 @@ func (s *formatSet) resolve(arg string) (string, error) {
 			return f.format, nil
 		}
 	}
-	return arg, nil
+	return "", fmt.Errorf("--format: no format named %q (-o help lists them; a format string has {fields})", arg)
 }
 
 // isFormatName tells a name from a format string (which has fields).
@@ -196,13 +196,13 @@ func (s *formatSet) printHelp(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%s: Named output formats:\n", s.prog)
+	fmt.Fprintf(w, "Configured %s output formats:\n", s.prog)
 	for _, f := range all {
 		desc := f.desc
 		if desc == "" {
 			desc = f.format
 		}
-		fmt.Fprintf(w, "  %-10s %s\n", f.name, desc)
+		fmt.Fprintf(w, "  %-12s %s\n", f.name, desc)
 	}
 	return nil
 }

@@ -42,7 +42,6 @@ func TestNamedFormatsConfig(t *testing.T) {
 		"site":        "{id} site",
 		"both":        "{id} yaml", // user over system, .yaml after .json
 		"{id} {name}": "{id} {name}",
-		"unknown":     "unknown",
 		"long":        jobsFormats[2].format,
 	} {
 		got, err := jobsFormatSet.resolve(arg)
@@ -50,12 +49,15 @@ func TestNamedFormatsConfig(t *testing.T) {
 			t.Errorf("resolve(%q) = %q, %v; want %q", arg, got, err, want)
 		}
 	}
+	if _, err := jobsFormatSet.resolve("unknown"); err == nil || !strings.Contains(err.Error(), `no format named "unknown"`) {
+		t.Errorf("an unknown name: %v", err)
+	}
 	t.Setenv("FLUX_JOBS_FORMAT_DEFAULT", "site")
 	if got, _ := jobsFormatSet.resolve("default"); got != "{id} site" {
 		t.Errorf("FLUX_JOBS_FORMAT_DEFAULT=site: default is %q", got)
 	}
 	var help strings.Builder
-	if err := jobsFormatSet.printHelp(&help); err != nil || !strings.Contains(help.String(), "  site       {id} site\n") {
+	if err := jobsFormatSet.printHelp(&help); err != nil || !strings.Contains(help.String(), "  site         {id} site\n") {
 		t.Errorf("help: %v\n%s", err, help.String())
 	}
 }
@@ -76,7 +78,7 @@ func TestNamedFormatsGetConfig(t *testing.T) {
 	if want, _ := resourceFormat("status", "long"); err != nil || got != want {
 		t.Errorf("copy of long: %q, %v; want %q", got, err, want)
 	}
-	if got, _ := resourceFormat("list", "copy"); got != "copy" {
+	if _, err := resourceFormat("list", "copy"); err == nil {
 		t.Errorf("a status format leaked into list: %q", got)
 	}
 	if err := resourceFormats["status"].getConfig(&b, "nope"); err == nil || !strings.Contains(err.Error(), `no format named "nope"`) {
@@ -100,5 +102,21 @@ func TestNamedFormatsConfigErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want %q", text, err, want)
 		}
+	}
+}
+
+// TestPgrepNeedsExpression: flux pgrep and pkill without an expression
+// are a command line error, exit code 2 (flux-pgrep(1)); -o help needs
+// none.
+func TestPgrepNeedsExpression(t *testing.T) {
+	for _, args := range [][]string{{"pgrep"}, {"pkill"}} {
+		var out strings.Builder
+		if code := Main(args, nil, &out, &out); code != 2 || !strings.Contains(out.String(), "EXPRESSION is required") {
+			t.Errorf("flux %s: exit %d, %q", args[0], code, out.String())
+		}
+	}
+	var out strings.Builder
+	if code := Main([]string{"pgrep", "-o", "help"}, nil, &out, &out); code != 0 || !strings.Contains(out.String(), "Configured flux-pgrep output formats:") {
+		t.Errorf("flux pgrep -o help: exit %d, %q", code, out.String())
 	}
 }

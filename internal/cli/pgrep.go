@@ -89,8 +89,20 @@ func newPgrepKillCmd(kill bool) *cobra.Command {
 		Long: short + `. An expression is a regular expression matched against
 the job name, a range of jobids JOBID1..JOBID2, or name:PATTERN to force a
 name match. By default only active jobs of the current user are considered.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && cmd.Flags().Lookup("format") != nil && (o.format == "help" || strings.HasPrefix(o.format, "get-config=")) {
+				return nil // flux pgrep -o help needs no expression
+			}
+			if len(args) == 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "flux-%s: at least one EXPRESSION is required (a name pattern, JOBID1..JOBID2 or name:PATTERN)\n", name)
+				return exitCode(2) // a command line error (flux-pgrep(1))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if done, err := pgrepFormats.special(cmd.OutOrStdout(), o.format); done {
+				return err
+			}
 			ctx, cancel := cmdContext()
 			defer cancel()
 			o.now = time.Now()

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fluxgo/fluxgo/pkg/fsd"
+	"github.com/fluxgo/fluxgo/pkg/hostlist"
 )
 
 type startOptions struct {
@@ -53,7 +54,7 @@ parent Flux instance, or from a [bootstrap] table with --config-path.`,
 	f.StringArrayVarP(&o.brokerOpts, "broker-opts", "o", nil, "pass `OPTION` to each broker")
 	f.StringArrayVarP(&o.setattrs, "setattr", "S", nil, "set broker attribute `NAME=VALUE` on every broker")
 	f.StringVarP(&o.configPath, "config-path", "c", "", "broker configuration `PATH`")
-	f.StringVar(&o.testHosts, "test-hosts", "", "comma-separated fake hostnames for the test brokers")
+	f.StringVar(&o.testHosts, "test-hosts", "", "Fake hostnames for the test brokers, a `HOSTLIST` (node[0-3] or node0,node1,...)")
 	f.StringVar(&o.exitTimeout, "test-exit-timeout", "30s", "after rank 0 exits, wait this `FSD` for the other brokers")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "print what flux start does")
 	return cmd
@@ -135,7 +136,11 @@ func runStart(o startOptions, args []string, stderr io.Writer) error {
 	}
 	var hosts []string
 	if o.testHosts != "" {
-		hosts = strings.Split(o.testHosts, ",")
+		hl, err := hostlist.Parse(o.testHosts)
+		if err != nil {
+			return fmt.Errorf("--test-hosts=%s: %v", o.testHosts, err)
+		}
+		hosts = hl.Hosts()
 		if len(hosts) != o.testSize {
 			return fmt.Errorf("--test-hosts lists %d hosts for --test-size=%d", len(hosts), o.testSize)
 		}

@@ -2,6 +2,7 @@ package joblist
 
 import (
 	"encoding/json"
+	"slices"
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -331,48 +332,88 @@ func (s *service) handleDisconnect(r *flux.Request) {
 }
 
 // handleStats answers job-list.job-stats with counts per state and
-// result (what flux jobs --stats prints).
+// result (what flux jobs --stats prints), for all jobs and, in
+// "queues", for the jobs of each named queue.
 func (s *service) handleStats(r *flux.Request) {
 	if s.deferUntilReady(r) {
 		return
 	}
-	counts := map[string]int{}
-	var successful, failed, canceled, timeout int
+	var all jobStats
+	queues := map[string]*jobStats{}
 	for _, rec := range s.idx.jobs {
 		if rec.state == job.StateNew {
 			continue
 		}
-		counts[stateKey(rec.state)]++
-		if rec.state == job.StateInactive {
-			switch rec.result {
-			case job.ResultCompleted:
-				successful++
-			case job.ResultCanceled:
-				canceled++
-			case job.ResultTimeout:
-				timeout++
-			default:
-				failed++
+		all.add(rec)
+		if q := rec.lab().queue; q != "" {
+			qs := queues[q]
+			if qs == nil {
+				qs = new(jobStats)
+				queues[q] = qs
 			}
+			qs.add(rec)
 		}
 	}
+	names := make([]string, 0, len(queues))
+	for q := range queues {
+		names = append(names, q)
+	}
+	slices.Sort(names)
+	qlist := make([]any, 0, len(names))
+	for _, q := range names {
+		m := queues[q].payload()
+		m["name"] = q
+		qlist = append(qlist, m)
+	}
+	resp := all.payload()
+	resp["inactive_purged"] = s.purged
+	resp["queues"] = qlist
+	r.Respond(resp)
+}
+
+// jobStats counts jobs by state and, for inactive ones, by result.
+type jobStats struct {
+	states                                 [6]int // depend, priority, sched, run, cleanup, inactive
+	successful, failed, canceled, timedout int
+}
+
+var statsStateKeys = [6]string{"depend", "priority", "sched", "run", "cleanup", "inactive"}
+
+func (st *jobStats) add(rec *record) {
+	key := stateKey(rec.state)
+	st.states[slices.Index(statsStateKeys[:], key)]++
+	if rec.state != job.StateInactive {
+		return
+	}
+	switch rec.result {
+	case job.ResultCompleted:
+		st.successful++
+	case job.ResultCanceled:
+		st.canceled++
+	case job.ResultTimeout:
+		st.timedout++
+	default:
+		st.failed++
+	}
+}
+
+// payload is the counts as job-list.job-stats gives them (flux-core's
+// keys); inactive_purged is only counted for all jobs.
+func (st *jobStats) payload() map[string]any {
+	states := map[string]int{}
 	total := 0
-	for _, n := range counts {
-		total += n
+	for i, k := range statsStateKeys {
+		states[k] = st.states[i]
+		total += st.states[i]
 	}
-	states := map[string]int{"total": total}
-	for _, k := range []string{"depend", "priority", "sched", "run", "cleanup", "inactive"} {
-		states[k] = counts[k]
+	states["total"] = total
+	return map[string]any{
+		"job_states": states,
+		"successful": st.successful,
+		"failed":     st.failed,
+		"canceled":   st.canceled,
+		"timeout":    st.timedout,
 	}
-	r.Respond(map[string]any{
-		"job_states":      states,
-		"successful":      successful,
-		"failed":          failed,
-		"canceled":        canceled,
-		"timeout":         timeout,
-		"inactive_purged": s.purged,
-		"queues":          []any{},
-	})
 }
 
 func stateKey(st job.State) string {
