@@ -186,6 +186,17 @@ type client struct {
 
 	mu      sync.Mutex
 	touched map[svcAddr]struct{} // services this client sent requests to
+	// asked holds the requests routed to a guest client (one that
+	// registered a service) still owed an answer: the only responses a
+	// guest may send (see mayRespond).
+	asked map[askedKey]bool // value: the request is streaming
+}
+
+// askedKey names a request by what its response carries back: the
+// route stack and the matchtag.
+type askedKey struct {
+	routes   string
+	matchtag uint32
 }
 
 func newClientID() string {
@@ -205,6 +216,14 @@ func (c *client) id() string              { return c.ident }
 func (c *client) kind() peerKind          { return peerClient }
 func (c *client) creds() (uint32, uint32) { return c.uid, c.role }
 func (c *client) deliver(m *message.Message) {
+	if m.Type == message.Request && !m.NoResponse() && c.role&message.RoleOwner == 0 {
+		c.mu.Lock()
+		if c.asked == nil {
+			c.asked = make(map[askedKey]bool)
+		}
+		c.asked[askedKey{m.RouteString(), m.Matchtag}] = m.IsStreaming()
+		c.mu.Unlock()
+	}
 	// A request routed to a service this client provided while it was
 	// disconnecting gets an answer, not silence.
 	if !c.q.push(m) && m.Type == message.Request && !m.NoResponse() {
@@ -230,6 +249,11 @@ func (c *client) readLoop() {
 			return
 		}
 		c.stampCreds(m)
+		if m.Type == message.Response && !c.mayRespond(m) {
+			c.b.log.Warn("dropping a response from a guest client that answers no request routed to it",
+				"client", c.ident, "userid", c.uid, "topic", m.Topic)
+			continue
+		}
 		if m.Type == message.Request {
 			c.mu.Lock()
 			c.touched[svcAddr{message.Service(m.Topic), m.Nodeid, m.Flags & message.FlagUpstream}] = struct{}{}
@@ -248,6 +272,28 @@ func (c *client) readLoop() {
 			corked = false
 		}
 	}
+}
+
+// mayRespond tells whether the client may send response m. The
+// instance owner may send any (as in flux-core, the owner is trusted
+// with the broker's routing). A guest may only answer a request the
+// broker routed to it (a service it registered): a response is routed
+// by the route stack its sender writes, so without this check a guest
+// could forge answers to the RPCs of modules and other users (a fake
+// sched.alloc denial, say). A streaming request stays answerable until
+// an error response ends its stream.
+func (c *client) mayRespond(m *message.Message) bool {
+	if c.role&message.RoleOwner != 0 {
+		return true
+	}
+	k := askedKey{m.RouteString(), m.Matchtag}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	streaming, ok := c.asked[k]
+	if ok && (!streaming || m.Errnum != 0) {
+		delete(c.asked, k)
+	}
+	return ok
 }
 
 // stampCreds fills in the connection's credentials. The instance owner

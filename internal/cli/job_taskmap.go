@@ -309,6 +309,11 @@ func jobTimeleft(ctx context.Context, h *flux.Handle, args []string) (float64, e
 	case j.State&job.StateRunning == 0:
 		return 0, nil
 	}
+	// a job's time left is its owner's to read, as its R is (job-info
+	// refuses anyone else; job-list's fields are public)
+	if _, err := jobR(ctx, h, id); err != nil {
+		return 0, err
+	}
 	return secondsLeft(j.Expiration), nil
 }
 

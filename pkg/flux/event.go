@@ -106,6 +106,18 @@ func (h *Handle) OnEvent(ctx context.Context, prefix string, fn func(m *Message)
 	return h.Call(ctx, "local.sub", NodeidAny, map[string]string{"topic": prefix}, nil)
 }
 
+// OnOwnerEvent is OnEvent for events only the instance owner may send
+// (RFC 12): an event a guest published under the prefix is ignored, as
+// flux-core's message handlers do by default. Services use it for every
+// event that makes them act.
+func (h *Handle) OnOwnerEvent(ctx context.Context, prefix string, fn func(m *Message)) error {
+	return h.OnEvent(ctx, prefix, func(m *Message) {
+		if m.Rolemask&message.RoleOwner != 0 {
+			fn(m)
+		}
+	})
+}
+
 // Publish sends an event with a JSON payload (nil: none). The broker
 // sequences it at rank 0 and delivers it to every subscriber. Private
 // events reach only the instance owner and the sender's userid.

@@ -115,6 +115,24 @@ func Open(o Options) (*Store, error) {
 			}
 		}
 	}
+	// The store holds every job's jobspec (environment included) and
+	// output: only the instance owner may read it, even where the
+	// directory is open to guests (a rundir holding their socket).
+	// SQLite gives its journal files the database's mode.
+	f, err := os.OpenFile(o.Path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", o.Path, err)
+	}
+	err = f.Chmod(0o600)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("chmod %s: %w", o.Path, err)
+	}
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		if err := os.Chmod(o.Path+suffix, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("chmod %s: %w", o.Path+suffix, err)
+		}
+	}
 	q := url.Values{}
 	// For a new file: blobs are ~1 KiB and a commit inserts hundreds at
 	// random places of the hash index; with 8 KiB pages a commit writes

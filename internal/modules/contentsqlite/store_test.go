@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -393,5 +394,32 @@ func TestParseArgs(t *testing.T) {
 				t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestStoreOwnerOnly: the database and its journal files are readable
+// by the instance owner only (they hold jobspecs and job output), even a
+// database another process created with a laxer mode.
+func TestStoreOwnerOnly(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "content.sqlite")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(path, 0o644)
+	st := openT(t, Options{Path: path, Hash: "sha1"})
+	storeAll(t, st, testBlobs()...)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s has mode %v: others may read it", e.Name(), fi.Mode().Perm())
+		}
 	}
 }

@@ -117,6 +117,10 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 // configReload takes a new instance configuration (flux config reload):
 // queues and jobspec defaults apply to jobs submitted from now on.
 func (in *ingest) configReload(r *flux.Request) {
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "only the instance owner may reload the configuration")
+		return
+	}
 	pol, err := policy.Parse(r.Msg.JSON())
 	if err != nil {
 		r.Errorf(syscall.EINVAL, "%v", err)
@@ -209,6 +213,10 @@ func (in *ingest) submit(r *flux.Request) {
 	}
 	if req.Flags&^validFlags != 0 {
 		r.Errorf(syscall.EINVAL, "invalid submit flags 0x%x", req.Flags)
+		return
+	}
+	if req.Flags&flagNoValidate != 0 && !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "only the instance owner can submit with FLUX_JOB_NOVALIDATE")
 		return
 	}
 	spec, err := in.specs.check(env.Payload, req.Flags&flagNoValidate != 0)

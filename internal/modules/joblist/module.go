@@ -103,7 +103,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	}
 	s := newService(ctx, h, flux.NewLogger(h, Name), cfg)
 	s.register()
-	if err := h.OnEvent(ctx, "job-purge-inactive", s.purgeEvent); err != nil {
+	if err := h.OnOwnerEvent(ctx, "job-purge-inactive", s.purgeEvent); err != nil {
 		return fmt.Errorf("subscribing to job-purge-inactive: %w", err)
 	}
 	s.subscribe()

@@ -101,6 +101,10 @@ var configPlugins = []string{".limit-duration", ".limit-job-size"}
 // limits, queues and purge limits. Everything is checked before anything
 // changes. Limits apply to jobs submitted or updated from now on.
 func (m *manager) configReload(r *flux.Request) {
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "only the instance owner may reload the configuration")
+		return
+	}
 	pol, purge, err := readConfig(r.Msg.JSON())
 	if err != nil {
 		r.Errorf(syscall.EINVAL, "%v", err)

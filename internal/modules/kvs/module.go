@@ -36,7 +36,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -280,13 +279,7 @@ func (k *kvs) routes() {
 		subs = append(subs, sub{"kvs.namespace-", k.namespaceEvent})
 	}
 	for _, s := range subs {
-		fn := s.fn
-		ownerOnly := func(m *flux.Message) {
-			if m.Rolemask&message.RoleOwner != 0 { // a guest's event is ignored
-				fn(m)
-			}
-		}
-		if err := h.OnEvent(context.Background(), s.prefix, ownerOnly); err != nil {
+		if err := h.OnOwnerEvent(context.Background(), s.prefix, s.fn); err != nil {
 			k.log.Error("event subscription failed", "topic", s.prefix, "err", err)
 		}
 	}

@@ -33,7 +33,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
@@ -69,7 +68,7 @@ func (Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	h.HandleFunc("kvs-watch.cancel", func(r *flux.Request) { w.cancel(r, true) })
 	h.HandleFunc("kvs-watch.disconnect", func(r *flux.Request) { w.cancel(r, false) })
 	h.HandleFunc("kvs-watch.stats-get", w.statsRequest)
-	if err := h.OnEvent(ctx, "kvs.namespace-", w.namespaceEvent); err != nil {
+	if err := h.OnOwnerEvent(ctx, "kvs.namespace-", w.namespaceEvent); err != nil {
 		return err
 	}
 	err := h.Serve(ctx)
@@ -149,9 +148,6 @@ func (w *watchCtx) cancel(r *flux.Request, byTag bool) {
 
 // namespaceEvent handles kvs.namespace-<NS>-{setroot,created,removed}.
 func (w *watchCtx) namespaceEvent(m *flux.Message) {
-	if m.Rolemask&message.RoleOwner == 0 {
-		return // only the instance's own kvs publishes these
-	}
 	rest := strings.TrimPrefix(m.Topic, "kvs.namespace-")
 	i := strings.LastIndexByte(rest, '-')
 	if i < 0 {

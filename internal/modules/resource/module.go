@@ -83,7 +83,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		}
 		m.inv = inv
 	}
-	if err := h.OnEvent(ctx, "resource.rehello", func(*flux.Message) { m.kick() }); err != nil {
+	if err := h.OnOwnerEvent(ctx, "resource.rehello", func(*flux.Message) { m.kick() }); err != nil {
 		return fmt.Errorf("subscribe to resource.rehello: %w", err)
 	}
 	if rank == 0 {

@@ -452,6 +452,10 @@ func (s *scheduler) resourceStatus(r *flux.Request) {
 // configReload takes a new instance configuration (flux config reload):
 // the nodes a queue requires apply to allocations requested from now on.
 func (s *scheduler) configReload(r *flux.Request) {
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "only the instance owner may reload the configuration")
+		return
+	}
 	pol, err := policy.Parse(r.Msg.JSON())
 	if err != nil {
 		r.Errorf(syscall.EINVAL, "%v", err)
