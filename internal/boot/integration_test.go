@@ -445,3 +445,16 @@ func TestStartConfigPath(t *testing.T) {
 		t.Fatalf("stderr %q\nwant %q", got, want)
 	}
 }
+
+// TestStartBrokerOptsCommas: flux start -o takes broker options
+// separated by commas, as flux-core's -o,-Sstatedir=DIR.
+func TestStartBrokerOptsCommas(t *testing.T) {
+	bin := testinstance.Binary(t)
+	p := start(t, "flux start -o", nil, nil, bin, "start", "-o,-Sa=1,-Sb=2", "sh", "-c", bin+" getattr a; "+bin+" getattr b")
+	if code := p.wait(60 * time.Second); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, p.stderr)
+	}
+	if got := p.stdout.String(); got != "1\n2\n" {
+		t.Fatalf("stdout %q", got)
+	}
+}

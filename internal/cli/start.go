@@ -51,7 +51,7 @@ parent Flux instance, or from a [bootstrap] table with --config-path.`,
 	cmd.Flags().SetInterspersed(false)
 	f := cmd.Flags()
 	f.IntVarP(&o.testSize, "test-size", "s", 0, "start a test instance of `N` brokers on this host")
-	f.StringArrayVarP(&o.brokerOpts, "broker-opts", "o", nil, "pass `OPTION` to each broker")
+	f.StringArrayVarP(&o.brokerOpts, "broker-opts", "o", nil, "Pass `OPTIONS` (separated by commas) to each broker")
 	f.StringArrayVarP(&o.setattrs, "setattr", "S", nil, "set broker attribute `NAME=VALUE` on every broker")
 	f.StringVarP(&o.configPath, "config-path", "c", "", "broker configuration `PATH`")
 	f.StringVar(&o.testHosts, "test-hosts", "", "Fake hostnames for the test brokers, a `HOSTLIST` (node[0-3] or node0,node1,...)")
@@ -110,7 +110,10 @@ func runStart(o startOptions, args []string, stderr io.Writer) error {
 		common = append(common, "-c", o.configPath)
 	}
 	for _, bo := range o.brokerOpts {
-		common = append(common, strings.Fields(bo)...)
+		// comma-separated, as flux-core's -o,-Sstatedir=DIR,-Sfoo=bar
+		for _, opt := range strings.Split(bo, ",") {
+			common = append(common, strings.Fields(opt)...)
+		}
 	}
 	if o.testSize <= 0 {
 		// A single broker: become it, so PMI and config boot see our
