@@ -253,6 +253,9 @@ func (l *LimitDuration) Update(j *jobtap.Job, _ string, v any, owner bool) (any,
 	if d < 0 {
 		return nil, fmt.Errorf("duration must not be negative: %w", syscall.EINVAL)
 	}
+	if math.IsInf(d, 1) {
+		d = 0 // RFC 23 infinity: jobspec's unlimited
+	}
 	if !owner {
 		if err := l.check(d, l.limitFor(j)); err != nil {
 			return nil, fmt.Errorf("%v: %w", err, syscall.EPERM)
