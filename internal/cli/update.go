@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,120 +16,229 @@ import (
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 )
 
-// updateAliases maps flux update's short keys to jobspec keys.
+// updateAliases maps flux update's short keys that are not simply
+// attributes.system.KEY to their jobspec keys.
 var updateAliases = map[string]string{
-	"duration": "attributes.system.duration",
-	"name":     "attributes.system.job.name",
-	"queue":    "attributes.system.queue",
+	"name": "attributes.system.job.name",
+}
+
+// updateDurationKey is the key whose values are [+-]FSD.
+const updateDurationKey = "attributes.system.duration"
+
+// updateKey returns the jobspec key a command-line key names: an alias,
+// a key under one of RFC 14's top-level sections as given, and anything
+// else under attributes.system.
+func updateKey(k string) string {
+	if full, ok := updateAliases[k]; ok {
+		return full
+	}
+	for _, top := range []string{"attributes.", "resources.", "tasks."} {
+		if strings.HasPrefix(k, top) {
+			return k
+		}
+	}
+	return "attributes.system." + k
+}
+
+type updateOptions struct {
+	dryRun bool
 }
 
 func newUpdateCmd() *cobra.Command {
-	var dryRun bool
+	var o updateOptions
 	cmd := &cobra.Command{
-		Use:   "update [--dry-run] JOBID KEY=VALUE...",
+		Use:   "update [OPTIONS] JOBID KEY=VALUE [KEY=VALUE...]",
 		Short: "Update attributes of a pending or running job",
 		Long: `Change attributes of an active job after submission. KEY is a jobspec key
-(attributes.system.duration, ...) or one of the short names duration, name,
-queue, urgency. duration takes an FSD, or +FSD / -FSD to adjust the current
-value. Users may change their own pending jobs within configured limits;
-the instance owner may change anything, after which the job's owner may no
-longer change it. Of a running job, only the name and (by the instance
-owner) the duration can change: the new time limit counts from the job's
-start.`,
-		Args: cobra.MinimumNArgs(2),
+(attributes.system.duration, ...); a key that does not start with
+attributes., resources. or tasks. is taken to be under attributes.system
+(duration, queue, ...), and name is short for attributes.system.job.name.
+VALUE is read as JSON when it is JSON, as a string otherwise.
+
+duration takes an FSD (inf: unlimited), or +FSD / -FSD to adjust the
+current value. Users may change their own pending jobs within configured
+limits; the instance owner may change anything, after which the job's
+owner may no longer change it. Of a running job, only the name and (by the
+instance owner) the duration can change: the new time limit counts from
+the job's start. Either all the updates apply or none does.
+
+Exit status: 0 when all updates were applied, 1 when one was refused or
+the job is unknown or inactive, 2 on a command-line error.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 {
+				fmt.Fprintln(cmd.ErrOrStderr(), "flux-update: a JOBID and at least one KEY=VALUE are required")
+				return exitCode(2)
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := jobid.Parse(args[0])
-			if err != nil {
-				return fmt.Errorf("invalid jobid %q", args[0])
-			}
-			updates := map[string]any{}
-			urgency := -1
-			for _, kv := range args[1:] {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || k == "" {
-					return fmt.Errorf("%q: want KEY=VALUE", kv)
-				}
-				if k == "urgency" {
-					if urgency, err = urgencyValue(v); err != nil {
-						return fmt.Errorf("urgency: %w", err)
-					}
-					continue
-				}
-				if full, ok := updateAliases[k]; ok {
-					k = full
-				}
-				var val any
-				switch {
-				case k == "attributes.system.duration":
-					d, err := durationUpdate(v)
-					if err != nil {
-						return fmt.Errorf("duration: %w", err)
-					}
-					val = d
-				case json.Valid([]byte(v)):
-					json.Unmarshal([]byte(v), &val)
-				default:
-					val = v
-				}
-				updates[k] = val
-			}
-			if dryRun {
-				b, _ := json.Marshal(map[string]any{"id": id, "updates": updates})
-				fmt.Fprintln(cmd.OutOrStdout(), string(b))
-				return nil
-			}
-			return withHandle(func(ctx context.Context, h *flux.Handle) error {
-				if d, ok := updates["attributes.system.duration"].(relDuration); ok {
-					cur, err := currentDuration(ctx, h, id)
-					if err != nil {
-						return err
-					}
-					if cur == 0 {
-						return fmt.Errorf("duration: job %s has no time limit to adjust by %+gs: give a duration instead", id.String(), float64(d))
-					}
-					nd := cur + float64(d)
-					if nd <= 0 {
-						return fmt.Errorf("duration: %s adjusted by %+gs is not positive", fsd.Format(cur), float64(d))
-					}
-					updates["attributes.system.duration"] = nd
-				}
-				if len(updates) > 0 {
-					if err := h.Call(ctx, "job-manager.update", flux.NodeidAny, map[string]any{"id": id, "updates": updates}, nil); err != nil {
-						return err
-					}
-				}
-				if urgency >= 0 {
-					if err := h.Call(ctx, "job-manager.urgency", flux.NodeidAny, map[string]any{"id": id, "urgency": urgency}, nil); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
+			return runUpdate(o, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().BoolVarP(&dryRun, "dry-run", "n", false, "print the update request instead of sending it")
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		fmt.Fprintf(c.ErrOrStderr(), "flux-update: %v\n", err)
+		return exitCode(2)
+	})
+	f := cmd.Flags()
+	f.BoolVarP(&o.dryRun, "dry-run", "n", false, "Print the updates as JSON instead of sending them")
 	return cmd
 }
 
-// relDuration is a +/- adjustment of the current duration.
-type relDuration float64
-
-func durationUpdate(v string) (any, error) {
-	sign := 0.0
-	switch {
-	case strings.HasPrefix(v, "+"):
-		sign, v = 1, v[1:]
-	case strings.HasPrefix(v, "-"):
-		sign, v = -1, v[1:]
-	}
-	d, err := fsd.Parse(v)
+func runUpdate(o updateOptions, args []string, stdout, stderr io.Writer) error {
+	id, err := jobid.Parse(args[0])
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("invalid jobid %q", args[0])
+	}
+	var u jobUpdates
+	for _, kv := range args[1:] {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			fmt.Fprintf(stderr, "flux-update: %q: want KEY=VALUE\n", kv)
+			return exitCode(2)
+		}
+		if err := u.add(updateKey(k), v); err != nil {
+			return err
+		}
+	}
+	if o.dryRun && !u.relative() {
+		fmt.Fprintln(stdout, u.JSON())
+		return nil
+	}
+	return withHandle(func(ctx context.Context, h *flux.Handle) error {
+		if err := u.resolve(ctx, h, id); err != nil {
+			return err
+		}
+		if o.dryRun {
+			fmt.Fprintln(stdout, u.JSON())
+			return nil
+		}
+		return h.Call(ctx, "job-manager.update", flux.NodeidAny, map[string]any{"id": id, "updates": u.payload()}, nil)
+	})
+}
+
+// jobUpdates is the updates of one flux update, in command-line order (a
+// key given again keeps its place and takes the last value).
+type jobUpdates struct {
+	list []jobUpdate
+}
+
+type jobUpdate struct {
+	key  string
+	val  pyValue // as shown by --dry-run and --verbose
+	wire any     // as sent to the job manager
+	// relative marks a duration adjustment (+/- seconds) still to be
+	// applied to the job's current duration; arg is how it was given.
+	relative bool
+	adjust   float64
+	arg      string
+}
+
+func (u *jobUpdates) add(key, value string) error {
+	e := jobUpdate{key: key}
+	switch {
+	case key == updateDurationKey:
+		if err := e.setDuration(value); err != nil {
+			return err
+		}
+	default:
+		if v, ok := parsePyJSON(value); ok {
+			e.val, e.wire = v, json.RawMessage(value)
+		} else {
+			e.val, e.wire = pyStrValue(value), value
+		}
+	}
+	for i := range u.list {
+		if u.list[i].key == key {
+			u.list[i] = e
+			return nil
+		}
+	}
+	u.list = append(u.list, e)
+	return nil
+}
+
+// setDuration reads [+-]FSD. An infinite duration is stored as 0, which
+// jobspec uses for "unlimited".
+func (e *jobUpdate) setDuration(value string) error {
+	sign := 0.0
+	text := value
+	switch {
+	case strings.HasPrefix(text, "+"):
+		sign, text = 1, text[1:]
+	case strings.HasPrefix(text, "-"):
+		sign, text = -1, text[1:]
+	}
+	d, err := fsd.Parse(text)
+	if err != nil {
+		return fmt.Errorf("%s=%s: %w", e.key, value, err)
 	}
 	if sign != 0 {
-		return relDuration(sign * d), nil
+		e.relative, e.adjust, e.arg = true, sign*d, value
+		return nil
 	}
-	return d, nil
+	e.setSeconds(d)
+	return nil
+}
+
+func (e *jobUpdate) setSeconds(d float64) {
+	if math.IsInf(d, 1) {
+		d = 0
+	}
+	e.val, e.wire, e.relative = pyFloatValue(d), d, false
+}
+
+// relative reports whether an update needs the job's current duration.
+func (u *jobUpdates) relative() bool {
+	for _, e := range u.list {
+		if e.relative {
+			return true
+		}
+	}
+	return false
+}
+
+// resolve applies duration adjustments to the job's current duration.
+func (u *jobUpdates) resolve(ctx context.Context, h *flux.Handle, id jobid.ID) error {
+	if !u.relative() {
+		return nil
+	}
+	cur, err := currentDuration(ctx, h, id)
+	if err != nil {
+		return err
+	}
+	for i := range u.list {
+		e := &u.list[i]
+		if !e.relative {
+			continue
+		}
+		if cur == 0 {
+			return fmt.Errorf("%s=%s: job %s has no time limit to adjust (its duration is unlimited): give a duration instead", e.key, e.arg, id.String())
+		}
+		nd := cur + e.adjust
+		if nd <= 0 {
+			return fmt.Errorf("%s=%s: the current duration of job %s (%s) less %s is not positive", e.key, e.arg, id.String(), fsd.Format(cur), e.arg[1:])
+		}
+		e.setSeconds(nd)
+	}
+	return nil
+}
+
+// JSON returns the updates as flux-core's --dry-run prints them.
+func (u *jobUpdates) JSON() string {
+	d := pyValue{kind: pyDict}
+	for _, e := range u.list {
+		d.set(e.key, e.val)
+	}
+	return d.JSON()
+}
+
+// payload returns the updates object of a job-manager.update request.
+func (u *jobUpdates) payload() map[string]any {
+	m := make(map[string]any, len(u.list))
+	for _, e := range u.list {
+		m[e.key] = e.wire
+	}
+	return m
 }
 
 // currentDuration reads a job's duration from its jobspec (job-info).
