@@ -41,7 +41,7 @@ func updateKey(k string) string {
 }
 
 type updateOptions struct {
-	dryRun bool
+	dryRun, verbose, wait bool
 }
 
 func newUpdateCmd() *cobra.Command {
@@ -81,6 +81,10 @@ the job is unknown or inactive, 2 on a command-line error.`,
 	})
 	f := cmd.Flags()
 	f.BoolVarP(&o.dryRun, "dry-run", "n", false, "Print the updates as JSON instead of sending them")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "Report each updated key and its new value on success")
+	// The job manager answers an update only once its events are in the
+	// job's eventlog, so there is nothing more to wait for.
+	f.BoolVar(&o.wait, "wait", false, "Exit only once the updates are in the job's eventlog")
 	return cmd
 }
 
@@ -112,7 +116,15 @@ func runUpdate(o updateOptions, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stdout, u.JSON())
 			return nil
 		}
-		return h.Call(ctx, "job-manager.update", flux.NodeidAny, map[string]any{"id": id, "updates": u.payload()}, nil)
+		if err := h.Call(ctx, "job-manager.update", flux.NodeidAny, map[string]any{"id": id, "updates": u.payload()}, nil); err != nil {
+			return err
+		}
+		if o.verbose {
+			for _, e := range u.list {
+				fmt.Fprintf(stderr, "flux-update: INFO: updated %s to %s\n", e.key, e.val.Str())
+			}
+		}
+		return nil
 	})
 }
 
