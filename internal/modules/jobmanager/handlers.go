@@ -35,6 +35,7 @@ func (m *manager) register() {
 	h.HandleFunc("job-manager.events-journal", m.journal.subscribe)
 	h.HandleFunc("job-manager.sched-hello", m.sched.hello)
 	h.HandleFunc("job-manager.sched-ready", m.sched.readyRequest)
+	h.HandleFunc("job-manager.alloc-query", m.sched.allocQuery)
 	h.HandleFunc("job-manager.exec-hello", m.exec.hello)
 	h.HandleFunc("job-manager.stats-get", m.handleStats)
 	h.HandleFunc("job-manager.getinfo", func(r *flux.Request) {

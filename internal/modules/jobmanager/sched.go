@@ -341,6 +341,27 @@ func (s *schedClient) readyRequest(r *flux.Request) {
 	s.drain()
 }
 
+// allocQuery answers job-manager.alloc-query (flux queue status -v) with
+// flux-core's counts: {queue_length, alloc_pending, running}. Jobs
+// waiting for an alloc request to be sent (including those parked by a
+// stopped queue, but not held ones) are queue_length; alloc requests the
+// scheduler has not answered are alloc_pending; jobs in RUN or CLEANUP
+// are running.
+func (s *schedClient) allocQuery(r *flux.Request) {
+	waiting := 0
+	for _, j := range s.m.jobs {
+		if j.State == jobtap.StateSched && !j.allocPending && !j.hasAlloc && j.Priority > 0 {
+			waiting++
+		}
+	}
+	n := s.m.inState
+	r.Respond(map[string]any{
+		"queue_length":  waiting,
+		"alloc_pending": s.outstanding,
+		"running":       n[jobtap.StateRun] + n[jobtap.StateCleanup],
+	})
+}
+
 // disconnected is called when the scheduler's connection goes away.
 func (s *schedClient) disconnected(route string) {
 	if route == s.route && s.ready {
