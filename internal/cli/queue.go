@@ -71,8 +71,8 @@ func getQueueStatus(ctx context.Context, h *flux.Handle, name string) (queueStat
 	return st, err
 }
 
-// printQueueStatus prints flux-core's two status lines of a queue.
-func printQueueStatus(w io.Writer, name string, st queueStatus) {
+// printEnableStatus prints flux-core's submission line of a queue.
+func printEnableStatus(w io.Writer, name string, st queueStatus) {
 	prefix := ""
 	if name != "" {
 		prefix = name + ": "
@@ -81,6 +81,14 @@ func printQueueStatus(w io.Writer, name string, st queueStatus) {
 		fmt.Fprintf(w, "%sJob submission is enabled\n", prefix)
 	} else {
 		fmt.Fprintf(w, "%sJob submission is disabled: %s\n", prefix, st.DisableReason)
+	}
+}
+
+// printStartStatus prints flux-core's scheduling line of a queue.
+func printStartStatus(w io.Writer, name string, st queueStatus) {
+	prefix := ""
+	if name != "" {
+		prefix = name + ": "
 	}
 	switch {
 	case st.Start:
@@ -92,69 +100,143 @@ func printQueueStatus(w io.Writer, name string, st queueStatus) {
 	}
 }
 
-// statusOf prints the status of one queue, or of every queue.
-func statusOf(ctx context.Context, h *flux.Handle, w io.Writer, name string) error {
-	names := []string{name}
-	if name == "" {
-		all, err := queueNames(ctx, h)
+// printQueueStatus prints both status lines of a queue.
+func printQueueStatus(w io.Writer, name string, st queueStatus) {
+	printEnableStatus(w, name, st)
+	printStartStatus(w, name, st)
+}
+
+// statusOf prints the status of queue name, or of every queue when name
+// is "" or all is set (flux-core's -v shows every queue), with show.
+func statusOf(ctx context.Context, h *flux.Handle, w io.Writer, name string, all bool,
+	show func(io.Writer, string, queueStatus)) error {
+	if name != "" {
+		// a queue that does not exist is an error, even with -v
+		st, err := getQueueStatus(ctx, h, name)
 		if err != nil {
 			return err
 		}
-		if len(all) > 0 {
-			names = all
+		if !all {
+			show(w, name, st)
+			return nil
 		}
+	}
+	names, err := queueNames(ctx, h)
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		names = []string{""} // the anonymous queue
 	}
 	for _, n := range names {
 		st, err := getQueueStatus(ctx, h, n)
 		if err != nil {
 			return err
 		}
-		printQueueStatus(w, n, st)
+		show(w, n, st)
 	}
 	return nil
 }
 
+// allocCounts is job-manager.alloc-query's answer.
+type allocCounts struct {
+	QueueLength  int `json:"queue_length"`
+	AllocPending int `json:"alloc_pending"`
+	Running      int `json:"running"`
+}
+
+// printAllocCounts prints the job manager's scheduling counts, as
+// flux-core's -v does.
+func printAllocCounts(ctx context.Context, h *flux.Handle, w io.Writer) error {
+	var c allocCounts
+	if err := h.Call(ctx, "job-manager.alloc-query", flux.NodeidAny, nil, &c); err != nil {
+		return fmt.Errorf("alloc-query: %w", err)
+	}
+	fmt.Fprintf(w, "%d alloc requests queued\n", c.QueueLength)
+	fmt.Fprintf(w, "%d alloc requests pending to scheduler\n", c.AllocPending)
+	fmt.Fprintf(w, "%d running jobs\n", c.Running)
+	return nil
+}
+
+// queueArg returns the queue a subcommand names: its QUEUE argument, or
+// -q/--queue NAME (flux-core keeps that older spelling), not both.
+func queueArg(cmd *cobra.Command, args []string, opt string) (string, error) {
+	if !cmd.Flags().Changed("queue") {
+		if len(args) == 1 {
+			return args[0], nil
+		}
+		return "", nil
+	}
+	if len(args) == 1 {
+		return "", fmt.Errorf("Conflicting queues specified as --queue=%s and %s", opt, args[0])
+	}
+	return opt, nil
+}
+
 func newQueueStatusCmd() *cobra.Command {
-	return &cobra.Command{
+	var verbose bool
+	var queueOpt string
+	cmd := &cobra.Command{
 		Use:   "status [QUEUE]",
 		Short: "Report whether submission is enabled and scheduling started, for one queue or all",
-		Args:  cobra.MaximumNArgs(1),
+		Long: `Report whether submission is enabled and scheduling started, for the
+named queue or for every queue. With -v, every queue is shown, followed by
+the job manager's counts of jobs waiting to be offered to the scheduler,
+alloc requests the scheduler has not answered, and running jobs.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := ""
-			if len(args) == 1 {
-				name = args[0]
+			name, err := queueArg(cmd, args, queueOpt)
+			if err != nil {
+				return err
 			}
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
-				return statusOf(ctx, h, cmd.OutOrStdout(), name)
+				w := cmd.OutOrStdout()
+				if err := statusOf(ctx, h, w, name, verbose, printQueueStatus); err != nil {
+					return fmt.Errorf("status: %w", err)
+				}
+				if verbose {
+					return printAllocCounts(ctx, h, w)
+				}
+				return nil
 			})
 		},
 	}
+	f := cmd.Flags()
+	f.StringVarP(&queueOpt, "queue", "q", "", "Select a queue by `NAME` (same as the QUEUE argument)")
+	f.BoolVarP(&verbose, "verbose", "v", false, "Display more detail about internal job manager state")
+	return cmd
 }
+
+// defaultDisableReason is flux-core's reason for flux queue disable
+// without -m.
+const defaultDisableReason = "disabled by administrator"
 
 // newQueueControlCmd makes enable, disable, start or stop.
 func newQueueControlCmd(verb, short string) *cobra.Command {
 	var all, quiet, verbose, nocheckpoint bool
-	var message string
+	var message, queueOpt string
+	scheduling := verb == "start" || verb == "stop"
 	cmd := &cobra.Command{
 		Use:   verb + " [QUEUE]",
 		Short: short,
-		Long: short + `. With named queues, name one or give --all. The queue's
-status is printed afterwards unless --quiet.`,
+		Long: short + `. With named queues, name one or give --all. Afterwards the
+queue's ` + map[bool]string{true: "scheduling", false: "submission"}[scheduling] + ` status is printed, unless --quiet; -v prints that
+of every queue` + map[bool]string{true: ", then the job manager's counts (see flux queue status)", false: ""}[scheduling] + `.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := ""
-			if len(args) == 1 {
-				name = args[0]
+			name, err := queueArg(cmd, args, queueOpt)
+			if err != nil {
+				return err
 			}
 			if name != "" && all {
-				return fmt.Errorf("a queue name and --all cannot be used together")
+				return fmt.Errorf("a queue name (%s) and --all cannot be used together", name)
 			}
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
 				req := map[string]any{"all": all}
 				if name != "" {
 					req["name"] = name
 				}
-				topic := "job-manager.queue-enable"
+				topic, what := "job-manager.queue-enable", "enable"
 				switch verb {
 				case "enable":
 					req["enable"] = true
@@ -162,36 +244,57 @@ status is printed afterwards unless --quiet.`,
 					req["enable"] = false
 					req["nocheckpoint"] = nocheckpoint
 					if message == "" {
-						message = "disabled by the instance owner"
+						message = defaultDisableReason
 					}
 					req["reason"] = message
-				case "start":
-					topic = "job-manager.queue-start"
-					req["start"] = true
-				case "stop":
-					topic = "job-manager.queue-start"
-					req["start"] = false
-					req["nocheckpoint"] = nocheckpoint
-					if message != "" {
-						req["reason"] = message
+				case "start", "stop":
+					topic, what = "job-manager.queue-start", "start"
+					// flux-core checks this before asking
+					if name == "" && !all {
+						named, err := queueNames(ctx, h)
+						if err != nil {
+							return fmt.Errorf("list: %w", err)
+						}
+						if len(named) > 0 {
+							return fmt.Errorf("Named queues are defined. Specify queues or use --all.")
+						}
+					}
+					req["start"] = verb == "start"
+					if verb == "stop" {
+						req["nocheckpoint"] = nocheckpoint
+						if message != "" {
+							req["reason"] = message
+						}
 					}
 				}
 				if err := h.Call(ctx, topic, flux.NodeidAny, req, nil); err != nil {
-					return err
+					return fmt.Errorf("%s: %w", what, err)
 				}
 				if quiet {
 					return nil
 				}
-				return statusOf(ctx, h, cmd.OutOrStdout(), name)
+				w := cmd.OutOrStdout()
+				show := printEnableStatus
+				if scheduling {
+					show = printStartStatus
+				}
+				if err := statusOf(ctx, h, w, name, verbose, show); err != nil {
+					return fmt.Errorf("status: %w", err)
+				}
+				if scheduling && verbose {
+					return printAllocCounts(ctx, h, w)
+				}
+				return nil
 			})
 		},
 	}
 	f := cmd.Flags()
+	f.StringVarP(&queueOpt, "queue", "q", "", "Select a queue by `NAME` (same as the QUEUE argument)")
 	f.BoolVarP(&all, "all", "a", false, "Apply to every queue")
-	f.BoolVar(&quiet, "quiet", false, "Print only errors")
-	f.BoolVarP(&verbose, "verbose", "v", false, "Accepted for compatibility (the status is printed anyway)")
+	f.BoolVar(&quiet, "quiet", false, "Display only errors")
+	f.BoolVarP(&verbose, "verbose", "v", false, "Display more detail about internal job manager state")
 	if verb == "disable" || verb == "stop" {
-		f.StringVarP(&message, "message", "m", "", "The reason, shown to submitters (disable) or in flux queue status (stop)")
+		f.StringVarP(&message, "message", "m", "", "Add a `REASON` the queue is "+map[string]string{"disable": "disabled", "stop": "stopped"}[verb])
 		f.BoolVar(&nocheckpoint, "nocheckpoint", false, "Do not keep this change across a restart of the instance")
 	}
 	return cmd

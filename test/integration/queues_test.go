@@ -161,7 +161,7 @@ func TestQueuesFromConfig(t *testing.T) {
 		t.Errorf("status after disable: %q", got)
 	}
 	e.must("queue", "enable", "debug")
-	e.fail("Use --all to apply this command to all queues", "queue", "stop")
+	e.fail("Named queues are defined. Specify queues or use --all.", "queue", "stop")
 	e.must("queue", "stop", "-m", "upgrade", "batch")
 	held := e.submit(testDuration("0.01"), "true")
 	e.must("queue", "idle", "--timeout=30s")
@@ -201,4 +201,87 @@ func TestQueueAnonymous(t *testing.T) {
 	e.must("queue", "start")
 	e.waitEvent(id, "clean")
 	e.must("queue", "drain")
+}
+
+// startQueues starts a 4-node instance configured with policyConf.
+func startQueues(t *testing.T) *env {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a flux instance")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "policy.toml"), []byte(policyConf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 4, Args: []string{"--config-path", dir}})}
+}
+
+// TestQueueStatusAndControl: flux queue status takes a queue as argument
+// or -q, and -v adds the job manager's counts; enable/disable print the
+// submission line, start/stop the scheduling line (flux-core).
+func TestQueueStatusAndControl(t *testing.T) {
+	e := startQueues(t)
+	e.waitFor("the scheduler", func() bool {
+		return !strings.Contains(e.must("queue", "status"), "offline")
+	})
+	both := "debug: Job submission is enabled\ndebug: Scheduling is started"
+	if got := e.must("queue", "status", "debug"); got != both {
+		t.Errorf("status debug: %q", got)
+	}
+	if got := e.must("queue", "status", "-q", "debug"); got != both {
+		t.Errorf("status -q debug: %q", got)
+	}
+	e.fail("Conflicting queues specified as --queue=debug and batch", "queue", "status", "-q", "debug", "batch")
+	e.fail("'nope' is not a valid queue", "queue", "status", "nope")
+	e.fail("'nope' is not a valid queue", "queue", "status", "-v", "-q", "nope")
+
+	// -v: every queue, then the counts, which are real: a running job,
+	// and a job waiting in a stopped queue
+	running := e.submit("--queue=debug", testDuration("600s"), "true")
+	e.waitEvent(running, "start")
+	e.must("queue", "stop", "--quiet", "batch")
+	waiting := e.submit("--queue=batch", "true")
+	e.waitEvent(waiting, "priority")
+	want := "batch: Job submission is enabled\nbatch: Scheduling is stopped\n" +
+		"debug: Job submission is enabled\ndebug: Scheduling is started\n" +
+		"1 alloc requests queued\n0 alloc requests pending to scheduler\n1 running jobs"
+	e.waitFor("status -v counts", func() bool { return e.must("queue", "status", "-v") == want })
+	if got := e.must("queue", "status", "-v", "debug"); got != want {
+		t.Errorf("status -v debug: %q", got)
+	}
+
+	// start/stop: the scheduling line; -v every queue and the counts
+	if got := e.must("queue", "start", "-q", "batch"); got != "batch: Scheduling is started" {
+		t.Errorf("start -q batch: %q", got)
+	}
+	e.waitEvent(waiting, "clean")
+	if got := e.must("queue", "stop", "-v", "-m", "upgrade", "debug"); got != "batch: Scheduling is started\n"+
+		"debug: Scheduling is stopped: upgrade\n0 alloc requests queued\n0 alloc requests pending to scheduler\n1 running jobs" {
+		t.Errorf("stop -v debug: %q", got)
+	}
+	if got := e.must("queue", "start", "--all"); got != "batch: Scheduling is started\ndebug: Scheduling is started" {
+		t.Errorf("start --all: %q", got)
+	}
+	e.fail("Named queues are defined. Specify queues or use --all.", "queue", "start")
+	e.fail("a queue name (batch) and --all cannot be used together", "queue", "start", "--all", "batch")
+	e.fail("Conflicting queues specified as --queue=debug and batch", "queue", "stop", "-q", "debug", "batch")
+	e.fail("'nope' is not a valid queue", "queue", "stop", "nope")
+
+	// enable/disable: the submission line, flux-core's default reason;
+	// -v every queue, no counts
+	if got := e.must("queue", "disable", "debug"); got != "debug: Job submission is disabled: disabled by administrator" {
+		t.Errorf("disable debug: %q", got)
+	}
+	e.fail("job submission to debug is disabled: disabled by administrator", "submit", "--queue=debug", "true")
+	if got := e.must("queue", "enable", "-v", "-q", "debug"); got != "batch: Job submission is enabled\ndebug: Job submission is enabled" {
+		t.Errorf("enable -v -q debug: %q", got)
+	}
+	if got := e.must("queue", "disable", "--quiet", "-m", "closed", "-q", "batch"); got != "" {
+		t.Errorf("disable --quiet: %q", got)
+	}
+	if got := e.must("queue", "status", "batch"); got != "batch: Job submission is disabled: closed\nbatch: Scheduling is started" {
+		t.Errorf("status after disable -q batch: %q", got)
+	}
+	e.must("queue", "enable", "batch")
+	e.must("cancel", running.String())
 }
