@@ -300,9 +300,11 @@ of every queue` + map[bool]string{true: ", then the job manager's counts (see fl
 	return cmd
 }
 
-// newQueueWaitCmd makes drain or idle.
+// newQueueWaitCmd makes drain or idle. idle then prints how many jobs
+// are pending, as flux-core does (with --quiet, only when some are).
 func newQueueWaitCmd(verb, short string) *cobra.Command {
 	var timeout string
+	var quiet bool
 	cmd := &cobra.Command{
 		Use:   verb,
 		Short: short,
@@ -322,15 +324,31 @@ func newQueueWaitCmd(verb, short string) *cobra.Command {
 					ctx, cancel = context.WithTimeout(ctx, time.Duration(limit*float64(time.Second)))
 					defer cancel()
 				}
-				err := h.Call(ctx, "job-manager."+verb, flux.NodeidAny, nil, nil)
-				if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ETIMEDOUT) {
-					return fmt.Errorf("timeout after %s", timeout)
+				var resp struct {
+					Pending int `json:"pending"`
 				}
-				return err
+				var out any // drain's answer has no payload
+				if verb == "idle" {
+					out = &resp
+				}
+				err := h.Call(ctx, "job-manager."+verb, flux.NodeidAny, nil, out)
+				if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ETIMEDOUT) {
+					return fmt.Errorf("%s: timeout", verb)
+				}
+				if err != nil {
+					return fmt.Errorf("%s: %w", verb, err)
+				}
+				if verb == "idle" && (!quiet || resp.Pending > 0) {
+					fmt.Fprintf(cmd.OutOrStdout(), "%d jobs\n", resp.Pending)
+				}
+				return nil
 			})
 		},
 	}
-	cmd.Flags().StringVar(&timeout, "timeout", "", "Give up after `FSD` (e.g. 30s, 5m)")
+	cmd.Flags().StringVarP(&timeout, "timeout", "t", "", "Give up after `DURATION` (FSD, e.g. 30s, 5m)")
+	if verb == "idle" {
+		cmd.Flags().BoolVar(&quiet, "quiet", false, "Only display pending job count if nonzero")
+	}
 	return cmd
 }
 

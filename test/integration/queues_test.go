@@ -201,6 +201,23 @@ func TestQueueAnonymous(t *testing.T) {
 	e.must("queue", "start")
 	e.waitEvent(id, "clean")
 	e.must("queue", "drain")
+
+	// idle prints the pending jobs (--quiet: only if any); -t is
+	// --timeout, for idle and drain
+	if got := e.must("queue", "idle"); got != "0 jobs" {
+		t.Errorf("idle: %q", got)
+	}
+	if got := e.must("queue", "idle", "--quiet"); got != "" {
+		t.Errorf("idle --quiet: %q", got)
+	}
+	held := e.submit("--urgency=hold", "true")
+	if got := e.must("queue", "idle", "-t", "30s", "--quiet"); got != "1 jobs" {
+		t.Errorf("idle --quiet with a held job: %q", got)
+	}
+	e.fail("drain: timeout", "queue", "drain", "-t", "0.1s")
+	e.fail(`--timeout: invalid FSD "soon"`, "queue", "idle", "--timeout=soon")
+	e.must("cancel", held.String())
+	e.must("queue", "drain", "-t", "30s")
 }
 
 // startQueues starts a 4-node instance configured with policyConf.
