@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/resource"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 )
 
@@ -358,23 +360,62 @@ type queueLine struct {
 	deflt  bool
 	status queueStatus
 	limits queueLimits
+	// res counts the queue's resources in each of resourceStates, as
+	// nnodes, ncores, ngpus (nil when the format needs none)
+	res   map[string][3]int
+	color bool // color_* fields give terminal escapes
+}
+
+// resourceStates are the states of a queue's resources flux queue list
+// shows (resources.STATE.*).
+var resourceStates = []string{"all", "free", "allocated", "up", "down"}
+
+// resourceCounts are the names of the counts of resources and limits,
+// in the order of queueLimits' arrays.
+var resourceCounts = []string{"nnodes", "ncores", "ngpus"}
+
+// queueResources counts the resources of queue name in each state: the
+// nodes with every property the queue requires (all nodes for a queue
+// that requires none, or for the anonymous queue).
+func queueResources(ss *resource.SchedStatus, pol *policy.Config, name string) (map[string][3]int, error) {
+	if req := pol.Requires(name); len(req) > 0 {
+		ranks, err := propertyFilter(ss.All, strings.Join(req, ","))
+		if err != nil {
+			return nil, fmt.Errorf("queue %s: %w", name, err)
+		}
+		ss = &resource.SchedStatus{All: ss.All.CopyRanks(ranks), Down: ss.Down.CopyRanks(ranks), Allocated: ss.Allocated.CopyRanks(ranks)}
+	}
+	out := make(map[string][3]int, len(resourceStates))
+	for _, state := range resourceStates {
+		set, err := ss.State(state)
+		if err != nil {
+			return nil, err
+		}
+		out[state] = [3]int{set.NNodes(), set.NCores(), set.NGPUs()}
+	}
+	return out, nil
 }
 
 // queueLimits are the policy limits and defaults shown by flux queue
 // list.
 type queueLimits struct {
-	defaultDuration float64 // 0: none
-	duration        float64 // 0: none
+	defaultDuration float64 // seconds; +Inf: none
+	duration        float64 // seconds; +Inf: none
 	minN, maxN      [3]int  // nnodes, ncores, ngpus; max -1: none
 }
 
 func limitsOf(p *policy.Config, queue string) queueLimits {
-	l := queueLimits{maxN: [3]int{-1, -1, -1}, defaultDuration: p.DefaultDurationOf(queue)}
+	l := queueLimits{maxN: [3]int{-1, -1, -1}, defaultDuration: p.DefaultDurationOf(queue), duration: math.Inf(1)}
+	if l.defaultDuration <= 0 {
+		l.defaultDuration = math.Inf(1)
+	}
 	duration, size := p.Limits(queue)
 	if duration != "" {
-		l.duration, _ = fsd.Parse(duration)
+		if d, err := fsd.Parse(duration); err == nil {
+			l.duration = d
+		}
 	}
-	for i, k := range []string{"nnodes", "ncores", "ngpus"} {
+	for i, k := range resourceCounts {
 		if v, ok := size["min"][k]; ok && v > 0 {
 			l.minN[i] = v
 		}
@@ -385,22 +426,30 @@ func limitsOf(p *policy.Config, queue string) queueLimits {
 	return l
 }
 
+// maxOf is limit i's maximum, a number or Python's inf.
+func (l queueLimits) maxOf(i int) fmtVal {
+	if l.maxN[i] < 0 {
+		return vFloat(math.Inf(1))
+	}
+	return vInt(int64(l.maxN[i]))
+}
+
 func (l queueLimits) rangeOf(i int) string {
-	hi := "inf"
-	if l.maxN[i] >= 0 {
-		hi = fmt.Sprint(l.maxN[i])
-	}
-	return fmt.Sprintf("%d-%s", l.minN[i], hi)
+	return fmt.Sprintf("%d-%s", l.minN[i], l.maxOf(i).String())
 }
 
-// timelimit shows a duration as flux queue list does: ∞ for none.
-func timelimit(d float64) string {
-	if d <= 0 || math.IsInf(d, 1) {
-		return "∞"
+// effectiveRangeOf is limit i's range with its maximum clipped to the
+// queue's resources (all: their count).
+func (l queueLimits) effectiveRangeOf(i, all int) string {
+	hi := all
+	if l.maxN[i] >= 0 && l.maxN[i] < all {
+		hi = l.maxN[i]
 	}
-	return fsd.Format(d)
+	return fmt.Sprintf("%d-%d", l.minN[i], hi)
 }
 
+// checkMark and the ascii letters are flux-core's single character
+// status symbols.
 func checkMark(b bool) string {
 	if b {
 		return "✔"
@@ -413,6 +462,89 @@ func yn(b bool) string {
 		return "y"
 	}
 	return "n"
+}
+
+// Terminal escapes of the color_* fields (flux-core's): bold green for
+// enabled or started, bold red otherwise.
+const (
+	queueColorYes   = "\033[01;32m"
+	queueColorNo    = "\033[01;31m"
+	queueColorReset = "\033[0;0m"
+)
+
+func colorOf(l queueLine, on bool) fmtVal {
+	switch {
+	case !l.color:
+		return vStr("")
+	case on:
+		return vStr(queueColorYes)
+	}
+	return vStr(queueColorNo)
+}
+
+// queueListHeadings are flux-core's column headings of the fields with
+// fixed names (resources.STATE.COUNT headings are made by
+// resourceHeading).
+var queueListHeadings = map[string]string{
+	"queue":                         "QUEUE",
+	"queuem":                        "QUEUE",
+	"parent":                        "PARENT",
+	"submission":                    "SUBMIT",
+	"scheduling":                    "SCHED",
+	"enabled":                       "EN",
+	"started":                       "ST",
+	"enabled.ascii":                 "EN",
+	"started.ascii":                 "ST",
+	"color_enabled":                 "",
+	"color_started":                 "",
+	"color_off":                     "",
+	"defaults.timelimit":            "TDEFAULT",
+	"limits.timelimit":              "TLIMIT",
+	"limits.range.nnodes":           "NNODES",
+	"limits.range.ncores":           "NCORES",
+	"limits.range.ngpus":            "NGPUS",
+	"limits.range.effective.nnodes": "NNODES",
+	"limits.range.effective.ncores": "NCORES",
+	"limits.range.effective.ngpus":  "NGPUS",
+	"limits.min.nnodes":             "MINNODES",
+	"limits.max.nnodes":             "MAXNODES",
+	"limits.min.ncores":             "MINCORES",
+	"limits.max.ncores":             "MAXCORES",
+	"limits.min.ngpus":              "MINGPUS",
+	"limits.max.ngpus":              "MAXGPUS",
+}
+
+// resourceHeading is the heading of resources.STATE.COUNT: the count's
+// name without its leading n, upper case, then for a state other than
+// all a colon and its first five letters (NODES, CORES:FREE,
+// GPUS:ALLOC).
+func resourceHeading(state, count string) string {
+	h := strings.ToUpper(count[1:])
+	if state != "all" {
+		h += ":" + strings.ToUpper(state[:min(5, len(state))])
+	}
+	return h
+}
+
+// parseResourceField splits resources.STATE.COUNT.
+func parseResourceField(name string) (state string, i int, ok bool) {
+	rest, found := strings.CutPrefix(name, "resources.")
+	if !found {
+		return "", 0, false
+	}
+	state, count, _ := strings.Cut(rest, ".")
+	if !slices.Contains(resourceStates, state) {
+		return "", 0, false
+	}
+	i = slices.Index(resourceCounts, count)
+	return state, i, i >= 0
+}
+
+// needsResources reports whether a field is computed from the queue's
+// resources.
+func needsResources(name string) bool {
+	_, _, ok := parseResourceField(name)
+	return ok || strings.HasPrefix(name, "limits.range.effective.")
 }
 
 var queueListFields = fieldSource[queueLine]{
@@ -428,6 +560,7 @@ var queueListFields = fieldSource[queueLine]{
 				return vStr(l.name)
 			}, nil
 		case "parent":
+			// fluxgo has no virtual queues (RFC 33): no queue has a parent
 			return func(queueLine) fmtVal { return vStr("") }, nil
 		case "submission":
 			return func(l queueLine) fmtVal {
@@ -445,57 +578,66 @@ var queueListFields = fieldSource[queueLine]{
 			return func(l queueLine) fmtVal { return vStr(yn(l.status.Enable)) }, nil
 		case "started.ascii":
 			return func(l queueLine) fmtVal { return vStr(yn(l.status.Start)) }, nil
+		case "color_enabled":
+			return func(l queueLine) fmtVal { return colorOf(l, l.status.Enable) }, nil
+		case "color_started":
+			return func(l queueLine) fmtVal { return colorOf(l, l.status.Start) }, nil
+		case "color_off":
+			return func(l queueLine) fmtVal {
+				if !l.color {
+					return vStr("")
+				}
+				return vStr(queueColorReset)
+			}, nil
 		case "defaults.timelimit":
-			return func(l queueLine) fmtVal { return vStr(timelimit(l.limits.defaultDuration)) }, nil
+			return func(l queueLine) fmtVal { return vFloat(l.limits.defaultDuration) }, nil
 		case "limits.timelimit":
-			return func(l queueLine) fmtVal { return vStr(timelimit(l.limits.duration)) }, nil
+			return func(l queueLine) fmtVal { return vFloat(l.limits.duration) }, nil
 		}
-		for i, k := range []string{"nnodes", "ncores", "ngpus"} {
+		if state, i, ok := parseResourceField(name); ok {
+			return func(l queueLine) fmtVal { return vInt(int64(l.res[state][i])) }, nil
+		}
+		for i, k := range resourceCounts {
 			switch name {
 			case "limits.range." + k:
 				return func(l queueLine) fmtVal { return vStr(l.limits.rangeOf(i)) }, nil
+			case "limits.range.effective." + k:
+				return func(l queueLine) fmtVal { return vStr(l.limits.effectiveRangeOf(i, l.res["all"][i])) }, nil
 			case "limits.min." + k:
 				return func(l queueLine) fmtVal { return vInt(int64(l.limits.minN[i])) }, nil
 			case "limits.max." + k:
-				return func(l queueLine) fmtVal {
-					if l.limits.maxN[i] < 0 {
-						return vStr("inf")
-					}
-					return vInt(int64(l.limits.maxN[i]))
-				}, nil
+				return func(l queueLine) fmtVal { return l.limits.maxOf(i) }, nil
 			}
 		}
 		return nil, fmt.Errorf("unknown format field %q", name)
 	},
 	heading: func(name string) string {
-		switch name {
-		case "queuem":
-			return "QUEUE"
-		case "enabled", "enabled.ascii":
-			return "EN"
-		case "started", "started.ascii":
-			return "ST"
-		case "defaults.timelimit":
-			return "TDEFAULT"
-		case "limits.timelimit":
-			return "TLIMIT"
-		case "limits.range.nnodes":
-			return "NNODES"
-		case "limits.range.ncores":
-			return "NCORES"
-		case "limits.range.ngpus":
-			return "NGPUS"
+		if h, ok := queueListHeadings[name]; ok {
+			return h
 		}
-		return strings.ToUpper(strings.ReplaceAll(name, ".", "_"))
+		if state, i, ok := parseResourceField(name); ok {
+			return resourceHeading(state, resourceCounts[i])
+		}
+		return strings.ToUpper(name)
 	},
 }
 
-// queueListFormats are flux queue list's named formats (flux-queue.toml
-// files may add more: [list.formats.NAME]); the default is flux-core's.
+// The queue status columns of flux-core's named formats.
+const queueListStatusColumns = "?:{queuem:<8.8} ?:{parent:<8.8} " +
+	"{color_enabled}{enabled:>2}{color_off} {color_started}{started:>2}{color_off} "
+
+// queueListFormats are flux queue list's named formats, flux-core's
+// (flux-queue.toml files may add more: [list.formats.NAME]).
 var queueListFormats = &formatSet{prog: "flux-queue", table: "list", env: "FLUX_QUEUE_LIST_FORMAT_DEFAULT", builtin: []namedFormat{
 	{"default", "Default flux-queue list format string",
-		"?:{queuem:<8.8} {enabled:>2} {started:>2} {defaults.timelimit:>8} {limits.timelimit:>8} " +
+		queueListStatusColumns + "{defaults.timelimit!F:>8} {limits.timelimit!F:>8} " +
+			"{limits.range.effective.nnodes:>10} {limits.range.effective.ncores:>10} {limits.range.effective.ngpus:>10}"},
+	{"policy", "flux-queue list with policy limits only",
+		queueListStatusColumns + "{defaults.timelimit!F:>8} {limits.timelimit!F:>8} " +
 			"{limits.range.nnodes:>10} {limits.range.ncores:>10} {limits.range.ngpus:>10}"},
+	{"nodes", "Show queue status plus all/up/allocated/free nodes",
+		queueListStatusColumns + "{resources.all.nnodes:>6} {resources.up.nnodes:>10} {resources.down.nnodes:>10} " +
+			"{resources.allocated.nnodes:>11} {resources.free.nnodes:>10}"},
 }}
 
 func newQueueListCmd() *cobra.Command {
@@ -507,11 +649,16 @@ func newQueueListCmd() *cobra.Command {
 		Short: "List queues with their status and limits",
 		Long: `List the queues: submission (EN) and scheduling (ST) status, the time
 limit given to jobs that set none (TDEFAULT), the time limit allowed and
-the job size ranges allowed. Fields for --format: queue, queuem (the
-default queue marked with *), submission, scheduling, enabled, started,
-enabled.ascii, started.ascii, defaults.timelimit, limits.timelimit,
-limits.range.{nnodes,ncores,ngpus}, limits.min.* and limits.max.*.
-Named formats: default (-o help lists those configured too).`,
+the job size ranges allowed, their maximum clipped to the queue's
+resources. Fields for --format: queue, queuem (the default queue marked
+with *), parent, submission, scheduling, enabled, started, enabled.ascii,
+started.ascii, color_enabled, color_started, color_off,
+defaults.timelimit, limits.timelimit, limits.range.{nnodes,ncores,ngpus},
+limits.range.effective.*, limits.min.*, limits.max.* and
+resources.{all,free,allocated,up,down}.{nnodes,ncores,ngpus} (a queue's
+resources are the nodes with the properties it requires). Named formats:
+default, policy (the configured ranges) and nodes (node counts by state);
+-o help lists those configured too.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if done, err := queueListFormats.special(cmd.OutOrStdout(), format); done {
@@ -521,6 +668,12 @@ Named formats: default (-o help lists those configured too).`,
 			if err != nil {
 				return err
 			}
+			of, err := compileFormat(format, queueListFields)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			color, _ := useColor("auto", w)
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
 				pol, err := policy.Fetch(ctx, h)
 				if err != nil {
@@ -538,39 +691,55 @@ Named formats: default (-o help lists those configured too).`,
 					}
 					names = only
 				}
+				// the scheduler's view of resources, only if shown
+				var ss *resource.SchedStatus
+				for _, f := range of.fields {
+					if needsResources(f.name) {
+						if ss, err = resource.GetSchedStatus(ctx, h); err != nil {
+							return fmt.Errorf("resource status: %w", err)
+						}
+						break
+					}
+				}
 				var lines []queueLine
 				for _, n := range names {
 					st, err := getQueueStatus(ctx, h, n)
 					if err != nil {
 						return err
 					}
-					lines = append(lines, queueLine{name: n, deflt: n != "" && n == pol.DefaultQueue, status: st, limits: limitsOf(pol, n)})
-				}
-				of, err := compileFormat(format, queueListFields)
-				if err != nil {
-					return err
-				}
-				if err := of.prepare(lines); err != nil {
-					return err
-				}
-				w := cmd.OutOrStdout()
-				if !noHeader {
-					fmt.Fprintln(w, strings.TrimRight(of.header(), " "))
-				}
-				for _, l := range lines {
-					s, err := of.line(l)
-					if err != nil {
-						return err
+					l := queueLine{name: n, deflt: n != "" && n == pol.DefaultQueue, status: st, limits: limitsOf(pol, n), color: color}
+					if ss != nil {
+						if l.res, err = queueResources(ss, pol, n); err != nil {
+							return err
+						}
 					}
-					fmt.Fprintln(w, strings.TrimRight(s, " "))
+					lines = append(lines, l)
 				}
-				return nil
+				return printQueueList(of, lines, noHeader, w)
 			})
 		},
 	}
 	f := cmd.Flags()
 	f.BoolVarP(&noHeader, "no-header", "n", false, "Do not print the header")
-	f.StringVarP(&format, "format", "o", "", "Output format (Python format syntax with the fields above)")
+	f.StringVarP(&format, "format", "o", "", "Output format (Python format syntax with the fields above, or a named format)")
 	f.StringSliceVarP(&only, "queue", "q", nil, "List only these queues")
 	return cmd
+}
+
+// printQueueList prints the lines of flux queue list in format of.
+func printQueueList(of *outputFormat[queueLine], lines []queueLine, noHeader bool, w io.Writer) error {
+	if err := of.prepare(lines); err != nil {
+		return err
+	}
+	if !noHeader {
+		fmt.Fprintln(w, strings.TrimRight(of.header(), " "))
+	}
+	for _, l := range lines {
+		s, err := of.line(l)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(w, strings.TrimRight(s, " "))
+	}
+	return nil
 }

@@ -69,7 +69,7 @@ policy.limits.duration = "10m"
 	if got := e.must("config", "get", "policy.limits.duration"); got != "3h" {
 		t.Errorf("after reload: policy.limits.duration %s", got)
 	}
-	if got := e.must("queue", "list", "-n", "-o", "{queue} {limits.timelimit}"); got != "batch 3h\ndebug 10m" {
+	if got := e.must("queue", "list", "-n", "-o", "{queue} {limits.timelimit!F} {limits.timelimit}"); got != "batch 3h 10800.0\ndebug 10m 600.0" {
 		t.Errorf("queues after reload: %q", got)
 	}
 	if q := e.must("jobtap", "query", ".limit-duration"); !strings.Contains(q, `"duration":10800`) || !strings.Contains(q, `"debug":600`) {
@@ -125,7 +125,7 @@ policy.limits.duration = "10m"
 	if got := e.must("config", "get"); got != `{"job-manager":{"inactive-num-limit":1}}` {
 		t.Errorf("config get after load: %s", got)
 	}
-	if got := e.must("queue", "list", "-n", "-o", "{queue}|{limits.timelimit}"); got != "|∞" {
+	if got := e.must("queue", "list", "-n", "-o", "{queue}|{limits.timelimit}|{defaults.timelimit!F}"); got != "|inf|inf" {
 		t.Errorf("queues after load: %q", got)
 	}
 	e.must("job", "urgency", debugJob.String(), "default")

@@ -168,7 +168,7 @@ func TestQueuesFromConfig(t *testing.T) {
 	if st := e.must("jobs", "-n", "-o", "{state}", held.String()); st != "SCHED" {
 		t.Errorf("job of a stopped queue: %s", st)
 	}
-	if got := e.must("queue", "list", "-n", "-o", "{queue} {enabled.ascii} {started.ascii} {limits.timelimit} {limits.range.nnodes}"); got != "batch y n 1h 0-2\ndebug y y 10m 0-1" {
+	if got := e.must("queue", "list", "-n", "-o", "{queue} {enabled.ascii} {started.ascii} {limits.timelimit!F} {limits.range.nnodes}"); got != "batch y n 1h 0-2\ndebug y y 10m 0-1" {
 		t.Errorf("queue list: %q", got)
 	}
 	e.must("queue", "start", "--all")
@@ -301,4 +301,48 @@ func TestQueueStatusAndControl(t *testing.T) {
 	}
 	e.must("queue", "enable", "batch")
 	e.must("cancel", running.String())
+}
+
+// TestQueueList: flux queue list's default format clips the size ranges
+// to each queue's resources (flux-core), policy shows the configured
+// ones, and the resources.* fields count a queue's nodes by state.
+func TestQueueList(t *testing.T) {
+	e := startQueues(t)
+	e.waitFor("the scheduler", func() bool {
+		return !strings.Contains(e.must("queue", "status"), "offline")
+	})
+	want := "QUEUE    EN ST TDEFAULT   TLIMIT     NNODES     NCORES      NGPUS\n" +
+		"batch*    ✔  ✔      30m       1h        0-2        0-8        0-0\n" +
+		"debug     ✔  ✔       5m      10m        0-1        0-8        0-0"
+	if got := e.must("queue", "list"); got != want {
+		t.Errorf("list:\n%s\nwant:\n%s", got, want)
+	}
+	want = "QUEUE    EN ST TDEFAULT   TLIMIT     NNODES     NCORES      NGPUS\n" +
+		"batch*    ✔  ✔      30m       1h        0-2      0-inf      0-inf\n" +
+		"debug     ✔  ✔       5m      10m        0-1      0-inf      0-inf"
+	if got := e.must("queue", "list", "-o", "policy"); got != want {
+		t.Errorf("list -o policy:\n%s\nwant:\n%s", got, want)
+	}
+
+	// a running job in debug, a drained node in batch
+	id := e.submit("--queue=debug", "-N1", testDuration("600s"), "true")
+	e.waitEvent(id, "start")
+	e.must("resource", "drain", "node0", "test")
+	e.must("queue", "stop", "--quiet", "debug")
+	want = "QUEUE    EN ST  NODES   NODES:UP NODES:DOWN NODES:ALLOC NODES:FREE\n" +
+		"batch*    ✔  ✔      2          1          1           0          1\n" +
+		"debug     ✔  ✗      2          2          0           1          1"
+	e.waitFor("list -o nodes", func() bool { return e.must("queue", "list", "-o", "nodes") == want })
+	if got := e.must("queue", "list", "-q", "debug", "-n", "-o",
+		"{queue} {resources.all.ncores} {resources.allocated.ncores} {resources.free.ncores} {submission} {scheduling}"); got != "debug 8 4 4 enabled stopped" {
+		t.Errorf("debug resources: %q", got)
+	}
+	if got := e.must("queue", "list", "-o", "{queue} {resources.up.ncores} {resources.down.ngpus} {limits.min.nnodes} {limits.max.nnodes}"); got != "QUEUE CORES:UP GPUS:DOWN MINNODES MAXNODES\nbatch 4 0 0 2\ndebug 8 0 0 1" {
+		t.Errorf("headings and counts: %q", got)
+	}
+	e.fail(`unknown format field "resources.busy.nnodes"`, "queue", "list", "-o", "{resources.busy.nnodes}")
+	e.fail("'nope' is not a valid queue", "queue", "list", "-q", "nope")
+	e.must("cancel", id.String())
+	e.must("resource", "undrain", "node0")
+	e.must("queue", "start", "--quiet", "debug")
 }
