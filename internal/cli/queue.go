@@ -221,9 +221,11 @@ func newQueueControlCmd(verb, short string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   verb + " [QUEUE]",
 		Short: short,
-		Long: short + `. With named queues, name one or give --all. Afterwards the
-queue's ` + map[bool]string{true: "scheduling", false: "submission"}[scheduling] + ` status is printed, unless --quiet; -v prints that
-of every queue` + map[bool]string{true: ", then the job manager's counts (see flux queue status)", false: ""}[scheduling] + `.`,
+		Long: short + `.
+
+With named queues, name one or give --all. Afterwards the queue's
+` + map[bool]string{true: "scheduling", false: "submission"}[scheduling] + ` status is printed, unless --quiet; -v prints that of every
+queue` + map[bool]string{true: ", then the job manager's counts (see flux queue status)", false: ""}[scheduling] + `.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, err := queueArg(cmd, args, queueOpt)
