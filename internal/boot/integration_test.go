@@ -2,6 +2,7 @@ package boot_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -456,5 +457,28 @@ func TestStartBrokerOptsCommas(t *testing.T) {
 	}
 	if got := p.stdout.String(); got != "1\n2\n" {
 		t.Fatalf("stdout %q", got)
+	}
+}
+
+// TestStartBadStatedir: a state directory whose content store cannot be
+// opened stops the instance with a failure, before any job is accepted:
+// running on without it would hide the instance's jobs and reuse their
+// IDs.
+func TestStartBadStatedir(t *testing.T) {
+	bin := testinstance.Binary(t)
+	dir := t.TempDir()
+	junk := bytes.Repeat([]byte("not a database "), 4096)
+	if err := os.WriteFile(filepath.Join(dir, "content.sqlite"), junk, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, "flux start bad statedir", nil, nil, bin, "start", "-Sstatedir="+dir, "sh", "-c", bin+" submit true && echo accepted")
+	if code := p.wait(60 * time.Second); code == 0 {
+		t.Fatalf("exit 0 with a corrupt content store:\n%s\n%s", p.stdout, p.stderr)
+	}
+	if strings.Contains(p.stdout.String(), "accepted") {
+		t.Errorf("a job was accepted without the state directory's content")
+	}
+	if !strings.Contains(p.stderr.String(), "cannot open the state directory's content store") {
+		t.Errorf("stderr does not say why:\n%s", p.stderr)
 	}
 }

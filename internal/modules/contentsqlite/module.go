@@ -51,7 +51,7 @@ const BackingService = "content-backing"
 // startupTimeout bounds the setup RPCs and shutdownTimeout the final
 // flush at unload (the broker allows a module 10s to stop).
 const (
-	startupTimeout  = 2 * time.Second
+	startupTimeout  = 10 * time.Second
 	shutdownTimeout = 7 * time.Second
 )
 
@@ -161,8 +161,20 @@ func (Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	}
 	st, err := Open(opts)
 	if err != nil {
+		if !scratch {
+			// The state directory's content is the instance's jobs and
+			// KVS: running on without it would hide them and hand out
+			// job IDs it already used. Stop the instance instead.
+			flux.NewLogger(h, Name).Error(fmt.Sprintf("cannot open the state directory's content store, shutting down: %v", err))
+			h.Call(sctx, "broker.shutdown", 0, map[string]int{"exitcode": 1}, nil)
+		}
 		return err
 	}
+	// opening and checking a large database takes its own time: the
+	// registration RPCs get their own deadline
+	cancel()
+	sctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), startupTimeout)
+	defer cancel()
 	s := &service{h: h, log: flux.NewLogger(h, Name), st: st, cfg: cfg, scratch: scratch}
 	s.w = startWorker(st, h.Post)
 	defer s.close()
