@@ -9,6 +9,7 @@
 package kvsbatch
 
 import (
+	"fmt"
 	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -62,6 +63,10 @@ type Batch struct {
 	// by the waiters of AfterCommit: the root that holds their writes,
 	// or a later one).
 	Rootseq int64
+
+	durable    []func(error) // AfterDurable waiters whose commit is done
+	durableSeq int64         // the newest root they need checkpointed
+	ckptKicked bool          // a checkpoint request is posted
 }
 
 // New returns a batch committing to namespace ns ("" = primary).
@@ -148,6 +153,47 @@ func (b *Batch) AfterCommit(fn func(error)) {
 	}
 	b.waiters = append(b.waiters, fn)
 	b.kick()
+}
+
+// AfterDurable calls fn once what is queued now is in a KVS checkpoint
+// (kvs.checkpoint, rank 0's primary namespace): on stable storage, so a
+// crash of the broker cannot take it back. The waiters of one commit
+// share one checkpoint request.
+func (b *Batch) AfterDurable(fn func(error)) {
+	b.AfterCommit(func(err error) {
+		if err != nil {
+			fn(err)
+			return
+		}
+		b.durable = append(b.durable, fn)
+		b.durableSeq = max(b.durableSeq, b.Rootseq)
+		if !b.ckptKicked {
+			b.ckptKicked = true
+			b.h.Post(b.checkpoint)
+		}
+	})
+}
+
+// checkpoint asks for a checkpoint covering the commits the durable
+// waiters wait for.
+func (b *Batch) checkpoint() {
+	b.ckptKicked = false
+	waiters, seq := b.durable, b.durableSeq
+	b.durable = nil
+	done := func(err error) {
+		if err != nil {
+			err = fmt.Errorf("KVS checkpoint: %w", err)
+		}
+		for _, fn := range waiters {
+			fn(err)
+		}
+	}
+	f, err := b.h.RPC("kvs.checkpoint", 0, map[string]int64{"rootseq": seq}, 0)
+	if err != nil {
+		done(err)
+		return
+	}
+	f.Then(func(_ *flux.Message, err error) { done(err) })
 }
 
 // Kick makes sure a flush comes at the end of the current batch of work

@@ -72,7 +72,7 @@ func (m *manager) handleRaiseAll(r *flux.Request) {
 			}
 		}
 	}
-	r.Respond(map[string]any{"count": len(jobs), "errors": 0})
+	m.respondDurable(r, map[string]any{"count": len(jobs), "errors": 0})
 }
 
 func (m *manager) handleKillAll(r *flux.Request) {

@@ -190,7 +190,21 @@ func (m *manager) handleRaise(r *flux.Request) {
 		return
 	}
 	m.raise(j, req.Type, req.Severity, req.Note, r.Userid())
-	r.Respond(nil)
+	m.respondDurable(r, nil)
+}
+
+// respondDurable answers r with payload once the events posted so far
+// are in a KVS checkpoint: what a requestor was told was done survives a
+// crash of the broker (a cancel answered then lost would let the job
+// run). A failed checkpoint is the requestor's error.
+func (m *manager) respondDurable(r *flux.Request, payload any) {
+	m.batch.AfterDurable(func(err error) {
+		if err != nil {
+			r.RespondError(fmt.Errorf("recording the change: %w", err))
+			return
+		}
+		r.Respond(payload)
+	})
 }
 
 // checkException answers r with EINVAL and reports false for an
@@ -258,7 +272,7 @@ func (m *manager) handleUrgency(r *flux.Request) {
 	old := j.Urgency
 	m.post(j, "urgency", map[string]any{"userid": r.Userid(), "urgency": req.Urgency})
 	m.computePriority(j)
-	r.Respond(map[string]any{"old_urgency": old})
+	m.respondDurable(r, map[string]any{"old_urgency": old})
 }
 
 // handleUpdate changes jobspec attributes of a pending job
@@ -348,7 +362,7 @@ func (m *manager) handleUpdate(r *flux.Request) {
 		for _, fn := range more {
 			fn()
 		}
-		m.batch.AfterCommit(func(error) { r.Respond(nil) })
+		m.respondDurable(r, nil)
 	}
 	if d, ok := applied[durationKey].(float64); ok && running {
 		m.updateExpiration(r, j, d, done)

@@ -336,10 +336,18 @@ func (m *manager) maybeStart(j *job) {
 		return
 	}
 	j.startSent = true
-	m.batch.AfterCommit(func(err error) {
+	// Start only once the job's events so far (its alloc) are in a KVS
+	// checkpoint: after a crash the job then comes back as started, never
+	// as pending, so it cannot run twice; and a job whose submission
+	// could not be made durable (its submitter was told so) never runs.
+	m.batch.AfterDurable(func(err error) {
 		if err != nil {
 			j.startSent = false // never sent: cleanup must not wait for the executor
-			m.post(j, "exception", map[string]any{"type": "exec", "severity": 0, "note": "KVS commit failed: " + err.Error(), "userid": m.owner})
+			if j.State == jobtap.StateRun && !j.fatal {
+				m.post(j, "exception", map[string]any{"type": "exec", "severity": 0, "note": "cannot record the job's start durably: " + err.Error(), "userid": m.owner})
+			} else {
+				m.cleanup(j, jobtap.StateRun)
+			}
 			return
 		}
 		if j.State != jobtap.StateRun || j.fatal {
@@ -356,7 +364,7 @@ func (m *manager) maybeStart(j *job) {
 // cleanup drives a job in CLEANUP to INACTIVE: wait for the executor to
 // release everything and for epilogs, free the resources, then clean.
 func (m *manager) cleanup(j *job, prev jobtap.State) {
-	if j.State != jobtap.StateCleanup || j.cleanPosted {
+	if j.State != jobtap.StateCleanup || j.cleanPosted || j.resuming {
 		return
 	}
 	if j.allocPending {

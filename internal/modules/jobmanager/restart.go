@@ -158,6 +158,9 @@ func (m *manager) resume(j *job) {
 		// the scheduler to free it.
 		j.bypass = true
 		j.perilog = 0
+		// the job ends in RFC 21's order: exception, finish, release,
+		// then free and clean (cleanup waits for the last of these)
+		j.resuming = true
 		if !j.fatal {
 			m.post(j, "exception", map[string]any{"type": "restart", "severity": 0,
 				"note": "the instance restarted while the job was running", "userid": m.owner})
@@ -168,6 +171,7 @@ func (m *manager) resume(j *job) {
 		if !j.releasedAll {
 			m.post(j, "release", map[string]any{"ranks": "all", "final": true})
 		}
+		j.resuming = false
 		m.cleanup(j, j.State)
 	}
 }

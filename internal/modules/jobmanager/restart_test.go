@@ -204,3 +204,46 @@ func TestCrashKeepsAcceptedJobs(t *testing.T) {
 	}
 	t.Logf("%d jobs accepted before the crash, %d in the instance after it", len(acked), len(state))
 }
+
+// TestCrashAfterStartAndCancel kills the broker (SIGKILL) right after a
+// job started and right after a cancel was answered: restarted on its
+// statedir, the instance neither runs the started job again nor forgets
+// the cancel (both were made durable before they happened or were
+// answered), and the job that was running ends with RFC 21's events in
+// order.
+func TestCrashAfterStartAndCancel(t *testing.T) {
+	inst, attrs := startWithStatedir(t)
+	pid, err := inst.Handle(t).Attr(context.Background(), "broker.pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := t.TempDir() + "/runs"
+	running := strings.TrimSpace(inst.MustRun(t, "submit", "sh", "-c", "echo ran >> "+runs+"; sleep 300"))
+	held := strings.TrimSpace(inst.MustRun(t, "submit", "--urgency=hold", "true"))
+	inst.MustRun(t, "job", "wait-event", "-t", "10", running, "start")
+	inst.MustRun(t, "cancel", held)
+	n, _ := strconv.Atoi(pid)
+	syscall.Kill(n, syscall.SIGKILL)
+	<-inst.Done()
+
+	inst2 := testinstance.Start(t, testinstance.Options{Size: 1, Attrs: attrs})
+	inst2.MustRun(t, "job", "wait-event", "-t", "10", running, "clean")
+	inst2.MustRun(t, "job", "wait-event", "-t", "10", held, "clean")
+	time.Sleep(200 * time.Millisecond)
+	if b, _ := os.ReadFile(runs); string(b) != "ran\n" {
+		t.Errorf("the job that had started ran %d times", strings.Count(string(b), "ran"))
+	}
+	if r := strings.TrimSpace(inst2.MustRun(t, "jobs", "-n", "-o", "{result}", held)); r != "CANCELED" {
+		t.Errorf("job canceled before the crash: %q", r)
+	}
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(inst2.MustRun(t, "job", "eventlog", running)), "\n") {
+		if f := strings.Fields(line); len(f) > 1 {
+			names = append(names, f[1])
+		}
+	}
+	got := strings.Join(names, " ")
+	if !strings.Contains(got, "alloc start ") || !strings.HasSuffix(got, "exception finish release free clean") || strings.Count(got, " start") != 1 {
+		t.Errorf("eventlog of the job running at the crash: %s", got)
+	}
+}
