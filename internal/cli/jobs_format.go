@@ -17,8 +17,8 @@ import (
 // string syntax ("{id.f58:>12} {name:<10.10+}"), with flux's extras:
 // conversions !d !D !F !H !P, the "h" spec suffix (empty-ish values print
 // as "-"), the "+" suffix (mark truncation with "+"), "?:" before a field
-// (drop the column when it is empty for every row) and "+:" (widen the
-// column to its widest value). This file is that engine; the fields come
+// (drop the column when it is empty for every row), "+:" (widen the
+// column to its widest value) and "?+:" (both). This file is that engine; the fields come
 // from the command (see jobs.go).
 
 // fmtKind is the type of a formatted value, which decides default
@@ -207,10 +207,15 @@ func parseFormat(s string) ([]fmtField, error) {
 				return nil, fmt.Errorf("invalid format %q: empty field name", s)
 			}
 			f.name = name
-			if strings.HasSuffix(f.text, "?:") {
+			switch {
+			case strings.HasSuffix(f.text, "?+:"):
+				// both: dropped when empty everywhere, else widened
+				f.drop, f.expand = true, true
+				f.text = strings.TrimSuffix(f.text, "?+:")
+			case strings.HasSuffix(f.text, "?:"):
 				f.drop = true
 				f.text = strings.TrimSuffix(f.text, "?:")
-			} else if strings.HasSuffix(f.text, "+:") {
+			case strings.HasSuffix(f.text, "+:"):
 				f.expand = true
 				f.text = strings.TrimSuffix(f.text, "+:")
 			}

@@ -139,6 +139,9 @@ func TestFormatSpecs(t *testing.T) {
 		{"{inactive_reason}", "Exit "},
 		{"{{literal}} {priority}", "{literal} 16"},
 		{"a?:{queue}b", "b"},
+		{"a?+:{queue}b", "b"},
+		{"?+:{name:<2}|", "true|"},
+		{"+:{name:<6}|", "true  |"},
 	}
 	for _, c := range cases {
 		t.Run(c.format, func(t *testing.T) {

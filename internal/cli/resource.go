@@ -41,9 +41,9 @@ undrains nodes.`,
 var resourceFormats = map[string]*formatSet{
 	"list": {prog: "flux-resource", table: "list", env: "FLUX_RESOURCE_LIST_FORMAT_DEFAULT", builtin: []namedFormat{
 		{"default", "Default flux-resource list format string",
-			"{state:>10} ?:{queue:<8.8} ?:{propertiesx:<10.10+} {nnodes:>6} {ncores:>6} {ngpus:>5} {nodelist}"},
+			"{state:>10} ?+:{queue:<5} ?:{propertiesx:<10.10+} {nnodes:>6} +:{ncores:>6} ?+:{ngpus:>5} {nodelist}"},
 		{"rlist", "Format including resource list details",
-			"{state:>10} ?:{queue:<8.8} ?:{propertiesx:<10.10+} {nnodes:>6} {ncores:>6} {ngpus:>5} {rlist}"},
+			"{state:>10} ?+:{queue:<5} ?:{propertiesx:<10.10+} {nnodes:>6} +:{ncores:>6} ?+:{ngpus:>5} {rlist}"},
 	}},
 	"status": {prog: "flux-resource", table: "status", env: "FLUX_RESOURCE_STATUS_FORMAT_DEFAULT", builtin: []namedFormat{
 		{"default", "Default flux-resource status format string",
