@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,6 +75,9 @@ type resourceListOptions struct {
 	include  string
 	queues   []string       // -q: only nodes of these queues
 	policy   *policy.Config // the instance's queues (nil: none)
+	// skipEmpty and noSkipEmpty: --skip-empty, --no-skip-empty (empty
+	// lines are skipped by default only with -i)
+	skipEmpty, noSkipEmpty bool
 }
 
 func newResourceListCmd() *cobra.Command {
@@ -82,8 +86,11 @@ func newResourceListCmd() *cobra.Command {
 		Use:   "list [OPTIONS]",
 		Short: "Show the scheduler's view of resources",
 		Long: `Show the scheduler's view of resources, one line per state (and per set of
-properties): free, allocated and down by default. States: up, down,
-allocated, free, all. Named formats: default, rlist (-o help lists them).`,
+properties and queues): free, allocated and down by default. A state with no
+resources still makes a line (one per queue when queues are configured),
+with or without -q, unless --skip-empty (the default with -i). States: up,
+down, allocated, free, all. Named formats: default, rlist (-o help lists
+them).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if done, err := resourceFormats["list"].special(cmd.OutOrStdout(), o.format); done {
@@ -107,6 +114,8 @@ allocated, free, all. Named formats: default, rlist (-o help lists them).`,
 	f.StringVarP(&o.states, "states", "s", "free,allocated,down", "Show resources in these states (up, down, allocated, free, all)")
 	f.BoolVarP(&o.noHeader, "no-header", "n", false, "Suppress the header line")
 	f.StringVarP(&o.include, "include", "i", "", "Only resources on these TARGETS (an idset of ranks or a hostlist)")
+	f.BoolVar(&o.skipEmpty, "skip-empty", false, "Skip lines with no resources (the default with --include)")
+	f.BoolVar(&o.noSkipEmpty, "no-skip-empty", false, "Do not skip lines with no resources, even with --include")
 	return cmd
 }
 
@@ -120,7 +129,7 @@ func newResourceInfoCmd() *cobra.Command {
 			o.format = "{nnodes} Nodes, {ncores} Cores, {ngpus} GPUs"
 			o.noHeader = true
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
-				ss, err := resource.GetSchedStatus(ctx, h)
+				ss, err := getSchedStatusFor(ctx, h, &o)
 				if err != nil {
 					return err
 				}
@@ -128,9 +137,26 @@ func newResourceInfoCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVarP(&o.states, "states", "s", "all", "Count resources in these states")
-	cmd.Flags().StringVarP(&o.include, "include", "i", "", "Only resources on these TARGETS (an idset of ranks or a hostlist)")
+	f := cmd.Flags()
+	f.StringVarP(&o.states, "states", "s", "all", "Count resources in these states")
+	f.StringSliceVarP(&o.queues, "queue", "q", nil, "Only resources of these QUEUES")
+	f.StringVarP(&o.include, "include", "i", "", "Only resources on these TARGETS (an idset of ranks or a hostlist)")
 	return cmd
+}
+
+// getSchedStatusFor fetches the scheduler's view and, when -q asks for
+// queues, the instance's queue configuration into o.
+func getSchedStatusFor(ctx context.Context, h *flux.Handle, o *resourceListOptions) (*resource.SchedStatus, error) {
+	ss, err := resource.GetSchedStatus(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	if len(o.queues) > 0 {
+		if o.policy, err = policy.Fetch(ctx, h); err != nil {
+			return nil, err
+		}
+	}
+	return ss, nil
 }
 
 func newResourceRCmd() *cobra.Command {
@@ -141,7 +167,7 @@ func newResourceRCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
-				ss, err := resource.GetSchedStatus(ctx, h)
+				ss, err := getSchedStatusFor(ctx, h, &o)
 				if err != nil {
 					return err
 				}
@@ -149,8 +175,10 @@ func newResourceRCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVarP(&o.states, "states", "s", "all", "Include resources in these states")
-	cmd.Flags().StringVarP(&o.include, "include", "i", "", "Only resources on these TARGETS (an idset of ranks or a hostlist)")
+	f := cmd.Flags()
+	f.StringVarP(&o.states, "states", "s", "all", "Include resources in these states")
+	f.StringSliceVarP(&o.queues, "queue", "q", nil, "Only resources of these QUEUES")
+	f.StringVarP(&o.include, "include", "i", "", "Only resources on these TARGETS (an idset of ranks or a hostlist)")
 	return cmd
 }
 
@@ -188,16 +216,64 @@ func includeRanks(targets string, R *rset.R) (idset.Set, error) {
 	return ids, nil
 }
 
-// filterSchedStatus applies -i to every set.
-func filterSchedStatus(ss *resource.SchedStatus, include string) (*resource.SchedStatus, error) {
-	if include == "" {
+// filterSchedStatus applies -q (the ranks of the queues, computed before
+// -i as flux-core does) and then -i to every set.
+func filterSchedStatus(ss *resource.SchedStatus, o resourceListOptions) (*resource.SchedStatus, error) {
+	if len(o.queues) > 0 {
+		ids, err := selectQueues(ss.All, o.policy, o.queues)
+		if err != nil {
+			return nil, err
+		}
+		ss = schedStatusRanks(ss, ids)
+	}
+	if o.include == "" {
 		return ss, nil
 	}
-	ids, err := includeRanks(include, ss.All)
+	ids, err := includeRanks(o.include, ss.All)
 	if err != nil {
 		return nil, err
 	}
-	return &resource.SchedStatus{All: ss.All.CopyRanks(ids), Down: ss.Down.CopyRanks(ids), Allocated: ss.Allocated.CopyRanks(ids)}, nil
+	return schedStatusRanks(ss, ids), nil
+}
+
+// schedStatusRanks keeps only ranks ids of every set of ss.
+func schedStatusRanks(ss *resource.SchedStatus, ids idset.Set) *resource.SchedStatus {
+	return &resource.SchedStatus{All: ss.All.CopyRanks(ids), Down: ss.Down.CopyRanks(ids), Allocated: ss.Allocated.CopyRanks(ids)}
+}
+
+// selectQueues returns the ranks of R in any of the named queues (-q);
+// a name that is not a configured queue is an error naming it.
+func selectQueues(R *rset.R, pol *policy.Config, names []string) (idset.Set, error) {
+	if pol == nil {
+		pol = &policy.Config{}
+	}
+	qranks, err := queueRanks(R, pol)
+	if err != nil {
+		return idset.Set{}, err
+	}
+	var ids idset.Set
+	for _, q := range names {
+		r, ok := qranks[q]
+		if !ok {
+			return idset.Set{}, fmt.Errorf("--queue: %s: no such queue", q)
+		}
+		ids = ids.Union(r)
+	}
+	return ids, nil
+}
+
+// splitQueues splits -q values (repeatable, comma-separated) and drops
+// duplicates, keeping the order given.
+func splitQueues(values []string) []string {
+	var out []string
+	for _, v := range values {
+		for _, q := range strings.Split(v, ",") {
+			if q = strings.TrimSpace(q); q != "" && !slices.Contains(out, q) {
+				out = append(out, q)
+			}
+		}
+	}
+	return out
 }
 
 // rlistLine is one line of flux resource list: a state and its resources
@@ -296,15 +372,18 @@ func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Write
 	if err != nil {
 		return err
 	}
-	if ss, err = filterSchedStatus(ss, o.include); err != nil {
-		return err
-	}
 	pol := o.policy
 	if pol == nil {
 		pol = &policy.Config{}
 	}
+	o.policy = pol
+	// queue membership is that of the whole inventory
 	qranks, err := queueRanks(ss.All, pol)
 	if err != nil {
+		return err
+	}
+	o.queues = splitQueues(o.queues)
+	if ss, err = filterSchedStatus(ss, o); err != nil {
 		return err
 	}
 	// rankQueues: the queues a node belongs to, comma-separated
@@ -317,13 +396,14 @@ func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Write
 		}
 		return strings.Join(in, ",")
 	}
-	// -q: only the nodes of these queues
-	var selected idset.Set
-	for _, q := range o.queues {
-		if err := pol.CheckQueue(q); err != nil {
-			return err
-		}
-		selected = selected.Union(qranks[q])
+	// the queues an empty state is shown for: those of -q, else every
+	// configured queue, else none
+	emptyQueues := o.queues
+	if len(emptyQueues) == 0 {
+		emptyQueues = pol.Names()
+	}
+	if len(emptyQueues) == 0 {
+		emptyQueues = []string{""}
 	}
 	format, err := resourceFormat("list", o.format)
 	if err != nil {
@@ -373,14 +453,14 @@ func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Write
 	}
 	var order []string
 	groups := map[string]*group{}
-	add := func(key, state, queue string, set *rset.R, ranks idset.Set, empty bool) {
+	add := func(key, state, queue string, set *rset.R, ranks idset.Set) {
 		g := groups[key]
 		if g == nil {
 			g = &group{state: state, queue: queue, ranks: map[*rset.R]idset.Set{}}
 			groups[key] = g
 			order = append(order, key)
 		}
-		if empty {
+		if set == nil {
 			return
 		}
 		if _, ok := g.ranks[set]; !ok {
@@ -394,7 +474,10 @@ func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Write
 			return err
 		}
 		if set.Empty() {
-			add(keyOf(state, "", ""), state, "", set, idset.Set{}, true)
+			// an empty state still makes a line (one per queue)
+			for _, q := range emptyQueues {
+				add(keyOf(state, "", q), state, q, nil, idset.Set{})
+			}
 			continue
 		}
 		// nodes with the same properties belong to the same queues
@@ -402,9 +485,6 @@ func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Write
 		queueOf := map[string]string{}
 		var propOrder []string
 		for rank := range set.Ranks().All() {
-			if len(o.queues) > 0 && !selected.Contains(rank) {
-				continue
-			}
 			p := strings.Join(set.RankProperties(rank), ",")
 			if _, ok := byProps[p]; !ok {
 				propOrder = append(propOrder, p)
@@ -415,7 +495,7 @@ func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Write
 			byProps[p] = s
 		}
 		for _, p := range propOrder {
-			add(keyOf(state, p, queueOf[p]), state, queueOf[p], set, byProps[p], false)
+			add(keyOf(state, p, queueOf[p]), state, queueOf[p], set, byProps[p])
 		}
 	}
 	var lines []rlistLine
@@ -425,8 +505,25 @@ func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Write
 		for _, s := range g.sets {
 			line.set = line.set.Union(s.CopyRanks(g.ranks[s]))
 		}
+		if line.set.Empty() && (o.skipEmpty || (o.include != "" && !o.noSkipEmpty)) {
+			continue
+		}
 		lines = append(lines, line)
 	}
+	// in the order of the states asked for, then of their first rank
+	// (empty lines last)
+	firstRank := func(l rlistLine) uint {
+		if r, ok := l.set.Ranks().First(); ok {
+			return r
+		}
+		return ^uint(0)
+	}
+	slices.SortStableFunc(lines, func(a, b rlistLine) int {
+		if c := slices.Index(states, a.state) - slices.Index(states, b.state); c != 0 {
+			return c
+		}
+		return cmp.Compare(firstRank(a), firstRank(b))
+	})
 	return printFormatted(of, lines, o.noHeader, w)
 }
 
@@ -457,7 +554,8 @@ func runResourceR(ss *resource.SchedStatus, o resourceListOptions, w io.Writer) 
 	if err != nil {
 		return err
 	}
-	if ss, err = filterSchedStatus(ss, o.include); err != nil {
+	o.queues = splitQueues(o.queues)
+	if ss, err = filterSchedStatus(ss, o); err != nil {
 		return err
 	}
 	out := rset.New()

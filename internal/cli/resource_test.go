@@ -283,3 +283,80 @@ func mustResourceFormat(t *testing.T, cmd, name string) string {
 	}
 	return f
 }
+
+// schedStatusQueues is node[0-3] × 2 cores: ranks 0-1 have property
+// "batch", 2-3 "debug"; node1 is down and node2's core 0 allocated.
+const schedStatusQueues = `{
+ "all": {"version":1,"execution":{"R_lite":[{"rank":"0-3","children":{"core":"0-1"}}],"nodelist":["node[0-3]"],"properties":{"batch":"0-1","debug":"2-3"},"starttime":0,"expiration":0}},
+ "down": {"version":1,"execution":{"R_lite":[{"rank":"1","children":{"core":"0-1"}}],"nodelist":["node1"],"properties":{"batch":"1"},"starttime":0,"expiration":0}},
+ "allocated": {"version":1,"execution":{"R_lite":[{"rank":"2","children":{"core":"0"}}],"nodelist":["node2"],"properties":{"debug":"2"},"starttime":0,"expiration":0}}
+}`
+
+var twoQueues = &policy.Config{Queues: map[string]policy.Queue{
+	"batch": {Requires: []string{"batch"}},
+	"debug": {Requires: []string{"debug"}},
+}}
+
+// flux resource list with queues: -q keeps a line for every state asked
+// for, as without -q, and an empty state makes one line per queue.
+func TestResourceListQueues(t *testing.T) {
+	ss, err := resource.ParseSchedStatus([]byte(schedStatusQueues))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		o    resourceListOptions
+		want string
+	}{
+		{"default", resourceListOptions{format: "default", states: "free,allocated,down"}, `     STATE QUEUE NNODES NCORES NGPUS NODELIST
+      free batch      1      2     0 node0
+      free debug      2      3     0 node[2-3]
+ allocated debug      1      1     0 node2
+      down batch      1      2     0 node1
+`},
+		{"-q debug keeps the down line", resourceListOptions{format: "default", states: "free,allocated,down", queues: []string{"debug"}}, `     STATE QUEUE NNODES NCORES NGPUS NODELIST
+      free debug      2      3     0 node[2-3]
+ allocated debug      1      1     0 node2
+      down debug      0      0     0 
+`},
+		{"-q batch", resourceListOptions{format: "{state} {queue} {nnodes}", states: "free,allocated,down", queues: []string{"batch"}, noHeader: true},
+			"free batch 1\nallocated batch 0\ndown batch 1\n"},
+		{"-q both, comma-separated", resourceListOptions{format: "{state} {nnodes}", states: "free,allocated,down", queues: []string{"debug,batch"}, noHeader: true},
+			"free 3\nallocated 1\ndown 1\n"},
+		{"empty state: a line per queue", resourceListOptions{format: "{state} {queue} {nnodes}", states: "allocated", include: "0-1", noSkipEmpty: true, noHeader: true},
+			"allocated batch 0\nallocated debug 0\n"},
+		{"no queue field: one empty line", resourceListOptions{format: "{state} {nnodes}", states: "allocated", queues: []string{"batch"}, noHeader: true},
+			"allocated 0\n"},
+		{"-i skips empty lines", resourceListOptions{format: "{state} {nodelist}", states: "free,allocated,down", include: "node0", noHeader: true},
+			"free node0\n"},
+		{"--skip-empty", resourceListOptions{format: "{state} {nodelist}", states: "free,allocated,down", queues: []string{"debug"}, skipEmpty: true, noHeader: true},
+			"free node[2-3]\nallocated node2\n"},
+		{"info -q", resourceListOptions{format: "{nnodes} Nodes, {ncores} Cores, {ngpus} GPUs", states: "all", queues: []string{"batch"}, noHeader: true},
+			"2 Nodes, 4 Cores, 0 GPUs\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.o.policy = twoQueues
+			var out bytes.Buffer
+			if err := runResourceList(ss, tt.o, &out); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != tt.want {
+				t.Fatalf("got:\n%s\nwant:\n%s", out.String(), tt.want)
+			}
+		})
+	}
+	var out bytes.Buffer
+	err = runResourceList(ss, resourceListOptions{format: "default", states: "all", queues: []string{"nope"}, policy: twoQueues}, &out)
+	if err == nil || err.Error() != "--queue: nope: no such queue" {
+		t.Fatalf("unknown queue: %v", err)
+	}
+	if err := runResourceR(ss, resourceListOptions{states: "all", queues: []string{"debug"}, policy: twoQueues}, &out); err != nil {
+		t.Fatal(err)
+	}
+	R, err := rset.Parse(bytes.TrimSpace(out.Bytes()))
+	if err != nil || R.Ranks().String() != "2-3" {
+		t.Fatalf("R -q debug: %v %s", err, out.String())
+	}
+}

@@ -93,7 +93,18 @@ func TestQueuesFromConfig(t *testing.T) {
 	if got := e.must("resource", "list", "-q", "debug", "-s", "all", "-n", "-o", "{nodelist}"); got != "node[2-3]" {
 		t.Errorf("resource list -q debug: %q", got)
 	}
-	e.fail("'nope' is not a valid queue", "resource", "list", "-q", "nope")
+	e.fail("--queue: nope: no such queue", "resource", "list", "-q", "nope")
+	// every state asked for has a line with -q too, empty or not
+	if got := e.must("resource", "list", "-q", "debug", "-n", "-o", "{state} {queue} {nnodes}"); got != "free debug 2\nallocated debug 0\ndown debug 0" {
+		t.Errorf("resource list -q debug: %q", got)
+	}
+	if got := e.must("resource", "info", "-q", "batch"); got != "2 Nodes, 8 Cores, 0 GPUs" {
+		t.Errorf("resource info -q batch: %q", got)
+	}
+	if got := e.must("resource", "R", "-q", "debug"); !strings.Contains(got, `"nodelist":["node[2-3]"]`) {
+		t.Errorf("resource R -q debug: %s", got)
+	}
+	e.fail("--queue: nope: no such queue", "resource", "info", "-q", "nope")
 
 	// the queue's requires and the job's own constraint both apply
 	e.fail("no node satisfies the constraints", "submit", "--queue=batch", "--requires=debug", "true")
