@@ -48,9 +48,9 @@ var resourceFormats = map[string]*formatSet{
 	}},
 	"status": {prog: "flux-resource", table: "status", env: "FLUX_RESOURCE_STATUS_FORMAT_DEFAULT", builtin: []namedFormat{
 		{"default", "Default flux-resource status format string",
-			"{state:>10} {color_up}{up:>2}{color_off} {nnodes:>6} {nodelist}"},
+			"{state:>12} {color_up}{up:>2}{color_off} {nnodes:>6} {nodelist}"},
 		{"long", "Long flux-resource status format string",
-			"{state:>10} {color_up}{up:>2}{color_off} {nnodes:>6} {reason:<30.30+} {nodelist}"},
+			"{state:>12} {color_up}{up:>2}{color_off} {nnodes:>6} {reason:<30.30+} {nodelist}"},
 	}},
 	"drain": {prog: "flux-resource", table: "drain", env: "FLUX_RESOURCE_DRAIN_FORMAT_DEFAULT", builtin: []namedFormat{
 		{"default", "Default flux-resource drain format string",
@@ -578,6 +578,7 @@ type resourceDrainOptions struct {
 	format   string
 	noHeader bool
 	include  string
+	queues   []string
 	color    string
 }
 
@@ -599,7 +600,7 @@ arguments are the reason. Draining is for the instance owner.`,
 					return err
 				}
 				so := resourceStatusOptions{format: format, states: "drain", statesSet: true,
-					skipEmpty: true, noHeader: o.noHeader, include: o.include, color: o.color}
+					skipEmpty: true, noHeader: o.noHeader, include: o.include, queues: o.queues, color: o.color}
 				return withHandle(func(ctx context.Context, h *flux.Handle) error {
 					return resourceStatus(ctx, h, so, cmd.OutOrStdout())
 				})
@@ -633,6 +634,7 @@ arguments are the reason. Draining is for the instance owner.`,
 	f.StringVarP(&o.format, "format", "o", "default", "Output format when listing (use 'help' to list the named ones)")
 	f.BoolVarP(&o.noHeader, "no-header", "n", false, "Suppress the header line")
 	f.StringVarP(&o.include, "include", "i", "", "Only list these TARGETS (an idset of ranks or a hostlist)")
+	f.StringSliceVarP(&o.queues, "queue", "q", nil, "Only list nodes of these QUEUES")
 	f.StringVarP(&o.color, "color", "L", "auto", "Use color; WHEN is never, always or auto")
 	f.Lookup("color").NoOptDefVal = "always"
 	return cmd

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/resource"
 	"github.com/fluxgo/fluxgo/pkg/idset"
@@ -25,6 +26,8 @@ type resourceStatusOptions struct {
 	skipEmpty bool
 	include   string
 	color     string
+	queues    []string       // -q: only nodes of these queues
+	policy    *policy.Config // the instance's queues (fetched for -q)
 }
 
 func newResourceStatusCmd() *cobra.Command {
@@ -33,12 +36,17 @@ func newResourceStatusCmd() *cobra.Command {
 		Use:   "status [OPTIONS]",
 		Short: "Show the resource service's view of nodes",
 		Long: `Show nodes by state: avail (usable when online), exclude (withheld by
-configuration), draining (drained, still running jobs), drained, and whether
-they are online or offline (state marked '*'). States for -s: all, online,
-avail, offline, exclude, drain, draining, drained. Named formats: default,
-long (-o help lists them).`,
+configuration), draining (drained, still running jobs), drained, torpid
+(unresponsive), housekeeping, allocated (running jobs), and whether they are
+online or offline (state marked '*'). States for -s: ` + strings.Join(statusStates, ", ") + `
+(-s help lists them); by default ` + statusDefaultStates + `.
+Named formats: default, long (-o help lists them).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.states == "help" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "flux-resource: valid states: %s\n", strings.Join(statusStates, ","))
+				return nil
+			}
 			if done, err := resourceFormats["status"].special(cmd.OutOrStdout(), o.format); done {
 				return err
 			}
@@ -54,10 +62,11 @@ long (-o help lists them).`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.format, "format", "o", "default", "Output format (Python format syntax) or a format name")
-	f.StringVarP(&o.states, "states", "s", "avail,exclude,draining,drained", "Show nodes in these states")
+	f.StringVarP(&o.states, "states", "s", statusDefaultStates, "Show nodes in these states ('help' lists them)")
 	f.BoolVarP(&o.noHeader, "no-header", "n", false, "Suppress the header line")
 	f.BoolVar(&o.skipEmpty, "skip-empty", false, "Skip empty lines even with --states")
 	f.StringVarP(&o.include, "include", "i", "", "Only these TARGETS (an idset of ranks or a hostlist)")
+	f.StringSliceVarP(&o.queues, "queue", "q", nil, "Only nodes of these QUEUES")
 	f.StringVarP(&o.color, "color", "L", "auto", "Use color; WHEN is never, always or auto")
 	f.Lookup("color").NoOptDefVal = "always"
 	return cmd
@@ -69,9 +78,16 @@ func resourceStatus(ctx context.Context, h *flux.Handle, o resourceStatusOptions
 	if err != nil {
 		return err
 	}
+	// allocated nodes come from the scheduler's view; without a
+	// scheduler, nothing is allocated
 	var allocated idset.Set
 	if ss, err := resource.GetSchedStatus(ctx, h); err == nil {
 		allocated = ss.Allocated.Ranks()
+	}
+	if o.queues = splitQueues(o.queues); len(o.queues) > 0 {
+		if o.policy, err = policy.Fetch(ctx, h); err != nil {
+			return err
+		}
 	}
 	color, err := useColor(o.color, w)
 	if err != nil {
@@ -80,7 +96,13 @@ func resourceStatus(ctx context.Context, h *flux.Handle, o resourceStatusOptions
 	return runResourceStatus(st, allocated, o, color, w)
 }
 
-var statusStates = []string{"all", "online", "avail", "offline", "exclude", "drain", "draining", "drained"}
+// statusStates are the states flux resource status accepts, in
+// flux-core's order.
+var statusStates = []string{"all", "online", "avail", "offline", "exclude", "drain", "draining",
+	"drained", "torpid", "allocated", "housekeeping"}
+
+// statusDefaultStates are the states shown without -s.
+const statusDefaultStates = "avail,exclude,draining,drained,torpid,housekeeping"
 
 // statusLine is one line of flux resource status.
 type statusLine struct {
@@ -166,13 +188,21 @@ var statusFields = fieldSource[statusLine]{
 
 // runResourceStatus builds and prints the status lines of st; allocated
 // are the ranks running jobs (drained nodes among them are "draining").
+//
+// torpid comes from the resource service (fluxgo's never reports torpid
+// nodes, flux-core's does). housekeeping is always empty: fluxgo runs no
+// housekeeping after jobs.
 func runResourceStatus(st *resource.Status, allocated idset.Set, o resourceStatusOptions, color bool, w io.Writer) error {
 	states, err := parseStates(o.states, statusStates)
 	if err != nil {
 		return err
 	}
 	if !slices.ContainsFunc(states, func(s string) bool { return s != "online" && s != "offline" }) {
-		states = append(states, "avail", "exclude", "draining", "drained")
+		states = append(states, strings.Split(statusDefaultStates, ",")...)
+	}
+	if i := slices.Index(states, "drain"); i >= 0 {
+		states = slices.Delete(states, i, i+1)
+		states = append(states, "draining", "drained")
 	}
 	format := o.format
 	if !color {
@@ -183,7 +213,13 @@ func runResourceStatus(st *resource.Status, allocated idset.Set, o resourceStatu
 		return err
 	}
 	all := st.R.Ranks()
-	online := st.Online
+	if len(o.queues) > 0 {
+		inq, err := selectQueues(st.R, o.policy, o.queues)
+		if err != nil {
+			return err
+		}
+		all = all.Intersect(inq)
+	}
 	if o.include != "" {
 		inc, err := includeRanks(o.include, st.R)
 		if err != nil {
@@ -201,11 +237,23 @@ func runResourceStatus(st *resource.Status, allocated idset.Set, o resourceStatu
 	}
 	includeOnline := has("online") || !has("offline")
 	includeOffline := has("offline") || !has("online")
+	online := st.Online.Intersect(all)
+	offline := st.Offline.Intersect(all)
+	allocated = allocated.Intersect(all)
 	drained := st.Drained().Intersect(all)
+	torpid := st.Torpid.Intersect(all)
 	sets := map[string]idset.Set{
-		"avail":   all.Difference(st.Exclude).Difference(drained).Difference(st.Torpid),
-		"exclude": all.Intersect(st.Exclude),
+		"avail":        all.Difference(st.Exclude).Difference(drained).Difference(torpid),
+		"exclude":      all.Intersect(st.Exclude),
+		"allocated":    allocated,
+		"housekeeping": {},
 	}
+	// a drained node that is torpid shows as drained when drain states
+	// are shown
+	if has("all", "draining", "drained") {
+		torpid = torpid.Difference(drained)
+	}
+	sets["torpid"] = torpid
 	// dedupe lines that format alike but for nodelist, ranks and nnodes
 	fields, _ := parseFormat(format)
 	var keyGetters []func(statusLine) fmtVal
@@ -236,7 +284,7 @@ func runResourceStatus(st *resource.Status, allocated idset.Set, o resourceStatu
 		index[key] = &nl
 		lines = append(lines, &nl)
 	}
-	for _, state := range []string{"avail", "exclude"} {
+	for _, state := range []string{"avail", "exclude", "allocated", "torpid", "housekeeping"} {
 		if !has(state, "all") {
 			continue
 		}
@@ -244,7 +292,7 @@ func runResourceStatus(st *resource.Status, allocated idset.Set, o resourceStatu
 			if (on && !includeOnline) || (!on && !includeOffline) {
 				continue
 			}
-			status := st.Offline
+			status := offline
 			if on {
 				status = online
 			}
@@ -252,7 +300,7 @@ func runResourceStatus(st *resource.Status, allocated idset.Set, o resourceStatu
 		}
 	}
 	for _, state := range []string{"draining", "drained"} {
-		if !has(state, "all", "drain") {
+		if !has(state, "all") {
 			continue
 		}
 		ranks := drained.Intersect(allocated)

@@ -132,24 +132,44 @@ func TestResourceStatusLines(t *testing.T) {
 		o    resourceStatusOptions
 		want string
 	}{
-		{"default", resourceStatusOptions{format: mustResourceFormat(t, "status", "default"), states: "avail,exclude,draining,drained"}, `     STATE UP NNODES NODELIST
-     avail  ✔      1 node0
-    avail*  ✗      1 node3
-   exclude  ✔      1 node4
-  draining  ✔      1 node2
-   drained  ✔      1 node1
+		{"default", resourceStatusOptions{format: mustResourceFormat(t, "status", "default"), states: "avail,exclude,draining,drained"}, `       STATE UP NNODES NODELIST
+       avail  ✔      1 node0
+      avail*  ✗      1 node3
+     exclude  ✔      1 node4
+    draining  ✔      1 node2
+     drained  ✔      1 node1
 `},
-		{"long with states", resourceStatusOptions{format: mustResourceFormat(t, "status", "long"), states: "drain", statesSet: true}, `     STATE UP NNODES REASON                         NODELIST
-  draining  ✔      1 bad fan                        node2
-   drained  ✔      1 bad fan                        node1
+		{"long with states", resourceStatusOptions{format: mustResourceFormat(t, "status", "long"), states: "drain", statesSet: true}, `       STATE UP NNODES REASON                         NODELIST
+    draining  ✔      1 bad fan                        node2
+     drained  ✔      1 bad fan                        node1
 `},
 		{"custom", resourceStatusOptions{format: "{statex} {status} {ranks} {up.ascii}", states: "avail", noHeader: true}, `avail online 0 y
 avail offline 3 n
 `},
 		{"online only", resourceStatusOptions{format: "{state} {nnodes}", states: "online", statesSet: true, noHeader: true}, `avail 1
 exclude 1
+torpid 0
+housekeeping 0
 draining 1
 drained 1
+`},
+		{"allocated", resourceStatusOptions{format: "{state} {nodelist}", states: "allocated", statesSet: true, noHeader: true}, `allocated node[0,2]
+`},
+		{"torpid and housekeeping empty", resourceStatusOptions{format: "{state} {nnodes}", states: "torpid,housekeeping", statesSet: true, noHeader: true}, `torpid 0
+housekeeping 0
+`},
+		{"all", resourceStatusOptions{format: "{state} {nodelist}", states: "all", noHeader: true}, `avail node0
+avail* node3
+exclude node4
+allocated node[0,2]
+draining node2
+drained node1
+`},
+		{"default states", resourceStatusOptions{format: "{state} {nodelist}", states: statusDefaultStates, noHeader: true}, `avail node0
+avail* node3
+exclude node4
+draining node2
+drained node1
 `},
 	}
 	for _, tt := range tests {
@@ -221,6 +241,22 @@ func TestResourceCommandsIntegration(t *testing.T) {
 	if got := inst.MustRun(t, "resource", "list", "-n", "-s", "down", "-o", "{state} {nodelist}"); got != "down node[1-2]\n" {
 		t.Fatalf("list down: %q", got)
 	}
+	// a job's node is allocated; drained, it is draining
+	id := strings.TrimSpace(inst.MustRun(t, "submit", "--setattr=system.exec.test.run_duration=60", "-N1", "true"))
+	inst.MustRun(t, "job", "wait-event", "-t", "30", id, "start")
+	if got := inst.MustRun(t, "resource", "status", "-s", "allocated", "-n", "-o", "{state} {nnodes}"); got != "allocated 1\n" {
+		t.Fatalf("status -s allocated: %q", got)
+	}
+	if got := inst.MustRun(t, "resource", "status", "-s", "torpid,housekeeping", "-n", "-o", "{state} {nnodes}"); got != "torpid 0\nhousekeeping 0\n" {
+		t.Fatalf("status -s torpid,housekeeping: %q", got)
+	}
+	inst.MustRun(t, "resource", "drain", "0", "busy")
+	if got := inst.MustRun(t, "resource", "drain", "-n", "-o", "{state} {reason} {nodelist}"); got != "draining busy node0\ndrained fan broken node[1-2]\n" {
+		t.Fatalf("drain list with a job: %q", got)
+	}
+	inst.MustRun(t, "cancel", id)
+	inst.MustRun(t, "job", "wait-event", "-t", "30", id, "clean")
+	inst.MustRun(t, "resource", "undrain", "0")
 	inst.MustRun(t, "resource", "undrain", "1-2")
 	r = inst.Run(t, "resource", "undrain", "1")
 	if r.Code != 1 || !strings.Contains(r.Stderr, "not drained") {
@@ -358,5 +394,66 @@ func TestResourceListQueues(t *testing.T) {
 	R, err := rset.Parse(bytes.TrimSpace(out.Bytes()))
 	if err != nil || R.Ranks().String() != "2-3" {
 		t.Fatalf("R -q debug: %v %s", err, out.String())
+	}
+}
+
+// torpid nodes as a flux-core resource service reports them, and -q on
+// the administrative view.
+func TestResourceStatusTorpidQueues(t *testing.T) {
+	st, err := resource.ParseStatus([]byte(`{
+	 "R": {"version":1,"execution":{"R_lite":[{"rank":"0-3","children":{"core":"0-1"}}],"nodelist":["node[0-3]"],"properties":{"batch":"0-1","debug":"2-3"},"starttime":0,"expiration":0}},
+	 "online": "0-3", "offline": "", "exclude": "", "torpid": "1,3",
+	 "drain": {"1": {"timestamp": 1764547200.5, "reason": "slow"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		o    resourceStatusOptions
+		want string
+	}{
+		// a torpid node is not avail; a drained one shows as drained
+		{"default", resourceStatusOptions{format: "{state} {nodelist}", states: statusDefaultStates}, "avail node[0,2]\ntorpid node3\ndrained node1\n"},
+		// unless drain states are not shown
+		{"torpid only", resourceStatusOptions{format: "{state} {nodelist}", states: "torpid", statesSet: true}, "torpid node[1,3]\n"},
+		{"-q debug", resourceStatusOptions{format: "{state} {nodelist}", states: statusDefaultStates, queues: []string{"debug"}}, "avail node2\ntorpid node3\n"},
+		{"-q batch drain list", resourceStatusOptions{format: "{state} {reason} {nodelist}", states: "drain", statesSet: true, skipEmpty: true, queues: []string{"batch"}}, "drained slow node1\n"},
+		{"-q debug drain list", resourceStatusOptions{format: "{state} {reason} {nodelist}", states: "drain", statesSet: true, skipEmpty: true, queues: []string{"debug"}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.o.noHeader = true
+			tt.o.policy = twoQueues
+			var out bytes.Buffer
+			if err := runResourceStatus(st, idset.Set{}, tt.o, false, &out); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != tt.want {
+				t.Fatalf("got:\n%s\nwant:\n%s", out.String(), tt.want)
+			}
+		})
+	}
+	var out bytes.Buffer
+	o := resourceStatusOptions{format: "{state}", states: "avail", queues: []string{"nope"}, policy: twoQueues}
+	if err := runResourceStatus(st, idset.Set{}, o, false, &out); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("unknown queue: %v", err)
+	}
+	o = resourceStatusOptions{format: "{state}", states: "avail,bogus"}
+	if err := runResourceStatus(st, idset.Set{}, o, false, &out); err == nil || !strings.Contains(err.Error(), `"bogus"`) {
+		t.Fatalf("bad state: %v", err)
+	}
+}
+
+// -s help lists the valid states on stderr and succeeds, with no
+// instance to talk to.
+func TestResourceStatusStatesHelp(t *testing.T) {
+	t.Setenv("FLUX_URI", "local:///nonexistent")
+	var out, errb bytes.Buffer
+	if code := Main([]string{"resource", "status", "-s", "help"}, nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	want := "flux-resource: valid states: all,online,avail,offline,exclude,drain,draining,drained,torpid,allocated,housekeeping\n"
+	if out.String() != "" || errb.String() != want {
+		t.Fatalf("stdout %q stderr %q", out.String(), errb.String())
 	}
 }

@@ -105,6 +105,18 @@ func TestQueuesFromConfig(t *testing.T) {
 		t.Errorf("resource R -q debug: %s", got)
 	}
 	e.fail("--queue: nope: no such queue", "resource", "info", "-q", "nope")
+	if got := e.must("resource", "status", "-q", "debug", "-n", "-o", "{state} {nodelist}"); got != "avail node[2-3]" {
+		t.Errorf("resource status -q debug: %q", got)
+	}
+	e.must("resource", "drain", "node1", "testing")
+	if got := e.must("resource", "drain", "-q", "batch", "-n", "-o", "{state} {reason} {nodelist}"); got != "drained testing node1" {
+		t.Errorf("resource drain -q batch: %q", got)
+	}
+	if got := e.must("resource", "drain", "-q", "debug", "-n", "-o", "{state} {nodelist}"); got != "" {
+		t.Errorf("resource drain -q debug: %q", got)
+	}
+	e.must("resource", "undrain", "node1")
+	e.fail("--queue: nope: no such queue", "resource", "status", "-q", "nope")
 
 	// the queue's requires and the job's own constraint both apply
 	e.fail("no node satisfies the constraints", "submit", "--queue=batch", "--requires=debug", "true")
