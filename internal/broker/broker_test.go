@@ -426,3 +426,96 @@ func TestLeafLost(t *testing.T) {
 		t.Fatalf("failing took %v", d)
 	}
 }
+
+// svcModule answers svc.hello and records the routes of the
+// svc.disconnect requests it gets (svc.seen lists them).
+type svcModule struct {
+	mu     sync.Mutex
+	seen   []string
+	hellos int
+}
+
+func (*svcModule) Name() string { return "svc" }
+func (s *svcModule) Run(ctx context.Context, h *flux.Handle, args []string) error {
+	h.HandleFunc("svc.hello", func(r *flux.Request) {
+		s.mu.Lock()
+		s.hellos++
+		s.mu.Unlock()
+		r.Respond(nil)
+	})
+	h.HandleFunc("svc.disconnect", func(r *flux.Request) {
+		s.mu.Lock()
+		s.seen = append(s.seen, r.Msg.RouteString())
+		s.mu.Unlock()
+	})
+	h.HandleFunc("svc.seen", func(r *flux.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		r.Respond(map[string]any{"seen": s.seen, "hellos": s.hellos})
+	})
+	return h.Serve(ctx)
+}
+
+// userModule says hello to svc once loaded.
+type userModule struct{}
+
+func (userModule) Name() string { return "user" }
+func (userModule) Run(ctx context.Context, h *flux.Handle, args []string) error {
+	if err := h.Call(ctx, "svc.hello", 0, nil, nil); err != nil {
+		return err
+	}
+	return h.Serve(ctx)
+}
+
+// TestModuleUnloadDisconnects: the services a module used hear of its
+// unloading, as those a local client used hear of its disconnecting.
+func TestModuleUnloadDisconnects(t *testing.T) {
+	svc := &svcModule{}
+	reg := module.NewRegistry()
+	reg.Register("svc", func() module.Module { return svc })
+	reg.Register("user", func() module.Module { return userModule{} })
+	ti := startInProcess(t, 1, 2, reg, []ModuleSpec{{Name: "svc", Ranks: "0"}})
+	h := ti.handle(0)
+	for {
+		err := h.Call(ctx(t), "svc.hello", 0, nil, nil)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.ENOSYS) {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := h.Call(ctx(t), "module.load", 0, map[string]any{"name": "user"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		Seen   []string
+		Hellos int
+	}
+	waitFor := func(what string, cond func(seen) bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			var resp seen
+			if err := h.Call(ctx(t), "svc.seen", 0, nil, &resp); err != nil {
+				t.Fatal(err)
+			}
+			if cond(resp) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %+v", what, resp)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// the test's own hello, then the module's
+	waitFor("the module's hello", func(s seen) bool { return s.Hellos == 2 })
+	if err := h.Call(ctx(t), "module.remove", 0, map[string]any{"name": "user"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("svc.disconnect from the module", func(s seen) bool {
+		return len(s.Seen) == 1 && strings.Contains(s.Seen[0], "user")
+	})
+}

@@ -38,11 +38,14 @@ type modulePeer struct {
 	pending  map[inflightID]*message.Message // requests delivered, not yet answered
 	// pendingPeak is the most entries pending has held (see forgetLocked).
 	pendingPeak int
+	// touched are the services the module sent requests to: they are
+	// told when it unloads, as for a local client (see disconnect)
+	touched map[svcAddr]struct{}
 }
 
 func newModulePeer(b *Broker, name string) *modulePeer {
 	p := &modulePeer{b: b, name: name, loaded: time.Now(), done: make(chan struct{}),
-		pending: make(map[inflightID]*message.Message)}
+		pending: make(map[inflightID]*message.Message), touched: make(map[svcAddr]struct{})}
 	p.lastMsg.Store(time.Now().UnixNano())
 	return p
 }
@@ -85,14 +88,45 @@ func (p *modulePeer) Send(m *message.Message) error {
 	if m.Userid == message.UseridUnknown {
 		m.Userid, m.Rolemask = p.creds()
 	}
-	if m.Type == message.Response && (!m.IsStreaming() || m.Errnum != 0) {
+	switch {
+	case m.Type == message.Response && (!m.IsStreaming() || m.Errnum != 0):
 		// the route stack still ends with the requestor's hop here
 		p.mu.Lock()
 		p.forgetLocked(inflightKey(m))
 		p.mu.Unlock()
+	case m.Type == message.Request:
+		a := svcAddr{message.Service(m.Topic), m.Nodeid, m.Flags & message.FlagUpstream}
+		p.mu.Lock()
+		if _, ok := p.touched[a]; !ok && p.touched != nil { // nil once unloaded
+			p.touched[a] = struct{}{}
+		}
+		p.mu.Unlock()
 	}
 	p.b.router.route(m, p)
 	return nil
+}
+
+// disconnect tells every service the unloaded module used that it is
+// gone ("<service>.disconnect" with the module's route), so they drop its
+// streams and watches: a scheduler's resource.acquire, for one, which
+// would otherwise keep the resources busy.
+func (p *modulePeer) disconnect() {
+	p.mu.Lock()
+	svcs := make([]svcAddr, 0, len(p.touched))
+	for s := range p.touched {
+		svcs = append(svcs, s)
+	}
+	p.touched = nil
+	p.mu.Unlock()
+	for _, s := range svcs {
+		if s.service == p.service {
+			continue
+		}
+		m := message.NewRequest(s.service+".disconnect", s.nodeid, nil)
+		m.Flags |= message.FlagNoResponse | s.upstream
+		m.Userid, m.Rolemask = p.creds()
+		p.b.router.route(m, p)
+	}
 }
 
 // StreamEnded forgets a streaming request the module answered for the
@@ -208,6 +242,7 @@ func (mh *moduleHost) load(name string, args []string) error {
 		}
 		b.router.removePeer(p)
 		p.failPending(fmt.Sprintf("module %s was unloaded", name))
+		p.disconnect()
 		p.Close()
 		mh.forget(p)
 	}()
