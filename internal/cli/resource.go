@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -21,7 +22,8 @@ import (
 )
 
 // flux resource: list (the scheduler's view), info, R, status (the
-// administrative view), drain and undrain, after flux-resource(1). The
+// administrative view), drain and undrain, reload and acquire-mute, after
+// flux-resource(1). The
 // output formats use the flux jobs format engine (jobs_format.go).
 
 func newResourceCmd() *cobra.Command {
@@ -33,8 +35,53 @@ func newResourceCmd() *cobra.Command {
 undrains nodes.`,
 	}
 	cmd.AddCommand(newResourceListCmd(), newResourceInfoCmd(), newResourceRCmd(),
-		newResourceStatusCmd(), newResourceDrainCmd(), newResourceUndrainCmd())
+		newResourceStatusCmd(), newResourceDrainCmd(), newResourceUndrainCmd(),
+		newResourceReloadCmd(), newResourceAcquireMuteCmd())
 	return cmd
+}
+
+func newResourceReloadCmd() *cobra.Command {
+	var xml, force bool
+	cmd := &cobra.Command{
+		Use:   "reload [OPTIONS] PATH",
+		Short: "Replace the resource inventory (mostly for tests)",
+		Long: `Replace the instance's resource inventory with the RFC 20 R in the file PATH,
+or with --xml, with the resources of the hwloc topologies PATH/<rank>.xml.
+The scheduler must be unloaded first. For the instance owner.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// rank 0's broker reads the path: make it absolute
+			path, err := filepath.Abs(args[0])
+			if err != nil {
+				return err
+			}
+			if real, err := filepath.EvalSymlinks(path); err == nil {
+				path = real
+			}
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				return resource.Reload(ctx, h, path, xml, force)
+			})
+		},
+	}
+	cmd.Flags().BoolVarP(&xml, "xml", "x", false, "PATH is a directory of hwloc <rank>.xml files")
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "Accept resources with ranks the instance does not have")
+	return cmd
+}
+
+func newResourceAcquireMuteCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "acquire-mute",
+		Short: "Stop resource updates to the scheduler (before shutdown)",
+		Long: `Tell the resource service to send no more resource.acquire updates to the
+scheduler, so that it does not process the offline updates of an instance
+shutting down. For the instance owner.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				return resource.AcquireMute(ctx, h)
+			})
+		},
+	}
 }
 
 // resourceFormats are the named formats of flux resource list, status

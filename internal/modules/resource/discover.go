@@ -51,6 +51,8 @@ func discover(hwlocXML string) (local, error) {
 // hwlocTopology is what parseHwloc counts in an hwloc XML topology.
 type hwlocTopology struct {
 	Cores, PUs int
+	// Hostname is the topology's HostName info ("" when absent).
+	Hostname string
 	// GPUs by the backend that reported them: "cuda", "opencl" (OS
 	// devices of the coprocessor type), "nvml", "rsmi", "levelzero"
 	// (OS devices of the GPU type). DRM devices (card*, renderD*,
@@ -108,6 +110,21 @@ func parseHwloc(r io.Reader) (hwlocTopology, error) {
 		}
 		if se.Name.Local == "topology" {
 			sawTopology = true
+			continue
+		}
+		if se.Name.Local == "info" && t.Hostname == "" {
+			var name, value string
+			for _, a := range se.Attr {
+				switch a.Name.Local {
+				case "name":
+					name = a.Value
+				case "value":
+					value = a.Value
+				}
+			}
+			if name == "HostName" {
+				t.Hostname = value
+			}
 			continue
 		}
 		if se.Name.Local != "object" {

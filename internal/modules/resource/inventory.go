@@ -43,6 +43,7 @@ type inventory struct {
 	timer    *time.Timer
 
 	acquirers []*acquirer
+	mute      bool // acquire-mute: acquirers get no more updates
 	flushDue  bool
 	// online/offline transitions not yet written to the eventlog
 	wentOnline, wentOffline idset.Set
@@ -360,7 +361,7 @@ func (inv *inventory) flush() {
 		}
 		inv.wentOnline, inv.wentOffline = idset.Set{}, idset.Set{}
 	}
-	if inv.R == nil {
+	if inv.R == nil || inv.mute {
 		return
 	}
 	avail := inv.avail()

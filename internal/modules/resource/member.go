@@ -64,6 +64,8 @@ func (m *member) register() {
 	rank0("resource.acquire", func(r *flux.Request) { m.inv.acquire(r) })
 	rank0("resource.drain", func(r *flux.Request) { m.inv.drain(r) })
 	rank0("resource.undrain", func(r *flux.Request) { m.inv.undrain(r) })
+	rank0("resource.reload", func(r *flux.Request) { m.inv.reload(r) })
+	rank0("resource.acquire-mute", func(r *flux.Request) { m.inv.acquireMute(r) })
 	// read-only views are forwarded to rank 0 from other ranks
 	forwarded := func(name string, fn flux.HandlerFunc) {
 		h.HandleFunc(name, func(r *flux.Request) {

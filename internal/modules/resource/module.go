@@ -27,7 +27,15 @@
 //	    {all, down, allocated}, or this module's own view without one
 //	resource.drain {targets, reason?, mode?} (mode: update, overwrite,
 //	    force-overwrite); resource.undrain {targets, mode?: force}
+//	resource.reload {path, xml, force}: the inventory becomes the R file
+//	    path (xml: built from the hwloc files path/<rank>.xml); refused
+//	    while a scheduler holds resource.acquire open (EBUSY)
+//	resource.acquire-mute: resource.acquire streams get no more updates
+//	    (sent before shutdown)
 //	resource.hello {rank, hostname, cores, gpus} (from other ranks)
+//
+// The module does not track torpid (unresponsive) nodes: resource.status
+// always reports an empty torpid set.
 //
 // The module keeps RFC 44 events in the KVS resource.eventlog
 // (resource-define, drain, undrain, online, offline) and the inventory in

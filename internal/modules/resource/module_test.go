@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -335,5 +336,133 @@ func TestConfigExcludeForceUpAndReplay(t *testing.T) {
 	f, _ = h.RPC("resource.acquire", 0, nil, flux.Streaming)
 	if up := str(acquireStream{t, f}.next()["up"]); up != "0-1,4-14" {
 		t.Fatalf("up after restart %s", up)
+	}
+}
+
+// hwlocXML is a minimal hwloc topology of host with ncores cores.
+func hwlocXML(host string, ncores int) string {
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n<topology version=\"2.0\">\n <object type=\"Machine\" os_index=\"0\">\n")
+	b.WriteString(`  <info name="HostName" value="` + host + `"/>` + "\n")
+	for i := range ncores {
+		b.WriteString(fmt.Sprintf("  <object type=\"Core\" os_index=\"%d\"><object type=\"PU\" os_index=\"%d\"/></object>\n", i, i))
+	}
+	b.WriteString(" </object>\n</topology>\n")
+	return b.String()
+}
+
+// TestReloadAndAcquireMute replaces the inventory from an R file and from
+// hwloc XML files, refuses while a scheduler holds resource.acquire, and
+// mutes resource.acquire updates.
+func TestReloadAndAcquireMute(t *testing.T) {
+	inst, kv := startInstance(t, 2, map[string]string{
+		"resource.config":           `[{"hosts":"node[0-1]","cores":"0-1"}]`,
+		"resource.monitor-force-up": "true",
+	})
+	h := inst.Handle(0)
+	ctx := brokertest.Ctx(t)
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	reload := func(path string, xml, force bool) error {
+		return h.Call(ctx, "resource.reload", 0, map[string]any{"path": path, "xml": xml, "force": force}, nil)
+	}
+	big := write("big.json", `{"version":1,"execution":{"R_lite":[{"rank":"0-3","children":{"core":"0-7"}}],"nodelist":["big[0-3]"],"starttime":0,"expiration":0}}`)
+	small := write("small.json", `{"version":1,"execution":{"R_lite":[{"rank":"0-1","children":{"core":"0-3"}}],"nodelist":["small[0-1]"],"starttime":0,"expiration":0}}`)
+
+	// a scheduler holds the resources: busy
+	sched := inst.Handle(0)
+	f, err := sched.RPC("resource.acquire", 0, nil, flux.Streaming)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acquireStream{t, f}.next()
+	if err := reload(small, false, false); !errors.Is(err, syscall.EBUSY) {
+		t.Fatalf("reload with an acquirer: %v", err)
+	}
+	sched.Close() // the disconnect frees them
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := reload(small, false, false)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			t.Fatalf("reload: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	R, _ := rset.Parse(getStatus(t, h, 0).R)
+	if R.NCores() != 8 || R.Nodelist().String() != "small[0-1]" {
+		t.Fatalf("after reload: %s %s", R, R.Nodelist())
+	}
+	if evs := kv.events(t); evs[len(evs)-1] != `resource-define{"method":"reload"}` {
+		t.Fatalf("events %v", evs)
+	}
+	// more ranks than brokers: only with force
+	if err := reload(big, false, false); !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "-f") {
+		t.Fatalf("reload of 4 ranks on 2 brokers: %v", err)
+	}
+	if err := reload(big, false, true); err != nil {
+		t.Fatal(err)
+	}
+	if R, _ := rset.Parse(getStatus(t, h, 0).R); R.NNodes() != 4 {
+		t.Fatalf("forced reload: %s", R)
+	}
+	// bad input names the path
+	if err := reload(filepath.Join(dir, "nosuch.json"), false, false); !errors.Is(err, syscall.ENOENT) || !strings.Contains(err.Error(), "nosuch.json") {
+		t.Fatalf("missing file: %v", err)
+	}
+	bad := write("bad.json", `{"version":99}`)
+	if err := reload(bad, false, false); err == nil || !strings.Contains(err.Error(), "bad.json") {
+		t.Fatalf("bad R: %v", err)
+	}
+	if err := reload(dir, true, false); !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("no xml files: %v", err)
+	}
+	// hwloc XML, one file per rank
+	xdir := filepath.Join(dir, "xml")
+	os.Mkdir(xdir, 0o755)
+	os.WriteFile(filepath.Join(xdir, "0.xml"), []byte(hwlocXML("fake0", 2)), 0o644)
+	os.WriteFile(filepath.Join(xdir, "1.xml"), []byte(hwlocXML("fake1", 4)), 0o644)
+	os.WriteFile(filepath.Join(xdir, "README"), []byte("not a topology"), 0o644)
+	if err := reload(xdir, true, false); err != nil {
+		t.Fatal(err)
+	}
+	R, _ = rset.Parse(getStatus(t, h, 0).R)
+	if R.String() != "rank0/core[0-1] rank1/core[0-3]" || R.Nodelist().String() != "fake[0-1]" {
+		t.Fatalf("from xml: %s %s", R, R.Nodelist())
+	}
+
+	// acquire-mute: no more updates on the stream
+	f, err = h.RPC("resource.acquire", 0, nil, flux.Streaming)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acq := acquireStream{t, f}
+	if up := str(acq.next()["up"]); up != "0-1" {
+		t.Fatalf("up %s", up)
+	}
+	if err := h.Call(ctx, "resource.drain", 0, map[string]any{"targets": "0"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if down := str(acq.next()["down"]); down != "0" {
+		t.Fatalf("down %s", down)
+	}
+	if err := h.Call(ctx, "resource.acquire-mute", 0, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Call(ctx, "resource.drain", 0, map[string]any{"targets": "1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if m, err := f.Next(short); err == nil {
+		t.Fatalf("update after acquire-mute: %s", m.JSON())
 	}
 }

@@ -205,3 +205,17 @@ func Undrain(ctx context.Context, h *flux.Handle, targets string, force bool) er
 	}
 	return h.Call(ctx, "resource.undrain", 0, req, nil)
 }
+
+// Reload makes rank 0's resource service replace its inventory with the
+// RFC 20 R in the file path or, with xml, the R built from the hwloc
+// topologies path/<rank>.xml; force accepts ranks beyond the instance's
+// size. The path is read by rank 0's broker.
+func Reload(ctx context.Context, h *flux.Handle, path string, xml, force bool) error {
+	return h.Call(ctx, "resource.reload", 0, map[string]any{"path": path, "xml": xml, "force": force}, nil)
+}
+
+// AcquireMute tells rank 0's resource service to send no more updates on
+// the scheduler's resource.acquire stream (before shutdown).
+func AcquireMute(ctx context.Context, h *flux.Handle) error {
+	return h.Call(ctx, "resource.acquire-mute", 0, map[string]any{}, nil)
+}
