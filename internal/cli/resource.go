@@ -31,8 +31,9 @@ func newResourceCmd() *cobra.Command {
 		Use:   "resource",
 		Short: "List and manipulate the instance's resources",
 		Long: `flux resource lists the instance's resources as the scheduler sees them
-(list, info, R) or as the resource service does (status), and drains and
-undrains nodes.`,
+(list, info, R) or as the resource service does (status), drains and
+undrains nodes, reloads the inventory (reload) and mutes the scheduler's
+resource updates before shutdown (acquire-mute).`,
 	}
 	cmd.AddCommand(newResourceListCmd(), newResourceInfoCmd(), newResourceRCmd(),
 		newResourceStatusCmd(), newResourceDrainCmd(), newResourceUndrainCmd(),
