@@ -183,11 +183,12 @@ func (s *service) stop() {
 }
 
 // setReady serves the requests that arrived during start-up. Requests
-// wait for the journal backlog (every active job) but not for the KVS
-// restore of old inactive jobs, which can take a while with tens of
-// thousands of jobs: those appear in listings as they are read.
+// wait for the journal backlog (every active job) and for the KVS
+// restore of old inactive jobs: a listing right after a restart is then
+// complete, never silently short (as flux-core's job-list, which reads
+// them before it serves).
 func (s *service) setReady() {
-	if s.ready || !s.backlogDone {
+	if s.ready || !s.backlogDone || s.restoring {
 		return
 	}
 	s.ready = true

@@ -110,6 +110,7 @@ func (s *service) startRestore() {
 			s.restoring = false
 			s.log.Info("restored inactive jobs from the KVS", "jobs", st.restored,
 				"skipped", st.skipped, "errors", st.errors, "elapsed", st.elapsed.String())
+			s.setReady()
 			s.checkAllWaiters()
 		})
 	}()

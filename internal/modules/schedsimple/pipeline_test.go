@@ -30,6 +30,7 @@ func (fakeKVS) Run(ctx context.Context, h *flux.Handle, _ []string) error {
 	h.HandleFunc("kvs.commit", func(r *flux.Request) {
 		r.Respond(map[string]any{"rootref": "sha1-x", "rootseq": 1})
 	})
+	h.HandleFunc("kvs.checkpoint", func(r *flux.Request) { r.Respond(map[string]any{"rootref": "sha1-x", "rootseq": 1}) })
 	h.HandleFunc("kvs.lookup", func(r *flux.Request) { r.Errorf(syscall.ENOENT, "no such key") })
 	return h.Serve(ctx)
 }
