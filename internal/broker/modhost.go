@@ -260,6 +260,14 @@ func runModule(ctx context.Context, mod module.Module, h *flux.Handle, args []st
 	return mod.Run(ctx, h, args)
 }
 
+// isLoaded reports whether module name is loaded.
+func (mh *moduleHost) isLoaded(name string) bool {
+	mh.mu.Lock()
+	defer mh.mu.Unlock()
+	_, ok := mh.mods[name]
+	return ok
+}
+
 func (mh *moduleHost) forget(p *modulePeer) {
 	mh.mu.Lock()
 	defer mh.mu.Unlock()

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
 // Run starts the broker and blocks until it has shut down. It returns the
@@ -135,8 +138,9 @@ func (b *Broker) Run() (int, error) {
 // teardown runs the shutdown sequence: children first (so they can flush
 // to us while we still serve), then rc3 here, then goodbye to our parent.
 func (b *Broker) teardown() {
-	b.stopping.Store(true)
 	b.state.Store("shutdown")
+	b.drainJobs()
+	b.stopping.Store(true)
 	b.overlay.shutdownChildren(b.exitCode, 30*time.Second)
 	b.state.Store("finalize")
 	b.modules.removeAll(10 * time.Second)
@@ -211,6 +215,54 @@ func (b *Broker) tickCoarse() {
 			return
 		case now := <-t.C:
 			b.coarseNow.Store(now.UnixNano())
+		}
+	}
+}
+
+// drainTimeout bounds how long shutdown waits for running jobs to end.
+const drainTimeout = 30 * time.Second
+
+// drainJobs runs first in rank 0's shutdown: it stops every queue and
+// cancels the running jobs, then waits (up to drainTimeout) for them to
+// end, so each job's stored record is final (INACTIVE, with its
+// exception, finish, release, free and clean) before the modules unload.
+// flux-core's rc3 does the same with flux queue stop and flux cancel
+// --states RUN. Pending jobs stay pending for the next start.
+func (b *Broker) drainJobs() {
+	if b.rank != 0 || !b.modules.isLoaded("job-manager") {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	h := b.svc.h
+	h.Call(ctx, "job-manager.queue-start", flux.NodeidAny, map[string]any{
+		"all": true, "start": false, "nocheckpoint": true, "reason": "the instance is shutting down"}, nil)
+	const stateRun = 16 // RFC 21
+	var raised struct {
+		Count int `json:"count"`
+	}
+	err := h.Call(ctx, "job-manager.raiseall", flux.NodeidAny, map[string]any{
+		"userid": -1, "states": stateRun, "severity": 0, "type": "cancel",
+		"note": "the instance is shutting down"}, &raised)
+	if err != nil || raised.Count == 0 {
+		return
+	}
+	b.log.Info(fmt.Sprintf("shutdown: canceled %d running jobs, waiting for them to end", raised.Count))
+	for {
+		var q struct {
+			Running int `json:"running"`
+		}
+		if err := h.Call(ctx, "job-manager.alloc-query", flux.NodeidAny, nil, &q); err != nil || q.Running == 0 {
+			if ctx.Err() != nil {
+				b.log.Warn(fmt.Sprintf("shutdown: %d jobs still running after %v", q.Running, drainTimeout))
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			b.log.Warn(fmt.Sprintf("shutdown: %d jobs still running after %v", q.Running, drainTimeout))
+			return
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }

@@ -59,14 +59,13 @@ func TestRestartRestoresJobs(t *testing.T) {
 	if !strings.HasPrefix(got[held], "SCHED") { // via flux-restart and a new priority
 		t.Errorf("held job: %q", got[held])
 	}
-	if got[running] != "INACTIVE FAILED" {
+	// the shutdown canceled it and waited for it to end
+	if got[running] != "INACTIVE CANCELED" {
 		t.Errorf("job running at shutdown: %q", got[running])
 	}
-	// Either the executor ended the job at shutdown (a finish with a
-	// signal status) or the restarted job manager did (an exception).
 	log := inst2.MustRun(t, "job", "eventlog", running)
-	if !strings.Contains(log, "restarted while the job was running") && !strings.Contains(log, "finish status=9") {
-		t.Errorf("eventlog shows neither a shutdown kill nor a restart exception:\n%s", log)
+	if !strings.Contains(log, "the instance is shutting down") {
+		t.Errorf("eventlog shows no shutdown cancel:\n%s", log)
 	}
 	// the held job can still be released and run
 	inst2.MustRun(t, "job", "urgency", held, "default")
@@ -245,5 +244,35 @@ func TestCrashAfterStartAndCancel(t *testing.T) {
 	got := strings.Join(names, " ")
 	if !strings.Contains(got, "alloc start ") || !strings.HasSuffix(got, "exception finish release free clean") || strings.Count(got, " start") != 1 {
 		t.Errorf("eventlog of the job running at the crash: %s", got)
+	}
+}
+
+// TestShutdownEndsRunningJobs: a shutdown cancels the running jobs and
+// waits for them to end, so their stored records are final (a cancel
+// exception through clean) before the instance stops; pending jobs stay
+// pending for the next start.
+func TestShutdownEndsRunningJobs(t *testing.T) {
+	inst, attrs := startWithStatedir(t)
+	running := strings.TrimSpace(inst.MustRun(t, "submit", "sleep", "300"))
+	held := strings.TrimSpace(inst.MustRun(t, "submit", "--urgency=hold", "true"))
+	inst.MustRun(t, "job", "wait-event", "-t", "10", running, "start")
+	if code := inst.Stop(); code != 0 {
+		t.Fatalf("instance exited %d: %s", code, inst.Stderr())
+	}
+	inst2 := testinstance.Start(t, testinstance.Options{Size: 1, Attrs: attrs})
+	log := inst2.MustRun(t, "job", "eventlog", running)
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
+		if f := strings.Fields(line); len(f) > 1 {
+			names = append(names, f[1])
+		}
+	}
+	got := strings.Join(names, " ")
+	if !strings.HasSuffix(got, "exception finish release free clean") || strings.Contains(log, "type=\"restart\"") ||
+		!strings.Contains(log, "the instance is shutting down") {
+		t.Errorf("job running at the shutdown:\n%s", log)
+	}
+	if st := strings.TrimSpace(inst2.MustRun(t, "jobs", "-n", "-o", "{state}", held)); st != "SCHED" {
+		t.Errorf("held job after the restart: %q", st)
 	}
 }
