@@ -67,6 +67,9 @@ type Config struct {
 	// kills the task.
 	Prepare func(rank, localID, pid int) error
 	Hold    bool
+	// OnTaskExit, if set, is called (on some goroutine of the shell's)
+	// as each task ends, before Done closes for the last.
+	OnTaskExit func(TaskExit)
 }
 
 // Shell runs the tasks of one node of a job.
@@ -232,8 +235,10 @@ func (s *Shell) launch(t *task) {
 		s.emit(Output{Stream: "stderr", Rank: t.rank, EOF: true})
 		s.mu.Lock()
 		t.exited, t.status = true, 127<<8
-		s.exits = append(s.exits, TaskExit{Rank: t.rank, LocalID: t.localID, WaitStatus: 127 << 8, Err: msg})
+		e := TaskExit{Rank: t.rank, LocalID: t.localID, WaitStatus: 127 << 8, Err: msg}
+		s.exits = append(s.exits, e)
 		s.mu.Unlock()
+		s.taskExited(e)
 		s.taskDone()
 	}
 	// files Setup gave the task: the child has its copies once started
@@ -287,10 +292,18 @@ func (s *Shell) launch(t *task) {
 		ws := waitStatusOf(cmd, err)
 		s.mu.Lock()
 		t.exited, t.status = true, ws
-		s.exits = append(s.exits, TaskExit{Rank: t.rank, LocalID: t.localID, PID: cmd.Process.Pid, WaitStatus: ws})
+		e := TaskExit{Rank: t.rank, LocalID: t.localID, PID: cmd.Process.Pid, WaitStatus: ws}
+		s.exits = append(s.exits, e)
 		s.mu.Unlock()
+		s.taskExited(e)
 		s.taskDone()
 	}()
+}
+
+func (s *Shell) taskExited(e TaskExit) {
+	if s.cfg.OnTaskExit != nil {
+		s.cfg.OnTaskExit(e)
+	}
 }
 
 // taskDone counts a task as finished; the last closes Done and calls

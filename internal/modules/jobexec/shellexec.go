@@ -7,10 +7,14 @@ import (
 	"io"
 	"strconv"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/fluxgo/fluxgo/internal/shell"
 	"github.com/fluxgo/fluxgo/pkg/eventlog"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/fsd"
 	"github.com/fluxgo/fluxgo/pkg/idset"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 	"github.com/fluxgo/fluxgo/pkg/rset"
@@ -40,6 +44,105 @@ type shellJob struct {
 	// the leader's shell.init and shell.start) until every shell runs:
 	// they go out together, so a job's start costs one KVS write.
 	pre []byte
+	// exitTimeout (0: none) and exitOnError are the exit-timeout and
+	// exit-on-error shell options; firstExit is set once a task ended.
+	exitTimeout time.Duration
+	exitOnError bool
+	firstExit   bool
+}
+
+// defaultExitTimeout is how long a job's other tasks may run on after
+// its first task ended before the job is ended with an exception
+// (flux-shell-options(7) exit-timeout; flux batch and alloc set none).
+const defaultExitTimeout = 30 * time.Second
+
+// exitOptions reads the exit-timeout and exit-on-error shell options.
+func exitOptions(js *jobspec.Jobspec) (time.Duration, bool, error) {
+	opts := js.ShellOptions()
+	timeout := defaultExitTimeout
+	switch v := opts["exit-timeout"].(type) {
+	case nil:
+	case string:
+		if v == "none" {
+			timeout = 0
+			break
+		}
+		sec, err := fsd.Parse(v)
+		if err != nil || sec <= 0 {
+			return 0, false, fmt.Errorf("shell option exit-timeout=%q: want a positive duration (FSD) or none", v)
+		}
+		timeout = fsd.ToDuration(sec)
+	default:
+		n, ok := optionNumber(v)
+		if !ok || n <= 0 {
+			return 0, false, fmt.Errorf("shell option exit-timeout=%v: want a positive duration (FSD) or none", v)
+		}
+		timeout = fsd.ToDuration(n)
+	}
+	onError := false
+	switch v := opts["exit-on-error"].(type) {
+	case nil:
+	case bool:
+		onError = v
+	default:
+		n, ok := optionNumber(v)
+		if !ok {
+			return 0, false, fmt.Errorf("shell option exit-on-error=%v: want 1 or 0", v)
+		}
+		onError = n != 0
+	}
+	return timeout, onError, nil
+}
+
+// optionNumber reads a numeric shell option value.
+func optionNumber(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// taskExited applies exit-on-error and exit-timeout to the first task
+// of the job to end (each shell reports its first).
+func (s *shellExec) taskExited(j *execJob, taskRank, status int) {
+	sj := j.aux.(*shellJob)
+	if sj.firstExit || j.finished {
+		return
+	}
+	sj.firstExit = true
+	if sj.exitOnError && status != 0 {
+		j.exception("exec", 0, fmt.Sprintf("task %d %s (exit-on-error)", taskRank, describeStatus(status)))
+		j.kill(syscall.SIGTERM)
+		return
+	}
+	if sj.exitTimeout <= 0 {
+		return
+	}
+	j.after(sj.exitTimeout, func() {
+		if j.finished || sj.exited == len(sj.plan.Ranks) {
+			return
+		}
+		j.exception("exec", 0, fmt.Sprintf("task %d %s and the job's other tasks were still running %v later (exit-timeout)",
+			taskRank, describeStatus(status), sj.exitTimeout))
+		j.kill(syscall.SIGTERM)
+	})
+}
+
+// describeStatus says how a task ended from its wait status.
+func describeStatus(status int) string {
+	ws := syscall.WaitStatus(status)
+	if ws.Signaled() {
+		return "was killed by " + unix.SignalName(ws.Signal())
+	}
+	return fmt.Sprintf("exited with status %d", ws.ExitStatus())
 }
 
 // Job-exec is the only writer of a job's exec eventlog, so its events
@@ -105,7 +208,12 @@ func (s *shellExec) start(j *execJob) error {
 	if err != nil {
 		return err
 	}
-	sj := &shellJob{plan: plan, futs: make(map[uint]*flux.Future), gone: make(map[uint]bool)}
+	exitTimeout, exitOnError, err := exitOptions(js)
+	if err != nil {
+		return err
+	}
+	sj := &shellJob{plan: plan, futs: make(map[uint]*flux.Future), gone: make(map[uint]bool),
+		exitTimeout: exitTimeout, exitOnError: exitOnError}
 	j.aux = sj
 	for _, name := range []string{"init", "starting"} {
 		b, err := encodeEvent(name, nil)
@@ -209,6 +317,8 @@ func (s *shellExec) response(j *execJob, rank uint, m *flux.Message, err error) 
 			j.x.appendExec(j, []byte(resp.Exec))
 		}
 		s.shellExited(j, rank, resp.Status)
+	case "task-exit":
+		s.taskExited(j, resp.Rank, resp.Status)
 	case "abort":
 		note := fmt.Sprintf("MPI_Abort: task %d aborted with code %d", resp.Rank, resp.Code)
 		if resp.Note != "" {

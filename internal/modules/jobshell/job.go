@@ -45,10 +45,12 @@ type job struct {
 	startExec, exitExec []byte
 	status              int
 	ntasks              int
-	svcPending          bool // the stdin service is being registered
-	startSent           bool // the start response went out
-	tasksEnded          bool // every local task has exited
-	exitSent            bool // the exit response is going out
+	svcPending          bool            // the stdin service is being registered
+	startSent           bool            // the start response went out
+	tasksEnded          bool            // every local task has exited
+	exitSent            bool            // the exit response is going out
+	firstExit           *shell.TaskExit // the first task to end here
+	firstExitSent       bool            // job-exec was told of it
 
 	cred      *syscall.Credential // the tasks' (nil: the broker's)
 	contained *jobContainment     // containment.go
@@ -158,6 +160,9 @@ func (j *job) run(cred *syscall.Credential) (err error) {
 		ExtraEnv: map[string]string{"FLUX_JOB_TMPDIR": j.tmpdir},
 		OnDone: func() {
 			x.h.Post(func() { j.tasksDone(j.finished) }) // containment.go, then finished
+		},
+		OnTaskExit: func(e shell.TaskExit) {
+			x.h.Post(func() { j.taskExited(e) })
 		},
 	}
 	if pmiOpt, _ := opts["pmi"].(string); pmiOpt != "off" {
@@ -328,6 +333,7 @@ func (j *job) reportStart() {
 		j.startExec = nil
 	}
 	j.req.Respond(resp)
+	j.maybeReportTaskExit()
 	j.maybeReportExit()
 }
 
@@ -352,6 +358,26 @@ func (c *pmiConn) Close() error { return c.f.Close() }
 
 // processMapping encodes the task map as PMI_process_mapping.
 func processMapping(p *shell.Plan) string { return p.Map.EncodePMI() }
+
+// taskExited tells job-exec of this shell's first task exit (it applies
+// the exit-timeout and exit-on-error shell options job-wide).
+func (j *job) taskExited(e shell.TaskExit) {
+	if j.firstExit != nil {
+		return
+	}
+	j.firstExit = &e
+	j.maybeReportTaskExit()
+}
+
+// maybeReportTaskExit sends the first task exit after the start response
+// and before the exit response.
+func (j *job) maybeReportTaskExit() {
+	if j.firstExit == nil || j.firstExitSent || !j.startSent || j.exitSent {
+		return
+	}
+	j.firstExitSent = true
+	j.req.Respond(map[string]any{"type": "task-exit", "rank": j.firstExit.Rank, "status": j.firstExit.WaitStatus})
+}
 
 // finished runs once this node's tasks have exited and their output was
 // read: it records their exits for the exit response.
