@@ -24,7 +24,9 @@ func TestResourceReloadAndAcquireMute(t *testing.T) {
 	fake := write("fake.json", `{"version":1,"execution":{"R_lite":[{"rank":"0-3","children":{"core":"0-1"}}],"nodelist":["fake[0-3]"],"starttime":0,"expiration":0}}`)
 	big := write("big.json", `{"version":1,"execution":{"R_lite":[{"rank":"0-7","children":{"core":"0-1"}}],"nodelist":["big[0-7]"],"starttime":0,"expiration":0}}`)
 
-	// the scheduler holds the resources
+	// the scheduler holds the resources (once it has run a job, it has
+	// surely acquired them: rc1 loads it asynchronously)
+	e.waitEvent(e.submit("true"), "clean")
 	e.fail("resources are busy (unload scheduler?)", "resource", "reload", fake)
 	if canRunAsGuest(e) {
 		if r := e.asGuest("resource", "reload", fake); r.Code == 0 || !strings.Contains(r.Stderr, "owner") {
