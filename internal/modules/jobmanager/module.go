@@ -59,13 +59,16 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 			return err
 		}
 	}
-	n, err := m.restore(ctx)
+	n, failed, err := m.restore(ctx)
 	if err != nil && ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		m.log.Error("restoring jobs from the KVS failed", "err", err)
-	} else if n > 0 {
+	case failed > 0:
+		m.log.Error(fmt.Sprintf("restored %d jobs from the KVS; %d job records could not be read (see above) and are left out", n, failed))
+	case n > 0:
 		m.log.Info(fmt.Sprintf("restored %d jobs from the KVS", n))
 	}
 	m.setPurgeLimits(purgeConf)

@@ -22,19 +22,25 @@ import (
 // were running when the instance stopped cannot be trusted to still run:
 // they get a fatal exception and are cleaned up, so every job ends in a
 // recorded state.
-func (m *manager) restore(ctx context.Context) (int, error) {
+func (m *manager) restore(ctx context.Context) (restored, failed int, err error) {
 	var dirs []string
 	if err := walkJobDirs(ctx, m, "job", 0, &dirs); err != nil {
 		if errors.Is(err, syscall.ENOENT) {
-			return 0, nil
+			return 0, 0, nil
 		}
-		return 0, err
+		return 0, 0, err
 	}
 	var active []*job
 	for _, dir := range dirs {
 		j, err := m.replay(ctx, dir)
 		if err != nil {
-			m.log.Error("cannot restore job", "dir", dir, "err", err)
+			// The record cannot be read: the job is not restored, but
+			// its ID stays used (job-ingest never gives it out again).
+			m.log.Error(fmt.Sprintf("cannot restore job record %s: %v", dir, err))
+			failed++
+			if id, perr := jobid.Parse(strings.TrimPrefix(dir, "job.")); perr == nil && id > m.maxID {
+				m.maxID = id
+			}
 			continue
 		}
 		j.restored = true
@@ -51,7 +57,7 @@ func (m *manager) restore(ctx context.Context) (int, error) {
 	for _, j := range active {
 		m.resume(j)
 	}
-	return len(dirs), nil
+	return len(dirs) - failed, failed, nil
 }
 
 // walkJobDirs collects the job directories job.XXXX.XXXX.XXXX.XXXX.

@@ -276,3 +276,23 @@ func TestShutdownEndsRunningJobs(t *testing.T) {
 		t.Errorf("held job after the restart: %q", st)
 	}
 }
+
+// TestRestartWithCorruptRecord: a job whose eventlog cannot be read is
+// left out with an error naming it, and its ID is never given out again.
+func TestRestartWithCorruptRecord(t *testing.T) {
+	inst, attrs := startWithStatedir(t)
+	bad := strings.TrimSpace(inst.MustRun(t, "submit", "--wait", "--setattr=system.exec.test.run_duration=0.01s", "true"))
+	key := strings.TrimSpace(inst.MustRun(t, "job", "id", "--to=kvs", bad))
+	inst.MustRun(t, "kvs", "put", key+".eventlog=garbage")
+	if code := inst.Stop(); code != 0 {
+		t.Fatalf("instance exited %d: %s", code, inst.Stderr())
+	}
+	inst2 := testinstance.Start(t, testinstance.Options{Size: 1, Attrs: attrs})
+	if log := inst2.MustRun(t, "dmesg"); !strings.Contains(log, "cannot restore job record "+key) || !strings.Contains(log, "1 job records could not be read") {
+		t.Errorf("dmesg does not name the unreadable record %s:\n%s", key, log)
+	}
+	next := strings.TrimSpace(inst2.MustRun(t, "submit", "--urgency=hold", "true"))
+	if jobid.MustParse(next) <= jobid.MustParse(bad) {
+		t.Errorf("new job %s does not come after the unreadable %s", next, bad)
+	}
+}
