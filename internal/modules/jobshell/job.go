@@ -365,6 +365,12 @@ func (j *job) taskExited(e shell.TaskExit) {
 	if j.firstExit != nil {
 		return
 	}
+	if j.plan.NTasks == 1 {
+		// the first task is the last: only exit-on-error has a use
+		if _, ok := j.js.ShellOptions()["exit-on-error"]; !ok {
+			return
+		}
+	}
 	j.firstExit = &e
 	j.maybeReportTaskExit()
 }
