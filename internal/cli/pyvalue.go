@@ -160,27 +160,31 @@ func (v pyValue) writeJSON(b *strings.Builder) {
 		}
 	case pyStr:
 		writePyJSONString(b, v.s)
-	case pyList:
-		b.WriteByte('[')
-		for i, item := range v.items {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			item.writeJSON(b)
-		}
-		b.WriteByte(']')
-	case pyDict:
-		b.WriteByte('{')
-		for i, item := range v.items {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writePyJSONString(b, v.keys[i])
-			b.WriteString(": ")
-			item.writeJSON(b)
-		}
-		b.WriteByte('}')
+	case pyList, pyDict:
+		v.writeItems(b, writePyJSONString, pyValue.writeJSON)
 	}
+}
+
+// writeItems writes a list or dict as json.dumps and str() both lay
+// them out ("[a, b]", "{k: v, ...}"), each key and item by the printer's
+// own functions.
+func (v pyValue) writeItems(b *strings.Builder, key func(*strings.Builder, string), item func(pyValue, *strings.Builder)) {
+	open, end := byte('['), byte(']')
+	if v.kind == pyDict {
+		open, end = '{', '}'
+	}
+	b.WriteByte(open)
+	for i, it := range v.items {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if v.kind == pyDict {
+			key(b, v.keys[i])
+			b.WriteString(": ")
+		}
+		item(it, b)
+	}
+	b.WriteByte(end)
 }
 
 // writePyJSONString writes s as a JSON string with only ASCII in it.
@@ -253,26 +257,8 @@ func (v pyValue) writeRepr(b *strings.Builder) {
 		b.WriteString(pyFloatStr(v.f))
 	case pyStr:
 		writePyRepr(b, v.s)
-	case pyList:
-		b.WriteByte('[')
-		for i, item := range v.items {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			item.writeRepr(b)
-		}
-		b.WriteByte(']')
-	case pyDict:
-		b.WriteByte('{')
-		for i, item := range v.items {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writePyRepr(b, v.keys[i])
-			b.WriteString(": ")
-			item.writeRepr(b)
-		}
-		b.WriteByte('}')
+	case pyList, pyDict:
+		v.writeItems(b, writePyRepr, pyValue.writeRepr)
 	}
 }
 
