@@ -85,6 +85,7 @@ func (b *Broker) Run() (int, error) {
 			return b.exitCode, nil
 		}
 	}
+	b.postStart() // startlog.go
 	b.state.Store("run")
 	close(b.running)
 	b.log.Debug("broker running", "rank", b.rank, "size", b.size)
@@ -140,6 +141,7 @@ func (b *Broker) Run() (int, error) {
 func (b *Broker) teardown() {
 	b.state.Store("shutdown")
 	b.drainJobs()
+	b.postFinish() // startlog.go
 	b.stopping.Store(true)
 	b.overlay.shutdownChildren(b.exitCode, 30*time.Second)
 	b.state.Store("finalize")

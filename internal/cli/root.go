@@ -49,7 +49,7 @@ var commandTable = []command{
 	{"exec", newExecCmd}, {"config", newConfigCmd},
 	{"content", newContentCmd},
 	{"kvs", newKVSCmd}, {"dump", newDumpCmd}, {"restore", newRestoreCmd},
-	{"resource", newResourceCmd},
+	{"resource", newResourceCmd}, {"startlog", newStartlogCmd},
 	{"python", newPythonCmd}, {"env", newEnvCmd},
 }
 

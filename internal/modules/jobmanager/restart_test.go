@@ -296,3 +296,41 @@ func TestRestartWithCorruptRecord(t *testing.T) {
 		t.Errorf("new job %s does not come after the unreadable %s", next, bad)
 	}
 }
+
+// TestStartlog: each run of an instance on its statedir is listed by
+// flux startlog; a run killed without its shutdown shows as crashed,
+// rank 0 says so in its log at the next start, and --check exits 1.
+func TestStartlog(t *testing.T) {
+	inst, attrs := startWithStatedir(t)
+	if out := strings.TrimSpace(inst.MustRun(t, "startlog")); strings.Count(out, "\n") != 0 || !strings.Contains(out, " - running (") {
+		t.Fatalf("first run: %q", out)
+	}
+	if code := inst.Stop(); code != 0 {
+		t.Fatalf("instance exited %d: %s", code, inst.Stderr())
+	}
+	inst2 := testinstance.Start(t, testinstance.Options{Size: 1, Attrs: attrs})
+	lines := strings.Split(strings.TrimSpace(inst2.MustRun(t, "startlog")), "\n")
+	if len(lines) != 2 || !strings.HasSuffix(lines[0], "s)") || strings.Contains(lines[0], "running") || !strings.Contains(lines[1], "running") {
+		t.Fatalf("after a clean restart: %q", lines)
+	}
+	inst2.MustRun(t, "startlog", "--check", "--quiet")
+	pid, err := inst2.Handle(t).Attr(context.Background(), "broker.pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(pid)
+	syscall.Kill(n, syscall.SIGKILL)
+	<-inst2.Done()
+
+	inst3 := testinstance.Start(t, testinstance.Options{Size: 1, Attrs: attrs})
+	lines = strings.Split(strings.TrimSpace(inst3.MustRun(t, "startlog")), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[1], " - crashed") {
+		t.Errorf("after a crash: %q", lines)
+	}
+	if r := inst3.Run(t, "startlog", "--check", "--quiet"); r.Code != 1 || r.Stdout != "" {
+		t.Errorf("startlog --check after a crash: %+v", r)
+	}
+	if log := inst3.MustRun(t, "dmesg"); !strings.Contains(log, "previous run ended without its shutdown") {
+		t.Errorf("no crash notice in the log:\n%s", log)
+	}
+}
