@@ -70,7 +70,11 @@ type Config struct {
 	// initial program (the broker runs until flux shutdown).
 	InitialProgram []string
 	// Modules are loaded in order by rc1 and unloaded in reverse by rc3.
-	Modules  []ModuleSpec
+	Modules []ModuleSpec
+	// Startlog: rank 0 records its start and finish in the KVS
+	// admin.eventlog (startlog.go), as a full instance's rc1 and rc3
+	// do; test brokers running a few modules leave it out.
+	Startlog bool
 	Registry *module.Registry
 	// TBONTimeout is how long an overlay peer may be silent before it is
 	// declared lost.

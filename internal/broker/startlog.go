@@ -26,7 +26,7 @@ const startlogTimeout = 10 * time.Second
 // postStart appends the start event, first checking that the previous
 // run finished.
 func (b *Broker) postStart() {
-	if b.rank != 0 || !b.modules.isLoaded("kvs") {
+	if b.rank != 0 || !b.cfg.Startlog || !b.modules.isLoaded("kvs") {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startlogTimeout)
@@ -49,7 +49,7 @@ func (b *Broker) postStart() {
 // postFinish appends the finish event (rank 0, at shutdown, while the
 // KVS is still loaded).
 func (b *Broker) postFinish() {
-	if b.rank != 0 || !b.modules.isLoaded("kvs") {
+	if b.rank != 0 || !b.cfg.Startlog || !b.modules.isLoaded("kvs") {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startlogTimeout)

@@ -96,6 +96,7 @@ func runBroker(o brokerOptions, args []string) error {
 		InitialProgram: args,
 		Registry:       modules.Registry(),
 		Modules:        modules.DefaultRC1(),
+		Startlog:       true,
 		Rundir:         attrs["rundir"],
 		Statedir:       attrs["statedir"],
 	}
