@@ -308,6 +308,32 @@ class TestFluxExecutor(JobTestCase):
         with self.assertRaises(RuntimeError):
             executor.submit(self.spec(["true"]))
 
+    def test_callback_exception_is_logged_not_fatal(self):
+        """flux-core logs what a jobid/event/done callback raises and
+        carries on: the job's future and the executor stay usable."""
+        from flux.job import FluxExecutor
+
+        def boom(*_):
+            raise ZeroDivisionError("from a callback")
+
+        with FluxExecutor(handle_args=(self.inst.uri,)) as executor:
+            with self.assertLogs("flux.job.executor", "ERROR") as logs:
+                fut = executor.submit(self.spec(["true"]))
+                self.assertIs(fut.add_jobid_callback(boom), fut)
+                self.assertIs(fut.add_event_callback("start", boom), fut)
+                self.assertEqual(fut.result(timeout=TIMEOUT), 0)
+                # added after the fact: called at once, still only logged
+                fut.add_jobid_callback(boom)
+                fut.add_event_callback("start", boom)
+            self.assertEqual(len(logs.records), 4)
+            self.assertIn("exception calling callback", logs.output[0])
+            # the executor's thread survived: a later job runs
+            with self.assertLogs("concurrent.futures", "ERROR"):
+                later = executor.submit(self.spec(["true"]))
+                self.assertIs(later.add_done_callback(boom), later)
+                self.assertEqual(later.result(timeout=TIMEOUT), 0)
+            self.assertEqual(executor.submit(self.spec(["true"])).result(timeout=TIMEOUT), 0)
+
     def test_unreachable_instance_fails_futures(self):
         from flux.job import FluxExecutor
 

@@ -14,6 +14,7 @@ fn(future, event) for each event of that name (those already seen too).
 """
 
 import concurrent.futures
+import logging
 import queue
 import threading
 
@@ -24,10 +25,15 @@ from flux.job.submit import submit_async
 
 
 class FluxExecutorFuture(concurrent.futures.Future):
-    """A concurrent.futures.Future for one Flux job."""
+    """A concurrent.futures.Future for one Flux job.
 
-    def __init__(self):
+    Callbacks added with add_jobid_callback and add_event_callback run in
+    the executor's thread (or at once if their moment has passed); an
+    Exception they raise is logged and ignored, as for add_done_callback."""
+
+    def __init__(self, owning_thread_id=None):
         super().__init__()
+        self._owner = owning_thread_id
         self._jobid = None
         self._jobid_error = None
         self._jobid_set = threading.Event()
@@ -35,6 +41,16 @@ class FluxExecutorFuture(concurrent.futures.Future):
         self._jobid_callbacks = []
         self._event_callbacks = {}
         self._events = []
+
+    def _invoke(self, fn, *args):
+        """Call a user callback; what it raises is logged, not passed on
+        (it must not stop the executor's thread or decide the job)."""
+        try:
+            fn(self, *args)
+        except Exception:  # pylint: disable=broad-except
+            logging.getLogger(__name__).exception(
+                "exception calling callback for %r", self
+            )
 
     def jobid(self, timeout=None):
         """The job's JobID, waiting up to timeout seconds for it. Raises
@@ -46,21 +62,31 @@ class FluxExecutorFuture(concurrent.futures.Future):
         return self._jobid
 
     def add_jobid_callback(self, fn):
-        """Call fn(future) once the job has an ID (now if it has one)."""
+        """Call fn(future) once the job has an ID (now if it has one).
+        Returns the future."""
         with self._cb_lock:
             if not self._jobid_set.is_set():
                 self._jobid_callbacks.append(fn)
-                return
-        fn(self)
+                return self
+        self._invoke(fn)
+        return self
+
+    def add_done_callback(self, fn):
+        """concurrent.futures.Future.add_done_callback, returning the
+        future."""
+        super().add_done_callback(fn)
+        return self
 
     def add_event_callback(self, event, fn):
         """Call fn(future, event) for each event named event of the job's
-        eventlog, including those already received."""
+        eventlog, including those already received. Returns the
+        future."""
         with self._cb_lock:
             self._event_callbacks.setdefault(event, []).append(fn)
             past = [ev for ev in self._events if ev.name == event]
         for ev in past:
-            fn(self, ev)
+            self._invoke(fn, ev)
+        return self
 
     def _set_jobid(self, jobid, error=None):
         with self._cb_lock:
@@ -68,14 +94,14 @@ class FluxExecutorFuture(concurrent.futures.Future):
             self._jobid_set.set()
             callbacks, self._jobid_callbacks = self._jobid_callbacks, []
         for fn in callbacks:
-            fn(self)
+            self._invoke(fn)
 
     def _event(self, ev):
         with self._cb_lock:
             self._events.append(ev)
             callbacks = list(self._event_callbacks.get(ev.name, ()))
         for fn in callbacks:
-            fn(self, ev)
+            self._invoke(fn, ev)
 
 
 def _exit_code(status):
@@ -143,7 +169,7 @@ class FluxExecutor(concurrent.futures.Executor):
                 raise RuntimeError("cannot schedule new futures after shutdown")
             if self._error is not None:
                 raise RuntimeError("the executor's thread failed: %s" % (self._error,))
-            future = FluxExecutorFuture()
+            future = FluxExecutorFuture(self._thread.ident)
             self._queue.put((kind, future, what))
             return future
 
