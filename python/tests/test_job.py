@@ -334,6 +334,46 @@ class TestFluxExecutor(JobTestCase):
                 self.assertEqual(later.result(timeout=TIMEOUT), 0)
             self.assertEqual(executor.submit(self.spec(["true"])).result(timeout=TIMEOUT), 0)
 
+    def test_wait_inside_own_callback_raises(self):
+        """result()/exception() from the future's own callback would wait
+        on the thread running it: RuntimeError at once, as in flux-core."""
+        import threading
+        import time
+
+        from flux.job import FluxExecutor
+
+        seen = []
+
+        def wait_on(fut, *_):
+            if threading.current_thread() is threading.main_thread():
+                return  # called at once by add_*_callback: not the case here
+            begin = time.monotonic()
+            errors = []
+            for method in (fut.result, fut.exception):
+                try:
+                    method(timeout=5)
+                except RuntimeError as exc:
+                    errors.append(str(exc))
+            seen.append((errors, time.monotonic() - begin))
+
+        with FluxExecutor(handle_args=(self.inst.uri,)) as executor:
+            # held until the callbacks are in place: they run in the thread
+            fut = executor.submit(self.spec(["true"]), urgency=0)
+            fut.add_jobid_callback(wait_on)
+            fut.add_event_callback("start", wait_on)
+            flux.job.event_wait(self.h, fut.jobid(timeout=TIMEOUT), "priority")
+            flux.job.set_urgency(self.h, fut.jobid(), 16)
+            self.assertEqual(fut.result(timeout=TIMEOUT), 0)
+            # once done, waiting from a callback is fine
+            done = []
+            fut.add_event_callback("start", lambda f, ev: done.append(f.result()))
+            self.assertEqual(done, [0])
+        msg = "Cannot wait for future from inside callback"
+        self.assertTrue(seen)
+        for errors, elapsed in seen:
+            self.assertEqual(errors, [msg, msg])
+            self.assertLess(elapsed, 1.0)
+
     def test_unreachable_instance_fails_futures(self):
         from flux.job import FluxExecutor
 

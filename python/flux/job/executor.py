@@ -29,7 +29,10 @@ class FluxExecutorFuture(concurrent.futures.Future):
 
     Callbacks added with add_jobid_callback and add_event_callback run in
     the executor's thread (or at once if their moment has passed); an
-    Exception they raise is logged and ignored, as for add_done_callback."""
+    Exception they raise is logged and ignored, as for add_done_callback.
+    Waiting on the future (result(), exception()) from one of those
+    callbacks before it is done raises RuntimeError: the thread would be
+    waiting for itself."""
 
     def __init__(self, owning_thread_id=None):
         super().__init__()
@@ -41,6 +44,26 @@ class FluxExecutorFuture(concurrent.futures.Future):
         self._jobid_callbacks = []
         self._event_callbacks = {}
         self._events = []
+
+    def _check_not_owner(self):
+        if (
+            self._owner is not None
+            and not self.done()
+            and threading.get_ident() == self._owner
+        ):
+            raise RuntimeError("Cannot wait for future from inside callback")
+
+    def result(self, timeout=None):  # pylint: disable=arguments-differ
+        self._check_not_owner()
+        return super().result(timeout)
+
+    result.__doc__ = concurrent.futures.Future.result.__doc__
+
+    def exception(self, timeout=None):  # pylint: disable=arguments-differ
+        self._check_not_owner()
+        return super().exception(timeout)
+
+    exception.__doc__ = concurrent.futures.Future.exception.__doc__
 
     def _invoke(self, fn, *args):
         """Call a user callback; what it raises is logged, not passed on
