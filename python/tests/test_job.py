@@ -374,6 +374,14 @@ class TestFluxExecutor(JobTestCase):
             self.assertEqual(errors, [msg, msg])
             self.assertLess(elapsed, 1.0)
 
+    def test_event_names_checked(self):
+        from flux.job import FluxExecutor, FluxExecutorFuture
+
+        self.assertIn("start", FluxExecutor.EVENTS)
+        self.assertEqual(FluxExecutorFuture.EVENTS, FluxExecutor.EVENTS)
+        with self.assertRaises(ValueError):
+            FluxExecutorFuture().add_event_callback("bogus", print)
+
     def test_unreachable_instance_fails_futures(self):
         from flux.job import FluxExecutor
 

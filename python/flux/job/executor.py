@@ -19,7 +19,7 @@ import queue
 import threading
 
 import flux
-from flux.job.event import JobException, event_watch_async
+from flux.job.event import MAIN_EVENTS, JobException, event_watch_async
 from flux.job.JobID import JobID
 from flux.job.submit import submit_async
 
@@ -33,6 +33,9 @@ class FluxExecutorFuture(concurrent.futures.Future):
     Waiting on the future (result(), exception()) from one of those
     callbacks before it is done raises RuntimeError: the thread would be
     waiting for itself."""
+
+    #: The event names add_event_callback accepts.
+    EVENTS = MAIN_EVENTS
 
     def __init__(self, owning_thread_id=None):
         super().__init__()
@@ -102,8 +105,10 @@ class FluxExecutorFuture(concurrent.futures.Future):
 
     def add_event_callback(self, event, fn):
         """Call fn(future, event) for each event named event of the job's
-        eventlog, including those already received. Returns the
-        future."""
+        eventlog, including those already received. event must be one of
+        EVENTS. Returns the future."""
+        if event not in self.EVENTS:
+            raise ValueError(event)
         with self._cb_lock:
             self._event_callbacks.setdefault(event, []).append(fn)
             past = [ev for ev in self._events if ev.name == event]
@@ -150,6 +155,9 @@ class FluxExecutor(concurrent.futures.Executor):
     threads is accepted for compatibility (one thread serves all jobs);
     poll_interval is how often the thread looks for new submissions;
     handle_args and handle_kwargs are passed to flux.Flux()."""
+
+    #: The event names FluxExecutorFuture.add_event_callback accepts.
+    EVENTS = MAIN_EVENTS
 
     def __init__(
         self,
