@@ -124,6 +124,49 @@ class TestSubmitWatch(JobTestCase):
         self.assertIn("eventlog", kvsdir.keys())
         self.assertEqual(kvsdir["R"], R)
 
+    def test_list_states_or_results(self):
+        """states and results select jobs each: given both, a job matching
+        either is listed, as flux-core's job_list() builds its constraint."""
+        done = self.submit(["true"])
+        failed = self.submit(["false"])
+        self.result(done)
+        self.result(failed)
+        running = self.submit(["sleep", "120"])
+        try:
+            # wait until job-list itself has the job running
+            flux.job.job_list_id(self.h, running, state=C.FLUX_JOB_STATE_RUN).get()
+
+            def ids(rpc):
+                return {j["id"] for j in rpc.get_jobs()}
+
+            both = ids(
+                flux.job.job_list(
+                    self.h,
+                    states=C.FLUX_JOB_STATE_RUNNING,
+                    results=C.FLUX_JOB_RESULT_COMPLETED,
+                )
+            )
+            self.assertTrue({running, done} <= both)
+            self.assertNotIn(failed, both)
+            only = ids(flux.job.job_list(self.h, results=C.FLUX_JOB_RESULT_COMPLETED))
+            self.assertIn(done, only)
+            self.assertFalse({running, failed} & only)
+
+            listed = {j.id for j in flux.job.JobList(self.h, filters=["running", "completed"]).jobs()}
+            self.assertTrue({running, done} <= listed)
+            self.assertNotIn(failed, listed)
+            listed = {j.id for j in flux.job.JobList(self.h, filters=["completed"]).jobs()}
+            self.assertIn(done, listed)
+            self.assertFalse({running, failed} & listed)
+            # with ids, the filters are ignored (flux-core's JobList)
+            listed = flux.job.JobList(self.h, filters=["completed"], ids=[running]).jobs()
+            self.assertEqual([j.id for j in listed], [running])
+            self.assertEqual(flux.job.JobList.RESULTS["completed"], C.FLUX_JOB_RESULT_COMPLETED)
+            self.assertEqual(flux.job.JobList.STATES["running"], C.FLUX_JOB_STATE_RUNNING)
+        finally:
+            flux.job.cancel(self.h, running)
+            self.result(running)
+
     def test_flux_python_command(self):
         """`flux python R.py ID`, as in seed 001."""
         check = self.inst.flux("python", "--get-path")

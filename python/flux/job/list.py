@@ -59,9 +59,13 @@ def _constraint(userid, states, results, name, queue):
         terms.append({"name": [name]})
     if queue:
         terms.append({"queue": [queue]})
-    if states:
+    # states and results each select jobs; given both, a job matching
+    # either is listed (e.g. running jobs plus completed ones)
+    if states and results:
+        terms.append({"or": [{"states": [states]}, {"results": [results]}]})
+    elif states:
         terms.append({"states": [states]})
-    if results:
+    elif results:
         terms.append({"results": [results]})
     if not terms:
         return None
@@ -83,7 +87,7 @@ def job_list(
     """List jobs: pending first, then running, then inactive (most recent
     first). userid defaults to the caller's (FLUX_USERID_UNKNOWN: all
     users); states/results are masks of FLUX_JOB_STATE_* /
-    FLUX_JOB_RESULT_* bits; constraint an RFC 31 constraint overriding
+    FLUX_JOB_RESULT_* bits (given both, jobs matching either); constraint an RFC 31 constraint overriding
     those filters. Returns a JobListRPC (get_jobs())."""
     if userid is None:
         userid = os.getuid()
@@ -148,10 +152,28 @@ class JobList:
 
     filters: state/result names ("pending", "running", "active",
     "inactive", "completed", "failed", "canceled", "timeout", or a state
-    name); ids: specific job IDs (then filters apply to them); user: a
-    user name, uid, or "all". jobs() returns JobInfo objects; errors lists
+    name); a job matching any of them is listed. ids: specific job IDs
+    (then the filters are ignored); user: a user name, uid, or "all". jobs() returns JobInfo objects; errors lists
     IDs that could not be fetched.
     """
+
+    STATES = {
+        "depend": C.FLUX_JOB_STATE_DEPEND,
+        "priority": C.FLUX_JOB_STATE_PRIORITY,
+        "sched": C.FLUX_JOB_STATE_SCHED,
+        "run": C.FLUX_JOB_STATE_RUN,
+        "cleanup": C.FLUX_JOB_STATE_CLEANUP,
+        "inactive": C.FLUX_JOB_STATE_INACTIVE,
+        "pending": C.FLUX_JOB_STATE_PENDING,
+        "running": C.FLUX_JOB_STATE_RUNNING,
+        "active": C.FLUX_JOB_STATE_ACTIVE,
+    }
+    RESULTS = {
+        "completed": C.FLUX_JOB_RESULT_COMPLETED,
+        "failed": C.FLUX_JOB_RESULT_FAILED,
+        "canceled": C.FLUX_JOB_RESULT_CANCELED,
+        "timeout": C.FLUX_JOB_RESULT_TIMEOUT,
+    }
 
     def __init__(
         self,
@@ -197,7 +219,6 @@ class JobList:
                 continue
             try:
                 self.results |= strtoresult(f)
-                self.states |= C.FLUX_JOB_STATE_INACTIVE
                 continue
             except ValueError:
                 pass
@@ -216,13 +237,6 @@ class JobList:
             queue=self.queue,
         )
 
-    def _matches(self, job):
-        if self.states and not job.state_id & self.states:
-            return False
-        if self.results and job.result_id and not job.result_id & self.results:
-            return False
-        return True
-
     def jobs(self):
         """The matching jobs as JobInfo objects."""
         if not self.ids:
@@ -235,6 +249,5 @@ class JobList:
             except OSError as exc:
                 self.errors.append("%s: %s" % (jobid, exc.strerror))
                 continue
-            if self._matches(job):
-                out.append(job)
+            out.append(job)
         return out
