@@ -11,25 +11,9 @@ import json
 import math
 import numbers
 import os
-import re
 from collections import abc
 
-_FSD = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s|m|h|d)?\s*$")
-_FSD_UNITS = {None: 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_fsd(fsd):
-    """Seconds in a Flux Standard Duration (RFC 23): a number with an
-    optional unit suffix ms, s, m, h or d ("30", "1.5m", "2h"), or
-    "inf"/"infinity"."""
-    text = str(fsd).strip()
-    if text.lower() in ("inf", "infinity"):
-        return math.inf
-    m = _FSD.match(text)
-    if not m:
-        raise ValueError("invalid Flux standard duration %r" % fsd)
-    return float(m.group(1)) * _FSD_UNITS[m.group(2)]
-
+from flux.util import parse_fsd
 
 def _set_tree(d, dotted, value):
     keys = dotted.split(".")
