@@ -1,14 +1,17 @@
 """Offline tests of the helper modules tools import from flux-core's
-bindings: flux.util."""
+bindings: flux.util, flux.idset, flux.hostlist."""
 
 import logging
 import math
+import subprocess
 import unittest
 
 import fluxtest
 
 import flux.job
 from flux import util
+from flux.hostlist import Hostlist
+from flux.idset import IDSET_FLAG_BRACKETS, IDSET_INVALID_ID, IDset
 
 
 class TestUtil(unittest.TestCase):
@@ -61,6 +64,91 @@ class TestUtil(unittest.TestCase):
         with self.assertRaises(SystemExit) as ctx:
             util.CLIMain(logger)(lambda: None)
         self.assertEqual(ctx.exception.code, 0)
+
+
+class TestIDset(unittest.TestCase):
+    def test_basic(self):
+        ids = IDset("0-3,5")
+        self.assertEqual((len(ids), list(ids), str(ids)), (5, [0, 1, 2, 3, 5], "0-3,5"))
+        self.assertIn(5, ids)
+        self.assertNotIn(4, ids)
+        self.assertEqual(repr(ids), "IDset('0-3,5')")
+        self.assertEqual(str(IDset([7, 1, 2, 3])), "1-3,7")
+        self.assertEqual(str(IDset("3,1,2,2")), "1-3")
+        self.assertEqual(str(IDset("[1-2]")), "1-2")
+        self.assertEqual(len(IDset()), 0)
+        self.assertEqual(IDset("1-3").encode(0), "1,2,3")
+        self.assertEqual(IDset("1-3").encode(IDSET_FLAG_BRACKETS | 4), "[1-3]")
+        self.assertEqual(IDset("4").encode(IDSET_FLAG_BRACKETS | 4), "4")
+
+    def test_edit_and_algebra(self):
+        ids = IDset("0-3,5").set(4).clear(2)
+        self.assertEqual(str(ids), "0-1,3-5")
+        self.assertEqual((ids.first(), ids.last(), ids.next(1), ids.next(5)),
+                         (0, 5, 3, IDSET_INVALID_ID))
+        self.assertEqual(IDset().first(), IDSET_INVALID_ID)
+        self.assertEqual(str(IDset("0-10") & "3-20"), "3-10")
+        self.assertEqual(str(IDset("0-10") - "3-5"), "0-2,6-10")
+        self.assertEqual(str(IDset("0-2") + [7]), "0-2,7")
+        self.assertEqual(IDset("1-2"), IDset([1, 2]))
+        big = IDset("0-1000000000")
+        self.assertEqual(len(big), 1000000001)
+        self.assertIn(999999999, big)
+
+    def test_invalid(self):
+        for bad in ("01", "1-", "a", "3-1", "1,,2", " 1", "[1", "-1"):
+            with self.assertRaises(ValueError, msg=bad):
+                IDset(bad)
+        with self.assertRaises(ValueError):
+            IDset().set(-1)
+
+
+class TestHostlist(unittest.TestCase):
+    CASES = [
+        "foo1,foo2,foo3", "foo1,foo3,foo2", "foo[1-3,5],bar", "foo01,foo02,foo3",
+        "a1b1,a1b2", "foo9,foo10", "foo[1-2]-ib,foo3-ib", "host,host",
+        "foo007,foo8", "f1,g1,f2", "foo[01-9]", "a,,b", "foo[1-2,2]", "[1-2]",
+        "foo[008-010]", "foo[08-10],foo11", "n[1-3],n[5-6],m1,n7", "x,x1,x2",
+        "rack1-n1,rack1-n2,rack2-n1",
+    ]
+
+    def test_basic(self):
+        hl = Hostlist("foo[1-3],bar")
+        self.assertEqual(len(hl), 4)
+        self.assertEqual(list(hl), ["foo1", "foo2", "foo3", "bar"])
+        self.assertEqual((hl[0], hl[-1], hl[1:3]), ("foo1", "bar", ["foo2", "foo3"]))
+        self.assertEqual(str(hl), "foo[1-3],bar")
+        self.assertEqual(hl.encode(), "foo[1-3],bar")
+        self.assertEqual(repr(hl), "Hostlist('foo[1-3],bar')")
+        self.assertIn("foo2", hl)
+        self.assertNotIn("foo4", hl)
+        self.assertEqual(str(Hostlist(["foo1", "foo[2-3]"])), "foo[1-3]")
+        self.assertEqual(hl.append("foo4"), 1)
+        self.assertEqual(hl.delete("bar"), 1)
+        self.assertEqual(str(hl), "foo[1-4]")
+        self.assertEqual(str(Hostlist("b2,a1,b1,a1").uniq()), "a1,b[1-2]")
+        self.assertEqual(str(Hostlist("foo10,foo9").sort()), "foo[9-10]")
+        with self.assertRaises(IndexError):
+            hl[10]
+
+    def test_invalid(self):
+        for bad in ("foo[3-1]", "foo[", "foo]", "foo[1-2]x[1-2]", "a, b", "foo[]", "foo[a-b]"):
+            with self.assertRaises(ValueError, msg=bad):
+                Hostlist(bad)
+        with self.assertRaises(TypeError):
+            Hostlist(3)
+
+    def test_round_trip_and_flux_hostlist(self):
+        binary = fluxtest.flux_binary()
+        for text in self.CASES:
+            hl = Hostlist(text)
+            self.assertEqual(list(Hostlist(str(hl))), list(hl), text)
+            if binary is None:
+                continue
+            res = subprocess.run([binary, "hostlist", text], stdout=subprocess.PIPE, check=True)
+            self.assertEqual(str(hl), res.stdout.decode().strip(), text)
+            res = subprocess.run([binary, "hostlist", "-e", text], stdout=subprocess.PIPE, check=True)
+            self.assertEqual(list(hl), res.stdout.decode().split(), text)
 
 
 if __name__ == "__main__":
