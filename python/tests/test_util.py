@@ -1,10 +1,13 @@
 """Offline tests of the helper modules tools import from flux-core's
-bindings: flux.util, flux.idset, flux.hostlist."""
+bindings: flux.util, flux.idset, flux.hostlist, flux.progress."""
 
+import io
 import logging
 import math
+import os
 import subprocess
 import unittest
+from unittest import mock
 
 import fluxtest
 
@@ -12,6 +15,7 @@ import flux.job
 from flux import util
 from flux.hostlist import Hostlist
 from flux.idset import IDSET_FLAG_BRACKETS, IDSET_INVALID_ID, IDset
+from flux.progress import Bottombar
 
 
 class TestUtil(unittest.TestCase):
@@ -149,6 +153,53 @@ class TestHostlist(unittest.TestCase):
             self.assertEqual(str(hl), res.stdout.decode().strip(), text)
             res = subprocess.run([binary, "hostlist", "-e", text], stdout=subprocess.PIPE, check=True)
             self.assertEqual(list(hl), res.stdout.decode().split(), text)
+
+
+class _Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+class TestBottombar(unittest.TestCase):
+    """The parts of flux.progress.Bottombar src/test/throughput.py uses."""
+
+    def run_bar(self, stream):
+        counts = {"n": 0}
+
+        def statusline(bar, width):
+            self.assertIsInstance(width, int)
+            return "%d jobs done" % counts["n"]
+
+        with mock.patch("sys.stdout", stream), mock.patch(
+            "shutil.get_terminal_size", return_value=os.terminal_size((80, 24))
+        ):
+            bar = Bottombar(statusline).start()
+            self.assertIsInstance(bar, Bottombar)
+            for _ in range(3):
+                counts["n"] += 1
+                bar.update()
+            bar.stop()
+            bar.stop()  # a second stop does nothing
+        return stream.getvalue()
+
+    def test_not_a_terminal(self):
+        self.assertEqual(self.run_bar(io.StringIO()), "3 jobs done\n")
+
+    def test_terminal(self):
+        out = self.run_bar(_Tty())
+        self.assertIn("\033[1;23r", out)  # scroll region leaves the last row
+        self.assertIn("\033[24;1H", out)
+        self.assertIn("2 jobs done", out)
+        self.assertTrue(out.endswith("3 jobs done\n"))
+
+    def test_kwargs_and_elapsed(self):
+        bar = Bottombar(count=1)
+        self.assertEqual(bar.count, 1)
+        bar.update(count=2)
+        self.assertEqual(bar.count, 2)
+        self.assertEqual(bar.elapsed, 0.0)
+        with self.assertRaises(AttributeError):
+            bar.nope  # pylint: disable=pointless-statement
 
 
 if __name__ == "__main__":
