@@ -3,11 +3,13 @@ import from there: Flux Standard Duration (RFC 23) parsing and
 formatting, dotted-key dictionary access, a main() wrapper for command
 line tools, and payload/topic encoding."""
 
+import base64
 import json
 import logging
 import math
 import os
 import re
+import stat
 import sys
 import traceback
 
@@ -21,6 +23,7 @@ __all__ = [
     "get_treedict",
     "set_treedict",
     "del_treedict",
+    "Fileref",
 ]
 
 _FSD = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s|m|h|d)?\s*$")
@@ -164,3 +167,36 @@ class CLIMain:
         finally:
             logging.shutdown()
         sys.exit(code)
+
+
+class Fileref(dict):
+    """One file of an RFC 37 file archive (the jobspec's
+    attributes.system.files): a dict with mode, data and encoding.
+
+    data a dict: stored as is (JSON content, no encoding). With encoding
+    ("utf-8" or "base64"): data is the content, stored verbatim. Otherwise
+    data is a local path, read now: its mode and size are kept, and the
+    content is utf-8 text when it decodes so, else base64."""
+
+    def __init__(self, data, perms=0o600, encoding=None):
+        ref = {"mode": perms | stat.S_IFREG}
+        if isinstance(data, dict):
+            ref["data"] = data
+        elif encoding is not None:
+            if encoding not in ("base64", "utf-8"):
+                raise ValueError("invalid encoding: %s" % encoding)
+            ref["data"] = data
+            ref["encoding"] = encoding
+        else:
+            info = os.stat(data)
+            with open(data, "rb") as f:
+                content = f.read()
+            ref["size"] = info.st_size
+            ref["mode"] = info.st_mode
+            try:
+                ref["data"] = content.decode("utf-8")
+                ref["encoding"] = "utf-8"
+            except UnicodeDecodeError:
+                ref["data"] = base64.b64encode(content).decode("ascii")
+                ref["encoding"] = "base64"
+        super().__init__(ref)

@@ -13,7 +13,7 @@ import numbers
 import os
 from collections import abc
 
-from flux.util import parse_fsd
+from flux.util import Fileref, parse_fsd
 
 def _set_tree(d, dotted, value):
     keys = dotted.split(".")
@@ -129,6 +129,21 @@ class Jobspec:
     def setattr_shell_option(self, key, val):
         """Set a job shell option (attributes.system.shell.options.KEY)."""
         self.setattr("system.shell.options." + key, val)
+
+    def add_file(self, path, data, perms=0o600, encoding=None):
+        """Add a file to the RFC 37 archive attributes.system.files under
+        name path. data is a dict (JSON content), the content itself when
+        it has a newline or encoding is given, else a local file to read
+        (see flux.util.Fileref)."""
+        if not isinstance(data, (abc.Mapping, str)):
+            raise TypeError("data must be a Mapping or string")
+        if encoding is None and isinstance(data, str) and "\n" in data:
+            encoding = "utf-8"
+        system = self.jobspec.setdefault("attributes", {}).setdefault("system", {})
+        files = system.get("files", {})
+        files[path] = Fileref(dict(data) if isinstance(data, abc.Mapping) else data,
+                              perms=perms, encoding=encoding)
+        system["files"] = files
 
     def _get_system(self, key):
         try:
@@ -441,6 +456,75 @@ class JobspecV1(Jobspec):
             queue=queue,
             bank=bank,
         )
+
+    @classmethod
+    def from_nest_command(
+        cls,
+        command,
+        num_slots=1,
+        cores_per_slot=1,
+        gpus_per_slot=None,
+        num_nodes=None,
+        broker_opts=None,
+        exclusive=False,
+        conf=None,
+    ):
+        """A jobspec running a nested instance (flux broker) whose initial
+        program is command: one broker per node (shell option
+        per-resource.type=node, mpi=none), num_slots slots of
+        cores_per_slot cores (and gpus_per_slot GPUs) over num_nodes
+        nodes. conf, a dict, goes in the file archive as conf.json and
+        the brokers get -c{{tmpdir}}/conf.json."""
+        broker_opts = list(broker_opts or [])
+        if conf is not None:
+            broker_opts.append("-c{{tmpdir}}/conf.json")
+        jobspec = cls.from_command(
+            ["flux", "broker", *broker_opts, *command],
+            num_tasks=num_slots,
+            cores_per_task=cores_per_slot,
+            gpus_per_task=gpus_per_slot,
+            num_nodes=num_nodes,
+            exclusive=exclusive,
+        )
+        jobspec.setattr_shell_option("per-resource.type", "node")
+        jobspec.setattr_shell_option("mpi", "none")
+        if conf is not None:
+            jobspec.add_file("conf.json", conf)
+        return jobspec
+
+    @classmethod
+    def from_batch_command(
+        cls,
+        script,
+        jobname,
+        args=None,
+        num_slots=1,
+        cores_per_slot=1,
+        gpus_per_slot=None,
+        num_nodes=None,
+        broker_opts=None,
+        exclusive=False,
+        conf=None,
+    ):
+        """A nested instance (see from_nest_command) whose initial program
+        is script (text starting with "#!"), carried in the jobspec's file
+        archive as "script" (mode 0700) and run as {{tmpdir}}/script with
+        args; the job is named jobname."""
+        if not script.startswith("#!"):
+            raise ValueError("%s does not appear to start with '#!'" % jobname)
+        jobspec = cls.from_nest_command(
+            ["{{tmpdir}}/script", *(args or ())],
+            num_slots=num_slots,
+            cores_per_slot=cores_per_slot,
+            gpus_per_slot=gpus_per_slot,
+            num_nodes=num_nodes,
+            broker_opts=broker_opts,
+            exclusive=exclusive,
+            conf=conf,
+        )
+        jobspec.add_file("script", script, perms=0o700, encoding="utf-8")
+        jobspec.setattr("system.job.name", jobname)
+        return jobspec
 
     @classmethod
     def per_resource(
