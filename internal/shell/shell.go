@@ -67,6 +67,9 @@ type Config struct {
 	// kills the task.
 	Prepare func(rank, localID, pid int) error
 	Hold    bool
+	// Command, if set, is the tasks' command line instead of the
+	// jobspec's (the job shell's, with its templates filled in).
+	Command []string
 	// OnTaskExit, if set, is called (on some goroutine of the shell's)
 	// as each task ends, before Done closes for the last.
 	OnTaskExit func(TaskExit)
@@ -163,6 +166,9 @@ func Start(cfg Config) (*Shell, error) {
 	s := &Shell{cfg: cfg, done: make(chan struct{})}
 	ranks := cfg.Plan.Tasks(cfg.Index)
 	cmdline := cfg.Jobspec.Tasks[0].Command
+	if cfg.Command != nil {
+		cmdline = cfg.Command
+	}
 	if len(cmdline) == 0 {
 		return nil, fmt.Errorf("jobspec has an empty command")
 	}

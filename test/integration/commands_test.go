@@ -350,4 +350,10 @@ func TestAddFile(t *testing.T) {
 		t.Fatalf("flux run --add-file: %+v", r)
 	}
 	e.fail("plain name", "run", "--add-file=../x="+path, "true")
+	// {{tmpdir}} in the command is the job's FLUX_JOB_TMPDIR, as
+	// flux-core's flux batch relies on ("flux broker {{tmpdir}}/script")
+	r = e.flux("run", "--add-file=s.sh=echo from-script $1\n", "sh", "{{tmpdir}}/s.sh", "{{id.dec}}")
+	if id := strings.TrimPrefix(strings.TrimSpace(r.Stdout), "from-script "); r.Code != 0 || id == "" || id == "{{id.dec}}" {
+		t.Errorf("{{tmpdir}} and {{id.dec}} in the command: %+v", r)
+	}
 }

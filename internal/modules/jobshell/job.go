@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -158,6 +159,7 @@ func (j *job) run(cred *syscall.Credential) (err error) {
 			x.h.Post(func() { j.output(o) })
 		},
 		ExtraEnv: map[string]string{"FLUX_JOB_TMPDIR": j.tmpdir},
+		Command:  j.command(),
 		OnDone: func() {
 			x.h.Post(func() { j.tasksDone(j.finished) }) // containment.go, then finished
 		},
@@ -276,6 +278,23 @@ func (j *job) makeTmpdir() error {
 		}
 	}
 	return nil
+}
+
+// command returns the tasks' command line with the mustache tags of its
+// arguments filled in, as flux-core's shell does: {{tmpdir}} (the job's
+// FLUX_JOB_TMPDIR, where its files are: flux-core's flux batch runs
+// "flux broker {{tmpdir}}/script") and the job id tags of output paths.
+func (j *job) command() []string {
+	if len(j.js.Tasks) == 0 {
+		return nil
+	}
+	args := slices.Clone(j.js.Tasks[0].Command)
+	for i, a := range args {
+		if strings.Contains(a, "{{") {
+			args[i] = j.expandTemplate(strings.ReplaceAll(a, "{{tmpdir}}", j.tmpdir))
+		}
+	}
+	return args
 }
 
 // writeFiles writes the job's files (RFC 37 entries in
