@@ -2,15 +2,22 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/resource"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
 	"github.com/fluxgo/fluxgo/pkg/idset"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
 // hostlistOptions are the options of flux hostlist (flux-hostlist(1)).
@@ -27,7 +34,7 @@ type hostlistOptions struct {
 	intersect bool   // -i
 	minus     bool   // -m
 	xor       bool   // -X
-	fallback  bool   // -f: accepted; job IDs are not looked up yet
+	fallback  bool   // -f: a job ID that names no job is a hostname
 	local     bool   // -l: default source "local"
 	quiet     bool   // -q
 }
@@ -62,9 +69,13 @@ SOURCES are literal hostlists ("node[1-4],login1") or "stdin" / "-" to read
 hostlists from standard input, one or more per line separated by white
 space. Standard input is the default when no SOURCE is given.
 
-The instance, local, avail[able] and job ID sources of flux-core need a
-connection to a Flux instance, which this command does not make yet: the
-first three are reported as errors, and job IDs are read as hostnames.`,
+Other SOURCES need the enclosing Flux instance ($FLUX_URI):
+  instance     hosts from the broker 'hostlist' attribute
+  JOBID        hosts assigned to a job
+  local        hosts of the job in FLUX_JOB_ID if set, otherwise 'instance'
+  avail[able]  'instance' minus the hosts that are down, drained or excluded
+An argument that is a valid job ID is looked up as a job; --fallback
+reads it as a hostname when no such job exists (e.g. hosts "f1", "foo3").`,
 		SilenceUsage:          true,
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -75,6 +86,11 @@ first three are reported as errors, and job IDs are read as hostnames.`,
 			return runHostlist(o, args, cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		// An option error exits 2, as flux-hostlist(1) says.
+		fmt.Fprintf(c.ErrOrStderr(), "flux-hostlist: %v\n", err)
+		return exitCode(2)
+	})
 	f := cmd.Flags()
 	f.SortFlags = false
 	f.BoolVarP(&o.expand, "expand", "e", false, "expand the result using the delimiter")
@@ -90,7 +106,7 @@ first three are reported as errors, and job IDs are read as hostnames.`,
 	f.BoolVarP(&o.intersect, "intersect", "i", false, "return the intersection of all hostlists")
 	f.BoolVarP(&o.minus, "minus", "m", false, "subtract all hostlists from the first")
 	f.BoolVarP(&o.xor, "xor", "X", false, "return the symmetric difference of all hostlists")
-	f.BoolVarP(&o.fallback, "fallback", "f", false, "treat job IDs that are not found as hostnames (always the case here)")
+	f.BoolVarP(&o.fallback, "fallback", "f", false, "treat job IDs that are not found as hostnames")
 	f.BoolVarP(&o.local, "local", "l", false, "make the default source 'local' instead of stdin")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing; exit 1 if the result is empty")
 	_ = f.MarkHidden("unique")
@@ -107,7 +123,7 @@ func runHostlist(o hostlistOptions, sources []string, stdin io.Reader, out io.Wr
 			sources = []string{"local"}
 		}
 	}
-	lists, err := resolveSources(sources, stdin)
+	lists, err := resolveSources(sources, stdin, o.fallback)
 	if err != nil {
 		return err
 	}
@@ -185,8 +201,12 @@ func runHostlist(o hostlistOptions, sources []string, stdin io.Reader, out io.Wr
 }
 
 // resolveSources returns one hostlist per source. Standard input is read
-// once, however many times it is named.
-func resolveSources(sources []string, stdin io.Reader) ([]*hostlist.Hostlist, error) {
+// once, however many times it is named. The instance, local, avail and
+// job ID sources connect to the enclosing instance ($FLUX_URI) the first
+// time one is needed.
+func resolveSources(sources []string, stdin io.Reader, fallback bool) ([]*hostlist.Hostlist, error) {
+	r := &hostlistResolver{fallback: fallback}
+	defer r.close()
 	var lists []*hostlist.Hostlist
 	stdinRead := false
 	for _, src := range sources {
@@ -200,10 +220,26 @@ func resolveSources(sources []string, stdin io.Reader) ([]*hostlist.Hostlist, er
 				}
 			}
 			lists = append(lists, hl)
-		case "instance", "local", "avail", "available":
-			return nil, fmt.Errorf("source %q needs a connection to a Flux instance, which flux hostlist does not support yet", src)
+		case "instance":
+			hl, err := r.instance()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", src, err)
+			}
+			lists = append(lists, hl)
+		case "local":
+			hl, err := r.local()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", src, err)
+			}
+			lists = append(lists, hl)
+		case "avail", "available":
+			hl, err := r.avail()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", src, err)
+			}
+			lists = append(lists, hl)
 		default:
-			hl, err := hostlist.Parse(src)
+			hl, err := r.literalOrJob(src)
 			if err != nil {
 				return nil, err
 			}
@@ -211,6 +247,138 @@ func resolveSources(sources []string, stdin io.Reader) ([]*hostlist.Hostlist, er
 		}
 	}
 	return lists, nil
+}
+
+// hostlistResolver looks up the sources of flux hostlist that need the
+// enclosing instance, with one connection for all of them.
+type hostlistResolver struct {
+	fallback bool
+	h        *flux.Handle
+	ctx      context.Context
+	cancel   context.CancelFunc
+}
+
+func (r *hostlistResolver) handle() (*flux.Handle, error) {
+	if r.h == nil {
+		h, err := openHandle()
+		if err != nil {
+			return nil, err
+		}
+		r.h = h
+		r.ctx, r.cancel = cmdContext()
+	}
+	return r.h, nil
+}
+
+func (r *hostlistResolver) close() {
+	if r.h != nil {
+		r.cancel()
+		r.h.Close()
+	}
+}
+
+// instance returns the hosts of the broker hostlist attribute, in rank
+// order.
+func (r *hostlistResolver) instance() (*hostlist.Hostlist, error) {
+	h, err := r.handle()
+	if err != nil {
+		return nil, err
+	}
+	var resp struct {
+		Value string `json:"value"`
+	}
+	if err := h.Call(r.ctx, "attr.get", flux.NodeidAny, map[string]string{"name": "hostlist"}, &resp); err != nil {
+		return nil, fmt.Errorf("hostlist attribute: %s", flux.ErrorText(err))
+	}
+	hl, err := hostlist.Parse(resp.Value)
+	if err != nil {
+		return nil, fmt.Errorf("hostlist attribute: %w", err)
+	}
+	return hl, nil
+}
+
+// local returns the hosts of the job in FLUX_JOB_ID when this process
+// runs in a job, else those of the instance.
+func (r *hostlistResolver) local() (*hostlist.Hostlist, error) {
+	if id := os.Getenv("FLUX_JOB_ID"); id != "" {
+		jid, err := jobid.Parse(id)
+		if err != nil {
+			return nil, fmt.Errorf("FLUX_JOB_ID=%s is not a valid job ID", id)
+		}
+		return r.job(id, jid)
+	}
+	return r.instance()
+}
+
+// avail returns the instance's hosts whose ranks are neither offline,
+// drained nor excluded (resource.status).
+func (r *hostlistResolver) avail() (*hostlist.Hostlist, error) {
+	all, err := r.instance()
+	if err != nil {
+		return nil, err
+	}
+	st, err := resource.GetStatus(r.ctx, r.h)
+	if err != nil {
+		return nil, fmt.Errorf("resource status: %s", flux.ErrorText(err))
+	}
+	ranks := st.R.Ranks().Difference(st.Offline).Difference(st.Exclude).Difference(st.Drained())
+	hosts := all.Hosts()
+	out := hostlist.New()
+	for rank := range ranks.All() {
+		if int(rank) < len(hosts) {
+			out.Append(hosts[rank])
+		}
+	}
+	return out, nil
+}
+
+// literalOrJob reads arg as a job ID when it is one (the job's nodes),
+// else as a literal hostlist. A job ID that names no job is an error
+// unless --fallback makes it a hostname.
+func (r *hostlistResolver) literalOrJob(arg string) (*hostlist.Hostlist, error) {
+	if id, err := jobid.Parse(arg); err == nil {
+		hl, err := r.job(arg, id)
+		if err == nil {
+			return hl, nil
+		}
+		if !r.fallback || !errors.Is(err, syscall.ENOENT) {
+			return nil, err
+		}
+	}
+	return hostlist.Parse(arg) // its errors name arg
+}
+
+// jobNotFound is the error for a job ID that names no job: "job ARG not
+// found", as flux-core words it, matching syscall.ENOENT.
+type jobNotFound string
+
+func (e jobNotFound) Error() string        { return "job " + string(e) + " not found" }
+func (e jobNotFound) Is(target error) bool { return target == syscall.ENOENT }
+
+// job returns the nodes of job id (arg as the user wrote it) from its R.
+func (r *hostlistResolver) job(arg string, id jobid.ID) (*hostlist.Hostlist, error) {
+	h, err := r.handle()
+	if err != nil {
+		if r.fallback {
+			// No instance to ask: a hostname that looks like a job ID.
+			return nil, fmt.Errorf("job %s: %w: %w", arg, err, syscall.ENOENT)
+		}
+		return nil, fmt.Errorf("job %s: %w", arg, err)
+	}
+	var resp struct {
+		R string `json:"R"`
+	}
+	if err := h.Call(r.ctx, "job-info.lookup", flux.NodeidAny, map[string]any{"id": id, "keys": []string{"R"}, "flags": 0}, &resp); err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			return nil, jobNotFound(arg)
+		}
+		return nil, fmt.Errorf("job %s: %s", arg, flux.ErrorText(err))
+	}
+	R, err := rset.Parse([]byte(resp.R))
+	if err != nil {
+		return nil, fmt.Errorf("job %s: R: %w", arg, err)
+	}
+	return R.Nodelist(), nil
 }
 
 // readHostlists appends to hl the hostlists in r, any number per line

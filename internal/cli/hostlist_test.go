@@ -15,7 +15,11 @@ func TestHostlistCommand(t *testing.T) {
 		code   int
 		errout string // a substring of stderr
 	}{
-		{name: "concatenate", args: []string{"foo[1-2]", "foo3", "bar"}, want: "foo[1-3],bar\n"},
+		{name: "concatenate", args: []string{"foo[1-2]", "n3", "bar"}, want: "foo[1-2],n3,bar\n"},
+		{name: "job ID needs an instance", args: []string{"foo3"}, code: 1, errout: "flux-hostlist: job foo3: FLUX_URI is not set"},
+		{name: "f58 job ID needs an instance", args: []string{"ƒ2NJg2mg3"}, code: 1, errout: "flux-hostlist: job ƒ2NJg2mg3: FLUX_URI is not set"},
+		{name: "non-ASCII host named in full", args: []string{"nodé1"}, code: 1, errout: `character 'é' at offset 3`},
+		{name: "bad option", args: []string{"--bogus"}, code: 2, errout: "flux-hostlist: unknown flag: --bogus"},
 		{name: "keeps order and repeats", args: []string{"n[3,1]", "n1"}, want: "n[3,1,1]\n"},
 		{name: "stdin default", stdin: "n1 n2\nn3\n\n  n[5-6]  \n", want: "n[1-3,5-6]\n"},
 		{name: "stdin dash", args: []string{"a", "-"}, stdin: "n1\n", want: "a,n1\n"},
@@ -64,11 +68,14 @@ func TestHostlistCommand(t *testing.T) {
 		{name: "fallback accepted", args: []string{"-f", "foo1", "foo2"}, want: "foo[1-2]\n"},
 		{name: "bad hostlist", args: []string{"foo[1-"}, code: 1, errout: `flux-hostlist: invalid hostlist "foo[1-"`},
 		{name: "bad stdin", stdin: "n1\nn[\n", code: 1, errout: "flux-hostlist: stdin line 2: invalid hostlist"},
-		{name: "instance source", args: []string{"instance"}, code: 1, errout: `flux-hostlist: source "instance" needs a connection`},
-		{name: "local option", args: []string{"-l"}, code: 1, errout: `source "local"`},
+		{name: "instance source", args: []string{"instance"}, code: 1, errout: `flux-hostlist: instance: FLUX_URI is not set`},
+		{name: "avail source", args: []string{"avail"}, code: 1, errout: `flux-hostlist: avail: FLUX_URI is not set`},
+		{name: "local option", args: []string{"-l"}, code: 1, errout: `flux-hostlist: local: FLUX_URI is not set`},
 		{name: "expand and count", args: []string{"-e", "-c", "n1"}, code: 2, errout: "flux-hostlist: --expand and --count cannot be used together"},
 		{name: "two set operations", args: []string{"-i", "-m", "n1"}, code: 2, errout: "only one of --intersect, --minus and --xor"},
 	}
+	t.Setenv("FLUX_URI", "")
+	t.Setenv("FLUX_JOB_ID", "")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxRange is the largest number of hosts one bracketed range ("lo-hi")
@@ -71,7 +72,9 @@ func Parse(s string) (*Hostlist, error) {
 			}
 			open = -1
 		case c <= ' ' || c > '~':
-			return nil, invalid(s, exprAt(s, start), fmt.Sprintf("character %q at offset %d is not allowed in a hostlist", c, i))
+			// Name the whole (UTF-8) character, not its first byte.
+			r, _ := utf8.DecodeRuneInString(s[i:])
+			return nil, invalid(s, exprAt(s, start), fmt.Sprintf("character %q at offset %d is not allowed in a hostlist", r, i))
 		}
 	}
 	return h, nil
