@@ -17,6 +17,10 @@ type attr struct {
 	value string
 	flags int
 	get   func() string // computed attributes
+	// put validates and applies a runtime change to an attribute backed
+	// by a broker setting (log-level ...); such an attribute is computed
+	// (get) and cannot be removed.
+	put func(string) error
 }
 
 // attrTable holds broker attributes (flux getattr/setattr/lsattr).
@@ -52,6 +56,14 @@ func (t *attrTable) get(name string) (string, int, error) {
 	return a.value, a.flags, nil
 }
 
+// setRuntime adds an attribute backed by a broker setting: get reads the
+// setting, put validates and changes it (flux setattr).
+func (t *attrTable) setRuntime(name string, get func() string, put func(string) error) {
+	t.mu.Lock()
+	t.m[name] = &attr{get: get, put: put}
+	t.mu.Unlock()
+}
+
 // userSet changes an attribute on behalf of a client.
 func (t *attrTable) userSet(name, value string) error {
 	t.mu.Lock()
@@ -59,6 +71,9 @@ func (t *attrTable) userSet(name, value string) error {
 	a, ok := t.m[name]
 	if ok && a.flags&(attrImmutable|attrReadOnly) != 0 {
 		return fmt.Errorf("attribute %q is read-only: %w", name, syscall.EPERM)
+	}
+	if ok && a.put != nil {
+		return a.put(value)
 	}
 	if ok && a.get != nil {
 		return fmt.Errorf("attribute %q is computed and read-only: %w", name, syscall.EPERM)
@@ -73,6 +88,9 @@ func (t *attrTable) userRemove(name string) error {
 	a, ok := t.m[name]
 	if !ok {
 		return fmt.Errorf("attribute %q is not set: %w", name, syscall.ENOENT)
+	}
+	if a.put != nil {
+		return fmt.Errorf("attribute %q is a broker setting and cannot be removed: %w", name, syscall.EPERM)
 	}
 	if a.flags&(attrImmutable|attrReadOnly) != 0 || a.get != nil {
 		return fmt.Errorf("attribute %q is read-only: %w", name, syscall.EPERM)

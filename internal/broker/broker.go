@@ -15,11 +15,13 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/version"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
+	"github.com/fluxgo/fluxgo/pkg/taskmap"
 )
 
 // ModuleSpec names a module rc1 loads and the ranks that load it.
@@ -216,7 +218,9 @@ func New(cfg Config) (*Broker, error) {
 		}
 	}
 	b.attrs = newAttrTable()
-	b.initAttrs()
+	if err := b.initAttrs(); err != nil {
+		return nil, err
+	}
 	b.router = newRouter(b)
 	b.overlay = newOverlay(b)
 	b.modules = newModuleHost(b, cfg.Registry)
@@ -226,7 +230,7 @@ func New(cfg Config) (*Broker, error) {
 // LocalURI returns the URI of this broker's local socket.
 func (b *Broker) LocalURI() string { return "local://" + filepath.Join(b.cfg.Rundir, "local") }
 
-func (b *Broker) initAttrs() {
+func (b *Broker) initAttrs() error {
 	a := b.attrs
 	imm := attrImmutable
 	hostname, _ := os.Hostname()
@@ -274,12 +278,75 @@ func (b *Broker) initAttrs() {
 	a.setFunc("broker.uptime", attrReadOnly, func() string {
 		return strconv.FormatFloat(time.Since(b.started).Seconds(), 'f', 3, 64)
 	})
+	// Seconds since the epoch, two decimals as flux-core writes it
+	// (flux jobs --since and flux uptime read it as a float).
+	a.set("broker.starttime", strconv.FormatFloat(float64(b.started.UnixNano())/1e9, 'f', 2, 64), imm)
+	if m := brokerMapping(hosts); m != "" {
+		a.set("broker.mapping", m, imm)
+	}
+	b.initLogAttrs()
 	for k, v := range b.cfg.Attrs {
-		if _, _, err := a.get(k); err == nil {
+		if _, flags, err := a.get(k); err == nil {
+			if flags == 0 {
+				// a runtime setting (log-level ...): apply the
+				// command line's value
+				if err := a.userSet(k, v); err != nil {
+					return err
+				}
+			}
 			continue // command-line settings can't override broker facts
 		}
 		a.set(k, v, 0)
 	}
+	return nil
+}
+
+// brokerMapping returns the RFC 34 task map of broker ranks onto the
+// distinct hosts of hosts (in rank order), e.g. [[0,1,4,1]] for four
+// brokers on one host.
+func brokerMapping(hosts []string) string {
+	index := map[string]int{}
+	var ranks [][]int
+	for rank, h := range hosts {
+		i, ok := index[h]
+		if !ok {
+			i = len(ranks)
+			index[h] = i
+			ranks = append(ranks, nil)
+		}
+		ranks[i] = append(ranks[i], rank)
+	}
+	m, err := taskmap.FromNodeTasks(ranks)
+	if err != nil {
+		return ""
+	}
+	return m.EncodeArray()
+}
+
+// initLogAttrs adds the logging attributes flux setattr may change at
+// runtime: log-level, log-stderr-level (severity thresholds 0-7, or a
+// negative number for none) and log-ring-size.
+func (b *Broker) initLogAttrs() {
+	level := func(name string, which func(n int) (level, stderrSev *int), cur func() int) {
+		b.attrs.setRuntime(name, func() string { return strconv.Itoa(cur()) }, func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n > sevDebug {
+				return fmt.Errorf("invalid value %q: must be a severity number of at most %d: %w", v, sevDebug, syscall.EINVAL)
+			}
+			b.ring.setLevels(which(n))
+			return nil
+		})
+	}
+	level("log-level", func(n int) (*int, *int) { return &n, nil }, func() int { l, _ := b.ring.levels(); return l })
+	level("log-stderr-level", func(n int) (*int, *int) { return nil, &n }, func() int { _, s := b.ring.levels(); return s })
+	b.attrs.setRuntime("log-ring-size", func() string { return strconv.Itoa(b.ring.size()) }, func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("invalid value %q: must be a positive integer: %w", v, syscall.EINVAL)
+		}
+		b.ring.setSize(n)
+		return nil
+	})
 }
 
 func attrOr(attrs map[string]string, name, def string) string {

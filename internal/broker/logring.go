@@ -57,6 +57,7 @@ type logRing struct {
 	followers map[chan logEntry]struct{}
 	stderr    io.Writer
 	stderrSev int
+	level     int // entries of a greater severity number are dropped (log-level)
 }
 
 func newLogRing(size int, rank uint32) *logRing {
@@ -66,11 +67,59 @@ func newLogRing(size int, rank uint32) *logRing {
 		followers: make(map[chan logEntry]struct{}),
 		stderr:    os.Stderr,
 		stderrSev: sevErr,
+		level:     sevDebug,
 	}
+}
+
+// setSize changes the number of entries the ring keeps (log-ring-size),
+// keeping the newest.
+func (r *logRing) setSize(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var old []logEntry
+	if r.full {
+		old = append(old, r.entries[r.next:]...)
+	}
+	old = append(old, r.entries[:r.next]...)
+	if len(old) > n {
+		old = old[len(old)-n:]
+	}
+	r.entries = make([]logEntry, n)
+	copy(r.entries, old)
+	r.next = len(old) % n
+	r.full = len(old) == n
+}
+
+func (r *logRing) size() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.entries)
+}
+
+// setLevels changes the log-level and log-stderr-level thresholds.
+func (r *logRing) setLevels(level, stderrSev *int) {
+	r.mu.Lock()
+	if level != nil {
+		r.level = *level
+	}
+	if stderrSev != nil {
+		r.stderrSev = *stderrSev
+	}
+	r.mu.Unlock()
+}
+
+func (r *logRing) levels() (level, stderrSev int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.level, r.stderrSev
 }
 
 func (r *logRing) append(e logEntry) {
 	r.mu.Lock()
+	if e.Severity > r.level {
+		r.mu.Unlock()
+		return
+	}
 	r.seq++
 	e.Seq = r.seq
 	r.entries[r.next] = e
