@@ -37,3 +37,19 @@ func TestBrokerAttributes(t *testing.T) {
 	e.fail("invalid value", "setattr", "log-ring-size", "0")
 	e.fail("read-only", "setattr", "broker.starttime", "1")
 }
+
+// TestVersionBroker: with FLUX_URI set, flux version adds the broker's
+// version and the URI before build-options, as flux-core does.
+func TestVersionBroker(t *testing.T) {
+	e := start(t)
+	lines := strings.Split(e.must("version"), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("flux version printed %q", lines)
+	}
+	if want := "broker:  \t\t" + e.must("getattr", "version"); lines[2] != want {
+		t.Errorf("line 3 %q, want %q", lines[2], want)
+	}
+	if !strings.HasPrefix(lines[3], "FLUX_URI:\t\t") || !strings.HasPrefix(lines[4], "build-options:") {
+		t.Errorf("lines 4-5 %q", lines[3:])
+	}
+}
