@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/user"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,7 +26,9 @@ func newUptimeCmd() *cobra.Command {
 how long the instance has been running (or, when the broker is not in the
 run state, how long this broker has been up), the instance owner, the
 instance depth, its size, and the numbers of drained and offline nodes
-when there are any.`,
+when there are any. A second line says "submit disabled" when job
+submission is disabled on all queues and "scheduler disabled" when
+scheduling is stopped on all queues.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
@@ -49,6 +52,10 @@ type uptimeInfo struct {
 	size    int
 	drained int
 	offline int
+	// submitDisabled: submission is disabled on every queue;
+	// schedDisabled: scheduling is stopped on every queue.
+	submitDisabled bool
+	schedDisabled  bool
 }
 
 // format renders the flux uptime line:
@@ -63,7 +70,43 @@ func (u uptimeInfo) format(now time.Time) string {
 	if u.offline > 0 {
 		s += fmt.Sprintf(",  %d offline", u.offline)
 	}
+	var notices []string
+	if u.submitDisabled {
+		notices = append(notices, "submit disabled")
+	}
+	if u.schedDisabled {
+		notices = append(notices, "scheduler disabled")
+	}
+	if len(notices) > 0 {
+		s += "\n  " + strings.Join(notices, ",  ")
+	}
 	return s
+}
+
+// queuesDisabled reports whether submission is disabled and whether
+// scheduling is stopped on every queue (the anonymous queue when there
+// are no named ones). An instance without a job manager has neither.
+func queuesDisabled(ctx context.Context, h *flux.Handle) (submit, sched bool, err error) {
+	names, err := queueNames(ctx, h)
+	if errors.Is(err, syscall.ENOSYS) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("queue-list: %w", err)
+	}
+	if len(names) == 0 {
+		names = []string{""}
+	}
+	submit, sched = true, true
+	for _, name := range names {
+		st, err := getQueueStatus(ctx, h, name)
+		if err != nil {
+			return false, false, fmt.Errorf("queue-status: %w", err)
+		}
+		submit = submit && !st.Enable
+		sched = sched && !st.Start
+	}
+	return submit, sched, nil
 }
 
 // attrAt reads a broker attribute from the broker at nodeid (no caching:
@@ -130,6 +173,9 @@ func getUptimeInfo(ctx context.Context, h *flux.Handle) (uptimeInfo, error) {
 		return u, err
 	}
 	if u.offline, err = offlineCount(ctx, h, u.size); err != nil {
+		return u, err
+	}
+	if u.submitDisabled, u.schedDisabled, err = queuesDisabled(ctx, h); err != nil {
 		return u, err
 	}
 	return u, nil

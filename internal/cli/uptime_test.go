@@ -18,6 +18,12 @@ func TestUptimeFormat(t *testing.T) {
 			" 15:04:05 run 2h,  owner flux,  depth 1,  size 100,  2 drained,  7 offline"},
 		{uptimeInfo{state: "quorum", uptime: 0.25, owner: "1000", size: 2},
 			" 15:04:05 quorum 0.25s,  owner 1000,  depth 0,  size 2"},
+		{uptimeInfo{state: "run", uptime: 60, owner: "alice", size: 1, submitDisabled: true},
+			" 15:04:05 run 1m,  owner alice,  depth 0,  size 1\n  submit disabled"},
+		{uptimeInfo{state: "run", uptime: 60, owner: "alice", size: 1, schedDisabled: true},
+			" 15:04:05 run 1m,  owner alice,  depth 0,  size 1\n  scheduler disabled"},
+		{uptimeInfo{state: "run", uptime: 60, owner: "alice", size: 1, drained: 1, submitDisabled: true, schedDisabled: true},
+			" 15:04:05 run 1m,  owner alice,  depth 0,  size 1,  1 drained\n  submit disabled,  scheduler disabled"},
 	}
 	for _, tt := range tests {
 		if got := tt.u.format(now); got != tt.want {
