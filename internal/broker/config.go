@@ -1,12 +1,14 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -63,7 +65,81 @@ func (s *builtins) configGet(r *flux.Request) {
 	if cfg == nil {
 		cfg = map[string]any{}
 	}
-	r.Respond(cfg)
+	r.Respond(withReals(cfg).(map[string]any))
+}
+
+// ConfigJSON encodes a TOML configuration table as config.get answers
+// it: floats stay JSON reals (5.0) even when integral.
+func ConfigJSON(table map[string]any) ([]byte, error) {
+	return json.Marshal(withReals(table))
+}
+
+// jsonReal is a floating point configuration value, encoded as a JSON
+// real even when it is integral (5.0, not 5), so that clients can tell
+// a TOML float from an integer (flux config get -t real/integer).
+type jsonReal float64
+
+func (f jsonReal) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(float64(f))
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.ContainsAny(b, ".eE") {
+		b = append(b, ".0"...)
+	}
+	return b, nil
+}
+
+// withReals returns a copy of v with its float64 values as jsonReal.
+func withReals(v any) any {
+	switch x := v.(type) {
+	case float64:
+		return jsonReal(x)
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = withReals(e)
+		}
+		return m
+	case []any:
+		a := make([]any, len(x))
+		for i, e := range x {
+			a[i] = withReals(e)
+		}
+		return a
+	case []map[string]any: // TOML arrays of tables
+		a := make([]any, len(x))
+		for i, e := range x {
+			a[i] = withReals(e)
+		}
+		return a
+	}
+	return v
+}
+
+// typedNumbers returns v, decoded with json.Decoder.UseNumber, with its
+// numbers as TOML decoding makes them: int64 for an integer, float64 for
+// a real (one written with a fraction or exponent).
+func typedNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if !strings.ContainsAny(string(x), ".eE") {
+			if n, err := x.Int64(); err == nil {
+				return n
+			}
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = typedNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = typedNumbers(e)
+		}
+	}
+	return v
 }
 
 // configReload reads the configuration path again (flux config reload).
@@ -88,10 +164,17 @@ func (s *builtins) configReload(r *flux.Request) {
 // configLoad replaces the configuration with the request's object (flux
 // config load).
 func (s *builtins) configLoad(r *flux.Request) {
-	var table map[string]any
-	if r.Decode(&table) != nil || !requireOwner(r) {
+	if !requireOwner(r) {
 		return
 	}
+	var table map[string]any
+	dec := json.NewDecoder(bytes.NewReader(r.Msg.JSON()))
+	dec.UseNumber()
+	if err := dec.Decode(&table); err != nil && len(r.Msg.JSON()) > 0 {
+		r.Errorf(syscall.EPROTO, "config load: %v", err)
+		return
+	}
+	typedNumbers(table)
 	if table == nil {
 		r.Errorf(syscall.EPROTO, "config load: the configuration must be a JSON object")
 		return

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fluxgo/fluxgo/internal/boot"
+	"github.com/fluxgo/fluxgo/internal/broker"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 )
@@ -71,8 +72,12 @@ from standard input.`,
 			if err != nil {
 				return err
 			}
+			payload, err := broker.ConfigJSON(table) // TOML floats stay reals
+			if err != nil {
+				return err
+			}
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
-				return h.Call(ctx, "config.load", flux.NodeidAny, table, nil)
+				return h.Call(ctx, "config.load", flux.NodeidAny, json.RawMessage(payload), nil)
 			})
 		},
 	}
@@ -162,7 +167,9 @@ func readConfigText(r io.Reader) (map[string]any, error) {
 	}
 	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
 		var table map[string]any
-		if err := json.Unmarshal(data, &table); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber() // 3.0 stays a real, 3 an integer
+		if err := dec.Decode(&table); err != nil {
 			return nil, fmt.Errorf("standard input: JSON: %w", err)
 		}
 		return table, nil
@@ -175,7 +182,7 @@ func readConfigText(r io.Reader) (map[string]any, error) {
 }
 
 // configTypes are the types flux config get --type checks.
-var configTypes = []string{"string", "integer", "real", "boolean", "object", "array", "fsd", "fsd-integer", "fsd-real"}
+var configTypes = []string{"any", "string", "integer", "real", "boolean", "object", "array", "fsd", "fsd-integer", "fsd-real"}
 
 func newConfigGetCmd() *cobra.Command {
 	var def, typ, path string
@@ -189,6 +196,10 @@ quotes, other values as JSON. A NAME that is not set is an error, unless
 --default is given.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			typ = strings.ToLower(typ)
+			if typ == "any" {
+				typ = ""
+			}
 			if typ != "" && !slices.Contains(configTypes, typ) {
 				return fmt.Errorf("--type=%s: unknown type (valid: %s)", typ, strings.Join(configTypes, ", "))
 			}
@@ -218,7 +229,10 @@ quotes, other values as JSON. A NAME that is not set is an error, unless
 			}
 			out, err := formatConfigValue(v, typ)
 			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
+				if len(args) == 0 {
+					name = "value"
+				}
+				return fmt.Errorf("%s %w", name, err)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), out)
 			return nil
@@ -240,7 +254,7 @@ func readConfigJSON(path string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(c.Table)
+		return broker.ConfigJSON(c.Table)
 	}
 	var raw []byte
 	err := withHandle(func(ctx context.Context, h *flux.Handle) error {
@@ -272,12 +286,20 @@ func lookupConfig(v any, name string) (any, bool) {
 	return v, true
 }
 
+// article returns "a TYPE" or "an TYPE".
+func article(typ string) string {
+	if strings.ContainsRune("aeiou", rune(typ[0])) {
+		return "an " + typ
+	}
+	return "a " + typ
+}
+
 // formatConfigValue checks v against typ ("" for any) and formats it
 // for printing.
 func formatConfigValue(v any, typ string) (string, error) {
 	wrong := func() (string, error) {
 		b, _ := json.Marshal(v)
-		return "", fmt.Errorf("value %s is not of type %s", b, typ)
+		return "", fmt.Errorf("does not have the requested type (%s is not %s)", b, article(typ))
 	}
 	switch typ {
 	case "string":
@@ -293,7 +315,9 @@ func formatConfigValue(v any, typ string) (string, error) {
 			return wrong()
 		}
 	case "real":
-		if _, ok := v.(json.Number); !ok {
+		// strict, as in flux-core: 5 is an integer, 5.0 a real
+		n, ok := v.(json.Number)
+		if !ok || !strings.ContainsAny(string(n), ".eE") {
 			return wrong()
 		}
 	case "boolean":
@@ -315,7 +339,7 @@ func formatConfigValue(v any, typ string) (string, error) {
 		}
 		sec, err := fsd.Parse(s)
 		if err != nil {
-			return "", fmt.Errorf("value %q is not a valid Flux Standard Duration: %w", s, err)
+			return "", fmt.Errorf("does not have the requested type (%q is not a valid Flux Standard Duration: %w)", s, err)
 		}
 		switch typ {
 		case "fsd":
@@ -323,7 +347,7 @@ func formatConfigValue(v any, typ string) (string, error) {
 		case "fsd-integer":
 			return strconv.FormatInt(int64(sec), 10), nil
 		default:
-			return strconv.FormatFloat(sec, 'f', -1, 64), nil
+			return strconv.FormatFloat(sec, 'f', 6, 64), nil // %f
 		}
 	}
 	if s, ok := v.(string); ok {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -36,5 +37,33 @@ func TestConfigBuiltin(t *testing.T) {
 	code := Main([]string{"config", "builtin", "nope"}, nil, &out, &errb)
 	if code != 1 || !strings.Contains(errb.String(), "nope: unknown builtin configuration key (valid: rc1_path") {
 		t.Errorf("unknown key: exit %d, %q", code, errb.String())
+	}
+}
+
+func TestFormatConfigValueStrictTypes(t *testing.T) {
+	for _, tt := range []struct {
+		v    any
+		typ  string
+		want string // "" for an error
+	}{
+		{json.Number("5"), "real", ""},
+		{json.Number("5.0"), "real", "5.0"},
+		{json.Number("1e3"), "real", "1e3"},
+		{json.Number("5.0"), "integer", ""},
+		{json.Number("5"), "integer", "5"},
+		{"60s", "fsd-real", "60.000000"},
+		{"1.5m", "fsd-real", "90.000000"},
+		{"1.5m", "fsd-integer", "90"},
+	} {
+		got, err := formatConfigValue(tt.v, tt.typ)
+		if tt.want == "" {
+			if err == nil || !strings.Contains(err.Error(), "does not have the requested type") {
+				t.Errorf("%v as %s: %q, %v; want a type error", tt.v, tt.typ, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("%v as %s: %q, %v; want %q", tt.v, tt.typ, got, err, tt.want)
+		}
 	}
 }

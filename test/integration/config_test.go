@@ -36,7 +36,10 @@ func TestConfigReload(t *testing.T) {
 	if got := e.must("config", "get", "-t", "object", "policy.limits"); got != `{"duration":"1h"}` {
 		t.Errorf("config get -t object: %s", got)
 	}
-	e.fail(`policy.limits.duration: value "1h" is not of type integer`, "config", "get", "-t", "integer", "policy.limits.duration")
+	e.fail(`policy.limits.duration does not have the requested type`, "config", "get", "-t", "integer", "policy.limits.duration")
+	if got := e.must("config", "get", "-t", "fsd-real", "policy.limits.duration"); got != "3600.000000" {
+		t.Errorf("config get -t fsd-real: %s (flux-core prints %%f)", got)
+	}
 	e.fail("queues.batch is not set", "config", "get", "queues.batch")
 	if r := e.flux("config", "get", "-q", "queues.batch"); r.Code != 1 || r.Stderr != "" {
 		t.Errorf("config get -q of an unset key: %+v", r)
@@ -145,5 +148,26 @@ policy.limits.duration = "10m"
 	e.must("config", "reload")
 	if log := e.must("dmesg"); !strings.Contains(log, "the [resource] table changed; it takes effect when the broker restarts") {
 		t.Errorf("no warning about [resource] in the log:\n%s", log)
+	}
+}
+
+// TestConfigGetRealStrict: -t real accepts only reals and -t integer only
+// integers, as flux-core's JSON types do; a TOML or JSON float stays a
+// real (5.0) through config.get and config load.
+func TestConfigGetRealStrict(t *testing.T) {
+	e := start(t)
+	if r := e.inst.RunInput(t, "i = 5\nr = 5.0\ne = 1.5e3\n", "config", "load"); r.Code != 0 {
+		t.Fatalf("config load: %+v", r)
+	}
+	if got := e.must("config", "get"); got != `{"e":1500.0,"i":5,"r":5.0}` {
+		t.Errorf("config get: %s", got)
+	}
+	e.fail("i does not have the requested type", "config", "get", "-t", "real", "i")
+	e.fail("r does not have the requested type", "config", "get", "-t", "integer", "r")
+	if got := e.must("config", "get", "-t", "real", "r"); got != "5.0" {
+		t.Errorf("-t real r: %s", got)
+	}
+	if got := e.must("config", "get", "-t", "any", "i"); got != "5" {
+		t.Errorf("-t any i: %s", got)
 	}
 }
