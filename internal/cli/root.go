@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -103,7 +104,29 @@ Run 'flux help COMMAND' for the options of a command.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetHelpCommand(newHelpCmd())
 	return root
+}
+
+// newHelpCmd is flux help [COMMAND...]: the help of a command, or of
+// flux. An unknown command is an error (exit 1), not the command list.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [COMMAND]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			root := c.Root()
+			if len(args) == 0 {
+				return root.Help()
+			}
+			cmd, rest, err := root.Find(args)
+			if err != nil || cmd == nil || cmd == root || len(rest) > 0 {
+				fmt.Fprintf(c.ErrOrStderr(), "flux-help: no help for %q: unknown command (flux help lists the commands)\n", strings.Join(args, " "))
+				return exitCode(1)
+			}
+			return cmd.Help()
+		},
+	}
 }
 
 // Main runs the flux command line with args and returns the exit code.

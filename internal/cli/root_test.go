@@ -68,3 +68,21 @@ func TestCommandGroupsNeedSubcommand(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpUnknownTopic: flux help of an unknown command fails with a
+// message naming it, instead of listing the commands and exiting 0.
+func TestHelpUnknownTopic(t *testing.T) {
+	for _, args := range [][]string{{"help", "nosuch"}, {"help", "job", "nosuch"}} {
+		var out, errb bytes.Buffer
+		if code := Main(args, nil, &out, &errb); code != 1 {
+			t.Errorf("flux %v: exit %d, want 1", args, code)
+		}
+		if !strings.Contains(errb.String(), "flux-help: no help for") || out.Len() != 0 {
+			t.Errorf("flux %v: stdout %q stderr %q", args, out.String(), errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := Main([]string{"help", "version"}, nil, &out, &errb); code != 0 || !strings.Contains(out.String(), "Usage:") {
+		t.Errorf("flux help version: exit %d, stdout %q", code, out.String())
+	}
+}
