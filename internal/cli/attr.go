@@ -36,20 +36,33 @@ func getattr(ctx context.Context, h *flux.Handle, name string, w io.Writer) erro
 }
 
 func newSetattrCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "setattr NAME VALUE",
-		Short: "Set a broker attribute",
-		Args:  cobra.ExactArgs(2),
+	var expunge bool
+	cmd := &cobra.Command{
+		Use:   "setattr NAME VALUE | setattr -e NAME",
+		Short: "Set a broker attribute, or remove it with --expunge",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if expunge {
+				return cobra.ExactArgs(1)(cmd, args)
+			}
+			return cobra.ExactArgs(2)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
-				req := map[string]any{"name": args[0], "value": args[1]}
-				if err := h.Call(ctx, "attr.set", flux.NodeidAny, req, nil); err != nil {
+				topic, req := "attr.set", map[string]any{"name": args[0]}
+				if expunge {
+					topic = "attr.rm"
+				} else {
+					req["value"] = args[1]
+				}
+				if err := h.Call(ctx, topic, flux.NodeidAny, req, nil); err != nil {
 					return fmt.Errorf("%s: %w", args[0], err)
 				}
 				return nil
 			})
 		},
 	}
+	cmd.Flags().BoolVarP(&expunge, "expunge", "e", false, "remove the attribute instead of setting it")
+	return cmd
 }
 
 func newLsattrCmd() *cobra.Command {

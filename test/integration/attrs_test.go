@@ -36,6 +36,13 @@ func TestBrokerAttributes(t *testing.T) {
 	}
 	e.fail("invalid value", "setattr", "log-ring-size", "0")
 	e.fail("read-only", "setattr", "broker.starttime", "1")
+
+	// flux setattr --expunge NAME removes an attribute (flux-getattr(1))
+	e.must("setattr", "test.attr", "x")
+	e.must("setattr", "--expunge", "test.attr")
+	e.fail("not set", "getattr", "test.attr")
+	e.fail("not set", "setattr", "-e", "test.attr")
+	e.fail("read-only", "setattr", "-e", "rank")
 }
 
 // TestVersionBroker: with FLUX_URI set, flux version adds the broker's
