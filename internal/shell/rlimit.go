@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -117,11 +118,36 @@ func MemoryRlimits(bytes int64) []Rlimit {
 // limit is lowered to it (only a privileged process could raise the
 // hard limit); the error lists every limit that could not be set, or
 // was lowered.
+//
+// Reading or setting another user's limits takes CAP_SYS_RESOURCE,
+// which root lacks in many containers. The kernel also lets a caller
+// whose real uid and gid are the target's do it, so when root is
+// refused the limits are applied from a thread that takes the task's
+// ids for the purpose (see asTaskUser).
 func ApplyRlimits(pid int, lims []Rlimit) error {
-	var errs []string
-	for _, l := range lims {
+	errs, err := applyRlimits(pid, lims)
+	if errors.Is(err, unix.EPERM) && unix.Geteuid() == 0 {
+		err = asTaskUser(pid, func() { errs, err = applyRlimits(pid, lims) })
+	}
+	if err != nil {
+		return fmt.Errorf("resource limits: %w", err)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("resource limits: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// applyRlimits sets lims on pid: errs lists the limits it could not set
+// or lowered; err is set (and nothing done) when pid's limits may not
+// even be read.
+func applyRlimits(pid int, lims []Rlimit) (errs []string, err error) {
+	for i, l := range lims {
 		var cur unix.Rlimit
 		if err := unix.Prlimit(pid, l.Resource, nil, &cur); err != nil {
+			if i == 0 && errors.Is(err, unix.EPERM) {
+				return nil, err
+			}
 			errs = append(errs, fmt.Sprintf("%s: %v", l.Name, err))
 			continue
 		}
@@ -140,10 +166,37 @@ func ApplyRlimits(pid int, lims []Rlimit) error {
 			errs = append(errs, fmt.Sprintf("%s=%s: %v", l.Name, limitString(want.Cur), err))
 		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("resource limits: %s", strings.Join(errs, "; "))
+	return errs, nil
+}
+
+// asTaskUser runs fn on a thread whose real uid and gid are those of
+// process pid, for the system calls the kernel allows a caller matching
+// its target's ids (prlimit without CAP_SYS_RESOURCE). Only the real
+// ids change, on that one thread (raw setresgid/setresuid, not Go's
+// process-wide wrappers), so it keeps root's effective ids and
+// capabilities; and it is never handed back to the runtime: its
+// goroutine ends locked to it, which ends the thread.
+func asTaskUser(pid int, fn func()) error {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/"+strconv.Itoa(pid), &st); err != nil {
+		return fmt.Errorf("task's user: %w", err)
 	}
-	return nil
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		const keep = ^uintptr(0)
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(st.Gid), keep, keep); e != 0 {
+			done <- fmt.Errorf("taking gid %d: %w", st.Gid, e)
+			return
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(st.Uid), keep, keep); e != 0 {
+			done <- fmt.Errorf("taking uid %d: %w", st.Uid, e)
+			return
+		}
+		fn()
+		done <- nil
+	}()
+	return <-done
 }
 
 func limitString(v uint64) string {

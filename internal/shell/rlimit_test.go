@@ -2,8 +2,14 @@ package shell
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -150,5 +156,71 @@ func TestDataLimitStopsAllocation(t *testing.T) {
 	})
 	if ws == 0 || !strings.Contains(out, "memory") {
 		t.Fatalf("dd with 256M blocks under a 32M data limit: status %d output %q", ws, out)
+	}
+}
+
+// TestApplyRlimitsOtherUser checks root sets the limits of a task
+// running as another user, with or without CAP_SYS_RESOURCE (many
+// containers' root lacks it: then the limits are set from a thread that
+// takes the task's ids).
+func TestApplyRlimitsOtherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to start a task as another user")
+	}
+	cmd := exec.Command("sleep", "30")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	lims := append(MemoryRlimits(64<<20), Rlimit{Name: "nofile", Resource: unix.RLIMIT_NOFILE, Cur: 77})
+	if err := ApplyRlimits(cmd.Process.Pid, lims); err != nil {
+		t.Fatal(err)
+	}
+	limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`Max data size\s+67108864\s+67108864 `),
+		regexp.MustCompile(`Max open files\s+77 `),
+	} {
+		if !want.Match(limits) {
+			t.Errorf("%s: want %s in\n%s", cmd.Path, want, limits)
+		}
+	}
+	// the thread that took the task's ids is gone: the process is as it was
+	if r, e, s := unix.Getresuid(); r != 0 || e != 0 || s != 0 {
+		t.Errorf("uids after: %d %d %d", r, e, s)
+	}
+}
+
+// TestAsTaskUser checks the function runs with the task's real ids
+// while the rest of the process keeps its own.
+func TestAsTaskUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	cmd := exec.Command("sleep", "30")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var ruid, euid, rgid int
+	if err := asTaskUser(cmd.Process.Pid, func() {
+		ruid, euid, _ = unix.Getresuid()
+		rgid, _, _ = unix.Getresgid()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if ruid != 65534 || rgid != 65534 || euid != 0 {
+		t.Errorf("inside: real uid %d gid %d, effective uid %d; want 65534 65534 0", ruid, rgid, euid)
+	}
+	for i := 0; i < 20; i++ { // whatever thread runs us now
+		if r, _, _ := unix.Getresuid(); r != 0 {
+			t.Fatalf("real uid %d after asTaskUser", r)
+		}
+		runtime.Gosched()
 	}
 }
