@@ -14,6 +14,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/modules/jobingest"
 	"github.com/fluxgo/fluxgo/internal/modules/joblist"
 	"github.com/fluxgo/fluxgo/internal/modules/jobmanager"
+	"github.com/fluxgo/fluxgo/internal/modules/jobpool"
 	"github.com/fluxgo/fluxgo/internal/modules/jobshell"
 	"github.com/fluxgo/fluxgo/internal/modules/kvs"
 	"github.com/fluxgo/fluxgo/internal/modules/kvswatch"
@@ -47,6 +48,7 @@ func builtin() map[string]module.Factory {
 		jobinfo.Name:       jobinfo.New,
 		joblist.Name:       joblist.New,
 		"job-ingest":       jobingest.New,
+		jobpool.Name:       jobpool.New,
 		"job-exec":         jobexec.New,
 		"job-shell":        jobshell.New,
 	}
@@ -69,6 +71,7 @@ func DefaultRC1() []broker.ModuleSpec {
 		{Name: jobinfo.Name, Ranks: "0"},
 		{Name: joblist.Name, Ranks: "0"},
 		{Name: "job-ingest", Ranks: "0"},
+		{Name: jobpool.Name, Ranks: "0"},
 		{Name: "job-shell", Ranks: "all"},
 		{Name: "job-exec", Ranks: "0"},
 	}

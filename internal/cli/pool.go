@@ -1,0 +1,564 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fluxgo/fluxgo/internal/modules/jobpool"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/job"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
+	"github.com/fluxgo/fluxgo/pkg/rset"
+)
+
+// flux pool: hierarchical scheduling by pull (seed 002). Jobs go into a
+// named pool of an instance; child instances running `flux pool pull`
+// take them when they have room. See internal/modules/jobpool and
+// docs/HIERARCHY.md.
+
+const defaultPoolName = "default"
+
+func newPoolCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "pool COMMAND [OPTIONS]",
+		Short: "Pools of jobs that child instances pull and run",
+		Long: `A pool holds jobs for child instances to pull: flux pool submit puts jobs
+in a pool of this instance (they are not scheduled here), and each child
+instance started with flux pool pull as its initial program, e.g.
+
+  flux pool submit -p work --cc=1-100 ./analyze {cc}
+  flux pool close -p work
+  flux batch -N2 --wrap flux pool pull -p work     # as many as you like
+
+takes jobs whenever it has room for more, runs them as its own jobs and
+reports each result back: flux pool list -p work shows which child ran
+what and how it ended. Jobs a child had taken but not finished when it
+went away return to the pool. Pools belong to the user who made them.`,
+	}
+	cmd.AddCommand(newPoolCreateCmd(), newPoolSubmitCmd(), newPoolAddCmd(), newPoolListCmd(),
+		newPoolCloseCmd(), newPoolRemoveCmd(), newPoolPullCmd())
+	return cmd
+}
+
+func poolFlag(cmd *cobra.Command, p *string) {
+	cmd.Flags().StringVarP(p, "pool", "p", defaultPoolName, "the pool's `NAME`")
+}
+
+func newPoolCreateCmd() *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:   "create [-p NAME]",
+		Short: "Make an empty pool (flux pool submit makes one as needed)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return poolCall("job-pool.create", map[string]any{"pool": name}, nil)
+		},
+	}
+	poolFlag(cmd, &name)
+	return cmd
+}
+
+func newPoolCloseCmd() *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:   "close [-p NAME]",
+		Short: "Take no more jobs: pullers stop once the pool is empty",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return poolCall("job-pool.close", map[string]any{"pool": name}, nil)
+		},
+	}
+	poolFlag(cmd, &name)
+	return cmd
+}
+
+func newPoolRemoveCmd() *cobra.Command {
+	var name string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "remove [-f] [-p NAME]",
+		Short: "Forget a pool and its jobs' records",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return poolCall("job-pool.remove", map[string]any{"pool": name, "force": force}, nil)
+		},
+	}
+	poolFlag(cmd, &name)
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "remove it even with jobs out in child instances")
+	return cmd
+}
+
+// poolCall makes one job-pool request of the enclosing instance.
+func poolCall(topic string, req any, resp any) error {
+	if name, _ := req.(map[string]any)["pool"].(string); name != "" {
+		if err := jobpool.CheckName(name); err != nil {
+			return err
+		}
+	}
+	return withHandle(func(ctx context.Context, h *flux.Handle) error {
+		return h.Call(ctx, topic, 0, req, resp)
+	})
+}
+
+func newPoolSubmitCmd() *cobra.Command {
+	o := &submitOptions{cmdName: "pool submit", proc: defaultProcessEnv()}
+	var name string
+	cmd := &cobra.Command{
+		Use:   "submit [-p NAME] [OPTIONS...] COMMAND [ARGS...]",
+		Short: "Put jobs in a pool (takes flux submit's job options)",
+		Long: `Build a job as flux submit does (one per ID of --cc/--bcc) and put it in
+a pool for child instances to pull, printing each job's pool item ID.
+Urgency, submission flags and job dependencies do not carry over to the
+instance that runs the job and are refused; --begin-time is kept.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runPoolSubmit(o, name, args, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().SetInterspersed(false)
+	poolFlag(cmd, &name)
+	addSubmitFlags(cmd.Flags(), o, submitFlagSets{perTask: true})
+	cmd.Flags().StringVar(&o.cc, "cc", "", "Replicate the job for each ID in `IDSET` (FLUX_JOB_CC=ID is set for each)")
+	cmd.Flags().StringVar(&o.bcc, "bcc", "", "Like --cc, but FLUX_JOB_CC is not set (`IDSET`)")
+	cmd.Flags().BoolVar(&o.quiet, "quiet", false, "Do not print the item IDs")
+	return cmd
+}
+
+func runPoolSubmit(o *submitOptions, name string, args []string, out io.Writer) error {
+	if o.urgency != "16" && o.urgency != "default" {
+		return fmt.Errorf("--urgency=%s: a pooled job's urgency is not kept (the child instance submits it at the default)", o.urgency)
+	}
+	if len(o.flags) > 0 {
+		return fmt.Errorf("--flags: submission flags do not apply to pooled jobs")
+	}
+	for _, d := range o.deps {
+		if d.uri != "" {
+			return fmt.Errorf("--dependency=%s: job IDs of this instance mean nothing where a pooled job runs", d.uri)
+		}
+	}
+	specs, err := buildJobspecs(o, args)
+	if err != nil {
+		return err
+	}
+	raws := make([]json.RawMessage, len(specs))
+	for i, js := range specs {
+		if raws[i], err = js.MarshalJSON(); err != nil {
+			return err
+		}
+	}
+	if o.dryRun {
+		for _, b := range raws {
+			fmt.Fprintf(out, "%s\n", b)
+		}
+		return nil
+	}
+	return poolAdd(name, raws, o.quiet, out)
+}
+
+// poolAdd sends jobspecs to a pool and prints their item IDs.
+func poolAdd(name string, raws []json.RawMessage, quiet bool, out io.Writer) error {
+	var resp struct {
+		IDs []int64 `json:"ids"`
+	}
+	if err := poolCall("job-pool.add", map[string]any{"pool": name, "jobspecs": raws}, &resp); err != nil {
+		return err
+	}
+	if !quiet {
+		w := bufio.NewWriter(out)
+		for _, id := range resp.IDs {
+			fmt.Fprintln(w, id)
+		}
+		return w.Flush()
+	}
+	return nil
+}
+
+func newPoolAddCmd() *cobra.Command {
+	var name string
+	var quiet bool
+	cmd := &cobra.Command{
+		Use:   "add [-p NAME] FILE...",
+		Short: "Put jobspecs from files in a pool (- for standard input)",
+		Long: `Put the jobspecs in FILEs (JSON or YAML, one per file) in a pool. "-" reads
+standard input: one JSON jobspec per line, as flux submit --dry-run writes
+them, or a single YAML or JSON document.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var raws []json.RawMessage
+			for _, f := range args {
+				got, err := readJobspecs(f, cmd.InOrStdin())
+				if err != nil {
+					return err
+				}
+				raws = append(raws, got...)
+			}
+			return poolAdd(name, raws, quiet, cmd.OutOrStdout())
+		},
+	}
+	poolFlag(cmd, &name)
+	cmd.Flags().BoolVar(&quiet, "quiet", false, "do not print the item IDs")
+	return cmd
+}
+
+// readJobspecs reads the jobspecs of one add argument, checked and
+// converted to JSON.
+func readJobspecs(path string, stdin io.Reader) ([]json.RawMessage, error) {
+	var data []byte
+	var err error
+	if path == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if path == "-" {
+		path = "standard input"
+	}
+	var docs [][]byte
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) > 1 && strings.HasPrefix(strings.TrimSpace(lines[0]), "{") && json.Valid([]byte(lines[0])) {
+		for _, l := range lines {
+			if strings.TrimSpace(l) != "" {
+				docs = append(docs, []byte(l))
+			}
+		}
+	} else {
+		docs = [][]byte{data}
+	}
+	out := make([]json.RawMessage, 0, len(docs))
+	for i, d := range docs {
+		js, err := jobspec.ParseV1(d)
+		if err != nil {
+			if len(docs) > 1 {
+				return nil, fmt.Errorf("%s, line %d: %w", path, i+1, err)
+			}
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		b, err := js.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func newPoolListCmd() *cobra.Command {
+	var name, user string
+	var all, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list [-A] [-u USER] [-p NAME] [--json]",
+		Short: "List pools, or with -p the jobs of one",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := map[string]any{"all": all}
+			if cmd.Flags().Changed("pool") {
+				if err := jobpool.CheckName(name); err != nil {
+					return err
+				}
+				req["pool"] = name
+			}
+			if user != "" {
+				uid, err := lookupUserid(user)
+				if err != nil || uid < 0 {
+					return fmt.Errorf("--user=%s: give one user name or number", user)
+				}
+				req["userid"] = uid
+			}
+			var resp struct {
+				Pools []jobpool.PoolInfo `json:"pools"`
+				Pool  *jobpool.PoolInfo  `json:"pool"`
+				Items []jobpool.Item     `json:"items"`
+			}
+			var raw json.RawMessage
+			if err := poolCall("job-pool.list", req, &raw); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				_, err := fmt.Fprintf(out, "%s\n", raw)
+				return err
+			}
+			if err := json.Unmarshal(raw, &resp); err != nil {
+				return fmt.Errorf("job-pool.list: %w", err)
+			}
+			if resp.Pool != nil {
+				return printPoolItems(out, resp.Pool, resp.Items)
+			}
+			return printPools(out, resp.Pools)
+		},
+	}
+	poolFlag(cmd, &name)
+	cmd.Flags().BoolVarP(&all, "all-users", "A", false, "every user's pools (instance owner only)")
+	cmd.Flags().StringVarP(&user, "user", "u", "", "the pools of `USER` (instance owner only for another user)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the service's JSON answer")
+	return cmd
+}
+
+func printPools(out io.Writer, pools []jobpool.PoolInfo) error {
+	w := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(w, "USER\tNAME\tSTATE\tPENDING\tRUNNING\tDONE\tPULLERS")
+	for _, p := range pools {
+		state := "open"
+		if p.Closed {
+			state = "closed"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\t%d\n", usernameOf(p.Userid), p.Name, state, p.Pending, p.Assigned, p.Done, p.Waiting)
+	}
+	return w.Flush()
+}
+
+func printPoolItems(out io.Writer, p *jobpool.PoolInfo, items []jobpool.Item) error {
+	w := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tSTATE\tCHILD\tJOBID\tRESULT\tNOTE")
+	for _, it := range items {
+		jid, result, note := "-", "-", ""
+		if it.Result != nil {
+			if it.Result.Jobid != "" {
+				jid = it.Result.Jobid
+			}
+			result, note = it.Result.Result, it.Result.Note
+			if it.Result.Waitstatus != nil && *it.Result.Waitstatus != 0 {
+				note = strings.TrimSpace(fmt.Sprintf("exit %d %s", job.WaitstatusToExitCode(*it.Result.Waitstatus), note))
+			}
+		}
+		child := it.Child
+		if child == "" {
+			child = "-"
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", it.ID, it.State, child, jid, result, note)
+	}
+	return w.Flush()
+}
+
+func newPoolPullCmd() *cobra.Command {
+	var o pullOptions
+	cmd := &cobra.Command{
+		Use:   "pull [-p NAME] [--window=N] [--parent=URI] [-v]",
+		Short: "Run jobs pulled from a pool of the enclosing instance (a child's initial program)",
+		Long: `Run in a child instance (e.g. flux batch --wrap flux pool pull -p NAME):
+take jobs from the pool NAME of the instance this one runs in, run them
+here, report each one's result back, and take more as they finish, until
+the pool is closed and empty and every job taken has ended. At most
+--window jobs are taken at a time (default: this instance's cores).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := jobpool.CheckName(o.pool); err != nil {
+				return err
+			}
+			return withHandle(func(ctx context.Context, h *flux.Handle) error {
+				return pullJobs(ctx, h, o, cmd.ErrOrStderr())
+			})
+		},
+	}
+	poolFlag(cmd, &o.pool)
+	cmd.Flags().IntVar(&o.window, "window", 0, "at most `N` pulled jobs unfinished at a time (default: this instance's core count)")
+	cmd.Flags().StringVar(&o.parent, "parent", "", "pull from the instance at `URI` (default: the enclosing instance, attribute parent-uri)")
+	cmd.Flags().CountVarP(&o.verbose, "verbose", "v", "print each job taken and its result on stderr")
+	return cmd
+}
+
+type pullOptions struct {
+	pool    string
+	window  int
+	parent  string
+	verbose int
+}
+
+// pulled is a job taken from the pool.
+type pulled struct {
+	ID      int64           `json:"id"`
+	Jobspec json.RawMessage `json:"jobspec"`
+}
+
+// pullEvent is what the pull loop waits for.
+type pullEvent struct {
+	items  []pulled // a pull answered
+	err    error    // ... or failed (ENODATA: closed and empty)
+	done   *pullDone
+	isPull bool
+}
+
+type pullDone struct {
+	item   int64
+	result jobpool.Result
+}
+
+// pullJobs is flux pool pull: one pull request out at a time, asking
+// for as many jobs as there is room for.
+func pullJobs(ctx context.Context, h *flux.Handle, o pullOptions, errw io.Writer) error {
+	parentURI := o.parent
+	if parentURI == "" {
+		var err error
+		if parentURI, err = h.Attr(ctx, "parent-uri"); err != nil {
+			return fmt.Errorf("this instance has no parent-uri attribute (it is not a job of another instance): give --parent=URI")
+		}
+	}
+	ph, err := flux.Open(parentURI)
+	if err != nil {
+		return fmt.Errorf("enclosing instance %s: %w", parentURI, err)
+	}
+	defer ph.Close()
+	window := o.window
+	if window < 0 {
+		return fmt.Errorf("--window=%d: want a positive count", window)
+	}
+	if window == 0 {
+		if window, err = instanceCores(ctx, h); err != nil {
+			return fmt.Errorf("--window not given and this instance's size is unknown: %w", err)
+		}
+	}
+	child := "pid " + fmt.Sprint(os.Getpid())
+	if id, err := h.Attr(ctx, "jobid"); err == nil {
+		child = "job " + id
+	} else if host, err := os.Hostname(); err == nil {
+		child = host + " " + child
+	}
+	events := make(chan pullEvent, 16)
+	pullOut, closed := false, false
+	inflight, taken, reported := 0, 0, 0
+	var failed error
+	pull := func() {
+		pullOut = true
+		req := map[string]any{"pool": o.pool, "max": window - inflight, "child": child}
+		f, err := ph.RPC("job-pool.pull", 0, req, 0)
+		if err != nil {
+			events <- pullEvent{isPull: true, err: err}
+			return
+		}
+		go func() {
+			var resp struct {
+				Items []pulled `json:"items"`
+			}
+			err := f.Decode(ctx, &resp)
+			events <- pullEvent{isPull: true, items: resp.Items, err: err}
+		}()
+	}
+	report := func(d pullDone) {
+		req := map[string]any{"pool": o.pool, "id": d.item, "result": d.result}
+		if err := ph.Call(ctx, "job-pool.done", 0, req, nil); err != nil {
+			failed = fmt.Errorf("reporting pool item %d: %w", d.item, err)
+			fmt.Fprintf(errw, "flux-pool: %v\n", failed)
+			return
+		}
+		reported++
+		if o.verbose > 0 {
+			fmt.Fprintf(errw, "flux-pool: item %d: %s %s %s\n", d.item, orDash(d.result.Jobid), d.result.Result, d.result.Note)
+		}
+	}
+	uid := uint32(os.Getuid())
+	pull()
+	for pullOut || inflight > 0 {
+		var ev pullEvent
+		select {
+		case ev = <-events:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		switch {
+		case ev.isPull:
+			pullOut = false
+			if ev.err != nil {
+				if !errors.Is(ev.err, syscall.ENODATA) {
+					return fmt.Errorf("pulling from pool %s: %s", o.pool, flux.ErrorText(ev.err))
+				}
+				closed = true
+			}
+			for _, it := range ev.items {
+				taken++
+				inflight++
+				go runPulled(ctx, h, it, uid, events, o.verbose, errw)
+			}
+		case ev.done != nil:
+			inflight--
+			report(*ev.done)
+		}
+		if pullOut || inflight >= window {
+			continue
+		}
+		// room for more: ask, unless the pool said it is closed and empty
+		// (then once more when everything here has ended, for the jobs
+		// other children gave back meanwhile)
+		if !closed || inflight == 0 && ev.done != nil {
+			pull()
+		}
+	}
+	if o.verbose > 0 {
+		fmt.Fprintf(errw, "flux-pool: pool %s: ran %d jobs, reported %d\n", o.pool, taken, reported)
+	}
+	return failed
+}
+
+// runPulled submits one pulled jobspec here and reports how it ended.
+func runPulled(ctx context.Context, h *flux.Handle, it pulled, uid uint32, events chan<- pullEvent, verbose int, errw io.Writer) {
+	d := &pullDone{item: it.ID}
+	defer func() { events <- pullEvent{done: d} }()
+	js, err := jobspec.Parse(it.Jobspec)
+	if err != nil {
+		d.result = jobpool.Result{Result: "REFUSED", Note: err.Error()}
+		return
+	}
+	f, err := sendSubmit(h, js, uid, 16, 0)
+	var resp struct {
+		ID jobid.ID `json:"id"`
+	}
+	if err == nil {
+		err = f.Decode(ctx, &resp)
+	}
+	if err != nil {
+		d.result = jobpool.Result{Result: "REFUSED", Note: flux.ErrorText(err)}
+		return
+	}
+	if verbose > 1 {
+		fmt.Fprintf(errw, "flux-pool: item %d: submitted as %s\n", it.ID, resp.ID.String())
+	}
+	r, err := job.WaitResult(ctx, h, resp.ID)
+	if err != nil {
+		d.result = jobpool.Result{Jobid: resp.ID.String(), Result: "FAILED", Note: "lost track of the job: " + flux.ErrorText(err)}
+		return
+	}
+	d.result = jobpool.Result{Jobid: resp.ID.String(), Result: r.Result.String(), Waitstatus: r.Waitstatus}
+	if r.ExceptionOccurred && *r.ExceptionSeverity == 0 {
+		d.result.Note = r.ExceptionType
+		if r.ExceptionNote != "" {
+			d.result.Note += ": " + r.ExceptionNote
+		}
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// instanceCores is the number of cores of the instance's resources.
+func instanceCores(ctx context.Context, h *flux.Handle) (int, error) {
+	var raw json.RawMessage
+	if err := kvs.GetJSON(ctx, h, "", "resource.R", &raw); err != nil {
+		return 0, fmt.Errorf("resource.R: %s", flux.ErrorText(err))
+	}
+	R, err := rset.Parse(raw)
+	if err != nil {
+		return 0, fmt.Errorf("resource.R: %w", err)
+	}
+	if n := R.NCores(); n > 0 {
+		return n, nil
+	}
+	return 0, fmt.Errorf("resource.R has no cores")
+}

@@ -1,0 +1,569 @@
+// Package jobpool is the job-pool broker module: hierarchical scheduling
+// by pull (seed 002). A user adds jobspecs to a named pool in an instance;
+// child instances of that instance (flux batch/alloc jobs running `flux
+// pool pull`) ask it for work whenever they have room, run what they get
+// as their own jobs, and report each one's result back. The parent's
+// scheduler never sees the pooled jobs and the children's schedulers do
+// not know where theirs come from: only this service and the puller know
+// about the hierarchy.
+//
+// Pools are per user: a request names a pool of its sender's, so the jobs
+// a child pulls are always its owner's. A pull with nothing to hand out
+// is not answered until there is (or the pool is closed: then ENODATA).
+// Items handed to a client that disconnects before reporting their
+// results go back to the pool, so a child instance that dies loses no
+// work. Pools live in the KVS (job-pool.UID.NAME), and adds, closes and
+// results are answered once they are in a checkpoint.
+package jobpool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/kvsbatch"
+	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
+)
+
+// Name is the module (and service) name.
+const Name = "job-pool"
+
+// kvsDir is where pools are kept: kvsDir.UID.NAME.{meta,items.ID}.
+const kvsDir = "job-pool"
+
+// MaxAdd bounds the jobspecs of one add request.
+const MaxAdd = 100000
+
+// Item states.
+const (
+	StatePending  = "pending"  // waiting to be pulled
+	StateAssigned = "assigned" // pulled, no result yet
+	StateDone     = "done"     // result reported
+)
+
+// Result is what a puller reports of an item it ran.
+type Result struct {
+	// Jobid is the job's id in the instance that ran it ("" if it
+	// could not be submitted there).
+	Jobid string `json:"jobid,omitempty"`
+	// Result is the job's result (COMPLETED, FAILED, CANCELED,
+	// TIMEOUT), or REFUSED when the child would not take the jobspec.
+	Result     string `json:"result"`
+	Waitstatus *int   `json:"waitstatus,omitempty"`
+	// Note says why (an exception's type and note, or the refusal).
+	Note string `json:"note,omitempty"`
+}
+
+// Item is one pooled jobspec and what became of it.
+type Item struct {
+	ID      int64           `json:"id"`
+	Jobspec json.RawMessage `json:"jobspec,omitempty"`
+	State   string          `json:"state"`
+	// Child describes who pulled it last (the puller's own
+	// description, e.g. "job ƒ3nX (2 nodes)").
+	Child   string  `json:"child,omitempty"`
+	Pulls   int     `json:"pulls,omitempty"` // times handed out
+	TAdd    float64 `json:"t_add"`
+	TAssign float64 `json:"t_assign,omitempty"`
+	TDone   float64 `json:"t_done,omitempty"`
+	Result  *Result `json:"result,omitempty"`
+
+	route string // the client holding it (assigned)
+}
+
+// meta is a pool's own record.
+type meta struct {
+	Closed bool  `json:"closed"`
+	Next   int64 `json:"next"` // the next item id
+}
+
+type pool struct {
+	name    string
+	userid  uint32
+	meta    meta
+	items   map[int64]*Item
+	pending []int64 // ids in pull order (FIFO); done/assigned ones skipped
+	waiting []*puller
+}
+
+// puller is a pull request not answered yet.
+type puller struct {
+	r     *flux.Request
+	max   int
+	child string
+}
+
+type service struct {
+	h     *flux.Handle
+	batch *kvsbatch.Batch
+	pools map[string]*pool // by key(userid, name)
+}
+
+// Module is the job-pool module.
+type Module struct{}
+
+// New returns the module.
+func New() module.Module { return &Module{} }
+
+// Name implements module.Module.
+func (*Module) Name() string { return Name }
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// CheckName reports whether name may name a pool.
+func CheckName(name string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("pool name %q: use 1 to 64 letters, digits, '-' or '_'", name)
+	}
+	return nil
+}
+
+func key(userid uint32, name string) string {
+	return strconv.FormatUint(uint64(userid), 10) + "." + name
+}
+
+// Run implements module.Module.
+func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
+	s := &service{h: h, batch: kvsbatch.New(h, ""), pools: map[string]*pool{}}
+	s.batch.OnError = func(err error, ops int) {
+		flux.NewLogger(h, Name).Error("KVS commit failed", "ops", ops, "err", err)
+	}
+	if err := s.restore(ctx); err != nil {
+		return fmt.Errorf("restoring pools from the KVS: %w", err)
+	}
+	h.HandleFunc(Name+".create", s.create)
+	h.HandleFunc(Name+".add", s.add)
+	h.HandleFunc(Name+".pull", s.pull)
+	h.HandleFunc(Name+".done", s.done)
+	h.HandleFunc(Name+".close", s.close)
+	h.HandleFunc(Name+".remove", s.remove)
+	h.HandleFunc(Name+".list", s.list)
+	h.HandleFunc(Name+".disconnect", s.disconnect)
+	return h.Serve(ctx)
+}
+
+// restore reads the pools back from the KVS. Items that were handed out
+// when the instance stopped are pending again: whoever pulled them was
+// connected to the instance that stopped.
+func (s *service) restore(ctx context.Context) error {
+	users, err := kvs.Dir(ctx, s.h, "", kvsDir)
+	if errors.Is(err, syscall.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, u := range users.Names() {
+		uid, err := strconv.ParseUint(u, 10, 32)
+		if err != nil {
+			continue
+		}
+		names, err := kvs.Dir(ctx, s.h, "", users.KeyAt(u))
+		if err != nil {
+			return err
+		}
+		for _, name := range names.Names() {
+			p := &pool{name: name, userid: uint32(uid), items: map[int64]*Item{}}
+			base := names.KeyAt(name)
+			if err := kvs.GetJSON(ctx, s.h, "", base+".meta", &p.meta); err != nil {
+				return fmt.Errorf("pool %s of user %d: %w", name, uid, err)
+			}
+			items, err := kvs.Dir(ctx, s.h, "", base+".items")
+			if err != nil && !errors.Is(err, syscall.ENOENT) {
+				return err
+			}
+			if err == nil {
+				for _, n := range items.Names() {
+					it := &Item{}
+					if err := kvs.GetJSON(ctx, s.h, "", items.KeyAt(n), it); err != nil {
+						return fmt.Errorf("pool %s of user %d, item %s: %w", name, uid, n, err)
+					}
+					if it.State == StateAssigned {
+						it.State = StatePending
+					}
+					p.items[it.ID] = it
+				}
+			}
+			for id, it := range p.items {
+				if it.State == StatePending {
+					p.pending = append(p.pending, id)
+				}
+			}
+			sort.Slice(p.pending, func(i, j int) bool { return p.pending[i] < p.pending[j] })
+			s.pools[key(p.userid, name)] = p
+		}
+	}
+	return nil
+}
+
+func now() float64 { return float64(time.Now().UnixNano()) / 1e9 }
+
+func (p *pool) base() string {
+	return kvsDir + "." + strconv.FormatUint(uint64(p.userid), 10) + "." + p.name
+}
+
+// save queues an item's record for the KVS.
+func (s *service) save(p *pool, it *Item) {
+	b, err := json.Marshal(it)
+	if err != nil {
+		return // an Item always encodes
+	}
+	s.batch.Put(p.base()+".items."+strconv.FormatInt(it.ID, 10), b)
+}
+
+func (s *service) saveMeta(p *pool) {
+	b, _ := json.Marshal(p.meta)
+	s.batch.Put(p.base()+".meta", b)
+}
+
+// durable answers r with v once everything queued is checkpointed.
+func (s *service) durable(r *flux.Request, v any) {
+	s.batch.AfterDurable(func(err error) {
+		if err != nil {
+			r.Errorf(syscall.EIO, "%s: %v", r.Topic(), err)
+			return
+		}
+		r.Respond(v)
+	})
+}
+
+// poolRequest is the part every request shares.
+type poolRequest struct {
+	Pool string `json:"pool"`
+}
+
+// lookup finds the sender's pool named in r, answering an error if it
+// does not exist (or create is false and it does not).
+func (s *service) lookup(r *flux.Request, name string, create bool) *pool {
+	if err := CheckName(name); err != nil {
+		r.Errorf(syscall.EINVAL, "%v", err)
+		return nil
+	}
+	k := key(r.Userid(), name)
+	p := s.pools[k]
+	if p == nil && create {
+		p = &pool{name: name, userid: r.Userid(), items: map[int64]*Item{}, meta: meta{Next: 1}}
+		s.pools[k] = p
+		s.saveMeta(p)
+	}
+	if p == nil {
+		r.Errorf(syscall.ENOENT, "no pool %q (flux pool create or flux pool submit makes one)", name)
+	}
+	return p
+}
+
+func (s *service) create(r *flux.Request) {
+	var req poolRequest
+	if r.Decode(&req) != nil {
+		return
+	}
+	if err := CheckName(req.Pool); err != nil {
+		r.Errorf(syscall.EINVAL, "%v", err)
+		return
+	}
+	if s.pools[key(r.Userid(), req.Pool)] != nil {
+		r.Errorf(syscall.EEXIST, "pool %q exists", req.Pool)
+		return
+	}
+	s.lookup(r, req.Pool, true)
+	s.durable(r, map[string]any{})
+}
+
+// add takes jobspecs into a pool (made if it does not exist), each
+// checked as a version 1 jobspec first: one bad jobspec refuses the
+// whole request, naming it.
+func (s *service) add(r *flux.Request) {
+	var req struct {
+		Pool     string            `json:"pool"`
+		Jobspecs []json.RawMessage `json:"jobspecs"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	if len(req.Jobspecs) == 0 || len(req.Jobspecs) > MaxAdd {
+		r.Errorf(syscall.EINVAL, "add: want 1 to %d jobspecs, got %d", MaxAdd, len(req.Jobspecs))
+		return
+	}
+	for i, js := range req.Jobspecs {
+		if _, err := jobspec.ParseV1(js); err != nil {
+			r.Errorf(syscall.EINVAL, "jobspec %d of %d: %v", i+1, len(req.Jobspecs), err)
+			return
+		}
+	}
+	if p := s.pools[key(r.Userid(), req.Pool)]; p != nil && p.meta.Closed {
+		r.Errorf(syscall.EPERM, "pool %q is closed: it takes no more jobs", req.Pool)
+		return
+	}
+	p := s.lookup(r, req.Pool, true)
+	if p == nil {
+		return
+	}
+	t := now()
+	ids := make([]int64, len(req.Jobspecs))
+	for i, js := range req.Jobspecs {
+		it := &Item{ID: p.meta.Next, Jobspec: js, State: StatePending, TAdd: t}
+		p.meta.Next++
+		p.items[it.ID] = it
+		p.pending = append(p.pending, it.ID)
+		ids[i] = it.ID
+		s.save(p, it)
+	}
+	s.saveMeta(p)
+	s.durable(r, map[string]any{"ids": ids})
+	s.serve(p)
+}
+
+// pull hands out up to max pending items of the sender's pool, waiting
+// for some if there are none; ENODATA once the pool is closed and has
+// nothing pending.
+func (s *service) pull(r *flux.Request) {
+	var req struct {
+		Pool  string `json:"pool"`
+		Max   int    `json:"max"`
+		Child string `json:"child"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	if req.Max < 1 {
+		r.Errorf(syscall.EINVAL, "pull: max must be at least 1, got %d", req.Max)
+		return
+	}
+	p := s.lookup(r, req.Pool, false)
+	if p == nil {
+		return
+	}
+	p.waiting = append(p.waiting, &puller{r: r, max: req.Max, child: req.Child})
+	s.serve(p)
+}
+
+// serve answers the waiting pulls of p that can be answered.
+func (s *service) serve(p *pool) {
+	for len(p.waiting) > 0 {
+		w := p.waiting[0]
+		var out []*Item
+		for len(p.pending) > 0 && len(out) < w.max {
+			id := p.pending[0]
+			p.pending = p.pending[1:]
+			if it := p.items[id]; it != nil && it.State == StatePending {
+				out = append(out, it)
+			}
+		}
+		if len(out) == 0 {
+			if !p.meta.Closed {
+				return // keep waiting
+			}
+			w.r.Errorf(syscall.ENODATA, "pool %q is closed and has nothing left to pull", p.name)
+			p.waiting = p.waiting[1:]
+			continue
+		}
+		p.waiting = p.waiting[1:]
+		t := now()
+		type handed struct {
+			ID      int64           `json:"id"`
+			Jobspec json.RawMessage `json:"jobspec"`
+		}
+		resp := make([]handed, len(out))
+		for i, it := range out {
+			it.State, it.Child, it.TAssign, it.route = StateAssigned, w.child, t, w.r.Msg.RouteString()
+			it.Pulls++
+			s.save(p, it)
+			resp[i] = handed{it.ID, it.Jobspec}
+		}
+		w.r.Respond(map[string]any{"items": resp})
+	}
+}
+
+// done records the result of an item the sender pulled.
+func (s *service) done(r *flux.Request) {
+	var req struct {
+		Pool   string  `json:"pool"`
+		ID     int64   `json:"id"`
+		Result *Result `json:"result"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	p := s.lookup(r, req.Pool, false)
+	if p == nil {
+		return
+	}
+	it := p.items[req.ID]
+	switch {
+	case it == nil:
+		r.Errorf(syscall.ENOENT, "pool %q has no item %d", p.name, req.ID)
+		return
+	case it.State != StateAssigned:
+		r.Errorf(syscall.EINVAL, "pool %q item %d is %s, not assigned", p.name, req.ID, it.State)
+		return
+	case req.Result == nil || req.Result.Result == "":
+		r.Errorf(syscall.EPROTO, "done: result.result is missing")
+		return
+	}
+	it.State, it.Result, it.TDone, it.route = StateDone, req.Result, now(), ""
+	s.save(p, it)
+	s.durable(r, map[string]any{})
+}
+
+// close stops a pool taking jobs: its pullers get ENODATA once nothing is
+// pending.
+func (s *service) close(r *flux.Request) {
+	var req poolRequest
+	if r.Decode(&req) != nil {
+		return
+	}
+	p := s.lookup(r, req.Pool, false)
+	if p == nil {
+		return
+	}
+	if !p.meta.Closed {
+		p.meta.Closed = true
+		s.saveMeta(p)
+	}
+	s.durable(r, map[string]any{})
+	s.serve(p)
+}
+
+// remove forgets a pool; one with items out (assigned) only with force.
+func (s *service) remove(r *flux.Request) {
+	var req struct {
+		Pool  string `json:"pool"`
+		Force bool   `json:"force"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	p := s.lookup(r, req.Pool, false)
+	if p == nil {
+		return
+	}
+	if out := p.count()[StateAssigned]; out > 0 && !req.Force {
+		r.Errorf(syscall.EBUSY, "pool %q has %d jobs out in child instances (force to remove it anyway)", p.name, out)
+		return
+	}
+	for _, w := range p.waiting {
+		w.r.Errorf(syscall.ENODATA, "pool %q was removed", p.name)
+	}
+	delete(s.pools, key(p.userid, p.name))
+	s.batch.Unlink(p.base())
+	s.durable(r, map[string]any{})
+}
+
+func (p *pool) count() map[string]int {
+	c := map[string]int{StatePending: 0, StateAssigned: 0, StateDone: 0}
+	for _, it := range p.items {
+		c[it.State]++
+	}
+	return c
+}
+
+// PoolInfo is a pool as job-pool.list describes it.
+type PoolInfo struct {
+	Name     string `json:"name"`
+	Userid   uint32 `json:"userid"`
+	Closed   bool   `json:"closed"`
+	Pending  int    `json:"pending"`
+	Assigned int    `json:"assigned"`
+	Done     int    `json:"done"`
+	Waiting  int    `json:"waiting"` // pulls waiting for work
+}
+
+func (p *pool) info() PoolInfo {
+	c := p.count()
+	return PoolInfo{Name: p.name, Userid: p.userid, Closed: p.meta.Closed,
+		Pending: c[StatePending], Assigned: c[StateAssigned], Done: c[StateDone], Waiting: len(p.waiting)}
+}
+
+// list describes the sender's pools (every user's for the instance
+// owner with "all"), or one pool's items with "pool".
+func (s *service) list(r *flux.Request) {
+	var req struct {
+		Pool   string  `json:"pool"`
+		All    bool    `json:"all"`
+		Userid *uint32 `json:"userid"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	uid := r.Userid()
+	if req.Userid != nil && *req.Userid != uid {
+		if !r.IsOwner() {
+			r.Errorf(syscall.EPERM, "only the instance owner may list another user's pools")
+			return
+		}
+		uid = *req.Userid
+	}
+	if req.Pool != "" {
+		p := s.pools[key(uid, req.Pool)]
+		if p == nil {
+			r.Errorf(syscall.ENOENT, "no pool %q", req.Pool)
+			return
+		}
+		items := make([]Item, 0, len(p.items))
+		for _, it := range p.items {
+			c := *it
+			c.Jobspec = nil
+			items = append(items, c)
+		}
+		sort.Slice(items, func(i, j int) bool { return items[i].ID < items[j].ID })
+		r.Respond(map[string]any{"pool": p.info(), "items": items})
+		return
+	}
+	if req.All && !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "only the instance owner may list every user's pools")
+		return
+	}
+	pools := []PoolInfo{}
+	for _, p := range s.pools {
+		if req.All || p.userid == uid {
+			pools = append(pools, p.info())
+		}
+	}
+	sort.Slice(pools, func(i, j int) bool {
+		if pools[i].Userid != pools[j].Userid {
+			return pools[i].Userid < pools[j].Userid
+		}
+		return pools[i].Name < pools[j].Name
+	})
+	r.Respond(map[string]any{"pools": pools})
+}
+
+// disconnect puts back what a client that went away had pulled and not
+// finished, and forgets its waiting pulls.
+func (s *service) disconnect(r *flux.Request) {
+	route := r.Msg.RouteString()
+	for _, p := range s.pools {
+		var back []int64
+		for id, it := range p.items {
+			if it.State == StateAssigned && it.route == route {
+				it.State, it.route = StatePending, ""
+				s.save(p, it)
+				back = append(back, id)
+			}
+		}
+		if len(back) > 0 {
+			sort.Slice(back, func(i, j int) bool { return back[i] < back[j] })
+			p.pending = append(back, p.pending...)
+		}
+		kept := p.waiting[:0]
+		for _, w := range p.waiting {
+			if w.r.Msg.RouteString() != route {
+				kept = append(kept, w)
+			}
+		}
+		clear(p.waiting[len(kept):])
+		p.waiting = kept
+		if len(back) > 0 {
+			s.serve(p)
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package jobpool
+
+import (
+	"encoding/json"
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/broker"
+	"github.com/fluxgo/fluxgo/internal/broker/brokertest"
+	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/internal/modules/content"
+	"github.com/fluxgo/fluxgo/internal/modules/kvs"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
+)
+
+func start(t *testing.T) *brokertest.Instance {
+	reg := module.NewRegistry()
+	reg.Register(content.Name, content.New)
+	reg.Register(kvs.Name, kvs.New)
+	reg.Register(Name, New)
+	return brokertest.Start(t, brokertest.Options{Registry: reg,
+		Modules: []broker.ModuleSpec{{Name: content.Name}, {Name: kvs.Name}, {Name: Name}}})
+}
+
+func spec(t *testing.T, cmd string) json.RawMessage {
+	js, err := jobspec.FromCommand([]string{cmd}, jobspec.CommandOptions{NTasks: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := js.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type pulledItems struct {
+	Items []struct {
+		ID      int64           `json:"id"`
+		Jobspec json.RawMessage `json:"jobspec"`
+	} `json:"items"`
+}
+
+// TestPullWaitsAndHandsOutInOrder checks a pull of an empty pool waits
+// for work, items come out in the order added, at most max at a time,
+// and a closed pool ends its pullers with ENODATA once empty.
+func TestPullWaitsAndHandsOutInOrder(t *testing.T) {
+	inst := start(t)
+	h := inst.Handle(0)
+	ctx := brokertest.Ctx(t)
+	if err := h.Call(ctx, Name+".create", 0, map[string]any{"pool": "p"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := h.RPC(Name+".pull", 0, map[string]any{"pool": "p", "max": 2, "child": "c1"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got pulledItems
+	answered := make(chan error, 1)
+	go func() { answered <- f.Decode(ctx, &got) }()
+	select {
+	case err := <-answered:
+		t.Fatalf("a pull of an empty pool was answered at once: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	var added struct {
+		IDs []int64 `json:"ids"`
+	}
+	specs := []json.RawMessage{spec(t, "a"), spec(t, "b"), spec(t, "c")}
+	if err := h.Call(ctx, Name+".add", 0, map[string]any{"pool": "p", "jobspecs": specs}, &added); err != nil {
+		t.Fatal(err)
+	}
+	if len(added.IDs) != 3 || added.IDs[0] != 1 || added.IDs[2] != 3 {
+		t.Fatalf("add answered %v", added.IDs)
+	}
+	if err := <-answered; err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Items) != 2 || got.Items[0].ID != 1 || got.Items[1].ID != 2 {
+		t.Fatalf("first pull got %+v, want items 1 and 2", got.Items)
+	}
+	if err := h.Call(ctx, Name+".close", 0, map[string]any{"pool": "p"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Call(ctx, Name+".pull", 0, map[string]any{"pool": "p", "max": 5}, &got); err != nil || len(got.Items) != 1 || got.Items[0].ID != 3 {
+		t.Fatalf("second pull: %+v, %v; want item 3", got.Items, err)
+	}
+	if err := h.Call(ctx, Name+".pull", 0, map[string]any{"pool": "p", "max": 5}, &got); !errors.Is(err, syscall.ENODATA) {
+		t.Fatalf("pull of a closed, empty pool: %v, want ENODATA", err)
+	}
+	// results: only for items handed out, once
+	res := map[string]any{"result": "COMPLETED", "jobid": "ƒ2"}
+	if err := h.Call(ctx, Name+".done", 0, map[string]any{"pool": "p", "id": 1, "result": res}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Call(ctx, Name+".done", 0, map[string]any{"pool": "p", "id": 1, "result": res}, nil); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("second result of item 1: %v, want EINVAL", err)
+	}
+	if err := h.Call(ctx, Name+".done", 0, map[string]any{"pool": "p", "id": 9, "result": res}, nil); !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("result of item 9: %v, want ENOENT", err)
+	}
+	if err := h.Call(ctx, Name+".add", 0, map[string]any{"pool": "p", "jobspecs": specs}, nil); !errors.Is(err, syscall.EPERM) {
+		t.Fatalf("add to a closed pool: %v, want EPERM", err)
+	}
+}
+
+// TestDisconnectReturnsItems checks what a client took and did not
+// finish goes back to the front of the pool when it disconnects, and its
+// waiting pull is forgotten.
+func TestDisconnectReturnsItems(t *testing.T) {
+	inst := start(t)
+	h := inst.Handle(0)
+	ctx := brokertest.Ctx(t)
+	specs := []json.RawMessage{spec(t, "a"), spec(t, "b"), spec(t, "c")}
+	if err := h.Call(ctx, Name+".add", 0, map[string]any{"pool": "p", "jobspecs": specs}, nil); err != nil {
+		t.Fatal(err)
+	}
+	child, err := flux.Open(inst.Brokers[0].LocalURI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got pulledItems
+	if err := child.Call(ctx, Name+".pull", 0, map[string]any{"pool": "p", "max": 2, "child": "c"}, &got); err != nil || len(got.Items) != 2 {
+		t.Fatalf("child's pull: %+v %v", got, err)
+	}
+	if _, err := child.RPC(Name+".pull", 0, map[string]any{"pool": "p", "max": 2}, 0); err != nil {
+		t.Fatal(err) // answered with item 3 at once
+	}
+	if _, err := child.RPC(Name+".pull", 0, map[string]any{"pool": "p", "max": 2}, 0); err != nil {
+		t.Fatal(err) // waits: nothing left
+	}
+	time.Sleep(100 * time.Millisecond)
+	child.Close()
+	// items 1-3 come back, in order; the forgotten pull takes none
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var list struct {
+			Pool  PoolInfo `json:"pool"`
+			Items []Item   `json:"items"`
+		}
+		if err := h.Call(ctx, Name+".list", 0, map[string]any{"pool": "p"}, &list); err != nil {
+			t.Fatal(err)
+		}
+		if list.Pool.Pending == 3 && list.Pool.Waiting == 0 {
+			for _, it := range list.Items {
+				if it.Pulls != 1 || it.Child == "" && it.ID < 3 {
+					t.Errorf("item %+v", it)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the disconnect: %+v", list.Pool)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := h.Call(ctx, Name+".pull", 0, map[string]any{"pool": "p", "max": 3}, &got); err != nil || len(got.Items) != 3 || got.Items[0].ID != 1 {
+		t.Fatalf("pull after the disconnect: %+v %v", got.Items, err)
+	}
+}
