@@ -20,6 +20,13 @@ step flux job eventlog "$id"
 step flux kvs put demo.greeting=hello
 step flux kvs get demo.greeting
 step flux exec -r all flux getattr rank
+# seed 002: two child instances pull work from a pool of this one
+step flux pool submit -p demo --cc=1-8 --quiet sh -c 'sleep 0.2'
+step flux pool close -p demo
+a=$(flux batch -N2 --output=/dev/null --wrap flux pool pull -p demo)
+b=$(flux batch -N2 --output=/dev/null --wrap flux pool pull -p demo)
+step flux job status "$a" "$b"
+step flux pool list -p demo
 SCRIPT
 trap 'rm -f /tmp/fluxgo-demo.$$' EXIT
 flux start -s 4 bash /tmp/fluxgo-demo.$$
