@@ -29,6 +29,10 @@ type ModuleSpec struct {
 	Name  string
 	Ranks string // "all", "0", or "1-" style; empty means all
 	Args  []string
+	// IfConfig, if set, loads the module only when the instance
+	// configuration has this top-level table (an optional service that
+	// is configured to be used, e.g. [archive]).
+	IfConfig string
 }
 
 // onRank reports whether the module loads on rank r.

@@ -67,6 +67,11 @@ func (b *Broker) Run() (int, error) {
 		if !spec.onRank(b.rank) {
 			continue
 		}
+		if spec.IfConfig != "" {
+			if _, ok := b.svc.conf.get()[spec.IfConfig]; !ok {
+				continue
+			}
+		}
 		if err := b.modules.load(spec.Name, spec.Args); err != nil {
 			b.log.Error(fmt.Sprintf("rc1: load %s: %v", spec.Name, err))
 			b.teardown()

@@ -9,6 +9,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/modules/content"
 	"github.com/fluxgo/fluxgo/internal/modules/contentsqlite"
 	"github.com/fluxgo/fluxgo/internal/modules/heartbeat"
+	"github.com/fluxgo/fluxgo/internal/modules/jobarchive"
 	"github.com/fluxgo/fluxgo/internal/modules/jobexec"
 	"github.com/fluxgo/fluxgo/internal/modules/jobinfo"
 	"github.com/fluxgo/fluxgo/internal/modules/jobingest"
@@ -49,6 +50,7 @@ func builtin() map[string]module.Factory {
 		joblist.Name:       joblist.New,
 		"job-ingest":       jobingest.New,
 		jobpool.Name:       jobpool.New,
+		jobarchive.Name:    jobarchive.New,
 		"job-exec":         jobexec.New,
 		"job-shell":        jobshell.New,
 	}
@@ -74,5 +76,7 @@ func DefaultRC1() []broker.ModuleSpec {
 		{Name: jobpool.Name, Ranks: "0"},
 		{Name: "job-shell", Ranks: "all"},
 		{Name: "job-exec", Ranks: "0"},
+		// with an [archive] table: inactive jobs copied to SQLite
+		{Name: jobarchive.Name, Ranks: "0", IfConfig: "archive"},
 	}
 }

@@ -1,0 +1,444 @@
+package cli
+
+import (
+	"context"
+	"database/sql"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fluxgo/fluxgo/internal/modules/jobarchive"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/fsd"
+)
+
+// flux usage: usage reports from the job archive (seed 003: "collated
+// usage by user+bank and user+project per day", and job records in plain
+// text). It reads the archive's SQLite file directly, so it works on a
+// copy of it, or with the instance down.
+
+type usageOptions struct {
+	db, since, until, by, per, format string
+	utc, jobs                         bool
+}
+
+func newUsageCmd() *cobra.Command {
+	var o usageOptions
+	cmd := &cobra.Command{
+		Use:   "usage [--by=user,bank] [--per=day] [--since=TIME] [--until=TIME] [-o table|csv|json] [--jobs]",
+		Short: "Report resource usage from the job archive",
+		Long: `Sum the node, core and GPU hours of the jobs in the job archive (the
+job-archive module, enabled by an [archive] table in the configuration)
+by user, bank, project or queue (--by, any combination), per day, week,
+month or over the whole time (--per). A job running across a period's end
+counts in each period for the time it ran in it. Periods are in local
+time unless --utc.
+
+--jobs prints the archived jobs themselves instead, one per line (with
+-o csv, a plain-text export of the records).
+
+TIME is YYYY-MM-DD[ HH:MM[:SS]] or a duration ago (7d, 12h). The archive
+is the instance's (its archive.dbpath, or STATEDIR/job-archive.sqlite)
+unless --db names a file. Run by the instance owner inside the instance,
+it first has the archive take the jobs that ended since its last pass.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runUsage(o, cmd.OutOrStdout(), time.Now())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.db, "db", "", "read the archive at `PATH`")
+	f.StringVar(&o.since, "since", "", "only usage after `TIME`")
+	f.StringVar(&o.until, "until", "", "only usage before `TIME`")
+	f.StringVar(&o.by, "by", "user,bank", "group by `FIELDS`: user, bank, project, queue (comma-separated), or none")
+	f.StringVar(&o.per, "per", "day", "one line per `PERIOD`: day, week, month or total")
+	f.BoolVar(&o.utc, "utc", false, "periods and times in UTC")
+	f.StringVarP(&o.format, "format", "o", "table", "output `FORMAT`: table, csv or json")
+	f.BoolVar(&o.jobs, "jobs", false, "list the archived jobs instead of summing them")
+	return cmd
+}
+
+var usageGroupFields = map[string]bool{"user": true, "bank": true, "project": true, "queue": true}
+
+func runUsage(o usageOptions, out io.Writer, now time.Time) error {
+	loc := time.Local
+	if o.utc {
+		loc = time.UTC
+	}
+	var by []string
+	if o.by != "none" {
+		for _, f := range strings.Split(o.by, ",") {
+			f = strings.TrimSpace(f)
+			if !usageGroupFields[f] {
+				return fmt.Errorf("--by=%s: unknown field %q (use user, bank, project, queue or none)", o.by, f)
+			}
+			by = append(by, f)
+		}
+	}
+	switch o.per {
+	case "day", "week", "month", "total":
+	default:
+		return fmt.Errorf("--per=%s: use day, week, month or total", o.per)
+	}
+	switch o.format {
+	case "table", "csv", "json":
+	default:
+		return fmt.Errorf("--format=%s: use table, csv or json", o.format)
+	}
+	since, until := 0.0, float64(now.Unix())+1
+	var err error
+	if o.since != "" {
+		if since, err = usageTime(o.since, now, loc); err != nil {
+			return fmt.Errorf("--since: %w", err)
+		}
+	}
+	if o.until != "" {
+		if until, err = usageTime(o.until, now, loc); err != nil {
+			return fmt.Errorf("--until: %w", err)
+		}
+	}
+	if until <= since {
+		return fmt.Errorf("--until must come after --since")
+	}
+	path := o.db
+	if path == "" {
+		if path, err = instanceArchivePath(); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("job archive: %w", err)
+	}
+	db, err := jobarchive.Open(path, true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	recs, err := usageRecords(db, since, until, o.jobs)
+	if err != nil {
+		return err
+	}
+	if o.jobs {
+		return printArchivedJobs(out, recs, o.format, loc)
+	}
+	rows := sumUsage(recs, by, o.per, since, until, loc)
+	return printUsage(out, rows, by, o.format)
+}
+
+// usageTime reads YYYY-MM-DD[ HH:MM[:SS]] in loc, or a duration ago.
+func usageTime(s string, now time.Time, loc *time.Location) (float64, error) {
+	for _, layout := range []string{"2006-01-02", "2006-01-02 15:04", "2006-01-02 15:04:05", "2006-01-02T15:04:05"} {
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			return float64(t.Unix()), nil
+		}
+	}
+	if d, err := fsd.Parse(s); err == nil && d >= 0 {
+		return float64(now.Unix()) - d, nil
+	}
+	return 0, fmt.Errorf("%q: want YYYY-MM-DD[ HH:MM[:SS]] or a duration ago (7d, 12h)", s)
+}
+
+// instanceArchivePath asks the enclosing instance where its archive is.
+func instanceArchivePath() (string, error) {
+	var path string
+	err := withHandle(func(ctx context.Context, h *flux.Handle) error {
+		var raw json.RawMessage
+		if err := h.Call(ctx, "config.get", flux.NodeidAny, nil, &raw); err != nil {
+			return err
+		}
+		var top struct {
+			Archive *struct {
+				DBPath string `json:"dbpath"`
+			} `json:"archive"`
+		}
+		if json.Unmarshal(raw, &top) != nil || top.Archive == nil {
+			return fmt.Errorf("this instance keeps no job archive (no [archive] table in its configuration): give --db=PATH")
+		}
+		path = top.Archive.DBPath
+		if path == "" {
+			dir, err := h.Attr(ctx, "statedir")
+			if err != nil || dir == "" {
+				return fmt.Errorf("the instance's job archive has no path (no archive.dbpath, no statedir): give --db=PATH")
+			}
+			path = filepath.Join(dir, "job-archive.sqlite")
+		}
+		// bring the archive up to date (the owner's privilege; others
+		// read what the last periodic pass archived)
+		err := h.Call(ctx, jobarchive.Name+".sync", flux.NodeidAny, nil, nil)
+		if err != nil && !errors.Is(err, syscall.EPERM) {
+			return fmt.Errorf("job archive: %w", err)
+		}
+		return nil
+	})
+	return path, err
+}
+
+// usageRecords reads the jobs that ran within [since, until) (all jobs
+// inactive in it with all).
+func usageRecords(db *sql.DB, since, until float64, all bool) ([]jobarchive.Record, error) {
+	q := `SELECT id, jobid, userid, username, name, queue, bank, project, result, waitstatus, exit_code,
+		exception_type, exception_note, t_submit, t_run, t_cleanup, t_inactive, duration, ntasks, nnodes, ncores,
+		ngpus, ranks, nodelist FROM jobs WHERE `
+	args := []any{since, until}
+	if all {
+		q += `t_inactive >= ? AND t_submit < ? ORDER BY id`
+	} else {
+		q += `t_run > 0 AND (CASE WHEN t_cleanup > 0 THEN t_cleanup ELSE t_inactive END) > ? AND t_run < ? ORDER BY id`
+	}
+	rows, err := db.Query(q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("job archive: %w", err)
+	}
+	defer rows.Close()
+	var out []jobarchive.Record
+	for rows.Next() {
+		var r jobarchive.Record
+		var id int64
+		if err := rows.Scan(&id, &r.Jobid, &r.Userid, &r.Username, &r.Name, &r.Queue, &r.Bank, &r.Project, &r.Result,
+			&r.Waitstatus, &r.ExitCode, &r.ExceptionType, &r.ExceptionNote, &r.TSubmit, &r.TRun, &r.TCleanup,
+			&r.TInactive, &r.Duration, &r.Ntasks, &r.Nnodes, &r.Ncores, &r.Ngpus, &r.Ranks, &r.Nodelist); err != nil {
+			return nil, fmt.Errorf("job archive: %w", err)
+		}
+		r.ID = uint64(id)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// usageRow is one line of a usage report.
+type usageRow struct {
+	Period    string            `json:"period"`
+	Group     map[string]string `json:"group"`
+	Jobs      int               `json:"jobs"`
+	NodeHours float64           `json:"node_hours"`
+	CoreHours float64           `json:"core_hours"`
+	GPUHours  float64           `json:"gpu_hours"`
+	start     int64
+	key       string
+}
+
+// periodStart is the start of the period holding t.
+func periodStart(t time.Time, per string) time.Time {
+	y, m, d := t.Date()
+	switch per {
+	case "day":
+		return time.Date(y, m, d, 0, 0, 0, 0, t.Location())
+	case "week": // weeks start on Monday
+		day := time.Date(y, m, d, 0, 0, 0, 0, t.Location())
+		return day.AddDate(0, 0, -((int(day.Weekday()) + 6) % 7))
+	case "month":
+		return time.Date(y, m, 1, 0, 0, 0, 0, t.Location())
+	}
+	return time.Time{}
+}
+
+func nextPeriod(t time.Time, per string) time.Time {
+	switch per {
+	case "day":
+		return t.AddDate(0, 0, 1)
+	case "week":
+		return t.AddDate(0, 0, 7)
+	}
+	return t.AddDate(0, 1, 0)
+}
+
+func periodLabel(t time.Time, per string) string {
+	switch per {
+	case "month":
+		return t.Format("2006-01")
+	case "total":
+		return "total"
+	}
+	return t.Format("2006-01-02")
+}
+
+// sumUsage splits each job's run over the periods and groups.
+func sumUsage(recs []jobarchive.Record, by []string, per string, since, until float64, loc *time.Location) []*usageRow {
+	rows := map[string]*usageRow{}
+	add := func(start time.Time, label string, r jobarchive.Record, secs float64) {
+		group := map[string]string{}
+		var k strings.Builder
+		for _, f := range by {
+			v := map[string]string{"user": r.Username, "bank": r.Bank, "project": r.Project, "queue": r.Queue}[f]
+			group[f] = v
+			k.WriteString(v + "\x00")
+		}
+		key := label + "\x00" + k.String()
+		row := rows[key]
+		if row == nil {
+			row = &usageRow{Period: label, Group: group, start: start.Unix(), key: k.String()}
+			rows[key] = row
+		}
+		row.Jobs++
+		h := secs / 3600
+		row.NodeHours += h * float64(r.Nnodes)
+		row.CoreHours += h * float64(r.Ncores)
+		row.GPUHours += h * float64(r.Ngpus)
+	}
+	for _, r := range recs {
+		end := r.TCleanup
+		if end <= 0 {
+			end = r.TInactive
+		}
+		lo, hi := max(r.TRun, since), min(end, until)
+		if hi <= lo {
+			continue
+		}
+		if per == "total" {
+			add(time.Time{}, "total", r, hi-lo)
+			continue
+		}
+		for p := periodStart(unixTime(lo, loc), per); float64(p.Unix()) < hi; p = nextPeriod(p, per) {
+			a, b := max(lo, float64(p.Unix())), min(hi, float64(nextPeriod(p, per).Unix()))
+			if b > a {
+				add(p, periodLabel(p, per), r, b-a)
+			}
+		}
+	}
+	out := make([]*usageRow, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].start != out[j].start {
+			return out[i].start < out[j].start
+		}
+		return out[i].key < out[j].key
+	})
+	return out
+}
+
+func unixTime(t float64, loc *time.Location) time.Time {
+	sec := int64(t)
+	return time.Unix(sec, int64((t-float64(sec))*1e9)).In(loc)
+}
+
+func printUsage(out io.Writer, rows []*usageRow, by []string, format string) error {
+	if format == "json" {
+		if rows == nil {
+			rows = []*usageRow{}
+		}
+		b, err := json.MarshalIndent(rows, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "%s\n", b)
+		return err
+	}
+	head := []string{"PERIOD"}
+	for _, f := range by {
+		head = append(head, strings.ToUpper(f))
+	}
+	head = append(head, "JOBS", "NODE-HOURS", "CORE-HOURS", "GPU-HOURS")
+	lines := [][]string{}
+	for _, r := range rows {
+		l := []string{r.Period}
+		for _, f := range by {
+			v := r.Group[f]
+			if v == "" && format == "table" {
+				v = "-"
+			}
+			l = append(l, v)
+		}
+		l = append(l, strconv.Itoa(r.Jobs), fmt.Sprintf("%.2f", r.NodeHours), fmt.Sprintf("%.2f", r.CoreHours), fmt.Sprintf("%.2f", r.GPUHours))
+		lines = append(lines, l)
+	}
+	return printRows(out, head, lines, format)
+}
+
+// printRows prints a table (aligned) or CSV (lower-case header).
+func printRows(out io.Writer, head []string, lines [][]string, format string) error {
+	if format == "csv" {
+		w := csv.NewWriter(out)
+		h := make([]string, len(head))
+		for i, s := range head {
+			h[i] = strings.ReplaceAll(strings.ToLower(s), "-", "_")
+		}
+		w.Write(h)
+		w.WriteAll(lines)
+		return w.Error()
+	}
+	w := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(w, strings.Join(head, "\t"))
+	for _, l := range lines {
+		fmt.Fprintln(w, strings.Join(l, "\t"))
+	}
+	return w.Flush()
+}
+
+func printArchivedJobs(out io.Writer, recs []jobarchive.Record, format string, loc *time.Location) error {
+	if format == "json" {
+		type jobJSON struct {
+			Jobid, User, Name, Queue, Bank, Project, Result string
+			ExitCode                                        *int64  `json:",omitempty"`
+			Exception                                       string  `json:",omitempty"`
+			TSubmit, TRun, TEnd                             float64 `json:",omitempty"`
+			Nnodes, Ncores, Ngpus                           int
+			Nodelist                                        string
+		}
+		list := make([]jobJSON, 0, len(recs))
+		for _, r := range recs {
+			j := jobJSON{Jobid: r.Jobid, User: r.Username, Name: r.Name, Queue: r.Queue, Bank: r.Bank, Project: r.Project,
+				Result: r.Result, Exception: r.ExceptionType, TSubmit: r.TSubmit, TRun: r.TRun, TEnd: jobEnd(r),
+				Nnodes: r.Nnodes, Ncores: r.Ncores, Ngpus: r.Ngpus, Nodelist: r.Nodelist}
+			if r.ExitCode.Valid {
+				j.ExitCode = &r.ExitCode.Int64
+			}
+			list = append(list, j)
+		}
+		b, err := json.MarshalIndent(list, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "%s\n", b)
+		return err
+	}
+	stamp := func(t float64) string {
+		if t <= 0 {
+			return ""
+		}
+		return unixTime(t, loc).Format("2006-01-02T15:04:05")
+	}
+	head := []string{"JOBID", "USER", "NAME", "QUEUE", "BANK", "PROJECT", "RESULT", "EXIT", "SUBMIT", "START", "END", "NNODES", "NCORES", "NGPUS", "NODELIST"}
+	lines := make([][]string, 0, len(recs))
+	for _, r := range recs {
+		exit := ""
+		if r.ExitCode.Valid {
+			exit = strconv.FormatInt(r.ExitCode.Int64, 10)
+		}
+		l := []string{r.Jobid, r.Username, r.Name, r.Queue, r.Bank, r.Project, r.Result, exit,
+			stamp(r.TSubmit), stamp(r.TRun), stamp(jobEnd(r)), strconv.Itoa(r.Nnodes), strconv.Itoa(r.Ncores), strconv.Itoa(r.Ngpus), r.Nodelist}
+		if format == "table" {
+			for i, v := range l {
+				if v == "" {
+					l[i] = "-"
+				}
+			}
+		}
+		lines = append(lines, l)
+	}
+	return printRows(out, head, lines, format)
+}
+
+// jobEnd is when a job stopped using its resources (0: it never ran).
+func jobEnd(r jobarchive.Record) float64 {
+	if r.TRun <= 0 {
+		return 0
+	}
+	if r.TCleanup > 0 {
+		return r.TCleanup
+	}
+	return r.TInactive
+}

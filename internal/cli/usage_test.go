@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"testing"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/modules/jobarchive"
+)
+
+// TestSumUsageSplitsPeriods checks a job running across midnight counts
+// in both days for the time it ran in each, grouped by user and bank.
+func TestSumUsageSplitsPeriods(t *testing.T) {
+	at := func(s string) float64 {
+		tm, err := time.ParseInLocation("2006-01-02 15:04", s, time.UTC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return float64(tm.Unix())
+	}
+	recs := []jobarchive.Record{
+		{Username: "ann", Bank: "phys", Nnodes: 2, Ncores: 8, Ngpus: 1, TRun: at("2026-11-30 23:00"), TCleanup: at("2026-12-01 01:00")},
+		{Username: "ann", Bank: "phys", Nnodes: 1, Ncores: 4, TRun: at("2026-12-01 10:00"), TCleanup: at("2026-12-01 10:30")},
+		{Username: "bob", Bank: "chem", Nnodes: 1, Ncores: 1, TRun: at("2026-12-01 12:00"), TInactive: at("2026-12-01 13:00")},
+	}
+	rows := sumUsage(recs, []string{"user", "bank"}, "day", 0, at("2026-12-02 00:00"), time.UTC)
+	type want struct {
+		period, user    string
+		jobs            int
+		node, core, gpu float64
+	}
+	wants := []want{
+		{"2026-11-30", "ann", 1, 2, 8, 1},
+		{"2026-12-01", "ann", 2, 2 + 0.5, 8 + 2, 1},
+		{"2026-12-01", "bob", 1, 1, 1, 0},
+	}
+	if len(rows) != len(wants) {
+		t.Fatalf("%d rows, want %d: %+v", len(rows), len(wants), rows)
+	}
+	for i, w := range wants {
+		r := rows[i]
+		if r.Period != w.period || r.Group["user"] != w.user || r.Jobs != w.jobs || r.NodeHours != w.node || r.CoreHours != w.core || r.GPUHours != w.gpu {
+			t.Errorf("row %d: %+v, want %+v", i, *r, w)
+		}
+	}
+	// --since clips: only what ran after midnight
+	rows = sumUsage(recs, nil, "total", at("2026-12-01 00:00"), at("2026-12-02 00:00"), time.UTC)
+	if len(rows) != 1 || rows[0].NodeHours != 2+0.5+1 || rows[0].Jobs != 3 {
+		t.Errorf("clipped total: %+v", rows)
+	}
+	// weeks start on Monday (2026-11-30 is one)
+	rows = sumUsage(recs, nil, "week", 0, at("2026-12-02 00:00"), time.UTC)
+	if len(rows) != 1 || rows[0].Period != "2026-11-30" {
+		t.Errorf("week rows: %+v", rows)
+	}
+}

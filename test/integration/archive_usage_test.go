@@ -1,0 +1,83 @@
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fluxgo/fluxgo/internal/testinstance"
+)
+
+// TestJobArchiveAndUsage checks the job-archive module (loaded by an
+// [archive] table) copies inactive jobs to SQLite with their results,
+// keeps them across a restart without duplicates, and flux usage sums
+// them by user and bank.
+func TestJobArchiveAndUsage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts instances")
+	}
+	confdir, statedir := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(confdir, "archive.toml"), []byte("[archive]\nperiod = \"0.5s\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := testinstance.Options{Size: 2, Args: []string{"--config-path", confdir}, Attrs: map[string]string{"statedir": statedir}}
+	e := &env{t: t, inst: testinstance.Start(t, o)}
+	e.must("submit", "--wait", "--cc=1-3", "-B", "physics", testDuration("2s"), "true")
+	e.must("submit", "--wait", "-N2", "-B", "chem", testDuration("1s"), "true")
+	if r := e.flux("submit", "--wait", "sh", "-c", "exit 3"); r.Code != 3 {
+		t.Fatalf("a job exiting 3: %+v", r)
+	}
+	held := e.submit("--urgency=hold", "true")
+	e.must("cancel", held.String())
+	e.waitEvent(held, "clean")
+	jobs := e.must("usage", "--jobs", "-o", "csv")
+	lines := strings.Split(jobs, "\n")
+	if len(lines) != 7 {
+		t.Fatalf("flux usage --jobs: want a header and 6 jobs:\n%s", jobs)
+	}
+	if !strings.Contains(jobs, ",FAILED,3,") || !strings.Contains(jobs, ",CANCELED,,") || strings.Count(jobs, ",physics,") != 3 {
+		t.Errorf("archived jobs:\n%s", jobs)
+	}
+	var rows []struct {
+		Group     map[string]string `json:"group"`
+		Jobs      int               `json:"jobs"`
+		NodeHours float64           `json:"node_hours"`
+		CoreHours float64           `json:"core_hours"`
+	}
+	sum := e.must("usage", "--by=bank", "--per=total", "-o", "json")
+	if err := json.Unmarshal([]byte(sum), &rows); err != nil {
+		t.Fatalf("usage json: %v\n%s", err, sum)
+	}
+	byBank := map[string]float64{}
+	for _, r := range rows {
+		byBank[r.Group["bank"]] = r.NodeHours * 3600
+	}
+	// 3 one-node jobs of 2s, one two-node job of 1s (plus scheduling slack)
+	if p := byBank["physics"]; p < 6 || p > 7.5 {
+		t.Errorf("physics node-seconds %.2f, want ~6\n%s", p, sum)
+	}
+	if c := byBank["chem"]; c < 2 || c > 3 {
+		t.Errorf("chem node-seconds %.2f, want ~2\n%s", c, sum)
+	}
+	if code := e.inst.Stop(); code != 0 {
+		t.Fatalf("instance exited %d: %s", code, e.inst.Stderr())
+	}
+	// the same archive after a restart: the same 6 jobs, a new one added
+	e = &env{t: t, inst: testinstance.Start(t, o)}
+	e.must("submit", "--wait", "true")
+	if got := strings.Count(e.must("usage", "--jobs", "-o", "csv"), "\n"); got != 7 {
+		t.Errorf("after restart: %d jobs archived, want 7", got)
+	}
+	db := filepath.Join(statedir, "job-archive.sqlite")
+	if fi, err := os.Stat(db); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("archive file %s: %v %v, want mode 0600", db, fi.Mode(), err)
+	}
+	// offline, on the file
+	if out := e.must("usage", "--db", db, "--by=user", "--per=day"); !strings.Contains(out, "NODE-HOURS") {
+		t.Errorf("flux usage --db:\n%s", out)
+	}
+	e.fail("unknown field", "usage", "--by=color")
+	e.fail("--per=year", "usage", "--per=year")
+}
