@@ -1,5 +1,6 @@
-// Package schedsimple is the sched-simple broker module: a first-fit,
-// first-come-first-served scheduler speaking RFC 27 to the job manager
+// Package schedsimple is the sched-simple broker module: a first-fit
+// scheduler, first-come-first-served or with EASY, hybrid or
+// conservative backfill (queue-policy), speaking RFC 27 to the job manager
 // and RFC 28 to the resource module. It registers the "sched" and
 // "feasibility" services; the allocation logic itself lives in
 // internal/sched.
@@ -23,12 +24,16 @@
 // Pending jobs wait in a queue ordered by priority then submit time; each
 // scheduling pass (after an alloc, a free, a priority change or resources
 // coming up, coalesced to one pass per batch of messages) considers the
-// first queue-depth jobs (see sched.FCFS), and a pass that started jobs
-// is followed by another, until one starts none.
+// first queue-depth jobs (see sched.FCFS and sched.Backfill), and a pass
+// that started jobs is followed by another, until one starts none. With
+// a backfill policy the jobs holding reservations are told their
+// expected start (annotation sched.t_estimate, an RFC 27 type 1
+// response) whenever it changes.
 package schedsimple
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -46,9 +51,17 @@ import (
 const Name = "sched-simple"
 
 // Config is sched-simple's configuration, from module arguments
-// (queue-depth=N) or, when absent there, the broker attribute
-// sched-simple.queue-depth.
+// (queue-depth=N, queue-policy=NAME, reservation-depth=N) over the
+// [sched-simple] table of the instance configuration (the same keys)
+// over the broker attributes sched-simple.queue-depth and
+// sched-simple.queue-policy.
 type Config struct {
+	// QueuePolicy is fcfs (the default), easy, hybrid or conservative
+	// (see sched.FCFS and sched.Backfill).
+	QueuePolicy string
+	// ReservationDepth is how many blocked jobs hybrid backfill
+	// protects with a reservation (default DefaultReservationDepth).
+	ReservationDepth int
 	// QueueDepth is how many pending jobs (in queue order) each
 	// scheduling pass considers; "unlimited" on the command line for
 	// all of them. Default sched.DefaultQueueDepth (8); 1 makes
@@ -59,13 +72,67 @@ type Config struct {
 	Policy *policy.Config
 }
 
+// DefaultReservationDepth is hybrid backfill's reservation depth when
+// none is configured.
+const DefaultReservationDepth = 8
+
 // DefaultConfig returns the defaults.
-func DefaultConfig() Config { return Config{QueueDepth: sched.DefaultQueueDepth} }
+func DefaultConfig() Config {
+	return Config{QueueDepth: sched.DefaultQueueDepth, QueuePolicy: "fcfs", ReservationDepth: DefaultReservationDepth}
+}
 
 // Validate checks the configuration.
 func (c Config) Validate() error {
 	if c.QueueDepth < 1 {
 		return fmt.Errorf("queue-depth=%d: must be at least 1", c.QueueDepth)
+	}
+	switch c.QueuePolicy {
+	case "fcfs", "easy", "hybrid", "conservative":
+	default:
+		return fmt.Errorf("queue-policy=%q: use fcfs, easy, hybrid or conservative", c.QueuePolicy)
+	}
+	if c.ReservationDepth < 1 {
+		return fmt.Errorf("reservation-depth=%d: must be at least 1", c.ReservationDepth)
+	}
+	return nil
+}
+
+// NewPolicy returns the queue policy the configuration names.
+func (c Config) NewPolicy() sched.Policy {
+	if c.QueuePolicy == "fcfs" || c.QueuePolicy == "" {
+		return &sched.FCFS{Depth: c.QueueDepth}
+	}
+	return sched.NewBackfill(c.QueuePolicy, c.QueueDepth, c.ReservationDepth)
+}
+
+func parseReservationDepth(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("reservation-depth=%q: must be a positive integer", v)
+	}
+	return n, nil
+}
+
+// setKey applies one configuration key (from arguments, the config
+// table or attributes).
+func (c *Config) setKey(k, v string) error {
+	switch k {
+	case "queue-depth":
+		n, err := parseDepth(v)
+		if err != nil {
+			return err
+		}
+		c.QueueDepth = n
+	case "queue-policy", "policy":
+		c.QueuePolicy = v
+	case "reservation-depth":
+		n, err := parseReservationDepth(v)
+		if err != nil {
+			return err
+		}
+		c.ReservationDepth = n
+	default:
+		return fmt.Errorf("unknown key %q (known: queue-depth, queue-policy, reservation-depth)", k)
 	}
 	return nil
 }
@@ -84,26 +151,43 @@ func parseDepth(v string) (int, error) {
 // parseConfig reads module arguments over the attribute settings.
 func parseConfig(ctx context.Context, h *flux.Handle, args []string) (Config, error) {
 	cfg := DefaultConfig()
-	if v, err := h.Attr(ctx, "sched-simple.queue-depth"); err == nil {
-		n, err := parseDepth(v)
-		if err != nil {
-			return cfg, fmt.Errorf("attribute sched-simple.%w", err)
+	for _, k := range []string{"queue-depth", "queue-policy"} {
+		if v, err := h.Attr(ctx, "sched-simple."+k); err == nil {
+			if err := cfg.setKey(k, v); err != nil {
+				return cfg, fmt.Errorf("attribute sched-simple.%w", err)
+			}
 		}
-		cfg.QueueDepth = n
+	}
+	var raw json.RawMessage
+	if err := h.Call(ctx, "config.get", flux.NodeidAny, nil, &raw); err == nil {
+		var top struct {
+			Table map[string]any `json:"sched-simple"`
+		}
+		if err := json.Unmarshal(raw, &top); err != nil {
+			return cfg, fmt.Errorf("[sched-simple]: %w", err)
+		}
+		for k, v := range top.Table {
+			var s string
+			switch x := v.(type) {
+			case string:
+				s = x
+			case float64:
+				s = strconv.FormatFloat(x, 'f', -1, 64)
+			default:
+				return cfg, fmt.Errorf("[sched-simple] %s: want a string or a number, got %v", k, v)
+			}
+			if err := cfg.setKey(k, s); err != nil {
+				return cfg, fmt.Errorf("[sched-simple] %w", err)
+			}
+		}
 	}
 	for _, a := range args {
 		k, v, _ := strings.Cut(a, "=")
-		switch k {
-		case "queue-depth":
-			n, err := parseDepth(v)
-			if err != nil {
-				return cfg, err
-			}
-			cfg.QueueDepth = n
-		case "unlimited":
-			// flux-core's flag for the (default here) unlimited mode
-		default:
-			return cfg, fmt.Errorf("unknown module argument %q (known: queue-depth=N)", a)
+		if k == "unlimited" {
+			continue // flux-core's flag for the (default here) unlimited mode
+		}
+		if err := cfg.setKey(k, v); err != nil {
+			return cfg, fmt.Errorf("module argument %q: %w", a, err)
 		}
 	}
 	return cfg, cfg.Validate()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"syscall"
 	"time"
@@ -22,9 +23,10 @@ import (
 
 // Alloc response types (RFC 27).
 const (
-	allocSuccess = 0
-	allocDeny    = 2
-	allocCancel  = 3
+	allocSuccess  = 0
+	allocAnnotate = 1
+	allocDeny     = 2
+	allocCancel   = 3
 )
 
 // scheduler is the module's state. Everything runs on the handle's Serve
@@ -45,20 +47,76 @@ type scheduler struct {
 	ready   bool
 	buf     []byte
 	now     func() float64
+	// estimates are the start times last announced to reserved jobs
+	// (backfill policies only)
+	estimates map[uint64]float64
 }
 
 func newScheduler(h *flux.Handle, log *slog.Logger, cfg Config, fail context.CancelCauseFunc) *scheduler {
-	return &scheduler{
+	s := &scheduler{
 		h:       h,
 		log:     log,
 		cfg:     cfg,
 		fail:    fail,
 		queue:   sched.NewQueue(),
-		policy:  &sched.FCFS{Depth: cfg.QueueDepth},
 		running: make(map[uint64]*sched.Alloc),
 		cache:   newRequestCache(cfg.Policy),
 		now:     func() float64 { return float64(time.Now().UnixNano()) / 1e9 },
 	}
+	s.policy = cfg.NewPolicy()
+	if b, ok := s.policy.(*sched.Backfill); ok {
+		b.Running = s.runningAllocs
+		b.Reservations = s.annotateReservations
+		s.estimates = make(map[uint64]float64)
+	}
+	return s
+}
+
+// annotateReservations tells the job manager when the reserved jobs are
+// expected to start (annotation sched.t_estimate, as flux jobs shows
+// it), and withdraws the estimate of jobs that lost their reservation.
+// Only changes are sent.
+func (s *scheduler) annotateReservations(resv []sched.Reservation) {
+	now := make(map[uint64]float64, len(resv))
+	for _, r := range resv {
+		now[r.Job.ID] = r.Start
+		if old, ok := s.estimates[r.Job.ID]; ok && math.Abs(old-r.Start) < 1 {
+			now[r.Job.ID] = old
+			continue
+		}
+		s.annotate(r.Job.ID, r.Start)
+	}
+	for id := range s.estimates {
+		if _, ok := now[id]; !ok && s.queue.Get(id) != nil {
+			s.annotate(id, -1)
+		}
+	}
+	s.estimates = now
+}
+
+// annotate sends an RFC 27 annotation response (type 1) to a pending
+// job's alloc request: its estimated start, or none (t < 0).
+func (s *scheduler) annotate(id uint64, t float64) {
+	j := s.queue.Get(id)
+	if j == nil {
+		return
+	}
+	r := j.Data.(*flux.Request)
+	var est any
+	if t >= 0 {
+		est = t
+	}
+	r.Respond(map[string]any{"id": id, "type": allocAnnotate, "annotations": map[string]any{"sched": map[string]any{"t_estimate": est}}})
+}
+
+// runningAllocs lists what the running jobs hold (backfill policies
+// plan with their expirations).
+func (s *scheduler) runningAllocs() []*sched.Alloc {
+	out := make([]*sched.Alloc, 0, len(s.running))
+	for _, a := range s.running {
+		out = append(out, a)
+	}
+	return out
 }
 
 func (s *scheduler) register() {
