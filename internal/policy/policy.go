@@ -65,6 +65,10 @@ type Queue struct {
 	// DefaultDuration is queues.NAME.policy.jobspec.defaults.system.
 	// duration in seconds (0: the instance's default applies).
 	DefaultDuration float64
+	// Preemptible (queues.NAME.preemptible) makes every job of the
+	// queue preemptible: the scheduler cancels it when a job that is not
+	// preemptible needs its resources (a "standby" queue).
+	Preemptible bool
 }
 
 // Fetch reads the instance configuration (config.get) and parses its
@@ -123,13 +127,19 @@ func Parse(conf []byte) (*Config, error) {
 	}
 	for name, v := range top.Queues {
 		var q struct {
-			Requires json.RawMessage `json:"requires"`
-			Policy   *policyTable    `json:"policy"`
+			Requires    json.RawMessage `json:"requires"`
+			Policy      *policyTable    `json:"policy"`
+			Preemptible json.RawMessage `json:"preemptible"`
 		}
 		if err := json.Unmarshal(v, &q); err != nil {
 			return nil, invalid("queues.%s must be a table, not %s", name, v)
 		}
 		var queue Queue
+		if len(q.Preemptible) > 0 {
+			if err := json.Unmarshal(q.Preemptible, &queue.Preemptible); err != nil {
+				return nil, invalid("queues.%s.preemptible must be true or false, not %s", name, q.Preemptible)
+			}
+		}
 		if q.Policy != nil && q.Policy.Limits != nil {
 			var err error
 			queue.Duration, queue.JobSize, err = parseLimits("queues."+name+".policy.limits", q.Policy.Limits.Duration, q.Policy.Limits.JobSize)
@@ -325,6 +335,9 @@ func (c *Config) CheckQueue(name string) error {
 // Requires returns the node properties queue name requires (nil for
 // none or an unknown queue).
 func (c *Config) Requires(name string) []string { return c.Queues[name].Requires }
+
+// Preemptible reports whether the named queue's jobs are preemptible.
+func (c *Config) Preemptible(name string) bool { return c.Queues[name].Preemptible }
 
 // Names lists the named queues, sorted.
 func (c *Config) Names() []string {

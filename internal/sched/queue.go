@@ -11,6 +11,9 @@ type Job struct {
 	TSubmit  float64
 	Userid   uint32
 	Req      *Request
+	// Preemptible jobs may be ended to make room for others (the
+	// scheduler module decides; policies treat them as any job).
+	Preemptible bool
 	// Data is the caller's (the scheduler module keeps the request to
 	// answer here).
 	Data any

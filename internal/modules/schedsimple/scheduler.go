@@ -47,6 +47,11 @@ type scheduler struct {
 	ready   bool
 	buf     []byte
 	now     func() float64
+	// preemptible marks the running jobs that may be preempted;
+	// victims maps those being preempted to the job they make room for
+	// (preempt.go)
+	preemptible map[uint64]bool
+	victims     map[uint64]uint64
 	// estimates are the start times last announced to reserved jobs
 	// (backfill policies only)
 	estimates map[uint64]float64
@@ -54,14 +59,16 @@ type scheduler struct {
 
 func newScheduler(h *flux.Handle, log *slog.Logger, cfg Config, fail context.CancelCauseFunc) *scheduler {
 	s := &scheduler{
-		h:       h,
-		log:     log,
-		cfg:     cfg,
-		fail:    fail,
-		queue:   sched.NewQueue(),
-		running: make(map[uint64]*sched.Alloc),
-		cache:   newRequestCache(cfg.Policy),
-		now:     func() float64 { return float64(time.Now().UnixNano()) / 1e9 },
+		h:           h,
+		log:         log,
+		cfg:         cfg,
+		fail:        fail,
+		queue:       sched.NewQueue(),
+		running:     make(map[uint64]*sched.Alloc),
+		preemptible: make(map[uint64]bool),
+		victims:     make(map[uint64]uint64),
+		cache:       newRequestCache(cfg.Policy),
+		now:         func() float64 { return float64(time.Now().UnixNano()) / 1e9 },
 	}
 	s.policy = cfg.NewPolicy()
 	if b, ok := s.policy.(*sched.Backfill); ok {
@@ -306,6 +313,9 @@ func (s *scheduler) pass() {
 	for _, d := range started {
 		s.queue.Remove(d.Job.ID)
 		s.running[d.Job.ID] = d.Alloc
+		if d.Job.Preemptible {
+			s.preemptible[d.Job.ID] = true
+		}
 		d.Alloc.Slots = d.Job.Req.Slots
 		s.respondAlloc(d.Job.Data.(*flux.Request), d.Job.ID, d.Alloc)
 	}
@@ -315,6 +325,10 @@ func (s *scheduler) pass() {
 	// served queue-depth jobs per incoming message batch.
 	if len(started) > 0 && s.queue.Len() > 0 {
 		s.schedule()
+		return
+	}
+	if len(s.preemptible) > 0 && s.queue.Len() > 0 {
+		s.preempt()
 	}
 }
 
@@ -368,7 +382,8 @@ func (s *scheduler) alloc(r *flux.Request) {
 		respondType(r, req.ID, allocDeny, e.err.Error())
 		return
 	}
-	job := &sched.Job{ID: req.ID, Priority: req.Priority, TSubmit: req.TSubmit, Userid: req.Userid, Req: e.req, Data: r}
+	job := &sched.Job{ID: req.ID, Priority: req.Priority, TSubmit: req.TSubmit, Userid: req.Userid, Req: e.req,
+		Preemptible: e.preemptible, Data: r}
 	if err := s.queue.Add(job); err != nil {
 		s.log.Error(fmt.Sprintf("sched.alloc: %v", err))
 		respondType(r, req.ID, allocDeny, "duplicate sched.alloc request")
@@ -402,6 +417,10 @@ func (s *scheduler) free(r *flux.Request) {
 // the part in R.
 func (s *scheduler) release(req freeRequest) error {
 	held := s.running[req.ID]
+	if req.Final {
+		delete(s.preemptible, req.ID)
+		delete(s.victims, req.ID)
+	}
 	if req.Final && held != nil {
 		delete(s.running, req.ID)
 		return s.pool.Free(held)
@@ -545,8 +564,9 @@ type requestCache struct {
 }
 
 type cacheEntry struct {
-	req *sched.Request
-	err error // why the job can never run (bad jobspec, unsatisfiable)
+	req         *sched.Request
+	err         error // why the job can never run (bad jobspec, unsatisfiable)
+	preemptible bool  // its queue is preemptible, or it asked to be
 }
 
 const maxCached = 1024
@@ -569,6 +589,12 @@ func (c *requestCache) parse(raw []byte, p *sched.Pool) *cacheEntry {
 	if err == nil && c.policy != nil {
 		if props := c.policy.Requires(js.Queue()); len(props) > 0 {
 			e.req.RequireProperties(props)
+		}
+		e.preemptible = c.policy.Preemptible(js.Queue())
+	}
+	if err == nil && !e.preemptible {
+		if e.preemptible, err = preemptibleAttr(js); err != nil {
+			err = fmt.Errorf("%w: %v", sched.ErrInvalid, err)
 		}
 	}
 	if err == nil {

@@ -1,0 +1,133 @@
+package schedsimple
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/fluxgo/fluxgo/internal/sched"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
+)
+
+// Preemption (seed 003's "standby" queue): a job is preemptible when its
+// queue is configured so (queues.NAME.preemptible = true) or it asks to
+// be (attributes.system.preemptible, e.g. flux submit
+// --setattr=preemptible). When a pass leaves the first pending job that
+// is not preemptible itself unable to start, and ending some running
+// preemptible jobs would let it start now, the scheduler ends them (a
+// fatal "preempt" exception, raised through the job manager), newest
+// first so the least work is lost, and stops there. It waits for those
+// jobs to release their resources before preempting again for that job.
+// Preemptible jobs never preempt others.
+
+// preemptibleAttr reads attributes.system.preemptible: true or a
+// number (1 = yes, 0 = no).
+func preemptibleAttr(js *jobspec.Jobspec) (bool, error) {
+	v, ok := js.Attribute("system.preemptible")
+	if !ok {
+		return false, nil
+	}
+	switch x := v.(type) {
+	case bool:
+		return x, nil
+	case float64:
+		if x == 0 || x == 1 {
+			return x == 1, nil
+		}
+	case int:
+		if x == 0 || x == 1 {
+			return x == 1, nil
+		}
+	case int64:
+		if x == 0 || x == 1 {
+			return x == 1, nil
+		}
+	case json.Number:
+		if x == "0" || x == "1" {
+			return x == "1", nil
+		}
+	}
+	return false, fmt.Errorf("attributes.system.preemptible=%v: want true, false, 1 or 0", v)
+}
+
+// preempt runs after a pass that started nothing.
+func (s *scheduler) preempt() {
+	var head *sched.Job
+	n := 0
+	for j := range s.queue.All() {
+		if n >= s.cfg.QueueDepth {
+			break
+		}
+		n++
+		if !j.Preemptible {
+			head = j
+			break
+		}
+	}
+	if head == nil {
+		return
+	}
+	for _, for_ := range s.victims {
+		if for_ == head.ID {
+			return // already making room for it: wait for the frees
+		}
+	}
+	type cand struct {
+		id uint64
+		a  *sched.Alloc
+	}
+	var cands []cand
+	for id := range s.preemptible {
+		if _, busy := s.victims[id]; !busy && s.running[id] != nil {
+			cands = append(cands, cand{id, s.running[id]})
+		}
+	}
+	slices.SortFunc(cands, func(x, y cand) int { // newest first
+		switch {
+		case x.a.Start > y.a.Start:
+			return -1
+		case x.a.Start < y.a.Start:
+			return 1
+		}
+		return 0
+	})
+	var freed []*sched.Alloc
+	var chosen []uint64
+	fits := false
+	for _, c := range cands {
+		if s.pool.Free(c.a) != nil {
+			continue
+		}
+		freed = append(freed, c.a)
+		chosen = append(chosen, c.id)
+		if a, err := s.pool.Allocate(head.Req, s.now()); err == nil {
+			s.pool.Free(a)
+			fits = true
+			break
+		}
+	}
+	for _, a := range freed {
+		s.pool.Claim(a)
+	}
+	if !fits {
+		return
+	}
+	note := "preempted by job " + jobid.ID(head.ID).String()
+	for _, id := range chosen {
+		s.victims[id] = head.ID
+		s.log.Info(fmt.Sprintf("job %s %s", jobid.ID(id).String(), note))
+		f, err := s.h.RPC("job-manager.raise", flux.NodeidAny,
+			map[string]any{"id": id, "severity": 0, "type": "preempt", "note": note}, 0)
+		if err != nil {
+			s.log.Error("preempt: raise", "id", jobid.ID(id).String(), "err", err)
+			continue
+		}
+		f.Then(func(_ *flux.Message, err error) {
+			if err != nil {
+				s.log.Error("preempt: raise", "id", jobid.ID(id).String(), "err", err)
+			}
+		})
+	}
+}
