@@ -1,7 +1,9 @@
 package jobspec
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"syscall"
@@ -26,7 +28,9 @@ func FileEntry(data []byte, perm os.FileMode) map[string]any {
 }
 
 // DecodeFileEntry reads an RFC 37 regular-file entry: its data and
-// permission bits (0700 when the entry has no mode).
+// permission bits (0700 when the entry has no mode). An entry with data
+// and no encoding holds JSON content: the file is data's JSON encoding.
+// An entry with neither is an empty file.
 func DecodeFileEntry(e map[string]any) ([]byte, os.FileMode, error) {
 	var mode int64 = syscall.S_IFREG | 0o700
 	switch m := e["mode"].(type) {
@@ -40,8 +44,26 @@ func DecodeFileEntry(e map[string]any) ([]byte, os.FileMode, error) {
 	if mode&syscall.S_IFMT != syscall.S_IFREG {
 		return nil, 0, fmt.Errorf("not a regular file (mode %#o)", mode)
 	}
-	data, _ := e["data"].(string)
-	switch enc, _ := e["encoding"].(string); enc {
+	enc, hasEnc := e["encoding"].(string)
+	if _, ok := e["encoding"]; ok && !hasEnc {
+		return nil, 0, fmt.Errorf("encoding is not a string")
+	}
+	raw, hasData := e["data"]
+	if !hasEnc && hasData {
+		// JSON content (RFC 37): the file is the JSON encoding of data
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(raw); err != nil {
+			return nil, 0, err
+		}
+		return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), os.FileMode(mode & 0o777), nil
+	}
+	data, ok := raw.(string)
+	if hasData && !ok {
+		return nil, 0, fmt.Errorf("%s data is not a string", enc)
+	}
+	switch enc {
 	case "utf-8", "":
 		return []byte(data), os.FileMode(mode & 0o777), nil
 	case "base64":

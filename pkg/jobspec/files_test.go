@@ -34,3 +34,23 @@ func TestFileEntry(t *testing.T) {
 		t.Errorf("Files: %v", f)
 	}
 }
+
+// TestDecodeFileEntryJSONContent: an RFC 37 entry with data and no
+// encoding is JSON content, written out as its JSON encoding (a
+// flux-core jobspec's add_file of a dict), not dropped as an empty file.
+func TestDecodeFileEntryJSONContent(t *testing.T) {
+	var e map[string]any
+	if err := json.Unmarshal([]byte(`{"mode":33188,"data":{"resource":{"exclude":"node<42>"}}}`), &e); err != nil {
+		t.Fatal(err)
+	}
+	got, mode, err := DecodeFileEntry(e)
+	if err != nil || string(got) != `{"resource":{"exclude":"node<42>"}}` || mode != 0o644 {
+		t.Fatalf("got %q mode %o err %v", got, mode, err)
+	}
+	if got, _, err := DecodeFileEntry(map[string]any{"mode": float64(0o100644), "size": float64(0)}); err != nil || len(got) != 0 {
+		t.Fatalf("empty file: %q %v", got, err)
+	}
+	if _, _, err := DecodeFileEntry(map[string]any{"encoding": "base64", "data": float64(3)}); err == nil {
+		t.Error("base64 entry with numeric data decoded")
+	}
+}
