@@ -49,7 +49,7 @@ var commandTable = []command{
 	{"overlay", newOverlayCmd}, {"uptime", newUptimeCmd}, {"shutdown", newShutdownCmd}, {"keygen", newKeygenCmd},
 	{"exec", newExecCmd}, {"config", newConfigCmd},
 	{"content", newContentCmd},
-	{"kvs", newKVSCmd}, {"dump", newDumpCmd}, {"restore", newRestoreCmd},
+	{"kvs", newKVSCmd}, {"dump", newDumpCmd}, {"restore", newRestoreCmd}, {"archive", newArchiveCmd},
 	{"resource", newResourceCmd}, {"startlog", newStartlogCmd},
 	{"python", newPythonCmd}, {"env", newEnvCmd},
 }
