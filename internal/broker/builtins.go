@@ -81,6 +81,7 @@ func (s *builtins) start() error {
 	h.HandleFunc("module.remove", s.moduleRemove)
 	h.HandleFunc("module.stats", s.moduleStats)
 	h.HandleFunc("overlay.status", s.overlayStatus)
+	h.HandleFunc("overlay.disconnect-subtree", s.overlayDisconnectSubtree)
 	for _, name := range []string{"attr", "service", "local", "event", "module", "overlay"} {
 		h.HandleFunc(name+".disconnect", func(*flux.Request) {})
 	}
@@ -542,10 +543,11 @@ func (s *builtins) overlayStatus(r *flux.Request) {
 		Rank     uint32  `json:"rank"`
 		Status   string  `json:"status"`
 		Duration float64 `json:"duration"`
+		Error    string  `json:"error,omitempty"`
 	}
 	var kids []child
 	for _, cs := range s.b.overlay.childStates() {
-		kids = append(kids, child{Rank: cs.rank, Status: cs.state, Duration: time.Since(cs.since).Seconds()})
+		kids = append(kids, child{Rank: cs.rank, Status: cs.state, Duration: time.Since(cs.since).Seconds(), Error: cs.err})
 	}
 	host, _, _ := s.b.attrs.get("hostname")
 	r.Respond(map[string]any{

@@ -46,6 +46,29 @@ type link struct {
 	mu       sync.Mutex
 	inflight map[inflightID]*message.Message // requests sent over this link awaiting responses
 	closed   bool
+	dropWhy  string // why this broker closed the link (drop), "" if it did not
+}
+
+// drop closes the link on purpose, recording why for flux overlay
+// errors; the first reason given wins.
+func (l *link) drop(why string) {
+	l.mu.Lock()
+	if l.dropWhy == "" {
+		l.dropWhy = why
+	}
+	l.mu.Unlock()
+	l.conn.Close()
+}
+
+// lostWhy is the error recorded for a child whose link ended without a
+// goodbye: the reason it was dropped, or a lost connection.
+func (l *link) lostWhy() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.dropWhy != "" {
+		return l.dropWhy
+	}
+	return "lost connection"
 }
 
 func (l *link) id() string                 { return l.ident }
@@ -115,7 +138,8 @@ func (l *link) failInflight(r *router, why string) {
 type childState struct {
 	rank  uint32
 	state string
-	ready bool // the child's whole subtree has joined
+	ready bool   // the child's whole subtree has joined
+	err   string // why it was lost (flux overlay errors); "" unless lost
 	link  *link
 	since time.Time
 }
@@ -285,6 +309,7 @@ func (o *overlay) acceptChild(c net.Conn) {
 	cs.ready = false
 	wasLost := cs.state == stateLost
 	cs.state = stateOnline
+	cs.err = ""
 	cs.since = time.Now()
 	o.mu.Unlock()
 	b.router.addPeer(l)
@@ -310,9 +335,14 @@ func (o *overlay) acceptChild(c net.Conn) {
 	cs.link = nil
 	cs.ready = false
 	if !graceful {
+		if cs.state != stateLost { // a disconnect-subtree set it already
+			cs.since = time.Now()
+		}
 		cs.state = stateLost
+		cs.err = l.lostWhy()
+	} else {
+		cs.since = time.Now()
 	}
-	cs.since = time.Now()
 	o.mu.Unlock()
 	b.router.removePeer(l)
 	why := fmt.Sprintf("broker rank %d is offline", rank)
@@ -511,7 +541,7 @@ func (o *overlay) keepalive(stop <-chan struct{}) {
 			l.q.push(ka)
 			if time.Duration(now-l.lastRecv.Load()) > o.timeout {
 				o.b.log.Error("overlay: peer stopped responding", "rank", l.rank, "timeout", o.timeout)
-				l.conn.Close()
+				l.drop("no keepalive within " + o.timeout.String())
 			}
 		}
 	}
@@ -582,7 +612,7 @@ func (o *overlay) childStates() []childState {
 	out := make([]childState, 0, len(o.children))
 	for _, r := range o.b.topo.children(o.b.rank) {
 		cs := o.children[r]
-		out = append(out, childState{rank: cs.rank, state: cs.state, since: cs.since})
+		out = append(out, childState{rank: cs.rank, state: cs.state, err: cs.err, since: cs.since})
 	}
 	return out
 }

@@ -22,7 +22,7 @@ func newOverlayCmd() *cobra.Command {
 		Use:   "overlay",
 		Short: "Show the status of the tree-based overlay network",
 	}
-	cmd.AddCommand(newOverlayStatusCmd(), newOverlayLookupCmd(), newOverlayParentofCmd())
+	cmd.AddCommand(newOverlayStatusCmd(), newOverlayErrorsCmd(), newOverlayLookupCmd(), newOverlayParentofCmd(), newOverlayDisconnectCmd())
 	return cmd
 }
 
@@ -172,6 +172,7 @@ type overlayStatusResponse struct {
 		Rank     uint32  `json:"rank"`
 		Status   string  `json:"status"`
 		Duration float64 `json:"duration"`
+		Error    string  `json:"error"` // why a lost child was lost
 	} `json:"children"`
 }
 
