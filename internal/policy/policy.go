@@ -50,6 +50,9 @@ type Config struct {
 	// DefaultDuration is policy.jobspec.defaults.system.duration in
 	// seconds: the time limit of jobs that set none (0: unlimited).
 	DefaultDuration float64
+	// Reservations are the advance reservations ([reservations.NAME],
+	// reservation.go).
+	Reservations map[string]Reservation
 }
 
 // Queue is one named queue.
@@ -108,8 +111,9 @@ func (p *policyTable) defaults() map[string]json.RawMessage {
 // or queues table is an error that names the key.
 func Parse(conf []byte) (*Config, error) {
 	var top struct {
-		Policy *policyTable               `json:"policy"`
-		Queues map[string]json.RawMessage `json:"queues"`
+		Policy       *policyTable               `json:"policy"`
+		Queues       map[string]json.RawMessage `json:"queues"`
+		Reservations map[string]json.RawMessage `json:"reservations"`
 	}
 	c := &Config{}
 	if len(conf) == 0 {
@@ -117,6 +121,12 @@ func Parse(conf []byte) (*Config, error) {
 	}
 	if err := json.Unmarshal(conf, &top); err != nil {
 		return nil, invalid("policy or queues table: %v", err)
+	}
+	if len(top.Reservations) > 0 {
+		var err error
+		if c.Reservations, err = parseReservations(top.Reservations); err != nil {
+			return nil, err
+		}
 	}
 	if p := top.Policy; p != nil && p.Limits != nil {
 		var err error

@@ -95,6 +95,9 @@ func (b *Backfill) Schedule(q *Queue, p *Pool, now float64) []Decision {
 			break
 		}
 		seen++
+		if j.Hold {
+			continue
+		}
 		if a, ok := p.placeAvoiding(j, now, resv); ok {
 			out = append(out, Decision{Job: j, Alloc: a})
 			continue

@@ -50,6 +50,9 @@ func (f *FCFS) Schedule(q *Queue, p *Pool, now float64) []Decision {
 		if p.freeCores.max() == 0 {
 			break // nothing free anywhere: no job can start
 		}
+		if j.Hold {
+			continue
+		}
 		a, err := p.Allocate(j.Req, now)
 		if err != nil {
 			continue

@@ -14,6 +14,11 @@ type Job struct {
 	// Preemptible jobs may be ended to make room for others (the
 	// scheduler module decides; policies treat them as any job).
 	Preemptible bool
+	// Hold keeps the job from starting (and from reservations) for now:
+	// policies pass over it (it still counts in their depth). The
+	// scheduler module sets it, e.g. for a job waiting for its advance
+	// reservation to open.
+	Hold bool
 	// Data is the caller's (the scheduler module keeps the request to
 	// answer here).
 	Data any

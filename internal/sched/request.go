@@ -68,6 +68,19 @@ func (r *Request) RequireProperties(props []string) {
 	r.constraintKey = ""
 }
 
+// Within returns a copy of r also bound by c (on top of its own
+// constraint); r itself is unchanged.
+func (r *Request) Within(c *jobspec.Constraint) *Request {
+	x := *r
+	if r.Constraint == nil {
+		x.Constraint = c
+	} else {
+		x.Constraint = &jobspec.Constraint{Op: jobspec.OpAnd, Args: []*jobspec.Constraint{r.Constraint, c}}
+	}
+	x.constraintKey = ""
+	return &x
+}
+
 // Validate checks that r is a request the matcher understands.
 func (r *Request) Validate() error {
 	switch {

@@ -235,6 +235,17 @@ func (in *ingest) submit(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "%v", err)
 		return
 	}
+	if v, ok := spec.Attribute("system.reservation"); ok {
+		name, isString := v.(string)
+		if !isString {
+			r.Errorf(syscall.EINVAL, "attributes.system.reservation must be a reservation name, not %v", v)
+			return
+		}
+		if err := in.policy.CheckReservation(name, r.Userid(), r.IsOwner(), float64(time.Now().Unix())); err != nil {
+			r.Errorf(syscall.EINVAL, "%v", err)
+			return
+		}
+	}
 	p := &pending{r: r, userid: r.Userid(), urgency: urgency, flags: req.Flags, J: req.Jraw, jobspec: text, spec: spec}
 	if !in.feasible {
 		in.enqueue(p)

@@ -217,6 +217,9 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	if err := s.acquire(ctx); err != nil {
 		return err
 	}
+	if err := s.setReservations(cfg.Policy); err != nil {
+		return err
+	}
 	s.register()
 	for _, svc := range []string{"sched", "feasibility"} {
 		if err := h.RegisterService(ctx, svc); err != nil {

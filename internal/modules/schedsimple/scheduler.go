@@ -52,6 +52,16 @@ type scheduler struct {
 	// (preempt.go)
 	preemptible map[uint64]bool
 	victims     map[uint64]uint64
+	// advance reservations (reservation.go): the configured ones, the
+	// timers of their openings and closings, each pending job's own
+	// reservation and base request, requests bound to reservations, and
+	// the pending reasons sent
+	resvs      map[string]*resvState
+	resvTimers []*time.Timer
+	jobResv    map[uint64]string
+	baseReq    map[uint64]*sched.Request
+	bound      map[boundKey]*sched.Request
+	held       map[uint64]string
 	// estimates are the start times last announced to reserved jobs
 	// (backfill policies only)
 	estimates map[uint64]float64
@@ -66,6 +76,10 @@ func newScheduler(h *flux.Handle, log *slog.Logger, cfg Config, fail context.Can
 		queue:       sched.NewQueue(),
 		running:     make(map[uint64]*sched.Alloc),
 		preemptible: make(map[uint64]bool),
+		jobResv:     make(map[uint64]string),
+		baseReq:     make(map[uint64]*sched.Request),
+		bound:       make(map[boundKey]*sched.Request),
+		held:        make(map[uint64]string),
 		victims:     make(map[uint64]uint64),
 		cache:       newRequestCache(cfg.Policy),
 		now:         func() float64 { return float64(time.Now().UnixNano()) / 1e9 },
@@ -309,9 +323,14 @@ func (s *scheduler) pass() {
 	if s.queue.Len() == 0 {
 		return
 	}
-	started := s.policy.Schedule(s.queue, s.pool, s.now())
+	now := s.now()
+	if len(s.resvs) > 0 || len(s.jobResv) > 0 {
+		s.applyReservations(now)
+	}
+	started := s.policy.Schedule(s.queue, s.pool, now)
 	for _, d := range started {
 		s.queue.Remove(d.Job.ID)
+		delete(s.jobResv, d.Job.ID)
 		s.running[d.Job.ID] = d.Alloc
 		if d.Job.Preemptible {
 			s.preemptible[d.Job.ID] = true
@@ -382,8 +401,17 @@ func (s *scheduler) alloc(r *flux.Request) {
 		respondType(r, req.ID, allocDeny, e.err.Error())
 		return
 	}
+	if e.reservation != "" {
+		if err := s.checkReservationFit(e); err != nil {
+			respondType(r, req.ID, allocDeny, err.Error())
+			return
+		}
+	}
 	job := &sched.Job{ID: req.ID, Priority: req.Priority, TSubmit: req.TSubmit, Userid: req.Userid, Req: e.req,
 		Preemptible: e.preemptible, Data: r}
+	if e.reservation != "" {
+		s.jobResv[req.ID] = e.reservation
+	}
 	if err := s.queue.Add(job); err != nil {
 		s.log.Error(fmt.Sprintf("sched.alloc: %v", err))
 		respondType(r, req.ID, allocDeny, "duplicate sched.alloc request")
@@ -459,6 +487,7 @@ func (s *scheduler) cancel(r *flux.Request) {
 		r.Errorf(syscall.EPERM, "sched.cancel is only for the instance owner")
 		return
 	}
+	delete(s.jobResv, req.ID)
 	if j := s.queue.Remove(req.ID); j != nil {
 		respondType(j.Data.(*flux.Request), req.ID, allocCancel, "")
 	}
@@ -538,7 +567,12 @@ func (s *scheduler) configReload(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "%v", err)
 		return
 	}
+	if err := s.setReservations(pol); err != nil {
+		r.Errorf(syscall.EINVAL, "%v", err)
+		return
+	}
 	s.cache = newRequestCache(pol)
+	s.schedule()
 	r.Respond(nil)
 }
 
@@ -548,9 +582,16 @@ func (s *scheduler) feasibility(r *flux.Request) {
 		r.Errorf(syscall.EPROTO, "%v", err)
 		return
 	}
-	if e := s.cache.get(js, s.pool); e.err != nil {
+	e := s.cache.get(js, s.pool)
+	if e.err != nil {
 		r.Errorf(errno(e.err), "%s", e.err.Error())
 		return
+	}
+	if e.reservation != "" {
+		if err := s.checkReservationFit(e); err != nil {
+			r.Errorf(syscall.EOVERFLOW, "%v", err)
+			return
+		}
 	}
 	r.Respond(json.RawMessage(`{}`))
 }
@@ -565,8 +606,9 @@ type requestCache struct {
 
 type cacheEntry struct {
 	req         *sched.Request
-	err         error // why the job can never run (bad jobspec, unsatisfiable)
-	preemptible bool  // its queue is preemptible, or it asked to be
+	err         error  // why the job can never run (bad jobspec, unsatisfiable)
+	preemptible bool   // its queue is preemptible, or it asked to be
+	reservation string // the advance reservation it asks for ("": none)
 }
 
 const maxCached = 1024
@@ -591,6 +633,13 @@ func (c *requestCache) parse(raw []byte, p *sched.Pool) *cacheEntry {
 			e.req.RequireProperties(props)
 		}
 		e.preemptible = c.policy.Preemptible(js.Queue())
+	}
+	if err == nil {
+		if v, ok := js.Attribute("system.reservation"); ok {
+			if e.reservation, ok = v.(string); !ok {
+				err = fmt.Errorf("%w: attributes.system.reservation must be a reservation name", sched.ErrInvalid)
+			}
+		}
 	}
 	if err == nil && !e.preemptible {
 		if e.preemptible, err = preemptibleAttr(js); err != nil {
