@@ -50,7 +50,7 @@ func TestConfigReload(t *testing.T) {
 	e.fail("--type=float: unknown type", "config", "get", "-t", "float", "policy")
 	guest := canRunAsGuest(e)
 	if guest {
-		if r := e.asGuest("submit", "--urgency=hold", "-t", "2h", "true"); r.Code == 0 || !strings.Contains(r.Stderr, "exceeds the limit of 1h") {
+		if r := e.asGuest("submit", "--urgency=hold", "-t", "2h", "true"); r.Code == 0 || !strings.Contains(r.Stderr, "requested duration (2h) exceeds policy limit of 1h") {
 			t.Errorf("guest submit -t 2h under a 1h limit: %+v", r)
 		}
 		if r := e.asGuest("config", "reload"); r.Code == 0 || !strings.Contains(r.Stderr, "only the instance owner") {
@@ -87,7 +87,7 @@ policy.limits.duration = "10m"
 		if r := e.asGuest("submit", "--urgency=hold", "-t", "2h", "true"); r.Code != 0 {
 			t.Errorf("guest submit -t 2h under a 3h limit: %+v", r)
 		}
-		if r := e.asGuest("submit", "--urgency=hold", "--queue=debug", "-t", "20m", "true"); r.Code == 0 || !strings.Contains(r.Stderr, "exceeds the limit of 10m") {
+		if r := e.asGuest("submit", "--urgency=hold", "--queue=debug", "-t", "20m", "true"); r.Code == 0 || !strings.Contains(r.Stderr, "requested duration (20m) exceeds policy limit of 10m for queue debug") {
 			t.Errorf("guest submit -t 20m to debug: %+v", r)
 		}
 	}

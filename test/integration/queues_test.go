@@ -137,9 +137,9 @@ func TestQueuesFromConfig(t *testing.T) {
 			args []string
 			want string // "" accepted
 		}{
-			{[]string{"--queue=debug", "-t", "20m"}, "job duration 20m exceeds the limit of 10m"},
+			{[]string{"--queue=debug", "-t", "20m"}, "requested duration (20m) exceeds policy limit of 10m for queue debug"},
 			{[]string{"--queue=batch", "-t", "20m"}, ""},
-			{[]string{"--queue=debug", "-t", "5m", "-N2", "-n2"}, "job nnodes of 2 exceeds the limit of 1"},
+			{[]string{"--queue=debug", "-t", "5m", "-N2", "-n2"}, "requested nnodes (2) exceeds policy limit of 1 for queue debug"},
 			{[]string{"--queue=batch", "-t", "5m", "-N2", "-n2"}, ""},
 		} {
 			r := e.asGuest(append(append([]string{"submit", "--urgency=hold"}, c.args...), "true")...)
@@ -152,7 +152,7 @@ func TestQueuesFromConfig(t *testing.T) {
 		if held.Code != 0 {
 			t.Fatalf("guest submit: %s", held.Stderr)
 		}
-		if r := e.asGuest("update", strings.TrimSpace(held.Stdout), "queue=debug"); r.Code == 0 || !strings.Contains(r.Stderr, "job duration 20m exceeds the limit of 10m") {
+		if r := e.asGuest("update", strings.TrimSpace(held.Stdout), "queue=debug"); r.Code == 0 || !strings.Contains(r.Stderr, "requested duration (20m) exceeds policy limit of 10m for queue debug") {
 			t.Errorf("guest moves a 20m job to debug: exit %d %q", r.Code, r.Stderr)
 		}
 		e.must("cancel", "--all", "--user=all")

@@ -98,29 +98,43 @@ func (l *LimitJobSize) QueueUpdate(j *jobtap.Job, queue string, owner bool) erro
 	return l.check(j, queue)
 }
 
-// check holds the job to the limits of queue.
+// check holds the job to the limits of queue, with flux-core's messages:
+// every maximum is checked before any minimum.
 func (l *LimitJobSize) check(j *jobtap.Job, queue string) error {
 	js := j.Jobspec
 	b := &l.sizeBounds
 	if qb, ok := l.Queues[queue]; ok {
 		b = qb
 	}
-	within := func(what string, n, lo, hi int) error {
-		if hi > 0 && n > hi {
-			return fmt.Errorf("job %s of %d exceeds the limit of %d", what, n, hi)
+	counts := []struct {
+		what   string
+		n      int
+		lo, hi int
+	}{
+		{"nnodes", js.ResourceCount("node"), b.Min.NNodes, b.Max.NNodes},
+		{"ncores", js.ResourceCount("core"), b.Min.NCores, b.Max.NCores},
+		{"ngpus", js.ResourceCount("gpu"), b.Min.NGPUs, b.Max.NGPUs},
+	}
+	for _, c := range counts {
+		if c.hi > 0 && c.n > c.hi {
+			return fmt.Errorf("requested %s (%d) exceeds policy limit of %d%s", c.what, c.n, c.hi, forQueue(queue))
 		}
-		if lo > 0 && n < lo {
-			return fmt.Errorf("job %s of %d is below the minimum of %d", what, n, lo)
+	}
+	for _, c := range counts {
+		if c.lo > 0 && c.n < c.lo {
+			return fmt.Errorf("requested %s (%d) is under policy limit of %d%s", c.what, c.n, c.lo, forQueue(queue))
 		}
-		return nil
 	}
-	if err := within("nnodes", js.ResourceCount("node"), b.Min.NNodes, b.Max.NNodes); err != nil {
-		return err
+	return nil
+}
+
+// forQueue is the tail of a limit message naming the job's queue (none
+// for the anonymous queue).
+func forQueue(queue string) string {
+	if queue == "" {
+		return ""
 	}
-	if err := within("ncores", js.ResourceCount("core"), b.Min.NCores, b.Max.NCores); err != nil {
-		return err
-	}
-	return within("ngpus", js.ResourceCount("gpu"), b.Min.NGPUs, b.Max.NGPUs)
+	return " for queue " + queue
 }
 
 // LimitDuration rejects jobs whose duration exceeds the configured limit
@@ -189,6 +203,14 @@ func (l *LimitDuration) limitFor(j *jobtap.Job) float64 {
 	return l.queueLimit(j.Jobspec.Queue())
 }
 
+// queueOf is the queue a job names ("" for none).
+func queueOf(j *jobtap.Job) string {
+	if j == nil || j.Jobspec == nil {
+		return ""
+	}
+	return j.Jobspec.Queue()
+}
+
 // queueLimit is the limit of queue name.
 func (l *LimitDuration) queueLimit(name string) float64 {
 	if d, ok := l.queues[name]; ok {
@@ -207,19 +229,20 @@ func (l *LimitDuration) QueueUpdate(j *jobtap.Job, queue string, owner bool) err
 	if err != nil {
 		return err
 	}
-	return l.check(d, l.queueLimit(queue))
+	return l.check(d, l.queueLimit(queue), queue)
 }
 
-func (l *LimitDuration) check(d, limit float64) error {
+// check holds duration d to limit (of queue), with flux-core's message.
+func (l *LimitDuration) check(d, limit float64, queue string) error {
 	if limit <= 0 || math.IsInf(limit, 1) {
 		return nil
 	}
 	if d == 0 || d > limit {
 		shown := "unlimited"
 		if d > 0 {
-			shown = fsd.Format(d)
+			shown = fsd.FormatPrecision(d, 2)
 		}
-		return fmt.Errorf("job duration %s exceeds the limit of %s", shown, fsd.Format(limit))
+		return fmt.Errorf("requested duration (%s) exceeds policy limit of %s%s", shown, fsd.FormatPrecision(limit, 2), forQueue(queue))
 	}
 	return nil
 }
@@ -257,7 +280,7 @@ func (l *LimitDuration) Update(j *jobtap.Job, _ string, v any, owner bool) (any,
 		d = 0 // RFC 23 infinity: jobspec's unlimited
 	}
 	if !owner {
-		if err := l.check(d, l.limitFor(j)); err != nil {
+		if err := l.check(d, l.limitFor(j), queueOf(j)); err != nil {
 			return nil, fmt.Errorf("%v: %w", err, syscall.EPERM)
 		}
 	}

@@ -1,0 +1,66 @@
+package builtin
+
+import (
+	"testing"
+
+	"github.com/fluxgo/fluxgo/internal/jobtap"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
+)
+
+// limitJob is a job of ntasks one-core tasks over nnodes nodes (0: no
+// node level) lasting duration seconds, in queue.
+func limitJob(t *testing.T, ntasks, nnodes int, duration float64, queue string) *jobtap.Job {
+	t.Helper()
+	js, err := jobspec.FromCommand([]string{"true"}, jobspec.CommandOptions{NTasks: ntasks, NNodes: nnodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.SetDuration(duration); err != nil {
+		t.Fatal(err)
+	}
+	if queue != "" {
+		js.SetQueue(queue)
+	}
+	return &jobtap.Job{Jobspec: js}
+}
+
+// TestLimitMessages: rejections read as flux-core's limit plugins word
+// them, naming the queue when the job has one; maxima are checked before
+// minima.
+func TestLimitMessages(t *testing.T) {
+	size := &LimitJobSize{}
+	if err := size.Load(nil, []byte(`{"max":{"nnodes":2,"ncores":4},"min":{"ncores":2},"queues":{"debug":{"max":{"nnodes":1}}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	dur := &LimitDuration{}
+	if err := dur.Load(nil, []byte(`{"duration":"1h","queues":{"debug":"10m"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		p    jobtap.Validator
+		job  *jobtap.Job
+		want string // "" accepted
+	}{
+		{"nodes over", size, limitJob(t, 3, 3, 60, ""), "requested nnodes (3) exceeds policy limit of 2"},
+		{"cores over", size, limitJob(t, 5, 0, 60, ""), "requested ncores (5) exceeds policy limit of 4"},
+		{"cores under", size, limitJob(t, 1, 0, 60, ""), "requested ncores (1) is under policy limit of 2"},
+		{"queue without limits of its own", size, limitJob(t, 1, 1, 60, "debug2"), "requested ncores (1) is under policy limit of 2 for queue debug2"},
+		{"queue", size, limitJob(t, 2, 2, 60, "debug"), "requested nnodes (2) exceeds policy limit of 1 for queue debug"},
+		{"size ok", size, limitJob(t, 2, 2, 60, ""), ""},
+		{"duration over", dur, limitJob(t, 1, 0, 7200, ""), "requested duration (2h) exceeds policy limit of 1h"},
+		{"duration unlimited", dur, limitJob(t, 1, 0, 0, "debug"), "requested duration (unlimited) exceeds policy limit of 10m for queue debug"},
+		{"duration two digits", dur, limitJob(t, 1, 0, 5400, "batch"), "requested duration (1.5h) exceeds policy limit of 1h for queue batch"},
+		{"duration ok", dur, limitJob(t, 1, 0, 600, "debug"), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.p.Validate(c.job, false)
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case c.want != "" && (err == nil || err.Error() != c.want):
+				t.Errorf("got %v, want %q", err, c.want)
+			}
+		})
+	}
+}
