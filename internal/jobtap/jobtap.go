@@ -9,6 +9,7 @@ package jobtap
 import (
 	"encoding/json"
 	"log/slog"
+	"syscall"
 	"time"
 
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -109,6 +110,31 @@ type Host interface {
 	// Owner is the instance owner's userid.
 	Owner() uint32
 	Log() *slog.Logger
+	// R is the job's allocation (nil while it has none).
+	R(id jobid.ID) json.RawMessage
+	// Hostname is the hostname of a broker rank (its rank if unknown).
+	Hostname(rank uint) string
+	// Exec starts argv on a broker rank through its subprocess server;
+	// ev's callbacks run on the job manager goroutine.
+	Exec(rank uint, argv []string, env map[string]string, ev ExecEvents) (Proc, error)
+	// Drain drains ranks (an idset) for reason, leaving ranks already
+	// drained as they are; done runs on the job manager goroutine.
+	Drain(ranks, reason string, done func(error))
+}
+
+// ExecEvents are the callbacks of a process started with Host.Exec.
+type ExecEvents struct {
+	// Output receives each line of stdout or stderr (stream names it).
+	Output func(stream, line string)
+	// Done runs last with the wait status, or with the error that kept
+	// the process from running (then status is meaningless).
+	Done func(status int, err error)
+}
+
+// Proc is a process started with Host.Exec.
+type Proc interface {
+	// Signal sends sig to the process (once it has started).
+	Signal(sig syscall.Signal)
 }
 
 // Plugin is the base interface.
@@ -178,6 +204,14 @@ type UpdateHook interface {
 // job as it is, queue the one it would move to.
 type QueueUpdateHook interface {
 	QueueUpdate(job *Job, queue string, requestorIsOwner bool) error
+}
+
+// ConfigUpdater reads the instance configuration (the TOML tables as
+// JSON): once when the plugin is loaded, and again on each flux config
+// reload. It checks conf and returns what makes it current, so that a
+// configuration any plugin refuses changes nothing.
+type ConfigUpdater interface {
+	ConfigUpdate(conf json.RawMessage) (apply func(), err error)
 }
 
 // Querier returns data for flux jobtap query.

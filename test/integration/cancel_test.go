@@ -294,7 +294,7 @@ func TestPerilog(t *testing.T) {
 		t.Fatalf("job with a prolog and an epilog: %s (events %v)", r, e.eventNames(id))
 	}
 	names := strings.Join(e.eventNames(id), " ")
-	for _, want := range []string{"alloc prolog-start", "prolog-finish", "start", "release epilog-start", "epilog-finish", "free clean"} {
+	for _, want := range []string{"alloc prolog-start", "prolog-finish", "start", "finish epilog-start", "epilog-finish", "free clean"} {
 		if !strings.Contains(names, want) {
 			t.Errorf("events %q lack %q", names, want)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/kvsbatch"
 	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/hostlist"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 )
@@ -53,6 +54,11 @@ type manager struct {
 	purged      int         // jobs purged since the module loaded
 
 	leanCache map[*jobspec.Jobspec]*jobspec.Jobspec // leanSpec (job.go)
+
+	// conf is the instance configuration (config.get), which plugins
+	// read (jobtap.ConfigUpdater); hosts the broker hostlist, by rank.
+	conf  json.RawMessage
+	hosts *hostlist.Hostlist
 }
 
 func newManager(h *flux.Handle, log *slog.Logger, owner uint32) *manager {
@@ -141,7 +147,8 @@ func (m *manager) postRaw(j *job, name string, rawCtx json.RawMessage, ctx map[s
 	}
 	switch name {
 	case "prolog-finish":
-		m.maybeStart(j) // the prolog held the start back
+		m.maybeStart(j)       // the prolog held the start back
+		m.cleanup(j, j.State) // or, after an exception, the cleanup
 	case "epilog-finish":
 		m.cleanup(j, j.State) // the epilog held the free back
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/hostlist"
 )
 
 // Module is the job-manager module.
@@ -45,7 +46,15 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	if err != nil {
 		return err
 	}
+	directives, err := parseDirectives(conf)
+	if err != nil {
+		return err
+	}
 	m := newManager(h, flux.NewLogger(h, "job-manager"), uint32(owner))
+	m.conf = conf
+	if s, err := h.Attr(ctx, "hostlist"); err == nil {
+		m.hosts, _ = hostlist.Parse(s) // without it, ranks stand for hosts
+	}
 	m.queues = newQueues(m, pol)
 	if err := m.queues.restore(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -58,6 +67,9 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		if err := m.plugins.load(name, pluginConf(name, pol)); err != nil {
 			return err
 		}
+	}
+	if err := m.plugins.applyDirectives(directives); err != nil {
+		return err
 	}
 	n, failed, err := m.restore(ctx)
 	if err != nil && ctx.Err() != nil {
@@ -92,7 +104,10 @@ func readConfig(conf json.RawMessage) (*policy.Config, purgeLimits, error) {
 // refuses to start with a bad one instead of running without a job
 // manager, and a reload is refused before any module takes it.
 func ValidateConfig(conf json.RawMessage) error {
-	_, _, err := readConfig(conf)
+	if _, _, err := readConfig(conf); err != nil {
+		return err
+	}
+	_, err := parseDirectives(conf)
 	return err
 }
 
@@ -124,9 +139,16 @@ func (m *manager) configReload(r *flux.Request) {
 			swaps = append(swaps, swap)
 		}
 	}
+	applyConf, err := m.plugins.prepareConfigUpdate(r.Msg.JSON())
+	if err != nil {
+		r.RespondError(err)
+		return
+	}
 	for _, swap := range swaps {
 		swap()
 	}
+	m.conf = append(json.RawMessage(nil), r.Msg.JSON()...)
+	applyConf()
 	m.queues.reconfigure(pol)
 	m.setPurgeLimits(purge)
 	r.Respond(nil)

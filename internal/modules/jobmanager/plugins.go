@@ -1,17 +1,22 @@
 package jobmanager
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
 	"github.com/fluxgo/fluxgo/internal/jobtap/builtin"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/subprocess"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
@@ -47,8 +52,7 @@ func (ps *pluginSet) load(name string, conf json.RawMessage) error {
 	cname := canonicalName(name)
 	factory, ok := builtin.Lookup(cname)
 	if !ok {
-		return fmt.Errorf("jobtap: no plugin named %q (built-in plugins: %s): %w",
-			name, strings.Join(builtin.Names(), ", "), syscall.ENOENT)
+		return noPlugin(name)
 	}
 	for _, p := range ps.loaded {
 		if p.Name() == cname {
@@ -70,7 +74,14 @@ func (ps *pluginSet) load(name string, conf json.RawMessage) error {
 	return nil
 }
 
-// instantiate makes a plugin and gives it its configuration.
+// noPlugin is the error for a plugin name that names none.
+func noPlugin(name string) error {
+	return fmt.Errorf("jobtap: no plugin named %q (built-in plugins: %s): %w",
+		name, strings.Join(builtin.Names(), ", "), syscall.ENOENT)
+}
+
+// instantiate makes a plugin and gives it its configuration, and the
+// instance's if it reads that.
 func (ps *pluginSet) instantiate(factory builtin.Factory, name string, conf json.RawMessage) (jobtap.Plugin, error) {
 	p := factory()
 	if l, ok := p.(jobtap.Loader); ok {
@@ -78,7 +89,35 @@ func (ps *pluginSet) instantiate(factory builtin.Factory, name string, conf json
 			return nil, fmt.Errorf("jobtap: %s: %w", name, err)
 		}
 	}
+	if cu, ok := p.(jobtap.ConfigUpdater); ok {
+		apply, err := cu.ConfigUpdate(ps.m.conf)
+		if err != nil {
+			return nil, fmt.Errorf("jobtap: %s: %w", name, err)
+		}
+		apply()
+	}
 	return p, nil
+}
+
+// prepareConfigUpdate shows a new instance configuration to the loaded
+// plugins that read it, and returns what makes it theirs; nothing
+// changes if any refuses it.
+func (ps *pluginSet) prepareConfigUpdate(conf json.RawMessage) (func(), error) {
+	var applies []func()
+	for _, p := range ps.loaded {
+		if cu, ok := p.(jobtap.ConfigUpdater); ok {
+			apply, err := cu.ConfigUpdate(conf)
+			if err != nil {
+				return nil, fmt.Errorf("jobtap: %s: %w", p.Name(), err)
+			}
+			applies = append(applies, apply)
+		}
+	}
+	return func() {
+		for _, apply := range applies {
+			apply()
+		}
+	}, nil
 }
 
 // attach registers a loaded plugin's methods and shows it the active
@@ -379,3 +418,86 @@ func (ps *pluginSet) AfterFunc(d time.Duration, fn func()) func() bool {
 func (ps *pluginSet) Owner() uint32 { return ps.m.owner }
 
 func (ps *pluginSet) Log() *slog.Logger { return ps.m.log }
+
+func (ps *pluginSet) R(id jobid.ID) json.RawMessage {
+	if j, ok := ps.m.job(id); ok {
+		return j.R
+	}
+	return nil
+}
+
+func (ps *pluginSet) Hostname(rank uint) string {
+	if ps.m.hosts != nil {
+		if h, err := ps.m.hosts.Nth(int(rank)); err == nil {
+			return h
+		}
+	}
+	return strconv.FormatUint(uint64(rank), 10)
+}
+
+func (ps *pluginSet) Exec(rank uint, argv []string, env map[string]string, ev jobtap.ExecEvents) (jobtap.Proc, error) {
+	out := func(stream string) io.Writer {
+		if ev.Output == nil {
+			return nil
+		}
+		return &lineWriter{emit: func(line string) { ev.Output(stream, line) }}
+	}
+	stdout, stderr := out("stdout"), out("stderr")
+	p, err := subprocess.Start(ps.m.h, uint32(rank), subprocess.Command{
+		Args: argv, Env: env, Stdout: stdout, Stderr: stderr,
+	}, subprocess.Events{
+		Done: func(_ *subprocess.Process, status subprocess.Status, err error) {
+			for _, w := range []io.Writer{stdout, stderr} {
+				if lw, ok := w.(*lineWriter); ok {
+					lw.flush()
+				}
+			}
+			if ev.Done != nil {
+				ev.Done(int(status), err)
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (ps *pluginSet) Drain(ranks, reason string, done func(error)) {
+	f, err := ps.m.h.RPC("resource.drain", 0, map[string]any{"targets": ranks, "reason": reason, "mode": "update"}, 0)
+	if err != nil {
+		done(err)
+		return
+	}
+	f.Then(func(_ *flux.Message, err error) {
+		f.Close()
+		done(err)
+	})
+}
+
+// lineWriter hands output on to emit a line at a time.
+type lineWriter struct {
+	buf  []byte
+	emit func(string)
+}
+
+func (w *lineWriter) Write(b []byte) (int, error) {
+	w.buf = append(w.buf, b...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.emit(string(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+	}
+	return len(b), nil
+}
+
+// flush emits a last line that had no newline.
+func (w *lineWriter) flush() {
+	if len(w.buf) > 0 {
+		w.emit(string(w.buf))
+		w.buf = nil
+	}
+}

@@ -413,6 +413,11 @@ func (p *Process) Kill(ctx context.Context, sig syscall.Signal) error {
 	return p.h.Call(ctx, Service+".kill", p.rank, KillRequest{Pid: pid, Signum: int(sig)}, nil)
 }
 
+// Signal sends sig to the process without waiting for the server's
+// answer (nothing happens before the process has started). Safe on a
+// Serve goroutine.
+func (p *Process) Signal(sig syscall.Signal) { p.signalAsync(sig) }
+
 // signalAsync sends a kill request without waiting for the answer.
 func (p *Process) signalAsync(sig syscall.Signal) {
 	pid, ok := p.Pid()
