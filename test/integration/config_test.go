@@ -78,8 +78,10 @@ policy.limits.duration = "10m"
 	if q := e.must("jobtap", "query", ".limit-duration"); !strings.Contains(q, `"duration":10800`) || !strings.Contains(q, `"debug":600`) {
 		t.Errorf("limit-duration after reload: %s", q)
 	}
-	debugJob := e.submit("--urgency=hold", "--queue=debug", "true")
-	if q := e.field(e.submit("--urgency=hold", "true"), "{queue}"); q != "batch" {
+	debugJob := e.submit("--urgency=hold", "--queue=debug", "-t", "5m", "true")
+	// the limits hold for the instance owner too (flux-core)
+	e.fail("requested duration (unlimited) exceeds policy limit of 10m for queue debug", "submit", "--urgency=hold", "--queue=debug", "true")
+	if q := e.field(e.submit("--urgency=hold", "-t", "1h", "true"), "{queue}"); q != "batch" {
 		t.Errorf("default queue after reload: %q", q)
 	}
 	e.fail("'nope' is not a valid queue (queues: batch, debug)", "submit", "--queue=nope", "true")
@@ -116,7 +118,7 @@ policy.limits.duration = "10m"
 	// load from standard input: the queues go (their jobs still run),
 	// and a purge limit set by a reload keeps one inactive job
 	for i := 0; i < 2; i++ {
-		e.waitEvent(e.submit("--queue=debug", testDuration("0.001s"), "true"), "clean")
+		e.waitEvent(e.submit("--queue=debug", "-t", "1m", testDuration("0.001s"), "true"), "clean")
 	}
 	if n := strings.Count(e.must("jobs", "-n", "-f", "inactive", "-o", "{id}"), "\n") + 1; n != 2 {
 		t.Fatalf("%d inactive jobs before the purge limit, want 2", n)

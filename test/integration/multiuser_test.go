@@ -123,8 +123,8 @@ func TestGuest(t *testing.T) {
 	refused("", "jobtap", "load", "alloc-bypass.so")
 	refused("waitable", "submit", "--flags=waitable", "true")
 
-	// with a duration limit configured, guests are held to it (the owner
-	// is exempt)
+	// with a duration limit configured, guests are held to it (only the
+	// owner's updates may go beyond it)
 	e.must("jobtap", "remove", ".limit-duration")
 	e.must("jobtap", "load", ".limit-duration", "duration=1h")
 	refused("exceeds", "submit", "-t", "2h", "true")

@@ -41,7 +41,7 @@ func (b *sizeBounds) normalize(path string) error {
 // LimitJobSize rejects jobs outside configured size limits
 // (policy.limits.job-size in flux-core: {max:{nnodes,ncores,ngpus},
 // min:{...}}), or their queue's (queues: {NAME: {max, min}}) where it
-// has its own. The instance owner is exempt.
+// has its own.
 type LimitJobSize struct {
 	sizeBounds
 	Queues map[string]*sizeBounds `json:"queues,omitempty"`
@@ -81,9 +81,10 @@ func (l *LimitJobSize) Load(_ jobtap.Host, conf json.RawMessage) error {
 // Query implements jobtap.Querier.
 func (l *LimitJobSize) Query() any { return l }
 
-// Validate implements jobtap.Validator.
-func (l *LimitJobSize) Validate(j *jobtap.Job, owner bool) error {
-	if owner || j.Jobspec == nil {
+// Validate implements jobtap.Validator. As in flux-core, the limits hold
+// for every submitter, the instance owner included.
+func (l *LimitJobSize) Validate(j *jobtap.Job, _ bool) error {
+	if j.Jobspec == nil {
 		return nil
 	}
 	return l.check(j, j.Jobspec.Queue())
@@ -138,8 +139,9 @@ func forQueue(queue string) string {
 }
 
 // LimitDuration rejects jobs whose duration exceeds the configured limit
-// (policy.limits.duration, an FSD); the owner is exempt. It also guards
-// updates of attributes.system.duration.
+// (policy.limits.duration, an FSD). It also guards updates of
+// attributes.system.duration, which the instance owner may take beyond
+// the limit.
 type LimitDuration struct {
 	limit  float64
 	queues map[string]float64 // queues with their own limit
@@ -248,12 +250,13 @@ func (l *LimitDuration) check(d, limit float64, queue string) error {
 }
 
 // Validate implements jobtap.Validator: the job's duration must be within
-// its queue's limit.
-func (l *LimitDuration) Validate(j *jobtap.Job, owner bool) error {
+// its queue's limit, whoever submits it (the instance owner too, as in
+// flux-core; only the owner's updates may go beyond limits).
+func (l *LimitDuration) Validate(j *jobtap.Job, _ bool) error {
 	if j.Jobspec == nil {
 		return nil
 	}
-	return l.QueueUpdate(j, j.Jobspec.Queue(), owner)
+	return l.QueueUpdate(j, j.Jobspec.Queue(), false)
 }
 
 // UpdateKeys implements jobtap.UpdateHook.

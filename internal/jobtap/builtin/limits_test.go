@@ -64,3 +64,25 @@ func TestLimitMessages(t *testing.T) {
 		})
 	}
 }
+
+// TestLimitsHoldForOwner: flux-core applies the limits to the instance
+// owner's submissions too (only the owner's updates may exceed them).
+func TestLimitsHoldForOwner(t *testing.T) {
+	size := &LimitJobSize{}
+	if err := size.Load(nil, []byte(`{"max":{"nnodes":1}}`)); err != nil {
+		t.Fatal(err)
+	}
+	dur := &LimitDuration{}
+	if err := dur.Load(nil, []byte(`{"duration":"1h"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := size.Validate(limitJob(t, 2, 2, 60, ""), true); err == nil {
+		t.Error("owner's 2-node job accepted under a 1-node limit")
+	}
+	if err := dur.Validate(limitJob(t, 1, 0, 7200, ""), true); err == nil {
+		t.Error("owner's 2h job accepted under a 1h limit")
+	}
+	if v, err := dur.Update(limitJob(t, 1, 0, 60, ""), "attributes.system.duration", 7200.0, true); err != nil || v != 7200.0 {
+		t.Errorf("owner's update to 2h: %v %v", v, err)
+	}
+}
