@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
+	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 )
 
@@ -271,20 +272,20 @@ func (l *LimitDuration) Update(j *jobtap.Job, _ string, v any, owner bool) (any,
 	case string:
 		var err error
 		if d, err = fsd.Parse(x); err != nil {
-			return nil, fmt.Errorf("%v: %w", err, syscall.EINVAL)
+			return nil, flux.NewError(syscall.EINVAL, err.Error())
 		}
 	default:
-		return nil, fmt.Errorf("duration must be a number of seconds or an FSD string: %w", syscall.EINVAL)
+		return nil, flux.NewError(syscall.EINVAL, "duration must be a number of seconds or an FSD string")
 	}
 	if d < 0 {
-		return nil, fmt.Errorf("duration must not be negative: %w", syscall.EINVAL)
+		return nil, flux.NewError(syscall.EINVAL, "duration must not be negative")
 	}
 	if math.IsInf(d, 1) {
 		d = 0 // RFC 23 infinity: jobspec's unlimited
 	}
 	if !owner {
 		if err := l.check(d, l.limitFor(j), queueOf(j)); err != nil {
-			return nil, fmt.Errorf("%v: %w", err, syscall.EPERM)
+			return nil, flux.NewError(syscall.EPERM, err.Error())
 		}
 	}
 	return d, nil

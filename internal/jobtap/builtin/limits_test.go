@@ -1,9 +1,12 @@
 package builtin
 
 import (
+	"errors"
+	"syscall"
 	"testing"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
+	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 )
 
@@ -84,5 +87,21 @@ func TestLimitsHoldForOwner(t *testing.T) {
 	}
 	if v, err := dur.Update(limitJob(t, 1, 0, 60, ""), "attributes.system.duration", 7200.0, true); err != nil || v != 7200.0 {
 		t.Errorf("owner's update to 2h: %v %v", v, err)
+	}
+}
+
+// TestDurationUpdateRefusal: a guest's update beyond the limit is refused
+// with EPERM and the limit message alone (no errno text appended).
+func TestDurationUpdateRefusal(t *testing.T) {
+	dur := &LimitDuration{}
+	if err := dur.Load(nil, []byte(`{"duration":"1h"}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := dur.Update(limitJob(t, 1, 0, 60, "batch"), "attributes.system.duration", "2h", false)
+	if !errors.Is(err, syscall.EPERM) || flux.ErrorText(err) != "requested duration (2h) exceeds policy limit of 1h for queue batch" {
+		t.Errorf("guest update to 2h: %q (%v)", flux.ErrorText(err), err)
+	}
+	if _, err := dur.Update(limitJob(t, 1, 0, 60, ""), "attributes.system.duration", -1.0, false); !errors.Is(err, syscall.EINVAL) || flux.ErrorText(err) != "duration must not be negative" {
+		t.Errorf("negative duration: %v", err)
 	}
 }
