@@ -3,6 +3,7 @@ package builtin
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -17,6 +18,7 @@ type BeginTime struct {
 
 var (
 	_ jobtap.Loader     = (*BeginTime)(nil)
+	_ jobtap.Validator  = (*BeginTime)(nil)
 	_ jobtap.DependHook = (*BeginTime)(nil)
 )
 
@@ -26,6 +28,37 @@ func (*BeginTime) Name() string { return ".begin-time" }
 // Load implements jobtap.Loader.
 func (b *BeginTime) Load(h jobtap.Host, _ json.RawMessage) error {
 	b.h = h
+	return nil
+}
+
+// parseBeginTime reads a begin-time dependency's value: a timestamp,
+// not negative, finite.
+func parseBeginTime(s string) (float64, error) {
+	t, err := strconv.ParseFloat(s, 64)
+	if err != nil || t < 0 || math.IsNaN(t) || math.IsInf(t, 0) {
+		return 0, fmt.Errorf("Invalid begin-time=%s", s)
+	}
+	return t, nil
+}
+
+// Validate implements jobtap.Validator: a begin-time that is not a
+// timestamp is refused at submission, as flux-core does.
+func (b *BeginTime) Validate(j *jobtap.Job, _ bool) error {
+	if j.Jobspec == nil {
+		return nil
+	}
+	deps, err := j.Jobspec.Dependencies()
+	if err != nil {
+		return nil // not ours to judge: the dependency plugins say why
+	}
+	for _, d := range deps {
+		if d.Scheme != "begin-time" {
+			continue
+		}
+		if _, err := parseBeginTime(d.Value); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -42,9 +75,9 @@ func (b *BeginTime) JobDepend(j *jobtap.Job) error {
 		if d.Scheme != "begin-time" {
 			continue
 		}
-		t, err := strconv.ParseFloat(d.Value, 64)
-		if err != nil || t < 0 {
-			return fmt.Errorf("begin-time: invalid timestamp %q", d.Value)
+		t, err := parseBeginTime(d.Value)
+		if err != nil {
+			return err
 		}
 		wait := time.Until(time.Unix(0, int64(t*1e9)))
 		if wait <= 0 {
