@@ -204,8 +204,12 @@ func Parse(conf []byte) (*Config, error) {
 				return nil, invalid("policy.jobspec.defaults.system.queue must be a string, not %s", q)
 			}
 			if _, ok := c.Queues[c.DefaultQueue]; !ok {
-				return nil, invalid("policy.jobspec.defaults.system.queue: %q is not a configured queue (queues: %s)",
-					c.DefaultQueue, c.queueNames())
+				known := "no queues are configured"
+				if c.Named() {
+					known = "queues: " + c.queueNames()
+				}
+				return nil, invalid("policy.jobspec.defaults.system.queue: %q is not a configured queue (%s)",
+					c.DefaultQueue, known)
 			}
 		}
 	}

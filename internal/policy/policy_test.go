@@ -61,7 +61,7 @@ func TestParseErrors(t *testing.T) {
 		`{"queues": {"batch": 1}}`:                                                             "queues.batch must be a table",
 		`{"queues": {"batch": {"requires": "batch"}}}`:                                         "queues.batch.requires must be an array",
 		`{"queues": {"batch": {"requires": ["a|b"]}}}`:                                         `queues.batch.requires: property name "a|b" contains illegal character '|'`,
-		`{"policy": {"jobspec": {"defaults": {"system": {"queue": "batch"}}}}}`:                `policy.jobspec.defaults.system.queue: "batch" is not a configured queue`,
+		`{"policy": {"jobspec": {"defaults": {"system": {"queue": "batch"}}}}}`:                `policy.jobspec.defaults.system.queue: "batch" is not a configured queue (no queues are configured)`,
 		`{"queues": {"a": {}}, "policy": {"jobspec": {"defaults": {"system": {"queue": 1}}}}}`: "policy.jobspec.defaults.system.queue must be a string",
 	} {
 		_, err := Parse([]byte(conf))
