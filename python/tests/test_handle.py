@@ -34,6 +34,21 @@ class TestConnect(fluxtest.InstanceTestCase):
             with flux.Flux(url) as h:
                 self.assertEqual(h.get_rank(), 0)
 
+    def test_uri_bytes_and_pathlike(self):
+        # Parsl hands flux.Flux() the URI as bytes read from a socket
+        with flux.Flux(self.inst.uri.encode()) as h:
+            self.assertEqual(h.attr_get("size"), "2")
+            self.assertEqual(h.url, self.inst.uri)
+        import pathlib  # pylint: disable=import-outside-toplevel
+
+        with flux.Flux(pathlib.Path(uri_to_path(self.inst.uri))) as h:
+            self.assertEqual(h.get_rank(), 0)
+        with self.assertRaises(TypeError):
+            flux.Flux(42)
+        with self.assertRaises(OSError) as cm:
+            flux.Flux(b"local:///\xff")
+        self.assertEqual(cm.exception.errno, errno.EINVAL)
+
     def test_no_uri(self):
         old = os.environ.pop("FLUX_URI", None)
         try:

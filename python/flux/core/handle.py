@@ -72,6 +72,17 @@ class Flux:
                     "FLUX_URI is not set: run inside a Flux instance "
                     "(flux start, flux alloc) or pass a URI to flux.Flux()",
                 )
+        if isinstance(url, (bytes, bytearray)):
+            # flux-core accepts the URI as bytes (Parsl passes one it
+            # received from a socket)
+            try:
+                url = bytes(url).decode()
+            except UnicodeDecodeError:
+                raise OSError(errno.EINVAL, "Flux URI %r is not valid UTF-8" % (url,)) from None
+        elif isinstance(url, os.PathLike):
+            url = os.fspath(url)
+        if not isinstance(url, str):
+            raise TypeError("Flux URI must be a str or bytes, not %s" % type(url).__name__)
         self.url = url
         self.flags = flags
         self._path = uri_to_path(url)
