@@ -20,7 +20,19 @@ __all__ = ["Flux", "constants", "core", "job", "kvs"]
 def __getattr__(name):
     # import the heavier submodules on first use, as "flux.job" is
     # commonly reached through "import flux"
-    if name in ("job", "kvs", "constants", "message", "future", "rpc", "sign"):
+    if name in (
+        "job",
+        "kvs",
+        "constants",
+        "message",
+        "future",
+        "rpc",
+        "sign",
+        "resource",
+        "util",
+        "idset",
+        "hostlist",
+    ):
         import importlib
 
         return importlib.import_module("flux." + name)
