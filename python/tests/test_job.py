@@ -4,6 +4,7 @@ with the seed 001 snippet, wait, cancel, kill, urgency."""
 import errno
 import json
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -313,6 +314,106 @@ class TestSubmitWatch(JobTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def cli_jobs(inst, jobid, fmt):
+    res = inst.flux("jobs", "-n", "-o", fmt, str(jobid))
+    if res.returncode != 0:
+        raise AssertionError(res.stderr.decode())
+    return res.stdout.decode().rstrip("\n")
+
+
+class TestJobInfo(JobTestCase):
+    """get_job() and JobInfo give flux-core's readable fields, and agree
+    with flux jobs."""
+
+    UNFILTERED_KEYS = {
+        "id", "userid", "username", "urgency", "priority", "state", "result",
+        "status", "returncode", "waitstatus", "runtime", "t_submit", "t_depend",
+        "t_run", "t_cleanup", "t_inactive", "t_remaining", "duration",
+        "expiration", "name", "cwd", "queue", "project", "bank", "ntasks",
+        "ncores", "nnodes", "ranks", "nodelist", "success", "dependencies",
+        "annotations", "exception",
+    }
+
+    def test_get_job_completed(self):
+        jobid = self.submit(["true"], num_tasks=1)
+        self.result(jobid)
+        job = flux.job.get_job(self.h, jobid)
+        self.assertEqual(set(job), self.UNFILTERED_KEYS)
+        self.assertEqual(job["id"], jobid)
+        self.assertEqual(job["state"], "INACTIVE")
+        self.assertEqual(job["result"], "COMPLETED")
+        self.assertEqual(job["status"], "COMPLETED")
+        self.assertEqual(job["returncode"], 0)
+        self.assertEqual(job["waitstatus"], 0)
+        self.assertIs(job["success"], True)
+        self.assertEqual(job["username"], pwd.getpwuid(os.getuid()).pw_name)
+        self.assertEqual(job["userid"], os.getuid())
+        self.assertEqual(job["exception"], {"occurred": False, "severity": "", "type": "", "note": ""})
+        self.assertIsInstance(job["annotations"], dict)
+        self.assertGreater(job["runtime"], 0.0)
+        self.assertGreaterEqual(job["t_inactive"], job["t_cleanup"])
+        self.assertEqual(job["t_remaining"], 0.0)
+        self.assertEqual(job["name"], "true")
+        self.assertEqual(job["nodelist"], cli_jobs(self.inst, jobid, "{nodelist}"))
+        json.dumps(job)  # plain data
+
+    def test_get_job_pending_and_canceled(self):
+        jobid = self.submit(["true"], urgency=0)
+        flux.job.wait_for(self.h, jobid, "priority", timeout=TIMEOUT)
+        job = flux.job.get_job(self.h, jobid)
+        self.assertEqual((job["state"], job["status"], job["result"]), ("SCHED", "SCHED", ""))
+        self.assertEqual((job["returncode"], job["runtime"], job["t_run"]), ("", 0.0, 0.0))
+        self.assertEqual(job["urgency"], 0)
+        info = flux.job.job_list_id(self.h, jobid).get_jobinfo()
+        self.assertEqual(info.contextual_info, "held")
+        self.assertEqual(info.contextual_info, cli_jobs(self.inst, jobid, "{contextual_info}"))
+        self.assertEqual(info.inactive_reason, "")
+        flux.job.cancel(self.h, jobid, "not today")
+        info = self.result(jobid)
+        self.assertEqual((info.status, info.returncode), ("CANCELED", -128))
+        self.assertEqual(info.inactive_reason, "Canceled: not today")
+        self.assertEqual(info.inactive_reason, cli_jobs(self.inst, jobid, "{inactive_reason}"))
+        job = flux.job.get_job(self.h, jobid)
+        self.assertEqual(job["exception"]["type"], "cancel")
+        self.assertEqual(job["exception"]["note"], "not today")
+        self.assertIs(job["exception"]["occurred"], True)
+
+    def test_to_dict_filtered_and_fields(self):
+        jobid = self.submit(["sh", "-c", "exit 3"])
+        info = self.result(jobid)
+        self.assertEqual((info.status, info.status_abbrev, info.returncode), ("FAILED", "F", 3))
+        self.assertEqual(info.inactive_reason, "Exit 3")
+        self.assertEqual(info.inactive_reason, cli_jobs(self.inst, jobid, "{inactive_reason}"))
+        self.assertEqual(info.state_id, C.FLUX_JOB_STATE_INACTIVE)
+        self.assertEqual(info.result_id, C.FLUX_JOB_RESULT_FAILED)
+        self.assertEqual(info.contextual_time, info.runtime)
+        self.assertEqual(str(info.sched.resource_summary), cli_jobs(self.inst, jobid, "{sched.resource_summary}"))
+        self.assertEqual(str(info.sched.no_such_key), "")
+        self.assertEqual(str(info.annotations.user.x.y), "")
+        d = info.to_dict()
+        self.assertEqual(d["status"], "FAILED")
+        self.assertEqual(d["returncode"], 3)
+        for key, value in d.items():
+            self.assertNotEqual(value, "", key)
+            if key.startswith("t_"):
+                self.assertNotEqual(value, 0, key)
+        self.assertNotIn("t_remaining", d)
+        self.assertEqual(d["exception"], {"occurred": False})
+        full = info.to_dict(filtered=False)
+        self.assertEqual(set(full), self.UNFILTERED_KEYS)
+        self.assertEqual(full["queue"], "")
+        with self.assertRaises(AttributeError):
+            info.no_such_attribute  # pylint: disable=pointless-statement
+
+    def test_joblist_errors(self):
+        with self.assertRaisesRegex(ValueError, "Invalid filter specified: bogus"):
+            flux.job.JobList(self.h, filters=["running,bogus"])
+        jl = flux.job.JobList(self.h, ids=["ƒdhZ"])
+        self.assertEqual(jl.jobs(), [])
+        self.assertEqual(jl.errors, ["JobID ƒdhZ unknown"])
+        self.assertEqual(JobID("ƒdhZ").orig, "ƒdhZ")
 
 
 class TestFluxExecutor(JobTestCase):

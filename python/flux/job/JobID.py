@@ -222,17 +222,26 @@ class JobID(int):
     """
 
     def __new__(cls, value):
+        orig = value
         if isinstance(value, JobID):
-            return super().__new__(cls, int(value))
-        if isinstance(value, int):
+            obj = super().__new__(cls, int(value))
+            orig = value.orig
+        elif isinstance(value, int):
             if not 0 <= value <= _MAX:
                 raise ValueError("job ID %d is out of range" % value)
-            return super().__new__(cls, value)
-        if isinstance(value, bytes):
-            value = value.decode("utf-8")
-        if isinstance(value, str):
-            return super().__new__(cls, id_parse(value))
-        raise TypeError("JobID needs an int or a string, not %s" % type(value).__name__)
+            obj = super().__new__(cls, value)
+        else:
+            if isinstance(value, bytes):
+                value = value.decode("utf-8")
+                orig = value
+            if not isinstance(value, str):
+                raise TypeError(
+                    "JobID needs an int or a string, not %s" % type(value).__name__
+                )
+            obj = super().__new__(cls, id_parse(value))
+        # the ID as the user wrote it, for messages (as flux-core's .orig)
+        obj.orig = str(orig)
+        return obj
 
     def encode(self, encoding="dec"):
         """This ID in the named encoding."""

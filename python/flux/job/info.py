@@ -2,12 +2,15 @@
 derived fields flux jobs shows (state and result names, status,
 returncode, runtime, username ...)."""
 
+import json
 import os
 import pwd
+import signal
 import time
 
 from flux import constants as C
 from flux.job.JobID import JobID
+from flux.util import fsd
 
 _STATES = [
     (C.FLUX_JOB_STATE_NEW, "NEW", "N"),
@@ -59,9 +62,10 @@ def strtoresult(name):
 
 
 class ExceptionInfo:
-    """A job's exception summary: occurred, severity, type, note."""
+    """A job's exception summary: occurred, severity, type, note ("" for
+    fields job-list did not report)."""
 
-    def __init__(self, occurred=False, severity=None, type=None, note=None):  # pylint: disable=redefined-builtin
+    def __init__(self, occurred="", severity="", type="", note=""):  # pylint: disable=redefined-builtin
         self.occurred = occurred
         self.severity = severity
         self.type = type
@@ -69,6 +73,14 @@ class ExceptionInfo:
 
     def __bool__(self):
         return bool(self.occurred)
+
+    def to_dict(self):
+        return {
+            "occurred": self.occurred,
+            "severity": self.severity,
+            "type": self.type,
+            "note": self.note,
+        }
 
     def __repr__(self):
         return "ExceptionInfo(occurred=%r, severity=%r, type=%r, note=%r)" % (
@@ -79,12 +91,73 @@ class ExceptionInfo:
         )
 
 
+class _Empty:
+    """What a missing annotation reads as: "" in strings and formats, and
+    itself for any further attribute."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self
+
+    def __str__(self):
+        return ""
+
+    __repr__ = __str__
+
+    def __format__(self, spec):
+        return format("", spec.rstrip("bcdoxXeEfFgGn%"))
+
+    def __bool__(self):
+        return False
+
+    def __eq__(self, other):
+        return other == "" or isinstance(other, _Empty)
+
+    __hash__ = None
+
+
+class AnnotationsInfo:
+    """Job annotations with attribute access (info.annotations.sched.
+    reason_pending); a missing key reads as an empty value. str() is the
+    JSON of the annotations ("" when there are none)."""
+
+    def __init__(self, annotations):
+        self.annotationsDict = dict(annotations or {})
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name == "annotationsDict":
+            raise AttributeError(name)
+        try:
+            value = self.annotationsDict[name]
+        except KeyError:
+            return _Empty()
+        if isinstance(value, dict):
+            return AnnotationsInfo(value)
+        return value
+
+    def __str__(self):
+        return json.dumps(self.annotationsDict) if self.annotationsDict else ""
+
+    __repr__ = __str__
+
+    def __format__(self, spec):
+        return format(str(self), spec)
+
+    def __bool__(self):
+        return bool(self.annotationsDict)
+
+
 class JobInfo:
-    """A job-list entry. Raw attributes are available as attributes
-    (info.ntasks, info.nodelist ...) and via to_dict()."""
+    """A job as job-list reports it. Each job-list attribute is an
+    attribute (info.ntasks, info.nodelist ...; "" or 0.0 when job-list
+    did not report it), plus the derived fields flux jobs shows: state and
+    result names, status, returncode, runtime, username, t_remaining,
+    exception (ExceptionInfo), annotations/sched/user (attribute access),
+    uri, contextual_info, contextual_time, inactive_reason. state_id and
+    result_id are the raw bits. to_dict() gives them as a dict."""
 
     _DEFAULTS = {
-        "t_submit": 0.0,
         "t_depend": 0.0,
         "t_run": 0.0,
         "t_cleanup": 0.0,
@@ -99,20 +172,36 @@ class JobInfo:
         "ntasks": "",
         "ncores": "",
         "nnodes": "",
-        "nodelist": "",
-        "ranks": "",
         "priority": "",
-        "urgency": "",
-        "userid": "",
-        "waitstatus": None,
-        "success": None,
-        "annotations": {},
-        "dependencies": [],
+        "ranks": "",
+        "nodelist": "",
+        "success": "",
+        "result": "",
+        "waitstatus": "",
     }
+    # fields to_dict() adds to the _DEFAULTS keys
+    _DICT_FIELDS = (
+        "id",
+        "t_submit",
+        "t_remaining",
+        "state",
+        "result",
+        "username",
+        "userid",
+        "urgency",
+        "runtime",
+        "status",
+        "returncode",
+        "dependencies",
+    )
 
     def __init__(self, info_dict):
         self._info = dict(info_dict)
+        if "id" not in self._info:
+            raise ValueError("JobInfo: job-list entry has no 'id'")
         self.id = JobID(self._info["id"])
+        self.annotations = AnnotationsInfo(self._info.get("annotations"))
+        self.dependencies = list(self._info.get("dependencies") or [])
 
     def __getattr__(self, name):
         if name.startswith("_"):
@@ -122,16 +211,11 @@ class JobInfo:
             return info[name]
         if name in self._DEFAULTS:
             return self._DEFAULTS[name]
-        raise AttributeError("JobInfo has no attribute %r" % name)
+        raise AttributeError("invalid JobInfo attribute '%s'" % name)
 
     def get(self, key, default=None):
+        """The raw job-list attribute key."""
         return self._info.get(key, default)
-
-    def to_dict(self, filtered=True):
-        """The job-list attributes as a dict (id as an int)."""
-        d = dict(self._info)
-        d["id"] = int(self.id)
-        return d
 
     # -- state and result --------------------------------------------------
     @property
@@ -148,7 +232,7 @@ class JobInfo:
 
     @property
     def result_id(self):
-        return self._info.get("result", 0)
+        return self._info.get("result", "")
 
     @property
     def result(self):
@@ -164,7 +248,7 @@ class JobInfo:
 
     @property
     def status(self):
-        """The state while active, the result once inactive."""
+        """The state name while active, the result name once inactive."""
         if self.state_id & C.FLUX_JOB_STATE_ACTIVE or not self.result_id:
             return self.state
         return self.result
@@ -180,7 +264,7 @@ class JobInfo:
         """Exit code; -N if killed by signal N; -128 if canceled before it
         ran; 1 for another failure before it ran; "" while unknown."""
         ws = self._info.get("waitstatus")
-        if ws is None:
+        if not isinstance(ws, int):
             if self.result_id == C.FLUX_JOB_RESULT_CANCELED:
                 return -128
             if self.result_id == C.FLUX_JOB_RESULT_FAILED:
@@ -193,21 +277,30 @@ class JobInfo:
     @property
     def exception(self):
         return ExceptionInfo(
-            self._info.get("exception_occurred", False),
-            self._info.get("exception_severity"),
-            self._info.get("exception_type"),
-            self._info.get("exception_note"),
+            self._info.get("exception_occurred", ""),
+            self._info.get("exception_severity", ""),
+            self._info.get("exception_type", ""),
+            self._info.get("exception_note", ""),
         )
 
     # -- derived -----------------------------------------------------------
     @property
     def runtime(self):
-        """Seconds run so far (or in total once finished)."""
+        """Seconds run so far (or in total once finished); 0.0 if it
+        never ran."""
         t_run = self._info.get("t_run", 0.0)
         if not t_run:
             return 0.0
         t_end = self._info.get("t_cleanup") or time.time()
         return max(0.0, t_end - t_run)
+
+    @property
+    def t_remaining(self):
+        """Seconds until the running job's expiration (0.0 otherwise)."""
+        expiration = self._info.get("expiration", 0.0)
+        if self.state_id != C.FLUX_JOB_STATE_RUN or not expiration:
+            return 0.0
+        return max(0.0, expiration - time.time())
 
     @property
     def username(self):
@@ -219,6 +312,124 @@ class JobInfo:
         except KeyError:
             return str(uid)
 
+    @property
+    def sched(self):
+        return self.annotations.sched
+
+    @property
+    def user(self):
+        return self.annotations.user
+
+    @property
+    def uri(self):
+        """The URI of a job that is a Flux instance (annotations.user.uri),
+        or None."""
+        uri = self.annotations.user.uri
+        return str(uri) if uri else None
+
+    @property
+    def contextual_info(self):
+        """What flux jobs shows as INFO: priority-wait, depends:..., eta
+        or held while pending; the nodelist once it has resources."""
+        state = self.state
+        if state == "PRIORITY":
+            return "priority-wait"
+        if state == "DEPEND":
+            return "depends:" + ",".join(self.dependencies)
+        if state == "SCHED":
+            t_estimate = self.annotations.sched.t_estimate
+            if isinstance(t_estimate, (int, float)):
+                eta = t_estimate - time.time()
+                return "eta:" + ("now" if eta < 0 else fsd(eta))
+            if self._info.get("urgency") == 0:
+                return "held"
+            if self._info.get("priority") == 0:
+                return "priority-hold"
+            return ""
+        return self.nodelist
+
+    @property
+    def contextual_time(self):
+        """The requested duration while pending, the runtime after."""
+        if self.state in ("DEPEND", "PRIORITY", "SCHED"):
+            return self.duration
+        return self.runtime
+
+    @property
+    def inactive_reason(self):
+        """Why an inactive job ended ("Exit 1", "Canceled: note",
+        "Timeout", a signal name ...); "" while active."""
+        if self.state != "INACTIVE":
+            return ""
+        result = self.result
+        exc = self.exception
+        if result == "CANCELED":
+            if exc.occurred and exc.type == "cancel" and exc.note:
+                return "Canceled: %s" % exc.note
+            return "Canceled"
+        if result == "TIMEOUT":
+            return "Timeout"
+        if result == "FAILED":
+            if exc.occurred and exc.type != "exec" and exc.severity == 0:
+                text = "Exception: type=%s" % exc.type
+                if exc.note:
+                    text += " note=%s" % exc.note
+                return text
+            code = self.returncode
+            if isinstance(code, int) and code > 128:
+                try:
+                    return signal.strsignal(code - 128) or "Signaled %d" % (code - 128)
+                except ValueError:
+                    return "Signaled %d" % (code - 128)
+            if code == 126:
+                return "Command invoked cannot execute"
+            if code == 127:
+                return "command not found"
+            if code == 128:
+                return "Invalid argument to exit"
+        return "Exit %s" % self.returncode
+
+    def to_dict(self, filtered=True):
+        """The job as a dict of readable fields: the job-list attributes
+        with state, result and status as names, plus username, runtime,
+        returncode, t_remaining, dependencies, annotations (dict) and
+        exception (dict); uri for a job that is a Flux instance.
+
+        filtered=True (the default) drops unset fields: empty strings,
+        zero timestamps (t_*), a zero runtime or expiration, and the
+        exception details when none occurred."""
+        out = {}
+        for key in list(self._DEFAULTS) + list(self._DICT_FIELDS):
+            try:
+                value = getattr(self, key)
+            except AttributeError:
+                continue
+            if value is not None:
+                out[key] = value
+        out["annotations"] = dict(self.annotations.annotationsDict)
+        out["exception"] = self.exception.to_dict()
+        uri = self.uri
+        if uri is not None:
+            out["uri"] = uri
+        if not filtered:
+            return out
+        for key in list(out):
+            value = out[key]
+            if isinstance(value, str) and value == "":
+                del out[key]
+            elif (key.startswith("t_") or key in ("runtime", "expiration")) and value == 0:
+                del out[key]
+        if not out["exception"]["occurred"]:
+            out["exception"] = {"occurred": False}
+        if uri is not None:
+            user = dict(out["annotations"].get("user") or {})
+            user.pop("uri", None)
+            if user:
+                out["annotations"]["user"] = user
+            else:
+                out["annotations"].pop("user", None)
+        return out
+
     def __repr__(self):
         return "JobInfo(id=%s, state=%s, result=%s)" % (
             self.id.f58,
@@ -228,20 +439,48 @@ class JobInfo:
 
 
 def job_fields_to_attrs(fields):
-    """job-list attributes needed for JobInfo fields (best effort: fields
-    that are attributes, plus state/result for derived ones)."""
+    """job-list attributes needed for JobInfo fields (format field names
+    as flux jobs uses them: "status", "exception.type", "sched.t_estimate",
+    "id.f58" ...)."""
+    derived = {
+        "status": ("state", "result"),
+        "status_abbrev": ("state", "result"),
+        "returncode": ("waitstatus", "result"),
+        "state_single": ("state",),
+        "state_id": ("state",),
+        "result_abbrev": ("result",),
+        "result_id": ("result",),
+        "runtime": ("t_run", "t_cleanup"),
+        "username": ("userid",),
+        "t_remaining": ("expiration", "state", "result"),
+        "expiration": ("expiration", "state", "result"),
+        "contextual_info": (
+            "state",
+            "dependencies",
+            "annotations",
+            "nodelist",
+            "priority",
+            "urgency",
+        ),
+        "contextual_time": ("state", "t_run", "t_cleanup", "duration"),
+        "inactive_reason": (
+            "state",
+            "result",
+            "waitstatus",
+            "exception_occurred",
+            "exception_severity",
+            "exception_type",
+            "exception_note",
+        ),
+    }
     attrs = set()
     for f in fields:
-        if f in ("status", "status_abbrev", "returncode"):
-            attrs.update(("state", "result", "waitstatus"))
-        elif f in ("state_single", "state_id"):
-            attrs.add("state")
-        elif f in ("result_abbrev", "result_id"):
-            attrs.add("result")
-        elif f == "runtime":
-            attrs.update(("t_run", "t_cleanup"))
-        elif f == "username":
-            attrs.add("userid")
+        if f == "id" or f.startswith("id."):
+            continue
+        if f in derived:
+            attrs.update(derived[f])
+        elif f.split(".")[0] in ("annotations", "sched", "user", "uri"):
+            attrs.add("annotations")
         elif f.startswith("exception"):
             attrs.update(
                 (
@@ -251,6 +490,6 @@ def job_fields_to_attrs(fields):
                     "exception_note",
                 )
             )
-        elif f != "id":
+        else:
             attrs.add(f)
     return attrs

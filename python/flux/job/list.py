@@ -138,9 +138,13 @@ def job_list_id(flux_handle, jobid, attrs=("all",), state=0):
 
 
 def get_job(flux_handle, jobid):
-    """The job's job-list dict, or None if there is no such job."""
+    """The job as a dict of readable fields, or None if there is no such
+    job: JobInfo(...).to_dict(filtered=False), i.e. the job-list
+    attributes with state, result and status as names ("RUN",
+    "COMPLETED"), username, runtime, returncode, exception and
+    annotations; unset fields are "" or 0.0."""
     try:
-        return job_list_id(flux_handle, jobid).get_job()
+        return job_list_id(flux_handle, jobid).get_jobinfo().to_dict(filtered=False)
     except OSError as exc:
         if exc.errno == errno.ENOENT:
             return None
@@ -212,17 +216,20 @@ class JobList:
             self.userid = pwd.getpwnam(user).pw_uid
 
     def add_filter(self, fname):
+        """Add state or result filters (comma-separated names); ValueError
+        for a name that is neither."""
         for f in str(fname).lower().split(","):
             f = f.strip()
-            if f in _FILTER_GROUPS:
-                self.states |= _FILTER_GROUPS[f]
+            if f in self.STATES:
+                self.states |= self.STATES[f]
+                continue
+            if f in self.RESULTS:
+                self.results |= self.RESULTS[f]
                 continue
             try:
-                self.results |= strtoresult(f)
-                continue
+                self.states |= strtostate(f)
             except ValueError:
-                pass
-            self.states |= strtostate(f)
+                raise ValueError("Invalid filter specified: %s" % f) from None
 
     def fetch_jobs(self):
         return job_list(
@@ -247,7 +254,10 @@ class JobList:
             try:
                 job = fut.get_jobinfo()
             except OSError as exc:
-                self.errors.append("%s: %s" % (jobid, exc.strerror))
+                if exc.errno == errno.ENOENT:
+                    self.errors.append("JobID %s unknown" % jobid.orig)
+                else:
+                    self.errors.append("rpc: %s" % exc.strerror)
                 continue
             out.append(job)
         return out
