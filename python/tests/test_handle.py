@@ -289,5 +289,79 @@ class TestEvents(fluxtest.InstanceTestCase):
         self.assertEqual(self.h.reactor_run(), 0)
 
 
+class TestService(fluxtest.InstanceTestCase):
+    """A Python service: service_register, requests through a message
+    watcher, respond / respond_error, answered to another handle."""
+
+    def serve(self, ready, errors):
+        h = flux.Flux(self.inst.uri)
+        try:
+            h.service_register("pytestsvc").get()
+
+            def on_request(handle, _watcher, msg, _args):
+                method = msg.topic.split(".", 1)[1]
+                if method == "echo":
+                    handle.respond(msg, {"got": msg.payload, "userid": msg.userid})
+                elif method == "fail":
+                    handle.respond_error(msg, errno.EPERM, "pytestsvc says no")
+                elif method == "stream":
+                    for i in range(3):
+                        handle.respond(msg, {"i": i})
+                    handle.respond_error(msg, errno.ENODATA)
+                elif method == "quit":
+                    handle.respond(msg)
+                    handle.reactor_stop()
+                else:
+                    handle.respond_error(msg, errno.ENOSYS)
+
+            w = h.msg_watcher_create(on_request, C.FLUX_MSGTYPE_REQUEST, "pytestsvc.*")
+            w.start()
+            ready.set()
+            h.reactor_run()
+            w.stop()
+            h.service_unregister("pytestsvc").get()
+        except Exception as exc:  # pylint: disable=broad-except
+            errors.append(exc)
+            ready.set()
+        finally:
+            h.close()
+
+    def test_register_serve_respond(self):
+        import threading  # pylint: disable=import-outside-toplevel
+
+        ready = threading.Event()
+        errors = []
+        t = threading.Thread(target=self.serve, args=(ready, errors), daemon=True)
+        t.start()
+        self.assertTrue(ready.wait(30))
+        self.assertEqual(errors, [])
+        try:
+            resp = self.h.rpc("pytestsvc.echo", {"x": [1, 2]}).get()
+            self.assertEqual(resp, {"got": {"x": [1, 2]}, "userid": os.getuid()})
+            with self.assertRaises(OSError) as cm:
+                self.h.rpc("pytestsvc.fail").get()
+            self.assertEqual(cm.exception.errno, errno.EPERM)
+            self.assertEqual(cm.exception.strerror, "pytestsvc says no")
+            got = list(self.h.rpc("pytestsvc.stream", flags=C.FLUX_RPC_STREAMING))
+            self.assertEqual(got, [{"i": 0}, {"i": 1}, {"i": 2}])
+            with self.assertRaises(OSError) as cm:
+                self.h.rpc("pytestsvc.other").get()
+            self.assertEqual(cm.exception.errno, errno.ENOSYS)
+            # the name is taken while it is registered
+            with self.assertRaises(OSError) as cm:
+                self.h.service_register("pytestsvc").get()
+            self.assertEqual(cm.exception.errno, errno.EEXIST)
+        finally:
+            self.h.rpc("pytestsvc.quit").get()
+            t.join(30)
+        self.assertEqual(errors, [])
+        # unregistered: nobody serves it any more
+        with self.assertRaises(OSError) as cm:
+            self.h.rpc("pytestsvc.echo").get()
+        self.assertEqual(cm.exception.errno, errno.ENOSYS)
+        with self.assertRaises(ValueError):
+            self.h.service_register("a.b")
+
+
 if __name__ == "__main__":
     unittest.main()

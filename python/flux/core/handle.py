@@ -345,6 +345,62 @@ class Flux:
         timeout in seconds (None: forever) raises OSError(ETIMEDOUT)."""
         return self.recv(C.FLUX_MSGTYPE_EVENT, topic_glob=topic, timeout=timeout)
 
+    # -- services ------------------------------------------------------------
+    def service_register(self, name):
+        """Ask the broker to route requests for topics "name.*" to this
+        handle; returns the service.add RPC (get() raises OSError(EEXIST)
+        if the name is taken). Receive the requests with
+        msg_watcher_create(cb, FLUX_MSGTYPE_REQUEST, "name.*") or recv(),
+        answer them with respond() / respond_error()."""
+        if not isinstance(name, str) or not name or "." in name:
+            raise ValueError("service name must be a non-empty string without '.'")
+        return self._rpc_compact("service.add", {"service": name})
+
+    def service_unregister(self, name):
+        """Stop routing requests for "name.*" here; returns the
+        service.remove RPC."""
+        return self._rpc_compact("service.remove", {"service": name})
+
+    @staticmethod
+    def _response_to(message):
+        if not isinstance(message, Message) or message.type != C.FLUX_MSGTYPE_REQUEST:
+            raise TypeError("respond needs the request Message it answers")
+        resp = Message(C.FLUX_MSGTYPE_RESPONSE, message.topic)
+        resp.flags = message.flags & ~(C.FLUX_MSGFLAG_PAYLOAD | C.FLUX_MSGFLAG_NORESPONSE)
+        resp._routes = list(message._routes)  # pylint: disable=protected-access
+        resp.userid = message.userid
+        resp.rolemask = message.rolemask
+        resp.matchtag = message.matchtag
+        return resp
+
+    def respond(self, message, payload=None):
+        """Answer request message: payload a dict/list (JSON), str, bytes or
+        None. Nothing is sent if the request asked for no response."""
+        if message.flags & C.FLUX_MSGFLAG_NORESPONSE:
+            return
+        resp = self._response_to(message)
+        if payload is not None:
+            if isinstance(payload, (bytes, bytearray)):
+                resp.payload_raw = payload
+            elif isinstance(payload, str):
+                resp.payload_str = payload
+            else:
+                resp.set_json(payload, compact=True)
+        self.send(resp)
+
+    def respond_error(self, message, errnum, errstr=None):
+        """Answer request message with an error: errnum and an optional
+        message (the requester's OSError text). ENODATA ends a stream."""
+        if message.flags & C.FLUX_MSGFLAG_NORESPONSE:
+            return
+        if not isinstance(errnum, int) or errnum <= 0:
+            raise ValueError("errnum must be a positive errno value")
+        resp = self._response_to(message)
+        resp.errnum = errnum
+        if errstr:
+            resp.payload_str = str(errstr)
+        self.send(resp)
+
     # -- broker attributes -------------------------------------------------
     def attr_get(self, name):
         """The value (a string) of broker attribute name."""
