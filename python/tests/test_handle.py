@@ -363,5 +363,20 @@ class TestService(fluxtest.InstanceTestCase):
             self.h.service_register("a.b")
 
 
+class TestLog(fluxtest.InstanceTestCase):
+    def test_log_reaches_dmesg(self):
+        import syslog  # pylint: disable=import-outside-toplevel
+
+        self.h.log(syslog.LOG_ERR, "pytest log line %s 100%")
+        self.h.attr_get("size")  # a round trip after the one-way log.append
+        out = self.inst.flux("dmesg")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = [l for l in out.stdout.decode().splitlines() if "pytest log line %s 100%" in l]
+        self.assertEqual(len(lines), 1, out.stdout.decode())
+        self.assertIn(".err[0]", lines[0])
+        with self.assertRaises(ValueError):
+            self.h.log(9, "bad level")
+
+
 if __name__ == "__main__":
     unittest.main()

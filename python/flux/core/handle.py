@@ -17,6 +17,7 @@ import os
 import select
 import socket
 import stat
+import sys
 import threading
 import time
 
@@ -344,6 +345,20 @@ class Flux:
         ``msg.topic``, ``msg.payload`` (decoded JSON), ``msg.payload_str``.
         timeout in seconds (None: forever) raises OSError(ETIMEDOUT)."""
         return self.recv(C.FLUX_MSGTYPE_EVENT, topic_glob=topic, timeout=timeout)
+
+    # -- logging ---------------------------------------------------------------
+    def log(self, level, fstring):
+        """Append a message to the broker's log (flux dmesg) at syslog
+        severity level (syslog.LOG_ERR ...), under the program's name.
+        The message is sent as is (no % formatting)."""
+        if not isinstance(level, int) or not 0 <= level <= 7:
+            raise ValueError("log level must be a syslog severity 0-7, not %r" % (level,))
+        name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
+        self._rpc_compact(
+            "log.append",
+            {"severity": level, "name": name, "message": str(fstring), "timestamp": time.time()},
+            flags=C.FLUX_RPC_NORESPONSE,
+        )
 
     # -- services ------------------------------------------------------------
     def service_register(self, name):
