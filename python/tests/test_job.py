@@ -416,6 +416,57 @@ class TestJobInfo(JobTestCase):
         self.assertEqual(JobID("ƒdhZ").orig, "ƒdhZ")
 
 
+class TestJobStats(unittest.TestCase):
+    """On its own instance, so the counts are known."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.inst = fluxtest.Instance(1)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.inst.stop()
+
+    def test_counts_match_flux_jobs_stats(self):
+        h = flux.Flux(self.inst.uri)
+        try:
+            stats = flux.job.stats.JobStats(h)
+            self.assertEqual(stats.pending, -1)
+            stats.update_sync()
+            self.assertEqual((stats.total, stats.pending, stats.successful), (0, 0, 0))
+
+            def submit(cmd, **kw):
+                js = JobspecV1.from_command(cmd, environment=env_with())
+                return flux.job.submit(h, js, **kw)
+
+            flux.job.result(h, submit(["true"]), timeout=TIMEOUT)
+            flux.job.result(h, submit(["false"]), timeout=TIMEOUT)
+            held = submit(["true"], urgency=0)
+            flux.job.wait_for(h, held, "priority", timeout=TIMEOUT)
+            stats = flux.job.JobStats(h).update_sync()
+            self.assertEqual(
+                (stats.total, stats.inactive, stats.active, stats.pending, stats.running),
+                (3, 2, 1, 1, 0),
+            )
+            self.assertEqual((stats.successful, stats.failed, stats.canceled), (1, 1, 0))
+            out = self.inst.flux("jobs", "--stats-only")
+            self.assertEqual(
+                out.stdout.decode().strip(),
+                "%d running, %d completed, %d failed, %d pending, %d inactive purged"
+                % (stats.running, stats.successful, stats.failed, stats.pending, stats.inactive_purged),
+            )
+            flux.job.cancel(h, held)
+            flux.job.wait_for(h, held, "clean", timeout=TIMEOUT)
+            got = []
+            stats.update(lambda s, tag: got.append((tag, s.canceled, s.failed)), tag="cb")
+            h.reactor_run()
+            self.assertEqual(got, [("cb", 1, 2)])
+            with self.assertRaisesRegex(ValueError, "no stats available for queue nosuch"):
+                flux.job.JobStats(h, queue="nosuch").update_sync()
+        finally:
+            h.close()
+
+
 class TestFluxExecutor(JobTestCase):
     """flux.job.FluxExecutor, as flux-core's bindings offer it."""
 

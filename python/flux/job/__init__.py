@@ -52,3 +52,5 @@ from flux.job.kill import (
 from flux.job.kvslookup import JobInfoLookupRPC, job_info_lookup
 from flux.job.kvs import job_kvs, job_kvs_guest
 from flux.job.executor import FluxExecutor, FluxExecutorFuture
+from flux.job.stats import JobStats
+from flux.job import stats  # noqa: F401,E402
