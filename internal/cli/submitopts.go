@@ -45,6 +45,8 @@ type submitOptions struct {
 	addFiles   []string // --add-file [NAME=]PATH|TEXT
 	bank       string   // -B/--bank NAME
 	project    string   // --project NAME
+	mailType   string   // --mail-type begin,end,fail|all|none
+	mailUser   string   // --mail-user ADDR
 	signal     string   // --signal=SIG@TIME
 	env        []string // --env, --env-remove (as -PATTERN), --env-file (as ^FILE), in order
 	rlimit     []string // --rlimit rules
@@ -129,6 +131,8 @@ func addSubmitFlags(fs *pflag.FlagSet, o *submitOptions, sets submitFlagSets) {
 	}
 	fs.StringVarP(&o.bank, "bank", bankShort, "", "Charge the job to bank `NAME` (attributes.system.bank)")
 	fs.StringVar(&o.project, "project", "", "Set the job's project `NAME` (attributes.system.project)")
+	fs.StringVar(&o.mailType, "mail-type", "", "E-mail the submitter on job `EVENTS`: begin, end, fail (comma-separated), all or none (needs the instance's [mail] configuration)")
+	fs.StringVar(&o.mailUser, "mail-user", "", "Send --mail-type messages to `ADDRESS` (default: the submitting user)")
 	fs.StringArrayVarP(&o.setattr, "setattr", "S", nil, "Set job attribute `KEY[=VAL]` (system. is assumed without system., user. or .; VAL defaults to 1 and is parsed as JSON if it is JSON; ^KEY=FILE reads it from a JSON file) (multiple use OK)")
 	fs.Var(&depFlag{o, false}, "dependency", "Set an RFC 26 dependency URI for this job (multiple use OK)")
 	fs.StringArrayVar(&o.requires, "requires", nil, "Specify job constraints `CONSTRAINT` in RFC 35 syntax (multiple use OK)")
@@ -357,6 +361,9 @@ func (o *submitOptions) buildOne(cmd []string) (*jobspec.Jobspec, error) {
 				return nil, err
 			}
 		}
+	}
+	if err := o.mail(js); err != nil {
+		return nil, err
 	}
 	for _, kv := range o.setattr {
 		key, val, err := o.keyVal("--setattr", kv)
@@ -720,4 +727,51 @@ func parseSignalOption(s string) (int, float64, error) {
 		left = d
 	}
 	return sig, left, nil
+}
+
+// mail sets attributes.system.mail from --mail-type and --mail-user
+// (Slurm's spellings: BEGIN, END, FAIL, ALL, NONE, any case).
+func (o *submitOptions) mail(js *jobspec.Jobspec) error {
+	if o.mailType == "" {
+		if o.mailUser != "" {
+			return fmt.Errorf("--mail-user=%s: give --mail-type to say which events to mail", o.mailUser)
+		}
+		return nil
+	}
+	var events []any
+	seen := map[string]bool{}
+	add := func(e string) {
+		if !seen[e] {
+			seen[e] = true
+			events = append(events, e)
+		}
+	}
+	for _, w := range strings.Split(strings.ToLower(o.mailType), ",") {
+		switch strings.TrimSpace(w) {
+		case "begin", "start":
+			add("begin")
+		case "end":
+			add("end")
+		case "fail":
+			add("fail")
+		case "all":
+			add("begin")
+			add("end")
+			add("fail")
+		case "none":
+		default:
+			return fmt.Errorf("--mail-type=%s: %q is not begin, end, fail, all or none", o.mailType, w)
+		}
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	m := map[string]any{"events": events}
+	if o.mailUser != "" {
+		if strings.ContainsAny(o.mailUser, " \t\r\n") {
+			return fmt.Errorf("--mail-user=%q: not an address", o.mailUser)
+		}
+		m["user"] = o.mailUser
+	}
+	return js.SetAttribute("system.mail", m)
 }

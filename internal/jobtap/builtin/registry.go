@@ -21,6 +21,7 @@ var plugins = map[string]Factory{
 	".limit-job-size":       func() jobtap.Plugin { return &LimitJobSize{} },
 	".limit-duration":       func() jobtap.Plugin { return &LimitDuration{} },
 	".history":              func() jobtap.Plugin { return newHistory() },
+	".mail":                 func() jobtap.Plugin { return &Mail{} },
 	"alloc-bypass":          func() jobtap.Plugin { return &AllocBypass{} },
 	"perilog":               func() jobtap.Plugin { return &Perilog{} },
 }
@@ -34,6 +35,7 @@ var defaults = []string{
 	".dependency-singleton",
 	".begin-time",
 	".history",
+	".mail",
 }
 
 // Lookup returns the factory for a plugin name ("x" finds ".x" too).
