@@ -6,11 +6,11 @@ import (
 	"io"
 	"os/user"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
-	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
 // State bits (RFC 21) for job-list constraints.
@@ -22,7 +22,7 @@ var stateBits = map[string]int{
 type cancelOptions struct {
 	all     bool
 	user    string
-	states  string
+	states  []string
 	dryRun  bool
 	quiet   bool
 	message string
@@ -33,18 +33,18 @@ func newCancelCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel [OPTIONS] [JOBID...]",
 		Short: "Cancel one or more jobs",
-		Long: `Cancel the given jobs, or with --all every active job of the current user
-(or of --user, for the instance owner), optionally only those in --states.`,
+		Long: `Cancel the given jobs, or every active job of the current user selected
+with --all, --user or --states (--user=all: every user, owner only).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCancel(o, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runCancel(o, args, cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
 	f.BoolVarP(&o.all, "all", "A", false, "cancel all of the user's active jobs")
-	f.StringVarP(&o.user, "user", "u", "", "with --all: cancel jobs of `USER` (name, id, or \"all\"; owner only)")
-	f.StringVarP(&o.states, "states", "S", "active", "with --all: only jobs in these `STATES` (comma list: pending, running, sched, ...)")
-	f.BoolVarP(&o.dryRun, "dry-run", "n", false, "with --all: only print how many jobs would be canceled")
-	f.BoolVarP(&o.quiet, "quiet", "q", false, "with --all: do not print the number of jobs canceled")
+	f.StringVarP(&o.user, "user", "u", "", "cancel jobs of `USER` (name, id, or \"all\"; owner only); implies --all")
+	f.StringSliceVarP(&o.states, "states", "S", nil, "only jobs in these `STATES` (depend, priority, sched, run, pending, running, active; default active); implies --all")
+	f.BoolVarP(&o.dryRun, "dry-run", "n", false, "only print how many jobs would be canceled")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing when no jobs match")
 	f.StringVarP(&o.message, "message", "m", "", "add a message to the cancel exception")
 	return cmd
 }
@@ -65,34 +65,64 @@ func lookupUserid(s string) (int64, error) {
 	return int64(n), nil
 }
 
-func runCancel(o cancelOptions, args []string, out, errw io.Writer) error {
-	if o.all == (len(args) > 0) {
-		return fmt.Errorf("give job ids or --all (not both)")
+// jobCount is "1 job" or "N jobs".
+func jobCount(n int) string {
+	if n == 1 {
+		return "1 job"
 	}
-	return withHandle(func(ctx context.Context, h *flux.Handle) error {
-		var err error
-		var ids []jobid.ID
-		if o.all {
-			// one request: the job manager picks and cancels the jobs
-			count, errs, err := raiseAll(ctx, h, o.dryRun, o.user, o.states, "cancel", 0, o.message)
-			if err != nil {
-				return err
-			}
-			switch {
-			case o.dryRun:
-				fmt.Fprintf(errw, "flux-cancel: Would cancel %d jobs\n", count)
-			case !o.quiet:
-				fmt.Fprintf(errw, "flux-cancel: Canceled %d jobs (%d errors)\n", count-errs, errs)
-			}
-			if errs > 0 {
+	return fmt.Sprintf("%d jobs", n)
+}
+
+func runCancel(o cancelOptions, args []string, errw io.Writer) error {
+	// like flux-core, --user and --states select jobs just as --all does
+	selecting := o.all || o.user != "" || len(o.states) > 0
+	switch {
+	case selecting && len(args) > 0:
+		return fmt.Errorf("job ids cannot be combined with --all, --user or --states")
+	case !selecting && len(args) == 0:
+		return fmt.Errorf("no jobs given: name job ids or use --all, --user or --states")
+	}
+	if !selecting {
+		ids, err := parseJobIDs(args)
+		if err != nil {
+			return err
+		}
+		if o.dryRun {
+			fmt.Fprintf(errw, "flux-cancel: Would cancel %s\n", jobCount(len(ids)))
+			return nil
+		}
+		return withHandle(func(ctx context.Context, h *flux.Handle) error {
+			if raiseJobs(ctx, h, ids, "cancel", 0, o.message, errw, "flux-cancel") > 0 {
 				return exitCode(1)
 			}
 			return nil
-		} else if ids, err = parseJobIDs(args); err != nil {
+		})
+	}
+	states := "active"
+	if len(o.states) > 0 {
+		states = strings.Join(o.states, ",")
+	}
+	return withHandle(func(ctx context.Context, h *flux.Handle) error {
+		// one request: the job manager picks and cancels the jobs
+		count, errs, err := raiseAll(ctx, h, o.dryRun, o.user, states, "cancel", 0, o.message)
+		if err != nil {
 			return err
 		}
-		failed := raiseJobs(ctx, h, ids, "cancel", 0, o.message, errw, "flux-cancel")
-		if failed > 0 {
+		switch {
+		case count == 0:
+			if !o.quiet {
+				fmt.Fprintf(errw, "flux-cancel: Matched 0 jobs\n")
+			}
+		case o.dryRun:
+			fmt.Fprintf(errw, "flux-cancel: Would cancel %s\n", jobCount(count))
+		default:
+			errWord := "errors"
+			if errs == 1 {
+				errWord = "error"
+			}
+			fmt.Fprintf(errw, "flux-cancel: Canceled %s (%d %s)\n", jobCount(count), errs, errWord)
+		}
+		if errs > 0 {
 			return exitCode(1)
 		}
 		return nil

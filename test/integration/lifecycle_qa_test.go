@@ -1,0 +1,59 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestLifecycleCancelSelection checks flux cancel against flux-cancel(1):
+// --user and --states select jobs as --all does, --dry-run never
+// cancels (with ids too), and the counts are worded as flux-core does.
+func TestLifecycleCancelSelection(t *testing.T) {
+	e := start(t)
+	held := e.submit("--urgency=hold", "true")
+	run := e.submit(testDuration("60s"), "true")
+	e.waitEvent(run, "start")
+	e.waitEvent(held, "priority")
+
+	// -n with job ids only counts them
+	if r := e.flux("cancel", "-n", held.String()); r.Code != 0 || strings.TrimSpace(r.Stderr) != "flux-cancel: Would cancel 1 job" {
+		t.Errorf("cancel -n ID: %+v", r)
+	}
+	if st := e.field(held, "{state}"); st != "SCHED" {
+		t.Fatalf("cancel --dry-run ID canceled the job (state %s)", st)
+	}
+	// --states alone selects, and may be repeated
+	if r := e.flux("cancel", "-n", "-S", "pending"); r.Code != 0 || strings.TrimSpace(r.Stderr) != "flux-cancel: Would cancel 1 job" {
+		t.Errorf("cancel -n -S pending: %+v", r)
+	}
+	if r := e.flux("cancel", "-n", "-S", "pending", "-S", "RUN"); r.Code != 0 || strings.TrimSpace(r.Stderr) != "flux-cancel: Would cancel 2 jobs" {
+		t.Errorf("cancel -n -S pending -S RUN: %+v", r)
+	}
+	// --user alone selects too
+	if r := e.flux("cancel", "-n", "--user=all"); r.Code != 0 || strings.TrimSpace(r.Stderr) != "flux-cancel: Would cancel 2 jobs" {
+		t.Errorf("cancel -n --user=all: %+v", r)
+	}
+	// no match: a message, silenced by -q
+	if r := e.flux("cancel", "-u", "4242"); r.Code != 0 || strings.TrimSpace(r.Stderr) != "flux-cancel: Matched 0 jobs" {
+		t.Errorf("cancel -u 4242: %+v", r)
+	}
+	if r := e.flux("cancel", "-q", "-u", "4242"); r.Code != 0 || r.Stderr != "" {
+		t.Errorf("cancel -q -u 4242: %+v", r)
+	}
+	e.fail("cannot be combined", "cancel", "-S", "pending", held.String())
+	e.fail("no jobs given", "cancel")
+	e.fail(`unknown state "bogus"`, "cancel", "-S", "bogus")
+
+	// only the running job goes, with the message
+	if r := e.flux("cancel", "-S", "run", "-m", "run only"); r.Code != 0 || strings.TrimSpace(r.Stderr) != "flux-cancel: Canceled 1 job (0 errors)" {
+		t.Fatalf("cancel -S run: %+v", r)
+	}
+	e.waitEvent(run, "clean")
+	if got := e.field(run, "{result} {exception.type} {exception.note}"); got != "CANCELED cancel run only" {
+		t.Errorf("job canceled with -S run: %q", got)
+	}
+	if st := e.field(held, "{state}"); st != "SCHED" {
+		t.Errorf("cancel -S run canceled a pending job (state %s)", st)
+	}
+	e.must("cancel", held.String())
+}
