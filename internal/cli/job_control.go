@@ -81,9 +81,9 @@ func newJobCancelCmd() *cobra.Command {
 
 func newJobRaiseCmd() *cobra.Command {
 	var severity int
-	var typ string
+	var typ, message string
 	cmd := &cobra.Command{
-		Use:   "raise [--severity=N] [--type=TYPE] ID... [--] [MESSAGE...]",
+		Use:   "raise [--severity=N] [--type=TYPE] [--message=NOTE] ID... [--] [MESSAGE...]",
 		Short: "Raise an exception on one or more jobs",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: jobRun(func(cmd *cobra.Command, args []string) error {
@@ -104,12 +104,19 @@ func newJobRaiseCmd() *cobra.Command {
 			if severity < 0 || severity > 7 {
 				return fmt.Errorf("--severity=%d: must be 0-7", severity)
 			}
+			note := strings.Join(msg, " ")
+			if cmd.Flags().Changed("message") {
+				if len(msg) > 0 {
+					return fmt.Errorf("give the note either with --message or after the job ids, not both")
+				}
+				note = message
+			}
 			ids, err := parseJobIDs(idArgs)
 			if err != nil {
 				return err
 			}
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
-				if raiseJobs(ctx, h, ids, typ, severity, strings.Join(msg, " "), cmd.ErrOrStderr(), "flux-job: raise") > 0 {
+				if raiseJobs(ctx, h, ids, typ, severity, note, cmd.ErrOrStderr(), "flux-job: raise") > 0 {
 					return exitCode(1)
 				}
 				return nil
@@ -118,6 +125,7 @@ func newJobRaiseCmd() *cobra.Command {
 	}
 	cmd.Flags().IntVarP(&severity, "severity", "s", 0, "exception severity (0 is fatal)")
 	cmd.Flags().StringVarP(&typ, "type", "t", "cancel", "exception type")
+	cmd.Flags().StringVarP(&message, "message", "m", "", "exception `NOTE` (instead of MESSAGE after the ids)")
 	return cmd
 }
 
@@ -203,7 +211,12 @@ func newJobUrgencyCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("invalid jobid %q", args[0])
 			}
-			urg, err := urgencyValue(args[1])
+			// like flux-core, the keywords may be in any case here
+			arg := args[1]
+			if k := strings.ToLower(arg); k == "hold" || k == "default" || k == "expedite" {
+				arg = k
+			}
+			urg, err := urgencyValue(arg)
 			if err != nil {
 				return err
 			}
@@ -215,12 +228,20 @@ func newJobUrgencyCmd() *cobra.Command {
 					return err
 				}
 				if verbose {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s: urgency changed from %d to %d\n", id.String(), resp.Old, urg)
+					// flux-core reports only the old value, on stderr
+					switch resp.Old {
+					case 0:
+						fmt.Fprintln(cmd.ErrOrStderr(), "old urgency: job held")
+					case 31:
+						fmt.Fprintln(cmd.ErrOrStderr(), "old urgency: job expedited")
+					default:
+						fmt.Fprintf(cmd.ErrOrStderr(), "old urgency: %d\n", resp.Old)
+					}
 				}
 				return nil
 			})
 		}),
 	}
-	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print the old and new urgency")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print the old urgency on stderr")
 	return cmd
 }

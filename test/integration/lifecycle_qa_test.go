@@ -57,3 +57,43 @@ func TestLifecycleCancelSelection(t *testing.T) {
 	}
 	e.must("cancel", held.String())
 }
+
+// TestLifecycleUrgencyAndRaise checks flux job urgency -v and keyword
+// case, and flux job raise --message, against flux-job(1).
+func TestLifecycleUrgencyAndRaise(t *testing.T) {
+	e := start(t)
+	// a job using every node keeps the others pending even when expedited
+	blocker := e.submit(append(whole, testDuration("120s"), "true")...)
+	e.waitEvent(blocker, "start")
+	id := e.submit(append(whole, "--urgency=hold", "true")...)
+	e.waitEvent(id, "priority")
+
+	// -v reports the old urgency on stderr, naming hold and expedite
+	for _, step := range []struct{ urgency, old string }{
+		{"7", "old urgency: job held"},
+		{"EXPEDITE", "old urgency: 7"},
+		{"Hold", "old urgency: job expedited"},
+	} {
+		r := e.flux("job", "urgency", "-v", id.String(), step.urgency)
+		if r.Code != 0 || r.Stdout != "" || strings.TrimSpace(r.Stderr) != step.old {
+			t.Errorf("job urgency -v %s: %+v, want stderr %q", step.urgency, r, step.old)
+		}
+	}
+	if got := e.field(id, "{urgency}"); got != "0" {
+		t.Errorf("urgency after Hold: %s", got)
+	}
+
+	// --message sets the note; a note both ways is refused
+	e.must("job", "raise", "-s", "4", "-t", "qa", "-m", "from option", id.String())
+	e.fail("not both", "job", "raise", "-s", "4", "-m", "x", id.String(), "words")
+	var notes []string
+	for _, ev := range e.events(id) {
+		if ev.Name == "exception" {
+			notes = append(notes, ctxOf(t, ev)["note"].(string))
+		}
+	}
+	if len(notes) != 1 || notes[0] != "from option" {
+		t.Errorf("exception notes %q, want one \"from option\"", notes)
+	}
+	e.must("cancel", id.String(), blocker.String())
+}
