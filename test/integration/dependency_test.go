@@ -85,10 +85,14 @@ func TestDependencies(t *testing.T) {
 
 	t.Run("afterok", func(t *testing.T) {
 		e := e.sub(t)
-		ok := e.submit(testDuration("0.2s"), "true")
-		bad := e.submit(testDuration("0.2s"), failing, "false")
+		// held until the dependents are in: a target already inactive
+		// and failed makes the submission fail instead
+		ok := e.submit("--urgency=hold", testDuration("0.01s"), "true")
+		bad := e.submit("--urgency=hold", testDuration("0.01s"), failing, "false")
 		b := e.submit("--dependency=afterok:"+ok.String(), testDuration("0.01s"), "true")
 		c := e.submit("--dependency=afterok:"+bad.String(), testDuration("0.01s"), "true")
+		e.must("job", "urgency", ok.String(), "default")
+		e.must("job", "urgency", bad.String(), "default")
 		if r := e.result(b); r != "COMPLETED" {
 			t.Errorf("afterok on a successful job: %s", r)
 		}
@@ -103,10 +107,12 @@ func TestDependencies(t *testing.T) {
 
 	t.Run("afternotok", func(t *testing.T) {
 		e := e.sub(t)
-		ok := e.submit(testDuration("0.1s"), "true")
-		bad := e.submit(testDuration("0.1s"), failing, "false")
+		ok := e.submit("--urgency=hold", testDuration("0.01s"), "true")
+		bad := e.submit("--urgency=hold", testDuration("0.01s"), failing, "false")
 		b := e.submit("--dependency=afternotok:"+bad.String(), testDuration("0.01s"), "true")
 		c := e.submit("--dependency=afternotok:"+ok.String(), testDuration("0.01s"), "true")
+		e.must("job", "urgency", ok.String(), "default")
+		e.must("job", "urgency", bad.String(), "default")
 		if r := e.result(b); r != "COMPLETED" {
 			t.Errorf("afternotok on a failed job: %s", r)
 		}

@@ -97,3 +97,38 @@ func TestLifecycleUrgencyAndRaise(t *testing.T) {
 	}
 	e.must("cancel", id.String(), blocker.String())
 }
+
+// TestLifecycleDependencyRejects checks that, as in flux-core, a
+// dependency an inactive job can never satisfy, or a malformed
+// begin-time, fails the submission instead of creating a doomed job.
+func TestLifecycleDependencyRejects(t *testing.T) {
+	e := start(t)
+	ok := e.submit(testDuration("0.01s"), "true")
+	bad := e.submit(testDuration("0.01s"), failing, "false")
+	held := e.submit("--urgency=hold", "true")
+	e.must("cancel", held.String())
+	for _, id := range []string{ok.String(), bad.String(), held.String()} {
+		e.must("job", "wait-event", "-t", "30", id, "clean")
+	}
+	okDec := e.must("job", "id", "--to=dec", ok.String())
+
+	for _, c := range []struct{ dep, want string }{
+		{"afterok:" + bad.String(), "did not succeed (result FAILED)"},
+		{"afternotok:" + okDec, "succeeded"},
+		{"afterexcept:" + ok.String(), "without a fatal exception"},
+		{"afterok:" + held.String(), "never started"},
+		{"afternotok:" + held.String(), "never started"},
+		{"after:" + held.String(), "never started"},
+		{"begin-time:abc", `Invalid begin-time=abc`},
+		{"begin-time:nan", `Invalid begin-time=nan`},
+	} {
+		e.fail(c.want, "submit", "--dependency="+c.dep, "true")
+	}
+	// what can still be satisfied is: the job runs at once
+	for _, dep := range []string{"afterok:" + okDec, "afternotok:" + bad.String(), "afterany:" + held.String(), "after:" + ok.String()} {
+		id := e.submit("--dependency="+dep, testDuration("0.01s"), "true")
+		if r := e.result(id); r != "COMPLETED" {
+			t.Errorf("--dependency=%s: result %s", dep, r)
+		}
+	}
+}

@@ -33,8 +33,9 @@ func knownScheme(scheme string) bool {
 // job to start (after), end (afterany), succeed (afterok), fail
 // (afternotok) or end with a fatal exception (afterexcept). All but
 // afterany need the target to have run. A submission naming an unknown
-// scheme or target is rejected; a dependency that can no longer be
-// satisfied raises a fatal dependency exception on the waiting job.
+// scheme or target, or an inactive target that cannot satisfy it, is
+// rejected (as flux-core does); a dependency that can no longer be
+// satisfied later raises a fatal dependency exception on the waiting job.
 type DependencyAfter struct {
 	h jobtap.Host
 	// waiting maps a target job to the jobs waiting on it.
@@ -115,8 +116,26 @@ func (d *DependencyAfter) target(j *jobtap.Job, owner bool, scheme, value string
 	return t, nil
 }
 
+// unsatisfiable says why an inactive target can never satisfy scheme.
+func unsatisfiable(scheme string, t *jobtap.Job) error {
+	id := t.ID.String()
+	switch {
+	case scheme == "afterany" || scheme == "afterfinish":
+	case !t.Ran || ((scheme == "after" || scheme == "afterstart") && !t.Started):
+		return fmt.Errorf("dependency: %s: job %s never started (result %s)", scheme, id, t.Result)
+	case scheme == "afterok":
+		return fmt.Errorf("dependency: %s: job %s did not succeed (result %s)", scheme, id, t.Result)
+	case scheme == "afternotok":
+		return fmt.Errorf("dependency: %s: job %s succeeded", scheme, id)
+	case scheme == "afterexcept":
+		return fmt.Errorf("dependency: %s: job %s ended without a fatal exception (result %s)", scheme, id, t.Result)
+	}
+	return fmt.Errorf("dependency: %s: job %s can never satisfy it (result %s)", scheme, id, resultOf(t))
+}
+
 // Validate implements jobtap.Validator: unknown schemes, malformed or
-// unknown targets and other users' targets are rejected at submission.
+// unknown targets, other users' targets and inactive targets that can
+// never satisfy the dependency are rejected at submission.
 func (d *DependencyAfter) Validate(j *jobtap.Job, owner bool) error {
 	if j.Jobspec == nil {
 		return nil
@@ -130,8 +149,12 @@ func (d *DependencyAfter) Validate(j *jobtap.Job, owner bool) error {
 			return fmt.Errorf("dependency scheme %q is not supported", dep.Scheme)
 		}
 		if _, ok := afterPrefix[dep.Scheme]; ok {
-			if _, err := d.target(j, owner, dep.Scheme, dep.Value); err != nil {
+			t, err := d.target(j, owner, dep.Scheme, dep.Value)
+			if err != nil {
 				return err
+			}
+			if _, never := satisfied(dep.Scheme, t); never && t.State == jobtap.StateInactive {
+				return unsatisfiable(dep.Scheme, t)
 			}
 		}
 	}
@@ -161,7 +184,7 @@ func (d *DependencyAfter) JobDepend(j *jobtap.Job) error {
 		}
 		ok, never := satisfied(dep.Scheme, t)
 		if never {
-			return fmt.Errorf("dependency: %s: job %s can never satisfy it (result %s)", dep.Scheme, t.ID.String(), resultOf(t))
+			return unsatisfiable(dep.Scheme, t)
 		}
 		if ok {
 			continue
