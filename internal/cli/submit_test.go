@@ -280,7 +280,7 @@ func TestBuildJobspecsErrors(t *testing.T) {
 		{[]string{"--urgency=32", "app"}, `--urgency: invalid urgency "32"`},
 		{[]string{"--flags=fast", "app"}, `--flags: unknown flag "fast"`},
 		{[]string{"--dependency=:x", "app"}, `--dependency: invalid dependency URI ":x"`},
-		{[]string{"--begin-time=tomorrow morning", "app"}, `--begin-time: cannot parse "tomorrow morning"`},
+		{[]string{"--begin-time=someday soon", "app"}, `--begin-time: cannot parse "someday soon"`},
 		{[]string{"--begin-time=+x", "app"}, `--begin-time: invalid FSD "x"`},
 		{[]string{"--requires=(a", "app"}, `--requires: constraint "(a": unclosed '('`},
 		{[]string{"--requires=color:red", "app"}, `attributes.system.constraints.color: unknown constraint operator "color"`},
@@ -367,6 +367,20 @@ func TestParseBeginTime(t *testing.T) {
 		{"2024-06-21T08:00:30", time.Date(2024, 6, 21, 8, 0, 30, 0, time.UTC)},
 		{"2024-06-21", time.Date(2024, 6, 21, 0, 0, 0, 0, time.UTC)},
 		{"15:30", time.Date(2024, 6, 20, 15, 30, 0, 0, time.UTC)},
+		// the forms flux-core reads with parsedatetime
+		{"now", now},
+		{"-90s", now.Add(-90 * time.Second)},
+		{"2024-06-21 8am", time.Date(2024, 6, 21, 8, 0, 0, 0, time.UTC)},
+		{"tomorrow", time.Date(2024, 6, 21, 0, 0, 0, 0, time.UTC)},
+		{"Tomorrow Morning", time.Date(2024, 6, 21, 6, 0, 0, 0, time.UTC)},
+		{"tomorrow at 5:30pm", time.Date(2024, 6, 21, 17, 30, 0, 0, time.UTC)},
+		{"5 pm today", time.Date(2024, 6, 20, 17, 0, 0, 0, time.UTC)},
+		{"12am", time.Date(2024, 6, 20, 0, 0, 0, 0, time.UTC)},
+		{"12:15pm", time.Date(2024, 6, 20, 12, 15, 0, 0, time.UTC)},
+		{"noon", time.Date(2024, 6, 20, 12, 0, 0, 0, time.UTC)},
+		{"in an hour", now.Add(time.Hour)},
+		{"in 90 minutes", now.Add(90 * time.Minute)},
+		{"2 days from now", now.Add(48 * time.Hour)},
 	}
 	for _, tt := range tests {
 		got, err := parseBeginTime(tt.in, now)
@@ -374,4 +388,23 @@ func TestParseBeginTime(t *testing.T) {
 			t.Errorf("parseBeginTime(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
 		}
 	}
+	for _, bad := range []string{"", "garbage", "13pm", "0am", "25:00", "8:5", "in", "in 3 fortnights",
+		"tomorrow tomorrow", "8am 9am", "+", "-x", "+inf", "in -1 hours", "2024-13-01"} {
+		if got, err := parseBeginTime(bad, now); err == nil {
+			t.Errorf("parseBeginTime(%q) = %v, want an error", bad, got)
+		}
+	}
+}
+
+func FuzzParseBeginTime(f *testing.F) {
+	for _, s := range []string{"+1h", "now", "tomorrow 8am", "in 2 hours", "2024-06-21 08:00", "12:15pm"} {
+		f.Add(s)
+	}
+	now := time.Date(2024, 6, 20, 10, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseBeginTime(s, now)
+		if err == nil && got.IsZero() {
+			t.Fatalf("parseBeginTime(%q) accepted with a zero time", s)
+		}
+	})
 }

@@ -136,7 +136,7 @@ func addSubmitFlags(fs *pflag.FlagSet, o *submitOptions, sets submitFlagSets) {
 	fs.StringArrayVarP(&o.setattr, "setattr", "S", nil, "Set job attribute `KEY[=VAL]` (system. is assumed without system., user. or .; VAL defaults to 1 and is parsed as JSON if it is JSON; ^KEY=FILE reads it from a JSON file) (multiple use OK)")
 	fs.Var(&depFlag{o, false}, "dependency", "Set an RFC 26 dependency URI for this job (multiple use OK)")
 	fs.StringArrayVar(&o.requires, "requires", nil, "Specify job constraints `CONSTRAINT` in RFC 35 syntax (multiple use OK)")
-	fs.Var(&depFlag{o, true}, "begin-time", "Set the minimum start time as an offset in FSD (+1h) or an absolute TIME (YYYY-MM-DD[ HH:MM[:SS]], HH:MM)")
+	fs.Var(&depFlag{o, true}, "begin-time", "Set the minimum start time: +FSD from now (+1h), or a date and/or time (2024-06-21 8am, tomorrow morning, 17:30, in 2 hours)")
 	fs.Var(&envFlag{o, ""}, "env", "Control how environment variables are exported: -PATTERN removes, ^FILE reads rules from FILE, VAR=VAL sets, PATTERN copies from the current environment (multiple use OK)")
 	fs.Var(&envFlag{o, "-"}, "env-remove", "Remove environment variables matching PATTERN (a glob, or a regex in /.../) (multiple use OK)")
 	fs.Var(&envFlag{o, "^"}, "env-file", "Read a set of environment rules from FILE (multiple use OK)")
@@ -636,43 +636,6 @@ func (o *submitOptions) dependencies(js *jobspec.Jobspec) error {
 	}
 	js.SetDependencies(deps)
 	return nil
-}
-
-// beginTimeLayouts are the absolute forms --begin-time accepts.
-var beginTimeLayouts = []string{
-	time.RFC3339,
-	"2006-01-02T15:04:05",
-	"2006-01-02 15:04:05",
-	"2006-01-02T15:04",
-	"2006-01-02 15:04",
-	"2006-01-02",
-}
-
-// parseBeginTime reads --begin-time: +FSD from now, or an absolute local
-// date and time, or a time of day today (HH:MM[:SS]).
-func parseBeginTime(s string, now time.Time) (time.Time, error) {
-	if rest, ok := strings.CutPrefix(s, "+"); ok {
-		sec, err := fsd.Parse(rest)
-		if err != nil {
-			return time.Time{}, fmt.Errorf("--begin-time: %w", err)
-		}
-		if sec > 1e12 {
-			return time.Time{}, fmt.Errorf("--begin-time: %q is too far in the future", s)
-		}
-		return now.Add(fsd.ToDuration(sec)), nil
-	}
-	for _, layout := range beginTimeLayouts {
-		if t, err := time.ParseInLocation(layout, s, now.Location()); err == nil {
-			return t, nil
-		}
-	}
-	for _, layout := range []string{"15:04:05", "15:04"} {
-		if t, err := time.ParseInLocation(layout, s, now.Location()); err == nil {
-			y, m, d := now.Date()
-			return time.Date(y, m, d, t.Hour(), t.Minute(), t.Second(), 0, now.Location()), nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("--begin-time: cannot parse %q (want +FSD, YYYY-MM-DD[ HH:MM[:SS]] or HH:MM[:SS])", s)
 }
 
 // stdio sets the shell options for --input, --output, --error,

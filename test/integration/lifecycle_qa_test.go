@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLifecycleCancelSelection checks flux cancel against flux-cancel(1):
@@ -131,4 +133,30 @@ func TestLifecycleDependencyRejects(t *testing.T) {
 			t.Errorf("--dependency=%s: result %s", dep, r)
 		}
 	}
+}
+
+// TestLifecycleBeginTimeWords checks --begin-time forms flux-submit(1)
+// documents beyond +FSD: words such as "tomorrow" and past offsets.
+func TestLifecycleBeginTimeWords(t *testing.T) {
+	e := start(t)
+	id := e.submit("--begin-time=tomorrow", "true")
+	e.waitEvent(id, "dependency-add")
+	y, m, d := time.Now().AddDate(0, 0, 1).Date()
+	midnight := time.Date(y, m, d, 0, 0, 0, 0, time.Local)
+	ev, _ := find(e.events(id), "dependency-add")
+	want := fmt.Sprintf("begin-time=%d.000", midnight.Unix())
+	if got := ctxOf(t, ev)["description"]; got != want {
+		t.Errorf("--begin-time=tomorrow: dependency %v, want %s", got, want)
+	}
+	if got := e.field(id, "{state} {contextual_info}"); got != "DEPEND depends:begin@"+midnight.Format("Jan02-15:04") {
+		t.Errorf("flux jobs for --begin-time=tomorrow: %q", got)
+	}
+	e.must("cancel", id.String())
+
+	// a time in the past does not hold the job
+	past := e.submit("--begin-time=-1h", testDuration("0.01s"), "true")
+	if r := e.result(past); r != "COMPLETED" {
+		t.Errorf("--begin-time=-1h: %s", r)
+	}
+	e.fail(`cannot parse "someday"`, "submit", "--begin-time=someday", "true")
 }
