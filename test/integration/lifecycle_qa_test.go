@@ -123,6 +123,10 @@ func TestLifecycleDependencyRejects(t *testing.T) {
 		{"after:" + held.String(), "never started"},
 		{"begin-time:abc", `Invalid begin-time=abc`},
 		{"begin-time:nan", `Invalid begin-time=nan`},
+		// flux-core's wording, which scripts grep for
+		{"after:1234", "id 1234: job not found"},
+		{"after:-1", `"-1" is not a valid jobid`},
+		{"after:bar", `"bar" is not a valid jobid`},
 	} {
 		e.fail(c.want, "submit", "--dependency="+c.dep, "true")
 	}

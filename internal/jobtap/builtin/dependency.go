@@ -108,7 +108,7 @@ func (d *DependencyAfter) target(j *jobtap.Job, owner bool, scheme, value string
 	}
 	t, ok := d.h.Job(id)
 	if !ok {
-		return nil, fmt.Errorf("dependency: %s: job %s not found", scheme, value)
+		return nil, fmt.Errorf("dependency: %s: id %s: job not found", scheme, value)
 	}
 	if t.Userid != j.Userid && !owner {
 		return nil, fmt.Errorf("dependency: %s: job %s belongs to another user: Permission denied", scheme, value)
