@@ -164,3 +164,37 @@ func TestLifecycleBeginTimeWords(t *testing.T) {
 	}
 	e.fail(`cannot parse "someday"`, "submit", "--begin-time=someday", "true")
 }
+
+// TestLifecycleSingleton checks the singleton rule of flux-submit(1): a
+// held singleton is released only when every other active job of the
+// same user and name is a held singleton too, one at a time.
+func TestLifecycleSingleton(t *testing.T) {
+	e := start(t)
+	a := e.submit("--job-name=solo", testDuration("60s"), "true")
+	e.waitEvent(a, "start")
+	s1 := e.submit("--job-name=solo", "--dependency=singleton", testDuration("1s"), "true")
+	s2 := e.submit("--job-name=solo", "--dependency=singleton", testDuration("0.01s"), "true")
+	e.waitEvent(s2, "dependency-add")
+	// a job of that name without the dependency runs at once, and then
+	// holds the singletons back too, though it came after them
+	x := e.submit("--job-name=solo", testDuration("60s"), "true")
+	e.waitEvent(x, "start")
+	e.must("cancel", a.String())
+	e.waitEvent(a, "clean")
+	if _, ok := find(e.events(s1), "dependency-remove"); ok {
+		t.Fatalf("singleton %s released while %s (same name) still runs", s1, x)
+	}
+	e.must("cancel", x.String())
+	if r := e.result(s1); r != "COMPLETED" {
+		t.Fatalf("first singleton: %s", r)
+	}
+	if r := e.result(s2); r != "COMPLETED" {
+		t.Fatalf("second singleton: %s", r)
+	}
+	// one at a time, in submit order
+	clean, _ := find(e.events(s1), "clean")
+	alloc, _ := find(e.events(s2), "alloc")
+	if alloc.Timestamp < clean.Timestamp {
+		t.Errorf("second singleton ran before the first was inactive")
+	}
+}

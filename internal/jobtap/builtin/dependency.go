@@ -242,20 +242,22 @@ func (d *DependencyAfter) update(t *jobtap.Job) {
 	}
 }
 
-// Singleton implements the "singleton" dependency: a job waits while
-// another active job of the same user with the same name was submitted
-// before it.
+// Singleton implements the "singleton" dependency (flux-submit(1)): a
+// job is held while its user has another active job of the same name
+// that is not itself held by a singleton dependency. When every active
+// job of a user and name is a held singleton, the oldest is released,
+// so such jobs run one at a time in submit order.
 type Singleton struct {
 	h jobtap.Host
-	// active named jobs by user+name, in submit order
-	active map[string][]jobid.ID
-	keys   map[jobid.ID]string // the key of each job in active
-	// held jobs wait for the ones ahead of them
-	held map[jobid.ID]string
+	// count is the number of active named jobs by user+name
+	count map[string]int
+	keys  map[jobid.ID]string // the key of each counted job
+	// held lists the held singletons by user+name, oldest first
+	held map[string][]jobid.ID
 }
 
 func newSingleton() *Singleton {
-	return &Singleton{active: make(map[string][]jobid.ID), keys: make(map[jobid.ID]string), held: make(map[jobid.ID]string)}
+	return &Singleton{count: make(map[string]int), keys: make(map[jobid.ID]string), held: make(map[string][]jobid.ID)}
 }
 
 var (
@@ -298,22 +300,24 @@ func (s *Singleton) Validate(j *jobtap.Job, _ bool) error {
 }
 
 // JobDepend implements jobtap.DependHook. Jobs without an explicit name
-// can never hold up a singleton, so they are not tracked.
+// can never hold up a singleton, so they are not counted.
 func (s *Singleton) JobDepend(j *jobtap.Job) error {
 	if j.Jobspec == nil || j.Jobspec.JobName() == "" {
 		return nil
 	}
 	key := singletonKey(j)
-	s.active[key] = append(s.active[key], j.ID)
+	hold := isSingleton(j) && s.count[key] > 0
+	s.count[key]++
 	s.keys[j.ID] = key
-	if isSingleton(j) && len(s.active[key]) > 1 {
-		s.held[j.ID] = key
-		return s.h.AddDependency(j.ID, "singleton")
+	if !hold {
+		return nil
 	}
-	return nil
+	s.held[key] = append(s.held[key], j.ID)
+	return s.h.AddDependency(j.ID, "singleton")
 }
 
-// JobState implements jobtap.StateHook.
+// JobState implements jobtap.StateHook: when a counted job ends and only
+// held singletons remain, the oldest of them goes.
 func (s *Singleton) JobState(j *jobtap.Job, _ jobtap.State) {
 	if j.State != jobtap.StateInactive {
 		return
@@ -323,23 +327,24 @@ func (s *Singleton) JobState(j *jobtap.Job, _ jobtap.State) {
 		return
 	}
 	delete(s.keys, j.ID)
-	delete(s.held, j.ID)
-	list := s.active[key]
-	for i, id := range list {
-		if id != j.ID {
-			continue
+	held := s.held[key]
+	for i, id := range held {
+		if id == j.ID {
+			held = append(held[:i], held[i+1:]...)
+			break
 		}
-		list = append(list[:i], list[i+1:]...)
-		if len(list) == 0 {
-			delete(s.active, key)
-			return
-		}
-		s.active[key] = list
-		// the oldest remaining job may go if it is held
-		if _, ok := s.held[list[0]]; ok {
-			delete(s.held, list[0])
-			s.h.RemoveDependency(list[0], "singleton")
-		}
-		return
+	}
+	s.count[key]--
+	if len(held) > 0 && s.count[key] == len(held) {
+		s.h.RemoveDependency(held[0], "singleton")
+		held = held[1:]
+	}
+	if len(held) == 0 {
+		delete(s.held, key)
+	} else {
+		s.held[key] = held
+	}
+	if s.count[key] <= 0 {
+		delete(s.count, key)
 	}
 }
