@@ -20,6 +20,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/pkg/eventlog"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
@@ -163,12 +164,9 @@ func attachJob(h *flux.Handle, id jobid.ID, o attachOptions, stdin io.Reader, ou
 	a.flushPartial()
 	code := a.outcome.exitCode()
 	if a.outcome.status > 0 && !o.quiet {
-		ws := syscall.WaitStatus(a.outcome.status)
-		switch {
-		case ws.Signaled():
-			fmt.Fprintf(errw, "flux-job: task(s) %s\n", ws.Signal())
-		case ws.ExitStatus() != 0:
-			fmt.Fprintf(errw, "flux-job: task(s) exited with exit code %d\n", ws.ExitStatus())
+		// "task(s) Terminated" for tasks killed by a signal, as flux-core
+		if _, text := job.ExitCode(a.outcome.status); text != "" {
+			fmt.Fprintf(errw, "flux-job: %s\n", text)
 		}
 	}
 	return code, nil

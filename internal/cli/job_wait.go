@@ -77,7 +77,7 @@ func jobWait(ctx context.Context, h *flux.Handle, args []string, all, verbose bo
 		if err != nil {
 			return cantWait(err), nil
 		}
-		return report(r, verbose, errw), nil
+		return reportOne(r, errw), nil
 	}
 	if !all {
 		r, err := wait(waitAny)
@@ -85,7 +85,7 @@ func jobWait(ctx context.Context, h *flux.Handle, args []string, all, verbose bo
 			return cantWait(err), nil
 		}
 		fmt.Fprintln(out, r.ID.String())
-		return report(r, verbose, errw), nil
+		return reportOne(r, errw), nil
 	}
 	code := 0
 	for {
@@ -102,8 +102,18 @@ func jobWait(ctx context.Context, h *flux.Handle, args []string, all, verbose bo
 	}
 }
 
-// report prints a failed (or with verbose any) result and returns its
-// exit code.
+// reportOne prints the error of one waited-for job that failed, as
+// flux-core does without --all, and returns its exit code.
+func reportOne(r waitResult, errw io.Writer) int {
+	if !r.Success {
+		fmt.Fprintf(errw, "%s: %s\n", jobProg, r.Errstr)
+		return 1
+	}
+	return 0
+}
+
+// report prints a failed (or with verbose any) result of flux job wait
+// --all and returns its exit code.
 func report(r waitResult, verbose bool, errw io.Writer) int {
 	if !r.Success {
 		fmt.Fprintf(errw, "%s: %s\n", r.ID.String(), r.Errstr)

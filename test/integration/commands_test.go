@@ -53,7 +53,7 @@ func TestStatusWaitLast(t *testing.T) {
 		}
 		// without an id: the next waitable job, whose id is printed
 		r := e.flux("job", "wait")
-		if r.Code != 1 || strings.TrimSpace(r.Stdout) != bad.String() || !strings.Contains(r.Stderr, bad.String()+": task(s) exited with exit code 1") {
+		if r.Code != 1 || strings.TrimSpace(r.Stdout) != bad.String() || strings.TrimSpace(r.Stderr) != "flux-job: task(s) exited with exit code 1" {
 			t.Errorf("wait for any job (a failed one): %+v", r)
 		}
 		if r := e.flux("job", "wait"); r.Code != 2 {

@@ -198,3 +198,34 @@ func TestLifecycleSingleton(t *testing.T) {
 		t.Errorf("second singleton ran before the first was inactive")
 	}
 }
+
+// TestLifecycleExitMessages checks how flux job attach and flux job wait
+// describe a failed job, as flux-core words it: tasks killed by a signal
+// are "task(s) Terminated", a fatal exception "Fatal exception type=T
+// NOTE"; a single flux job wait prints the error after "flux-job: ".
+func TestLifecycleExitMessages(t *testing.T) {
+	e := start(t)
+	run := e.submit("sleep", "300")
+	e.waitEvent(run, "start")
+	e.must("cancel", run.String())
+	r := e.flux("job", "attach", run.String())
+	if r.Code != 143 || !strings.Contains(r.Stderr, "flux-job: task(s) Terminated\n") {
+		t.Errorf("attach to a canceled job: %+v", r)
+	}
+
+	held := e.submit("--flags=waitable", "--urgency=hold", "true")
+	e.must("cancel", "-m", "not today", held.String())
+	e.waitEvent(held, "clean")
+	r = e.flux("job", "wait", held.String())
+	if r.Code != 1 || strings.TrimSpace(r.Stderr) != "flux-job: Fatal exception type=cancel not today" {
+		t.Errorf("wait for a job canceled while pending: %+v", r)
+	}
+
+	killed := e.submit("--flags=waitable", "sleep", "300")
+	e.waitEvent(killed, "start")
+	e.must("job", "kill", "-s", "SIGUSR1", killed.String())
+	r = e.flux("job", "wait", killed.String())
+	if r.Code != 1 || strings.TrimSpace(r.Stderr) != "flux-job: task(s) User defined signal 1" {
+		t.Errorf("wait for a job whose task was killed: %+v", r)
+	}
+}

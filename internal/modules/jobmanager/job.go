@@ -43,6 +43,7 @@ type job struct {
 	perilog      int // prolog/epilog actions in progress
 	fatal        bool
 	exceptType   string
+	exceptNote   string // note of the first fatal exception (not kept once compacted)
 	finishStatus int
 	finished     bool
 	// fatalBeforeFinish: a fatal exception came before the finish event

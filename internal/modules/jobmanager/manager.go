@@ -215,6 +215,7 @@ func (m *manager) apply(j *job, name string, ctx map[string]any) {
 		if sev == 0 {
 			if !j.fatal {
 				j.exceptType, _ = ctx["type"].(string)
+				j.exceptNote, _ = ctx["note"].(string)
 				j.Exception = j.exceptType
 			}
 			j.fatal = true

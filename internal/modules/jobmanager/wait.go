@@ -8,6 +8,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	fluxjob "github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
@@ -24,6 +25,9 @@ type waitState struct {
 	byID    map[jobid.ID][]*flux.Request // waits for one job
 	any     []*flux.Request              // waits for any job
 	reaped  map[jobid.ID]bool            // results already consumed
+	// notes keeps the fatal exception note of zombies, which inactive
+	// job records do not
+	notes map[jobid.ID]string
 }
 
 func waitable(j *job) bool { return j.Flags&flagWaitable != 0 }
@@ -66,6 +70,12 @@ func (m *manager) waitDone(j *job) {
 		w.reap(j.ID)
 	default:
 		w.zombies = append(w.zombies, j.ID)
+		if j.exceptNote != "" {
+			if w.notes == nil {
+				w.notes = make(map[jobid.ID]string)
+			}
+			w.notes[j.ID] = j.exceptNote
+		}
 	}
 	m.waitNoChildren()
 }
@@ -98,14 +108,17 @@ func (m *manager) answerWait(r *flux.Request, j *job) {
 	success := j.Result == "COMPLETED"
 	errstr := ""
 	if !success {
-		ws := syscall.WaitStatus(j.finishStatus)
-		switch {
-		case j.exceptType != "":
-			errstr = fmt.Sprintf("fatal exception type=%s", j.exceptType)
-		case ws.Signaled():
-			errstr = fmt.Sprintf("task(s) %s", ws.Signal())
-		default:
-			errstr = fmt.Sprintf("task(s) exited with exit code %d", ws.ExitStatus())
+		// like flux-core, describe what ended the job: a fatal exception
+		// before the shells finished, or their exit status
+		if j.fatal && (j.fatalBeforeFinish || !j.finished) {
+			note := j.exceptNote
+			if n, ok := m.wait.notes[j.ID]; ok {
+				note = n
+				delete(m.wait.notes, j.ID)
+			}
+			errstr = fmt.Sprintf("Fatal exception type=%s %s", j.exceptType, note)
+		} else {
+			_, errstr = fluxjob.ExitCode(j.finishStatus)
 		}
 	}
 	r.Respond(map[string]any{"id": j.ID, "success": success, "errstr": errstr})
