@@ -31,7 +31,7 @@ import (
 
 type usageOptions struct {
 	db, since, until, by, per, format string
-	utc, jobs                         bool
+	utc, jobs, cluster                bool
 }
 
 func newUsageCmd() *cobra.Command {
@@ -48,6 +48,12 @@ time unless --utc.
 
 --jobs prints the archived jobs themselves instead, one per line (with
 -o csv, a plain-text export of the records).
+
+--cluster reports, per period, how the instance's node time was spent:
+allocated to jobs, down (offline or drained, from the resource eventlog),
+reserved (advance reservation windows no job used) and idle, in percent of
+the node time since the instance's first resource event. It needs the
+instance (its resource eventlog and configuration).
 
 TIME is YYYY-MM-DD[ HH:MM[:SS]] or a duration ago (7d, 12h). The archive
 is the instance's (its archive.dbpath, or STATEDIR/job-archive.sqlite)
@@ -67,6 +73,7 @@ it first has the archive take the jobs that ended since its last pass.`,
 	f.BoolVar(&o.utc, "utc", false, "periods and times in UTC")
 	f.StringVarP(&o.format, "format", "o", "table", "output `FORMAT`: table, csv or json")
 	f.BoolVar(&o.jobs, "jobs", false, "list the archived jobs instead of summing them")
+	f.BoolVar(&o.cluster, "cluster", false, "report how the instance's node time was spent (allocated, down, reserved, idle) instead")
 	return cmd
 }
 
@@ -129,6 +136,12 @@ func runUsage(o usageOptions, out io.Writer, now time.Time) error {
 	recs, err := usageRecords(db, since, until, o.jobs)
 	if err != nil {
 		return err
+	}
+	if o.cluster {
+		if o.jobs || o.by != "user,bank" {
+			return fmt.Errorf("--cluster takes neither --jobs nor --by")
+		}
+		return runClusterUsage(o, recs, since, until, loc, out)
 	}
 	if o.jobs {
 		return printArchivedJobs(out, recs, o.format, loc)
@@ -292,20 +305,9 @@ func sumUsage(recs []jobarchive.Record, by []string, per string, since, until fl
 		if end <= 0 {
 			end = r.TInactive
 		}
-		lo, hi := max(r.TRun, since), min(end, until)
-		if hi <= lo {
-			continue
-		}
-		if per == "total" {
-			add(time.Time{}, "total", r, hi-lo)
-			continue
-		}
-		for p := periodStart(unixTime(lo, loc), per); float64(p.Unix()) < hi; p = nextPeriod(p, per) {
-			a, b := max(lo, float64(p.Unix())), min(hi, float64(nextPeriod(p, per).Unix()))
-			if b > a {
-				add(p, periodLabel(p, per), r, b-a)
-			}
-		}
+		splitPeriods(max(r.TRun, since), min(end, until), per, loc, func(start time.Time, label string, secs float64) {
+			add(start, label, r, secs)
+		})
 	}
 	out := make([]*usageRow, 0, len(rows))
 	for _, r := range rows {
@@ -318,6 +320,24 @@ func sumUsage(recs []jobarchive.Record, by []string, per string, since, until fl
 		return out[i].key < out[j].key
 	})
 	return out
+}
+
+// splitPeriods calls fn for each part of [lo, hi) in one period, with the
+// period's start and label ("total" for per=total).
+func splitPeriods(lo, hi float64, per string, loc *time.Location, fn func(start time.Time, label string, secs float64)) {
+	if hi <= lo {
+		return
+	}
+	if per == "total" {
+		fn(time.Time{}, "total", hi-lo)
+		return
+	}
+	for p := periodStart(unixTime(lo, loc), per); float64(p.Unix()) < hi; p = nextPeriod(p, per) {
+		a, b := max(lo, float64(p.Unix())), min(hi, float64(nextPeriod(p, per).Unix()))
+		if b > a {
+			fn(p, periodLabel(p, per), b-a)
+		}
+	}
 }
 
 func unixTime(t float64, loc *time.Location) time.Time {

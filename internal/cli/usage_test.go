@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/modules/jobarchive"
+	"github.com/fluxgo/fluxgo/pkg/eventlog"
+	"github.com/fluxgo/fluxgo/pkg/idset"
 )
 
 // TestSumUsageSplitsPeriods checks a job running across midnight counts
@@ -51,5 +53,38 @@ func TestSumUsageSplitsPeriods(t *testing.T) {
 	rows = sumUsage(recs, nil, "week", 0, at("2026-12-02 00:00"), time.UTC)
 	if len(rows) != 1 || rows[0].Period != "2026-11-30" {
 		t.Errorf("week rows: %+v", rows)
+	}
+}
+
+// TestClusterUsage: 4 nodes for 4 hours; a 2-node job for 2 hours, rank
+// 3 drained for an hour, rank 2 reserved and unused for 2 hours.
+func TestClusterUsage(t *testing.T) {
+	const t0, h = 1_800_000_000.0, 3600.0
+	ev := func(at float64, name, ids string) eventlog.Event {
+		e, err := eventlog.NewAt(time.Unix(int64(at), 0), name, map[string]any{"idset": ids})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	events := []eventlog.Event{
+		ev(t0, "resource-define", ""), ev(t0, "online", "0-3"),
+		ev(t0+h, "drain", "3"), ev(t0+2*h, "undrain", "3"),
+	}
+	recs := []jobarchive.Record{{Nnodes: 2, Ranks: "0-1", TRun: t0, TCleanup: t0 + 2*h}}
+	resvs := []resvWindow{{ranks: idset.Range(2, 2), start: t0 + 2*h, end: t0 + 4*h}}
+	rows := clusterUsage(recs, events, 4, resvs, 0, t0+4*h, "total", time.UTC)
+	if len(rows) != 1 {
+		t.Fatalf("rows %+v", rows)
+	}
+	r := rows[0]
+	if r.Reported != 16 || r.Alloc != 25 || r.Down != 6.25 || r.Resv != 12.5 || r.Idle != 56.25 {
+		t.Errorf("got %+v; want 16 node-hours: 25%% allocated, 6.25%% down, 12.5%% reserved, 56.25%% idle", *r)
+	}
+	// a job using the reserved node takes it out of "reserved"
+	recs = append(recs, jobarchive.Record{Nnodes: 1, Ranks: "2", TRun: t0 + 2*h, TCleanup: t0 + 3*h})
+	r = clusterUsage(recs, events, 4, resvs, 0, t0+4*h, "total", time.UTC)[0]
+	if r.Alloc != 31.25 || r.Resv != 6.25 || r.Idle != 56.25 {
+		t.Errorf("with a job in the reservation: %+v", *r)
 	}
 }

@@ -61,6 +61,18 @@ func TestJobArchiveAndUsage(t *testing.T) {
 	if c := byBank["chem"]; c < 2 || c > 3 {
 		t.Errorf("chem node-seconds %.2f, want ~2\n%s", c, sum)
 	}
+	var cluster []struct {
+		Nodes int     `json:"nodes"`
+		Alloc float64 `json:"allocated_pct"`
+		Idle  float64 `json:"idle_pct"`
+	}
+	out := e.must("usage", "--cluster", "--per=total", "-o", "json")
+	if err := json.Unmarshal([]byte(out), &cluster); err != nil || len(cluster) != 1 {
+		t.Fatalf("usage --cluster: %v\n%s", err, out)
+	}
+	if c := cluster[0]; c.Nodes != 2 || c.Alloc <= 0 || c.Alloc+c.Idle > 100.01 {
+		t.Errorf("cluster usage %+v", c)
+	}
 	if code := e.inst.Stop(); code != 0 {
 		t.Fatalf("instance exited %d: %s", code, e.inst.Stderr())
 	}
