@@ -39,6 +39,7 @@ func jobSubcommands() []*cobra.Command {
 		newJobKillallCmd(),
 		newJobTimeleftCmd(),
 		newJobHostpidsCmd(),
+		newJobReallocCmd(),
 	}
 }
 

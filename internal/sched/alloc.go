@@ -282,3 +282,75 @@ func (p *Pool) Allocated() *Alloc {
 	}
 	return a
 }
+
+// Merge adds the resources of b to a (a job growing, RFC 51); nodes stay
+// in ascending order.
+func (a *Alloc) Merge(b *Alloc) {
+	out := make([]NodeAlloc, 0, len(a.Nodes)+len(b.Nodes))
+	i, k := 0, 0
+	for i < len(a.Nodes) || k < len(b.Nodes) {
+		switch {
+		case k == len(b.Nodes) || i < len(a.Nodes) && a.Nodes[i].node < b.Nodes[k].node:
+			out = append(out, a.Nodes[i])
+			i++
+		case i == len(a.Nodes) || b.Nodes[k].node < a.Nodes[i].node:
+			out = append(out, b.Nodes[k])
+			k++
+		default:
+			na := a.Nodes[i]
+			na.cores = na.cores.clone()
+			na.cores.or(b.Nodes[k].cores)
+			if g := b.Nodes[k].gpus; g != nil {
+				if na.gpus == nil {
+					na.gpus = g.clone()
+				} else {
+					na.gpus = na.gpus.clone()
+					na.gpus.or(g)
+				}
+			}
+			out = append(out, na)
+			i++
+			k++
+		}
+	}
+	a.Nodes = out
+}
+
+// Tail returns the part of a on its last n nodes (a copy).
+func (a *Alloc) Tail(n int) *Alloc {
+	t := &Alloc{Start: a.Start, Expiration: a.Expiration}
+	for _, na := range a.Nodes[len(a.Nodes)-n:] {
+		c := NodeAlloc{node: na.node, cores: na.cores.clone()}
+		if na.gpus != nil {
+			c.gpus = na.gpus.clone()
+		}
+		t.Nodes = append(t.Nodes, c)
+	}
+	return t
+}
+
+// Contains reports whether every resource of b is in a.
+func (a *Alloc) Contains(b *Alloc) bool {
+	i := 0
+	for _, nb := range b.Nodes {
+		for i < len(a.Nodes) && a.Nodes[i].node < nb.node {
+			i++
+		}
+		if i == len(a.Nodes) || a.Nodes[i].node != nb.node {
+			return false
+		}
+		if _, ok := missing(a.Nodes[i].cores, nb.cores); ok {
+			return false
+		}
+		if nb.gpus != nil {
+			if a.Nodes[i].gpus == nil {
+				if nb.gpus.count() > 0 {
+					return false
+				}
+			} else if _, ok := missing(a.Nodes[i].gpus, nb.gpus); ok {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -20,6 +20,7 @@ func (m *manager) register() {
 	h := m.h
 	h.HandleFunc("job-manager.submit", m.handleSubmit)
 	h.HandleFunc("job-manager.raise", m.handleRaise)
+	h.HandleFunc("job-manager.realloc", m.handleRealloc) // realloc.go
 	h.HandleFunc("job-manager.memo", m.handleMemo)
 	h.HandleFunc("job-manager.raiseall", m.handleRaiseAll)
 	h.HandleFunc("job-manager.killall", m.handleKillAll)

@@ -34,6 +34,7 @@ type job struct {
 	cancelSent   bool // sched.cancel sent for the outstanding alloc
 	hasAlloc     bool // resources allocated (until free)
 	bypass       bool // allocated by a jobtap AllocHook
+	realloc      bool // a job-manager.realloc request is with the scheduler
 	resuming     bool // restart: a running job is being ended; cleanup waits (restart.go)
 	startSent    bool // job-exec.start sent
 	killSent     bool // executor asked to kill after a fatal exception

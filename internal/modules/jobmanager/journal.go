@@ -1,6 +1,7 @@
 package jobmanager
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"syscall"
@@ -117,6 +118,10 @@ func (jl *journal) add(j *job, ts float64, name string, ctx []byte, ev []byte) {
 		e.jobspec = j.Raw
 	case "alloc":
 		e.R = j.R
+	case "resource-update":
+		if bytes.Contains(ctx, []byte(`"R_delta_`)) {
+			e.R = j.R // RFC 51: the job's resources changed
+		}
 	}
 }
 

@@ -62,6 +62,8 @@ type scheduler struct {
 	baseReq    map[uint64]*sched.Request
 	bound      map[boundKey]*sched.Request
 	held       map[uint64]string
+	// reallocSeq numbers RFC 51 realloc answers (alloc_id)
+	reallocSeq uint64
 	// estimates are the start times last announced to reserved jobs
 	// (backfill policies only)
 	estimates map[uint64]float64
@@ -147,6 +149,8 @@ func (s *scheduler) register() {
 	h.HandleFunc("sched.cancel", s.cancel)
 	h.HandleFunc("sched.prioritize", s.prioritize)
 	h.HandleFunc("sched.expiration", s.expiration)
+	h.HandleFunc("sched.realloc", s.realloc)              // realloc.go (RFC 51)
+	h.HandleFunc("sched.realloc_cancel", s.reallocCancel) // realloc.go
 	h.HandleFunc("sched.resource-status", s.resourceStatus)
 	h.HandleFunc("sched-simple.resource-status", s.resourceStatus)
 	h.HandleFunc("feasibility.check", s.feasibility)
