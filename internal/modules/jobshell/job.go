@@ -55,6 +55,7 @@ type job struct {
 
 	cred      *syscall.Credential // the tasks' (nil: the broker's)
 	contained *jobContainment     // containment.go
+	stage     *stageIn            // stagein.go: files being staged, tasks not started
 }
 
 func newJob(x *host, req startRequest, js *jobspec.Jobspec, plan *shell.Plan, idx int, r *flux.Request) *job {
@@ -106,6 +107,23 @@ func (j *job) run(cred *syscall.Credential) (err error) {
 	if err := j.writeFiles(); err != nil {
 		return err
 	}
+	opt, ok := j.js.ShellOptions()["stage-in"]
+	stage, err := parseStageIn(opt, ok, j.tmpdir, j.js.Cwd(), func(msg string) {
+		x.log.Warn(msg, "job", j.id.String())
+	})
+	if err != nil {
+		return err
+	}
+	if stage != nil {
+		return j.startStageIn(stage) // stagein.go: launch follows
+	}
+	return j.launch()
+}
+
+// launch starts this node's tasks, once the job's files are in place.
+// On an error the caller abandons the job.
+func (j *job) launch() error {
+	x := j.x
 	j.kvs = newShellKVS(j)
 	opts := j.js.ShellOptions()
 	aff := "on"
@@ -154,7 +172,7 @@ func (j *job) run(cred *syscall.Credential) (err error) {
 		Index:    j.idx,
 		URI:      x.uri,
 		Affinity: aff,
-		RunAs:    cred,
+		RunAs:    j.cred,
 		Output: func(o shell.Output) {
 			x.h.Post(func() { j.output(o) })
 		},
@@ -469,6 +487,8 @@ func (j *job) reportExit(outputLog []byte) {
 func (j *job) signal(sig syscall.Signal) {
 	if j.sh != nil {
 		j.sh.Signal(sig)
+	} else if j.stage != nil {
+		j.stage.interrupt(sig)
 	}
 }
 

@@ -108,9 +108,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	h.HandleFunc("*", x.serviceRequest) // per-job stdin services
 	err = h.Serve(ctx)
 	for _, j := range x.jobs {
-		if j.sh != nil {
-			j.sh.Signal(syscall.SIGKILL)
-		}
+		j.signal(syscall.SIGKILL)
 	}
 	return err
 }
