@@ -241,9 +241,16 @@ func (j *job) startStageIn(spec *stageInSpec) error {
 	return nil
 }
 
-// interrupt stops a stage-in for a signal sent to the job: its tasks
-// will not start.
+// interrupt stops a stage-in for a signal that ends a job (SIGTERM, as
+// flux cancel and time limits send, SIGKILL, SIGINT, SIGHUP): its tasks
+// will not start. Other signals (flux job kill -s SIGUSR1, the signal
+// shell option's warning) have no task to go to yet and are dropped.
 func (s *stageIn) interrupt(sig syscall.Signal) {
+	switch sig {
+	case syscall.SIGTERM, syscall.SIGKILL, syscall.SIGINT, syscall.SIGHUP:
+	default:
+		return
+	}
 	if s.signal == 0 {
 		s.signal = sig
 	}

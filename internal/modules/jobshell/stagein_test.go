@@ -1,9 +1,11 @@
 package jobshell
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -79,5 +81,31 @@ func TestParseStageIn(t *testing.T) {
 	// a relative destination without a working directory is refused
 	if _, err := parseStageIn(decode(`{"destination":"out"}`), true, tmp, "", nil); err == nil || !strings.Contains(err.Error(), "working directory") {
 		t.Errorf("relative destination without cwd: %v", err)
+	}
+}
+
+// TestStageInInterrupt: the signals that end a job stop a stage-in (and
+// are remembered for the error); others are dropped.
+func TestStageInInterrupt(t *testing.T) {
+	for sig, stops := range map[syscall.Signal]bool{
+		syscall.SIGTERM: true, syscall.SIGKILL: true, syscall.SIGINT: true, syscall.SIGHUP: true,
+		syscall.SIGUSR1: false, syscall.SIGCONT: false, syscall.SIGALRM: false,
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		s := &stageIn{cancel: cancel}
+		s.interrupt(sig)
+		if stopped := ctx.Err() != nil; stopped != stops || (s.signal == sig) != stops {
+			t.Errorf("%v: stopped %v (signal %v), want %v", sig, stopped, s.signal, stops)
+		}
+		cancel()
+	}
+	// the first signal is the one reported
+	_, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := &stageIn{cancel: cancel}
+	s.interrupt(syscall.SIGTERM)
+	s.interrupt(syscall.SIGKILL)
+	if s.signal != syscall.SIGTERM {
+		t.Errorf("signal %v, want SIGTERM", s.signal)
 	}
 }
