@@ -22,6 +22,7 @@ var plugins = map[string]Factory{
 	".limit-duration":       func() jobtap.Plugin { return &LimitDuration{} },
 	".history":              func() jobtap.Plugin { return newHistory() },
 	".mail":                 func() jobtap.Plugin { return &Mail{} },
+	".accounting-limits":    func() jobtap.Plugin { return newAccountLimits() },
 	"alloc-bypass":          func() jobtap.Plugin { return &AllocBypass{} },
 	"perilog":               func() jobtap.Plugin { return &Perilog{} },
 }
@@ -36,6 +37,7 @@ var defaults = []string{
 	".begin-time",
 	".history",
 	".mail",
+	".accounting-limits",
 }
 
 // Lookup returns the factory for a plugin name ("x" finds ".x" too).

@@ -1,0 +1,376 @@
+package builtin
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/user"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/fluxgo/fluxgo/internal/jobtap"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+)
+
+// AccountLimits enforces per-association limits (seed 003: "enforce
+// accounting limits ... e.g. total nodes across all of a user+bank's
+// jobs"). An association is a user and the bank a job is charged to
+// (attributes.system.bank, flux submit -B; "" for none). The [accounting]
+// table sets them, each key overriding the one before it:
+//
+//	[accounting]                        # every association
+//	max-active-jobs = 100               # submitted, not yet inactive
+//	max-running-jobs = 10               # released to run (past DEPEND)
+//	max-nodes = 16                      # nodes of its released jobs
+//	max-cores = 512                     # cores of its released jobs
+//	[accounting.banks.physics]          # jobs charged to a bank
+//	max-running-jobs = 4
+//	[accounting.users.alice]            # a user (name or uid), any bank
+//	max-running-jobs = 20
+//	[accounting.users."alice:physics"]  # one association
+//	max-nodes = 32
+//
+// 0 (or no key) is no limit. A submission that would exceed
+// max-active-jobs, or that asks for more nodes or cores than its
+// association may ever hold, is refused. A job that would exceed
+// max-running-jobs, max-nodes or max-cores now waits in DEPEND with the
+// dependency flux-accounting uses (max-running-jobs-user-limit or
+// max-resources-user-limit) and is released, in submission order, as
+// the association's jobs end. The limits hold for the instance owner
+// too. flux jobtap query .accounting-limits shows each association's use.
+type AccountLimits struct {
+	h     jobtap.Host
+	cfg   acctConfig
+	assoc map[assocKey]*assocUse
+	jobs  map[jobid.ID]*acctJob
+}
+
+type assocKey struct {
+	uid  uint32
+	bank string
+}
+
+type acctLimits struct {
+	MaxActive  *int `json:"max-active-jobs"`
+	MaxRunning *int `json:"max-running-jobs"`
+	MaxNodes   *int `json:"max-nodes"`
+	MaxCores   *int `json:"max-cores"`
+}
+
+type acctConfig struct {
+	def   acctLimits
+	banks map[string]acctLimits
+	users map[string]acctLimits // "UID" or "UID:bank"
+}
+
+type assocUse struct {
+	Active, Running, Nodes, Cores int
+	Held                          []jobid.ID // waiting in DEPEND, in order
+}
+
+type acctJob struct {
+	key          assocKey
+	nodes, cores int
+	released     bool   // counted in Running, Nodes, Cores
+	held         string // the dependency holding it ("" if none)
+}
+
+const (
+	depRunning   = "max-running-jobs-user-limit"
+	depResources = "max-resources-user-limit"
+)
+
+var (
+	_ jobtap.Validator     = (*AccountLimits)(nil)
+	_ jobtap.NewHook       = (*AccountLimits)(nil)
+	_ jobtap.DependHook    = (*AccountLimits)(nil)
+	_ jobtap.StateHook     = (*AccountLimits)(nil)
+	_ jobtap.ConfigUpdater = (*AccountLimits)(nil)
+)
+
+func newAccountLimits() *AccountLimits {
+	return &AccountLimits{assoc: map[assocKey]*assocUse{}, jobs: map[jobid.ID]*acctJob{}}
+}
+
+// Name implements jobtap.Plugin.
+func (*AccountLimits) Name() string { return ".accounting-limits" }
+
+// Load implements jobtap.Loader.
+func (a *AccountLimits) Load(h jobtap.Host, _ json.RawMessage) error {
+	a.h = h
+	return nil
+}
+
+func (l *acctLimits) check(path string) error {
+	for name, v := range map[string]*int{"max-active-jobs": l.MaxActive, "max-running-jobs": l.MaxRunning, "max-nodes": l.MaxNodes, "max-cores": l.MaxCores} {
+		if v != nil && *v < 0 {
+			return fmt.Errorf("%s.%s=%d: must be 0 (no limit) or more: %w", path, name, *v, syscall.EINVAL)
+		}
+	}
+	return nil
+}
+
+// ConfigUpdate implements jobtap.ConfigUpdater.
+func (a *AccountLimits) ConfigUpdate(conf json.RawMessage) (func(), error) {
+	var top struct {
+		Accounting json.RawMessage `json:"accounting"`
+	}
+	if len(conf) > 0 {
+		if err := json.Unmarshal(conf, &top); err != nil {
+			return nil, fmt.Errorf("[accounting]: %v: %w", err, syscall.EINVAL)
+		}
+	}
+	cfg := acctConfig{banks: map[string]acctLimits{}, users: map[string]acctLimits{}}
+	if len(top.Accounting) > 0 {
+		var t struct {
+			acctLimits
+			Banks map[string]acctLimits `json:"banks"`
+			Users map[string]acctLimits `json:"users"`
+		}
+		dec := json.NewDecoder(strings.NewReader(string(top.Accounting)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&t); err != nil {
+			return nil, fmt.Errorf("[accounting]: %v (keys: max-active-jobs, max-running-jobs, max-nodes, max-cores, banks, users): %w", err, syscall.EINVAL)
+		}
+		cfg.def = t.acctLimits
+		if err := cfg.def.check("accounting"); err != nil {
+			return nil, err
+		}
+		for b, l := range t.Banks {
+			if err := l.check("accounting.banks." + b); err != nil {
+				return nil, err
+			}
+			cfg.banks[b] = l
+		}
+		for name, l := range t.Users {
+			path := "accounting.users." + name
+			if err := l.check(path); err != nil {
+				return nil, err
+			}
+			u, bank, hasBank := strings.Cut(name, ":")
+			uid, err := lookupUID(u)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v: %w", path, err, syscall.EINVAL)
+			}
+			key := strconv.FormatUint(uint64(uid), 10)
+			if hasBank {
+				key += ":" + bank
+			}
+			cfg.users[key] = l
+		}
+	}
+	return func() {
+		a.cfg = cfg
+		for k := range a.assoc {
+			a.release(k)
+		}
+	}, nil
+}
+
+func lookupUID(s string) (uint32, error) {
+	if n, err := strconv.ParseUint(s, 10, 32); err == nil {
+		return uint32(n), nil
+	}
+	u, err := user.Lookup(s)
+	if err != nil {
+		return 0, fmt.Errorf("unknown user %q", s)
+	}
+	n, _ := strconv.ParseUint(u.Uid, 10, 32)
+	return uint32(n), nil
+}
+
+// limits merges the settings for an association.
+func (a *AccountLimits) limits(k assocKey) (active, running, nodes, cores int) {
+	uid := strconv.FormatUint(uint64(k.uid), 10)
+	layers := []acctLimits{a.cfg.def, a.cfg.banks[k.bank], a.cfg.users[uid], a.cfg.users[uid+":"+k.bank]}
+	for _, l := range layers {
+		for _, kv := range []struct {
+			src *int
+			dst *int
+		}{{l.MaxActive, &active}, {l.MaxRunning, &running}, {l.MaxNodes, &nodes}, {l.MaxCores, &cores}} {
+			if kv.src != nil {
+				*kv.dst = *kv.src
+			}
+		}
+	}
+	return
+}
+
+func (k assocKey) String() string {
+	name := strconv.FormatUint(uint64(k.uid), 10)
+	if u, err := user.LookupId(name); err == nil {
+		name = u.Username
+	}
+	if k.bank == "" {
+		return "user " + name
+	}
+	return fmt.Sprintf("user %s (bank %s)", name, k.bank)
+}
+
+// jobUse is what a job asks for: its association, nodes and cores.
+func jobUse(j *jobtap.Job) (assocKey, int, int) {
+	k := assocKey{uid: j.Userid}
+	if j.Jobspec == nil {
+		return k, 0, 0
+	}
+	if v, ok := j.Jobspec.Attribute("system.bank"); ok {
+		k.bank, _ = v.(string)
+	}
+	return k, j.Jobspec.NNodes(), j.Jobspec.NSlots() * j.Jobspec.CoresPerSlot()
+}
+
+func (a *AccountLimits) use(k assocKey) *assocUse {
+	u := a.assoc[k]
+	if u == nil {
+		u = &assocUse{}
+		a.assoc[k] = u
+	}
+	return u
+}
+
+// Validate implements jobtap.Validator.
+func (a *AccountLimits) Validate(j *jobtap.Job, _ bool) error {
+	k, nodes, cores := jobUse(j)
+	maxActive, _, maxNodes, maxCores := a.limits(k)
+	u := a.assoc[k]
+	switch {
+	case maxNodes > 0 && nodes > maxNodes:
+		return fmt.Errorf("job asks for %d nodes: max-nodes for %s is %d", nodes, k, maxNodes)
+	case maxCores > 0 && cores > maxCores:
+		return fmt.Errorf("job asks for %d cores: max-cores for %s is %d", cores, k, maxCores)
+	case maxActive > 0 && u != nil && u.Active >= maxActive:
+		return fmt.Errorf("%s has %d active jobs: max-active-jobs is %d", k, u.Active, maxActive)
+	}
+	return nil
+}
+
+// JobNew implements jobtap.NewHook (new and restored jobs).
+func (a *AccountLimits) JobNew(j *jobtap.Job) {
+	if j.State == jobtap.StateInactive {
+		return
+	}
+	k, nodes, cores := jobUse(j)
+	aj := &acctJob{key: k, nodes: nodes, cores: cores}
+	a.jobs[j.ID] = aj
+	u := a.use(k)
+	u.Active++
+	if j.State&(jobtap.StatePriority|jobtap.StateSched|jobtap.StateRunning) != 0 {
+		a.admit(aj) // restored past DEPEND: it holds its share
+	}
+}
+
+func (a *AccountLimits) admit(aj *acctJob) {
+	u := a.use(aj.key)
+	aj.released = true
+	u.Running++
+	u.Nodes += aj.nodes
+	u.Cores += aj.cores
+}
+
+// fits reports why aj cannot be released now ("" if it can).
+func (a *AccountLimits) fits(aj *acctJob) string {
+	_, maxRunning, maxNodes, maxCores := a.limits(aj.key)
+	u := a.use(aj.key)
+	switch {
+	case maxRunning > 0 && u.Running+1 > maxRunning:
+		return depRunning
+	case maxNodes > 0 && u.Nodes+aj.nodes > maxNodes, maxCores > 0 && u.Cores+aj.cores > maxCores:
+		return depResources
+	}
+	return ""
+}
+
+// JobDepend implements jobtap.DependHook.
+func (a *AccountLimits) JobDepend(j *jobtap.Job) error {
+	aj := a.jobs[j.ID]
+	if aj == nil || aj.released || aj.held != "" {
+		return nil
+	}
+	u := a.use(aj.key)
+	if dep := a.fits(aj); dep != "" || len(u.Held) > 0 {
+		if dep == "" {
+			dep = depRunning // others of the association wait before it
+		}
+		aj.held = dep
+		u.Held = append(u.Held, j.ID)
+		return a.h.AddDependency(j.ID, dep)
+	}
+	a.admit(aj)
+	return nil
+}
+
+// JobState implements jobtap.StateHook.
+func (a *AccountLimits) JobState(j *jobtap.Job, _ jobtap.State) {
+	if j.State != jobtap.StateInactive {
+		return
+	}
+	aj := a.jobs[j.ID]
+	if aj == nil {
+		return
+	}
+	delete(a.jobs, j.ID)
+	u := a.use(aj.key)
+	u.Active--
+	if aj.released {
+		u.Running--
+		u.Nodes -= aj.nodes
+		u.Cores -= aj.cores
+	}
+	if aj.held != "" {
+		for i, id := range u.Held {
+			if id == j.ID {
+				u.Held = append(u.Held[:i], u.Held[i+1:]...)
+				break
+			}
+		}
+	}
+	a.release(aj.key)
+	if u.Active == 0 && len(u.Held) == 0 {
+		delete(a.assoc, aj.key)
+	}
+}
+
+// release lets the association's held jobs go, in order, while they fit.
+func (a *AccountLimits) release(k assocKey) {
+	u := a.assoc[k]
+	for u != nil && len(u.Held) > 0 {
+		aj := a.jobs[u.Held[0]]
+		if aj == nil {
+			u.Held = u.Held[1:]
+			continue
+		}
+		if a.fits(aj) != "" {
+			return
+		}
+		id, dep := u.Held[0], aj.held
+		u.Held = u.Held[1:]
+		aj.held = ""
+		a.admit(aj)
+		if err := a.h.RemoveDependency(id, dep); err != nil {
+			a.h.Log().Error("accounting-limits: releasing job", "id", id.String(), "err", err)
+		}
+	}
+}
+
+// Query implements jobtap.Querier.
+func (a *AccountLimits) Query() any {
+	type row struct {
+		Association string   `json:"association"`
+		Active      int      `json:"active"`
+		Running     int      `json:"running"`
+		Nodes       int      `json:"nodes"`
+		Cores       int      `json:"cores"`
+		Held        []string `json:"held"`
+	}
+	out := []row{}
+	for k, u := range a.assoc {
+		held := make([]string, len(u.Held))
+		for i, id := range u.Held {
+			held[i] = id.String()
+		}
+		out = append(out, row{k.String(), u.Active, u.Running, u.Nodes, u.Cores, held})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Association < out[j].Association })
+	return map[string]any{"associations": out}
+}

@@ -1,0 +1,79 @@
+package integration
+
+import (
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/fluxgo/fluxgo/internal/testinstance"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+)
+
+// TestAccountingLimits: per user+bank limits from [accounting]: too many
+// active jobs are refused at submission, jobs over max-running-jobs wait
+// in DEPEND (flux-accounting's dependency name) and start in order as
+// the association's jobs end; a bank's own limits apply to its jobs.
+func TestAccountingLimits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an instance")
+	}
+	conf := t.TempDir()
+	if err := os.WriteFile(filepath.Join(conf, "acct.toml"), []byte(`
+[accounting]
+max-active-jobs = 3
+max-running-jobs = 1
+max-cores = 1
+[accounting.banks.big]
+max-running-jobs = 2
+max-active-jobs = 10
+max-cores = 0
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 1, Args: []string{"--config-path", conf}})}
+	first := e.submit(testDuration("1s"), "true")
+	second := e.submit(testDuration("0.1s"), "true")
+	third := e.submit(testDuration("0.1s"), "true")
+	e.fail("has 3 active jobs: max-active-jobs is 3", "submit", "true")
+	e.fail("job asks for 2 cores: max-cores for user", "submit", "-n2", "true")
+	if got := e.field(second, "{status_abbrev} {dependencies}"); got != "D max-running-jobs-user-limit" {
+		t.Errorf("second job: %q, want it held in DEPEND", got)
+	}
+	e.waitEvent(third, "clean")
+	// one at a time, in order
+	num := func(field, id string) float64 {
+		out := e.must("jobs", "-n", "-o", "{"+field+"}", id)
+		f, err := strconv.ParseFloat(out, 64)
+		if err != nil {
+			t.Fatalf("%s of %s: %q", field, id, out)
+		}
+		return f
+	}
+	start := func(id string) float64 { return num("t_run", id) }
+	end := func(id string) float64 { return num("t_inactive", id) }
+	if !(start(second.String()) >= end(first.String())-0.01 && start(third.String()) >= start(second.String())) {
+		t.Errorf("jobs did not run one after the other: first ended %v, second started %v, third %v",
+			end(first.String()), start(second.String()), start(third.String()))
+	}
+	// bank big: two at a time
+	var big []string
+	var bigIDs []jobid.ID
+	for i := 0; i < 3; i++ {
+		id := e.submit("-B", "big", testDuration("30s"), "true")
+		bigIDs = append(bigIDs, id)
+		big = append(big, id.String())
+	}
+	e.waitEvent(bigIDs[1], "start")
+	if got := e.field(bigIDs[2], "{status_abbrev}"); got != "D" {
+		t.Errorf("third big-bank job is %s, want D", got)
+	}
+	q := e.must("jobtap", "query", ".accounting-limits")
+	me, _ := user.Current()
+	if !strings.Contains(q, `"association":"user `+me.Username+` (bank big)","active":3,"running":2`) {
+		t.Errorf("jobtap query:\n%s", q)
+	}
+	e.must(append([]string{"cancel"}, big...)...)
+}
