@@ -129,13 +129,44 @@ func newHelpCmd() *cobra.Command {
 	}
 }
 
+// colorArgs rewrites -LWHEN (flux-core's attached form of -L,--color[=WHEN],
+// which the flag parser would read as -L followed by other short flags)
+// to --color=WHEN, for the commands that have that option.
+func colorArgs(args []string) []string {
+	if len(args) == 0 {
+		return args
+	}
+	switch args[0] {
+	case "dmesg", "overlay", "resource":
+	case "job":
+		if len(args) < 2 || (args[1] != "eventlog" && args[1] != "wait-event") {
+			return args
+		}
+	default:
+		return args
+	}
+	out := args
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if w, ok := strings.CutPrefix(a, "-L"); ok && (w == "always" || w == "never" || w == "auto") {
+			if &out[0] == &args[0] {
+				out = append([]string(nil), args...)
+			}
+			out[i] = "--color=" + w
+		}
+	}
+	return out
+}
+
 // Main runs the flux command line with args and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootFor(args, stdin, stdout, stderr)
 	for _, c := range root.Commands() {
 		requireSubcommand(c)
 	}
-	root.SetArgs(args)
+	root.SetArgs(colorArgs(args))
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return 0

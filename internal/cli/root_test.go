@@ -86,3 +86,21 @@ func TestHelpUnknownTopic(t *testing.T) {
 		t.Errorf("flux help version: exit %d, stdout %q", code, out.String())
 	}
 }
+
+// TestColorArgs checks flux-core's attached -LWHEN is read as --color=WHEN
+// only for the commands with that option, and never in a job's command.
+func TestColorArgs(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"dmesg -Lalways", "dmesg --color=always"},
+		{"job eventlog -Lnever ƒ1", "job eventlog --color=never ƒ1"},
+		{"resource list -Lauto", "resource list --color=auto"},
+		{"run ls -Lalways", "run ls -Lalways"},
+		{"job attach -Lalways", "job attach -Lalways"},
+		{"dmesg -L", "dmesg -L"},
+		{"overlay status -- -Lalways", "overlay status -- -Lalways"},
+	} {
+		if got := strings.Join(colorArgs(strings.Fields(c.in)), " "); got != c.want {
+			t.Errorf("%q: %q, want %q", c.in, got, c.want)
+		}
+	}
+}
