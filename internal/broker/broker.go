@@ -168,6 +168,7 @@ type Broker struct {
 	local   *localConnector
 	modules *moduleHost
 	svc     *builtins
+	tracer  tracer // overlay_trace.go
 
 	tlsOnce sync.Once
 	tlsCfg  *tls.Config

@@ -82,7 +82,9 @@ func (s *builtins) start() error {
 	h.HandleFunc("module.stats", s.moduleStats)
 	h.HandleFunc("overlay.status", s.overlayStatus)
 	h.HandleFunc("overlay.disconnect-subtree", s.overlayDisconnectSubtree)
-	for _, name := range []string{"attr", "service", "local", "event", "module", "overlay"} {
+	h.HandleFunc("overlay.trace", s.overlayTrace)           // overlay_trace.go
+	h.HandleFunc("overlay.disconnect", s.overlayDisconnect) // ends its traces
+	for _, name := range []string{"attr", "service", "local", "event", "module"} {
 		h.HandleFunc(name+".disconnect", func(*flux.Request) {})
 	}
 	ctx, cancel := context.WithCancel(b.ctx)

@@ -109,6 +109,12 @@ func (l *link) send(m *message.Message) bool {
 		l.inflight[inflightKey(m)] = m.Copy()
 		l.mu.Unlock()
 	}
+	return l.push(m)
+}
+
+// push queues m on the link, for flux overlay trace to see.
+func (l *link) push(m *message.Message) bool {
+	l.o.b.tracer.trace("tx", l.rank, m)
 	return l.q.push(m)
 }
 
@@ -211,7 +217,7 @@ func (o *overlay) sendChildren(m *message.Message) {
 	o.mu.Lock()
 	for _, cs := range o.children {
 		if cs.link != nil {
-			cs.link.q.push(m)
+			cs.link.push(m)
 		}
 	}
 	o.mu.Unlock()
@@ -304,7 +310,7 @@ func (o *overlay) acceptChild(c net.Conn) {
 	l.q.allowInline(c)
 	// The answer goes first: once cs.link is set, events fanned out to
 	// the children may be queued on this link too.
-	l.q.push(reply)
+	l.push(reply)
 	cs.link = l
 	cs.ready = false
 	wasLost := cs.state == stateLost
@@ -423,7 +429,7 @@ func (o *overlay) connectParent(uri string) error {
 		// tell the parent once our subtree is complete (quorum)
 		select {
 		case <-o.joined:
-			l.q.push(&message.Message{Type: message.Control, CtlType: ctlReady})
+			l.push(&message.Message{Type: message.Control, CtlType: ctlReady})
 		case <-b.ctx.Done():
 		}
 	}()
@@ -467,6 +473,7 @@ func readBuffered(l *link, r *message.Reader) error {
 			return err
 		}
 		l.lastRecv.Store(time.Now().UnixNano())
+		b.tracer.trace("rx", l.rank, m)
 		switch m.Type {
 		case message.Control:
 			l.o.control(l, m)
@@ -538,7 +545,7 @@ func (o *overlay) keepalive(stop <-chan struct{}) {
 		}
 		o.mu.Unlock()
 		for _, l := range links {
-			l.q.push(ka)
+			l.push(ka)
 			if time.Duration(now-l.lastRecv.Load()) > o.timeout {
 				o.b.log.Error("overlay: peer stopped responding", "rank", l.rank, "timeout", o.timeout)
 				l.drop("no keepalive within " + o.timeout.String())
@@ -582,7 +589,7 @@ func (o *overlay) goodbye() {
 	if p == nil {
 		return
 	}
-	p.q.push(&message.Message{Type: message.Control, CtlType: ctlGoodbye})
+	p.push(&message.Message{Type: message.Control, CtlType: ctlGoodbye})
 	p.q.close()
 	setWriteDeadline(p.conn, 2*time.Second)
 }

@@ -22,7 +22,7 @@ func newOverlayCmd() *cobra.Command {
 		Use:   "overlay",
 		Short: "Show the status of the tree-based overlay network",
 	}
-	cmd.AddCommand(newOverlayStatusCmd(), newOverlayErrorsCmd(), newOverlayLookupCmd(), newOverlayParentofCmd(), newOverlayDisconnectCmd())
+	cmd.AddCommand(newOverlayStatusCmd(), newOverlayErrorsCmd(), newOverlayLookupCmd(), newOverlayParentofCmd(), newOverlayDisconnectCmd(), newOverlayTraceCmd())
 	return cmd
 }
 
