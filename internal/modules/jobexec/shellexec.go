@@ -353,14 +353,23 @@ func (s *shellExec) shellFailed(j *execJob, rank uint, err error) {
 		f.Close()
 		delete(sj.futs, rank)
 	}
-	note := fmt.Sprintf("job shell on broker rank %d failed: %v", rank, err)
+	// a shell whose broker was lost is a node failure; one that failed
+	// by itself (a bad shell option, its setup refused) is the job's
+	// execution failing, as flux-core's job-exec reports it
+	typ, note := "exec", fmt.Sprintf("job shell on broker rank %d failed: %v", rank, err)
 	if errors.Is(err, syscall.EHOSTUNREACH) {
-		note = fmt.Sprintf("lost contact with job shell on broker rank %d", rank)
+		typ, note = "node-failure", fmt.Sprintf("lost contact with job shell on broker rank %d", rank)
 	}
 	sj.lost = append(sj.lost, rank)
-	j.exception("node-failure", 0, note)
+	j.exception(typ, 0, note)
 	j.kill(syscall.SIGTERM)
-	s.shellExited(j, rank, int(syscall.SIGKILL))
+	status := int(syscall.SIGKILL) // a lost shell is as good as killed
+	if typ == "exec" {
+		// it may never have run anything, but the job failed: a zero
+		// finish status would read as success to tools that look at it
+		status = 1 << 8
+	}
+	s.shellExited(j, rank, status)
 }
 
 func (s *shellExec) shellExited(j *execJob, rank uint, status int) {
