@@ -10,6 +10,7 @@ package jobexec
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"syscall"
 	"time"
@@ -73,6 +74,9 @@ type executor struct {
 	shell       *shellExec
 	batch       *kvsbatch.Batch
 	specs       *memo.Cache[parsedJobspec] // readJobspec by jobspec text
+	// generation identifies the job manager this executor said hello to
+	// (0: none yet)
+	generation int64
 }
 
 // parsedJobspec is what readJobspec made of a jobspec.
@@ -104,16 +108,67 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	h.HandleFunc("job-exec.expiration", x.handleExpiration)
 	h.HandleFunc("job-exec.critical-ranks", x.handleCriticalRanks)
 	h.HandleFunc("job-exec.disconnect", func(*flux.Request) {})
-	go func() {
-		if err := h.Call(ctx, "job-manager.exec-hello", flux.NodeidAny, map[string]any{"service": "job-exec", "attached": true}, nil); err != nil {
-			x.log.Error("exec-hello to job-manager failed", "err", err)
-		}
-	}()
+	// a job manager loaded again (flux module reload job-manager) asks
+	// for hellos: see jmOnline
+	if err := h.OnOwnerEvent(ctx, "job-manager.online", func(m *flux.Message) { x.jmOnline(ctx, m) }); err != nil {
+		return err
+	}
+	go x.hello(ctx)
 	err := h.Serve(ctx)
 	for _, j := range x.jobs {
 		j.impl.signal(j, syscall.SIGKILL)
 	}
 	return err
+}
+
+// hello tells the job manager this is its execution service, waiting
+// for it to be loaded (ENOSYS) if needed.
+func (x *executor) hello(ctx context.Context) {
+	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		var resp struct {
+			Generation int64 `json:"generation"`
+		}
+		err := x.h.Call(ctx, "job-manager.exec-hello", flux.NodeidAny, map[string]any{"service": "job-exec", "attached": true}, &resp)
+		if err == nil {
+			x.h.Post(func() { x.generation = resp.Generation })
+			return
+		}
+		if !errors.Is(err, syscall.ENOSYS) {
+			x.log.Error("exec-hello to job-manager failed", "err", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+	}
+}
+
+// jmOnline handles a job manager's job-manager.online event. A job
+// manager that is not the one this executor said hello to replaced it
+// (it was reloaded): the jobs the old one started will never be heard
+// of (the new one finds them in the KVS and ends their records with a
+// restart exception), so their processes are killed to match, and the
+// executor says hello to the new one.
+func (x *executor) jmOnline(ctx context.Context, m *flux.Message) {
+	var ev struct {
+		Generation int64 `json:"generation"`
+	}
+	if json.Unmarshal(m.JSON(), &ev) != nil || x.generation == 0 || ev.Generation == x.generation {
+		return // not helloed yet (that hello learns it), or ours
+	}
+	lost := 0
+	for _, j := range x.jobs {
+		j.killed = true
+		j.impl.signal(j, syscall.SIGKILL)
+		lost++
+	}
+	if lost > 0 {
+		x.log.Warn("the job manager was reloaded: killed the jobs the old one had started", "jobs", lost)
+	}
+	x.generation = 0
+	go x.hello(ctx)
 }
 
 // chooseImpl picks how to run a job: the test executor when the jobspec

@@ -37,6 +37,7 @@ func (s *service) subscribe() {
 	}
 	s.journal = f
 	inBacklog := true
+	s.backlogSeen = map[jobid.ID]struct{}{}
 	f.Then(func(m *flux.Message, err error) {
 		if err != nil {
 			s.journal = nil
@@ -55,6 +56,9 @@ func (s *service) subscribe() {
 			inBacklog = false
 			s.backlogComplete()
 			return
+		}
+		if inBacklog && e.ID >= 0 {
+			s.backlogSeen[jobid.ID(e.ID)] = struct{}{}
 		}
 		s.applyEntry(&e, inBacklog)
 	})
@@ -93,6 +97,7 @@ func (s *service) retrySubscribe(err error) {
 // KVS restore of older inactive jobs starts (first time only).
 func (s *service) backlogComplete() {
 	if s.backlogDone {
+		s.reconcile()
 		return
 	}
 	s.backlogDone = true
@@ -165,4 +170,44 @@ func (s *service) allocAnnotations(r *record, ctx json.RawMessage) {
 	if err == nil && len(ann) > 0 {
 		r.setAnnotations(ann)
 	}
+}
+
+// reconcile runs after the backlog of a new subscription (the job
+// manager was reloaded): a job this index holds as active that the new
+// job manager did not list is no longer active (it ended while there
+// was no journal, e.g. with a restart exception as the new job manager
+// restored it), so its record is read again from the KVS.
+func (s *service) reconcile() {
+	var stale []jobid.ID
+	for id, r := range s.idx.jobs {
+		if _, ok := s.backlogSeen[id]; !ok && r.state != job.StateInactive {
+			stale = append(stale, id)
+		}
+	}
+	if len(stale) == 0 {
+		return
+	}
+	ctx := s.ctx
+	go func() {
+		var recs []*record
+		for _, id := range stale {
+			dir, _ := id.Encode(jobid.KVS)
+			rec, err := readJob(ctx, s.h, dir)
+			if err != nil || rec == nil {
+				continue // not inactive after all, or gone: left as it is
+			}
+			recs = append(recs, rec)
+		}
+		s.h.Post(func() {
+			for _, rec := range recs {
+				if old := s.idx.jobs[rec.id]; old != nil && old.state != job.StateInactive {
+					s.idx.remove(old)
+				}
+			}
+			s.insertRestored(recs)
+			if len(recs) > 0 {
+				s.log.Info("jobs that ended while the job manager was away read again from the KVS", "jobs", len(recs))
+			}
+		})
+	}()
 }

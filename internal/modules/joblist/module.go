@@ -123,6 +123,8 @@ type service struct {
 
 	journal     *flux.Future
 	backlogDone bool // journal backlog (full=true) received
+	// backlogSeen: the jobs in the current subscription's backlog
+	backlogSeen map[jobid.ID]struct{}
 	restoring   bool // KVS restore running
 	ready       bool // backlog received: requests are served
 	deferred    []*flux.Request

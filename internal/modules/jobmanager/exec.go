@@ -50,7 +50,7 @@ func (e *execClient) hello(r *flux.Request) {
 	e.service, e.attached = req.Service, req.Attached
 	e.topic = ""
 	e.route = r.Msg.RouteString()
-	r.Respond(nil)
+	r.Respond(map[string]any{"generation": e.m.generation})
 	// jobs waiting for an executor can start now
 	for _, j := range e.m.jobs {
 		if j.State == jobtap.StateRun && j.startSent && !j.started && e.futures[j.ID] == nil {

@@ -19,9 +19,13 @@ import (
 // manager owns all job state. Every method runs on the module's Serve
 // goroutine, so nothing here needs a lock.
 type manager struct {
-	h     *flux.Handle
-	log   *slog.Logger
-	owner uint32
+	// generation identifies this job manager among its reloads (its
+	// start time in ns): a scheduler or executor that said hello to an
+	// earlier one says it again (job-manager.online)
+	generation int64
+	h          *flux.Handle
+	log        *slog.Logger
+	owner      uint32
 
 	jobs     map[jobid.ID]*job
 	inactive []jobid.ID // in order of becoming inactive, for purge
@@ -63,6 +67,7 @@ type manager struct {
 
 func newManager(h *flux.Handle, log *slog.Logger, owner uint32) *manager {
 	m := &manager{
+		generation:    time.Now().UnixNano(),
 		h:             h,
 		log:           log,
 		owner:         owner,

@@ -84,6 +84,11 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		m.log.Info(fmt.Sprintf("restored %d jobs from the KVS", n))
 	}
 	m.setPurgeLimits(purgeConf)
+	// tell a scheduler and an executor that said hello to an earlier
+	// job manager (this one was reloaded) to say it again
+	if err := h.Publish("job-manager.online", map[string]any{"generation": m.generation}, false); err != nil {
+		m.log.Error("publishing job-manager.online", "err", err)
+	}
 	return h.Serve(ctx)
 }
 

@@ -289,7 +289,7 @@ func (s *schedClient) hello(r *flux.Request) {
 		}
 	}
 	s.route = r.Msg.RouteString()
-	r.Respond(map[string]any{"alloc": list})
+	r.Respond(map[string]any{"alloc": list, "generation": s.m.generation})
 }
 
 func (s *schedClient) readyRequest(r *flux.Request) {

@@ -221,6 +221,10 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		return err
 	}
 	s.register()
+	s.ctx = ctx
+	if err := h.OnOwnerEvent(ctx, "job-manager.online", s.jmOnline); err != nil {
+		return err
+	}
 	for _, svc := range []string{"sched", "feasibility"} {
 		if err := h.RegisterService(ctx, svc); err != nil {
 			return fmt.Errorf("register service %s: %w", svc, err)

@@ -62,6 +62,10 @@ type scheduler struct {
 	baseReq    map[uint64]*sched.Request
 	bound      map[boundKey]*sched.Request
 	held       map[uint64]string
+	// generation identifies the job manager this scheduler said hello
+	// to (0: none yet; see jmOnline)
+	generation int64
+	ctx        context.Context
 	// reallocSeq numbers RFC 51 realloc answers (alloc_id)
 	reallocSeq uint64
 	// estimates are the start times last announced to reserved jobs
@@ -93,6 +97,40 @@ func newScheduler(h *flux.Handle, log *slog.Logger, cfg Config, fail context.Can
 		s.estimates = make(map[uint64]float64)
 	}
 	return s
+}
+
+// jmOnline handles a job manager's job-manager.online event. One that
+// is not the job manager this scheduler said hello to replaced it (flux
+// module reload job-manager): the old one's alloc requests died with it,
+// and the new one knows which jobs still hold resources, so the
+// scheduler forgets its queue and allocations and says hello again.
+func (s *scheduler) jmOnline(m *flux.Message) {
+	var ev struct {
+		Generation int64 `json:"generation"`
+	}
+	if json.Unmarshal(m.JSON(), &ev) != nil || s.generation == 0 || ev.Generation == s.generation {
+		return
+	}
+	s.log.Warn("the job manager was reloaded: starting over with the new one")
+	var ids []uint64
+	for j := range s.queue.All() {
+		ids = append(ids, j.ID)
+	}
+	for _, id := range ids {
+		s.queue.Remove(id)
+	}
+	for _, a := range s.running {
+		s.pool.Free(a)
+	}
+	clear(s.running)
+	clear(s.preemptible)
+	clear(s.victims)
+	clear(s.jobResv)
+	clear(s.baseReq)
+	clear(s.held)
+	clear(s.estimates)
+	s.ready, s.generation = false, 0
+	go s.hello(s.ctx)
 }
 
 // annotateReservations tells the job manager when the reserved jobs are
@@ -240,6 +278,7 @@ func (s *scheduler) hello(ctx context.Context) {
 			ID uint64          `json:"id"`
 			R  json.RawMessage `json:"R"`
 		} `json:"alloc"`
+		Generation int64 `json:"generation"`
 	}
 	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
 		err := s.h.Call(ctx, "job-manager.sched-hello", flux.NodeidAny, nil, &resp)
@@ -257,6 +296,7 @@ func (s *scheduler) hello(ctx context.Context) {
 		}
 	}
 	s.h.Post(func() {
+		s.generation = resp.Generation
 		for _, a := range resp.Alloc {
 			if err := s.claim(a.ID, a.R); err != nil {
 				s.log.Error(fmt.Sprintf("hello: job %d: %v", a.ID, err))
