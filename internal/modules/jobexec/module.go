@@ -63,6 +63,9 @@ type execJob struct {
 	expGen int // which setExpiration armed the expiry timers
 	aux    any // implementation data
 	info   jobspecInfo
+	// pending: responses made while no job manager listened (between a
+	// job manager's reload and its reattach), sent at the reattach
+	pending [][]byte
 }
 
 type executor struct {
@@ -107,7 +110,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	h.HandleFunc("job-exec.list", x.handleList)
 	h.HandleFunc("job-exec.expiration", x.handleExpiration)
 	h.HandleFunc("job-exec.critical-ranks", x.handleCriticalRanks)
-	h.HandleFunc("job-exec.disconnect", func(*flux.Request) {})
+	h.HandleFunc("job-exec.disconnect", x.disconnect)
 	// a job manager loaded again (flux module reload job-manager) asks
 	// for hellos: see jmOnline
 	if err := h.OnOwnerEvent(ctx, "job-manager.online", func(m *flux.Message) { x.jmOnline(ctx, m) }); err != nil {
@@ -147,10 +150,11 @@ func (x *executor) hello(ctx context.Context) {
 
 // jmOnline handles a job manager's job-manager.online event. A job
 // manager that is not the one this executor said hello to replaced it
-// (it was reloaded): the jobs the old one started will never be heard
-// of (the new one finds them in the KVS and ends their records with a
-// restart exception), so their processes are killed to match, and the
-// executor says hello to the new one.
+// (it was reloaded). The jobs keep running, detached: what they report
+// meanwhile is kept, and the new job manager reattaches them (a start
+// request with reattach set) once the executor has said hello to it.
+// Jobs not reattached within reattachTimeout (the new job manager did
+// not know them) are killed.
 func (x *executor) jmOnline(ctx context.Context, m *flux.Message) {
 	var ev struct {
 		Generation int64 `json:"generation"`
@@ -158,17 +162,79 @@ func (x *executor) jmOnline(ctx context.Context, m *flux.Message) {
 	if json.Unmarshal(m.JSON(), &ev) != nil || x.generation == 0 || ev.Generation == x.generation {
 		return // not helloed yet (that hello learns it), or ours
 	}
-	lost := 0
 	for _, j := range x.jobs {
-		j.killed = true
-		j.impl.signal(j, syscall.SIGKILL)
-		lost++
+		j.req = nil
 	}
-	if lost > 0 {
-		x.log.Warn("the job manager was reloaded: killed the jobs the old one had started", "jobs", lost)
+	if n := len(x.jobs); n > 0 {
+		x.log.Info("the job manager was reloaded: jobs keep running until it reattaches them", "jobs", n)
+		time.AfterFunc(reattachTimeout, func() { x.h.Post(x.reapDetached) })
 	}
 	x.generation = 0
 	go x.hello(ctx)
+}
+
+// disconnect detaches the jobs started by a client that went away (the
+// job manager, unloaded): they keep running and what they report is
+// kept for the next job manager's reattach.
+func (x *executor) disconnect(r *flux.Request) {
+	route := r.Msg.RouteString()
+	n := 0
+	for _, j := range x.jobs {
+		if j.req != nil && j.req.Msg.RouteString() == route {
+			j.req = nil
+			n++
+		}
+	}
+	if n > 0 {
+		x.log.Info("the job manager went away: jobs keep running until one reattaches them", "jobs", n)
+		time.AfterFunc(reattachTimeout, func() { x.h.Post(x.reapDetached) })
+	}
+}
+
+// reattachTimeout is how long detached jobs wait for a job manager.
+const reattachTimeout = 60 * time.Second
+
+// reapDetached kills (and forgets, once they end) the jobs still detached.
+func (x *executor) reapDetached() {
+	for id, j := range x.jobs {
+		if j.req != nil {
+			continue
+		}
+		if j.released {
+			delete(x.jobs, id)
+			continue
+		}
+		x.log.Warn("no job manager reattached the job: killing it", "id", id.String())
+		j.kill(syscall.SIGKILL)
+	}
+}
+
+// reattach binds a reloaded job manager's start request to a job that
+// runs already: it hears that the job started (if it did), then what was
+// kept while no one listened, then the rest as usual.
+func (x *executor) reattach(r *flux.Request, id jobid.ID) {
+	j := x.jobs[id]
+	switch {
+	case j == nil:
+		r.Errorf(syscall.ENOENT, "job %s is not running here", id.String())
+		return
+	case j.req != nil:
+		r.Errorf(syscall.EEXIST, "job %s is attached already", id.String())
+		return
+	}
+	j.req = r
+	pending := j.pending
+	j.pending = nil
+	if j.started {
+		j.req.Respond(flux.JSONBuffer(appendResponse(nil, j.id, "start", []byte("{}"))))
+	}
+	for _, b := range pending {
+		j.req.Respond(flux.JSONBuffer(b))
+	}
+	if j.released {
+		j.req.EndStream()
+		delete(x.jobs, j.id)
+	}
 }
 
 // chooseImpl picks how to run a job: the test executor when the jobspec
@@ -184,6 +250,14 @@ func (x *executor) handleStart(r *flux.Request) {
 	req, err := decodeStart(r.Msg.JSON())
 	if err != nil {
 		r.Errorf(syscall.EPROTO, "job-exec.start: %v", err)
+		return
+	}
+	if req.Reattach {
+		if !r.IsOwner() {
+			r.Errorf(syscall.EPERM, "job-exec.start is for the job manager only")
+			return
+		}
+		x.reattach(r, req.ID)
 		return
 	}
 	if js, ok := r.Msg.Attached.(sched.AttachedJobspec); ok && req.Jobspec == nil {
@@ -366,6 +440,12 @@ func (j *execJob) respond(typ string, data []byte) {
 		data = []byte("{}")
 	}
 	b := appendResponse(make([]byte, 0, 64+len(data)), j.id, typ, data)
+	if j.req == nil {
+		if typ != "start" { // a reattach reports the start itself
+			j.pending = append(j.pending, b)
+		}
+		return
+	}
 	j.req.Respond(flux.JSONBuffer(b))
 }
 
@@ -407,9 +487,12 @@ func (j *execJob) release() {
 	}
 	j.released = true
 	j.respond("release", []byte(`{"final":true,"ranks":"all"}`))
-	j.req.EndStream()
 	for _, t := range j.timers {
 		t.Stop()
 	}
+	if j.req == nil {
+		return // detached: kept for the job manager's reattach
+	}
+	j.req.EndStream()
 	delete(j.x.jobs, j.id)
 }

@@ -18,6 +18,9 @@ type startRequest struct {
 	Userid  uint32
 	Jobspec json.RawMessage
 	R       json.RawMessage
+	// Reattach: a job manager (reloaded) takes over a job that runs
+	// already, rather than starting it
+	Reattach bool
 }
 
 func decodeStart(p []byte) (startRequest, error) {
@@ -44,6 +47,8 @@ func decodeStart(p []byte) (startRequest, error) {
 			if !jsonwire.IsNull(val) {
 				req.R = val
 			}
+		case "reattach":
+			req.Reattach, err = jsonwire.Bool(val)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", key, err)

@@ -51,15 +51,23 @@ func (e *execClient) hello(r *flux.Request) {
 	e.topic = ""
 	e.route = r.Msg.RouteString()
 	r.Respond(map[string]any{"generation": e.m.generation})
-	// jobs waiting for an executor can start now
+	// jobs waiting for an executor can start now; restored running jobs
+	// are reattached
 	for _, j := range e.m.jobs {
-		if j.State == jobtap.StateRun && j.startSent && !j.started && e.futures[j.ID] == nil {
+		switch {
+		case j.reattach && e.futures[j.ID] == nil:
+			e.send(j, true)
+		case j.State == jobtap.StateRun && j.startSent && !j.started && e.futures[j.ID] == nil:
 			e.start(j)
 		}
 	}
 }
 
-func (e *execClient) start(j *job) {
+func (e *execClient) start(j *job) { e.send(j, false) }
+
+// send sends the job's job-exec.start request (with reattach: to take
+// over a job that runs already).
+func (e *execClient) send(j *job, reattach bool) {
 	m := e.m
 	if e.futures[j.ID] != nil {
 		return // already started (exec-hello and the commit callback can race)
@@ -84,6 +92,9 @@ func (e *execClient) start(j *job) {
 	if !e.attached {
 		b = append(b, `,"jobspec":`...)
 		b = appendRaw(b, j.Raw)
+	}
+	if reattach {
+		b = append(b, `,"reattach":true`...)
 	}
 	b = append(b, `,"userid":`...)
 	b = jsonwire.AppendUint(b, uint64(j.Userid))
@@ -111,6 +122,11 @@ func (e *execClient) response(j *job, f *flux.Future, msg *flux.Message, err err
 		e.futures = forgetFuture(e.futures, j.ID)
 		f.Close()
 		if errors.Is(err, syscall.ENODATA) || errors.Is(err, io.EOF) {
+			return
+		}
+		if j.reattach {
+			// the executor does not have it (the instance restarted)
+			m.endRestarted(j)
 			return
 		}
 		// The executor failed or went away: the job can't be trusted to
@@ -143,14 +159,19 @@ func (e *execClient) response(j *job, f *flux.Future, msg *flux.Message, err err
 		m.log.Error("bad exec response", "err", err)
 		return
 	}
+	j.reattach = false
 	switch typ {
 	case "start":
-		m.post(j, "start", nil)
+		if !j.started { // a reattach says it again
+			m.post(j, "start", nil)
+		}
 	case "release":
 		m.post(j, "release", data)
 		m.cleanup(j, j.State)
 	case "finish":
-		m.post(j, "finish", data)
+		if !j.finished {
+			m.post(j, "finish", data)
+		}
 	case "exception":
 		ctx := map[string]any{"type": data["type"], "severity": data["severity"], "note": data["note"], "userid": m.owner}
 		m.post(j, "exception", ctx)

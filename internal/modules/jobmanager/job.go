@@ -35,6 +35,8 @@ type job struct {
 	hasAlloc     bool // resources allocated (until free)
 	bypass       bool // allocated by a jobtap AllocHook
 	realloc      bool // a job-manager.realloc request is with the scheduler
+	reattach     bool // restored running: waiting for the executor to reattach it
+	schedKnows   bool // listed in a sched-hello response
 	resuming     bool // restart: a running job is being ended; cleanup waits (restart.go)
 	startSent    bool // job-exec.start sent
 	killSent     bool // executor asked to kill after a fatal exception

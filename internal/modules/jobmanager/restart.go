@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
 	"github.com/fluxgo/fluxgo/pkg/eventlog"
@@ -158,26 +159,56 @@ func (m *manager) resume(j *job) {
 	case jobtap.StateSched:
 		m.post(j, "flux-restart", nil) // back to PRIORITY: priority is recomputed
 	case jobtap.StateRun, jobtap.StateCleanup:
-		// The scheduler has not heard of this allocation (sched-hello
-		// comes later and no longer lists it): it is freed here, and
-		// before the events below, whose handlers would otherwise ask
-		// the scheduler to free it.
-		j.bypass = true
+		// It may still run: after flux module reload job-manager, the
+		// executor kept it. Once the executor says hello, it is asked to
+		// reattach it (exec.go); a job it does not have ends as the
+		// instance's restart ended it (endRestarted), and so does one
+		// no executor claims within reattachWait.
+		j.reattach = true
+		j.startSent = true
 		j.perilog = 0
-		// the job ends in RFC 21's order: exception, finish, release,
-		// then free and clean (cleanup waits for the last of these)
-		j.resuming = true
-		if !j.fatal {
-			m.post(j, "exception", map[string]any{"type": "restart", "severity": 0,
-				"note": "the instance restarted while the job was running", "userid": m.owner})
-		}
-		if !j.finished {
-			m.post(j, "finish", map[string]any{"status": 9})
-		}
-		if !j.releasedAll {
-			m.post(j, "release", map[string]any{"ranks": "all", "final": true})
-		}
-		j.resuming = false
-		m.cleanup(j, j.State)
+		time.AfterFunc(reattachWait, func() {
+			m.h.Post(func() {
+				if j.reattach {
+					m.endRestarted(j)
+				}
+			})
+		})
 	}
+}
+
+// reattachWait bounds how long a restored running job waits for the
+// executor to reattach it.
+const reattachWait = 30 * time.Second
+
+// endRestarted ends a restored running job that no executor has: it ends
+// in RFC 21's order (exception, finish, release, then free and clean), as
+// the instance's restart ended it.
+func (m *manager) endRestarted(j *job) {
+	j.reattach = false
+	if j.State != jobtap.StateRun && j.State != jobtap.StateCleanup {
+		return
+	}
+	if j.schedKnows && !m.sched.ready {
+		// the scheduler takes the allocations it was told of before it
+		// says it is ready: freeing one sooner would come first
+		m.sched.onReady = append(m.sched.onReady, func() { m.endRestarted(j) })
+		return
+	}
+	// The scheduler frees what it was told of at sched-hello; otherwise
+	// nothing must be sent to it.
+	j.bypass = j.bypass || !j.schedKnows
+	j.resuming = true
+	if !j.fatal {
+		m.post(j, "exception", map[string]any{"type": "restart", "severity": 0,
+			"note": "the instance restarted while the job was running", "userid": m.owner})
+	}
+	if !j.finished {
+		m.post(j, "finish", map[string]any{"status": 9})
+	}
+	if !j.releasedAll {
+		m.post(j, "release", map[string]any{"ranks": "all", "final": true})
+	}
+	j.resuming = false
+	m.cleanup(j, j.State)
 }

@@ -37,6 +37,9 @@ type schedClient struct {
 	outstanding int
 	queue       jobQueue
 	futures     map[jobid.ID]*flux.Future
+	// onReady runs at the next sched-ready (work that must wait for the
+	// scheduler to have taken the allocations it was told of at hello)
+	onReady []func()
 }
 
 func newSchedClient(m *manager) *schedClient {
@@ -285,6 +288,7 @@ func (s *schedClient) hello(r *flux.Request) {
 	list := []allocated{}
 	for _, j := range s.m.jobs {
 		if j.hasAlloc && !j.bypass {
+			j.schedKnows = true
 			list = append(list, allocated{j.ID, j.Priority, j.Userid, j.TSubmit, j.R})
 		}
 	}
@@ -323,6 +327,11 @@ func (s *schedClient) readyRequest(r *flux.Request) {
 	s.ready, s.attached = true, req.Attached
 	s.outstanding = 0
 	r.Respond(nil)
+	pending := s.onReady
+	s.onReady = nil
+	for _, fn := range pending {
+		fn()
+	}
 	// jobs whose alloc requests died with the old scheduler go again
 	for _, j := range s.m.jobs {
 		if j.State == jobtap.StateSched && !j.allocPending && !j.hasAlloc {
