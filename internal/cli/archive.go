@@ -213,51 +213,6 @@ func (c *contentBlobStore) Flush() error {
 	return first
 }
 
-// contentBlobFetcher is filearchive.BlobFetcher on the instance's
-// content store (through the local broker's cache), archiveWindow loads
-// in flight.
-type contentBlobFetcher struct {
-	ctx context.Context
-	h   *flux.Handle
-}
-
-func (c *contentBlobFetcher) Fetch(refs []string, fn func(int, []byte) error) error {
-	futures := make([]*flux.Future, len(refs))
-	defer func() {
-		for _, f := range futures {
-			if f != nil {
-				f.Close()
-			}
-		}
-	}()
-	send := func(i int) error {
-		_, digest, err := content.Parse(refs[i])
-		if err == nil {
-			futures[i], err = content.SendLoad(c.h, digest, 0)
-		}
-		if err != nil {
-			return fmt.Errorf("error loading blob %s: %s", refs[i], errText(err))
-		}
-		return nil
-	}
-	next := 0
-	for i := range refs {
-		for ; next < len(refs) && next < i+archiveWindow; next++ {
-			if err := send(next); err != nil {
-				return err
-			}
-		}
-		data, err := content.LoadResult(futures[i].Get(c.ctx))
-		if err != nil {
-			return fmt.Errorf("error loading blob %s: %s", refs[i], errText(err))
-		}
-		if err := fn(i, data); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // archiveRemoveOptions are the flux archive remove flags.
 type archiveRemoveOptions struct {
 	archiveOptions

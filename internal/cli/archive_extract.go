@@ -11,6 +11,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/pkg/filearchive"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/content"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 )
 
@@ -89,7 +90,7 @@ func archiveExtract(ctx context.Context, h *flux.Handle, o archiveExtractOptions
 	if o.listOnly {
 		return archivePrintList(key, files, o.verbose > 0, false, cmd.OutOrStdout())
 	}
-	x := filearchive.Extractor{Dir: o.directory, Overwrite: o.overwrite, Blobs: &contentBlobFetcher{ctx: ctx, h: h}}
+	x := filearchive.Extractor{Dir: o.directory, Overwrite: o.overwrite, Blobs: &content.Fetcher{Ctx: ctx, H: h, Window: archiveWindow}}
 	if o.verbose > 0 {
 		stderr := cmd.ErrOrStderr()
 		x.Trace = func(p string) { fmt.Fprintln(stderr, p) }

@@ -138,6 +138,11 @@ func parseUser(raw json.RawMessage) (uint32, error) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return 0, fmt.Errorf("%s is not a user name or uid", raw)
 	}
+	return LookupUID(s)
+}
+
+// LookupUID reads a uid, or a user name to look up.
+func LookupUID(s string) (uint32, error) {
 	if n, err := strconv.ParseUint(s, 10, 32); err == nil {
 		return uint32(n), nil
 	}

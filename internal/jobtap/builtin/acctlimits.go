@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
+	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
@@ -149,7 +150,7 @@ func (a *AccountLimits) ConfigUpdate(conf json.RawMessage) (func(), error) {
 				return nil, err
 			}
 			u, bank, hasBank := strings.Cut(name, ":")
-			uid, err := lookupUID(u)
+			uid, err := policy.LookupUID(u)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %v: %w", path, err, syscall.EINVAL)
 			}
@@ -166,18 +167,6 @@ func (a *AccountLimits) ConfigUpdate(conf json.RawMessage) (func(), error) {
 			a.release(k)
 		}
 	}, nil
-}
-
-func lookupUID(s string) (uint32, error) {
-	if n, err := strconv.ParseUint(s, 10, 32); err == nil {
-		return uint32(n), nil
-	}
-	u, err := user.Lookup(s)
-	if err != nil {
-		return 0, fmt.Errorf("unknown user %q", s)
-	}
-	n, _ := strconv.ParseUint(u.Uid, 10, 32)
-	return uint32(n), nil
 }
 
 // limits merges the settings for an association.

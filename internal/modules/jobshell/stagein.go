@@ -304,7 +304,7 @@ func extractArchives(ctx context.Context, h *flux.Handle, spec *stageInSpec, syn
 	var n int
 	var size int64
 	for i, files := range lists {
-		x := filearchive.Extractor{Dir: spec.dir, Overwrite: true, Blobs: &blobLoader{ctx: ctx, h: h}}
+		x := filearchive.Extractor{Dir: spec.dir, Overwrite: true, Blobs: &content.Fetcher{Ctx: ctx, H: h}}
 		if err := x.Extract(files); err != nil {
 			return 0, 0, fmt.Errorf("stage-in: archive %q: %w", spec.names[i], err)
 		}
@@ -330,47 +330,6 @@ func checkStageInDir(dir string) error {
 			return fmt.Errorf("stage-in: destination %s: %s", dir, en.Error())
 		}
 		return fmt.Errorf("stage-in: destination %s: %v", dir, err)
-	}
-	return nil
-}
-
-// blobWindow is how many blob loads a stage-in keeps in flight.
-const blobWindow = 16
-
-// blobLoader is filearchive.BlobFetcher on the content store, through
-// the local broker's cache, blobWindow loads in flight.
-type blobLoader struct {
-	ctx context.Context
-	h   *flux.Handle
-}
-
-func (l *blobLoader) Fetch(refs []string, fn func(int, []byte) error) error {
-	futures := make([]*flux.Future, len(refs))
-	defer func() {
-		for _, f := range futures {
-			if f != nil {
-				f.Close()
-			}
-		}
-	}()
-	next := 0
-	for i := range refs {
-		for ; next < len(refs) && next < i+blobWindow; next++ {
-			_, digest, err := content.Parse(refs[next])
-			if err == nil {
-				futures[next], err = content.SendLoad(l.h, digest, 0)
-			}
-			if err != nil {
-				return fmt.Errorf("loading blob %s: %w", refs[next], err)
-			}
-		}
-		data, err := content.LoadResult(futures[i].Get(l.ctx))
-		if err != nil {
-			return fmt.Errorf("loading blob %s: %w", refs[i], err)
-		}
-		if err := fn(i, data); err != nil {
-			return err
-		}
 	}
 	return nil
 }
