@@ -32,11 +32,13 @@ func TestOverlayTrace(t *testing.T) {
 		}
 		close(lines)
 	}()
-	time.Sleep(300 * time.Millisecond) // the trace is registered
-	e.must("event", "pub", "test.hello", `{"n":1}`)
+	// publish until the trace shows it (it may not be registered yet)
 	e.must("kvs", "put", "not.traced=1") // kvs.* does not match test.*
 	var got []string
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(30 * time.Second)
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	e.must("event", "pub", "test.hello", `{"n":1}`)
 	for len(got) < 4 { // two children, each with its payload line
 		select {
 		case l, ok := <-lines:
@@ -44,6 +46,10 @@ func TestOverlayTrace(t *testing.T) {
 				t.Fatalf("trace ended early: %v", got)
 			}
 			got = append(got, l)
+		case <-tick.C:
+			if len(got) == 0 {
+				e.must("event", "pub", "test.hello", `{"n":1}`)
+			}
 		case <-deadline:
 			t.Fatalf("trace lines so far: %q", got)
 		}

@@ -51,7 +51,7 @@ func TestPoolPull(t *testing.T) {
 	dir := t.TempDir()
 	ids := strings.Fields(e.must("pool", "submit", "-p", "work", "--cc=1-12",
 		"--output="+filepath.Join(dir, "out.{cc}"),
-		"sh", "-c", "echo job {cc}; exit $(( {cc} % 5 == 0 ))"))
+		"sh", "-c", "sleep 0.5; echo job {cc}; exit $(( {cc} % 5 == 0 ))"))
 	if len(ids) != 12 || ids[0] != "1" || ids[11] != "12" {
 		t.Fatalf("pool submit printed %v", ids)
 	}
@@ -59,6 +59,8 @@ func TestPoolPull(t *testing.T) {
 		t.Fatalf("flux pool list:\n%s", out)
 	}
 	e.must("pool", "close", "-p", "work")
+	// each job takes 0.5 s: the first child cannot finish all 12 before
+	// the second has started
 	var children []string
 	for i := 0; i < 2; i++ {
 		children = append(children, e.must("batch", "-N1", "--output="+filepath.Join(dir, "child.out"),

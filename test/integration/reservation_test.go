@@ -12,7 +12,7 @@ import (
 )
 
 // TestAdvanceReservations: rank 1 is reserved now for an hour and rank 0
-// from 3 s from now. Jobs of no reservation keep off reserved nodes for
+// from 8 s from now. Jobs of no reservation keep off reserved nodes for
 // as long as they would run (a job without a time limit runs into every
 // reservation); a reservation's jobs run only on its nodes, and only once
 // it has opened; flux jobs says why they wait.
@@ -39,7 +39,7 @@ duration = "1h"
 ranks = "0"
 start = %d
 end = %d
-`, now-60, now+4, now-7200, now-3600)
+`, now-60, now+8, now-7200, now-3600)
 	if err := os.WriteFile(filepath.Join(conf, "resv.toml"), []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
