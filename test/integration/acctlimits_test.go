@@ -77,3 +77,36 @@ max-cores = 0
 	}
 	e.must(append([]string{"cancel"}, big...)...)
 }
+
+// TestExemptJobs (seed 003: "allow jobs to be modified to exceed system
+// and accounting limits"): the instance owner exempts a held job with
+// flux update ID exempt=1 and it runs at once; an exempt submission by
+// the owner passes policy limits; a guest may do neither.
+func TestExemptJobs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an instance")
+	}
+	conf := t.TempDir()
+	if err := os.WriteFile(filepath.Join(conf, "limits.toml"), []byte("[policy.limits]\nduration = \"1h\"\n[accounting]\nmax-running-jobs = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 1, Args: []string{"--config-path", conf}})}
+	first := e.submit("-t", "1m", testDuration("60s"), "true")
+	e.waitEvent(first, "start")
+	held := e.submit("-t", "1m", testDuration("0.1s"), "true")
+	if got := e.field(held, "{status_abbrev} {dependencies}"); got != "D max-running-jobs-user-limit" {
+		t.Fatalf("second job: %q, want it held", got)
+	}
+	e.must("update", held.String(), "exempt=1")
+	e.waitEvent(held, "clean")
+	long := e.submit("--setattr=exempt=1", "-t", "10h", testDuration("0.1s"), "true")
+	e.waitEvent(long, "clean")
+	e.fail("exceeds policy limit of 1h", "submit", "-t", "10h", "true")
+	e.fail("want true, false, 1 or 0", "submit", "--setattr=exempt=2", "-t", "1m", "true")
+	if canRunAsGuest(e) {
+		if r := e.asGuest("submit", "--setattr=exempt=1", "-t", "1m", "true"); r.Code == 0 || !strings.Contains(r.Stderr, "only the instance owner may exempt") {
+			t.Errorf("a guest submitted an exempt job: %+v", r)
+		}
+	}
+	e.must("cancel", first.String())
+}

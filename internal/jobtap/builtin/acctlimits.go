@@ -40,6 +40,11 @@ import (
 // max-resources-user-limit) and is released, in submission order, as
 // the association's jobs end. The limits hold for the instance owner
 // too. flux jobtap query .accounting-limits shows each association's use.
+//
+// Exempt jobs (seed 003: "allow jobs to be modified to exceed system and
+// accounting limits"): attributes.system.exempt, which only the instance
+// owner may set (at submission, or later with flux update ID exempt=1),
+// takes a job out of every limit: these and the policy limits.
 type AccountLimits struct {
 	h     jobtap.Host
 	cfg   acctConfig
@@ -83,6 +88,7 @@ const (
 )
 
 var (
+	_ jobtap.UpdateHook    = (*AccountLimits)(nil)
 	_ jobtap.Validator     = (*AccountLimits)(nil)
 	_ jobtap.NewHook       = (*AccountLimits)(nil)
 	_ jobtap.DependHook    = (*AccountLimits)(nil)
@@ -218,8 +224,54 @@ func (a *AccountLimits) use(k assocKey) *assocUse {
 	return u
 }
 
+// exemptKey is the jobspec attribute that exempts a job from limits.
+const exemptKey = "attributes.system.exempt"
+
+// exemptValue reads an exempt setting: true/false or 1/0.
+func exemptValue(v any) (bool, bool) {
+	switch x := v.(type) {
+	case bool:
+		return x, true
+	case float64:
+		return x == 1, x == 0 || x == 1
+	case int64:
+		return x == 1, x == 0 || x == 1
+	case int:
+		return x == 1, x == 0 || x == 1
+	case json.Number:
+		return x == "1", x == "0" || x == "1"
+	}
+	return false, false
+}
+
+// exempt reports whether j is exempt from limits.
+func exempt(j *jobtap.Job) bool {
+	if j.Jobspec == nil {
+		return false
+	}
+	v, ok := j.Jobspec.Attribute("system.exempt")
+	if !ok {
+		return false
+	}
+	yes, _ := exemptValue(v)
+	return yes
+}
+
 // Validate implements jobtap.Validator.
-func (a *AccountLimits) Validate(j *jobtap.Job, _ bool) error {
+func (a *AccountLimits) Validate(j *jobtap.Job, owner bool) error {
+	if j.Jobspec != nil {
+		if v, ok := j.Jobspec.Attribute("system.exempt"); ok {
+			yes, valid := exemptValue(v)
+			switch {
+			case !valid:
+				return fmt.Errorf("%s=%v: want true, false, 1 or 0", exemptKey, v)
+			case yes && !owner:
+				return fmt.Errorf("only the instance owner may exempt a job from limits (%s)", exemptKey)
+			case yes:
+				return nil
+			}
+		}
+	}
 	k, nodes, cores := jobUse(j)
 	maxActive, _, maxNodes, maxCores := a.limits(k)
 	u := a.assoc[k]
@@ -236,7 +288,7 @@ func (a *AccountLimits) Validate(j *jobtap.Job, _ bool) error {
 
 // JobNew implements jobtap.NewHook (new and restored jobs).
 func (a *AccountLimits) JobNew(j *jobtap.Job) {
-	if j.State == jobtap.StateInactive {
+	if j.State == jobtap.StateInactive || exempt(j) {
 		return
 	}
 	k, nodes, cores := jobUse(j)
@@ -340,6 +392,49 @@ func (a *AccountLimits) release(k assocKey) {
 			a.h.Log().Error("accounting-limits: releasing job", "id", id.String(), "err", err)
 		}
 	}
+}
+
+// UpdateKeys implements jobtap.UpdateHook.
+func (*AccountLimits) UpdateKeys() []string { return []string{exemptKey} }
+
+// Update implements jobtap.UpdateHook: the instance owner exempts a
+// pending job from limits; a job held by them is released at once, and
+// one counted no longer counts.
+func (a *AccountLimits) Update(j *jobtap.Job, _ string, v any, owner bool) (any, error) {
+	yes, valid := exemptValue(v)
+	switch {
+	case !valid:
+		return nil, fmt.Errorf("%s=%v: want true, false, 1 or 0: %w", exemptKey, v, syscall.EINVAL)
+	case !owner:
+		return nil, fmt.Errorf("only the instance owner may exempt a job from limits: %w", syscall.EPERM)
+	case !yes && exempt(j):
+		return nil, fmt.Errorf("a job's exemption cannot be withdrawn: %w", syscall.EINVAL)
+	}
+	aj := a.jobs[j.ID]
+	if !yes || aj == nil {
+		return yes, nil
+	}
+	delete(a.jobs, j.ID)
+	u := a.use(aj.key)
+	u.Active--
+	if aj.released {
+		u.Running--
+		u.Nodes -= aj.nodes
+		u.Cores -= aj.cores
+	}
+	if aj.held != "" {
+		for i, id := range u.Held {
+			if id == j.ID {
+				u.Held = append(u.Held[:i], u.Held[i+1:]...)
+				break
+			}
+		}
+		if err := a.h.RemoveDependency(j.ID, aj.held); err != nil {
+			return nil, err
+		}
+	}
+	a.release(aj.key)
+	return true, nil
 }
 
 // Query implements jobtap.Querier.
