@@ -81,6 +81,10 @@ type Job struct {
 	WaitStatus int
 	// Exception is the first fatal exception's type, if any.
 	Exception string
+	// Exempt jobs pass every limit: the instance owner set
+	// attributes.system.exempt, or the job's association ([accounting],
+	// policy.Config.Privileges) is exempt.
+	Exempt bool
 	// Ran is set once the job was allocated resources (it entered RUN),
 	// Started once its start event was posted (its shells started).
 	Ran, Started bool

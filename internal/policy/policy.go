@@ -53,6 +53,8 @@ type Config struct {
 	// Reservations are the advance reservations ([reservations.NAME],
 	// reservation.go).
 	Reservations map[string]Reservation
+	// accounting: per-association privileges (accounting.go)
+	accounting acctPrivileges
 }
 
 // Queue is one named queue.
@@ -114,6 +116,7 @@ func Parse(conf []byte) (*Config, error) {
 		Policy       *policyTable               `json:"policy"`
 		Queues       map[string]json.RawMessage `json:"queues"`
 		Reservations map[string]json.RawMessage `json:"reservations"`
+		Accounting   json.RawMessage            `json:"accounting"`
 	}
 	c := &Config{}
 	if len(conf) == 0 {
@@ -121,6 +124,12 @@ func Parse(conf []byte) (*Config, error) {
 	}
 	if err := json.Unmarshal(conf, &top); err != nil {
 		return nil, invalid("policy or queues table: %v", err)
+	}
+	if len(top.Accounting) > 0 {
+		var err error
+		if c.accounting, err = parseAccounting(top.Accounting); err != nil {
+			return nil, err
+		}
 	}
 	if len(top.Reservations) > 0 {
 		var err error

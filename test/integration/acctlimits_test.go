@@ -110,3 +110,50 @@ func TestExemptJobs(t *testing.T) {
 	}
 	e.must("cancel", first.String())
 }
+
+// TestPrivilegedAssociation (seed 003: "give specified user+banks the
+// ability to submit jobs that ... exceed limits or have expedite
+// priority"): [accounting.users.nobody] exempt and expedite let that
+// user's jobs pass the policy and accounting limits and use urgency 31;
+// another bank of the same user keeps the limits.
+func TestPrivilegedAssociation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an instance")
+	}
+	conf := t.TempDir()
+	if err := os.WriteFile(filepath.Join(conf, "acct.toml"), []byte(`
+[policy.limits]
+duration = "1h"
+[accounting]
+max-running-jobs = 1
+[accounting.users."nobody:vip"]
+exempt = true
+expedite = true
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 1, Args: []string{"--config-path", conf}})}
+	if !canRunAsGuest(e) {
+		t.Skip("needs to run commands as user nobody")
+	}
+	r := e.asGuest("submit", "-B", "vip", "--urgency=31", "-t", "10h", testDuration("30s"), "true")
+	if r.Code != 0 {
+		t.Fatalf("privileged submission refused: %+v", r)
+	}
+	r2 := e.asGuest("submit", "-B", "vip", "-t", "10h", testDuration("30s"), "true")
+	if r2.Code != 0 {
+		t.Fatalf("second privileged submission refused: %+v", r2)
+	}
+	for _, id := range []string{strings.TrimSpace(r.Stdout), strings.TrimSpace(r2.Stdout)} {
+		if err := e.inst.Run(t, "job", "wait-event", "-t", "20", id, "start"); err.Code != 0 {
+			t.Errorf("exempt job %s did not start (max-running-jobs must not hold it): %s", id, err.Stderr)
+		}
+	}
+	if r := e.asGuest("submit", "-B", "other", "--urgency=31", "-t", "1m", "true"); r.Code == 0 || !strings.Contains(r.Stderr, "urgency above 16") {
+		t.Errorf("another bank of the user expedited: %+v", r)
+	}
+	if r := e.asGuest("submit", "-B", "other", "-t", "10h", "true"); r.Code == 0 || !strings.Contains(r.Stderr, "exceeds policy limit") {
+		t.Errorf("another bank of the user passed the duration limit: %+v", r)
+	}
+	e.must("cancel", "--all", "--user=all")
+}

@@ -62,6 +62,9 @@ type acctLimits struct {
 	MaxRunning *int `json:"max-running-jobs"`
 	MaxNodes   *int `json:"max-nodes"`
 	MaxCores   *int `json:"max-cores"`
+	// privileges, applied by the job manager (policy.Config.Privileges)
+	Exempt   *bool `json:"exempt"`
+	Expedite *bool `json:"expedite"`
 }
 
 type acctConfig struct {
@@ -138,7 +141,7 @@ func (a *AccountLimits) ConfigUpdate(conf json.RawMessage) (func(), error) {
 		dec := json.NewDecoder(strings.NewReader(string(top.Accounting)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&t); err != nil {
-			return nil, fmt.Errorf("[accounting]: %v (keys: max-active-jobs, max-running-jobs, max-nodes, max-cores, banks, users): %w", err, syscall.EINVAL)
+			return nil, fmt.Errorf("[accounting]: %v (keys: max-active-jobs, max-running-jobs, max-nodes, max-cores, exempt, expedite, banks, users): %w", err, syscall.EINVAL)
 		}
 		cfg.def = t.acctLimits
 		if err := cfg.def.check("accounting"); err != nil {
@@ -227,8 +230,9 @@ func (a *AccountLimits) use(k assocKey) *assocUse {
 // exemptKey is the jobspec attribute that exempts a job from limits.
 const exemptKey = "attributes.system.exempt"
 
-// exemptValue reads an exempt setting: true/false or 1/0.
-func exemptValue(v any) (bool, bool) {
+// ExemptValue reads an exempt setting: true/false or 1/0 (and whether
+// it is one of those).
+func ExemptValue(v any) (bool, bool) {
 	switch x := v.(type) {
 	case bool:
 		return x, true
@@ -244,33 +248,21 @@ func exemptValue(v any) (bool, bool) {
 	return false, false
 }
 
-// exempt reports whether j is exempt from limits.
-func exempt(j *jobtap.Job) bool {
-	if j.Jobspec == nil {
-		return false
-	}
-	v, ok := j.Jobspec.Attribute("system.exempt")
-	if !ok {
-		return false
-	}
-	yes, _ := exemptValue(v)
-	return yes
-}
-
 // Validate implements jobtap.Validator.
 func (a *AccountLimits) Validate(j *jobtap.Job, owner bool) error {
 	if j.Jobspec != nil {
 		if v, ok := j.Jobspec.Attribute("system.exempt"); ok {
-			yes, valid := exemptValue(v)
+			yes, valid := ExemptValue(v)
 			switch {
 			case !valid:
 				return fmt.Errorf("%s=%v: want true, false, 1 or 0", exemptKey, v)
 			case yes && !owner:
 				return fmt.Errorf("only the instance owner may exempt a job from limits (%s)", exemptKey)
-			case yes:
-				return nil
 			}
 		}
+	}
+	if j.Exempt {
+		return nil
 	}
 	k, nodes, cores := jobUse(j)
 	maxActive, _, maxNodes, maxCores := a.limits(k)
@@ -288,7 +280,7 @@ func (a *AccountLimits) Validate(j *jobtap.Job, owner bool) error {
 
 // JobNew implements jobtap.NewHook (new and restored jobs).
 func (a *AccountLimits) JobNew(j *jobtap.Job) {
-	if j.State == jobtap.StateInactive || exempt(j) {
+	if j.State == jobtap.StateInactive || j.Exempt {
 		return
 	}
 	k, nodes, cores := jobUse(j)
@@ -401,13 +393,13 @@ func (*AccountLimits) UpdateKeys() []string { return []string{exemptKey} }
 // pending job from limits; a job held by them is released at once, and
 // one counted no longer counts.
 func (a *AccountLimits) Update(j *jobtap.Job, _ string, v any, owner bool) (any, error) {
-	yes, valid := exemptValue(v)
+	yes, valid := ExemptValue(v)
 	switch {
 	case !valid:
 		return nil, fmt.Errorf("%s=%v: want true, false, 1 or 0: %w", exemptKey, v, syscall.EINVAL)
 	case !owner:
 		return nil, fmt.Errorf("only the instance owner may exempt a job from limits: %w", syscall.EPERM)
-	case !yes && exempt(j):
+	case !yes && j.Exempt:
 		return nil, fmt.Errorf("a job's exemption cannot be withdrawn: %w", syscall.EINVAL)
 	}
 	aj := a.jobs[j.ID]

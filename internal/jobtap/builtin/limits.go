@@ -84,8 +84,8 @@ func (l *LimitJobSize) Query() any { return l }
 
 // Validate implements jobtap.Validator. As in flux-core, the limits hold
 // for every submitter, the instance owner included.
-func (l *LimitJobSize) Validate(j *jobtap.Job, owner bool) error {
-	if j.Jobspec == nil || owner && exempt(j) {
+func (l *LimitJobSize) Validate(j *jobtap.Job, _ bool) error {
+	if j.Jobspec == nil || j.Exempt {
 		return nil
 	}
 	return l.check(j, j.Jobspec.Queue())
@@ -253,8 +253,8 @@ func (l *LimitDuration) check(d, limit float64, queue string) error {
 // Validate implements jobtap.Validator: the job's duration must be within
 // its queue's limit, whoever submits it (the instance owner too, as in
 // flux-core; only the owner's updates may go beyond limits).
-func (l *LimitDuration) Validate(j *jobtap.Job, owner bool) error {
-	if j.Jobspec == nil || owner && exempt(j) {
+func (l *LimitDuration) Validate(j *jobtap.Job, _ bool) error {
+	if j.Jobspec == nil || j.Exempt {
 		return nil
 	}
 	return l.QueueUpdate(j, j.Jobspec.Queue(), false)

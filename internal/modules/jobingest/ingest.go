@@ -207,10 +207,6 @@ func (in *ingest) submit(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "urgency %d is out of range 0-31", urgency)
 		return
 	}
-	if urgency > 16 && !r.IsOwner() {
-		r.Errorf(syscall.EINVAL, "only the instance owner may submit with urgency above 16")
-		return
-	}
 	if req.Flags&^validFlags != 0 {
 		r.Errorf(syscall.EINVAL, "invalid submit flags 0x%x", req.Flags)
 		return
@@ -228,6 +224,14 @@ func (in *ingest) submit(r *flux.Request) {
 	if d := in.defaultsFor(spec); d != (defaults{}) {
 		if text, spec, err = in.specs.withDefaults(text, d); err != nil {
 			r.Errorf(syscall.EINVAL, "%v", err)
+			return
+		}
+	}
+	if urgency > 16 && !r.IsOwner() {
+		bank, _ := spec.Attribute("system.bank")
+		b, _ := bank.(string)
+		if _, expedite := in.policy.Privileges(r.Userid(), b); !expedite {
+			r.Errorf(syscall.EINVAL, "only the instance owner may submit with urgency above 16")
 			return
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
+	"github.com/fluxgo/fluxgo/internal/jobtap/builtin"
 	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -112,6 +113,7 @@ func (m *manager) handleSubmit(r *flux.Request) {
 		j := newJob(sj.ID, sj.Userid, sj.Urgency, sj.Flags, sj.TSubmit)
 		j.Raw = sj.Jobspec
 		j.Jobspec = m.leanSpec(spec)
+		m.setExempt(j)
 		err := waitCheck(j, sj.Userid == m.owner) // wait.go
 		if err == nil {
 			err = m.queues.submitCheck(j)
@@ -262,7 +264,7 @@ func (m *manager) handleUrgency(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "urgency %d is out of range 0-31", req.Urgency)
 		return
 	}
-	if !r.IsOwner() && req.Urgency > jobtap.UrgencyDefault {
+	if !r.IsOwner() && req.Urgency > jobtap.UrgencyDefault && !m.mayExpedite(j) {
 		r.Errorf(syscall.EPERM, "only the instance owner may set urgency above %d", jobtap.UrgencyDefault)
 		return
 	}
@@ -467,6 +469,7 @@ func (m *manager) updateExpiration(r *flux.Request, j *job, duration float64, do
 // applyUpdate stores a job's updated jobspec and posts jobspec-update.
 func (m *manager) applyUpdate(j *job, raw []byte, spec *jobspec.Jobspec, applied map[string]any) {
 	j.Raw, j.Jobspec = raw, m.leanSpec(spec)
+	m.setExempt(j)
 	m.batch.PutShared(j.kvsDir+".jobspec", raw)
 	m.post(j, "jobspec-update", applied)
 }
@@ -577,4 +580,38 @@ func (m *manager) handleDisconnect(r *flux.Request) {
 	m.journal.disconnect(route)
 	m.waitDisconnect(route)
 	m.queues.disconnect(route)
+}
+
+// jobBank is the bank a job is charged to ("" for none).
+func jobBank(j *job) string {
+	if j.Jobspec == nil {
+		return ""
+	}
+	v, _ := j.Jobspec.Attribute("system.bank")
+	bank, _ := v.(string)
+	return bank
+}
+
+// setExempt decides whether j passes every limit (jobtap.Job.Exempt):
+// attributes.system.exempt (which only the instance owner may set: the
+// .accounting-limits plugin refuses it from others), or its association's
+// [accounting] privilege.
+func (m *manager) setExempt(j *job) {
+	j.Exempt = false
+	if j.Jobspec == nil {
+		return
+	}
+	if v, ok := j.Jobspec.Attribute("system.exempt"); ok {
+		if yes, _ := builtin.ExemptValue(v); yes {
+			j.Exempt = true
+			return
+		}
+	}
+	j.Exempt, _ = m.queues.pol.Privileges(j.Userid, jobBank(j))
+}
+
+// mayExpedite reports whether j's association may set urgency above 16.
+func (m *manager) mayExpedite(j *job) bool {
+	_, ok := m.queues.pol.Privileges(j.Userid, jobBank(j))
+	return ok
 }

@@ -134,6 +134,7 @@ func (m *manager) replay(ctx context.Context, dir string) (*job, error) {
 		return nil, err
 	}
 	j.Jobspec = m.leanSpec(parsed)
+	m.setExempt(j)
 	if j.hasAlloc {
 		if R, err := kvs.GetRaw(ctx, m.h, "", dir+".R"); err == nil {
 			j.R = R
