@@ -66,6 +66,7 @@ type execJob struct {
 	// pending: responses made while no job manager listened (between a
 	// job manager's reload and its reattach), sent at the reattach
 	pending [][]byte
+	orphan  bool // detached too long: killed, forgotten when it ends
 }
 
 type executor struct {
@@ -205,6 +206,7 @@ func (x *executor) reapDetached() {
 			continue
 		}
 		x.log.Warn("no job manager reattached the job: killing it", "id", id.String())
+		j.orphan = true // forgotten once it has ended
 		j.kill(syscall.SIGKILL)
 	}
 }
@@ -491,6 +493,9 @@ func (j *execJob) release() {
 		t.Stop()
 	}
 	if j.req == nil {
+		if j.orphan {
+			delete(j.x.jobs, j.id)
+		}
 		return // detached: kept for the job manager's reattach
 	}
 	j.req.EndStream()
