@@ -186,10 +186,11 @@ type client struct {
 
 	mu      sync.Mutex
 	touched map[svcAddr]struct{} // services this client sent requests to
-	// asked holds the requests routed to a guest client (one that
-	// registered a service) still owed an answer: the only responses a
-	// guest may send (see mayRespond).
-	asked map[askedKey]bool // value: the request is streaming
+	// asked holds the requests routed to the client (a service it
+	// registered) still owed an answer: the only responses a guest may
+	// send (see mayRespond), and the ones answered with an error for it
+	// if it disconnects first.
+	asked map[askedKey]*message.Message
 }
 
 // askedKey names a request by what its response carries back: the
@@ -216,12 +217,14 @@ func (c *client) id() string              { return c.ident }
 func (c *client) kind() peerKind          { return peerClient }
 func (c *client) creds() (uint32, uint32) { return c.uid, c.role }
 func (c *client) deliver(m *message.Message) {
-	if m.Type == message.Request && !m.NoResponse() && c.role&message.RoleOwner == 0 {
+	if m.Type == message.Request && !m.NoResponse() {
+		req := &message.Message{Type: message.Request, Topic: m.Topic, Matchtag: m.Matchtag, Flags: m.Flags &^ message.FlagPayload,
+			Routes: append([]string(nil), m.Routes...)}
 		c.mu.Lock()
 		if c.asked == nil {
-			c.asked = make(map[askedKey]bool)
+			c.asked = make(map[askedKey]*message.Message)
 		}
-		c.asked[askedKey{m.RouteString(), m.Matchtag}] = m.IsStreaming()
+		c.asked[askedKey{m.RouteString(), m.Matchtag}] = req
 		c.mu.Unlock()
 	}
 	// A request routed to a service this client provided while it was
@@ -283,17 +286,14 @@ func (c *client) readLoop() {
 // sched.alloc denial, say). A streaming request stays answerable until
 // an error response ends its stream.
 func (c *client) mayRespond(m *message.Message) bool {
-	if c.role&message.RoleOwner != 0 {
-		return true
-	}
 	k := askedKey{m.RouteString(), m.Matchtag}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	streaming, ok := c.asked[k]
-	if ok && (!streaming || m.Errnum != 0) {
+	req, ok := c.asked[k]
+	if ok && (!req.IsStreaming() || m.Errnum != 0) {
 		delete(c.asked, k)
 	}
-	return ok
+	return ok || c.role&message.RoleOwner != 0
 }
 
 // stampCreds fills in the connection's credentials. The instance owner
@@ -320,7 +320,15 @@ func (c *client) disconnect() {
 	for s := range c.touched {
 		svcs = append(svcs, s)
 	}
+	owed := c.asked
+	c.asked = nil
 	c.mu.Unlock()
+	// requests it had been given and not answered (it read them, or
+	// they were still queued) get an answer, not silence
+	for _, req := range owed {
+		c.b.router.respondError(req, syscall.ENOSYS,
+			fmt.Sprintf("the client providing %s disconnected", message.Service(req.Topic)))
+	}
 	for _, s := range svcs {
 		m := message.NewRequest(s.service+".disconnect", s.nodeid, nil)
 		m.Flags |= message.FlagNoResponse | s.upstream

@@ -64,7 +64,15 @@ func TestJobManagerReload(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	e.must("module", "load", "job-manager")
 	e.waitEvent(quick, "clean")
-	if got := e.field(quick, "{result} {returncode}"); got != "FAILED 5" {
-		t.Errorf("the job that ended without a job manager: %q, want FAILED 5", got)
+	// job-list learns of it once it has subscribed to the new job
+	// manager again
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		got := e.field(quick, "{result} {returncode}")
+		if got == "FAILED 5" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job that ended without a job manager: %q, want FAILED 5", got)
+		}
 	}
 }
