@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/internal/version"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
@@ -94,6 +95,18 @@ func runTop(o topOptions, args []string, in io.Reader, out io.Writer) error {
 	h, err := flux.Open(uri)
 	if err != nil {
 		return err
+	}
+	if o.queue != "" {
+		ctx, cancel := cmdContext()
+		pol, err := policy.Fetch(ctx, h)
+		cancel()
+		if err == nil {
+			err = pol.CheckQueue(o.queue)
+		}
+		if err != nil {
+			h.Close()
+			return fmt.Errorf("--queue=%s: %w", o.queue, err)
+		}
 	}
 	stack := []*topView{{h: h}}
 	defer func() {

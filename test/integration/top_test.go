@@ -26,6 +26,7 @@ func TestTop(t *testing.T) {
 		t.Errorf("running jobs not listed newest first:\n%s", out)
 	}
 	e.fail("is not a running Flux instance", "top", older.String())
+	e.fail("--queue=nosuch", "top", "-q", "nosuch")
 	if script, err := exec.LookPath("script"); err == nil {
 		cmd := exec.Command(script, "-qec", e.inst.Bin+" top", "/dev/null")
 		cmd.Env = append(os.Environ(), "FLUX_URI="+e.inst.URI)
