@@ -37,7 +37,7 @@ resource updates before shutdown (acquire-mute).`,
 	}
 	cmd.AddCommand(newResourceListCmd(), newResourceInfoCmd(), newResourceRCmd(),
 		newResourceStatusCmd(), newResourceDrainCmd(), newResourceUndrainCmd(),
-		newResourceReloadCmd(), newResourceAcquireMuteCmd())
+		newResourceReloadCmd(), newResourceAcquireMuteCmd(), newResourceReservationsCmd())
 	return cmd
 }
 

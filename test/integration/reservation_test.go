@@ -44,6 +44,12 @@ end = %d
 		t.Fatal(err)
 	}
 	e.must("config", "reload")
+	list := e.must("resource", "reservations")
+	for _, want := range []string{"maint  active  1", "soon   future  0", "over   ended   0", "nobody"} {
+		if !strings.Contains(list, want) {
+			t.Errorf("flux resource reservations lacks %q:\n%s", want, list)
+		}
+	}
 	wide := e.submit("-N2", "-t", "1m", testDuration("0.1s"), "true")
 	unlimited := e.submit("-N1", testDuration("0.1s"), "true")
 	short := e.submit("-N1", "-t", "1s", testDuration("0.1s"), "true")

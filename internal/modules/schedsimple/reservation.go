@@ -227,3 +227,33 @@ func (s *scheduler) checkReservationFit(e *cacheEntry) error {
 	}
 	return nil
 }
+
+// reservationsList answers sched-simple.reservations (flux resource
+// reservations): each configured reservation with its ranks and hosts.
+func (s *scheduler) reservationsList(r *flux.Request) {
+	type entry struct {
+		Name     string   `json:"name"`
+		Ranks    string   `json:"ranks"`
+		Nodelist string   `json:"nodelist"`
+		Start    float64  `json:"start"`
+		End      float64  `json:"end"`
+		Users    []uint32 `json:"users"`
+	}
+	out := []entry{}
+	inv := s.pool.Inventory()
+	for name, st := range s.resvs {
+		e := entry{Name: name, Ranks: st.ranks.String(), Start: st.Start, End: st.End, Users: []uint32{}}
+		if hl := inv.CopyRanks(st.ranks).Nodelist(); hl != nil {
+			e.Nodelist = hl.String()
+		}
+		for uid := range st.Users {
+			e.Users = append(e.Users, uid)
+		}
+		sort.Slice(e.Users, func(i, j int) bool { return e.Users[i] < e.Users[j] })
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Start < out[j].Start || out[i].Start == out[j].Start && out[i].Name < out[j].Name
+	})
+	r.Respond(map[string]any{"reservations": out})
+}

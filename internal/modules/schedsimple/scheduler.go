@@ -191,6 +191,7 @@ func (s *scheduler) register() {
 	h.HandleFunc("sched.realloc_cancel", s.reallocCancel) // realloc.go
 	h.HandleFunc("sched.resource-status", s.resourceStatus)
 	h.HandleFunc("sched-simple.resource-status", s.resourceStatus)
+	h.HandleFunc("sched-simple.reservations", s.reservationsList) // reservation.go
 	h.HandleFunc("feasibility.check", s.feasibility)
 	h.HandleFunc(Name+".config-reload", s.configReload)
 	for _, svc := range []string{"sched", "feasibility", Name} {
