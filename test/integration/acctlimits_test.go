@@ -157,3 +157,37 @@ expedite = true
 	}
 	e.must("cancel", "--all", "--user=all")
 }
+
+// TestAccountingLimitsAfterDependencies: a job waiting on another
+// dependency does not count against max-running-jobs until that
+// dependency is gone; then it counts (or waits its turn).
+func TestAccountingLimitsAfterDependencies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an instance")
+	}
+	conf := t.TempDir()
+	if err := os.WriteFile(filepath.Join(conf, "acct.toml"), []byte("[accounting]\nmax-running-jobs = 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 1, Args: []string{"--config-path", conf}})}
+	first := e.submit(testDuration("3s"), "true")
+	e.waitEvent(first, "start")
+	after := e.submit("--dependency=afterany:"+first.String(), testDuration("0.1s"), "true")
+	other := e.submit(testDuration("0.1s"), "true")
+	// other runs now: the job waiting on first does not hold a slot
+	e.waitEvent(other, "clean")
+	e.waitEvent(after, "clean")
+	num := func(field string, id jobid.ID) float64 {
+		f, err := strconv.ParseFloat(e.field(id, "{"+field+"}"), 64)
+		if err != nil {
+			t.Fatalf("%s of %s: %v", field, id, err)
+		}
+		return f
+	}
+	if num("t_run", other) >= num("t_inactive", first) {
+		t.Errorf("the other job waited for the first to end: the dependent job held a running slot")
+	}
+	if got := e.field(after, "{result}"); got != "COMPLETED" {
+		t.Errorf("the dependent job: %s", got)
+	}
+}

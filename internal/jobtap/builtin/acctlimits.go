@@ -83,6 +83,7 @@ type acctJob struct {
 	nodes, cores int
 	released     bool   // counted in Running, Nodes, Cores
 	held         string // the dependency holding it ("" if none)
+	awaiting     bool   // other dependencies hold it: judged when they are gone
 }
 
 const (
@@ -96,6 +97,7 @@ var (
 	_ jobtap.NewHook       = (*AccountLimits)(nil)
 	_ jobtap.DependHook    = (*AccountLimits)(nil)
 	_ jobtap.StateHook     = (*AccountLimits)(nil)
+	_ jobtap.EventHook     = (*AccountLimits)(nil)
 	_ jobtap.ConfigUpdater = (*AccountLimits)(nil)
 )
 
@@ -320,14 +322,42 @@ func (a *AccountLimits) JobDepend(j *jobtap.Job) error {
 	if aj == nil || aj.released || aj.held != "" {
 		return nil
 	}
+	if len(j.Dependencies) > 0 {
+		// it waits for something else first (a job, a begin time): it
+		// counts, or waits its turn, only once that is over (JobEvent)
+		aj.awaiting = true
+		return nil
+	}
+	return a.judge(j.ID, aj)
+}
+
+// JobEvent implements jobtap.EventHook: a job whose other dependencies
+// are all gone is judged now, before it leaves DEPEND.
+func (a *AccountLimits) JobEvent(j *jobtap.Job, name string, _ map[string]any) {
+	if name != "dependency-remove" || len(j.Dependencies) > 0 {
+		return
+	}
+	aj := a.jobs[j.ID]
+	if aj == nil || !aj.awaiting {
+		return
+	}
+	aj.awaiting = false
+	if err := a.judge(j.ID, aj); err != nil {
+		a.h.Log().Error("accounting-limits: holding job", "id", j.ID.String(), "err", err)
+	}
+}
+
+// judge counts a job leaving DEPEND, or holds it with a dependency
+// while its association is at a limit (or others of it wait before it).
+func (a *AccountLimits) judge(id jobid.ID, aj *acctJob) error {
 	u := a.use(aj.key)
 	if dep := a.fits(aj); dep != "" || len(u.Held) > 0 {
 		if dep == "" {
 			dep = depRunning // others of the association wait before it
 		}
 		aj.held = dep
-		u.Held = append(u.Held, j.ID)
-		return a.h.AddDependency(j.ID, dep)
+		u.Held = append(u.Held, id)
+		return a.h.AddDependency(id, dep)
 	}
 	a.admit(aj)
 	return nil
