@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/user"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -372,7 +373,18 @@ func (a *AccountLimits) JobState(j *jobtap.Job, _ jobtap.State) {
 	if aj == nil {
 		return
 	}
-	delete(a.jobs, j.ID)
+	u := a.forget(j.ID, aj)
+	a.release(aj.key)
+	if u.Active == 0 && len(u.Held) == 0 {
+		delete(a.assoc, aj.key)
+	}
+}
+
+// forget stops tracking a job (it ended, or was exempted): it no longer
+// counts as active or running, nor waits among the held. It returns the
+// association's use.
+func (a *AccountLimits) forget(id jobid.ID, aj *acctJob) *assocUse {
+	delete(a.jobs, id)
 	u := a.use(aj.key)
 	u.Active--
 	if aj.released {
@@ -381,17 +393,9 @@ func (a *AccountLimits) JobState(j *jobtap.Job, _ jobtap.State) {
 		u.Cores -= aj.cores
 	}
 	if aj.held != "" {
-		for i, id := range u.Held {
-			if id == j.ID {
-				u.Held = append(u.Held[:i], u.Held[i+1:]...)
-				break
-			}
-		}
+		u.Held = slices.DeleteFunc(u.Held, func(h jobid.ID) bool { return h == id })
 	}
-	a.release(aj.key)
-	if u.Active == 0 && len(u.Held) == 0 {
-		delete(a.assoc, aj.key)
-	}
+	return u
 }
 
 // release lets the association's held jobs go, in order, while they fit.
@@ -436,21 +440,8 @@ func (a *AccountLimits) Update(j *jobtap.Job, _ string, v any, owner bool) (any,
 	if !yes || aj == nil {
 		return yes, nil
 	}
-	delete(a.jobs, j.ID)
-	u := a.use(aj.key)
-	u.Active--
-	if aj.released {
-		u.Running--
-		u.Nodes -= aj.nodes
-		u.Cores -= aj.cores
-	}
+	a.forget(j.ID, aj)
 	if aj.held != "" {
-		for i, id := range u.Held {
-			if id == j.ID {
-				u.Held = append(u.Held[:i], u.Held[i+1:]...)
-				break
-			}
-		}
 		if err := a.h.RemoveDependency(j.ID, aj.held); err != nil {
 			return nil, err
 		}

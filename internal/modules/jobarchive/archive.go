@@ -201,20 +201,20 @@ func (a *archiver) pollLocked(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("job-list.list: %w", err)
 	}
-	var todo []*job.Info
+	var unarchived []*job.Info
 	for _, j := range jobs {
 		var one int
 		err := a.db.QueryRowContext(ctx, "SELECT 1 FROM jobs WHERE id = ?", int64(j.ID)).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
-			todo = append(todo, j)
+			unarchived = append(unarchived, j)
 		} else if err != nil {
 			return 0, err
 		}
 	}
-	if len(todo) == 0 {
+	if len(unarchived) == 0 {
 		return 0, nil
 	}
-	recs, err := a.records(ctx, todo)
+	recs, err := a.records(ctx, unarchived)
 	if err != nil {
 		return 0, err
 	}
