@@ -145,15 +145,12 @@ func colorArgs(args []string) []string {
 	default:
 		return args
 	}
-	out := args
-	for i, a := range args {
+	out := append([]string(nil), args...)
+	for i, a := range out {
 		if a == "--" {
 			break
 		}
 		if w, ok := strings.CutPrefix(a, "-L"); ok && (w == "always" || w == "never" || w == "auto") {
-			if &out[0] == &args[0] {
-				out = append([]string(nil), args...)
-			}
 			out[i] = "--color=" + w
 		}
 	}

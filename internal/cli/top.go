@@ -391,7 +391,7 @@ func (t *topState) render(stack []*topView, fr *topFrame, rows int) string {
 		line := fmt.Sprintf("%12s %-8.8s %2s %6d %6d %8s %s", j.ID.String(), usernameOf(j.Userid),
 			j.State.Abbrev(), j.Ntasks, j.Nnodes, fsd.FormatPrecision(runtime, 3), j.Name)
 		switch {
-		case i == v.cursor && len(stack) > 0 && rows > 0:
+		case i == v.cursor && rows > 0: // the cursor, on a terminal
 			line = paint("7", line)
 		case instanceURI(j) != "":
 			line = paint("34", line) // an instance: enter opens it

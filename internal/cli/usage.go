@@ -32,6 +32,7 @@ import (
 type usageOptions struct {
 	db, since, until, by, per, format string
 	utc, jobs, cluster                bool
+	byGiven                           bool // --by was on the command line
 }
 
 func newUsageCmd() *cobra.Command {
@@ -61,6 +62,7 @@ unless --db names a file. Run by the instance owner inside the instance,
 it first has the archive take the jobs that ended since its last pass.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.byGiven = cmd.Flags().Changed("by")
 			return runUsage(o, cmd.OutOrStdout(), time.Now())
 		},
 	}
@@ -138,7 +140,7 @@ func runUsage(o usageOptions, out io.Writer, now time.Time) error {
 		return err
 	}
 	if o.cluster {
-		if o.jobs || o.by != "user,bank" {
+		if o.jobs || o.byGiven {
 			return fmt.Errorf("--cluster takes neither --jobs nor --by")
 		}
 		return runClusterUsage(o, recs, since, until, loc, out)
