@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -61,17 +62,19 @@ func main() {
 
 	pids := brokerPIDs(h, *size)
 	raw1, fcpu1 := forkRate(2, 2*time.Second)
-	cpu0 := benchkit.ProcCPU(true, pids...)
+	// the job shells (processes of their own, parents of the tasks) are
+	// counted with the brokers: those started during the run from zero
+	cpu0 := benchkit.ProcCPU(true, append(pids, shellPIDs(h, *size)...)...)
 	jobs, err := jobThroughput(h, *n, *window, *profile)
 	if err != nil {
 		fatal(err)
 	}
-	jcpu := (benchkit.ProcCPU(true, pids...) - cpu0) / time.Duration(*n)
+	jcpu := (benchkit.ProcCPU(true, append(pids, shellPIDs(h, *size)...)...) - cpu0) / time.Duration(*n)
 	raw2, fcpu2 := forkRate(2, 2*time.Second)
 	raw := (raw1 + raw2) / 2
 	fcpu := (fcpu1 + fcpu2) / 2
 	fmt.Printf("fork+exec+wait /bin/true (raw, 2 in parallel)  %8.0f /s      (%.0f before, %.0f after)  CPU %.2f ms each\n", raw, raw1, raw2, ms(fcpu))
-	fmt.Printf("real /bin/true jobs, %d on %d broker(s)     %8.0f jobs/s  CPU %.2f ms each (brokers + tasks)\n", *n, *size, jobs, ms(jcpu))
+	fmt.Printf("real /bin/true jobs, %d on %d broker(s)     %8.0f jobs/s  CPU %.2f ms each (brokers + shells + tasks)\n", *n, *size, jobs, ms(jcpu))
 	fmt.Printf("ratio jobs/raw                                 %8.1f %%      (target >= 50%%; by CPU cost %.1f %%)\n", 100*jobs/raw, 100*float64(fcpu)/float64(jcpu))
 
 	api, apiIDs, err := apiLatency(h, *runs)
@@ -163,6 +166,24 @@ func brokerPIDs(h *flux.Handle, size int) []string {
 		}
 		if err := h.Call(context.Background(), "attr.get", uint32(r), map[string]any{"name": "broker.pid"}, &resp); err == nil {
 			pids = append(pids, resp.Value)
+		}
+	}
+	return pids
+}
+
+// shellPIDs lists the job shell processes of the instance's brokers.
+func shellPIDs(h *flux.Handle, size int) []string {
+	var pids []string
+	for r := 0; r < size; r++ {
+		var resp struct {
+			Shells []struct {
+				PID int `json:"pid"`
+			} `json:"shells"`
+		}
+		if err := h.Call(context.Background(), "job-shell.list", uint32(r), nil, &resp); err == nil {
+			for _, s := range resp.Shells {
+				pids = append(pids, strconv.Itoa(s.PID))
+			}
 		}
 	}
 	return pids

@@ -181,6 +181,8 @@ type Broker struct {
 	state     atomic.Value
 	rmRundir  bool
 	exitCode  int
+	// keepJobs: this shutdown leaves running jobs running (drainJobs)
+	keepJobs atomic.Bool
 }
 
 func versionString() string { return version.Version }

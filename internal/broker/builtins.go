@@ -254,6 +254,9 @@ func (s *builtins) rusage(r *flux.Request) {
 func (s *builtins) shutdown(r *flux.Request) {
 	var req struct {
 		Exitcode int `json:"exitcode"`
+		// CancelJobs: end running jobs even when the instance could
+		// take them back at its next start (flux shutdown --cancel-jobs)
+		CancelJobs bool `json:"cancel_jobs"`
 	}
 	if r.Decode(&req) != nil || !requireOwner(r) {
 		return
@@ -263,6 +266,7 @@ func (s *builtins) shutdown(r *flux.Request) {
 		return
 	}
 	r.Respond(nil)
+	s.b.keepJobs.Store(s.b.cfg.Statedir != "" && !req.CancelJobs)
 	s.b.Shutdown(req.Exitcode)
 }
 

@@ -22,6 +22,7 @@ import (
 type modulePeer struct {
 	b       *Broker
 	name    string
+	route   string // its route id, unique to this load
 	service string // the module's own service (module.Module.Name)
 	args    []string
 	h       *flux.Handle
@@ -43,15 +44,22 @@ type modulePeer struct {
 	touched map[svcAddr]struct{}
 }
 
+// modLoads numbers module loads: each load routes as its own peer, so
+// that responses to a module's requests that arrive after it unloaded
+// never reach the next module of that name (which may have requests of
+// the same matchtags in flight).
+var modLoads atomic.Uint64
+
 func newModulePeer(b *Broker, name string) *modulePeer {
 	p := &modulePeer{b: b, name: name, loaded: time.Now(), done: make(chan struct{}),
+		route:   fmt.Sprintf("%s-%d", name, modLoads.Add(1)),
 		pending: make(map[inflightID]*message.Message), touched: make(map[svcAddr]struct{})}
 	p.lastMsg.Store(time.Now().UnixNano())
 	return p
 }
 
 // peer interface
-func (p *modulePeer) id() string     { return p.name }
+func (p *modulePeer) id() string     { return p.route }
 func (p *modulePeer) kind() peerKind { return peerModule }
 func (p *modulePeer) creds() (uint32, uint32) {
 	return p.b.owner, message.RoleOwner | message.RoleLocal
@@ -128,6 +136,10 @@ func (p *modulePeer) disconnect() {
 		p.b.router.route(m, p)
 	}
 }
+
+// InBroker says the module's messages stay in this process, so their
+// Attached values reach the other modules (flux.Handle.InBroker).
+func (p *modulePeer) InBroker() bool { return true }
 
 // StreamEnded forgets a streaming request the module answered for the
 // last time with an ordinary response (see flux.Request.Finish).

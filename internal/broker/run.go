@@ -21,7 +21,7 @@ func (b *Broker) Run() (int, error) {
 	defer b.cancel()
 	go b.tickCoarse()
 	if b.rmRundir {
-		defer os.RemoveAll(b.cfg.Rundir)
+		defer RemoveRundir(b.cfg.Rundir)
 	}
 	lc, err := listenLocal(b, filepath.Join(b.cfg.Rundir, "local"))
 	if err != nil {
@@ -131,6 +131,9 @@ func (b *Broker) Run() (int, error) {
 			return b.exitCode, nil
 		case sig := <-sigs:
 			b.log.Info(fmt.Sprintf("received %v, shutting down", sig))
+			// a service manager stopping the instance: like flux
+			// shutdown, running jobs outlive it when it can restart
+			b.keepJobs.Store(b.cfg.Statedir != "")
 			b.exitCode = 128 + int(sig.(syscall.Signal))
 			if prog != nil {
 				terminate(prog, progDone, 5*time.Second)
@@ -235,6 +238,11 @@ const drainTimeout = 30 * time.Second
 // exception, finish, release, free and clean) before the modules unload.
 // flux-core's rc3 does the same with flux queue stop and flux cancel
 // --states RUN. Pending jobs stay pending for the next start.
+//
+// An instance with a statedir that flux shutdown (without --cancel-jobs)
+// or SIGTERM stops keeps its running jobs instead: their shells run on,
+// and the next broker started from the statedir takes them back
+// (docs/RESTART.md).
 func (b *Broker) drainJobs() {
 	if b.rank != 0 || !b.modules.isLoaded("job-manager") {
 		return
@@ -244,6 +252,16 @@ func (b *Broker) drainJobs() {
 	h := b.svc.h
 	h.Call(ctx, "job-manager.queue-start", flux.NodeidAny, map[string]any{
 		"all": true, "start": false, "nocheckpoint": true, "reason": "the instance is shutting down"}, nil)
+	if b.keepJobs.Load() {
+		var q struct {
+			Running int `json:"running"`
+		}
+		if err := h.Call(ctx, "job-manager.alloc-query", flux.NodeidAny, nil, &q); err == nil && q.Running > 0 {
+			b.log.Info(fmt.Sprintf("shutdown: %d running jobs keep running: the instance takes them back when it restarts from %s (flux shutdown --cancel-jobs ends them)",
+				q.Running, b.cfg.Statedir))
+		}
+		return
+	}
 	const stateRun = 16 // RFC 21
 	var raised struct {
 		Count int `json:"count"`

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -549,8 +550,11 @@ func orDash(s string) string {
 
 // instanceCores is the number of cores of the instance's resources.
 func instanceCores(ctx context.Context, h *flux.Handle) (int, error) {
-	var raw json.RawMessage
-	if err := kvs.GetJSON(ctx, h, "", "resource.R", &raw); err != nil {
+	// an instance that just started may not have written it yet
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	raw, err := kvs.WaitCreate(wctx, h, "", "resource.R")
+	if err != nil {
 		return 0, fmt.Errorf("resource.R: %s", flux.ErrorText(err))
 	}
 	R, err := rset.Parse(raw)

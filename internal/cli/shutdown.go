@@ -16,6 +16,7 @@ import (
 // shutdownOptions are the flux shutdown flags (flux-shutdown(1)).
 type shutdownOptions struct {
 	background bool
+	cancelJobs bool
 	quiet      bool
 	verbose    int
 }
@@ -39,7 +40,14 @@ func newShutdownCmd() *cobra.Command {
 		Long: `flux shutdown asks the rank 0 broker of the enclosing instance (or of the
 instance at the local:// URI TARGET) to shut down; only the instance owner
 may. An initial program is sent SIGHUP. Until the broker exits, its log
-messages of severity info or more urgent are shown on stderr.`,
+messages of severity info or more urgent are shown on stderr.
+
+Running jobs: an instance without a statedir cancels them and waits for
+them to end. An instance with a statedir (-Sstatedir=DIR) leaves them
+running, as Slurm's daemons do: their job shells go on without a broker,
+and the instance takes them back when it is started again from the same
+statedir. --cancel-jobs ends them first in either case. Pending jobs
+stay pending for the next start.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var h *flux.Handle
@@ -63,6 +71,7 @@ messages of severity info or more urgent are shown on stderr.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.background, "background", false, "start the shutdown and exit at once, without showing log messages")
+	f.BoolVar(&o.cancelJobs, "cancel-jobs", false, "end the running jobs first, even on an instance with a statedir (which otherwise keeps them running and takes them back when it restarts)")
 	f.BoolVar(&o.quiet, "quiet", false, "show only warning and more urgent log messages")
 	f.CountVar(&o.verbose, "verbose", "show all log messages")
 	return cmd
@@ -82,7 +91,7 @@ func shutdown(ctx context.Context, h *flux.Handle, o shutdownOptions, stderr io.
 		}
 		defer logs.Close()
 	}
-	if err := h.Call(ctx, "broker.shutdown", 0, map[string]int{"exitcode": 0}, nil); err != nil {
+	if err := h.Call(ctx, "broker.shutdown", 0, map[string]any{"exitcode": 0, "cancel_jobs": o.cancelJobs}, nil); err != nil {
 		return err // the broker names broker.shutdown in its message
 	}
 	if logs == nil {

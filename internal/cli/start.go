@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fluxgo/fluxgo/internal/broker"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
 )
@@ -158,7 +159,14 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 	if err != nil {
 		return fmt.Errorf("creating rundir: %w", err)
 	}
-	defer os.RemoveAll(base)
+	// what jobs that outlive the instance still use stays (a restart
+	// from a statedir takes them back)
+	defer func() {
+		for rank := 0; rank < o.testSize; rank++ {
+			broker.RemoveRundir(filepath.Join(base, strconv.Itoa(rank)))
+		}
+		os.Remove(base)
+	}()
 	// Other users must reach the brokers' sockets: the broker's
 	// authentication decides whether they may connect (guests are
 	// allowed into a root-owned instance).

@@ -265,7 +265,13 @@ func (b *Batch) flush() {
 		}
 		b.kick()
 	}
-	f, err := kvs.CommitAttached(b.h, b.ns, 0, &txn)
+	var f *flux.Future
+	var err error
+	if b.h.InBroker() {
+		f, err = kvs.CommitAttached(b.h, b.ns, 0, &txn)
+	} else {
+		f, err = kvs.CommitAsync(b.h, b.ns, 0, &txn) // a client: ops in the payload
+	}
 	if err != nil {
 		done(err)
 		return

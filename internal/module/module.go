@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
@@ -56,4 +57,25 @@ func (r *Registry) Names() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// BrokerStopping reports whether the broker of h is shutting down, rather
+// than only the module being removed (flux module remove|reload): what a
+// module leaves behind at unload may differ. It asks the broker (the
+// state attribute changes, so the handle's attribute cache is not used);
+// a broker that does not answer is taken to be stopping.
+func BrokerStopping(h *flux.Handle) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var resp struct {
+		Value string `json:"value"`
+	}
+	if err := h.Call(ctx, "attr.get", flux.NodeidAny, map[string]string{"name": "broker.state"}, &resp); err != nil {
+		return true
+	}
+	switch resp.Value {
+	case "shutdown", "finalize", "exit":
+		return true
+	}
+	return false
 }

@@ -219,6 +219,18 @@ func (inst *Instance) Stop() int {
 	return inst.code
 }
 
+// Kill kills flux start with SIGKILL, and with it every broker (they die
+// with it): a crash of the whole instance. It waits for flux start.
+func (inst *Instance) Kill() {
+	select {
+	case <-inst.done:
+		return
+	default:
+	}
+	inst.cmd.Process.Kill()
+	<-inst.done
+}
+
 // Done is closed when the instance has exited.
 func (inst *Instance) Done() <-chan struct{} { return inst.done }
 

@@ -63,6 +63,10 @@ type Handle struct {
 	done     chan struct{}
 	attrs    map[string]string
 	rd       readState
+	// reconnect: see reconnect.go. gen counts the connections the
+	// handle has had; a request remembers the one it came on.
+	keepServing bool
+	gen         uint64
 }
 
 // NewHandle wraps a connection and starts receiving on it.
@@ -93,14 +97,23 @@ func Open(uri string) (*Handle, error) {
 
 // Close closes the connection. Outstanding RPCs fail with ErrClosed.
 func (h *Handle) Close() error {
-	err := h.conn.Close()
+	err := h.currentConn().Close()
 	h.lost(ErrClosed)
 	return err
+}
+
+// currentConn returns the connection (Reconnect may replace it).
+func (h *Handle) currentConn() Conn {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.conn
 }
 
 // Done is closed when the connection has ended.
 func (h *Handle) Done() <-chan struct{} {
 	h.needReader()
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	return h.done
 }
 
@@ -138,10 +151,13 @@ func (h *Handle) lost(reason error) {
 
 // Send transmits a message as is. Most callers want RPC or Publish.
 func (h *Handle) Send(m *Message) error {
-	if err := h.Err(); err != nil {
+	h.mu.Lock()
+	c, err := h.conn, h.err
+	h.mu.Unlock()
+	if err != nil {
 		return err
 	}
-	return h.conn.Send(m)
+	return c.Send(m)
 }
 
 // deliver dispatches one received message. It never blocks.
@@ -162,7 +178,7 @@ func (h *Handle) deliver(m *Message) {
 		fn := h.inline[m.Topic]
 		h.mu.Unlock()
 		if fn != nil {
-			fn(&Request{h: h, Msg: m})
+			fn(&Request{h: h, Msg: m, gen: h.generation()})
 			return
 		}
 		h.enqueue(work{kind: workRequest, m: m})
@@ -269,7 +285,7 @@ func (h *Handle) Serve(ctx context.Context) error {
 		if len(batch) > 0 {
 			continue
 		}
-		if err != nil {
+		if err != nil && !h.keepsServing() {
 			return err
 		}
 		select {
@@ -399,7 +415,7 @@ func (h *Handle) SendRequest(m *Message, flags uint8) (*Future, error) {
 		return nil, err
 	}
 	m.Matchtag = f.tag
-	if err := h.conn.Send(m); err != nil {
+	if err := h.currentConn().Send(m); err != nil {
 		h.unregister(f.tag)
 		return nil, err
 	}

@@ -56,7 +56,7 @@ func (h *Handle) startConn() {
 		return
 	}
 	h.rd.started = true
-	h.conn.Start(h.deliver, h.lost)
+	h.startDelivery()
 }
 
 // claimStart (rd.mu held) reports whether the caller is to start the
@@ -78,7 +78,7 @@ func (h *Handle) needReader() {
 	start := rd.claimStart()
 	rd.mu.Unlock()
 	if start {
-		h.conn.Start(h.deliver, h.lost)
+		h.startDelivery()
 	}
 }
 
@@ -155,7 +155,7 @@ func (h *Handle) lead(ctx context.Context, f *Future) error {
 	}
 	rd.mu.Unlock()
 	if start {
-		h.conn.Start(h.deliver, h.lost)
+		h.startDelivery()
 	}
 	return stopped
 }

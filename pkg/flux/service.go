@@ -14,6 +14,7 @@ import (
 type Request struct {
 	h   *Handle
 	Msg *Message
+	gen uint64 // the handle's connection it came on (reconnect.go)
 	// responded is set once a final response went out.
 	responded bool
 }
@@ -80,7 +81,7 @@ func (h *Handle) dispatchRequest(m *Message) {
 		}
 	}
 	h.mu.Unlock()
-	r := &Request{h: h, Msg: m}
+	r := &Request{h: h, Msg: m, gen: h.generation()}
 	if best == nil {
 		r.RespondError(NewError(syscall.ENOSYS, fmt.Sprintf("no handler for %s", m.Topic)))
 		return
@@ -143,7 +144,7 @@ func (r *Request) Respond(v any) error {
 	}
 	resp := message.ResponseTo(r.Msg, nil)
 	setPayload(resp, b, owned)
-	return r.h.Send(resp)
+	return r.send(resp)
 }
 
 // RespondRaw sends a response whose payload is raw bytes.
@@ -163,7 +164,7 @@ func (r *Request) RespondAttached(p []byte, att any) error {
 	if !r.Msg.IsStreaming() {
 		r.responded = true
 	}
-	return r.h.Send(resp)
+	return r.send(resp)
 }
 
 // Relay answers r with the response f gets, or with err (the error of
@@ -196,7 +197,7 @@ type streamEnder interface {
 // the request as unanswered.
 func (r *Request) Finish() {
 	r.responded = true
-	if se, ok := r.h.conn.(streamEnder); ok {
+	if se, ok := r.h.currentConn().(streamEnder); ok {
 		se.StreamEnded(r.Msg)
 	}
 }
@@ -208,7 +209,7 @@ func (r *Request) RespondError(err error) error {
 		return nil
 	}
 	r.responded = true
-	return r.h.Send(message.ErrorTo(r.Msg, uint32(ErrnoOf(err)), ErrorText(err)))
+	return r.send(message.ErrorTo(r.Msg, uint32(ErrnoOf(err)), ErrorText(err)))
 }
 
 // Errorf answers with errno and a formatted message.

@@ -62,6 +62,12 @@ func (i *Instance) Stop() {
 	i.cmd.Wait()
 }
 
+// Wait waits for an instance told to stop otherwise (flux shutdown).
+func (i *Instance) Wait() {
+	i.cmd.Wait()
+	i.in.Close()
+}
+
 // ProcRSS returns a process's resident set and its peak (VmRSS, VmHWM),
 // in KiB; zeros if it cannot be read.
 func ProcRSS(pid string) (rss, hwm int) {

@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"syscall"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/sched"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
+	"github.com/fluxgo/fluxgo/pkg/hostlist"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
@@ -41,6 +43,9 @@ type impl interface {
 	start(j *execJob) error
 	// signal delivers sig to a running job's processes.
 	signal(j *execJob, sig syscall.Signal)
+	// reattach takes back a job that ran before job-exec (or the whole
+	// instance) restarted: its processes may still run (reattach.go).
+	reattach(j *execJob) error
 }
 
 // execJob is one job being executed.
@@ -81,6 +86,10 @@ type executor struct {
 	// generation identifies the job manager this executor said hello to
 	// (0: none yet)
 	generation int64
+	// reattachTimeout bounds how long a job waits for a shell whose
+	// broker went away to come back (job-exec.reattach-timeout)
+	reattachTimeout time.Duration
+	hosts           []string // by rank, for messages (hostlist)
 }
 
 // parsedJobspec is what readJobspec made of a jobspec.
@@ -103,6 +112,22 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 			x.killTimeout = d
 		}
 	}
+	x.reattachTimeout = lostShellTimeout
+	if sd, _ := h.Attr(ctx, "statedir"); sd != "" {
+		x.reattachTimeout = defaultReattachTimeout
+	}
+	if v, err := h.Attr(ctx, "job-exec.reattach-timeout"); err == nil && v != "" {
+		d, err := fsd.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("job-exec.reattach-timeout=%q: want a positive duration (FSD)", v)
+		}
+		x.reattachTimeout = d
+	}
+	if hl, err := h.Attr(ctx, "hostlist"); err == nil {
+		if l, err := hostlist.Parse(hl); err == nil {
+			x.hosts = l.Hosts()
+		}
+	}
 	x.test = &testExec{}
 	x.shell = &shellExec{}
 	x.batch = kvsbatch.New(h, "")
@@ -119,8 +144,13 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	}
 	go x.hello(ctx)
 	err := h.Serve(ctx)
-	for _, j := range x.jobs {
-		j.impl.signal(j, syscall.SIGKILL)
+	// Jobs run on: their shells outlive job-exec and the broker, and the
+	// next job-exec reattaches them. Only a broker that shuts down for
+	// good (no statedir to restart from) ends what is left.
+	if sd, _ := h.Attr(context.Background(), "statedir"); sd == "" && module.BrokerStopping(h) {
+		for _, j := range x.jobs {
+			j.impl.signal(j, syscall.SIGKILL)
+		}
 	}
 	return err
 }
@@ -214,11 +244,12 @@ func (x *executor) reapDetached() {
 // reattach binds a reloaded job manager's start request to a job that
 // runs already: it hears that the job started (if it did), then what was
 // kept while no one listened, then the rest as usual.
-func (x *executor) reattach(r *flux.Request, id jobid.ID) {
+func (x *executor) reattach(r *flux.Request, req startRequest) {
+	id := req.ID
 	j := x.jobs[id]
 	switch {
 	case j == nil:
-		r.Errorf(syscall.ENOENT, "job %s is not running here", id.String())
+		x.reattachNew(r, req) // reattach.go: after a restart of job-exec
 		return
 	case j.req != nil:
 		r.Errorf(syscall.EEXIST, "job %s is attached already", id.String())
@@ -259,18 +290,11 @@ func (x *executor) handleStart(r *flux.Request) {
 			r.Errorf(syscall.EPERM, "job-exec.start is for the job manager only")
 			return
 		}
-		x.reattach(r, req.ID)
+		x.reattach(r, req)
 		return
 	}
-	if js, ok := r.Msg.Attached.(sched.AttachedJobspec); ok && req.Jobspec == nil {
-		req.Jobspec = json.RawMessage(js) // from the job manager, in-process
-	}
-	if req.Jobspec == nil {
-		r.Errorf(syscall.EPROTO, "job-exec.start: no jobspec (an attached one does not cross a socket)")
-		return
-	}
-	if !r.IsOwner() {
-		r.Errorf(syscall.EPERM, "job-exec.start is for the job manager only")
+	if err := x.prepareStart(r, &req); err != nil {
+		r.RespondError(err)
 		return
 	}
 	if _, dup := x.jobs[req.ID]; dup {
@@ -300,6 +324,20 @@ func (x *executor) handleStart(r *flux.Request) {
 		j.finish(1 << 8)
 		j.release()
 	}
+}
+
+// prepareStart checks a start request and fills in its jobspec.
+func (x *executor) prepareStart(r *flux.Request, req *startRequest) error {
+	if js, ok := r.Msg.Attached.(sched.AttachedJobspec); ok && req.Jobspec == nil {
+		req.Jobspec = json.RawMessage(js) // from the job manager, in-process
+	}
+	if req.Jobspec == nil {
+		return flux.NewError(syscall.EPROTO, "job-exec.start: no jobspec (an attached one does not cross a socket)")
+	}
+	if !r.IsOwner() {
+		return flux.NewError(syscall.EPERM, "job-exec.start is for the job manager only")
+	}
+	return nil
 }
 
 // armExpiration raises a timeout exception when the allocation expires,

@@ -49,6 +49,19 @@ type shellJob struct {
 	exitTimeout time.Duration
 	exitOnError bool
 	firstExit   bool
+
+	// startedRanks: the shells that said they run (each counts once,
+	// however often a shell says it again on a new stream)
+	startedRanks map[uint]bool
+	// detached: shells whose broker went away, since when (reattach.go)
+	detached map[uint]time.Time
+	// rec: what the exec eventlog held when the job was reattached
+	// after a restart (nil otherwise)
+	rec *recorded
+	// lastSig is the last signal sent to the job's shells: sent again
+	// to a shell that comes back
+	lastSig      syscall.Signal
+	reattachDone bool // every shell of a reattached job answered
 }
 
 // defaultExitTimeout is how long a job's other tasks may run on after
@@ -191,29 +204,38 @@ func jobDir(j *execJob) string {
 	return "job." + dothex
 }
 
-func (s *shellExec) start(j *execJob) error {
+// newShellJob plans the job's shells.
+func newShellJob(j *execJob) (*shellJob, error) {
 	js, err := jobspec.Parse(j.jobspec)
 	if err != nil {
-		return fmt.Errorf("jobspec: %v", err)
+		return nil, fmt.Errorf("jobspec: %v", err)
 	}
 	R, err := rset.Parse(j.R)
 	if err != nil {
-		return fmt.Errorf("R: %v", err)
+		return nil, fmt.Errorf("R: %v", err)
 	}
 	po, err := shell.PlanOptionsFrom(js)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	plan, err := shell.MakePlan(js, R, po)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	exitTimeout, exitOnError, err := exitOptions(js)
 	if err != nil {
+		return nil, err
+	}
+	return &shellJob{plan: plan, futs: make(map[uint]*flux.Future), gone: make(map[uint]bool),
+		exitTimeout: exitTimeout, exitOnError: exitOnError,
+		startedRanks: make(map[uint]bool), detached: make(map[uint]time.Time)}, nil
+}
+
+func (s *shellExec) start(j *execJob) error {
+	sj, err := newShellJob(j)
+	if err != nil {
 		return err
 	}
-	sj := &shellJob{plan: plan, futs: make(map[uint]*flux.Future), gone: make(map[uint]bool),
-		exitTimeout: exitTimeout, exitOnError: exitOnError}
 	j.aux = sj
 	for _, name := range []string{"init", "starting"} {
 		b, err := encodeEvent(name, nil)
@@ -223,7 +245,7 @@ func (s *shellExec) start(j *execJob) error {
 		sj.pre = append(sj.pre, b...)
 	}
 	// the leader first: the other shells send it their output
-	s.startShells(j, plan.Ranks[:1])
+	s.startShells(j, sj.plan.Ranks[:1])
 	return nil
 }
 
@@ -247,7 +269,7 @@ func (s *shellExec) startShells(j *execJob, ranks []uint) {
 			continue
 		}
 		sj.futs[rank] = f
-		f.Then(func(m *flux.Message, err error) { s.response(j, rank, m, err) })
+		f.Then(func(m *flux.Message, err error) { s.response(j, f, rank, m, err) })
 	}
 }
 
@@ -272,15 +294,23 @@ func (s *shellExec) startRest(j *execJob) {
 }
 
 // response handles a job-shell.start response from the shell on rank.
-func (s *shellExec) response(j *execJob, rank uint, m *flux.Message, err error) {
+func (s *shellExec) response(j *execJob, f *flux.Future, rank uint, m *flux.Message, err error) {
 	sj := j.aux.(*shellJob)
+	if sj.futs[rank] != f {
+		return // a stream given up for a newer one
+	}
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ENODATA) {
+			return
+		}
+		if s.mayComeBack(j, rank, err) {
+			s.detach(j, rank, err) // reattach.go
 			return
 		}
 		s.shellFailed(j, rank, err)
 		return
 	}
+	s.attached(j, rank)
 	var resp struct {
 		Type   string `json:"type"`
 		Status int    `json:"status"`
@@ -298,9 +328,15 @@ func (s *shellExec) response(j *execJob, rank uint, m *flux.Message, err error) 
 	}
 	switch resp.Type {
 	case "start":
+		if sj.startedRanks[rank] {
+			return // said again on a new stream
+		}
+		sj.startedRanks[rank] = true
 		// held until every shell runs: shell.init names the stdin
 		// service, which forwards to all of them
-		sj.pre = append(sj.pre, resp.Exec...)
+		if sj.rec == nil || !sj.rec.started {
+			sj.pre = append(sj.pre, resp.Exec...)
+		}
 		if rank == sj.plan.Ranks[0] {
 			s.startRest(j)
 		}
@@ -310,16 +346,22 @@ func (s *shellExec) response(j *execJob, rank uint, m *flux.Message, err error) 
 			j.start()
 		}
 	case "exit":
+		if sj.gone[rank] {
+			return // said again on a new stream
+		}
 		if resp.Output != "" {
 			j.x.batch.Put(jobDir(j)+".guest.output", []byte(resp.Output))
 		}
-		if resp.Exec != "" {
+		if resp.Exec != "" && !sj.rec.hasExit(rank) {
 			j.x.appendExec(j, []byte(resp.Exec))
 		}
 		s.shellExited(j, rank, resp.Status)
 	case "task-exit":
 		s.taskExited(j, resp.Rank, resp.Status)
 	case "abort":
+		if j.killed {
+			return
+		}
 		note := fmt.Sprintf("MPI_Abort: task %d aborted with code %d", resp.Rank, resp.Code)
 		if resp.Note != "" {
 			note += ": " + resp.Note
@@ -357,7 +399,11 @@ func (s *shellExec) shellFailed(j *execJob, rank uint, err error) {
 	// by itself (a bad shell option, its setup refused) is the job's
 	// execution failing, as flux-core's job-exec reports it
 	typ, note := "exec", fmt.Sprintf("job shell on broker rank %d failed: %v", rank, err)
-	if errors.Is(err, syscall.EHOSTUNREACH) {
+	var lost *lostShell
+	switch {
+	case errors.As(err, &lost):
+		typ, note = "node-failure", lost.note
+	case errors.Is(err, syscall.EHOSTUNREACH):
 		typ, note = "node-failure", fmt.Sprintf("lost contact with job shell on broker rank %d", rank)
 	}
 	sj.lost = append(sj.lost, rank)
@@ -389,8 +435,10 @@ func (s *shellExec) shellExited(j *execJob, rank uint, status int) {
 	if !j.started {
 		j.start()
 	}
-	x.execEvent(j, "complete", map[string]any{"status": sj.status})
-	x.execEvent(j, "done", nil)
+	if sj.rec == nil || !sj.rec.done {
+		x.execEvent(j, "complete", map[string]any{"status": sj.status})
+		x.execEvent(j, "done", nil)
+	}
 	x.batch.AfterCommit(func(error) {
 		j.finish(sj.status)
 		j.release()
@@ -412,7 +460,11 @@ func (s *shellExec) signal(j *execJob, sig syscall.Signal) {
 	if !ok {
 		return
 	}
+	sj.lastSig = sig
 	for _, rank := range sj.plan.Ranks {
+		if _, away := sj.detached[rank]; away {
+			continue // sent when it comes back
+		}
 		j.x.h.RPC("job-shell.kill", uint32(rank), map[string]any{"id": j.id, "signum": int(sig)}, flux.NoResponse)
 	}
 }

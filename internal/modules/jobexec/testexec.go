@@ -24,18 +24,9 @@ func (t *testExec) start(j *execJob) error {
 	if cfg == nil {
 		cfg = &testConfig{}
 	}
-	var d time.Duration
-	var err error
-	switch v := cfg.RunDuration.(type) {
-	case nil:
-	case float64:
-		d = fsd.ToDuration(v)
-	case string:
-		if d, err = fsd.ParseDuration(v); err != nil {
-			return fmt.Errorf("exec.test.run_duration: %v", err)
-		}
-	default:
-		return fmt.Errorf("exec.test.run_duration: want an FSD string or number, got %T", v)
+	d, err := cfg.duration()
+	if err != nil {
+		return err
 	}
 	if cfg.MockException == "init" {
 		j.exception("exec", 0, "mock initialization exception generated")
@@ -64,6 +55,23 @@ func (t *testExec) start(j *execJob) error {
 	}
 	j.after(d, done)
 	return nil
+}
+
+// duration reads run_duration.
+func (cfg *testConfig) duration() (time.Duration, error) {
+	switch v := cfg.RunDuration.(type) {
+	case nil:
+		return 0, nil
+	case float64:
+		return fsd.ToDuration(v), nil
+	case string:
+		d, err := fsd.ParseDuration(v)
+		if err != nil {
+			return 0, fmt.Errorf("exec.test.run_duration: %v", err)
+		}
+		return d, nil
+	}
+	return 0, fmt.Errorf("exec.test.run_duration: want an FSD string or number, got %T", cfg.RunDuration)
 }
 
 // signal ends a test job as if its processes died of sig (any signal

@@ -204,7 +204,13 @@ func readSignal(shell []byte) *signalOption {
 }
 
 // readExpiration returns R's execution.expiration (0 if none).
-func readExpiration(R []byte) float64 {
+func readExpiration(R []byte) float64 { return readExecution(R, "expiration") }
+
+// readStarttime reads R's execution.starttime (0 if absent).
+func readStarttime(R []byte) float64 { return readExecution(R, "starttime") }
+
+// readExecution reads a number of R's execution object.
+func readExecution(R []byte, name string) float64 {
 	var exp float64
 	if len(R) == 0 || R[0] != '{' {
 		return 0
@@ -213,7 +219,7 @@ func readExpiration(R []byte) float64 {
 		if len(ex) == 0 || ex[0] != '{' {
 			return nil
 		}
-		return member(ex, "expiration", func(v []byte) error {
+		return member(ex, name, func(v []byte) error {
 			if f, err := jsonwire.Float(v); err == nil {
 				exp = f
 			}

@@ -24,8 +24,8 @@ type journalEntry struct {
 // subscribe starts (or restarts) the journal stream with its backlog. If
 // the job manager is not loaded yet, it retries with a growing delay.
 func (s *service) subscribe() {
-	if s.ctx.Err() != nil {
-		return
+	if s.ctx.Err() != nil || s.journal != nil {
+		return // stopping, or subscribed already (online event and retry)
 	}
 	// job-list runs in the job manager's broker: it takes the entries
 	// decoded (jobjournal.Entry), not as JSON to parse again; the backlog
@@ -38,9 +38,13 @@ func (s *service) subscribe() {
 	s.journal = f
 	inBacklog := true
 	s.backlogSeen = map[jobid.ID]struct{}{}
+	s.backlogInactive = nil
 	f.Then(func(m *flux.Message, err error) {
 		if err != nil {
-			s.journal = nil
+			if s.journal == f {
+				s.journal = nil
+			}
+			s.catchUp()
 			s.retrySubscribe(err)
 			return
 		}
@@ -59,6 +63,11 @@ func (s *service) subscribe() {
 		}
 		if inBacklog && e.ID >= 0 {
 			s.backlogSeen[jobid.ID(e.ID)] = struct{}{}
+			if len(e.Events) == 0 {
+				// inactive in the job manager: read from the KVS if
+				// this index never heard of it (reconcile)
+				s.backlogInactive = append(s.backlogInactive, jobid.ID(e.ID))
+			}
 		}
 		s.applyEntry(&e, inBacklog)
 	})
@@ -117,8 +126,10 @@ func (s *service) applyEntry(e *journalEntry, backlog bool) {
 	if r != nil && r.state == job.StateInactive {
 		return // nothing changes an inactive job (it may come from the KVS)
 	}
-	if r != nil && backlog {
+	if r != nil && backlog && len(e.Events) > 0 && e.Events[0].Name == "submit" {
 		// a resubscribed backlog carries the whole eventlog: rebuild
+		// (an entry without it, e.g. annotations only, adds to the
+		// record: dropping the record then would lose the job)
 		s.idx.remove(r)
 		r = nil
 	}
@@ -176,7 +187,9 @@ func (s *service) allocAnnotations(r *record, ctx json.RawMessage) {
 // manager was reloaded): a job this index holds as active that the new
 // job manager did not list is no longer active (it ended while there
 // was no journal, e.g. with a restart exception as the new job manager
-// restored it), so its record is read again from the KVS.
+// restored it), so its record is read again from the KVS; so is an
+// inactive job of the new job manager the index never heard of (it was
+// submitted and ended while job-list was not subscribed).
 func (s *service) reconcile() {
 	var stale []jobid.ID
 	for id, r := range s.idx.jobs {
@@ -184,7 +197,15 @@ func (s *service) reconcile() {
 			stale = append(stale, id)
 		}
 	}
+	// and the jobs that came and went while there was no journal
+	for _, id := range s.backlogInactive {
+		if s.idx.jobs[id] == nil {
+			stale = append(stale, id)
+		}
+	}
+	s.backlogInactive = nil
 	if len(stale) == 0 {
+		s.caughtUp()
 		return
 	}
 	ctx := s.ctx
@@ -208,6 +229,49 @@ func (s *service) reconcile() {
 			if len(recs) > 0 {
 				s.log.Info("jobs that ended while the job manager was away read again from the KVS", "jobs", len(recs))
 			}
+			s.caughtUp()
 		})
 	}()
+}
+
+// catchUpLimit bounds how long requests wait for job-list to catch up
+// with a job manager that came back.
+const catchUpLimit = 3 * time.Second
+
+// catchUp: the journal was lost (the job manager was reloaded or went
+// away). Requests wait until the next subscription's backlog and the
+// reconcile are done, so that a listing right after a reload does not
+// show jobs as they were before it; at most catchUpLimit, then they are
+// served with what is known.
+func (s *service) catchUp() {
+	if !s.ready {
+		return
+	}
+	s.ready = false
+	s.catchUpTimer = time.AfterFunc(catchUpLimit, func() {
+		s.h.Post(func() {
+			if !s.ready {
+				s.log.Warn("the job manager is away: serving what is known (it may be out of date)")
+				s.caughtUp()
+			}
+		})
+	})
+}
+
+// caughtUp serves the requests that waited for a catch-up.
+func (s *service) caughtUp() {
+	if s.catchUpTimer != nil {
+		s.catchUpTimer.Stop()
+		s.catchUpTimer = nil
+	}
+	s.setReady()
+}
+
+// jmOnline: a job manager loaded; subscribe at once rather than at the
+// next retry.
+func (s *service) jmOnline(*flux.Message) {
+	if s.journal == nil {
+		s.retryDelay = 0
+		s.subscribe()
+	}
 }

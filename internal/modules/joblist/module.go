@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fluxgo/fluxgo/internal/memo"
 	"github.com/fluxgo/fluxgo/internal/module"
@@ -106,6 +107,9 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	if err := h.OnOwnerEvent(ctx, "job-purge-inactive", s.purgeEvent); err != nil {
 		return fmt.Errorf("subscribing to job-purge-inactive: %w", err)
 	}
+	if err := h.OnOwnerEvent(ctx, "job-manager.online", s.jmOnline); err != nil {
+		return fmt.Errorf("subscribing to job-manager.online: %w", err)
+	}
 	s.subscribe()
 	err = h.Serve(ctx)
 	s.stop()
@@ -125,16 +129,20 @@ type service struct {
 	backlogDone bool // journal backlog (full=true) received
 	// backlogSeen: the jobs in the current subscription's backlog
 	backlogSeen map[jobid.ID]struct{}
-	restoring   bool // KVS restore running
-	ready       bool // backlog received: requests are served
-	deferred    []*flux.Request
-	waiters     map[uint64][]*idWaiter
-	retryDelay  float64
-	purged      int // inactive jobs dropped on job-purge-inactive
-	stopRestore context.CancelFunc
-	restoreWait chan struct{}
-	stats       restoreStats
-	specs       *memo.Cache[specFields] // jobspecs summarized, by text
+	// backlogInactive: the backlog's inactive jobs (entries without
+	// events, see reconcile)
+	backlogInactive []jobid.ID
+	restoring       bool        // KVS restore running
+	ready           bool        // backlog received: requests are served
+	catchUpTimer    *time.Timer // see catchUp
+	deferred        []*flux.Request
+	waiters         map[uint64][]*idWaiter
+	retryDelay      float64
+	purged          int // inactive jobs dropped on job-purge-inactive
+	stopRestore     context.CancelFunc
+	restoreWait     chan struct{}
+	stats           restoreStats
+	specs           *memo.Cache[specFields] // jobspecs summarized, by text
 }
 
 func newService(ctx context.Context, h *flux.Handle, log *slog.Logger, cfg Config) *service {

@@ -129,6 +129,13 @@ func (e *execClient) response(j *job, f *flux.Future, msg *flux.Message, err err
 			m.endRestarted(j)
 			return
 		}
+		if flux.ErrnoOf(err) == syscall.ENOSYS && j.started && !j.releasedAll {
+			// the executor was unloaded under a running job (a module
+			// reload, or a shutdown that keeps jobs): its shells run on,
+			// and the next executor to say hello takes it back
+			m.awaitReattach(j)
+			return
+		}
 		// The executor failed or went away: the job can't be trusted to
 		// be running. Raise an exception and account for resources.
 		if !j.releasedAll {

@@ -37,18 +37,21 @@ type job struct {
 	realloc      bool // a job-manager.realloc request is with the scheduler
 	reattach     bool // restored running: waiting for the executor to reattach it
 	schedKnows   bool // listed in a sched-hello response
-	resuming     bool // restart: a running job is being ended; cleanup waits (restart.go)
-	startSent    bool // job-exec.start sent
-	killSent     bool // executor asked to kill after a fatal exception
-	started      bool // start event posted
-	releasedAll  bool // release with final=true seen
-	freeSent     bool
-	perilog      int // prolog/epilog actions in progress
-	fatal        bool
-	exceptType   string
-	exceptNote   string // note of the first fatal exception (not kept once compacted)
-	finishStatus int
-	finished     bool
+	// allocRestored: the job held resources when the job manager
+	// started (restored from the KVS)
+	allocRestored bool
+	resuming      bool // restart: a running job is being ended; cleanup waits (restart.go)
+	startSent     bool // job-exec.start sent
+	killSent      bool // executor asked to kill after a fatal exception
+	started       bool // start event posted
+	releasedAll   bool // release with final=true seen
+	freeSent      bool
+	perilog       int // prolog/epilog actions in progress
+	fatal         bool
+	exceptType    string
+	exceptNote    string // note of the first fatal exception (not kept once compacted)
+	finishStatus  int
+	finished      bool
 	// fatalBeforeFinish: a fatal exception came before the finish event
 	fatalBeforeFinish bool
 	cleanPosted       bool

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/jobjournal"
+	"github.com/fluxgo/fluxgo/internal/jobtap"
 	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -392,6 +394,12 @@ func (jl *journal) subscribe(r *flux.Request) {
 	if req.Full {
 		for _, j := range jl.m.jobs {
 			if j.eventlog == nil {
+				if req.Attached && j.State == jobtap.StateInactive {
+					// job-list (in this broker) learns the inactive jobs it
+					// may have missed while it was not subscribed (it reads
+					// them from the KVS): an entry without events
+					r.Respond(json.RawMessage(`{"events":[],"id":` + strconv.FormatUint(uint64(j.ID), 10) + `}`))
+				}
 				continue
 			}
 			e := journalEntry{id: j.ID, jobspec: j.Raw, R: j.R}

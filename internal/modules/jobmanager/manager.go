@@ -402,6 +402,18 @@ func (m *manager) cleanup(j *job, prev jobtap.State) {
 		if j.freeSent {
 			return
 		}
+		if j.allocRestored && !j.bypass {
+			// an allocation from before a restart: a scheduler that has
+			// not said hello yet will not hear of it (hello lists only
+			// jobs holding resources); one that has takes it before it
+			// is ready, and a free must come after
+			if !j.schedKnows {
+				j.bypass = true
+			} else if !m.sched.ready {
+				m.sched.onReady = append(m.sched.onReady, func() { m.cleanup(j, j.State) })
+				return
+			}
+		}
 		j.freeSent = true
 		if j.bypass {
 			m.post(j, "free", nil)

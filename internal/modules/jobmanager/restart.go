@@ -165,17 +165,25 @@ func (m *manager) resume(j *job) {
 		// reattach it (exec.go); a job it does not have ends as the
 		// instance's restart ended it (endRestarted), and so does one
 		// no executor claims within reattachWait.
-		j.reattach = true
+		j.allocRestored = j.hasAlloc
 		j.startSent = true
 		j.perilog = 0
-		time.AfterFunc(reattachWait, func() {
-			m.h.Post(func() {
-				if j.reattach {
-					m.endRestarted(j)
-				}
-			})
-		})
+		m.awaitReattach(j)
 	}
+}
+
+// awaitReattach marks a running job as waiting for an executor to take
+// it back (exec.go asks the next one that says hello); one no executor
+// claims within reattachWait ends as the restart ended it.
+func (m *manager) awaitReattach(j *job) {
+	j.reattach = true
+	time.AfterFunc(reattachWait, func() {
+		m.h.Post(func() {
+			if j.reattach {
+				m.endRestarted(j)
+			}
+		})
+	})
 }
 
 // reattachWait bounds how long a restored running job waits for the

@@ -208,8 +208,9 @@ func TestCrashKeepsAcceptedJobs(t *testing.T) {
 // job started and right after a cancel was answered: restarted on its
 // statedir, the instance neither runs the started job again nor forgets
 // the cancel (both were made durable before they happened or were
-// answered), and the job that was running ends with RFC 21's events in
-// order.
+// answered), and the job that was running (its shell outlived the
+// broker) is taken back running and ends, canceled, with RFC 21's events
+// in order.
 func TestCrashAfterStartAndCancel(t *testing.T) {
 	inst, attrs := startWithStatedir(t)
 	pid, err := inst.Handle(t).Attr(context.Background(), "broker.pid")
@@ -226,6 +227,11 @@ func TestCrashAfterStartAndCancel(t *testing.T) {
 	<-inst.Done()
 
 	inst2 := testinstance.Start(t, testinstance.Options{Size: 1, Attrs: attrs})
+	// its shell outlived the broker: it is taken back, still running
+	if st := strings.TrimSpace(inst2.MustRun(t, "jobs", "-n", "-o", "{state}", running)); st != "RUN" {
+		t.Errorf("the job running at the crash, after the restart: %s", st)
+	}
+	inst2.MustRun(t, "cancel", running)
 	inst2.MustRun(t, "job", "wait-event", "-t", "10", running, "clean")
 	inst2.MustRun(t, "job", "wait-event", "-t", "10", held, "clean")
 	time.Sleep(200 * time.Millisecond)

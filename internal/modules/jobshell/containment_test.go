@@ -65,7 +65,7 @@ func runContained(t *testing.T, cj containJob) containResult {
 	reg.Register("job-shell", New)
 	mods := []broker.ModuleSpec{{Name: contentmod.Name, Ranks: "0"}, {Name: "kvs", Ranks: "0"}, {Name: "job-manager", Ranks: "0"}, {Name: "sched", Ranks: "0"},
 		{Name: "job-shell"}, {Name: "job-exec", Ranks: "0"}, {Name: "job-ingest", Ranks: "0"}}
-	inst := brokertest.Start(t, brokertest.Options{Size: 1, Registry: reg, Modules: mods, Attrs: cj.attrs})
+	inst := brokertest.Start(t, brokertest.Options{Size: 1, Registry: reg, Modules: mods, Attrs: shellAttrs(t, cj.attrs)})
 	h := inst.Handle(0)
 	ctx := brokertest.Ctx(t)
 	js, err := jobspec.FromCommand(cj.argv, jobspec.CommandOptions{NTasks: cj.ntasks})

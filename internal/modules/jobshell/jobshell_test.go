@@ -18,6 +18,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/modules/jobingest"
 	"github.com/fluxgo/fluxgo/internal/modules/jobmanager"
 	"github.com/fluxgo/fluxgo/internal/modules/modtest"
+	"github.com/fluxgo/fluxgo/internal/testinstance"
 	"github.com/fluxgo/fluxgo/pkg/eventlog"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -39,7 +40,7 @@ func run(t *testing.T, size int, R string, argv []string, opts jobspec.CommandOp
 	reg.Register("job-shell", New)
 	mods := []broker.ModuleSpec{{Name: contentmod.Name, Ranks: "0"}, {Name: "kvs", Ranks: "0"}, {Name: "job-manager", Ranks: "0"}, {Name: "sched", Ranks: "0"},
 		{Name: "job-shell"}, {Name: "job-exec", Ranks: "0"}, {Name: "job-ingest", Ranks: "0"}}
-	inst := brokertest.Start(t, brokertest.Options{Size: size, Registry: reg, Modules: mods})
+	inst := brokertest.Start(t, brokertest.Options{Size: size, Registry: reg, Modules: mods, Attrs: shellAttrs(t, nil)})
 	h := inst.Handle(0)
 	ctx := brokertest.Ctx(t)
 	js, err := jobspec.FromCommand(argv, opts)
@@ -270,4 +271,14 @@ exit 0`
 		out := events(t, fk, "job."+dothex+".guest.output")
 		t.Fatalf("events %v, complete %v, output %v", names, statuses, out)
 	}
+}
+
+// shellAttrs adds to attrs what the module needs to start shells in a
+// test: the flux binary (the test's own executable is not one).
+func shellAttrs(t *testing.T, attrs map[string]string) map[string]string {
+	out := map[string]string{"job-shell.path": testinstance.Binary(t)}
+	for k, v := range attrs {
+		out[k] = v
+	}
+	return out
 }

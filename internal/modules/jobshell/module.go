@@ -1,31 +1,29 @@
-// Package jobshell is the job-shell broker module: on every broker it runs
-// the job shell (internal/shell) for the jobs that have resources on that
-// node, as job-exec asks, forking the tasks from the broker itself (no
-// shell process). The job's leader shell writes its output eventlog (RFC
-// 24) or output files, with the other shells' output forwarded to it
-// (output.go); shells report their exec eventlog events to job-exec,
-// which writes them. It serves PMI to the tasks (exchanging PMI puts
-// between nodes through the leader shell), forwards stdin, and delivers
-// signals. The protocol with job-exec is in docs/JOBS.md.
+// Package jobshell is the job-shell broker module: on every broker it
+// starts the job shells (flux shell processes, internal/shellproc) that
+// run the jobs with resources on that node and relays job-exec's
+// requests to them. Shells live outside the broker and outlive it; the
+// module keeps a pool of them (a shell runs one job at a time and is
+// reused for the next job of its user), and after the broker or the
+// module restarts it takes back the shells still running on the node
+// (adopt.go). The protocol with job-exec is in docs/JOBS.md, the design
+// in docs/RESTART.md.
 package jobshell
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/user"
+	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 
-	"github.com/fluxgo/fluxgo/internal/kvsbatch"
 	"github.com/fluxgo/fluxgo/internal/module"
-	"github.com/fluxgo/fluxgo/internal/shell"
+	"github.com/fluxgo/fluxgo/internal/shellproc"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
-	"github.com/fluxgo/fluxgo/pkg/jobspec"
-	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
 // Module is the job-shell module.
@@ -37,128 +35,155 @@ func New() module.Module { return &Module{} }
 // Name implements module.Module.
 func (*Module) Name() string { return "job-shell" }
 
-type host struct {
+type manager struct {
 	h    *flux.Handle
 	log  *slog.Logger
 	rank uint
+	host string
 	uri  string
-	root bool
-	// rundir is the broker's; each job's FLUX_JOB_TMPDIR is made in it
-	rundir string
-	batch  *kvsbatch.Batch
-	jobs   map[jobid.ID]*job
-	// fences being gathered by leader shells, by job
-	fences map[jobid.ID]*leaderFence
-	// services maps the leader shells' stdin services to their jobs
-	services map[string]*job
-	contain  *containment // containment.go
+	// dir is the shell directory (Dir); exe the binary run as flux shell
+	dir string
+	exe string
+	// statedir: the instance can restart, so jobs outlive a shutdown
+	statedir bool
+
+	shells          map[int]*proc            // by PID
+	byJob           map[jobid.ID]*jobEntry   // the jobs shells hold
+	expect          map[int]shellproc.Record // shells that ran before the module loaded, not back yet
+	queued          []func()                 // waiting for the shells expected
+	settle          *time.Timer              // bounds the wait for them
+	maxIdle, spares int                      // pool sizes (pool.go)
+	stopping        bool
+}
+
+// jobEntry is a job one of the shells holds (running, or ended and kept
+// for a late attach).
+type jobEntry struct {
+	p       *proc
+	userid  uint32
+	ended   bool
+	streams int // relayed streams open (an attach ends the one before)
+}
+
+// Dir returns the shell directory of a broker: where its shells keep
+// their records and find its URI. It is in the state directory when the
+// broker has one (a restarted instance finds its shells there), in the
+// run directory otherwise.
+func Dir(statedir, rundir string, rank uint) string {
+	if statedir != "" {
+		return filepath.Join(statedir, "shells", strconv.FormatUint(uint64(rank), 10))
+	}
+	return filepath.Join(rundir, "shells")
 }
 
 // Run implements module.Module.
 func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
-	rs, err := h.Attr(ctx, "rank")
+	m := &manager{
+		h:      h,
+		log:    flux.NewLogger(h, "job-shell"),
+		shells: make(map[int]*proc),
+		byJob:  make(map[jobid.ID]*jobEntry),
+		expect: make(map[int]shellproc.Record),
+	}
+	if err := m.configure(ctx, args); err != nil {
+		return err
+	}
+	h.HandleFunc("job-shell.start", m.start)
+	h.HandleFunc("job-shell.attach", m.attach)
+	h.HandleFunc("job-shell.hello", m.hello)
+	h.HandleFunc("job-shell.list", m.list)
+	h.HandleFunc("job-shell.pids", m.pids)
+	for _, method := range []string{"kill", "stdin", "pmi-fence", "output", "lost"} {
+		h.HandleFunc("job-shell."+method, m.relayByJob)
+	}
+	h.HandleFunc("job-shell.disconnect", m.disconnect)
+	if err := m.adopt(ctx); err != nil { // adopt.go
+		return err
+	}
+	stop := m.runPool(ctx) // pool.go
+	defer stop()
+	err := h.Serve(ctx)
+	m.unload()
+	return err
+}
+
+// configure reads the module's settings: args shell=PATH, then broker
+// attributes.
+func (m *manager) configure(ctx context.Context, args []string) error {
+	rs, err := m.h.Attr(ctx, "rank")
 	if err != nil {
 		return err
 	}
 	rank, _ := strconv.ParseUint(rs, 10, 32)
-	uri, _ := h.Attr(ctx, "local-uri")
-	rundir, err := h.Attr(ctx, "rundir")
+	m.rank = uint(rank)
+	m.host, _ = m.h.Attr(ctx, "hostname")
+	if m.uri, err = m.h.Attr(ctx, "local-uri"); err != nil {
+		return err
+	}
+	rundir, err := m.h.Attr(ctx, "rundir")
 	if err != nil {
 		return err
 	}
-	x := &host{
-		rundir: rundir,
-		h:      h,
-		log:    flux.NewLogger(h, "job-shell"),
-		rank:   uint(rank),
-		uri:    uri,
-		root:   os.Geteuid() == 0,
-		batch:  kvsbatch.New(h, ""),
-		jobs:   make(map[jobid.ID]*job),
-		fences: make(map[jobid.ID]*leaderFence),
-
-		services: make(map[string]*job),
+	statedir, _ := m.h.Attr(ctx, "statedir")
+	m.statedir = statedir != ""
+	m.dir = Dir(statedir, rundir, m.rank)
+	if v, err := m.h.Attr(ctx, "job-shell.dir"); err == nil && v != "" {
+		m.dir = v
 	}
-	x.batch.OnError = func(err error, ops int) { x.log.Error("KVS commit of job output failed", "err", err, "ops", ops) }
-	ccfg, err := loadContainConfig(ctx, h)
-	if err != nil {
-		return err
+	if m.exe, err = os.Executable(); err != nil {
+		return fmt.Errorf("job-shell: the flux binary: %w", err)
 	}
-	x.contain = x.newContainment(ccfg)
-	defer x.contain.close()
-	h.HandleFunc("job-shell.start", x.start)
-	h.HandleFunc("job-shell.kill", x.kill)
-	h.HandleFunc("job-shell.stdin", x.stdin)
-	h.HandleFunc("job-shell.pmi-fence", x.pmiFence)
-	h.HandleFunc("job-shell.output", x.outputRequest) // output.go
-	h.HandleFunc("job-shell.lost", x.lostRequest)
-	h.HandleFunc("job-shell.pids", x.pids)
-	h.HandleFunc("job-shell.list", func(r *flux.Request) {
-		if !r.IsOwner() { // job ids of every user
-			r.Errorf(syscall.EPERM, "job-shell.list is for the instance owner")
-			return
-		}
-		ids := make([]jobid.ID, 0, len(x.jobs))
-		for id := range x.jobs {
-			ids = append(ids, id)
-		}
-		r.Respond(map[string]any{"jobs": ids})
-	})
-	h.HandleFunc("job-shell.disconnect", func(*flux.Request) {})
-	h.HandleFunc("*", x.serviceRequest) // per-job stdin services
-	err = h.Serve(ctx)
-	for _, j := range x.jobs {
-		j.signal(syscall.SIGKILL)
+	if v, err := m.h.Attr(ctx, "job-shell.path"); err == nil && v != "" {
+		m.exe = v
 	}
-	return err
-}
-
-// credential returns the credentials tasks of userid run with: nil (the
-// broker's own) for the broker's user; the user's uid, primary gid and
-// groups (from the passwd and group files) when the broker runs as root.
-// A non-root broker cannot run another user's tasks: that is an error,
-// never a silent run as the instance owner.
-func (x *host) credential(userid uint32) (*syscall.Credential, error) {
-	if userid == uint32(os.Geteuid()) {
-		return nil, nil
-	}
-	if !x.root {
-		return nil, fmt.Errorf("cannot run tasks of userid %d: the instance does not run as root: %w", userid, syscall.EPERM)
-	}
-	u, err := user.LookupId(strconv.FormatUint(uint64(userid), 10))
-	if err != nil {
-		return nil, fmt.Errorf("userid %d: %v: %w", userid, err, syscall.ENOENT)
-	}
-	gid, err := strconv.ParseUint(u.Gid, 10, 32)
-	if err != nil {
-		return nil, fmt.Errorf("userid %d: primary group %q: %w", userid, u.Gid, syscall.EINVAL)
-	}
-	// Groups is always set (maybe empty) so the tasks never keep the
-	// broker's supplementary groups
-	cred := &syscall.Credential{Uid: userid, Gid: uint32(gid), Groups: []uint32{}}
-	if gids, err := u.GroupIds(); err == nil {
-		for _, g := range gids {
-			if n, err := strconv.ParseUint(g, 10, 32); err == nil {
-				cred.Groups = append(cred.Groups, uint32(n))
+	m.maxIdle, m.spares = defaultMaxIdle(), 1
+	for _, a := range args {
+		k, v, ok := cutArg(a)
+		switch {
+		case ok && k == "shell":
+			m.exe = v
+		case ok && k == "spares":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return fmt.Errorf("job-shell: spares=%q: want a count >= 0", v)
 			}
+			m.spares = n
+		default:
+			return fmt.Errorf("job-shell: unknown argument %q (shell=PATH, spares=N)", a)
 		}
 	}
-	return cred, nil
+	if err := os.MkdirAll(m.dir, 0o700); err != nil {
+		return fmt.Errorf("job-shell: shell directory: %w", err)
+	}
+	return nil
 }
 
-type startRequest struct {
-	ID      jobid.ID        `json:"id"`
-	Userid  uint32          `json:"userid"`
-	Jobspec json.RawMessage `json:"jobspec"`
-	R       json.RawMessage `json:"R"`
+func cutArg(a string) (string, string, bool) {
+	for i := 0; i < len(a); i++ {
+		if a[i] == '=' {
+			return a[:i], a[i+1:], true
+		}
+	}
+	return a, "", false
 }
 
-// start runs this node's part of a job. Responses: {type:"start", rank,
-// exec?} once the tasks are running, {type:"exit", rank, status, ntasks,
-// exec, output?} when they have all exited (and, on the leader, the
-// job's output is complete), then the end of the stream.
-func (x *host) start(r *flux.Request) {
-	var req startRequest
+// where names this node in messages.
+func (m *manager) where() string {
+	if m.host != "" {
+		return fmt.Sprintf("rank %d (%s)", m.rank, m.host)
+	}
+	return fmt.Sprintf("rank %d", m.rank)
+}
+
+type startHead struct {
+	ID     jobid.ID `json:"id"`
+	Userid uint32   `json:"userid"`
+}
+
+// start (job-shell.start, streaming, from job-exec) runs the job's part
+// on this node in a shell of the pool and relays the shell's stream.
+func (m *manager) start(r *flux.Request) {
+	var req startHead
 	if r.Decode(&req) != nil {
 		return
 	}
@@ -166,88 +191,212 @@ func (x *host) start(r *flux.Request) {
 		r.Errorf(syscall.EPERM, "job-shell.start is for job-exec only")
 		return
 	}
-	if _, dup := x.jobs[req.ID]; dup {
+	if e := m.byJob[req.ID]; e != nil && !e.ended {
 		r.Errorf(syscall.EEXIST, "job %s is already running here", req.ID.String())
 		return
 	}
-	js, err := jobspec.Parse(req.Jobspec)
+	p := m.take(uint32(os.Getuid())) // pool.go: shells run as the instance owner
+	e := &jobEntry{p: p, userid: req.Userid}
+	m.byJob[req.ID] = e
+	p.busy++
+	payload := r.Msg.JSON()
+	p.whenReady(func(err error) {
+		if err != nil {
+			m.jobGone(req.ID, e)
+			r.RespondError(fmt.Errorf("job shell on %s: %w", m.where(), err))
+			return
+		}
+		m.relayStream(r, e, req.ID, "start", payload)
+	})
+}
+
+// relayStream sends method to the job's shell and relays its stream of
+// responses to r.
+func (m *manager) relayStream(r *flux.Request, e *jobEntry, id jobid.ID, method string, payload []byte) {
+	f, err := m.h.RPCRaw(e.p.svc+"."+method, uint32(m.rank), payload, flux.Streaming)
 	if err != nil {
-		r.Errorf(syscall.EINVAL, "jobspec: %v", err)
-		return
-	}
-	R, err := rset.Parse(req.R)
-	if err != nil {
-		r.Errorf(syscall.EINVAL, "R: %v", err)
-		return
-	}
-	po, err := shell.PlanOptionsFrom(js)
-	if err != nil {
-		r.Errorf(syscall.EINVAL, "%v", err)
-		return
-	}
-	plan, err := shell.MakePlan(js, R, po)
-	if err != nil {
-		r.Errorf(syscall.EINVAL, "%v", err)
-		return
-	}
-	idx := plan.Index(x.rank)
-	if idx < 0 {
-		r.Errorf(syscall.EINVAL, "rank %d is not in job %s's resources", x.rank, req.ID.String())
-		return
-	}
-	cred, err := x.credential(req.Userid)
-	if err != nil {
+		m.jobEnded(id, e)
 		r.RespondError(err)
 		return
 	}
-	j := newJob(x, req, js, plan, idx, r)
-	x.jobs[req.ID] = j
-	if err := j.run(cred); err != nil {
-		delete(x.jobs, req.ID)
-		r.RespondError(fmt.Errorf("job %s: %w", req.ID.String(), err))
+	e.streams++
+	exited := false
+	f.Then(func(msg *flux.Message, err error) {
+		if err != nil {
+			e.streams--
+			switch {
+			case flux.ErrnoOf(err) != syscall.ENODATA:
+				if method == "start" {
+					m.jobGone(id, e)
+				}
+				r.RespondError(err)
+				return
+			case exited:
+				m.jobEnded(id, e)
+			}
+			r.EndStream()
+			return
+		}
+		b := msg.JSON()
+		if !exited && bytes.Contains(b, []byte(`"type":"exit"`)) {
+			exited = true
+		}
+		r.RespondRaw(b)
+	})
+}
+
+// jobEnded: the job's stream ended; the shell keeps its record a while.
+func (m *manager) jobEnded(id jobid.ID, e *jobEntry) {
+	if e.ended {
 		return
+	}
+	e.ended = true
+	e.p.busy--
+	if e.p.busy == 0 {
+		e.p.idleSince = time.Now()
+	}
+	time.AfterFunc(endedLinger, func() {
+		m.h.Post(func() {
+			if m.byJob[id] == e {
+				delete(m.byJob, id)
+			}
+		})
+	})
+}
+
+// jobGone forgets a job its shell does not have.
+func (m *manager) jobGone(id jobid.ID, e *jobEntry) {
+	if !e.ended {
+		e.ended = true
+		e.p.busy--
+		if e.p.busy == 0 {
+			e.p.idleSince = time.Now()
+		}
+	}
+	if m.byJob[id] == e {
+		delete(m.byJob, id)
 	}
 }
 
-func (x *host) kill(r *flux.Request) {
-	var req struct {
-		ID     jobid.ID `json:"id"`
-		Signum int      `json:"signum"`
-	}
-	if r.Decode(&req) != nil {
-		return
-	}
-	if !r.IsOwner() {
-		r.Errorf(syscall.EPERM, "job-shell.kill is for job-exec only")
-		return
-	}
-	j, ok := x.jobs[req.ID]
-	if !ok {
-		r.Errorf(syscall.ENOENT, "job %s is not running here", req.ID.String())
-		return
-	}
-	j.signal(syscall.Signal(req.Signum))
-	r.Respond(nil)
-}
+// endedLinger matches the shells' own (they keep an ended job's record
+// for a restarted job-exec that lost its end).
+const endedLinger = 15 * time.Second
 
-// pids (job-shell.pids): {id} → {tasks: [{rank, pid}]}, the
-// process IDs of the job's tasks on this node (flux job hostpids). Only
-// the job's owner and the instance owner may ask.
-func (x *host) pids(r *flux.Request) {
+// attach (job-shell.attach {id}, streaming, from job-exec) binds a new
+// stream to a job a shell here holds. While shells that ran before the
+// module loaded are still coming back, it waits for them.
+func (m *manager) attach(r *flux.Request) {
 	var req struct {
 		ID jobid.ID `json:"id"`
 	}
 	if r.Decode(&req) != nil {
 		return
 	}
-	j, ok := x.jobs[req.ID]
-	if !ok || j.sh == nil {
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "job-shell.attach is for job-exec only")
+		return
+	}
+	if e := m.byJob[req.ID]; e != nil && e.p.ready {
+		if e.ended {
+			// the job ended and its stream was relayed: a job-exec that
+			// lost its end asks again
+			e.ended = false
+			e.p.busy++
+		}
+		m.relayStream(r, e, req.ID, "attach", r.Msg.JSON())
+		return
+	}
+	if len(m.expect) > 0 {
+		m.queued = append(m.queued, func() { m.attach(r) })
+		return
+	}
+	r.Errorf(syscall.ENOENT, "no job shell on %s holds job %s: it did not survive (its node or shell restarted)", m.where(), req.ID.String())
+}
+
+// relayByJob relays job-shell.METHOD {id, ...} to the shell holding id.
+func (m *manager) relayByJob(r *flux.Request) {
+	var req struct {
+		ID jobid.ID `json:"id"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "%s is for job-exec and job shells only", r.Topic())
+		return
+	}
+	e := m.byJob[req.ID]
+	if (e == nil || !e.p.ready) && len(m.expect) > 0 {
+		// its shell may be one still coming back
+		m.queued = append(m.queued, func() { m.relayByJob(r) })
+		return
+	}
+	if e == nil || !e.p.ready {
+		r.Errorf(syscall.ENOENT, "job %s is not running on %s", req.ID.String(), m.where())
+		return
+	}
+	m.relay(r, e.p, r.Topic()[len("job-shell."):])
+}
+
+// relay passes r to the shell's method and its answer back.
+func (m *manager) relay(r *flux.Request, p *proc, method string) {
+	var flags uint8
+	if r.Msg.NoResponse() {
+		flags = flux.NoResponse
+	}
+	f, err := m.h.RPCRaw(p.svc+"."+method, uint32(m.rank), r.Msg.JSON(), flags)
+	if err != nil {
+		r.RespondError(err)
+		return
+	}
+	if flags != 0 {
+		return
+	}
+	f.Then(func(msg *flux.Message, err error) {
+		if err != nil {
+			r.RespondError(err)
+			return
+		}
+		r.RespondRaw(msg.JSON())
+	})
+}
+
+// pids (job-shell.pids {id}): the job's owner and the instance owner may
+// ask for its task PIDs here (flux job hostpids).
+func (m *manager) pids(r *flux.Request) {
+	var req struct {
+		ID jobid.ID `json:"id"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	e := m.byJob[req.ID]
+	if e == nil || e.ended || !e.p.ready {
 		r.Errorf(syscall.ENOENT, "no tasks of job %s here", req.ID.String())
 		return
 	}
-	if !r.IsOwner() && r.Userid() != j.userid {
+	if !r.IsOwner() && r.Userid() != e.userid {
 		r.Errorf(syscall.EPERM, "job %s belongs to another user", req.ID.String())
 		return
 	}
-	r.Respond(map[string]any{"tasks": j.sh.PIDs()})
+	m.relay(r, e.p, "pids")
+}
+
+// list (job-shell.list): the jobs running here (instance owner).
+func (m *manager) list(r *flux.Request) {
+	if !r.IsOwner() { // job ids of every user
+		r.Errorf(syscall.EPERM, "job-shell.list is for the instance owner")
+		return
+	}
+	ids := make([]jobid.ID, 0, len(m.byJob))
+	for id, e := range m.byJob {
+		if !e.ended {
+			ids = append(ids, id)
+		}
+	}
+	shells := make([]map[string]any, 0, len(m.shells))
+	for _, p := range m.shells {
+		shells = append(shells, map[string]any{"pid": p.pid, "ready": p.ready, "busy": p.busy})
+	}
+	r.Respond(map[string]any{"jobs": ids, "shells": shells})
 }

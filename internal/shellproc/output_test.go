@@ -1,4 +1,4 @@
-package jobshell
+package shellproc
 
 import (
 	"encoding/json"

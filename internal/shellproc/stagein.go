@@ -1,4 +1,4 @@
-package jobshell
+package shellproc
 
 import (
 	"context"
@@ -260,8 +260,10 @@ func (s *stageIn) interrupt(sig syscall.Signal) {
 // startFailed answers job-exec's start request with err, after the start
 // handler returned: job-exec raises an exception on the job with it.
 func (j *job) startFailed(err error) {
-	delete(j.x.jobs, j.id)
-	j.req.RespondError(fmt.Errorf("job %s: %w", j.id.String(), err))
+	j.x.forget(j)
+	if j.req != nil {
+		j.req.RespondError(fmt.Errorf("job %s: %w", j.id.String(), err))
+	}
 }
 
 // extractArchives writes the files of spec's archives into spec.dir and

@@ -1,4 +1,4 @@
-package jobshell
+package shellproc
 
 // Task output. Every shell's task output goes to the job's leader shell,
 // which is the one writer of the output eventlog (RFC 24) and of output
@@ -22,6 +22,7 @@ package jobshell
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -118,7 +119,13 @@ type outputLog struct {
 	pending []byte        // events not yet handed to the KVS batch
 	written bool          // the log is in the KVS (or its batch)
 	queued  bool          // a flush is posted
-	files   [2]*fileTarget
+	// spool keeps everything written, to write it all again after a
+	// reconnect (resync: the KVS may have lost some of it)
+	spool  spool
+	resync bool
+	// fwdSeq is, by broker rank, the last forwarded request taken
+	fwdSeq map[uint]int
+	files  [2]*fileTarget
 	// open has, per task rank, a bit per stream not yet ended
 	open  []uint8
 	nopen int // tasks with a stream not yet ended
@@ -126,7 +133,9 @@ type outputLog struct {
 
 // newOutputLog sets up the leader's output: the header, output files.
 func newOutputLog(j *job) (*outputLog, error) {
-	o := &outputLog{j: j, key: j.dir + ".guest.output", open: make([]uint8, j.plan.NTasks)}
+	o := &outputLog{j: j, key: j.dir + ".guest.output", open: make([]uint8, j.plan.NTasks),
+		spool:  spool{path: filepath.Join(j.x.opts.Dir, "output-"+strconv.FormatUint(uint64(j.id), 10))},
+		fwdSeq: map[uint]int{}}
 	for i := range o.open {
 		o.open[i] = 3
 	}
@@ -289,13 +298,45 @@ func (o *outputLog) flush() {
 	if len(o.pending) == 0 {
 		return
 	}
+	if !o.j.x.conn.up {
+		o.resync = true // kept, and written whole once reconnected
+	}
 	if !o.written {
 		o.written = true
-		o.j.x.batch.Put(o.key, append(o.header, o.pending...))
+		o.spool.write(o.header)
+		o.spool.write(o.pending)
+		if !o.resync {
+			o.j.x.batch.Put(o.key, append(o.header, o.pending...))
+		}
 	} else {
-		o.j.x.batch.Append(o.key, o.pending)
+		o.spool.write(o.pending)
+		if !o.resync {
+			o.j.x.batch.Append(o.key, o.pending)
+		}
 	}
 	o.pending = o.pending[:0]
+}
+
+// rewrite writes the whole log again (after a reconnect); the job's
+// stream says nothing until it is committed.
+func (o *outputLog) rewrite() {
+	j := o.j
+	data, err := o.spool.bytes()
+	if err != nil {
+		j.x.log.Error("job output: cannot read what was kept", "id", j.id.String(), "err", err)
+		return
+	}
+	o.resync = false
+	j.syncing = true
+	j.x.batch.Put(o.key, data)
+	j.x.batch.AfterCommit(func(err error) {
+		j.syncing = false
+		if err != nil {
+			o.resync = true // the next connection tries again
+			return
+		}
+		j.replay()
+	})
 }
 
 // handoff returns the whole log when nothing of it has been written (it
@@ -366,7 +407,10 @@ type outputChunk struct {
 	EOF    bool   `json:"eof,omitempty"`
 }
 
-// forwarder sends a non-leader shell's output to the leader.
+// forwarder sends a non-leader shell's output to the leader. A request
+// the leader did not take (its broker or ours is down) goes again,
+// whole and with the same sequence number, so the leader takes each
+// once.
 type forwarder struct {
 	j        *job
 	batch    time.Duration // output.batch-timeout
@@ -375,6 +419,9 @@ type forwarder struct {
 	queued   bool
 	closing  bool
 	closed   func()
+	seq      int           // of the last request made
+	retry    []outputChunk // the chunks of request seq, not yet taken
+	retrying bool          // a retry is scheduled
 }
 
 // add queues a chunk; data is sent soon, the end of a stream with the
@@ -391,34 +438,59 @@ func (fw *forwarder) send() {
 	if fw.inflight {
 		return
 	}
-	if len(fw.pending) == 0 {
-		if fw.closing && fw.closed != nil {
-			done := fw.closed
-			fw.closed = nil
-			done()
+	if fw.retry == nil {
+		if len(fw.pending) == 0 {
+			if fw.closing && fw.closed != nil {
+				done := fw.closed
+				fw.closed = nil
+				done()
+			}
+			return
 		}
-		return
+		fw.queued = false
+		fw.retry = fw.pending
+		fw.pending = nil
+		fw.seq++
 	}
-	fw.queued = false
 	j := fw.j
-	chunks := fw.pending
-	fw.pending = nil
+	if !j.x.conn.up {
+		return // sent again once reconnected
+	}
 	leader := uint32(j.plan.Ranks[0])
-	f, err := j.x.h.RPC("job-shell.output", leader, map[string]any{"id": j.id, "output": chunks}, 0)
+	f, err := j.x.h.RPC("job-shell.output", leader, map[string]any{"id": j.id, "rank": j.x.rank, "seq": fw.seq, "output": fw.retry}, 0)
 	if err != nil {
-		j.x.log.Error("cannot forward output to the leader shell", "id", j.id.String(), "err", err)
-		fw.send()
+		fw.again()
 		return
 	}
 	fw.inflight = true
 	f.Then(func(_ *flux.Message, err error) {
 		fw.inflight = false
-		if err != nil {
+		switch {
+		case err == nil:
+			fw.retry = nil
+		case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EPROTO):
+			// the leader has no such job any more: it will never take it
 			j.x.log.Error("output lost: the leader shell did not take it", "id", j.id.String(), "err", err)
+			fw.retry = nil
+		default:
+			fw.again() // a broker on the way is down: later
+			return
 		}
 		if fw.closing || len(fw.pending) > 0 {
 			fw.send()
 		}
+	})
+}
+
+// again sends the request not taken again a little later.
+func (fw *forwarder) again() {
+	if fw.retrying {
+		return
+	}
+	fw.retrying = true
+	fw.j.after(250*time.Millisecond, func() {
+		fw.retrying = false
+		fw.send()
 	})
 }
 
@@ -444,6 +516,8 @@ func (j *job) output(o shell.Output) {
 func (x *host) outputRequest(r *flux.Request) {
 	var req struct {
 		ID     jobid.ID      `json:"id"`
+		Rank   uint          `json:"rank"`
+		Seq    int           `json:"seq"`
 		Output []outputChunk `json:"output"`
 	}
 	if r.Decode(&req) != nil {
@@ -457,6 +531,13 @@ func (x *host) outputRequest(r *flux.Request) {
 	if !ok || j.out == nil {
 		r.Errorf(syscall.ENOENT, "job %s has no leader shell here", req.ID.String())
 		return
+	}
+	if req.Seq > 0 {
+		if req.Seq <= j.out.fwdSeq[req.Rank] {
+			r.Respond(nil) // taken already: its response was lost
+			return
+		}
+		j.out.fwdSeq[req.Rank] = req.Seq
 	}
 	for _, c := range req.Output {
 		j.out.add(c.Stream, c.Rank, c.Data, c.EOF)

@@ -1,4 +1,4 @@
-package jobshell
+package shellproc
 
 import (
 	"context"
@@ -52,6 +52,16 @@ type job struct {
 	exitSent            bool            // the exit response is going out
 	firstExit           *shell.TaskExit // the first task to end here
 	firstExitSent       bool            // job-exec was told of it
+
+	// said is everything sent on the start stream, in order, and ended
+	// whether the stream's end was: a new stream (attach, after the
+	// first was lost with a broker) hears it all again. req is nil while
+	// no stream is attached; syncing holds the replay back until the
+	// leader has written its output again (reconnect.go).
+	said    []any
+	ended   bool
+	syncing bool
+	endedAt time.Time
 
 	cred      *syscall.Credential // the tasks' (nil: the broker's)
 	contained *jobContainment     // containment.go
@@ -369,9 +379,56 @@ func (j *job) reportStart() {
 		resp["exec"] = string(j.startExec)
 		j.startExec = nil
 	}
-	j.req.Respond(resp)
+	j.say(resp)
 	j.maybeReportTaskExit()
 	j.maybeReportExit()
+}
+
+// say sends a response on the start stream, and keeps it for a stream
+// attached later.
+func (j *job) say(resp any) {
+	j.said = append(j.said, resp)
+	if j.req != nil && !j.syncing {
+		if err := j.req.Respond(resp); err != nil {
+			j.req = nil // lost with the connection: an attach replays it
+		}
+	}
+}
+
+// endStream ends the start stream: the job reports nothing more.
+func (j *job) endStream() {
+	j.ended = true
+	if j.req != nil && !j.syncing {
+		j.req.EndStream()
+	}
+}
+
+// attach makes r the job's stream: what was said goes again, in order.
+func (j *job) attach(r *flux.Request) {
+	if j.req != nil && j.req != r {
+		// the old stream's requestor is gone (job-exec restarted, or a
+		// broker between us did): it hears nothing more
+		j.req.EndStream()
+	}
+	j.req = r
+	j.replay()
+}
+
+// replay sends everything said to the attached stream, once the job's
+// output is written again after a reconnect.
+func (j *job) replay() {
+	if j.req == nil || j.syncing {
+		return
+	}
+	for _, resp := range j.said {
+		if err := j.req.Respond(resp); err != nil {
+			j.req = nil
+			return
+		}
+	}
+	if j.ended {
+		j.req.EndStream()
+	}
 }
 
 // pmiConn is a task's PMI connection.
@@ -419,7 +476,7 @@ func (j *job) maybeReportTaskExit() {
 		return
 	}
 	j.firstExitSent = true
-	j.req.Respond(map[string]any{"type": "task-exit", "rank": j.firstExit.Rank, "status": j.firstExit.WaitStatus})
+	j.say(map[string]any{"type": "task-exit", "rank": j.firstExit.Rank, "status": j.firstExit.WaitStatus})
 }
 
 // finished runs once this node's tasks have exited and their output was
@@ -478,10 +535,11 @@ func (j *job) reportExit(outputLog []byte) {
 	if outputLog != nil {
 		resp["output"] = string(outputLog)
 	}
-	j.req.Respond(resp)
-	j.req.EndStream()
+	j.say(resp)
+	j.endStream()
 	j.abandon()
-	delete(x.jobs, j.id)
+	x.forget(j)
+	x.keepEnded(j) // reconnect.go
 }
 
 func (j *job) signal(sig syscall.Signal) {
@@ -496,6 +554,6 @@ func (j *job) signal(sig syscall.Signal) {
 // exception and ends the job.
 func (j *job) abort(rank, code int, msg string) {
 	j.x.h.Post(func() {
-		j.req.Respond(map[string]any{"type": "abort", "rank": rank, "code": code, "note": msg})
+		j.say(map[string]any{"type": "abort", "rank": rank, "code": code, "note": msg})
 	})
 }

@@ -1,4 +1,4 @@
-package jobshell
+package shellproc
 
 // Containment of a job's tasks on this node.
 //

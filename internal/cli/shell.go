@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fluxgo/fluxgo/internal/shellproc"
+)
+
+func newShellCmd() *cobra.Command {
+	var o shellproc.Options
+	cmd := &cobra.Command{
+		Use:   "shell --uri URI --dir DIR",
+		Short: "Run job shells for a broker (started by the job-shell module)",
+		Long: `flux shell is the job shell: the process that runs a job's tasks on one
+node, holds their output, serves PMI and delivers signals. The job-shell
+module of each broker starts shells as jobs need them and hands them the
+jobs; users do not run it. A shell outlives its broker: when the broker
+stops or crashes the tasks go on, and the shell connects to the broker
+that comes back on the node (it reads its URI from DIR/broker.uri). See
+docs/RESTART.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.URI == "" || o.Dir == "" {
+				return errors.New("--uri and --dir are required (the job-shell module gives them)")
+			}
+			o.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			// the broker's session is not ours: a terminal's hangup or a
+			// signal to the broker's process group must not end the jobs
+			signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)
+			err := shellproc.Run(ctx, o)
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.URI, "uri", "", "the broker's local URI")
+	f.StringVar(&o.Dir, "dir", "", "the node's shell directory")
+	return cmd
+}

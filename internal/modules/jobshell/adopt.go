@@ -1,0 +1,162 @@
+package jobshell
+
+// Taking shells back. Each shell keeps a record (shell-PID: its PID,
+// start time and user) in the shell directory while it runs. When the
+// module loads it writes the broker's URI there (broker.uri), which the
+// shells of an earlier broker poll for, and lists the records of shells
+// still running: those are expected back. A shell already connected to
+// this broker (the module was reloaded) is asked for its hello; the
+// others connect on their own and say hello. Until every expected shell
+// is back, or settleTimeout has passed, an attach for a job no shell has
+// claimed waits: then it fails, the job's shell is gone.
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/shellproc"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+)
+
+// settleTimeout bounds the wait for the shells expected back (they poll
+// for the broker every 500 ms at most).
+const settleTimeout = 10 * time.Second
+
+// adopt looks for shells of an earlier broker or module and tells them
+// where this broker is.
+func (m *manager) adopt(ctx context.Context) error {
+	ents, err := os.ReadDir(m.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, "shell-") || strings.HasSuffix(name, ".new") {
+			continue
+		}
+		path := filepath.Join(m.dir, name)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		rec, err := shellproc.ParseRecord(string(b))
+		if err != nil || !rec.Alive() {
+			os.Remove(path) // it ended without removing it (killed)
+			continue
+		}
+		m.expect[rec.PID] = rec
+	}
+	tmp := filepath.Join(m.dir, shellproc.BrokerURIFile+".new")
+	if err := os.WriteFile(tmp, []byte(m.uri+"\n"), 0o600); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(m.dir, shellproc.BrokerURIFile)); err != nil {
+		return err
+	}
+	if len(m.expect) == 0 {
+		return nil
+	}
+	m.log.Info("taking back the job shells of the node", "shells", len(m.expect))
+	for pid, rec := range m.expect {
+		// connected already (a module reload): it answers for itself
+		svc := shellproc.ProcessService(rec.Userid, pid)
+		f, err := m.h.RPC(svc+".hello", uint32(m.rank), nil, 0)
+		if err != nil {
+			continue
+		}
+		f.Then(func(msg *flux.Message, err error) {
+			if err != nil {
+				return // not connected yet: it will say hello itself
+			}
+			var hm shellproc.Hello
+			if msg.UnmarshalPayload(&hm) == nil {
+				m.adoptShell(hm, "")
+			}
+		})
+	}
+	m.settle = time.AfterFunc(settleTimeout, func() { m.post(m.settled) })
+	return nil
+}
+
+// hello (job-shell.hello, from a shell as it connects).
+func (m *manager) hello(r *flux.Request) {
+	var hm shellproc.Hello
+	if r.Decode(&hm) != nil {
+		return
+	}
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "job-shell.hello is for job shells")
+		return
+	}
+	if hm.Service == "" || hm.PID <= 0 {
+		r.Errorf(syscall.EPROTO, "job-shell.hello: pid and service are required")
+		return
+	}
+	m.adoptShell(hm, r.Msg.RouteString())
+	r.Respond(nil)
+}
+
+// adoptShell records a shell that said hello: one this module started,
+// or one of an earlier broker with the jobs it holds.
+func (m *manager) adoptShell(hm shellproc.Hello, route string) {
+	p := m.shells[hm.PID]
+	if p == nil {
+		p = &proc{pid: hm.PID, idleSince: time.Now()}
+		m.shells[hm.PID] = p
+	}
+	p.uid, p.svc = hm.Userid, hm.Service
+	if route != "" {
+		p.route = route
+	}
+	for _, id := range hm.Jobs {
+		if e := m.byJob[id]; e == nil || e.p != p {
+			m.byJob[id] = &jobEntry{p: p, userid: hm.Userid}
+			p.busy++
+		}
+	}
+	for _, id := range hm.Ended {
+		if m.byJob[id] == nil {
+			m.byJob[id] = &jobEntry{p: p, userid: hm.Userid, ended: true}
+		}
+	}
+	if p.busy == 0 && p.idleSince.IsZero() {
+		p.idleSince = time.Now()
+	}
+	wasReady := p.ready
+	p.ready = true
+	if !wasReady {
+		w := p.waiting
+		p.waiting = nil
+		for _, fn := range w {
+			fn(nil)
+		}
+	}
+	if _, ok := m.expect[hm.PID]; ok {
+		delete(m.expect, hm.PID)
+		if len(m.expect) == 0 {
+			m.settled()
+		}
+	}
+}
+
+// settled: every expected shell is back, or the wait is over. Attaches
+// that waited are answered.
+func (m *manager) settled() {
+	if m.settle != nil {
+		m.settle.Stop()
+		m.settle = nil
+	}
+	if n := len(m.expect); n > 0 {
+		m.log.Warn("job shells did not come back", "shells", n)
+		m.expect = make(map[int]shellproc.Record)
+	}
+	q := m.queued
+	m.queued = nil
+	for _, fn := range q {
+		fn()
+	}
+}

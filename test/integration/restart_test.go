@@ -1,0 +1,369 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/testinstance"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+)
+
+// Jobs outlive their brokers (seed 003: restart without killing jobs).
+// Each test runs an instance of 4 brokers with distinct host names and
+// 16 cores each, with a statedir, and checks at its end that no job
+// shell of the instance is left running.
+
+// restartable starts a 4-broker instance that keeps its state in state.
+func restartable(t *testing.T, state string, attrs ...string) *env {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts flux instances")
+	}
+	o := testinstance.Options{Size: 4, Attrs: map[string]string{
+		"statedir":                    state,
+		"resource.config":             `[{"hosts":"n[0-3]","cores":"0-15"}]`,
+		"job-exec.reattach-timeout":   "60s",
+		"job-shell.reconnect-timeout": "2m",
+	}, Args: []string{"--test-hosts=n[0-3]"}}
+	for _, kv := range attrs {
+		k, v, _ := strings.Cut(kv, "=")
+		o.Attrs[k] = v
+	}
+	return &env{t: t, inst: testinstance.Start(t, o)}
+}
+
+// shellPIDs lists the job shells running for the instance of statedir.
+func shellPIDs(state string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 1 && args[1] == "shell" && strings.Contains(string(b), "\x00"+filepath.Join(state, "shells")) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// noShellsLeft fails the test if job shells of the instance still run
+// once it has stopped (they exit once idle and without a broker), and
+// kills them.
+func noShellsLeft(t *testing.T, state string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(shellPIDs(state)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if pids := shellPIDs(state); len(pids) > 0 {
+		t.Errorf("job shells still running after the instance stopped: %v", pids)
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// killShells kills the instance's shells on exit (a test that fails
+// midway leaves none behind).
+func killShells(t *testing.T, state string) {
+	t.Cleanup(func() {
+		for _, pid := range shellPIDs(state) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+}
+
+// printer submits a 2-node job that prints before and after sleeping
+// and exits with code.
+func (e *env) printer(sleep string, code int) jobid.ID {
+	return e.submit("-N2", "-n2", "sh", "-c",
+		fmt.Sprintf("echo before $FLUX_TASK_RANK; sleep %s; echo after $FLUX_TASK_RANK; exit %d", sleep, code))
+}
+
+// checkPrinter checks a printer job's end: its exit code and all its
+// output.
+func (e *env) checkPrinter(id jobid.ID, code int) {
+	e.t.Helper()
+	r := e.flux("job", "attach", id.String())
+	if r.Code != code {
+		e.t.Errorf("job %s: flux job attach exited %d, want %d (stderr %q)", id, r.Code, code, r.Stderr)
+	}
+	for _, want := range []string{"before 0", "before 1", "after 0", "after 1"} {
+		if !strings.Contains(r.Stdout, want+"\n") {
+			e.t.Errorf("job %s: output %q lacks %q", id, r.Stdout, want)
+		}
+	}
+	if got := e.field(id, "{returncode} {exception.type}"); got != strconv.Itoa(code) {
+		e.t.Errorf("job %s: returncode and exception %q, want %d and none", id, got, code)
+	}
+}
+
+// TestRestartAfterCrash: kill -9 of every broker, then flux start from the
+// same statedir. Twenty running 2-node jobs that print before and after a
+// sleep go on: those that end while no broker is up and those that end
+// after the restart all end with their own exit codes and whole output,
+// and the exec eventlog records the reattach. Pending jobs run after.
+func TestRestartAfterCrash(t *testing.T) {
+	state := t.TempDir()
+	killShells(t, state)
+	e := restartable(t, state)
+	type job struct {
+		id   jobid.ID
+		code int
+	}
+	var jobs []job
+	for i := 0; i < 20; i++ {
+		sleep := "1" // ends while no broker is up
+		if i%2 == 1 {
+			sleep = "5" // ends after the restart
+		}
+		jobs = append(jobs, job{e.printer(sleep, i%4), i % 4})
+	}
+	pending := e.submit("-N4", "--exclusive", "true")
+	for _, j := range jobs {
+		e.waitEvent(j.id, "start")
+	}
+	// their first lines are out (the output batch is 50 ms)
+	time.Sleep(300 * time.Millisecond)
+	e.inst.Kill()
+	if n := len(shellPIDs(state)); n == 0 {
+		t.Fatal("no job shell outlived the brokers")
+	}
+	time.Sleep(1500 * time.Millisecond) // the short jobs end meanwhile
+
+	e2 := restartable(t, state)
+	for _, j := range jobs {
+		e2.checkPrinter(j.id, j.code)
+	}
+	exec := e2.must("job", "eventlog", "-p", "exec", jobs[0].id.String())
+	if !strings.Contains(exec, "reattach-start") || !strings.Contains(exec, "reattach-finish") {
+		t.Errorf("exec eventlog of a reattached job:\n%s", exec)
+	}
+	if got := e2.result(pending); got != "COMPLETED" {
+		t.Errorf("the job pending at the crash: %s", got)
+	}
+	fresh := e2.submit("-N4", "hostname")
+	if got := e2.result(fresh); got != "COMPLETED" {
+		t.Errorf("a job after the restart: %s", got)
+	}
+	e2.inst.Stop()
+	noShellsLeft(t, state)
+}
+
+// TestShutdownKeepsJobs: flux shutdown of an instance with a statedir
+// leaves its running jobs running and says so; flux start from the
+// statedir takes them back. flux shutdown --cancel-jobs ends them.
+func TestShutdownKeepsJobs(t *testing.T) {
+	state := t.TempDir()
+	killShells(t, state)
+	e := restartable(t, state)
+	a, b := e.printer("4", 3), e.printer("4", 0)
+	e.waitEvent(a, "start")
+	e.waitEvent(b, "start")
+	r := e.flux("shutdown")
+	if r.Code != 0 || !strings.Contains(r.Stderr, "2 running jobs keep running") {
+		t.Errorf("flux shutdown: exit %d, stderr %q: want it to say the 2 running jobs keep running", r.Code, r.Stderr)
+	}
+	<-e.inst.Done()
+	if len(shellPIDs(state)) == 0 {
+		t.Fatal("no job shell outlived the shutdown")
+	}
+	e2 := restartable(t, state)
+	e2.checkPrinter(a, 3)
+	e2.checkPrinter(b, 0)
+
+	c := e2.printer("30", 0)
+	e2.waitEvent(c, "start")
+	r = e2.flux("shutdown", "--cancel-jobs")
+	if r.Code != 0 || !strings.Contains(r.Stderr, "canceled 1 running jobs") {
+		t.Errorf("flux shutdown --cancel-jobs: exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	<-e2.inst.Done()
+	noShellsLeft(t, state)
+	e3 := restartable(t, state)
+	if got := e3.field(c, "{result}"); got != "CANCELED" {
+		t.Errorf("the job canceled at shutdown: %s", got)
+	}
+	e3.inst.Stop()
+	noShellsLeft(t, state)
+}
+
+// brokerProc finds the process of broker rank and its command line.
+func (e *env) brokerProc(rank int) (int, []string) {
+	e.t.Helper()
+	h := e.inst.Handle(e.t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var resp struct {
+		Value string `json:"value"`
+	}
+	if err := h.Call(ctx, "attr.get", uint32(rank), map[string]any{"name": "broker.pid"}, &resp); err != nil {
+		e.t.Fatalf("broker.pid of rank %d: %v", rank, err)
+	}
+	pid, err := strconv.Atoi(resp.Value)
+	if err != nil {
+		e.t.Fatalf("broker.pid of rank %d: %q", rank, resp.Value)
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return pid, strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+}
+
+// restartBroker starts a broker again with its command line, for the
+// rest of the test.
+func restartBroker(t *testing.T, argv []string) {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = os.Environ()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+}
+
+// TestLeafBrokerRestart: kill -9 of one leaf broker and its restart
+// alone. Its jobs continue (output and exit codes whole); jobs on other
+// nodes are untouched; a job canceled while the broker is down ends
+// once it is back.
+func TestLeafBrokerRestart(t *testing.T) {
+	state := t.TempDir()
+	killShells(t, state)
+	e := restartable(t, state)
+	// rank 3 (n3) is a leaf
+	on3 := e.submit("--requires=host:n3", "-N1", "sh", "-c", "echo before; sleep 3; echo after; exit 5")
+	across := e.submit("--requires=host:n[2-3]", "-N2", "-n2", "sh", "-c",
+		"echo before $FLUX_TASK_RANK; sleep 3; echo after $FLUX_TASK_RANK; exit 6")
+	elsewhere := e.submit("--requires=host:n[0-1]", "-N2", "-n2", "sh", "-c",
+		"echo before $FLUX_TASK_RANK; sleep 3; echo after $FLUX_TASK_RANK")
+	victim := e.submit("--requires=host:n3", "-N1", "sleep", "300")
+	for _, id := range []jobid.ID{on3, across, elsewhere, victim} {
+		e.waitEvent(id, "start")
+	}
+	pid, argv := e.brokerProc(3)
+	syscall.Kill(pid, syscall.SIGKILL)
+	e.waitFor("rank 3 to be lost", func() bool {
+		return strings.Contains(e.must("overlay", "status", "--no-pretty", "--summary"), "lost") ||
+			e.flux("exec", "-r", "3", "true").Code != 0
+	})
+	e.must("cancel", victim.String())
+	time.Sleep(500 * time.Millisecond)
+	restartBroker(t, argv)
+
+	r := e.flux("job", "attach", on3.String())
+	if r.Code != 5 || r.Stdout != "before\nafter\n" {
+		t.Errorf("job on the restarted node: exit %d, output %q", r.Code, r.Stdout)
+	}
+	r = e.flux("job", "attach", across.String())
+	if r.Code != 6 || !strings.Contains(r.Stdout, "after 1") || !strings.Contains(r.Stdout, "after 0") {
+		t.Errorf("job across the restarted node: exit %d, output %q", r.Code, r.Stdout)
+	}
+	r = e.flux("job", "attach", elsewhere.String())
+	if r.Code != 0 || !strings.Contains(r.Stdout, "after 1") {
+		t.Errorf("job on other nodes: exit %d, output %q, stderr %q", r.Code, r.Stdout, r.Stderr)
+	}
+	if got := e.result(victim); got != "CANCELED" {
+		t.Errorf("job canceled while its broker was down: %s", got)
+	}
+	e.inst.Stop()
+	noShellsLeft(t, state)
+}
+
+// TestLostNodeEndsJob: a job whose node never comes back ends with a
+// node-failure exception naming the node once job-exec.reattach-timeout
+// has passed, and its resources are freed; one whose node comes back
+// without its shell (the node rebooted) ends at once.
+func TestLostNodeEndsJob(t *testing.T) {
+	state := t.TempDir()
+	killShells(t, state)
+	e := restartable(t, state, "job-exec.reattach-timeout=3s")
+	gone := e.submit("--requires=host:n3", "-N1", "sleep", "300")
+	rebooted := e.submit("--requires=host:n2", "-N1", "sleep", "300")
+	e.waitEvent(gone, "start")
+	e.waitEvent(rebooted, "start")
+	pid3, _ := e.brokerProc(3)
+	pid2, argv2 := e.brokerProc(2)
+	// a node rebooting takes its shells with it
+	syscall.Kill(pid2, syscall.SIGKILL)
+	syscall.Kill(pid3, syscall.SIGKILL)
+	for _, pid := range shellPIDs(state) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if strings.Contains(string(b), filepath.Join(state, "shells", "2")) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	restartBroker(t, argv2)
+	e.waitEvent(rebooted, "clean")
+	if got := e.field(rebooted, "{result} {exception.type} {exception.note}"); !strings.Contains(got, "node-failure") || !strings.Contains(got, "n2") {
+		t.Errorf("job whose node came back without its shell: %q", got)
+	}
+	e.waitEvent(gone, "clean")
+	if got := e.field(gone, "{result} {exception.type} {exception.note}"); !strings.Contains(got, "node-failure") || !strings.Contains(got, "n3") {
+		t.Errorf("job whose node never came back: %q", got)
+	}
+	if got := e.must("resource", "list", "-s", "allocated", "-n", "-o", "{nnodes}"); got != "0" {
+		t.Errorf("nodes still allocated after the jobs ended: %s", got)
+	}
+	e.inst.Stop()
+	// the shell on n3 outlives its broker: it gives up once the instance
+	// is gone for good
+	for _, pid := range shellPIDs(state) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// TestRestartMultiUser: as root, the jobs of two users (root and a
+// guest) survive kill -9 of every broker and a restart; each task runs
+// as its user throughout, and each user sees their own job end with its
+// exit code and output.
+func TestRestartMultiUser(t *testing.T) {
+	state := t.TempDir()
+	killShells(t, state)
+	e := restartable(t, state)
+	if !canRunAsGuest(e) {
+		t.Skip("needs root, to run commands as user nobody")
+	}
+	script := "id -u; sleep 3; id -u; exit %d"
+	mine := e.submit("-N2", "-n2", "sh", "-c", fmt.Sprintf(script, 3))
+	r := e.asGuest("submit", "-N2", "-n2", "sh", "-c", fmt.Sprintf(script, 4))
+	if r.Code != 0 {
+		t.Fatalf("guest submit: %+v", r)
+	}
+	theirs := jobid.MustParse(strings.TrimSpace(r.Stdout))
+	e.waitEvent(mine, "start")
+	e.waitEvent(theirs, "start")
+	time.Sleep(300 * time.Millisecond)
+	e.inst.Kill()
+	e2 := restartable(t, state)
+	r = e2.flux("job", "attach", mine.String())
+	if r.Code != 3 || r.Stdout != "0\n0\n0\n0\n" {
+		t.Errorf("root's job: exit %d, output %q", r.Code, r.Stdout)
+	}
+	r = e2.asGuest("job", "attach", theirs.String())
+	want := strings.Repeat(strconv.Itoa(guestUID)+"\n", 4)
+	if r.Code != 4 || r.Stdout != want {
+		t.Errorf("the guest's job: exit %d, output %q, want %q", r.Code, r.Stdout, want)
+	}
+	e2.inst.Stop()
+	noShellsLeft(t, state)
+}
