@@ -34,11 +34,13 @@ func TestJobsCommandsIntegration(t *testing.T) {
 			t.Skip("job-ingest is not loaded: the job pipeline is not complete yet")
 		}
 	}
+	// one after the other: inactive jobs list most recently ended first,
+	// and two jobs running at once may end in either order
 	ok := strings.TrimSpace(inst.MustRun(t, "submit", "-n1", "true"))
-	bad := strings.TrimSpace(inst.MustRun(t, "submit", "-n1", "false"))
-	held := strings.TrimSpace(inst.MustRun(t, "submit", "--urgency=0", "-n1", "sleep", "100"))
 	inst.MustRun(t, "job", "wait-event", "-t", "20", ok, "clean")
+	bad := strings.TrimSpace(inst.MustRun(t, "submit", "-n1", "false"))
 	inst.MustRun(t, "job", "wait-event", "-t", "20", bad, "clean")
+	held := strings.TrimSpace(inst.MustRun(t, "submit", "--urgency=0", "-n1", "sleep", "100"))
 
 	out := inst.MustRun(t, "jobs", "-a")
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -30,6 +32,14 @@ docs/RESTART.md.`,
 				return errors.New("--uri and --dir are required (the job-shell module gives them)")
 			}
 			o.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			// A shell's work is light and comes in bursts (a job's start
+			// and end): one thread running Go code wakes fewer threads per
+			// message, which measured 10% less CPU per /bin/true job
+			// (bench/exec); the tasks are processes of their own. Its
+			// heap is small, so a collection costs little but comes often:
+			// a higher GOGC halves them.
+			runtime.GOMAXPROCS(1)
+			debug.SetGCPercent(400)
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
 			// the broker's session is not ours: a terminal's hangup or a

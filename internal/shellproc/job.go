@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/internal/pmi"
 	"github.com/fluxgo/fluxgo/internal/shell"
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -374,12 +375,15 @@ func (j *job) reportStart() {
 		return
 	}
 	j.startSent = true
-	resp := map[string]any{"type": "start", "rank": j.x.rank}
+	// {"exec"?,"rank","type"}, by hand: a response per job per node
+	b := make([]byte, 0, 64+2*len(j.startExec))
+	b = append(b, '{')
 	if len(j.startExec) > 0 {
-		resp["exec"] = string(j.startExec)
+		b = append(jsonwire.AppendPlainString(append(b, `"exec":`...), j.startExec), ',')
 		j.startExec = nil
 	}
-	j.say(resp)
+	b = append(jsonwire.AppendUint(append(b, `"rank":`...), uint64(j.x.rank)), `,"type":"start"}`...)
+	j.say(json.RawMessage(b))
 	j.maybeReportTaskExit()
 	j.maybeReportExit()
 }
@@ -530,12 +534,16 @@ func (j *job) reportExit(outputLog []byte) {
 	x := j.x
 	// the tasks' directory goes before the job can be seen to end
 	j.removeTmpdir()
-	resp := map[string]any{"type": "exit", "rank": x.rank, "status": j.status, "ntasks": j.ntasks,
-		"exec": string(j.exitExec)}
+	// {"exec","ntasks","output"?,"rank","status","type"}
+	b := make([]byte, 0, 96+2*(len(j.exitExec)+len(outputLog)))
+	b = jsonwire.AppendPlainString(append(b, `{"exec":`...), j.exitExec)
+	b = jsonwire.AppendInt(append(b, `,"ntasks":`...), int64(j.ntasks))
 	if outputLog != nil {
-		resp["output"] = string(outputLog)
+		b = jsonwire.AppendPlainString(append(b, `,"output":`...), outputLog)
 	}
-	j.say(resp)
+	b = jsonwire.AppendUint(append(b, `,"rank":`...), uint64(x.rank))
+	b = jsonwire.AppendInt(append(b, `,"status":`...), int64(j.status))
+	j.say(json.RawMessage(append(b, `,"type":"exit"}`...)))
 	j.endStream()
 	j.abandon()
 	x.forget(j)

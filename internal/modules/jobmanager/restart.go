@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -32,8 +33,16 @@ func (m *manager) restore(ctx context.Context) (restored, failed int, err error)
 		return 0, 0, err
 	}
 	var active []*job
-	for _, dir := range dirs {
-		j, err := m.replay(ctx, dir)
+	logs := make([][]byte, len(dirs))
+	errs := make([]error, len(dirs))
+	for i, dir := range dirs {
+		if i%restoreChunk == 0 {
+			// the eventlogs of the next chunk, read concurrently: one
+			// KVS lookup per job, whose round trips add up at 64k jobs
+			prefetchEventlogs(ctx, m, dirs[i:min(i+restoreChunk, len(dirs))], logs[i:], errs[i:])
+		}
+		j, err := m.replay(ctx, dir, logs[i], errs[i])
+		logs[i] = nil
 		if err != nil {
 			// The record cannot be read: the job is not restored, but
 			// its ID stays used (job-ingest never gives it out again).
@@ -83,13 +92,53 @@ func walkJobDirs(ctx context.Context, m *manager, key string, depth int, out *[]
 	return nil
 }
 
-// replay reads one job's records and applies its events.
-func (m *manager) replay(ctx context.Context, dir string) (*job, error) {
-	id, err := jobid.Parse(strings.TrimPrefix(dir, "job."))
-	if err != nil {
-		return nil, fmt.Errorf("bad job directory: %w", err)
+// applyReadsContext reports whether apply reads the context of events
+// called name: the others (alloc with its annotations among them) are
+// not decoded at a restore, which reads every job's eventlog.
+func applyReadsContext(name string) bool {
+	switch name {
+	case "validate", "invalidate", "depend", "alloc", "prolog-start", "epilog-start",
+		"prolog-finish", "epilog-finish", "start", "free", "clean", "flux-restart":
+		return false
 	}
-	raw, err := kvs.GetRaw(ctx, m.h, "", dir+".eventlog")
+	return true
+}
+
+// restoreChunk and restoreReaders: restore reads eventlogs this many
+// jobs at a time, with this many lookups in flight.
+const (
+	restoreChunk   = 4096
+	restoreReaders = 16
+)
+
+// prefetchEventlogs reads the eventlogs of dirs into logs (errors into
+// errs), restoreReaders at a time.
+func prefetchEventlogs(ctx context.Context, m *manager, dirs []string, logs [][]byte, errs []error) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < restoreReaders; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				logs[i], errs[i] = kvs.GetRaw(ctx, m.h, "", dirs[i]+".eventlog")
+			}
+		}()
+	}
+	for i := range dirs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+// replay applies the events of one job's eventlog raw (read with error
+// err) and reads the rest of an active job's records.
+func (m *manager) replay(ctx context.Context, dir string, raw []byte, err error) (*job, error) {
+	id, perr := jobid.Parse(strings.TrimPrefix(dir, "job."))
+	if perr != nil {
+		return nil, fmt.Errorf("bad job directory: %w", perr)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +161,7 @@ func (m *manager) replay(ctx context.Context, dir string) (*job, error) {
 	j.eventlog = raw
 	for _, ev := range evs[1:] {
 		var ctx map[string]any
-		if len(ev.Context) > 0 {
+		if len(ev.Context) > 0 && applyReadsContext(ev.Name) {
 			json.Unmarshal(ev.Context, &ctx)
 		}
 		m.apply(j, ev.Name, ctx)
