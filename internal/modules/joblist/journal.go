@@ -192,8 +192,13 @@ func (s *service) allocAnnotations(r *record, ctx json.RawMessage) {
 // submitted and ended while job-list was not subscribed).
 func (s *service) reconcile() {
 	var stale []jobid.ID
+	inactive := make(map[jobid.ID]bool, len(s.backlogInactive))
+	for _, id := range s.backlogInactive {
+		inactive[id] = true
+	}
 	for id, r := range s.idx.jobs {
-		if _, ok := s.backlogSeen[id]; !ok && r.state != job.StateInactive {
+		_, seen := s.backlogSeen[id]
+		if r.state != job.StateInactive && (!seen || inactive[id]) {
 			stale = append(stale, id)
 		}
 	}
