@@ -28,5 +28,28 @@ b=$(flux batch -N2 --output=/dev/null --wrap flux pool pull -p demo)
 step flux job status "$a" "$b"
 step flux pool list -p demo
 SCRIPT
-trap 'rm -f /tmp/fluxgo-demo.$$' EXIT
+trap 'rm -rf /tmp/fluxgo-demo.$$ /tmp/fluxgo-demo-state.$$' EXIT
 flux start -s 4 bash /tmp/fluxgo-demo.$$
+
+# seed 003: a running job outlives its brokers. An instance with a
+# statedir is shut down while a job prints before and after a sleep; the
+# job's shells run on; the instance started again takes it back.
+state=/tmp/fluxgo-demo-state.$$
+cat > /tmp/fluxgo-demo.$$ <<'SCRIPT'
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+id=$(flux submit -N2 -n2 sh -c 'echo before on rank $FLUX_TASK_RANK; sleep 3; echo after on rank $FLUX_TASK_RANK; exit 3')
+flux job wait-event "$id" start >/dev/null
+echo "$id" > "$STATE_ID"
+step flux shutdown
+SCRIPT
+STATE_ID=$state.id flux start -s 4 -Sstatedir=$state bash /tmp/fluxgo-demo.$$ || true
+cat > /tmp/fluxgo-demo.$$ <<'SCRIPT'
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+id=$(cat "$STATE_ID")
+step flux jobs -a
+step flux job attach "$id" || echo "(exit code $?)"
+step flux job eventlog -p exec "$id"
+SCRIPT
+printf '\n\033[1m(the instance is down; the job runs on: flux start -s 4 -Sstatedir=...)\033[0m\n'
+STATE_ID=$state.id flux start -s 4 -Sstatedir=$state bash /tmp/fluxgo-demo.$$
+rm -f $state.id
