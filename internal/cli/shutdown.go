@@ -47,7 +47,8 @@ them to end. An instance with a statedir (-Sstatedir=DIR) leaves them
 running, as Slurm's daemons do: their job shells go on without a broker,
 and the instance takes them back when it is started again from the same
 statedir. --cancel-jobs ends them first in either case. Pending jobs
-stay pending for the next start.`,
+stay pending for the next start from the statedir (without one, nothing
+is kept).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var h *flux.Handle

@@ -155,8 +155,21 @@ func runStart(o startOptions, args []string, stderr io.Writer) error {
 // startTestInstance runs size brokers on this host, rank 0 with the
 // initial program, and waits for them all.
 func startTestInstance(exe string, o startOptions, common, hosts, args []string, exitTimeout time.Duration, stderr io.Writer) error {
-	base, err := os.MkdirTemp("", "flux-")
+	// -Srundir=DIR names the brokers' parent directory (each broker's
+	// is DIR/RANK): a stable one keeps the brokers' URIs across
+	// restarts; otherwise a temporary one
+	base, ownBase := "", true
+	attrsIn, err := parseSetattrs(o.setattrs)
 	if err != nil {
+		return err
+	}
+	if dir := attrsIn["rundir"]; dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("rundir: %w", err)
+		}
+		base, ownBase = dir, false
+		common = withoutSetattr(common, "rundir")
+	} else if base, err = os.MkdirTemp("", "flux-"); err != nil {
 		return fmt.Errorf("creating rundir: %w", err)
 	}
 	// what jobs that outlive the instance still use stays (a restart
@@ -165,7 +178,9 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 		for rank := 0; rank < o.testSize; rank++ {
 			broker.RemoveRundir(filepath.Join(base, strconv.Itoa(rank)))
 		}
-		os.Remove(base)
+		if ownBase {
+			os.Remove(base)
+		}
 	}()
 	// Other users must reach the brokers' sockets: the broker's
 	// authentication decides whether they may connect (guests are
@@ -315,4 +330,20 @@ func cmdExitCode(cmd *exec.Cmd, err error) int {
 		return 128 + int(ws.Signal())
 	}
 	return cmd.ProcessState.ExitCode()
+}
+
+// withoutSetattr drops the -S NAME=VALUE pairs of name from args.
+func withoutSetattr(args []string, name string) []string {
+	out := args[:0:0]
+	for i := 0; i < len(args); i++ {
+		if args[i] == "-S" && i+1 < len(args) && strings.HasPrefix(args[i+1], name+"=") {
+			i++
+			continue
+		}
+		if strings.HasPrefix(args[i], "-S"+name+"=") || strings.HasPrefix(args[i], "--setattr="+name+"=") {
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
 }

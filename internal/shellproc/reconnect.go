@@ -283,7 +283,9 @@ func (x *host) checkGiveUp() {
 		return
 	}
 	limit := x.conn.timeout
-	if len(x.jobs) == 0 {
+	if len(x.jobs) == 0 && x.endsReported() {
+		// only records of ends job-exec heard of while connected: a
+		// safety net, not worth keeping long
 		limit = min(limit, endedOnlyTimeout)
 	}
 	if time.Since(x.conn.lostAt) > limit {
@@ -291,13 +293,36 @@ func (x *host) checkGiveUp() {
 	}
 }
 
-// giveUp kills the shell's tasks and ends it.
+// endsReported reports whether every ended job this shell keeps ended
+// while a broker was connected (its end reached job-exec, or would have
+// but for a crash just then); an end no one has heard of is kept as long
+// as a running job.
+func (x *host) endsReported() bool {
+	for _, j := range x.ended {
+		if !j.endedAt.Before(x.conn.lostAt) {
+			return false
+		}
+	}
+	return true
+}
+
+// giveUp kills the shell's tasks, removes their temporary directories
+// and ends the shell.
 func (x *host) giveUp(why string) {
 	if x.opts.Log != nil {
 		x.opts.Log.Error("job shell giving up: "+why, "jobs", len(x.jobs))
 	}
 	for _, j := range x.jobs {
 		j.signal(syscall.SIGKILL)
+	}
+	for _, j := range x.jobs {
+		if j.sh != nil {
+			select {
+			case <-j.sh.Done():
+			case <-time.After(2 * time.Second):
+			}
+		}
+		j.removeTmpdir()
 	}
 	x.stop()
 }

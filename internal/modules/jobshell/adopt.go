@@ -12,6 +12,7 @@ package jobshell
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/shellproc"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
 // settleTimeout bounds the wait for the shells expected back (they poll
@@ -116,6 +118,7 @@ func (m *manager) adoptShell(hm shellproc.Hello, route string) {
 		if e := m.byJob[id]; e == nil || e.p != p {
 			m.byJob[id] = &jobEntry{p: p, userid: hm.Userid}
 			p.busy++
+			m.checkWanted(p, id)
 		}
 	}
 	for _, id := range hm.Ended {
@@ -159,4 +162,31 @@ func (m *manager) settled() {
 	for _, fn := range q {
 		fn()
 	}
+}
+
+// checkWanted ends the tasks of a job a shell brought back that the
+// instance has ended meanwhile (job-exec gave up waiting for the shell,
+// or the job was canceled while no broker could reach it): its eventlog
+// has its clean event.
+func (m *manager) checkWanted(p *proc, id jobid.ID) {
+	f, err := m.h.RPC("job-info.lookup", flux.NodeidAny, map[string]any{"id": id, "keys": []string{"eventlog"}, "flags": 0}, 0)
+	if err != nil {
+		return
+	}
+	f.Then(func(msg *flux.Message, err error) {
+		if err != nil {
+			return // no job-info (yet): job-exec's attach decides
+		}
+		var resp struct {
+			Eventlog string `json:"eventlog"`
+		}
+		if msg.UnmarshalPayload(&resp) != nil || !strings.Contains(resp.Eventlog, `"name":"clean"`) {
+			return
+		}
+		m.log.Warn(fmt.Sprintf("job %s ended while its shell on %s was away: killing its tasks", id.String(), m.where()))
+		m.h.RPC(p.svc+".kill", uint32(m.rank), map[string]any{"id": id, "signum": int(syscall.SIGKILL)}, flux.NoResponse)
+		if e := m.byJob[id]; e != nil && e.p == p {
+			m.jobEnded(id, e) // no one will attach to it
+		}
+	})
 }
