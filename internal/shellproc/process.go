@@ -24,7 +24,6 @@ import (
 	"os/user"
 	"strconv"
 	"syscall"
-	"time"
 
 	"github.com/fluxgo/fluxgo/internal/kvsbatch"
 	"github.com/fluxgo/fluxgo/internal/shell"
@@ -69,9 +68,7 @@ type host struct {
 	services map[string]*job
 	contain  *containment // containment.go
 	conn     connState    // reconnect.go
-	// idleSince is when the last job ended (zero while jobs run)
-	idleSince time.Time
-	stop      context.CancelFunc
+	stop     context.CancelFunc
 }
 
 // ProcessService is the service of the shell process pid of user userid.
@@ -102,9 +99,8 @@ func Run(ctx context.Context, opts Options) error {
 		ended:  make(map[jobid.ID]*job),
 		fences: make(map[jobid.ID]*leaderFence),
 
-		services:  make(map[string]*job),
-		idleSince: time.Now(),
-		stop:      stop,
+		services: make(map[string]*job),
+		stop:     stop,
 	}
 	x.batch.OnError = func(err error, ops int) {
 		if x.conn.up {
@@ -279,7 +275,6 @@ func (x *host) start(r *flux.Request) {
 	delete(x.ended, req.ID)
 	j := newJob(x, req, js, plan, idx, r)
 	x.jobs[req.ID] = j
-	x.idleSince = time.Time{}
 	if err := j.run(cred); err != nil {
 		x.forget(j)
 		r.RespondError(fmt.Errorf("job %s: %w", req.ID.String(), err))
@@ -288,12 +283,7 @@ func (x *host) start(r *flux.Request) {
 }
 
 // forget drops a job that will report nothing more.
-func (x *host) forget(j *job) {
-	delete(x.jobs, j.id)
-	if len(x.jobs) == 0 {
-		x.idleSince = time.Now()
-	}
-}
+func (x *host) forget(j *job) { delete(x.jobs, j.id) }
 
 // attach (job-shell.attach {id}, streaming) binds a new stream to a job
 // whose first one was lost with a broker: the shell says again, in

@@ -43,9 +43,10 @@ type connState struct {
 }
 
 const (
-	// endedLinger is how long, once connected, an ended job's record
-	// is kept for a restarted job-exec that lost its end.
-	endedLinger = 15 * time.Second
+	// EndedLinger is how long, once connected, an ended job's record
+	// is kept for a restarted job-exec that lost its end (the job-shell
+	// module keeps its own record of the job as long).
+	EndedLinger = 15 * time.Second
 	// endedOnlyTimeout bounds the wait for a broker of a shell that
 	// holds only ended jobs.
 	endedOnlyTimeout = time.Minute
@@ -329,12 +330,16 @@ func (x *host) giveUp(why string) {
 
 // reconnected runs once a broker took the shell back.
 func (x *host) reconnected(ctx context.Context) {
+	// a connection the shell could not settle on is dropped: the watch
+	// loop tries again
 	if err := x.learnBroker(ctx); err != nil {
 		x.log.Error("reconnected, but the broker does not answer", "err", err)
+		x.h.Close()
 		return
 	}
 	if err := x.connected(ctx); err != nil {
 		x.log.Error("reconnected, but the job-shell module did not take the shell back", "err", err)
+		x.h.Close()
 		return
 	}
 	x.log.Info(fmt.Sprintf("job shell reconnected after %v", time.Since(x.conn.lostAt).Round(time.Millisecond)),
@@ -370,7 +375,7 @@ func (x *host) purgeEnded() {
 		return
 	}
 	for id, j := range x.ended {
-		if time.Since(j.endedAt) > endedLinger {
+		if time.Since(j.endedAt) > EndedLinger {
 			delete(x.ended, id)
 			if j.out != nil {
 				j.out.spool.remove()

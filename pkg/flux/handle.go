@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/message"
@@ -66,7 +67,7 @@ type Handle struct {
 	// reconnect: see reconnect.go. gen counts the connections the
 	// handle has had; a request remembers the one it came on.
 	keepServing bool
-	gen         uint64
+	gen         atomic.Uint64 // read on every response: no lock
 }
 
 // NewHandle wraps a connection and starts receiving on it.

@@ -40,11 +40,7 @@ func (h *Handle) keepsServing() bool {
 }
 
 // generation returns the number of the handle's current connection.
-func (h *Handle) generation() uint64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.gen
-}
+func (h *Handle) generation() uint64 { return h.gen.Load() }
 
 // Reconnect replaces a lost connection with c. It fails if the current
 // connection is still up. Messages from c are delivered by a reader
@@ -58,7 +54,7 @@ func (h *Handle) Reconnect(c Conn) error {
 	h.conn = c
 	h.err = nil
 	h.done = make(chan struct{})
-	h.gen++
+	h.gen.Add(1)
 	h.attrs = make(map[string]string) // a broker that restarted may differ
 	h.mu.Unlock()
 	rd := &h.rd
@@ -77,7 +73,7 @@ func (h *Handle) Reconnect(c Conn) error {
 // end is reported only while it is still the handle's connection.
 func (h *Handle) startDelivery() {
 	h.mu.Lock()
-	c, gen := h.conn, h.gen
+	c, gen := h.conn, h.gen.Load()
 	h.mu.Unlock()
 	c.Start(h.deliver, func(err error) {
 		if h.generation() == gen {

@@ -139,11 +139,7 @@ func (x *executor) hostOf(rank uint) string {
 // reattach (test executor): a simulated job ends when it would have,
 // counted from its start in R.
 func (t *testExec) reattach(j *execJob) error {
-	cfg := j.info.test
-	if cfg == nil {
-		cfg = &testConfig{}
-	}
-	d, err := cfg.duration()
+	cfg, d, err := testRun(j)
 	if err != nil {
 		return err
 	}

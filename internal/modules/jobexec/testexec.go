@@ -19,12 +19,18 @@ type testConfig struct {
 	MockException string `json:"mock_exception"`
 }
 
-func (t *testExec) start(j *execJob) error {
+// testRun returns a test job's settings and run duration.
+func testRun(j *execJob) (*testConfig, time.Duration, error) {
 	cfg := j.info.test
 	if cfg == nil {
 		cfg = &testConfig{}
 	}
 	d, err := cfg.duration()
+	return cfg, d, err
+}
+
+func (t *testExec) start(j *execJob) error {
+	cfg, d, err := testRun(j)
 	if err != nil {
 		return err
 	}

@@ -33,16 +33,15 @@ func (m *manager) restore(ctx context.Context) (restored, failed int, err error)
 		return 0, 0, err
 	}
 	var active []*job
-	logs := make([][]byte, len(dirs))
-	errs := make([]error, len(dirs))
+	logs := make([][]byte, restoreChunk)
+	errs := make([]error, restoreChunk)
 	for i, dir := range dirs {
 		if i%restoreChunk == 0 {
 			// the eventlogs of the next chunk, read concurrently: one
 			// KVS lookup per job, whose round trips add up at 64k jobs
-			prefetchEventlogs(ctx, m, dirs[i:min(i+restoreChunk, len(dirs))], logs[i:], errs[i:])
+			prefetchEventlogs(ctx, m, dirs[i:min(i+restoreChunk, len(dirs))], logs, errs)
 		}
-		j, err := m.replay(ctx, dir, logs[i], errs[i])
-		logs[i] = nil
+		j, err := m.replay(ctx, dir, logs[i%restoreChunk], errs[i%restoreChunk])
 		if err != nil {
 			// The record cannot be read: the job is not restored, but
 			// its ID stays used (job-ingest never gives it out again).
@@ -90,18 +89,6 @@ func walkJobDirs(ctx context.Context, m *manager, key string, depth int, out *[]
 		}
 	}
 	return nil
-}
-
-// applyReadsContext reports whether apply reads the context of events
-// called name: the others (alloc with its annotations among them) are
-// not decoded at a restore, which reads every job's eventlog.
-func applyReadsContext(name string) bool {
-	switch name {
-	case "validate", "invalidate", "depend", "alloc", "prolog-start", "epilog-start",
-		"prolog-finish", "epilog-finish", "start", "free", "clean", "flux-restart":
-		return false
-	}
-	return true
 }
 
 // restoreChunk and restoreReaders: restore reads eventlogs this many
@@ -161,7 +148,7 @@ func (m *manager) replay(ctx context.Context, dir string, raw []byte, err error)
 	j.eventlog = raw
 	for _, ev := range evs[1:] {
 		var ctx map[string]any
-		if len(ev.Context) > 0 && applyReadsContext(ev.Name) {
+		if len(ev.Context) > 0 {
 			json.Unmarshal(ev.Context, &ctx)
 		}
 		m.apply(j, ev.Name, ctx)

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -59,10 +60,9 @@ type manager struct {
 // jobEntry is a job one of the shells holds (running, or ended and kept
 // for a late attach).
 type jobEntry struct {
-	p       *proc
-	userid  uint32
-	ended   bool
-	streams int // relayed streams open (an attach ends the one before)
+	p      *proc
+	userid uint32
+	ended  bool
 }
 
 // Dir returns the shell directory of a broker: where its shells keep
@@ -138,7 +138,7 @@ func (m *manager) configure(ctx context.Context, args []string) error {
 	}
 	m.maxIdle, m.spares = defaultMaxIdle(), 1
 	for _, a := range args {
-		k, v, ok := cutArg(a)
+		k, v, ok := strings.Cut(a, "=")
 		switch {
 		case ok && k == "shell":
 			m.exe = v
@@ -156,15 +156,6 @@ func (m *manager) configure(ctx context.Context, args []string) error {
 		return fmt.Errorf("job-shell: shell directory: %w", err)
 	}
 	return nil
-}
-
-func cutArg(a string) (string, string, bool) {
-	for i := 0; i < len(a); i++ {
-		if a[i] == '=' {
-			return a[:i], a[i+1:], true
-		}
-	}
-	return a, "", false
 }
 
 // where names this node in messages.
@@ -219,11 +210,9 @@ func (m *manager) relayStream(r *flux.Request, e *jobEntry, id jobid.ID, method 
 		r.RespondError(err)
 		return
 	}
-	e.streams++
 	exited := false
 	f.Then(func(msg *flux.Message, err error) {
 		if err != nil {
-			e.streams--
 			switch {
 			case flux.ErrnoOf(err) != syscall.ENODATA:
 				if method == "start" {
@@ -250,12 +239,8 @@ func (m *manager) jobEnded(id jobid.ID, e *jobEntry) {
 	if e.ended {
 		return
 	}
-	e.ended = true
-	e.p.busy--
-	if e.p.busy == 0 {
-		e.p.idleSince = time.Now()
-	}
-	time.AfterFunc(endedLinger, func() {
+	e.end()
+	time.AfterFunc(shellproc.EndedLinger, func() {
 		m.h.Post(func() {
 			if m.byJob[id] == e {
 				delete(m.byJob, id)
@@ -267,20 +252,21 @@ func (m *manager) jobEnded(id jobid.ID, e *jobEntry) {
 // jobGone forgets a job its shell does not have.
 func (m *manager) jobGone(id jobid.ID, e *jobEntry) {
 	if !e.ended {
-		e.ended = true
-		e.p.busy--
-		if e.p.busy == 0 {
-			e.p.idleSince = time.Now()
-		}
+		e.end()
 	}
 	if m.byJob[id] == e {
 		delete(m.byJob, id)
 	}
 }
 
-// endedLinger matches the shells' own (they keep an ended job's record
-// for a restarted job-exec that lost its end).
-const endedLinger = 15 * time.Second
+// end counts the job as no longer running in its shell.
+func (e *jobEntry) end() {
+	e.ended = true
+	e.p.busy--
+	if e.p.busy == 0 {
+		e.p.idleSince = time.Now()
+	}
+}
 
 // attach (job-shell.attach {id}, streaming, from job-exec) binds a new
 // stream to a job a shell here holds. While shells that ran before the

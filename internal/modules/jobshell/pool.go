@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/internal/shellproc"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
@@ -34,8 +35,7 @@ type proc struct {
 	ready bool   // it said hello
 	// waiting: jobs given to it before it said hello
 	waiting   []func(error)
-	cmd       *exec.Cmd // nil for a shell adopted after a restart
-	busy      int       // jobs running
+	busy      int // jobs running
 	idleSince time.Time
 	exiting   bool
 }
@@ -44,8 +44,8 @@ const (
 	// idleTimeout is how long an idle shell is kept.
 	idleTimeout = time.Minute
 	// minIdle: a shell idle less long than this holds records of the
-	// jobs it ran that a restarted job-exec may ask for (endedLinger).
-	minIdle = endedLinger + 5*time.Second
+	// jobs it ran that a restarted job-exec may ask for.
+	minIdle = shellproc.EndedLinger + 5*time.Second
 	// spareDelay is how long after the module loads the spares start.
 	spareDelay = 500 * time.Millisecond
 )
@@ -78,7 +78,7 @@ func (m *manager) take(uid uint32) *proc {
 	if best == nil {
 		best = m.spawn(uid)
 	}
-	if best != nil && m.idle(uid) <= m.spares {
+	if m.idle(uid) <= m.spares {
 		m.post(func() { m.topUp(uid) })
 	}
 	return best
@@ -104,8 +104,8 @@ func (m *manager) topUp(uid uint32) {
 		return
 	}
 	for m.idle(uid) < m.spares {
-		if m.spawn(uid) == nil {
-			return
+		if p := m.spawn(uid); p.exiting {
+			return // it could not start: the next job will say why
 		}
 	}
 }
@@ -136,7 +136,6 @@ func (m *manager) spawn(uid uint32) *proc {
 		go m.post(func() { m.failed(p, fmt.Errorf("cannot start %s shell: %w", m.exe, err)) })
 		return p
 	}
-	p.cmd = cmd
 	p.pid = cmd.Process.Pid
 	m.shells[p.pid] = p
 	go func() {
