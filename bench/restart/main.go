@@ -8,7 +8,7 @@
 // exec eventlog), beside the time of a start of the same instance
 // empty.
 //
-//	go run ./bench/restart [-flux bin/flux] [-inactive 65536] [-pending 1024] [-running 100]
+//	go run ./bench/restart [-flux bin/flux] [-inactive 65536] [-pending 1024] [-running 100] [-log FILE]
 package main
 
 import (
@@ -32,6 +32,7 @@ func main() {
 	inactive := flag.Int("inactive", 65536, "inactive jobs in the instance")
 	pending := flag.Int("pending", 1024, "pending (held) jobs")
 	running := flag.Int("running", 100, "running real jobs (sleep) across the restart")
+	logFile := flag.String("log", "", "write the restarted instance's log (flux dmesg) to this file")
 	flag.Parse()
 	abs, err := filepath.Abs(*bin)
 	if err != nil {
@@ -108,6 +109,11 @@ func main() {
 	running1 := strings.Count(cli(abs, inst.URI, "jobs", "-n", "-f", "running", "-o", "{id}"), "\n")
 	pending1 := strings.Count(cli(abs, inst.URI, "jobs", "-n", "-f", "pending", "-o", "{id}"), "\n")
 	h.Close()
+	if *logFile != "" {
+		if err := os.WriteFile(*logFile, []byte(cli(abs, inst.URI, "dmesg")), 0o644); err != nil {
+			fatal(err)
+		}
+	}
 
 	fmt.Printf("restart of 4 brokers holding %d inactive, %d pending, %d running real jobs:\n", *inactive, *pending, *running)
 	fmt.Printf("  flux shutdown (jobs keep running)            %6.2f s\n", down.Seconds())

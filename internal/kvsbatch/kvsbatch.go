@@ -142,6 +142,9 @@ func (b *Batch) Unlink(key string) {
 	b.kick()
 }
 
+// Idle reports whether nothing is queued or in flight.
+func (b *Batch) Idle() bool { return len(b.ops) == 0 && !b.inflight }
+
 // Len returns the number of operations waiting to be committed.
 func (b *Batch) Len() int { return len(b.ops) }
 

@@ -72,6 +72,9 @@ type Config struct {
 	Compress bool
 	// Truncate (truncate) starts from an empty database.
 	Truncate bool
+	// QuickCheck (quick_check) checks the database at every load, not
+	// only after it was not closed cleanly.
+	QuickCheck bool
 }
 
 // Validate reports a setting SQLite would refuse.
@@ -107,8 +110,10 @@ func parseArgs(args []string) (Config, error) {
 			c.Compress = value == "deflate"
 		case name == "truncate" && !hasValue:
 			c.Truncate = true
+		case name == "quick_check" && !hasValue:
+			c.QuickCheck = true
 		default:
-			return c, fmt.Errorf("unknown or malformed module option %q (journal_mode=, synchronous=, compress=deflate|none, truncate): %w", a, syscall.EINVAL)
+			return c, fmt.Errorf("unknown or malformed module option %q (journal_mode=, synchronous=, compress=deflate|none, truncate, quick_check): %w", a, syscall.EINVAL)
 		}
 	}
 	return c, c.Validate()
@@ -195,8 +200,12 @@ func (Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		return fmt.Errorf("content.register-backing: %w", err)
 	}
 	registered := err == nil
-	s.log.Debug(fmt.Sprintf("%s (%d objects) journal_mode=%s synchronous=%s",
-		st.Path(), st.Count(), st.opts.JournalMode, st.opts.Synchronous))
+	checked := "not checked: closed cleanly"
+	if st.Checked() {
+		checked = "quick_check ok"
+	}
+	s.log.Debug(fmt.Sprintf("%s (%d objects) journal_mode=%s synchronous=%s, %s",
+		st.Path(), st.Count(), st.opts.JournalMode, st.opts.Synchronous, checked))
 
 	serveCtx, stopServe := context.WithCancel(context.Background())
 	defer stopServe()
@@ -217,7 +226,7 @@ func (Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 // dbOptions picks the database file and its pragmas.
 func dbOptions(ctx context.Context, h *flux.Handle, cfg Config, hash string) (Options, bool, error) {
 	o := Options{Hash: hash, JournalMode: cfg.JournalMode, Synchronous: cfg.Synchronous,
-		Compress: cfg.Compress, Truncate: cfg.Truncate}
+		Compress: cfg.Compress, Truncate: cfg.Truncate, QuickCheck: cfg.QuickCheck}
 	dir, err := h.Attr(ctx, "statedir")
 	if err == nil && dir != "" {
 		o.Path = filepath.Join(dir, "content.sqlite")

@@ -72,6 +72,10 @@ type Options struct {
 	Compress bool
 	// Truncate removes an existing database file first.
 	Truncate bool
+	// QuickCheck runs SQLite's quick_check at every open; otherwise it
+	// runs only when the database was not closed cleanly last time (or
+	// never was), which is when damage is most likely.
+	QuickCheck bool
 }
 
 // Store is the content-sqlite database: blobs under their digest and
@@ -82,6 +86,7 @@ type Store struct {
 	opts     Options
 	hashSize int
 	count    int64 // objects in the table
+	checked  bool  // quick_check ran at open
 
 	load, insert, cpGet, cpPut *sql.Stmt
 	// insertRows inserts storeRows rows in one statement (StoreAll).
@@ -163,18 +168,30 @@ func Open(o Options) (*Store, error) {
 
 func (s *Store) init() error {
 	ctx := context.Background()
-	var check string
-	if err := s.db.QueryRowContext(ctx, "PRAGMA quick_check").Scan(&check); err != nil {
-		return err
-	}
-	if check != "ok" {
-		return fmt.Errorf("%w: quick_check: %s: %w", ErrCorrupt, check, syscall.EIO)
+	// quick_check reads every page (0.6 s for 390k objects): after a
+	// clean close, which marks the database "closed", nothing has written
+	// it since, and a damaged row read later is still an EIO error (every
+	// blob is hashed as it is read), never wrong data.
+	var state string
+	err := s.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'state'").Scan(&state)
+	if s.opts.QuickCheck || err != nil || state != "closed" {
+		var check string
+		if err := s.db.QueryRowContext(ctx, "PRAGMA quick_check").Scan(&check); err != nil {
+			return err
+		}
+		if check != "ok" {
+			return fmt.Errorf("%w: quick_check: %s: %w", ErrCorrupt, check, syscall.EIO)
+		}
+		s.checked = true
 	}
 	if _, err := s.db.ExecContext(ctx, schema); err != nil {
 		return fmt.Errorf("create tables: %w", err)
 	}
+	if _, err := s.db.ExecContext(ctx, "INSERT OR REPLACE INTO meta (key, value) VALUES ('state', 'open')"); err != nil {
+		return fmt.Errorf("mark the database open: %w", err)
+	}
 	var hash string
-	err := s.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'hash'").Scan(&hash)
+	err = s.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'hash'").Scan(&hash)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		if _, err := s.db.ExecContext(ctx, "INSERT INTO meta (key, value) VALUES ('hash', ?)", s.opts.Hash); err != nil {
@@ -207,15 +224,23 @@ func (s *Store) init() error {
 	return nil
 }
 
-// Close closes the database.
+// Close closes the database, marked closed cleanly (the next open skips
+// quick_check).
 func (s *Store) Close() error {
 	for _, st := range []*sql.Stmt{s.load, s.insert, s.insertRows, s.cpGet, s.cpPut} {
 		if st != nil {
 			st.Close()
 		}
 	}
-	return s.db.Close()
+	_, err := s.db.Exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('state', 'closed')")
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
+
+// Checked reports whether quick_check ran at open.
+func (s *Store) Checked() bool { return s.checked }
 
 // Count returns the number of stored objects.
 func (s *Store) Count() int64 { return s.count }

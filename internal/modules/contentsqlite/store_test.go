@@ -423,3 +423,70 @@ func TestStoreOwnerOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreQuickCheck: quick_check runs at open unless the database was
+// closed cleanly (or always with QuickCheck), and a damaged file left
+// open by a crash is refused at open.
+func TestStoreQuickCheck(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "content.sqlite")
+	o := Options{Path: path, Hash: "sha1"}
+	st := openT(t, o)
+	if !st.Checked() {
+		t.Error("a new database was not checked")
+	}
+	var blobs [][]byte
+	for i := 0; i < 2000; i++ {
+		blobs = append(blobs, bytes.Repeat([]byte{byte(i), byte(i >> 8)}, 300))
+	}
+	storeAll(t, st, blobs...)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st = openT(t, o)
+	if st.Checked() {
+		t.Error("a database closed cleanly was checked again")
+	}
+	st.Close()
+	o.QuickCheck = true
+	st = openT(t, o)
+	if !st.Checked() {
+		t.Error("QuickCheck did not check")
+	}
+	st.Close()
+	o.QuickCheck = false
+
+	// as after a crash: the mark says open
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec("UPDATE meta SET value = 'open' WHERE key = 'state'"); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	st = openT(t, o)
+	if !st.Checked() {
+		t.Error("a database not closed cleanly was not checked")
+	}
+	st.Close()
+
+	// damage pages of a database a crash left open
+	raw, _ = sql.Open("sqlite", path)
+	raw.Exec("UPDATE meta SET value = 'open' WHERE key = 'state'")
+	raw.Close()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := f.Stat()
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0xa5}, 3*8192), info.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if st, err := Open(o); err == nil {
+		st.Close()
+		t.Fatal("a damaged database opened")
+	} else {
+		t.Log(err)
+	}
+}

@@ -92,6 +92,7 @@ func (m *manager) handleSubmit(r *flux.Request) {
 	}
 	var added []*job
 	for i, sj := range jobs {
+		m.ensure(sj.ID)
 		if j, ok := m.jobs[sj.ID]; !record && ok && j.restored && j.Userid == sj.Userid {
 			// The job manager (re)started between job-ingest's KVS
 			// commit and this request, and restored the job from its

@@ -119,6 +119,7 @@ func (r *inactiveRec) job(id jobid.ID, s *strs) *job {
 
 // job finds a job by id, active or inactive.
 func (m *manager) job(id jobid.ID) (*job, bool) {
+	m.ensure(id)
 	if j, ok := m.jobs[id]; ok {
 		return j, true
 	}
@@ -130,11 +131,23 @@ func (m *manager) job(id jobid.ID) (*job, bool) {
 
 // known reports whether id names a job the manager remembers.
 func (m *manager) known(id jobid.ID) bool {
+	m.ensure(id)
 	if _, ok := m.jobs[id]; ok {
 		return true
 	}
 	_, ok := m.done[id]
 	return ok
+}
+
+// ensure reads job id from the KVS if it may be one of the inactive jobs
+// not read yet since a restart (load.go).
+func (m *manager) ensure(id jobid.ID) {
+	if !m.load.on || m.jobs[id] != nil {
+		return
+	}
+	if _, ok := m.done[id]; !ok {
+		m.loadLate(id)
+	}
 }
 
 // trimInactive compacts the inactive jobs older than the newest

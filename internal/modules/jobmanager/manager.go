@@ -36,6 +36,8 @@ type manager struct {
 	done      map[jobid.ID]inactiveRec
 	strs      strs // strings of the records in done
 	maxID     jobid.ID
+	index     indexState // the restart index's writer (index.go)
+	load      loadState  // the inactive jobs read after a restart (load.go)
 
 	batch   *kvsbatch.Batch
 	journal *journal
@@ -123,6 +125,7 @@ func (m *manager) add(j *job) {
 	if j.ID > m.maxID {
 		m.maxID = j.ID
 	}
+	m.indexChanged()
 }
 
 // post appends an event to a job's eventlog (KVS, batched), applies it to
@@ -438,6 +441,7 @@ func (m *manager) retire(j *job) {
 	})
 	m.inactive = append(m.inactive, j.ID)
 	m.trimInactive()
+	m.indexChanged()
 }
 
 func ctxInt64(ctx map[string]any, key string) int64 {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap/builtin"
 	"github.com/fluxgo/fluxgo/internal/module"
@@ -89,7 +90,11 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	if err := h.Publish("job-manager.online", map[string]any{"generation": m.generation}, false); err != nil {
 		m.log.Error("publishing job-manager.online", "err", err)
 	}
-	return h.Serve(ctx)
+	err = h.Serve(ctx)
+	final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	m.finalIndex(final)
+	return err
 }
 
 // readConfig reads what the job manager takes from the instance

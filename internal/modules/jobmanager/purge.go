@@ -52,6 +52,9 @@ func (m *manager) handlePurge(r *flux.Request) {
 	if r.Decode(&req) != nil {
 		return
 	}
+	if m.whenLoaded(func() { m.handlePurge(r) }) {
+		return // purge picks from every inactive job
+	}
 	if !r.IsOwner() {
 		r.Errorf(syscall.EPERM, "only the instance owner may purge jobs")
 		return
@@ -236,6 +239,9 @@ func (m *manager) setPurgeLimits(l purgeLimits) {
 // autoPurge applies the configured limits now and every autoPurgePeriod
 // while there are some.
 func (m *manager) autoPurge() {
+	if m.whenLoaded(m.autoPurge) {
+		return
+	}
 	if m.purgeConf.none() {
 		m.autoPurging = false
 		return

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,17 +21,37 @@ import (
 // restore rebuilds the job manager's state from the job records in the
 // KVS when an instance restarts with its statedir: every job's eventlog is
 // replayed (RFC 21 state is a pure function of the events). Inactive jobs
-// are kept as summaries. Pending jobs carry on where they were. Jobs that
-// were running when the instance stopped cannot be trusted to still run:
-// they get a fatal exception and are cleaned up, so every job ends in a
-// recorded state.
+// are kept as summaries. Pending jobs carry on where they were; running
+// ones wait for their executor to take them back (resume).
+//
+// With a restart index (index.go), only the jobs it lists as active and
+// those newer than it are read here; the inactive ones are read after the
+// job manager starts serving (loadInactive), and a lookup of one not read
+// yet reads it at once (loadLate).
 func (m *manager) restore(ctx context.Context) (restored, failed int, err error) {
+	ix := m.readIndex(ctx)
+	lo := jobid.ID(0)
+	if ix != nil {
+		lo = ix.MaxID + 1
+	}
 	var dirs []string
-	if err := walkJobDirs(ctx, m, "job", 0, &dirs); err != nil {
+	if err := walkJobDirs(ctx, m, "job", 0, 0, lo, jobid.ID(1<<64-1), &dirs); err != nil {
 		if errors.Is(err, syscall.ENOENT) {
+			if ix != nil {
+				m.maxID = max(m.maxID, ix.MaxID) // every job was purged
+			}
 			return 0, 0, nil
 		}
 		return 0, 0, err
+	}
+	eager := make(map[jobid.ID]bool, len(dirs))
+	if ix != nil {
+		for _, id := range ix.Active {
+			if id <= ix.MaxID && !eager[id] {
+				eager[id] = true
+				dirs = append(dirs, jobDir(id))
+			}
+		}
 	}
 	var active []*job
 	logs := make([][]byte, restoreChunk)
@@ -52,6 +73,7 @@ func (m *manager) restore(ctx context.Context) (restored, failed int, err error)
 			}
 			continue
 		}
+		eager[j.ID] = true
 		j.restored = true
 		m.add(j)
 		if j.State == jobtap.StateInactive {
@@ -66,25 +88,47 @@ func (m *manager) restore(ctx context.Context) (restored, failed int, err error)
 	for _, j := range active {
 		m.resume(j)
 	}
+	if ix != nil {
+		m.maxID = max(m.maxID, ix.MaxID)
+		m.startLoading(ctx, ix.MaxID, eager)
+	}
 	return len(dirs) - failed, failed, nil
 }
 
-// walkJobDirs collects the job directories job.XXXX.XXXX.XXXX.XXXX.
-func walkJobDirs(ctx context.Context, m *manager, key string, depth int, out *[]string) error {
+// jobDir is the KVS directory of job id.
+func jobDir(id jobid.ID) string {
+	dothex, _ := id.Encode("dothex")
+	return "job." + dothex
+}
+
+// walkJobDirs collects the job directories job.XXXX.XXXX.XXXX.XXXX under
+// key (depth dot-separated parts of the id read so far, their value
+// prefix) whose ids are in [lo, hi]: subtrees wholly outside are not read.
+func walkJobDirs(ctx context.Context, m *manager, key string, depth int, prefix uint64, lo, hi jobid.ID, out *[]string) error {
 	d, err := kvs.Dir(ctx, m.h, "", key)
 	if err != nil {
 		return err
 	}
 	for _, name := range d.Names() {
+		if len(name) != 4 {
+			continue // not part of the job id path (e.g. job-ingest keys)
+		}
+		part, err := strconv.ParseUint(name, 16, 16)
+		if err != nil {
+			continue
+		}
+		shift := uint(16 * (3 - depth))
+		first := (prefix<<16 | part) << shift
+		last := first | (1<<shift - 1)
+		if last < uint64(lo) || first > uint64(hi) {
+			continue
+		}
 		sub := key + "." + name
 		if depth == 3 {
 			*out = append(*out, sub)
 			continue
 		}
-		if len(name) != 4 {
-			continue // not part of the job id path (e.g. job-ingest keys)
-		}
-		if err := walkJobDirs(ctx, m, sub, depth+1, out); err != nil {
+		if err := walkJobDirs(ctx, m, sub, depth+1, prefix<<16|part, lo, hi, out); err != nil {
 			return err
 		}
 	}
