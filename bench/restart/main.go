@@ -106,6 +106,22 @@ func main() {
 		}
 	}
 	reattached := time.Since(t)
+	// the job manager reads the inactive jobs while it serves; job-list
+	// reads them too, for flux jobs -a
+	var jmRead, listRead time.Duration
+	for jmRead == 0 || listRead == 0 {
+		log := cli(abs, inst.URI, "dmesg")
+		if jmRead == 0 && strings.Contains(log, "more jobs from the KVS while serving") {
+			jmRead = time.Since(t)
+		}
+		if listRead == 0 && strings.Contains(log, "restored inactive jobs from the KVS") {
+			listRead = time.Since(t)
+		}
+		if time.Since(t) > 3*time.Minute {
+			fatal(fmt.Errorf("the inactive jobs were not read 3 minutes after the restart"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	running1 := strings.Count(cli(abs, inst.URI, "jobs", "-n", "-f", "running", "-o", "{id}"), "\n")
 	pending1 := strings.Count(cli(abs, inst.URI, "jobs", "-n", "-f", "pending", "-o", "{id}"), "\n")
 	h.Close()
@@ -120,6 +136,7 @@ func main() {
 	fmt.Printf("  flux start until the instance answers        %6.2f s   (empty instance: %.2f s)\n", up.Seconds(), emptyUp.Seconds())
 	fmt.Printf("  ... until a new real job has run             %6.2f s   (that job alone: %.3f s; empty instance: %.3f s)\n", ready.Seconds(), newJob.Seconds(), emptyJob.Seconds())
 	fmt.Printf("  ... until every running job is reattached    %6.2f s   (target < 3 s)\n", reattached.Seconds())
+	fmt.Printf("  ... until the job manager has read every inactive job %6.2f s, job-list %.2f s (flux jobs -a waits for it)\n", jmRead.Seconds(), listRead.Seconds())
 	fmt.Printf("  after: %d running, %d pending\n", running1, pending1)
 
 	cli(abs, inst.URI, "cancel", "--all")

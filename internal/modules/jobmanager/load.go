@@ -69,6 +69,9 @@ func (m *manager) addLoaded(dir string, raw []byte, err error) {
 	if _, ok := m.done[id]; ok {
 		return
 	}
+	if m.load.ctx.Err() != nil {
+		return // unloading: the next start reads it
+	}
 	j, err := m.replay(m.load.ctx, dir, raw, err)
 	if err != nil {
 		m.log.Error(fmt.Sprintf("cannot restore job record %s: %v", dir, err))
