@@ -2,7 +2,8 @@
 // broker (flux broker) and the job shell (flux shell).
 //
 // For developers: FLUXGO_CPUPROFILE=FILE writes a CPU profile of the
-// command to FILE (go tool pprof reads it).
+// command to FILE (go tool pprof reads it); %p in FILE stands for the
+// process id.
 package main
 
 import (
@@ -10,6 +11,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 
 	"github.com/fluxgo/fluxgo/internal/cli"
 )
@@ -28,7 +31,9 @@ func main() {
 
 // profiled runs the command with the CPU profiler on.
 func profiled(path string) int {
-	f, err := os.Create(path)
+	// %p: the process id, for commands that start more of themselves
+	// (the broker's job shells)
+	f, err := os.Create(strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid())))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "flux: FLUXGO_CPUPROFILE: %v\n", err)
 		return 1

@@ -3,7 +3,6 @@ package shellproc
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -289,26 +288,6 @@ func (j *job) abandon() {
 	j.removeTmpdir()
 }
 
-// makeTmpdir makes the job's temporary directory on this node,
-// <rundir>/jobtmp-<rank>-<id f58>, owned by the job's user and private
-// to it (flux-environment(7): FLUX_JOB_TMPDIR). Everything in it goes
-// when the job's tasks here have ended: the files tasks leave there,
-// and the rundir of a nested broker killed before it could clean up.
-func (j *job) makeTmpdir() error {
-	dir := filepath.Join(j.x.rundir, fmt.Sprintf("jobtmp-%d-%s", j.x.rank, j.id.F58(true)))
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return fmt.Errorf("FLUX_JOB_TMPDIR: %w", err)
-	}
-	j.tmpdir = dir
-	if j.cred != nil {
-		if err := os.Chown(dir, int(j.cred.Uid), int(j.cred.Gid)); err != nil {
-			j.removeTmpdir()
-			return fmt.Errorf("FLUX_JOB_TMPDIR: %w", err)
-		}
-	}
-	return nil
-}
-
 // command returns the tasks' command line with the mustache tags of its
 // arguments filled in, as flux-core's shell does: {{tmpdir}} (the job's
 // FLUX_JOB_TMPDIR, where its files are: flux-core's flux batch runs
@@ -353,19 +332,6 @@ func (j *job) writeFiles() error {
 		}
 	}
 	return nil
-}
-
-func (j *job) removeTmpdir() {
-	if j.tmpdir == "" {
-		return
-	}
-	// mostly left empty: one rmdir, and a walk only when that fails
-	if err := syscall.Rmdir(j.tmpdir); err != nil && !errors.Is(err, syscall.ENOENT) {
-		if err := os.RemoveAll(j.tmpdir); err != nil {
-			j.x.log.Warn("cannot remove the job's temporary directory", "job", j.id.String(), "err", err)
-		}
-	}
-	j.tmpdir = ""
 }
 
 // reportStart answers job-exec that the tasks run (with the leader's

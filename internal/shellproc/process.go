@@ -57,6 +57,9 @@ type host struct {
 	svc string
 	// rundir is the broker's; each job's FLUX_JOB_TMPDIR is made in it
 	rundir string
+	// spareTmp is the empty FLUX_JOB_TMPDIR of a job that ended, kept
+	// for the next (tmpdir.go)
+	spareTmp string
 	batch  *kvsbatch.Batch
 	jobs   map[jobid.ID]*job
 	// ended holds jobs whose end was reported, for a while: a job-exec
@@ -116,6 +119,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	x.contain = x.newContainment(ccfg)
 	defer x.contain.close()
+	defer x.dropSpareTmp()
 	for method, fn := range map[string]flux.HandlerFunc{
 		"start":     x.start,
 		"attach":    x.attach,
