@@ -60,8 +60,8 @@ type host struct {
 	// spareTmp is the empty FLUX_JOB_TMPDIR of a job that ended, kept
 	// for the next (tmpdir.go)
 	spareTmp string
-	batch  *kvsbatch.Batch
-	jobs   map[jobid.ID]*job
+	batch    *kvsbatch.Batch
+	jobs     map[jobid.ID]*job
 	// ended holds jobs whose end was reported, for a while: a job-exec
 	// that restarted before it recorded that end asks again (attach)
 	ended map[jobid.ID]*job
