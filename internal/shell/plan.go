@@ -8,6 +8,7 @@ package shell
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 
@@ -81,6 +82,9 @@ func PlanOptionsFrom(js *jobspec.Jobspec) (PlanOptions, error) {
 		switch c := pr["count"].(type) {
 		case nil:
 		case float64:
+			if c != math.Trunc(c) || c < 1 || c > MaxTasks {
+				return o, fmt.Errorf("shell option per-resource.count=%g: must be an integer from 1 to %d", c, MaxTasks)
+			}
 			o.PerResourceCount = int(c)
 		case int:
 			o.PerResourceCount = c
@@ -89,8 +93,8 @@ func PlanOptionsFrom(js *jobspec.Jobspec) (PlanOptions, error) {
 		default:
 			return o, fmt.Errorf("shell option per-resource.count: want an integer")
 		}
-		if o.PerResourceCount < 1 {
-			return o, fmt.Errorf("shell option per-resource.count=%d: must be >= 1", o.PerResourceCount)
+		if o.PerResourceCount < 1 || o.PerResourceCount > MaxTasks {
+			return o, fmt.Errorf("shell option per-resource.count=%d: must be from 1 to %d", o.PerResourceCount, MaxTasks)
 		}
 	}
 	if tm, ok := opts["taskmap"].(map[string]any); ok {
@@ -118,6 +122,10 @@ func PlanOptionsFrom(js *jobspec.Jobspec) (PlanOptions, error) {
 	}
 	return o, nil
 }
+
+// MaxTasks bounds a job's tasks (jobspec.MaxCount bounds each count, not
+// their product with the resources).
+const MaxTasks = jobspec.MaxCount
 
 // maxSlots returns the largest of slots.
 func maxSlots(slots []int) int {
@@ -189,12 +197,23 @@ func MakePlan(js *jobspec.Jobspec, R *rset.R, o PlanOptions) (*Plan, error) {
 			// -n6 on 2-slot nodes runs 2,2,1,1 tasks, as flux-core's
 			// shell does), then, once every slot is taken, one per node
 			// per round again
+			// (rounds are counted, not dealt, past the free slots:
+			// Total is the user's and may be large)
 			left, most := tc.Total, maxSlots(slots)
-			for round := 0; left > 0; round++ {
+			for round := 0; left > 0 && round < most; round++ {
 				for i := range slots {
-					if left > 0 && (round < slots[i] || round >= most) {
+					if left > 0 && round < slots[i] {
 						p.Counts[i]++
 						left--
+					}
+				}
+			}
+			if left > 0 {
+				n := len(slots)
+				for i := range slots {
+					p.Counts[i] += left / n
+					if i < left%n {
+						p.Counts[i]++
 					}
 				}
 			}
@@ -209,6 +228,9 @@ func MakePlan(js *jobspec.Jobspec, R *rset.R, o PlanOptions) (*Plan, error) {
 		}
 	}
 	for _, c := range p.Counts {
+		if c > MaxTasks || p.NTasks+c > MaxTasks {
+			return nil, fmt.Errorf("the job asks for more than %d tasks", MaxTasks)
+		}
 		p.NTasks += c
 	}
 	if p.NTasks == 0 {

@@ -87,3 +87,27 @@ func TestPlanTaskmapSchemes(t *testing.T) {
 		t.Errorf("manual map of the wrong size: %v", err)
 	}
 }
+
+// TestPlanLargeTotal: a task total far beyond the slots is counted out,
+// not dealt one by one (a user's count must not make job-exec spin), and
+// the same as dealing would: once the slots are full, one more per node
+// per round in node order.
+func TestPlanLargeTotal(t *testing.T) {
+	p, err := planOf(t, 3, 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(p.Counts); got != "[4 3 3]" {
+		t.Errorf("-N3 -n10 on 2-core nodes: %s, want [4 3 3]", got)
+	}
+	p, err = planOf(t, 3, jobspec.MaxCount, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.NTasks != jobspec.MaxCount || p.Counts[0] != jobspec.MaxCount/3+1 {
+		t.Errorf("%d tasks on 3 nodes: %v", jobspec.MaxCount, p.Counts)
+	}
+	if _, err := planOf(t, 1, 1, map[string]any{"per-resource": map[string]any{"type": "core", "count": float64(1 << 40)}}); err == nil || !strings.Contains(err.Error(), "per-resource.count") {
+		t.Errorf("per-resource.count=2^40: %v", err)
+	}
+}

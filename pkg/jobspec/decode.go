@@ -119,7 +119,12 @@ func asInt(v any, p *path) (int, error) {
 	return int(i), nil
 }
 
-// asPositive reads an integer that must be >= 1.
+// MaxCount bounds every count a jobspec gives (of resources or tasks):
+// no machine has this many cores, and a count is what later code loops
+// over or sizes arrays by.
+const MaxCount = 1 << 24
+
+// asPositive reads a count: an integer from 1 to MaxCount.
 func asPositive(v any, p *path) (int, error) {
 	i, err := asInt(v, p)
 	if err != nil {
@@ -127,6 +132,9 @@ func asPositive(v any, p *path) (int, error) {
 	}
 	if i < 1 {
 		return 0, p.errf("must be >= 1")
+	}
+	if i > MaxCount {
+		return 0, p.errf("%d is more than the limit of %d", i, MaxCount)
 	}
 	return i, nil
 }
@@ -262,6 +270,9 @@ func resource(v any, p *path, r *Resource, depth int) error {
 func count(v any, p *path) (Count, error) {
 	switch t := v.(type) {
 	case int64:
+		if t > MaxCount {
+			return Count{}, p.errf("%d is more than the limit of %d", t, MaxCount)
+		}
 		return Count{Fixed: int(t)}, nil
 	case string:
 		if t == "" {

@@ -2,6 +2,7 @@ package jobspec
 
 import (
 	"math"
+	"strconv"
 )
 
 // Validate checks js against the canonical jobspec rules of RFC 14:
@@ -131,9 +132,19 @@ func (a Attributes) validate(p *path) error {
 func validateSystem(sys map[string]any, p *path) error {
 	for _, k := range []string{"duration", "preemptible-after"} {
 		if v, ok := sys[k]; ok {
-			if _, err := seconds(v, p.child(k)); err != nil {
+			s, err := seconds(v, p.child(k))
+			if err != nil {
 				return err
 			}
+			if s > MaxDuration {
+				return p.child(k).errf("%.0f s is more than the limit of %d s (136 years; a duration of 0 means none)", s, int64(MaxDuration))
+			}
+		}
+	}
+	if v, ok := sys["urgency"]; ok {
+		u, isInt := v.(int64)
+		if !isInt || u < 0 || u > 31 {
+			return p.child("urgency").errf("must be an integer from 0 to 31, not %s", valueText(v))
 		}
 	}
 	for _, k := range []string{"cwd", "queue", "bank", "project"} {
@@ -186,6 +197,26 @@ func validateSystem(sys map[string]any, p *path) error {
 		}
 	}
 	return nil
+}
+
+// MaxDuration bounds a job's time limit and the like, in seconds: past it
+// an expiration no longer fits in a time value.
+const MaxDuration = float64(1 << 32)
+
+// valueText shows a JSON value in an error: its text if a number or a
+// short string, else its type.
+func valueText(v any) string {
+	switch t := v.(type) {
+	case int64:
+		return strconv.FormatInt(t, 10)
+	case float64:
+		return strconv.FormatFloat(t, 'g', -1, 64)
+	case string:
+		if len(t) <= 32 {
+			return strconv.Quote(t)
+		}
+	}
+	return typeName(v)
 }
 
 // seconds reads a time span in seconds: a finite number >= 0.

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"syscall"
 	"time"
 
@@ -359,10 +360,12 @@ func (j *execJob) setExpiration(expiration float64) {
 	if expiration <= 0 {
 		return
 	}
-	end := time.Unix(0, int64(expiration*1e9))
+	// in time left, not as a time: an expiration past 2262 overflows one
+	// (fsd.ToDuration saturates: such a limit never fires)
+	left := fsd.ToDuration(max(expiration-float64(time.Now().UnixNano())/1e9, 0))
 	// --signal=SIG@TIME: warn the job TIME before the end
 	if s := j.info.signal; s != nil && s.Signum > 0 {
-		at := time.Until(end.Add(-time.Duration(s.Timeleft * float64(time.Second))))
+		at := left - fsd.ToDuration(max(s.Timeleft, 0))
 		sig := syscall.Signal(s.Signum)
 		j.expiry = append(j.expiry, j.after(max(at, 0), func() {
 			if !j.finished && gen == j.expGen {
@@ -370,7 +373,10 @@ func (j *execJob) setExpiration(expiration float64) {
 			}
 		}))
 	}
-	j.expiry = append(j.expiry, j.after(time.Until(end), func() {
+	if left == time.Duration(math.MaxInt64) {
+		return // longer than any timer
+	}
+	j.expiry = append(j.expiry, j.after(left, func() {
 		if j.finished || gen != j.expGen {
 			return
 		}
