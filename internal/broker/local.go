@@ -235,8 +235,14 @@ func (c *client) deliver(m *message.Message) {
 	}
 }
 
+// localStall is how long a local client may leave a large message half
+// sent before the broker drops the connection: its buffer grows only with
+// what arrives, and a stalled one is not kept.
+const localStall = 60 * time.Second
+
 func (c *client) readLoop() {
 	r := message.NewReader(c.conn)
+	r.Stall = localStall
 	corked := false
 	defer func() {
 		if corked {

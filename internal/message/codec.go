@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"time"
 )
 
 // ErrProto is the error kind for malformed messages (EPROTO).
@@ -213,12 +215,31 @@ func AppendFramed(b []byte, m *Message) []byte {
 type Reader struct {
 	r   *bufio.Reader
 	hdr [8]byte
+	dl  deadliner // the connection, when it has read deadlines
+	// Stall bounds how long a message larger than readChunk may take to
+	// arrive between two reads (0: no bound); past it Read fails.
+	Stall time.Duration
 }
+
+// deadliner is a connection with read deadlines (net.Conn).
+type deadliner interface{ SetReadDeadline(time.Time) error }
+
+// readChunk is the part of a message's declared length a Reader trusts
+// before the bytes arrive: a header may declare up to MaxSize, and the
+// buffer grows with what is read (at most twice that), never with the
+// declaration alone.
+const readChunk = 64 << 10
 
 // NewReader returns a Reader over r, buffering reads.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{r: bufio.NewReaderSize(r, 64*1024)}
+	rd := &Reader{r: bufio.NewReaderSize(r, readChunk)}
+	rd.dl, _ = r.(deadliner)
+	return rd
 }
+
+// ErrStalled is the error of a Read whose message stopped arriving for
+// longer than Reader.Stall.
+var ErrStalled = errors.New("message stalled")
 
 // Read returns the next message. It returns io.EOF at a clean end of
 // stream, and an error wrapping ErrProto on bad framing.
@@ -232,18 +253,54 @@ func (r *Reader) Read() (*Message, error) {
 	if magic := binary.LittleEndian.Uint32(r.hdr[:4]); magic != StreamMagic {
 		return nil, fmt.Errorf("%w: bad stream magic 0x%08x", ErrProto, magic)
 	}
-	n := binary.BigEndian.Uint32(r.hdr[4:])
+	n := int(binary.BigEndian.Uint32(r.hdr[4:]))
 	if n > MaxSize {
 		return nil, fmt.Errorf("%w: message of %d bytes exceeds limit", ErrProto, n)
 	}
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(r.r, buf); err != nil {
+	var buf []byte
+	var err error
+	if n <= readChunk {
+		buf = make([]byte, n)
+		_, err = io.ReadFull(r.r, buf)
+	} else {
+		buf, err = r.readLarge(n)
+	}
+	if err != nil {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return nil, fmt.Errorf("%w: stream ended inside a message", ErrProto)
 		}
 		return nil, err
 	}
 	return Decode(buf)
+}
+
+// readLarge reads a message body of n bytes into a buffer that grows as
+// the bytes arrive, each read bounded by Stall.
+func (r *Reader) readLarge(n int) ([]byte, error) {
+	buf := make([]byte, 0, readChunk)
+	if r.dl != nil && r.Stall > 0 {
+		defer r.dl.SetReadDeadline(time.Time{})
+	}
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			buf = append(buf, make([]byte, min(cap(buf), n-len(buf)))...)[:len(buf)]
+		}
+		if r.dl != nil && r.Stall > 0 && r.r.Buffered() == 0 {
+			r.dl.SetReadDeadline(time.Now().Add(r.Stall))
+		}
+		k, err := r.r.Read(buf[len(buf):min(cap(buf), n)])
+		buf = buf[:len(buf)+k]
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return nil, fmt.Errorf("%w: %d of %d bytes arrived, then none for %v", ErrStalled, len(buf), n, r.Stall)
+			}
+			if err == io.EOF && len(buf) < n {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return buf, nil
 }
 
 // Buffered reports whether more input is already buffered, which lets a
