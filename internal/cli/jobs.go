@@ -311,6 +311,7 @@ func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Wr
 	now := float64(o.now.UnixNano()) / 1e9
 	var rows []jobRow
 	truncated := false
+	missing := 0 // ids not found: listed as errors, and the exit is 1
 	if len(o.ids) > 0 {
 		for _, s := range o.ids {
 			id, err := parseJobIDArg(s)
@@ -320,6 +321,7 @@ func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Wr
 			j, err := job.ListID(ctx, h, id, attrs, 0)
 			if err != nil {
 				fmt.Fprintf(errw, "flux-jobs: %s: %s\n", s, flux.ErrorText(err))
+				missing++
 				continue
 			}
 			rows = append(rows, jobRow{Info: j, now: now})
@@ -367,6 +369,9 @@ func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Wr
 			return err
 		}
 		fmt.Fprintf(out, "%s\n", b)
+		if missing > 0 {
+			return exitCode(1)
+		}
 		return nil
 	}
 	if err := of.prepare(rows); err != nil {
@@ -388,7 +393,13 @@ func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Wr
 		fmt.Fprintf(errw, "warning: output truncated at %d jobs.\n", o.count)
 		fmt.Fprintln(errw, "Use --count to increase returned results or use filters to alter results.")
 	}
-	return recurseJobs(ctx, o, rows, out, errw)
+	if err := recurseJobs(ctx, o, rows, out, errw); err != nil {
+		return err
+	}
+	if missing > 0 {
+		return exitCode(1)
+	}
+	return nil
 }
 
 // printJobStats prints the --stats line; it reports whether any job is

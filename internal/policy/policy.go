@@ -30,6 +30,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/fluxgo/fluxgo/internal/size"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 	"github.com/fluxgo/fluxgo/pkg/rset"
@@ -43,6 +44,9 @@ type Config struct {
 	// JobSize is policy.limits.job-size ({max: {...}, min: {...}}), nil
 	// for none.
 	JobSize json.RawMessage
+	// MaxJobspecSize bounds a submitted jobspec in bytes (ingest
+	// max-jobspec-size; default DefaultMaxJobspecSize).
+	MaxJobspecSize int64
 	// Queues are the named queues; empty means the anonymous queue only.
 	Queues map[string]Queue
 	// DefaultQueue is policy.jobspec.defaults.system.queue, "" for none.
@@ -75,6 +79,11 @@ type Queue struct {
 	// preemptible needs its resources (a "standby" queue).
 	Preemptible bool
 }
+
+// DefaultMaxJobspecSize is the largest jobspec accepted when the
+// configuration sets no ingest.max-jobspec-size (Slurm's max_script_size
+// is the same 4 MiB).
+const DefaultMaxJobspecSize = 4 << 20
 
 // Fetch reads the instance configuration (config.get) and parses its
 // job policy.
@@ -117,13 +126,23 @@ func Parse(conf []byte) (*Config, error) {
 		Queues       map[string]json.RawMessage `json:"queues"`
 		Reservations map[string]json.RawMessage `json:"reservations"`
 		Accounting   json.RawMessage            `json:"accounting"`
+		Ingest       *struct {
+			MaxJobspecSize any `json:"max-jobspec-size"`
+		} `json:"ingest"`
 	}
-	c := &Config{}
+	c := &Config{MaxJobspecSize: DefaultMaxJobspecSize}
 	if len(conf) == 0 {
 		return c, nil
 	}
 	if err := json.Unmarshal(conf, &top); err != nil {
 		return nil, invalid("policy or queues table: %v", err)
+	}
+	if top.Ingest != nil && top.Ingest.MaxJobspecSize != nil {
+		n, err := size.Parse(top.Ingest.MaxJobspecSize)
+		if err != nil {
+			return nil, invalid("ingest.max-jobspec-size: %v", err)
+		}
+		c.MaxJobspecSize = n
 	}
 	if len(top.Accounting) > 0 {
 		var err error

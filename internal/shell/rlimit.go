@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fluxgo/fluxgo/internal/size"
 )
 
 // ErrBadOption is the kind of error for a malformed containment shell
@@ -206,63 +208,8 @@ func limitString(v uint64) string {
 	return strconv.FormatUint(v, 10)
 }
 
-// ParseSize reads a memory size: a number of bytes, optionally with a
-// suffix K, M, G, T or P (powers of 1024; "KB"/"KiB" spellings and
-// lower case are accepted), e.g. "512M", "1.5G". A JSON number is bytes.
-func ParseSize(v any) (int64, error) {
-	switch n := v.(type) {
-	case float64, int, int64:
-		b, err := integerOption(n)
-		if err != nil {
-			return 0, err
-		}
-		if b <= 0 {
-			return 0, fmt.Errorf("size %d: must be positive", b)
-		}
-		return b, nil
-	case string:
-		return parseSizeString(n)
-	}
-	return 0, fmt.Errorf("want a size such as \"512M\", got %T", v)
-}
+// ParseSize reads a memory size (size.Parse).
+func ParseSize(v any) (int64, error) { return size.Parse(v) }
 
-func parseSizeString(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	i := 0
-	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
-		i++
-	}
-	num, unit := t[:i], strings.ToUpper(strings.TrimSpace(t[i:]))
-	f, err := strconv.ParseFloat(num, 64)
-	if err != nil || num == "" {
-		return 0, fmt.Errorf("size %q: want a number with an optional K, M, G, T or P suffix", s)
-	}
-	unit = strings.TrimSuffix(strings.TrimSuffix(unit, "IB"), "B")
-	mult := map[string]float64{"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
-	m, ok := mult[unit]
-	if !ok {
-		return 0, fmt.Errorf("size %q: unknown unit %q (want K, M, G, T or P)", s, strings.TrimSpace(t[i:]))
-	}
-	b := f * m
-	if b < 1 || b > math.MaxInt64/2 {
-		return 0, fmt.Errorf("size %q: out of range", s)
-	}
-	return int64(b), nil
-}
-
-// FormatSize writes bytes the short way: "100M", "1.5G", "4096".
-func FormatSize(b int64) string {
-	units := []struct {
-		s string
-		n int64
-	}{{"P", 1 << 50}, {"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}}
-	for _, u := range units {
-		if b >= u.n {
-			if b%u.n == 0 {
-				return strconv.FormatInt(b/u.n, 10) + u.s
-			}
-			return strconv.FormatFloat(float64(b)/float64(u.n), 'f', 1, 64) + u.s
-		}
-	}
-	return strconv.FormatInt(b, 10)
-}
+// FormatSize writes bytes the short way (size.Format).
+func FormatSize(b int64) string { return size.Format(b) }

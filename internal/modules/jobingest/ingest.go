@@ -20,6 +20,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/modules/jobmanager"
 	"github.com/fluxgo/fluxgo/internal/policy"
+	"github.com/fluxgo/fluxgo/internal/size"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
@@ -187,10 +188,23 @@ func (in *ingest) submit(r *flux.Request) {
 		r.Errorf(syscall.EPROTO, "job-ingest.submit: %v", err)
 		return
 	}
+	// J holds the jobspec base64-encoded (4/3 of its size) with a short
+	// header: refuse a huge one before decoding it
+	limit := in.policy.MaxJobspecSize
+	if int64(len(req.J)) > limit/3*4+4096 {
+		r.Errorf(syscall.EINVAL, "the jobspec (about %s) is larger than the limit of %s (ingest.max-jobspec-size)",
+			size.Format(int64(len(req.J))/4*3), size.Format(limit))
+		return
+	}
 	env, ok := in.envelopes.Lookup(req.J)
 	if !ok {
 		if env, err = sign.Unwrap(req.J); err != nil {
 			r.Errorf(syscall.EINVAL, "%v", err)
+			return
+		}
+		if int64(len(env.Payload)) > limit {
+			r.Errorf(syscall.EINVAL, "the jobspec (%s) is larger than the limit of %s (ingest.max-jobspec-size)",
+				size.Format(int64(len(env.Payload))), size.Format(limit))
 			return
 		}
 		in.envelopes.Put(req.J, env)

@@ -208,6 +208,16 @@ func (ps *pluginSet) remove(name string) error {
 	return nil
 }
 
+// has reports whether the plugin called name is loaded.
+func (ps *pluginSet) has(name string) bool {
+	for _, p := range ps.loaded {
+		if p.Name() == name {
+			return true
+		}
+	}
+	return false
+}
+
 func (ps *pluginSet) names() []string {
 	out := make([]string, 0, len(ps.loaded))
 	for _, p := range ps.loaded {
@@ -233,6 +243,10 @@ func (ps *pluginSet) find(name string) jobtap.Plugin {
 // hook dispatch
 
 func (ps *pluginSet) validate(j *job, owner bool) error {
+	if _, ok := j.Jobspec.Attribute("system.alloc-bypass.R"); ok && !ps.has("alloc-bypass") {
+		// scheduled as usual, the job would run elsewhere than its R says
+		return fmt.Errorf("attributes.system.alloc-bypass.R: the alloc-bypass jobtap plugin is not loaded (flux jobtap load alloc-bypass.so)")
+	}
 	for _, p := range ps.loaded {
 		if v, ok := p.(jobtap.Validator); ok {
 			if err := v.Validate(j.view(), owner); err != nil {

@@ -1,0 +1,85 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/testinstance"
+)
+
+// writeJobspec writes a jobspec for true with extra system attributes
+// and returns its path.
+func writeJobspec(t *testing.T, tasksCount map[string]any, system map[string]any) string {
+	t.Helper()
+	sys := map[string]any{"duration": 0}
+	for k, v := range system {
+		sys[k] = v
+	}
+	js := map[string]any{"version": 1,
+		"resources":  []any{map[string]any{"type": "slot", "count": 1, "label": "task", "with": []any{map[string]any{"type": "core", "count": 1}}}},
+		"tasks":      []any{map[string]any{"command": []string{"true"}, "slot": "task", "count": tasksCount}},
+		"attributes": map[string]any{"system": sys}}
+	b, _ := json.Marshal(js)
+	path := filepath.Join(t.TempDir(), "jobspec.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestHostileSubmissions: what a user controls in a submission is
+// bounded, and each refusal names the key, the value and the limit; the
+// instance goes on running jobs after each.
+func TestHostileSubmissions(t *testing.T) {
+	e := start(t)
+	// a task count that made job-exec deal 2^62 tasks, wedging every job
+	e.fail("tasks[0].count.total: 4611686018427387904 is more than the limit of 16777216",
+		"job", "submit", writeJobspec(t, map[string]any{"total": int64(1) << 62}, nil))
+	// a time limit past what a time value holds timed the job out at once
+	e.fail("attributes.system.duration: 17280000000 s is more than the limit of 4294967296 s", "run", "-t", "200000d", "true")
+	e.fail(`attributes.system.urgency: must be an integer from 0 to 31, not "x"`,
+		"job", "submit", writeJobspec(t, map[string]any{"per_slot": 1}, map[string]any{"urgency": "x"}))
+	// no size limit: a 100 MB jobspec was taken and kept
+	big := writeJobspec(t, map[string]any{"per_slot": 1}, map[string]any{"environment": map[string]any{"BIG": strings.Repeat("x", 5<<20)}})
+	e.fail("the jobspec (about 5.0M) is larger than the limit of 4M (ingest.max-jobspec-size)", "job", "submit", big)
+	// alloc-bypass without its plugin ran the job where R did not say
+	e.fail("attributes.system.alloc-bypass.R: the alloc-bypass jobtap plugin is not loaded",
+		"submit", `--setattr=system.alloc-bypass.R={"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0"}}]}}`, "true")
+	// an unknown id is an error, with a non-zero exit
+	r := e.flux("jobs", "ƒ4fr")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "not found") {
+		t.Errorf("flux jobs of an unknown id: %+v", r)
+	}
+	if out := e.must("run", "echo", "ok"); out != "ok" {
+		t.Errorf("a job after the refusals: %q", out)
+	}
+}
+
+// TestJobspecSizeConfig: ingest.max-jobspec-size sets the limit, and a
+// bad value stops the instance from starting, naming the key.
+func TestJobspecSizeConfig(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts flux instances")
+	}
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "ingest.toml")
+	os.WriteFile(conf, []byte("[ingest]\nmax-jobspec-size = \"64K\"\n"), 0o644)
+	e := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 1, Args: []string{"-o,--config-path=" + conf}})}
+	mid := writeJobspec(t, map[string]any{"per_slot": 1}, map[string]any{"environment": map[string]any{"MID": strings.Repeat("x", 100<<10)}})
+	e.fail("is larger than the limit of 64K (ingest.max-jobspec-size)", "job", "submit", mid)
+	os.WriteFile(conf, []byte("[ingest]\nmax-jobspec-size = \"lots\"\n"), 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testinstance.Binary(t), "start", "-s", "1", "-o,--config-path="+conf, "true")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `ingest.max-jobspec-size: size "lots"`) {
+		t.Errorf("flux start with a bad ingest.max-jobspec-size: %v: %s", err, out)
+	}
+}
