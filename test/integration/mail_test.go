@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"mime"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,13 +37,32 @@ from = "flux@cluster.example.org"
 	quiet := e.submit("--mail-type=fail", "true") // succeeds: no mail
 	e.waitEvent(id, "clean")
 	e.waitEvent(quiet, "clean")
+	// a job name that tries to add a header (sendmail -t reads the
+	// recipients from them), and a recipient list
+	evil := e.submit("--mail-type=end", "--job-name=x\nBcc: eve@example.org", "true")
+	e.waitEvent(evil, "clean")
+	e.fail("not one address", "submit", "--mail-type=end", "--mail-user=ann@example.org,eve@example.org", "true")
 	var text string
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		b, _ := os.ReadFile(box)
-		if text = string(b); strings.Count(text, "----") >= 2 {
+		if text = string(b); strings.Count(text, "----") >= 3 {
 			break
 		}
 	}
+	if strings.Contains(text, "\nBcc:") {
+		t.Errorf("a job name added a header:\n%s", text)
+	}
+	// subjects are RFC 2047 encoded (the job id's ƒ is not ASCII)
+	var dec mime.WordDecoder
+	decoded := text
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "Subject: ") {
+			if d, err := dec.DecodeHeader(strings.TrimPrefix(line, "Subject: ")); err == nil {
+				decoded += "\nSubject: " + d
+			}
+		}
+	}
+	text = decoded
 	for _, want := range []string{
 		"To: ann@example.org", "From: flux@cluster.example.org",
 		"Subject: Flux job " + id.String() + " (sim) began",

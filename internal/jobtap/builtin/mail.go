@@ -6,13 +6,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"mime"
+	"net/mail"
 	"os"
 	"os/exec"
 	"os/user"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
 	"github.com/fluxgo/fluxgo/pkg/rset"
@@ -115,8 +119,10 @@ func parseMailAttr(v any) (map[string]bool, string, error) {
 		events[s] = true
 	}
 	to, _ := obj["user"].(string)
-	if u, ok := obj["user"]; ok && (to == "" || strings.ContainsAny(to, "\r\n")) {
-		return nil, "", fmt.Errorf("attributes.system.mail.user=%v: not an address", u)
+	if u, ok := obj["user"]; ok {
+		if to == "" || !oneRecipient(to) {
+			return nil, "", fmt.Errorf("attributes.system.mail.user=%q: not one address (a user name or name@host)", fmt.Sprint(u))
+		}
 	}
 	for k := range obj {
 		if k != "events" && k != "user" {
@@ -124,6 +130,35 @@ func parseMailAttr(v any) (map[string]bool, string, error) {
 		}
 	}
 	return events, to, nil
+}
+
+// localName matches a user name standing for a local mailbox.
+var localName = regexp.MustCompile(`^[A-Za-z0-9._+-]+$`)
+
+// oneRecipient reports whether to names one mailbox: a local user name
+// or a single RFC 5322 address (a list would let a job name recipients
+// of its own choosing; sendmail -t reads them from the headers).
+func oneRecipient(to string) bool {
+	if localName.MatchString(to) {
+		return true
+	}
+	a, err := mail.ParseAddress(to)
+	return err == nil && a.Address != "" && !strings.ContainsAny(to, "\r\n,;")
+}
+
+// headerText makes user-controlled text safe in a header: RFC 2047
+// encoded (CR, LF and other control characters become =0D and the like)
+// when it is not plain printable ASCII.
+func headerText(s string) string { return mime.QEncoding.Encode("utf-8", s) }
+
+// lineText makes user-controlled text one plain line of a message body.
+func lineText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // Validate implements jobtap.Validator.
@@ -222,8 +257,8 @@ func (m *Mail) send(j *jobtap.Job, mj *mailJob, what, detail string) {
 	if detail != "" {
 		subject += ": " + detail
 	}
-	fmt.Fprintf(&b, "To: %s\nFrom: %s\nSubject: %s\n\n", mj.to, m.from, subject)
-	fmt.Fprintf(&b, "Job:       %s (%d)\nName:      %s\n", j.ID.String(), uint64(j.ID), mj.name)
+	fmt.Fprintf(&b, "To: %s\nFrom: %s\nSubject: %s\n\n", mj.to, m.from, headerText(subject))
+	fmt.Fprintf(&b, "Job:       %s (%d)\nName:      %s\n", j.ID.String(), uint64(j.ID), lineText(mj.name))
 	if u, err := user.LookupId(strconv.FormatUint(uint64(j.Userid), 10)); err == nil {
 		fmt.Fprintf(&b, "User:      %s\n", u.Username)
 	}
