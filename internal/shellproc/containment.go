@@ -5,7 +5,8 @@ package shellproc
 // Memory: a job asks for a per-task memory limit with the shell option
 // memory=SIZE (flux run -o memory=512M; a number is bytes); the instance
 // may give jobs that do not ask a default with the broker attribute
-// job-shell.memory-default=SIZE. Each task then runs in a cgroup of its
+// job-shell.memory-default=SIZE, and a maximum no job may ask beyond
+// with job-shell.memory-max=SIZE. Each task then runs in a cgroup of its
 // own with that limit and no swap (see internal/shell/cgroup.go). A task
 // that goes over it is killed by the kernel, and the job gets a fatal
 // exception of type "oom": "task 3 exceeded its memory limit of 512M".
@@ -42,6 +43,11 @@ type containConfig struct {
 	// MemoryDefault is the per-task memory limit of jobs that set none
 	// (job-shell.memory-default, a size; default none).
 	MemoryDefault int64
+	// MemoryMax is the most a job may ask per task
+	// (job-shell.memory-max; default none): a job asking more is
+	// refused, and one asking none gets MemoryDefault, or MemoryMax
+	// without a default, so the maximum binds every job.
+	MemoryMax int64
 	// Cgroup is where job cgroups go (job-shell.cgroup): "auto" (the
 	// default) finds this broker's memory cgroup, "off" never uses
 	// cgroups, anything else is the directory of a cgroup to use.
@@ -52,6 +58,10 @@ type containConfig struct {
 func (c *containConfig) Validate() error {
 	if c.MemoryDefault < 0 {
 		return fmt.Errorf("job-shell.memory-default: must be a positive size")
+	}
+	if c.MemoryMax > 0 && c.MemoryDefault > c.MemoryMax {
+		return fmt.Errorf("job-shell.memory-default=%s is more than job-shell.memory-max=%s",
+			shell.FormatSize(c.MemoryDefault), shell.FormatSize(c.MemoryMax))
 	}
 	switch {
 	case c.Cgroup == "auto", c.Cgroup == "off":
@@ -71,6 +81,13 @@ func loadContainConfig(ctx context.Context, h *flux.Handle) (containConfig, erro
 			return c, fmt.Errorf("job-shell.memory-default: %v", err)
 		}
 		c.MemoryDefault = n
+	}
+	if v, err := h.Attr(ctx, "job-shell.memory-max"); err == nil && v != "" {
+		n, err := shell.ParseSize(v)
+		if err != nil {
+			return c, fmt.Errorf("job-shell.memory-max: %v", err)
+		}
+		c.MemoryMax = n
 	}
 	if v, err := h.Attr(ctx, "job-shell.cgroup"); err == nil && v != "" {
 		c.Cgroup = v
@@ -157,15 +174,23 @@ type jobContainment struct {
 	fds    []int           // v2 directory descriptors, by local task id
 }
 
-// memoryLimit returns a job's per-task memory limit (0: none).
-func memoryLimit(opts map[string]any, def int64) (int64, error) {
+// memoryLimit returns a job's per-task memory limit (0: none) under the
+// instance's default and maximum.
+func memoryLimit(opts map[string]any, c containConfig) (int64, error) {
 	v, ok := opts["memory"]
 	if !ok {
-		return def, nil
+		if c.MemoryDefault > 0 {
+			return c.MemoryDefault, nil
+		}
+		return c.MemoryMax, nil
 	}
 	n, err := shell.ParseSize(v)
 	if err != nil {
 		return 0, fmt.Errorf("%w: memory: %v", shell.ErrBadOption, err)
+	}
+	if c.MemoryMax > 0 && n > c.MemoryMax {
+		return 0, fmt.Errorf("%w: memory=%s is more than the instance's maximum of %s per task (job-shell.memory-max)",
+			shell.ErrBadOption, shell.FormatSize(n), shell.FormatSize(c.MemoryMax))
 	}
 	return n, nil
 }
@@ -174,7 +199,7 @@ func memoryLimit(opts map[string]any, def int64) (int64, error) {
 func (j *job) contain(cfg *shell.Config) error {
 	x := j.x
 	opts := j.js.ShellOptions()
-	mem, err := memoryLimit(opts, x.contain.cfg.MemoryDefault)
+	mem, err := memoryLimit(opts, x.contain.cfg)
 	if err != nil {
 		return err
 	}

@@ -393,3 +393,18 @@ func assertNoJobCgroups(t *testing.T) {
 	}
 	t.Errorf("job cgroups left under %s", root.Dir)
 }
+
+// TestMemoryMax: job-shell.memory-max is a limit a job cannot raise: a
+// job asking more is refused with an exec exception naming it, and a job
+// asking none is held to it (there is no default here).
+func TestMemoryMax(t *testing.T) {
+	res := runContained(t, containJob{argv: []string{"true"}, shellOpts: map[string]any{"memory": "1T"},
+		attrs: map[string]string{"job-shell.memory-max": "64M", "job-shell.cgroup": "off"}})
+	if res.exc["type"] != "exec" || !strings.Contains(res.exc["note"], "memory=1T is more than the instance's maximum of 64M per task (job-shell.memory-max)") {
+		t.Fatalf("a job asking 1T under a 64M maximum: exception %v", res.exc)
+	}
+	res = runContained(t, containJob{argv: hog, attrs: map[string]string{"job-shell.memory-max": "32M", "job-shell.cgroup": "off"}})
+	if !strings.Contains(res.stderr[0], "memory") {
+		t.Fatalf("dd of 256M in a job held to a 32M maximum: stderr %q, exception %v", res.stderr[0], res.exc)
+	}
+}
