@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -84,7 +85,15 @@ type attacher struct {
 	outcome jobOutcome
 	t0      float64
 	partial map[string][]byte // unterminated output per stream/rank when labeling
+	// progress counts the events of the exec and output logs taken, so
+	// the end of an attach waits as long as they keep coming
+	progress atomic.Int64
+	writing  atomic.Bool // copying an event out (a slow reader is no stall)
 }
+
+// attachStall is how long the logs of an inactive job may bring nothing
+// new before attach stops waiting for the rest and says so.
+const attachStall = 10 * time.Second
 
 // attachJob copies a job's output to out/errw (and stdin to it) until the
 // job is done, and returns the exit code flux-core's attach would.
@@ -150,19 +159,43 @@ func attachJob(h *flux.Handle, id jobid.ID, o attachOptions, stdin io.Reader, ou
 	if err != nil {
 		return 1, err
 	}
-	// the job is inactive: its logs are complete or about to be
-	timeout := time.After(10 * time.Second)
-	for _, c := range []chan error{execDone, outDone} {
-		select {
-		case err := <-c:
-			if err != nil && !o.quiet {
-				fmt.Fprintf(errw, "flux-job: %v\n", err)
+	// The job is inactive: its logs are complete or about to be. Their
+	// rest (a large output takes a while through a slow reader) is
+	// waited for while it comes; an error or a stall is reported, with a
+	// non-zero exit: the output printed is then not all there is.
+	incomplete := false
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for _, c := range []struct {
+		what string
+		done chan error
+	}{{"exec eventlog", execDone}, {"output", outDone}} {
+		last, seen := a.progress.Load(), time.Now()
+	wait:
+		for {
+			select {
+			case err := <-c.done:
+				if err != nil {
+					fmt.Fprintf(errw, "flux-job: %v: the job's %s is incomplete\n", err, c.what)
+					incomplete = true
+				}
+				break wait
+			case <-tick.C:
+				if n := a.progress.Load(); n != last || a.writing.Load() {
+					last, seen = n, time.Now()
+				} else if time.Since(seen) > attachStall {
+					fmt.Fprintf(errw, "flux-job: job %s: nothing more of its %s arrived in %v: it is incomplete\n", id.String(), c.what, attachStall)
+					incomplete = true
+					break wait
+				}
 			}
-		case <-timeout:
 		}
 	}
 	a.flushPartial()
 	code := a.outcome.exitCode()
+	if incomplete && code == 0 {
+		code = 1
+	}
 	if a.outcome.status > 0 && !o.quiet {
 		// "task(s) Terminated" for tasks killed by a signal, as flux-core
 		if _, text := job.ExitCode(a.outcome.status); text != "" {
@@ -183,6 +216,7 @@ func (a *attacher) start() float64 {
 // forwarding stdin to the job's shell service.
 func (a *attacher) followExec(ctx context.Context) error {
 	err := watchEventlogPath(ctx, a.h, a.id, "guest.exec.eventlog", func(ev eventlog.Event) bool {
+		a.progress.Add(1)
 		if a.o.showExec {
 			fmt.Fprintf(a.errw, "%.3fs: exec.%s %s\n", ev.Timestamp-a.start(), ev.Name, ev.Context)
 		}
@@ -210,6 +244,9 @@ func (a *attacher) followExec(ctx context.Context) error {
 // followOutput copies the output eventlog to our stdout/stderr.
 func (a *attacher) followOutput(ctx context.Context) error {
 	err := watchEventlogPath(ctx, a.h, a.id, "guest.output", func(ev eventlog.Event) bool {
+		a.progress.Add(1)
+		a.writing.Store(true)
+		defer a.writing.Store(false)
 		if ev.Name != "data" {
 			return false
 		}
