@@ -509,7 +509,15 @@ func (s *builtins) moduleLoad(r *flux.Request) {
 		r.RespondError(err)
 		return
 	}
-	r.Respond(nil)
+	// answered once the module runs, or with why it failed to start
+	// (waited for elsewhere: its start-up may need this service)
+	go func() {
+		if err := s.b.modules.waitStarted(s.b.ctx, name); err != nil {
+			r.RespondError(err)
+			return
+		}
+		r.Respond(nil)
+	}()
 }
 
 func (s *builtins) moduleRemove(r *flux.Request) {

@@ -29,6 +29,7 @@ type modulePeer struct {
 	loaded  time.Time
 	cancel  context.CancelFunc
 	done    chan struct{}
+	exitErr error // why Run returned (read after done is closed)
 	dead    atomic.Bool
 	lastMsg atomic.Int64
 	rx, tx  atomic.Uint64
@@ -199,13 +200,16 @@ type moduleHost struct {
 	mu    sync.Mutex
 	mods  map[string]*modulePeer
 	order []string // load order, for reverse-order unload
+	// failed holds why each module that ended on its own last ended
+	// (cleared when it is loaded again), for waitStarted
+	failed map[string]error
 }
 
 func newModuleHost(b *Broker, reg *module.Registry) *moduleHost {
 	if reg == nil {
 		reg = module.NewRegistry()
 	}
-	return &moduleHost{b: b, reg: reg, mods: make(map[string]*modulePeer)}
+	return &moduleHost{b: b, reg: reg, mods: make(map[string]*modulePeer), failed: make(map[string]error)}
 }
 
 // load starts module name with args. It returns once the module's
@@ -226,6 +230,7 @@ func (mh *moduleHost) load(name string, args []string) error {
 	p.service = mod.Name()
 	mh.mods[name] = p
 	mh.order = append(mh.order, name)
+	delete(mh.failed, name)
 	mh.mu.Unlock()
 
 	b := mh.b
@@ -245,6 +250,12 @@ func (mh *moduleHost) load(name string, args []string) error {
 	go func() {
 		defer close(p.done)
 		err := runModule(ctx, mod, p.h, args)
+		if ctx.Err() == nil {
+			p.exitErr = err
+			mh.mu.Lock()
+			mh.failed[name] = err
+			mh.mu.Unlock()
+		}
 		p.dead.Store(true)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -260,6 +271,39 @@ func (mh *moduleHost) load(name string, args []string) error {
 	}()
 	log.Debug("module loaded")
 	return nil
+}
+
+// started waits until module p is running (its handle serves) and
+// returns nil, or returns why it ended before that (nil for a module that
+// ended cleanly), or ctx's error.
+func (p *modulePeer) started(ctx context.Context) error {
+	select {
+	case <-p.h.Serving():
+		return nil
+	case <-p.done:
+		if p.exitErr != nil {
+			return fmt.Errorf("module %s failed: %w", p.name, p.exitErr)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// waitStarted waits for module name (as loaded now) to be running; see
+// modulePeer.started.
+func (mh *moduleHost) waitStarted(ctx context.Context, name string) error {
+	mh.mu.Lock()
+	p := mh.mods[name]
+	err, ended := mh.failed[name]
+	mh.mu.Unlock()
+	if p == nil {
+		if ended && err != nil {
+			return fmt.Errorf("module %s failed: %w", name, err)
+		}
+		return nil // removed, or ended cleanly
+	}
+	return p.started(ctx)
 }
 
 // runModule runs a module, turning a panic into an error.

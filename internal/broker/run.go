@@ -63,6 +63,7 @@ func (b *Broker) Run() (int, error) {
 
 	// rc1: load the configured modules.
 	b.state.Store("init")
+	var loaded []string
 	for _, spec := range b.cfg.Modules {
 		if !spec.onRank(b.rank) {
 			continue
@@ -76,6 +77,30 @@ func (b *Broker) Run() (int, error) {
 			b.log.Error(fmt.Sprintf("rc1: load %s: %v", spec.Name, err))
 			b.teardown()
 			return 1, fmt.Errorf("rc1: load module %s: %w", spec.Name, err)
+		}
+		loaded = append(loaded, spec.Name)
+	}
+	// A module that fails while it starts (a bad configuration value,
+	// say) stops the broker, naming it: an instance without it would
+	// look up and never run a job.
+	for _, name := range loaded {
+		for {
+			ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+			err := b.modules.waitStarted(ctx, name)
+			cancel()
+			if err == nil {
+				break
+			}
+			if errors.Is(err, context.DeadlineExceeded) && b.ctx.Err() == nil {
+				b.log.Info(fmt.Sprintf("rc1: module %s is still starting", name))
+				continue
+			}
+			if b.ctx.Err() != nil {
+				break
+			}
+			b.log.Error(fmt.Sprintf("rc1: %v", err))
+			b.teardown()
+			return 1, fmt.Errorf("rc1: %w", err)
 		}
 	}
 	b.state.Store("quorum")

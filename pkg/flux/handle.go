@@ -50,6 +50,9 @@ var ErrClosed = errors.New("flux handle: connection closed")
 type Handle struct {
 	conn Conn
 
+	serving     chan struct{} // closed when Serve first runs
+	servingOnce sync.Once
+
 	mu       sync.Mutex
 	tag      uint32
 	rpcs     map[uint32]*Future
@@ -263,9 +266,23 @@ func (h *Handle) wake() {
 	}
 }
 
+// Serving returns a channel closed once Serve has started: a module is
+// running (its start-up is done) when its handle serves.
+func (h *Handle) Serving() <-chan struct{} { return h.servingChan() }
+
+func (h *Handle) servingChan() chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.serving == nil {
+		h.serving = make(chan struct{})
+	}
+	return h.serving
+}
+
 // Serve runs request handlers, event handlers and posted functions on the
 // calling goroutine until ctx is done or the connection ends.
 func (h *Handle) Serve(ctx context.Context) error {
+	h.servingOnce.Do(func() { close(h.servingChan()) })
 	h.needReader()
 	var batch []work
 	for {

@@ -83,3 +83,31 @@ func TestJobspecSizeConfig(t *testing.T) {
 		t.Errorf("flux start with a bad ingest.max-jobspec-size: %v: %s", err, out)
 	}
 }
+
+// TestModuleStartFailures: a module that fails as it starts makes flux
+// module load fail with its reason, stops flux start (exit 1, naming it)
+// instead of leaving an instance that never runs a job, and so ends a
+// child instance's job with that reason.
+func TestModuleStartFailures(t *testing.T) {
+	e := start(t)
+	e.must("module", "remove", "sched-simple")
+	e.fail(`module sched-simple failed: queue-policy="bogus": use fcfs, easy, hybrid or conservative`,
+		"module", "load", "sched-simple", "queue-policy=bogus")
+	e.must("module", "load", "sched-simple")
+	if out := e.must("run", "echo", "ok"); out != "ok" {
+		t.Fatalf("a job after sched-simple was loaded again: %q", out)
+	}
+	r := e.flux("alloc", "-N1", "--broker-opts=-Ssched-simple.queue-policy=bogus", "true")
+	if r.Code == 0 || !strings.Contains(r.Stderr, `rc1: module sched-simple failed: queue-policy="bogus"`) {
+		t.Errorf("flux alloc of a child whose scheduler fails: %+v", r)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testinstance.Binary(t), "start", "-s", "2", "-Ssched-simple.queue-policy=bogus", "true")
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), `rc1: module sched-simple failed: queue-policy="bogus"`) {
+		t.Errorf("flux start with a scheduler that fails: %v: %s", err, out)
+	}
+}
