@@ -26,7 +26,7 @@ FLUX_TEST_BINARY="$PWD/bin/flux" go test -count=1 -timeout 20m ./...
 echo "== go test -race (core packages)"
 race_pkgs=$(go list ./internal/message/... ./internal/broker/... ./pkg/flux/... \
 	./internal/modules/jobmanager/... ./internal/modules/kvs/... ./internal/modules/content/... \
-	./internal/modules/schedsimple/... ./internal/sched/... ./internal/kvsbatch/... ./internal/modules/jobpool/... 2>/dev/null || true)
+	./internal/modules/schedsimple/... ./internal/sched/... ./internal/kvsbatch/... ./internal/modules/jobpool/... ./pkg/rset/... 2>/dev/null || true)
 if [ -n "$race_pkgs" ]; then
 	CGO_ENABLED=1 FLUX_TEST_BINARY="$PWD/bin/flux" go test -race -count=1 -timeout 20m $race_pkgs
 fi

@@ -1,6 +1,7 @@
 package rset
 
 import (
+	"fmt"
 	"errors"
 	"slices"
 	"testing"
@@ -405,26 +406,44 @@ func TestLarge(t *testing.T) {
 }
 
 // TestConcurrentReaders runs the lazily built parts of a set (hostname
-// list and index) from several goroutines; run with -race.
+// list and index) from several goroutines at once (make check runs it
+// with -race), each getting what one reader alone gets.
 func TestConcurrentReaders(t *testing.T) {
-	r := mustParse(t, `{"version":1,"execution":{"R_lite":[{"rank":"0-63","children":{"core":"0-3"}}],"nodelist":["n[0-63]"]}}`)
+	const text = `{"version":1,"execution":{"R_lite":[{"rank":"0-63","children":{"core":"0-3"}}],"nodelist":["n[0-63]"]}}`
 	other := mk(t, "0-31", "0", "", "")
 	hosts := mustHosts(t, "n[1-2]")
-	done := make(chan struct{})
-	for range 4 {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			for n := range r.All() {
-				_ = n
-			}
-			_, _ = r.RanksOf(hosts)
-			_, _ = r.Host(5)
-			_, _ = r.Node(7)
-			_ = r.Difference(other).Nodelist().String()
-			_ = r.Encode()
-		}()
+	type result struct {
+		nodes            int
+		ranks, host, diff string
+		cores             string
+		enc               string
 	}
-	for range 4 {
-		<-done
+	read := func(r *R) (res result) {
+		for range r.All() {
+			res.nodes++
+		}
+		rk, err := r.RanksOf(hosts)
+		res.ranks = fmt.Sprint(rk, err)
+		h, ok := r.Host(5)
+		res.host = fmt.Sprint(h, ok)
+		n, found := r.Node(7)
+		res.cores = fmt.Sprint(n.Cores.String(), found)
+		res.diff = r.Difference(other).Nodelist().String()
+		res.enc = string(r.Encode())
+		return res
+	}
+	want := read(mustParse(t, text))
+	if want.nodes != 64 || want.host != "n5true" {
+		t.Fatalf("one reader: %+v", want)
+	}
+	r := mustParse(t, text) // its lazy parts not built yet
+	got := make(chan result, 8)
+	for range 8 {
+		go func() { got <- read(r) }()
+	}
+	for range 8 {
+		if g := <-got; g != want {
+			t.Errorf("a concurrent reader got %+v, want %+v", g, want)
+		}
 	}
 }
