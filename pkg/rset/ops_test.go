@@ -1,8 +1,8 @@
 package rset
 
 import (
-	"fmt"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -413,7 +413,7 @@ func TestConcurrentReaders(t *testing.T) {
 	other := mk(t, "0-31", "0", "", "")
 	hosts := mustHosts(t, "n[1-2]")
 	type result struct {
-		nodes            int
+		nodes             int
 		ranks, host, diff string
 		cores             string
 		enc               string
