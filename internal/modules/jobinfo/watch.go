@@ -31,6 +31,9 @@ type watch struct {
 	partial []byte       // an incomplete last line
 	sent    int          // bytes of complete lines sent
 	done    bool
+	// once: a guest log of an inactive job, whole as it is now (nothing
+	// more is written to it): the stream ends after it
+	once bool
 
 	// guest.output completion: eof count expected / seen per stream
 	outCount map[string]int
@@ -96,6 +99,7 @@ func (s *service) handleWatch(r *flux.Request) {
 		if q.Flags&job.WatchWaitCreate != 0 {
 			flags |= kvsWaitCreate
 		}
+		w.once = w.path != "eventlog" && inactive && q.Flags&job.WatchWaitCreate == 0
 		w.start(flags, w.path != "eventlog" && !inactive)
 	})
 }
@@ -124,6 +128,9 @@ func (w *watch) start(flags int, watchMain bool) {
 			return
 		}
 		w.feed(data)
+		if w.once {
+			w.stop(true) // a redirected stream never says eof here
+		}
 	})
 	if !watchMain {
 		return
