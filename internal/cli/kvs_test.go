@@ -193,7 +193,21 @@ func TestKVSEventlogCommands(t *testing.T) {
 	go func() {
 		done <- kvsWaitEvent(ctx, h, kvsWaitEventOptions{verbose: true}, "log", "third", &wout)
 	}()
-	time.Sleep(50 * time.Millisecond)
+	// the watch is set before the event comes
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var st struct {
+			Watchers int `json:"watchers"`
+		}
+		if err := h.Call(ctx, "kvs-watch.stats-get", flux.NodeidAny, nil, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Watchers > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("wait-event set no watch in 10 s")
+		}
+	}
 	appendEv("third")
 	if err := <-done; err != nil {
 		t.Fatal(err)

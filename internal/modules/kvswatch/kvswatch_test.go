@@ -124,6 +124,26 @@ func TestWatchUniq(t *testing.T) {
 	}
 }
 
+// waitWatchers waits until the kvs-watch module of h's broker holds n
+// watches, so that what a test does next happens after they are set.
+func waitWatchers(t *testing.T, h *flux.Handle, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var st struct {
+			Watchers int `json:"watchers"`
+		}
+		if err := h.Call(brokertest.Ctx(t), "kvs-watch.stats-get", flux.NodeidAny, nil, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Watchers >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kvs-watch holds %d watches after 10 s, want %d", st.Watchers, n)
+		}
+	}
+}
+
 func TestWaitCreate(t *testing.T) {
 	inst := kvstest.Start(t, kvstest.Options{Size: 2})
 	h0, h1 := inst.Handle(0), inst.Handle(1)
@@ -136,7 +156,7 @@ func TestWaitCreate(t *testing.T) {
 		}
 		done <- string(v)
 	}()
-	time.Sleep(100 * time.Millisecond)
+	waitWatchers(t, h1, 1) // the wait is in place before the key comes
 	put(t, h0, "", "other", "x", 0)
 	put(t, h0, "", "later", "here", 0)
 	if v := <-done; v != "here" {
@@ -149,7 +169,7 @@ func TestWaitCreate(t *testing.T) {
 	}
 	// waitcreate on a namespace that does not exist yet
 	w = watch(t, h1, "future", "k", kvs.FlagWatch|kvs.FlagWaitCreate)
-	time.Sleep(100 * time.Millisecond)
+	waitWatchers(t, h1, 1)
 	if err := kvs.NamespaceCreate(brokertest.Ctx(t), h0, "future", kvs.OwnerDefault, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +316,7 @@ func TestWatchAppendWaitCreate(t *testing.T) {
 	inst := kvstest.Start(t, kvstest.Options{})
 	h := inst.Handle(0)
 	w := watch(t, h, "", "log", kvs.FlagWatch|kvs.FlagWatchAppend|kvs.FlagWaitCreate)
-	time.Sleep(50 * time.Millisecond)
+	waitWatchers(t, h, 1)
 	put(t, h, "", "log", "a", kvs.FlagAppend)
 	put(t, h, "", "log", "b", kvs.FlagAppend)
 	put(t, h, "", "log", "c", kvs.FlagAppend)

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -150,11 +151,30 @@ func TestWriteToExited(t *testing.T) {
 	}
 }
 
+// lockedBuffer is a bytes.Buffer a test may read while a subprocess's
+// output is written to it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 func TestKill(t *testing.T) {
 	inst := rexectest.Start(t, 1)
 	h := inst.Handle(0)
 	ctx := rexectest.Context(t)
-	var out bytes.Buffer
+	var out lockedBuffer
 	p, err := subprocess.Exec(ctx, h, 0, subprocess.Command{
 		Args:   []string{"sh", "-c", "trap 'echo got INT; exit 5' INT; echo ready; while :; do sleep 0.05; done"},
 		Stdout: &out,
@@ -166,7 +186,12 @@ func TestKill(t *testing.T) {
 	if pid, _ := p.Pid(); err != nil || len(ls.Procs) != 1 || ls.Procs[0].Pid != pid {
 		t.Fatalf("list %+v %v", ls, err)
 	}
-	time.Sleep(200 * time.Millisecond) // let the trap be set
+	// the trap is set once "ready" is out
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), "ready"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no ready line in 10 s: %q", out.String())
+		}
+	}
 	if err := p.Kill(ctx, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
