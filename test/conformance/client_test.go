@@ -168,7 +168,10 @@ var optionalRequests = map[string]map[string]string{
 		// command has closed stdin, which then no longer matters
 		"SHELL.stdin": "closing the stdin of a job that may have ended",
 	},
-	"alloc-bypass":  {"job-list.list-id": "the queue name in its status line"},
+	"alloc-bypass": {
+		"job-list.list-id": "the queue name in its status line",
+		"SHELL.stdin":      "closing the stdin of a job that may have ended",
+	},
 	"resource-list": {"config.get": "the queue configuration"},
 	"ping":          {"attr.get": "the target's hostname in its output"},
 }
