@@ -1,14 +1,15 @@
 // Command restart measures a planned restart of an instance that holds
 // running jobs: on flux start -s 4 with a statedir, it makes N inactive
 // jobs (test executor), P pending (held) jobs and R running real jobs
-// (sleep), stops the instance with flux shutdown (the running jobs'
-// shells go on without a broker), starts it again from the statedir and
+// (sleep), stops the instance with flux shutdown (or, with -crash, kills
+// every broker with SIGKILL; either way the running jobs' shells go on
+// without a broker), starts it again from the statedir and
 // prints how long until (1) the instance answers, (2) a new real job has
 // run, and (3) every running job is reattached (reattach-finish in its
 // exec eventlog), beside the time of a start of the same instance
 // empty.
 //
-//	go run ./bench/restart [-flux bin/flux] [-inactive 65536] [-pending 1024] [-running 100] [-log FILE]
+//	go run ./bench/restart [-flux bin/flux] [-inactive 65536] [-pending 1024] [-running 100] [-log FILE] [-crash]
 package main
 
 import (
@@ -18,7 +19,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/fluxgo/fluxgo/bench/internal/benchkit"
@@ -33,6 +36,7 @@ func main() {
 	pending := flag.Int("pending", 1024, "pending (held) jobs")
 	running := flag.Int("running", 100, "running real jobs (sleep) across the restart")
 	logFile := flag.String("log", "", "write the restarted instance's log (flux dmesg) to this file")
+	crash := flag.Bool("crash", false, "kill -9 every broker instead of flux shutdown")
 	flag.Parse()
 	abs, err := filepath.Abs(*bin)
 	if err != nil {
@@ -70,7 +74,24 @@ func main() {
 		cli(abs, inst.URI, "job", "wait-event", "-t", "60", id, "start")
 	}
 	t = time.Now()
-	cli(abs, inst.URI, "shutdown", "--quiet")
+	how := "flux shutdown (jobs keep running)"
+	if *crash {
+		how = "kill -9 of every broker         "
+		var pids []int
+		for r := 0; r < 4; r++ {
+			pid, err := strconv.Atoi(strings.TrimSpace(cli(abs, inst.RankURI(r), "getattr", "broker.pid")))
+			if err != nil {
+				fatal(err)
+			}
+			pids = append(pids, pid)
+		}
+		t = time.Now()
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	} else {
+		cli(abs, inst.URI, "shutdown", "--quiet")
+	}
 	inst.Wait()
 	down := time.Since(t)
 
@@ -132,7 +153,7 @@ func main() {
 	}
 
 	fmt.Printf("restart of 4 brokers holding %d inactive, %d pending, %d running real jobs:\n", *inactive, *pending, *running)
-	fmt.Printf("  flux shutdown (jobs keep running)            %6.2f s\n", down.Seconds())
+	fmt.Printf("  %s            %6.2f s\n", how, down.Seconds())
 	fmt.Printf("  flux start until the instance answers        %6.2f s   (empty instance: %.2f s)\n", up.Seconds(), emptyUp.Seconds())
 	fmt.Printf("  ... until a new real job has run             %6.2f s   (that job alone: %.3f s; empty instance: %.3f s)\n", ready.Seconds(), newJob.Seconds(), emptyJob.Seconds())
 	fmt.Printf("  ... until every running job is reattached    %6.2f s   (target < 3 s)\n", reattached.Seconds())
