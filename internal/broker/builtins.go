@@ -355,6 +355,13 @@ func (s *builtins) eventPub(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "event.pub: topic must not be empty")
 		return
 	}
+	// A service's events (resource.rehello, job-manager.online ...) are
+	// its own: modules ignore a guest's anyway, but tools following them
+	// would be misled.
+	if svc := message.Service(req.Topic); !r.IsOwner() && s.b.serviceTopic(req.Topic) {
+		r.Errorf(syscall.EPERM, "event.pub: guests may not publish %s: %s.* events belong to the %s service", req.Topic, svc, svc)
+		return
+	}
 	if s.b.rank != 0 {
 		// Sequencing happens at rank 0: forward the request there.
 		r.Relay(s.h.RPC("event.pub", 0, r.Msg.JSON(), 0))

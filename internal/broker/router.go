@@ -162,9 +162,15 @@ func (r *router) route(m *message.Message, from peer) {
 	case message.Event:
 		if from.kind() == peerParent {
 			r.distribute(m)
-		} else {
-			r.publish(m)
+			return
 		}
+		if svc := message.Service(m.Topic); m.Rolemask&message.RoleOwner == 0 && r.b.serviceTopic(m.Topic) {
+			// as event.pub refuses it (builtins.go): a service's events
+			// are its own
+			r.b.log.Warn("dropped a guest's event in a service's namespace", "topic", m.Topic, "userid", m.Userid, "service", svc)
+			return
+		}
+		r.publish(m)
 	}
 }
 
@@ -207,6 +213,21 @@ func (r *router) routeRequest(m *message.Message) {
 	default:
 		r.toRank(m)
 	}
+}
+
+// serviceTopic reports whether an event topic is in a service's
+// namespace: SERVICE.name where SERVICE is registered here or is one of
+// the modules this broker can load (it may run on another rank only).
+func (b *Broker) serviceTopic(topic string) bool {
+	svc := message.Service(topic)
+	if svc == topic {
+		return false
+	}
+	if b.router.lookupService(topic) != nil {
+		return true
+	}
+	_, ok := b.modules.reg.Lookup(svc)
+	return ok
 }
 
 func (r *router) lookupService(topic string) peer {

@@ -85,7 +85,9 @@ func eventPub(ctx context.Context, h *flux.Handle, topic string, payload []byte,
 	}
 	var seq uint32
 	switch {
-	case o.sync || (o.loopback && !o.raw):
+	case o.sync || !o.raw:
+		// event.pub answers: a refused event (a guest's in a service's
+		// namespace) is an error, not silence
 		// The sequence number lets --loopback pick out our own event.
 		var p any
 		if payload != nil {

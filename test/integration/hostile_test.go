@@ -111,3 +111,23 @@ func TestModuleStartFailures(t *testing.T) {
 		t.Errorf("flux start with a scheduler that fails: %v: %s", err, out)
 	}
 }
+
+// TestGuestServiceEvents: a guest may publish events of its own, not in a
+// service's namespace (resource.rehello, job-manager.online: modules
+// ignore a guest's, tools following them would be misled), on any rank.
+func TestGuestServiceEvents(t *testing.T) {
+	e := start(t)
+	if !canRunAsGuest(e) {
+		t.Skip("needs root, to run commands as another user")
+	}
+	for _, topic := range []string{"resource.rehello", "job-manager.online", "kvs.setroot"} {
+		r := e.asGuest("event", "pub", topic)
+		if r.Code == 0 || !strings.Contains(r.Stderr, "guests may not publish "+topic) {
+			t.Errorf("guest flux event pub %s: %+v", topic, r)
+		}
+	}
+	if r := e.asGuest("event", "pub", "mine.hello"); r.Code != 0 {
+		t.Errorf("guest flux event pub mine.hello: %+v", r)
+	}
+	e.must("event", "pub", "resource.rehello") // the owner may
+}
