@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -33,6 +35,7 @@ type eventPubOptions struct {
 	sync     bool
 	loopback bool
 	private  bool
+	guest    bool // not the instance owner (see notSocketOwner)
 }
 
 func newEventPubCmd() *cobra.Command {
@@ -48,6 +51,7 @@ PAYLOAD arguments are joined with single spaces.`,
 			if len(args) > 1 {
 				payload = []byte(strings.Join(args[1:], " "))
 			}
+			o.guest = notSocketOwner(os.Getenv("FLUX_URI"))
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
 				return eventPub(ctx, h, args[0], payload, o)
 			})
@@ -60,6 +64,22 @@ PAYLOAD arguments are joined with single spaces.`,
 	f.BoolVarP(&o.loopback, "loopback", "l", false, "wait until the event comes back to this command")
 	f.BoolVarP(&o.private, "private", "p", false, "mark the event private (owner and sender only)")
 	return cmd
+}
+
+// notSocketOwner reports whether a local:// uri's socket belongs to
+// another user than ours (we are a guest of that instance); false when
+// it cannot tell.
+func notSocketOwner(uri string) bool {
+	path, ok := strings.CutPrefix(uri, "local://")
+	if !ok {
+		return false
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) != os.Getuid()
 }
 
 // eventPub publishes one event. payload nil means none.
@@ -85,9 +105,9 @@ func eventPub(ctx context.Context, h *flux.Handle, topic string, payload []byte,
 	}
 	var seq uint32
 	switch {
-	case o.sync || !o.raw:
-		// event.pub answers: a refused event (a guest's in a service's
-		// namespace) is an error, not silence
+	case o.sync || (o.loopback && !o.raw) || (o.guest && !o.raw && strings.Contains(topic, ".")):
+		// (a guest's event may be refused, in a service's namespace:
+		// event.pub says so, where a bare event would be dropped)
 		// The sequence number lets --loopback pick out our own event.
 		var p any
 		if payload != nil {
