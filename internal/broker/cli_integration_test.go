@@ -229,7 +229,7 @@ func TestCLIOverlayLostBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	deadline := time.Now().Add(10 * time.Second) // well past tbon.timeout
+	deadline := time.Now().Add(30 * time.Second) // well past tbon.timeout, on a loaded machine too
 	lost := regexp.MustCompile(`(?m)^   └─ 6 \S+: lost$`)
 	for !lost.MatchString(out) {
 		if time.Now().After(deadline) {
@@ -252,7 +252,9 @@ func TestCLIOverlayLostBroker(t *testing.T) {
 	if r.Code == 0 || !strings.Contains(r.Stderr, "6!broker.ping") || !strings.Contains(r.Stderr, "unreachable") {
 		t.Errorf("ping of a lost broker: exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	// it must fail, not wait for a broker that is gone (a bound on a
+	// hang, not a speed: a loaded machine is slow)
+	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("ping of a lost broker took %v", d)
 	}
 	if up := inst.MustRun(t, "uptime"); !strings.HasSuffix(up, ",  size 8,  1 offline\n") {
