@@ -348,11 +348,23 @@ func (mh *moduleHost) remove(name string, timeout time.Duration) error {
 		return fmt.Errorf("module %q is not loaded: %w", name, syscall.ENOENT)
 	}
 	p.cancel()
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(timeout):
-		return fmt.Errorf("module %q did not stop within %v: %w", name, timeout, syscall.ETIMEDOUT)
+	// timeout counts from the module's last message: one that is still
+	// at work (the content store writing what it holds to its backing
+	// store, one blob at a time on a loaded machine) is waited for
+	tick := time.NewTicker(timeout / 10)
+	defer tick.Stop()
+	last, idle := p.rx.Load()+p.tx.Load(), time.Now()
+	for {
+		select {
+		case <-p.done:
+			return nil
+		case <-tick.C:
+			if n := p.rx.Load() + p.tx.Load(); n != last {
+				last, idle = n, time.Now()
+			} else if time.Since(idle) >= timeout {
+				return fmt.Errorf("module %q did not stop within %v of its last message: %w", name, timeout, syscall.ETIMEDOUT)
+			}
+		}
 	}
 }
 
