@@ -46,14 +46,27 @@ func listenLocal(b *Broker, path string) (*localConnector, error) {
 }
 
 func (lc *localConnector) serve() {
+	var delay time.Duration // backoff while accept fails for want of descriptors
+	var logged time.Time
 	for {
 		c, err := lc.ln.AcceptUnix()
 		if err != nil {
-			if !errors.Is(err, net.ErrClosed) {
-				lc.b.log.Error("local connector accept", "err", err)
+			if errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return
+			// Out of file descriptors (a client holding thousands of
+			// connections), or a connection gone before it was taken:
+			// the listener is fine, and stopping would wedge the
+			// instance for good. Back off and go on.
+			if time.Since(logged) > 10*time.Second {
+				lc.b.log.Error("local connector accept (retrying)", "err", err)
+				logged = time.Now()
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			time.Sleep(delay)
+			continue
 		}
+		delay = 0
 		lc.wg.Add(1)
 		go func() {
 			defer lc.wg.Done()

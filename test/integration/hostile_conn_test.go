@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // rssKB reads a process's resident set size in KiB.
@@ -77,5 +79,40 @@ func TestStalledConnections(t *testing.T) {
 	// where 1 GiB each was allocated before
 	if grow := after - before; grow > nconn*512 {
 		t.Errorf("broker grew by %d KiB for %d stalled connections", grow, nconn)
+	}
+}
+
+// TestConnectionsPastFileLimit: connections past the broker's file
+// descriptor limit fail, and once they close the broker takes new ones
+// again (its accept loop stopped for good at the first EMFILE).
+func TestConnectionsPastFileLimit(t *testing.T) {
+	e := start(t)
+	pid, _ := strconv.Atoi(e.must("getattr", "broker.pid"))
+	lim := unix.Rlimit{Cur: 256, Max: 256}
+	if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, &lim, nil); err != nil {
+		t.Skipf("cannot lower the broker's file limit: %v", err)
+	}
+	path := strings.TrimPrefix(e.inst.URI, "local://")
+	var conns []net.Conn
+	for i := 0; i < 400; i++ {
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			break
+		}
+		conns = append(conns, c)
+	}
+	time.Sleep(200 * time.Millisecond) // the broker tries to take them all
+	for _, c := range conns {
+		c.Close()
+	}
+	lim = unix.Rlimit{Cur: 20000, Max: 20000}
+	unix.Prlimit(pid, unix.RLIMIT_NOFILE, &lim, nil)
+	// a new client gets in within the accept backoff (at most 1 s)
+	r := e.inst.Run(t, "getattr", "rank")
+	if r.Code != 0 || strings.TrimSpace(r.Stdout) != "0" {
+		t.Fatalf("getattr after %d connections past the file limit: %+v", len(conns), r)
+	}
+	if log := e.must("dmesg"); !strings.Contains(log, "local connector accept (retrying)") {
+		t.Errorf("the broker did not say it ran out of descriptors:\n%s", log)
 	}
 }
