@@ -92,8 +92,10 @@ type attacher struct {
 }
 
 // attachStall is how long the logs of an inactive job may bring nothing
-// new before attach stops waiting for the rest and says so.
-const attachStall = 10 * time.Second
+// new before attach stops waiting for the rest and says so: long, since
+// job-info reads a finished job's output in one KVS lookup, which a
+// loaded machine may take many seconds to deliver for a large one.
+const attachStall = 60 * time.Second
 
 // attachJob copies a job's output to out/errw (and stdin to it) until the
 // job is done, and returns the exit code flux-core's attach would.
