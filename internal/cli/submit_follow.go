@@ -28,6 +28,8 @@ func (o jobOutcome) exitCode() int {
 	if o.status >= 0 {
 		ws := syscall.WaitStatus(o.status)
 		switch {
+		case ws.Exited() && ws.ExitStatus() == 0 && o.exception != "":
+			return 1 // tasks that exited 0 under a fatal exception (oom) did not succeed
 		case ws.Exited():
 			return ws.ExitStatus()
 		case ws.Signaled():

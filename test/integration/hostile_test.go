@@ -131,3 +131,21 @@ func TestGuestServiceEvents(t *testing.T) {
 	}
 	e.must("event", "pub", "resource.rehello") // the owner may
 }
+
+// TestOOMFailsJob: a task of the job killed for its memory (here a child
+// of the task, whose parent goes on and exits 0) fails the job: FAILED in
+// flux jobs, a non-zero exit from flux job attach, as the job manager says.
+func TestOOMFailsJob(t *testing.T) {
+	e := start(t, "job-shell.memory-max=64M")
+	id := e.submit("sh", "-c", `python3 -c "x = bytearray(200 << 20)" 2>/dev/null || head -c 209715200 /dev/zero | tail -c 1 >/dev/null; sleep 0.5; echo survived`)
+	e.waitEvent(id, "clean")
+	if !strings.Contains(e.must("job", "eventlog", id.String()), `type="oom"`) {
+		t.Skip("no oom exception here (no memory cgroup this broker may use)")
+	}
+	if got := e.field(id, "{result}"); got != "FAILED" {
+		t.Errorf("result of a job with an oom exception: %q", got)
+	}
+	if r := e.flux("job", "attach", id.String()); r.Code == 0 {
+		t.Errorf("flux job attach of a job with an oom exception exited 0: %+v", r)
+	}
+}

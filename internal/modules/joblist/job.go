@@ -275,7 +275,9 @@ func (r *record) apply(ev *event) bool {
 		})
 		if err == nil {
 			r.waitstatus = status
-			r.success = status == 0
+			// as the job manager: a fatal exception before the finish
+			// (oom, say) fails the job whatever its tasks returned
+			r.success = status == 0 && !(r.excOccur && r.excSev == 0)
 		}
 		if r.state == job.StateRun {
 			r.enter(job.StateCleanup, ev.Timestamp)
