@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -818,9 +819,32 @@ func (of *outputFormat[T]) appendLine(b []byte, item T) ([]byte, error) {
 		if err != nil {
 			return b, fmt.Errorf("field %s: %w", f.name, err)
 		}
-		b = append(b, formatValue(v, of.specs[i])...)
+		b = appendPrintable(b, formatValue(v, of.specs[i]))
 	}
 	return b, nil
+}
+
+// appendPrintable appends s with its control characters (a newline or an
+// escape sequence in a job name a guest chose) shown as '?': a value
+// must not add rows, or colours, to the listing of another user.
+func appendPrintable(b []byte, s string) []byte {
+	clean := true
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return append(b, s...)
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			r = '?'
+		}
+		b = utf8.AppendRune(b, r)
+	}
+	return b
 }
 
 // sortItems sorts items by comma-separated field names ("-name" for

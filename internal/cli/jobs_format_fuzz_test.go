@@ -45,3 +45,18 @@ func FuzzJobsFormat(f *testing.F) {
 		}
 	})
 }
+
+// TestJobsFormatControlChars: a job name with a newline and an escape
+// sequence (a guest's choice) cannot add a row or colours to the
+// owner's listing.
+func TestJobsFormatControlChars(t *testing.T) {
+	var rows []jobRow
+	payload := []byte(`{"jobs":[{"id":1234,"userid":1000,"state":8,"t_submit":1796000000,"name":"a\n    fFAKE root\u001b[31m"}]}`)
+	if err := job.DecodeJobs(payload, func(j *job.Info) { rows = append(rows, jobRow{Info: j, now: 1796000100}) }); err != nil {
+		t.Fatal(err)
+	}
+	out := formatRows(t, "{id.dec} {name}", rows, false)
+	if want := "1234 a?    fFAKE root?[31m\n"; out != want {
+		t.Fatalf("listing %q, want %q", out, want)
+	}
+}
