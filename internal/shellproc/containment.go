@@ -72,6 +72,15 @@ func (c *containConfig) Validate() error {
 	return nil
 }
 
+// CheckConfig reads and checks the containment attributes
+// (job-shell.memory-default, job-shell.memory-max, job-shell.cgroup) the
+// way each shell will: the job-shell module calls it as it loads, so a
+// bad value stops the instance instead of failing every job.
+func CheckConfig(ctx context.Context, h *flux.Handle) error {
+	_, err := loadContainConfig(ctx, h)
+	return err
+}
+
 // loadContainConfig reads the configuration from broker attributes.
 func loadContainConfig(ctx context.Context, h *flux.Handle) (containConfig, error) {
 	c := containConfig{Cgroup: "auto"}

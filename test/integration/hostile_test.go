@@ -149,3 +149,28 @@ func TestOOMFailsJob(t *testing.T) {
 		t.Errorf("flux job attach of a job with an oom exception exited 0: %+v", r)
 	}
 }
+
+// TestBadContainmentAttrs: a bad job-shell memory attribute stops the
+// instance at start, naming it (every job failed before, the reason only
+// in shells.log).
+func TestBadContainmentAttrs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts flux instances")
+	}
+	for _, c := range []struct {
+		attrs []string
+		want  string
+	}{
+		{[]string{"-Sjob-shell.memory-max=bogus"}, `job-shell.memory-max: size "bogus"`},
+		{[]string{"-Sjob-shell.memory-default=1G", "-Sjob-shell.memory-max=64M"}, "job-shell.memory-default=1G is more than job-shell.memory-max=64M"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := exec.CommandContext(ctx, testinstance.Binary(t), append(append([]string{"start", "-s", "1"}, c.attrs...), "true")...)
+		cmd.Dir = t.TempDir()
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err == nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("flux start %v: %v: %s", c.attrs, err, out)
+		}
+	}
+}

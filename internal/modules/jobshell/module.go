@@ -88,6 +88,9 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	if err := m.configure(ctx, args); err != nil {
 		return err
 	}
+	if err := shellproc.CheckConfig(ctx, h); err != nil {
+		return err
+	}
 	h.HandleFunc("job-shell.start", m.start)
 	h.HandleFunc("job-shell.attach", m.attach)
 	h.HandleFunc("job-shell.hello", m.hello)
