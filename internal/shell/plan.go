@@ -124,8 +124,13 @@ func PlanOptionsFrom(js *jobspec.Jobspec) (PlanOptions, error) {
 }
 
 // MaxTasks bounds a job's tasks (jobspec.MaxCount bounds each count, not
-// their product with the resources).
-const MaxTasks = jobspec.MaxCount
+// their product with the resources); MaxTasksPerNode the tasks one
+// shell starts (each a process: far more would only fill the node's
+// memory with a shell that is busy starting them).
+const (
+	MaxTasks        = jobspec.MaxCount
+	MaxTasksPerNode = 1 << 16
+)
 
 // maxSlots returns the largest of slots.
 func maxSlots(slots []int) int {
@@ -227,9 +232,12 @@ func MakePlan(js *jobspec.Jobspec, R *rset.R, o PlanOptions) (*Plan, error) {
 			}
 		}
 	}
-	for _, c := range p.Counts {
+	for i, c := range p.Counts {
 		if c > MaxTasks || p.NTasks+c > MaxTasks {
 			return nil, fmt.Errorf("the job asks for more than %d tasks", MaxTasks)
+		}
+		if c > MaxTasksPerNode {
+			return nil, fmt.Errorf("the job asks for %d tasks on rank %d, more than the limit of %d tasks per node", c, p.Ranks[i], MaxTasksPerNode)
 		}
 		p.NTasks += c
 	}

@@ -100,12 +100,15 @@ func TestPlanLargeTotal(t *testing.T) {
 	if got := fmt.Sprint(p.Counts); got != "[4 3 3]" {
 		t.Errorf("-N3 -n10 on 2-core nodes: %s, want [4 3 3]", got)
 	}
-	p, err = planOf(t, 3, jobspec.MaxCount, nil)
+	p, err = planOf(t, 200, 200*MaxTasksPerNode-1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.NTasks != jobspec.MaxCount || p.Counts[0] != jobspec.MaxCount/3+1 {
-		t.Errorf("%d tasks on 3 nodes: %v", jobspec.MaxCount, p.Counts)
+	if p.NTasks != 200*MaxTasksPerNode-1 || p.Counts[0] != MaxTasksPerNode {
+		t.Errorf("%d tasks on 200 nodes: %v", 200*MaxTasksPerNode, p.Counts[:3])
+	}
+	if _, err := planOf(t, 3, jobspec.MaxCount, nil); err == nil || !strings.Contains(err.Error(), "tasks per node") {
+		t.Errorf("%d tasks on 3 nodes: %v", jobspec.MaxCount, err)
 	}
 	if _, err := planOf(t, 1, 1, map[string]any{"per-resource": map[string]any{"type": "core", "count": float64(1 << 40)}}); err == nil || !strings.Contains(err.Error(), "per-resource.count") {
 		t.Errorf("per-resource.count=2^40: %v", err)
