@@ -464,7 +464,7 @@ func jobField(name string) (func(jobRow) fmtVal, error) {
 	return nil, fmt.Errorf("Unknown format field: %s", name)
 }
 
-var jobFieldSource = fieldSource[jobRow]{get: jobField, heading: jobHeading}
+var jobFieldSource = fieldSource[jobRow]{get: jobField, heading: jobHeading, printable: true}
 
 // jobJSON is a job as flux jobs --json prints it (flux-core's
 // JobInfo.to_dict(): unset and empty values left out).

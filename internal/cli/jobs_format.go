@@ -661,6 +661,10 @@ type fieldSource[T any] struct {
 	get func(name string) (func(T) fmtVal, error)
 	// heading returns the column header of a field.
 	heading func(name string) string
+	// printable: values come from users (job names ...), so their
+	// control characters print as '?' (appendPrintable); a source whose
+	// values are the command's own (colours) leaves it unset.
+	printable bool
 }
 
 // outputFormat is a compiled format for items of type T.
@@ -819,7 +823,11 @@ func (of *outputFormat[T]) appendLine(b []byte, item T) ([]byte, error) {
 		if err != nil {
 			return b, fmt.Errorf("field %s: %w", f.name, err)
 		}
-		b = appendPrintable(b, formatValue(v, of.specs[i]))
+		if of.src.printable {
+			b = appendPrintable(b, formatValue(v, of.specs[i]))
+		} else {
+			b = append(b, formatValue(v, of.specs[i])...)
+		}
 	}
 	return b, nil
 }
