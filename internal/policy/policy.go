@@ -80,6 +80,10 @@ type Queue struct {
 	Preemptible bool
 }
 
+// maxMessage is the largest message a connection takes (message.MaxSize):
+// a jobspec limit past it could never be reached.
+const maxMessage = 1 << 30
+
 // DefaultMaxJobspecSize is the largest jobspec accepted when the
 // configuration sets no ingest.max-jobspec-size (Slurm's max_script_size
 // is the same 4 MiB).
@@ -141,6 +145,9 @@ func Parse(conf []byte) (*Config, error) {
 		n, err := size.Parse(top.Ingest.MaxJobspecSize)
 		if err != nil {
 			return nil, invalid("ingest.max-jobspec-size: %v", err)
+		}
+		if n > maxMessage {
+			return nil, invalid("ingest.max-jobspec-size: %s is more than a message may carry (%s)", size.Format(n), size.Format(maxMessage))
 		}
 		c.MaxJobspecSize = n
 	}
