@@ -358,7 +358,8 @@ func (s *builtins) eventPub(r *flux.Request) {
 	// A service's events (resource.rehello, job-manager.online ...) are
 	// its own: modules ignore a guest's anyway, but tools following them
 	// would be misled.
-	if svc := message.Service(req.Topic); !r.IsOwner() && s.b.serviceTopic(req.Topic) {
+	if !r.IsOwner() && s.b.serviceTopic(req.Topic) {
+		svc := message.Service(req.Topic)
 		r.Errorf(syscall.EPERM, "event.pub: guests may not publish %s: %s.* events belong to the %s service", req.Topic, svc, svc)
 		return
 	}

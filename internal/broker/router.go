@@ -164,10 +164,10 @@ func (r *router) route(m *message.Message, from peer) {
 			r.distribute(m)
 			return
 		}
-		if svc := message.Service(m.Topic); m.Rolemask&message.RoleOwner == 0 && r.b.serviceTopic(m.Topic) {
+		if m.Rolemask&message.RoleOwner == 0 && r.b.serviceTopic(m.Topic) {
 			// as event.pub refuses it (builtins.go): a service's events
 			// are its own
-			r.b.log.Warn("dropped a guest's event in a service's namespace", "topic", m.Topic, "userid", m.Userid, "service", svc)
+			r.b.log.Warn("dropped a guest's event in a service's namespace", "topic", m.Topic, "userid", m.Userid)
 			return
 		}
 		r.publish(m)

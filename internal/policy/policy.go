@@ -30,6 +30,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/internal/size"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
@@ -79,10 +80,6 @@ type Queue struct {
 	// preemptible needs its resources (a "standby" queue).
 	Preemptible bool
 }
-
-// maxMessage is the largest message a connection takes (message.MaxSize):
-// a jobspec limit past it could never be reached.
-const maxMessage = 1 << 30
 
 // DefaultMaxJobspecSize is the largest jobspec accepted when the
 // configuration sets no ingest.max-jobspec-size (Slurm's max_script_size
@@ -146,8 +143,8 @@ func Parse(conf []byte) (*Config, error) {
 		if err != nil {
 			return nil, invalid("ingest.max-jobspec-size: %v", err)
 		}
-		if n > maxMessage {
-			return nil, invalid("ingest.max-jobspec-size: %s is more than a message may carry (%s)", size.Format(n), size.Format(maxMessage))
+		if n > message.MaxSize { // a jobspec limit past it could never be reached
+			return nil, invalid("ingest.max-jobspec-size: %s is more than a message may carry (%s)", size.Format(n), size.Format(message.MaxSize))
 		}
 		c.MaxJobspecSize = n
 	}

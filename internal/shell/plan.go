@@ -8,10 +8,10 @@ package shell
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 
+	"github.com/fluxgo/fluxgo/internal/size"
 	"github.com/fluxgo/fluxgo/pkg/idset"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 	"github.com/fluxgo/fluxgo/pkg/rset"
@@ -79,22 +79,15 @@ func PlanOptionsFrom(js *jobspec.Jobspec) (PlanOptions, error) {
 		}
 		o.PerResourceType = t
 		o.PerResourceCount = 1
-		switch c := pr["count"].(type) {
-		case nil:
-		case float64:
-			if c != math.Trunc(c) || c < 1 || c > MaxTasks {
-				return o, fmt.Errorf("shell option per-resource.count=%g: must be an integer from 1 to %d", c, MaxTasks)
+		if c, ok := pr["count"]; ok {
+			n, err := size.Integer(c)
+			if err != nil {
+				return o, fmt.Errorf("shell option per-resource.count: %v", err)
 			}
-			o.PerResourceCount = int(c)
-		case int:
-			o.PerResourceCount = c
-		case int64:
-			o.PerResourceCount = int(c)
-		default:
-			return o, fmt.Errorf("shell option per-resource.count: want an integer")
-		}
-		if o.PerResourceCount < 1 || o.PerResourceCount > MaxTasks {
-			return o, fmt.Errorf("shell option per-resource.count=%d: must be from 1 to %d", o.PerResourceCount, MaxTasks)
+			if n < 1 || n > MaxTasks {
+				return o, fmt.Errorf("shell option per-resource.count=%d: must be from 1 to %d", n, MaxTasks)
+			}
+			o.PerResourceCount = int(n)
 		}
 	}
 	if tm, ok := opts["taskmap"].(map[string]any); ok {

@@ -3,7 +3,6 @@ package shell
 import (
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"sort"
 	"strconv"
@@ -54,7 +53,7 @@ func ParseRlimitOption(v any) ([]Rlimit, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: rlimit.%s: unknown resource limit", ErrBadOption, name)
 		}
-		n, err := integerOption(val)
+		n, err := size.Integer(val)
 		if err != nil {
 			return nil, fmt.Errorf("%w: rlimit.%s: %v", ErrBadOption, name, err)
 		}
@@ -87,22 +86,6 @@ func checkContainmentOptions(opts map[string]any) error {
 	}
 	_, err := ParseRlimitOption(opts["rlimit"])
 	return err
-}
-
-// integerOption accepts a JSON number that is an integer.
-func integerOption(v any) (int64, error) {
-	switch n := v.(type) {
-	case float64:
-		if n != math.Trunc(n) || n > math.MaxInt64 || n < math.MinInt64 {
-			return 0, fmt.Errorf("%v is not an integer", n)
-		}
-		return int64(n), nil
-	case int:
-		return int64(n), nil
-	case int64:
-		return n, nil
-	}
-	return 0, fmt.Errorf("want an integer, got %T", v)
 }
 
 // MemoryRlimits are the limits that stand in for a memory cgroup: the

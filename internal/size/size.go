@@ -15,7 +15,7 @@ import (
 func Parse(v any) (int64, error) {
 	switch n := v.(type) {
 	case float64, int, int64:
-		b, err := integer(n)
+		b, err := Integer(n)
 		if err != nil {
 			return 0, err
 		}
@@ -70,8 +70,8 @@ func Format(b int64) string {
 	return strconv.FormatInt(b, 10)
 }
 
-// integer reads a JSON or Go number that must be an integer.
-func integer(v any) (int64, error) {
+// Integer reads a JSON or Go number that must be an integer.
+func Integer(v any) (int64, error) {
 	switch n := v.(type) {
 	case float64:
 		if n != math.Trunc(n) || n > math.MaxInt64 || n < math.MinInt64 {

@@ -3,9 +3,7 @@ package jobmanager_test
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -57,13 +55,7 @@ func TestRestartIndex(t *testing.T) {
 	inst.MustRun(t, "queue", "idle")
 	held := strings.TrimSpace(inst.MustRun(t, "submit", "--urgency=hold", "true"))
 	waitIndex(t, inst, jobid.MustParse(held), held)
-	pid, err := inst.Handle(t).Attr(context.Background(), "broker.pid")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, _ := strconv.Atoi(pid)
-	syscall.Kill(n, syscall.SIGKILL)
-	<-inst.Done()
+	inst.Kill() // every broker, SIGKILL
 
 	inst2 := testinstance.Start(t, testinstance.Options{Size: 1, Attrs: attrs})
 	// a dependency on the first job, which the background read may not

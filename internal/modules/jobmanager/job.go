@@ -75,8 +75,7 @@ func newJob(id jobid.ID, userid uint32, urgency int, flags int, tSubmit float64)
 			WaitStatus: -1,
 		},
 	}
-	dothex, _ := id.Encode("dothex")
-	j.kvsDir = "job." + dothex
+	j.kvsDir = jobDir(id)
 	return j
 }
 

@@ -38,14 +38,14 @@ func (m *manager) startLoading(ctx context.Context, max jobid.ID, skip map[jobid
 		if errors.Is(err, syscall.ENOENT) {
 			err = nil
 		}
-		todo := dirs[:0]
+		unread := dirs[:0] // those the restore did not read
 		for _, dir := range dirs {
 			if id, perr := jobid.Parse(dir[len("job."):]); perr != nil || !skip[id] {
-				todo = append(todo, dir)
+				unread = append(unread, dir)
 			}
 		}
-		for i := 0; i < len(todo) && err == nil && ctx.Err() == nil; i += loadChunk {
-			chunk := todo[i:min(i+loadChunk, len(todo))]
+		for i := 0; i < len(unread) && err == nil && ctx.Err() == nil; i += loadChunk {
+			chunk := unread[i:min(i+loadChunk, len(unread))]
 			logs := make([][]byte, len(chunk))
 			errs := make([]error, len(chunk))
 			prefetchEventlogs(ctx, m, chunk, logs, errs)

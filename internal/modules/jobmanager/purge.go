@@ -179,12 +179,7 @@ func (m *manager) purge(ids []jobid.ID, done func(error)) {
 	gone := make(map[jobid.ID]bool, len(ids))
 	for _, id := range ids {
 		gone[id] = true
-		if j, ok := m.jobs[id]; ok {
-			m.batch.Unlink(j.kvsDir)
-		} else {
-			dothex, _ := id.Encode("dothex")
-			m.batch.Unlink("job." + dothex)
-		}
+		m.batch.Unlink(jobDir(id))
 		delete(m.jobs, id)
 		delete(m.done, id)
 	}
