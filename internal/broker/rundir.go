@@ -20,6 +20,11 @@ func RemoveRundir(dir string) {
 		name := e.Name()
 		path := filepath.Join(dir, name)
 		switch {
+		case strings.HasPrefix(name, "jobtmp-u"):
+			// a guest shell's directory of its jobs' directories: it goes
+			// once they have
+			os.Remove(path)
+			continue
 		case strings.HasPrefix(name, "jobtmp-"):
 			continue
 		case name == "shells" && holdsShellRecords(path):
@@ -30,14 +35,18 @@ func RemoveRundir(dir string) {
 	os.Remove(dir)
 }
 
-// holdsShellRecords reports whether a shell directory still lists shells.
+// holdsShellRecords reports whether a shell directory still lists shells
+// (in the directory of each user, u<UID>).
 func holdsShellRecords(dir string) bool {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return false
 	}
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), "shell-") {
+		switch name := e.Name(); {
+		case strings.HasPrefix(name, "shell-"):
+			return true
+		case strings.HasPrefix(name, "u") && e.IsDir() && holdsShellRecords(filepath.Join(dir, name)):
 			return true
 		}
 	}

@@ -54,6 +54,7 @@ docs/RESTART.md.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.URI, "uri", "", "the broker's local URI")
-	f.StringVar(&o.Dir, "dir", "", "the node's shell directory")
+	f.StringVar(&o.Dir, "dir", "", "the shell's directory")
+	f.IntVar(&o.DirFD, "dir-fd", 0, "a descriptor of --dir, through which the shell reaches it")
 	return cmd
 }

@@ -57,6 +57,10 @@ type Batch struct {
 	// waiters. The job manager sends its journal entries this way only
 	// once the events they report are written.
 	OnCommit func() (done func(error))
+	// Topic, if set, is where commits go instead of kvs.commit (at
+	// Nodeid): a service that commits them on the writer's behalf.
+	Topic  string
+	Nodeid uint32
 	// Commits and Ops count what was written (Ops after merging).
 	Commits, Ops int
 	// Rootseq is the root sequence number of the last commit done (read
@@ -270,9 +274,12 @@ func (b *Batch) flush() {
 	}
 	var f *flux.Future
 	var err error
-	if b.h.InBroker() {
+	switch {
+	case b.Topic != "":
+		f, err = kvs.CommitVia(b.h, b.Topic, b.Nodeid, b.ns, 0, &txn)
+	case b.h.InBroker():
 		f, err = kvs.CommitAttached(b.h, b.ns, 0, &txn)
-	} else {
+	default:
 		f, err = kvs.CommitAsync(b.h, b.ns, 0, &txn) // a client: ops in the payload
 	}
 	if err != nil {

@@ -242,6 +242,22 @@ func (r *CgroupRoot) NewBrokerCgroup() (*Cgroup, error) {
 	return g, nil
 }
 
+// OpenCgroup is NewBrokerCgroup for a directory of a given name, which
+// may exist already (the job-shell module's, the same across restarts).
+func (r *CgroupRoot) OpenCgroup(name string) (*Cgroup, error) {
+	if r.Version == 2 {
+		if err := enableMemory(r.Dir); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrNoCgroup, err)
+		}
+	}
+	g := &Cgroup{Path: r.Dir, Version: r.Version}
+	c, err := g.OpenChild(name, true)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoCgroup, err)
+	}
+	return c, nil
+}
+
 // enableMemory adds the memory controller to a v2 cgroup's
 // cgroup.subtree_control unless it is there already.
 func enableMemory(dir string) error {
@@ -278,6 +294,38 @@ func (g *Cgroup) Child(name string, sub bool) (*Cgroup, error) {
 		}
 	}
 	return c, nil
+}
+
+// OpenChild is Child but takes an existing child as it is (a v2 child
+// made with sub gets the memory controller for its children).
+func (g *Cgroup) OpenChild(name string, sub bool) (*Cgroup, error) {
+	c := &Cgroup{Path: filepath.Join(g.Path, name), Version: g.Version}
+	if err := os.Mkdir(c.Path, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("cgroup %s: %w", c.Path, err)
+	}
+	if sub && g.Version == 2 {
+		if err := enableMemory(c.Path); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Delegate lets uid move its own processes into the cgroup (its
+// cgroup.procs, and tasks or cgroup.threads, become uid's); the
+// directory and the limits in it stay the owner's, so uid can neither
+// change a limit nor make or remove cgroups there.
+func (g *Cgroup) Delegate(uid, gid int) error {
+	files := []string{"cgroup.procs", "tasks"}
+	if g.Version == 2 {
+		files[1] = "cgroup.threads"
+	}
+	for _, f := range files {
+		if err := os.Lchown(filepath.Join(g.Path, f), uid, gid); err != nil && !(f != "cgroup.procs" && errors.Is(err, os.ErrNotExist)) {
+			return fmt.Errorf("delegating cgroup %s to userid %d: %w", g.Path, uid, err)
+		}
+	}
+	return nil
 }
 
 // SetMemoryLimit limits the cgroup's memory to bytes, with no swap

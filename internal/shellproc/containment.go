@@ -116,27 +116,39 @@ type containment struct {
 // logs once that memory limits fall back to resource limits.
 func (x *host) newContainment(cfg containConfig) *containment {
 	c := &containment{cfg: cfg}
-	switch cfg.Cgroup {
-	case "off":
+	if x.guest {
+		return c // the module makes its jobs' cgroups (and says why not)
+	}
+	root, err := CgroupRootFor(cfg)
+	switch {
+	case cfg.Cgroup == "off":
 		x.log.Info("memory containment: cgroups disabled (job-shell.cgroup=off); memory limits use RLIMIT_DATA")
 		c.said = true
-	case "auto":
-		root, err := shell.FindCgroupRoot()
-		if err != nil {
-			c.fallback(x, err)
-			return c
-		}
-		c.root = root
+	case err != nil:
+		c.fallback(x, err)
 	default:
-		c.root = &shell.CgroupRoot{Version: 1, Dir: cfg.Cgroup}
-		if _, err := os.Stat(cfg.Cgroup + "/cgroup.controllers"); err == nil {
-			c.root.Version = 2
-		} else if _, err := os.Stat(cfg.Cgroup + "/memory.limit_in_bytes"); err != nil {
-			c.root = nil
-			c.fallback(x, fmt.Errorf("%w: job-shell.cgroup=%s is neither a cgroup v2 directory nor a v1 memory cgroup", shell.ErrNoCgroup, cfg.Cgroup))
-		}
+		c.root = root
 	}
 	return c
+}
+
+// CgroupRootFor returns where job cgroups go under the configuration:
+// nil for job-shell.cgroup=off, an error wrapping shell.ErrNoCgroup
+// when there is no memory cgroup to use.
+func CgroupRootFor(cfg ContainConfig) (*shell.CgroupRoot, error) {
+	switch cfg.Cgroup {
+	case "off":
+		return nil, nil
+	case "auto":
+		return shell.FindCgroupRoot()
+	}
+	root := &shell.CgroupRoot{Version: 1, Dir: cfg.Cgroup}
+	if _, err := os.Stat(cfg.Cgroup + "/cgroup.controllers"); err == nil {
+		root.Version = 2
+	} else if _, err := os.Stat(cfg.Cgroup + "/memory.limit_in_bytes"); err != nil {
+		return nil, fmt.Errorf("%w: job-shell.cgroup=%s is neither a cgroup v2 directory nor a v1 memory cgroup", shell.ErrNoCgroup, cfg.Cgroup)
+	}
+	return root, nil
 }
 
 // fallback logs, once, that there is no memory cgroup.
@@ -174,14 +186,39 @@ func (c *containment) close() {
 	}
 }
 
+// ModuleCgroups are a job's task cgroups on one node made by the
+// job-shell module for a shell that runs as the job's user (a guest
+// cannot make cgroups): the limits in them are the module's, and only
+// their cgroup.procs is the user's, so the shell can place its tasks but
+// never change a limit. The module removes them when the job ends here.
+type ModuleCgroups struct {
+	Version int      `json:"version"`
+	Memory  int64    `json:"memory"` // the per-task limit set in each
+	Tasks   []string `json:"tasks"`  // by local task id
+}
+
 // jobContainment is what one job's shell applies to its tasks here.
 type jobContainment struct {
-	memory int64           // per-task limit, 0: none
-	cwd    string          // replacement working directory, or ""
-	cg     *shell.Cgroup   // the job's cgroup, or nil
-	tasks  []*shell.Cgroup // by local task id
-	fds    []int           // v2 directory descriptors, by local task id
+	memory  int64           // per-task limit, 0: none
+	cwd     string          // replacement working directory, or ""
+	cg      *shell.Cgroup   // the job's cgroup the shell made, or nil
+	version int             // of the task cgroups (0: none)
+	tasks   []*shell.Cgroup // by local task id
+	fds     []int           // v2 directory descriptors, by local task id
 }
+
+// ContainConfig is the containment configuration as the job-shell
+// module reads it (the same attributes, the same checks).
+type ContainConfig = containConfig
+
+// LoadContainConfig reads the containment attributes.
+func LoadContainConfig(ctx context.Context, h *flux.Handle) (ContainConfig, error) {
+	return loadContainConfig(ctx, h)
+}
+
+// MemoryLimit is memoryLimit for the job-shell module: the per-task
+// limit of a job with shell options opts.
+func MemoryLimit(opts map[string]any, c ContainConfig) (int64, error) { return memoryLimit(opts, c) }
 
 // memoryLimit returns a job's per-task memory limit (0: none) under the
 // instance's default and maximum.
@@ -268,10 +305,10 @@ func (j *job) contain(cfg *shell.Config) error {
 		return nil
 	}
 	lims := rl
-	if mem > 0 && jc.cg == nil {
+	if mem > 0 && jc.version == 0 {
 		lims = append(append([]shell.Rlimit(nil), rl...), shell.MemoryRlimits(mem)...)
 	}
-	v1 := jc.cg != nil && jc.cg.Version == 1
+	v1 := jc.version == 1
 	if len(lims) == 0 && !v1 {
 		return nil
 	}
@@ -311,8 +348,33 @@ func setEnv(env []string, name, val string, keep bool) []string {
 }
 
 // makeCgroups makes the job's cgroup and one per local task with the
-// memory limit; without cgroups it leaves jc.cg nil (rlimit fallback).
+// memory limit, or takes those the module made (a guest shell); without
+// cgroups it leaves jc.version 0 (rlimit fallback).
 func (jc *jobContainment) makeCgroups(x *host, j *job) error {
+	n := j.plan.Counts[j.idx]
+	if mc := j.cgroups; mc != nil {
+		if len(mc.Tasks) != n || mc.Memory != jc.memory || (mc.Version != 1 && mc.Version != 2) {
+			return fmt.Errorf("the job-shell module's cgroups (%d, limit %d) do not match the job's %d tasks here (limit %d)",
+				len(mc.Tasks), mc.Memory, n, jc.memory)
+		}
+		jc.version = mc.Version
+		for _, path := range mc.Tasks {
+			tg := &shell.Cgroup{Path: path, Version: mc.Version}
+			jc.tasks = append(jc.tasks, tg)
+			if mc.Version == 2 {
+				fd, err := tg.OpenFD()
+				if err != nil {
+					return err
+				}
+				jc.fds = append(jc.fds, fd)
+			}
+		}
+		return nil
+	}
+	if x.guest {
+		// no cgroups from the module: it has none it may use (it said so)
+		return nil
+	}
 	bg := x.contain.brokerCgroup(x)
 	if bg == nil {
 		return nil
@@ -322,7 +384,7 @@ func (jc *jobContainment) makeCgroups(x *host, j *job) error {
 		return fmt.Errorf("job cgroup: %w", err)
 	}
 	jc.cg = cg
-	n := j.plan.Counts[j.idx]
+	jc.version = cg.Version
 	for local := 0; local < n; local++ {
 		tg, err := cg.Child("task-"+strconv.Itoa(local), false)
 		if err != nil {

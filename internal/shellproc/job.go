@@ -65,6 +65,7 @@ type job struct {
 
 	cred      *syscall.Credential // the tasks' (nil: the broker's)
 	contained *jobContainment     // containment.go
+	cgroups   *ModuleCgroups      // made for it by the job-shell module
 	stage     *stageIn            // stagein.go: files being staged, tasks not started
 }
 
@@ -72,7 +73,7 @@ func newJob(x *host, req startRequest, js *jobspec.Jobspec, plan *shell.Plan, id
 	dothex, _ := req.ID.Encode("dothex")
 	ctx, cancel := context.WithCancel(context.Background())
 	return &job{x: x, id: req.ID, userid: req.Userid, js: js, plan: plan, idx: idx, req: r,
-		dir: "job." + dothex, ctx: ctx, cancel: cancel}
+		dir: "job." + dothex, ctx: ctx, cancel: cancel, cgroups: req.Cgroups}
 }
 
 func (j *job) leader() bool { return j.idx == 0 }

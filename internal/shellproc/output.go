@@ -134,7 +134,7 @@ type outputLog struct {
 // newOutputLog sets up the leader's output: the header, output files.
 func newOutputLog(j *job) (*outputLog, error) {
 	o := &outputLog{j: j, key: j.dir + ".guest.output", open: make([]uint8, j.plan.NTasks),
-		spool:  spool{path: filepath.Join(j.x.opts.Dir, "output-"+strconv.FormatUint(uint64(j.id), 10))},
+		spool:  spool{path: j.x.opts.dirPath("output-" + strconv.FormatUint(uint64(j.id), 10))},
 		fwdSeq: map[uint]int{}}
 	for i := range o.open {
 		o.open[i] = 3

@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"syscall"
 
@@ -41,8 +42,21 @@ type Options struct {
 	// broker's current URI is in Dir/broker.uri, and the shell keeps its
 	// own record there while it runs (registry.go).
 	Dir string
+	// DirFD, when above 0, is a descriptor of Dir the job-shell module
+	// passed: a shell running as a job's user reaches its directory
+	// through it (/proc/self/fd/N), since the directories above it are
+	// the instance owner's and private.
+	DirFD int
 	// Log receives what the shell says while no broker listens.
 	Log *slog.Logger
+}
+
+// dirPath names a file of the shell's directory.
+func (o *Options) dirPath(name string) string {
+	if o.DirFD > 0 {
+		return "/proc/self/fd/" + strconv.Itoa(o.DirFD) + "/" + name
+	}
+	return filepath.Join(o.Dir, name)
 }
 
 type host struct {
@@ -52,6 +66,12 @@ type host struct {
 	rank uint
 	uri  string
 	root bool
+	// guest: the shell runs as a user other than the instance owner (a
+	// job's user, in an instance run by root): what only the owner may
+	// do (write the primary KVS namespace, make cgroups, make
+	// directories in the run directory) the job-shell module does for it
+	guest bool
+	owner uint32 // the instance owner (security.owner)
 	// svc is this shell process's service ("<uid>-shell-p<pid>"): the
 	// job-shell module relays job-exec's requests to it
 	svc string
@@ -97,7 +117,6 @@ func Run(ctx context.Context, opts Options) error {
 		uri:    opts.URI,
 		root:   os.Geteuid() == 0,
 		svc:    ProcessService(uint32(os.Getuid()), os.Getpid()),
-		batch:  kvsbatch.New(h, ""),
 		jobs:   make(map[jobid.ID]*job),
 		ended:  make(map[jobid.ID]*job),
 		fences: make(map[jobid.ID]*leaderFence),
@@ -105,13 +124,19 @@ func Run(ctx context.Context, opts Options) error {
 		services: make(map[string]*job),
 		stop:     stop,
 	}
+	if err := x.learnBroker(ctx); err != nil {
+		return err
+	}
+	x.batch = kvsbatch.New(h, "")
+	if x.guest {
+		// the module checks that each write is of a job of this user's
+		// on this node, and commits it
+		x.batch.Topic, x.batch.Nodeid = CommitRelay, uint32(x.rank)
+	}
 	x.batch.OnError = func(err error, ops int) {
 		if x.conn.up {
 			x.log.Error("KVS commit of job output failed", "err", err, "ops", ops)
 		}
-	}
-	if err := x.learnBroker(ctx); err != nil {
-		return err
 	}
 	ccfg, err := loadContainConfig(ctx, h)
 	if err != nil {
@@ -171,8 +196,22 @@ func (x *host) learnBroker(ctx context.Context) error {
 		return err
 	}
 	x.rundir = rundir
+	ow, err := x.h.Attr(ctx, "security.owner")
+	if err != nil {
+		return err
+	}
+	owner, err := strconv.ParseUint(ow, 10, 32)
+	if err != nil {
+		return fmt.Errorf("security.owner=%q: %v", ow, err)
+	}
+	x.owner = uint32(owner)
+	x.guest = x.owner != uint32(syscall.Geteuid())
 	return nil
 }
+
+// CommitRelay is the job-shell module's method that commits a guest
+// shell's KVS writes (the output eventlogs of its jobs).
+const CommitRelay = "job-shell.commit"
 
 // exitRequest: the job-shell module asks an idle shell to exit (it has
 // more idle shells than it keeps, or it unloads).
@@ -199,8 +238,18 @@ func (x *host) credential(userid uint32) (*syscall.Credential, error) {
 		return nil, nil
 	}
 	if !x.root {
+		if x.guest {
+			return nil, fmt.Errorf("cannot run tasks of userid %d in a shell of userid %d: %w", userid, os.Geteuid(), syscall.EPERM)
+		}
 		return nil, fmt.Errorf("cannot run tasks of userid %d: the instance does not run as root: %w", userid, syscall.EPERM)
 	}
+	return UserCredential(userid)
+}
+
+// UserCredential returns the credentials of userid's processes: the
+// uid, primary gid and supplementary groups from the passwd and group
+// files.
+func UserCredential(userid uint32) (*syscall.Credential, error) {
 	u, err := user.LookupId(strconv.FormatUint(uint64(userid), 10))
 	if err != nil {
 		return nil, fmt.Errorf("userid %d: %v: %w", userid, err, syscall.ENOENT)
@@ -227,6 +276,9 @@ type startRequest struct {
 	Userid  uint32          `json:"userid"`
 	Jobspec json.RawMessage `json:"jobspec"`
 	R       json.RawMessage `json:"R"`
+	// Cgroups: the job's task cgroups on this node, made by the
+	// job-shell module for a guest shell (containment.go)
+	Cgroups *ModuleCgroups `json:"cgroups,omitempty"`
 }
 
 // start runs this node's part of a job. Responses: {type:"start", rank,

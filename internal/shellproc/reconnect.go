@@ -23,7 +23,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -120,7 +119,7 @@ func (x *host) writeRecord() error {
 		return err
 	}
 	rec := Record{PID: os.Getpid(), StartTime: st, Userid: uint32(os.Getuid())}
-	path := filepath.Join(x.opts.Dir, RecordName(rec.PID))
+	path := x.opts.dirPath(RecordName(rec.PID))
 	tmp := path + ".new"
 	if err := os.WriteFile(tmp, []byte(rec.String()), 0o644); err != nil {
 		return err
@@ -129,7 +128,7 @@ func (x *host) writeRecord() error {
 }
 
 func (x *host) removeRecord() {
-	os.Remove(filepath.Join(x.opts.Dir, RecordName(os.Getpid())))
+	os.Remove(x.opts.dirPath(RecordName(os.Getpid())))
 }
 
 // readTimeout reads job-shell.reconnect-timeout. Its default: an hour
@@ -222,7 +221,7 @@ func (x *host) watch(ctx context.Context) {
 			}
 			delay = min(2*delay, 500*time.Millisecond)
 			x.h.Post(x.checkGiveUp)
-			b, err := os.ReadFile(filepath.Join(x.opts.Dir, BrokerURIFile))
+			b, err := os.ReadFile(x.opts.dirPath(BrokerURIFile))
 			if err != nil {
 				continue
 			}
@@ -279,7 +278,9 @@ func (x *host) checkGiveUp() {
 	if x.conn.up {
 		return
 	}
-	if _, err := os.Stat(x.opts.Dir); os.IsNotExist(err) {
+	// its own record goes with the directory (a directory reached by
+	// descriptor is still there when removed: what is in it is not)
+	if _, err := os.Stat(x.opts.dirPath(RecordName(os.Getpid()))); os.IsNotExist(err) {
 		x.giveUp(fmt.Sprintf("the shell directory %s was removed: the instance is gone", x.opts.Dir))
 		return
 	}

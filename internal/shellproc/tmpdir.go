@@ -22,7 +22,7 @@ import (
 // when the job's tasks here have ended: the files tasks leave there,
 // and the rundir of a nested broker killed before it could clean up.
 func (j *job) makeTmpdir() error {
-	dir := filepath.Join(j.x.rundir, fmt.Sprintf("jobtmp-%d-%s", j.x.rank, j.id.F58(true)))
+	dir := filepath.Join(j.x.tmpParent(), fmt.Sprintf("jobtmp-%d-%s", j.x.rank, j.id.F58(true)))
 	uid := os.Geteuid()
 	if j.cred != nil {
 		uid = int(j.cred.Uid)
@@ -42,6 +42,22 @@ func (j *job) makeTmpdir() error {
 		}
 	}
 	return nil
+}
+
+// TmpParent is where the job-shell module makes the directory in which
+// a guest shell (running as userid) makes its jobs' temporary
+// directories: the run directory is the instance owner's.
+func TmpParent(rundir string, userid uint32) string {
+	return filepath.Join(rundir, fmt.Sprintf("jobtmp-u%d", userid))
+}
+
+// tmpParent is the directory of this shell's jobs' temporary
+// directories.
+func (x *host) tmpParent() string {
+	if x.guest {
+		return TmpParent(x.rundir, uint32(os.Geteuid()))
+	}
+	return x.rundir
 }
 
 // reuseTmpdir renames the spare directory to dir if it is still what a
@@ -85,7 +101,7 @@ func (j *job) removeTmpdir() {
 	}
 	x := j.x
 	if x.spareTmp == "" && emptyDir(j.tmpdir) {
-		spare := filepath.Join(x.rundir, fmt.Sprintf("spare-tmp-%d.%d", x.rank, os.Getpid()))
+		spare := filepath.Join(x.tmpParent(), fmt.Sprintf("spare-tmp-%d.%d", x.rank, os.Getpid()))
 		if os.Rename(j.tmpdir, spare) == nil {
 			x.spareTmp = spare
 			j.tmpdir = ""

@@ -113,6 +113,89 @@ func (e *env) checkPrinter(id jobid.ID, code int) {
 	}
 }
 
+// checkShellUsers checks how many of the instance's job shells run as
+// each user (those with a job: an idle spare of the owner's is not
+// counted).
+func checkShellUsers(t *testing.T, state string, want map[uint32]int) {
+	t.Helper()
+	got := map[uint32]int{}
+	for _, pid := range shellPIDs(state) {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			continue
+		}
+		var uid uint32
+		for _, line := range strings.Split(string(st), "\n") {
+			if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+				n, _ := strconv.ParseUint(strings.Fields(rest)[0], 10, 32)
+				uid = uint32(n)
+			}
+		}
+		if hasChildren(pid) {
+			got[uid]++
+		}
+	}
+	for uid, n := range want {
+		if got[uid] != n {
+			t.Errorf("job shells running jobs by uid: %v, want %v", got, want)
+			return
+		}
+	}
+}
+
+// hasChildren reports whether process pid has child processes.
+func hasChildren(pid int) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// the fields after the command name: state, then the parent
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 {
+			if f := strings.Fields(string(b[i+1:])); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// guestShellScript: as the guest, ask the job-shell module for what a
+// guest's shell may not do: write another user's job's output, a key
+// that is not an output eventlog, a symlink; say hello as a shell that
+// is not the guest's; kill a job.
+const guestShellScript = `
+import flux, base64, json
+from flux.job import JobID
+h = flux.Flux()
+uid, mine, theirs = %d, JobID("%s"), JobID("%s")
+def key(id):
+    return "job." + id.dothex + ".guest.output"
+def val(s):
+    return {"ver": 1, "type": "val", "data": base64.b64encode(s.encode()).decode()}
+tries = {
+    "commit-other-job": ("job-shell.commit", {"namespace": "primary", "flags": 0, "ops": [
+        {"key": key(mine), "flags": 0, "dirent": val("{}")}]}),
+    "commit-other-key": ("job-shell.commit", {"namespace": "primary", "flags": 0, "ops": [
+        {"key": "resource.R", "flags": 0, "dirent": val("{}")}]}),
+    "commit-symlink": ("job-shell.commit", {"namespace": "primary", "flags": 0, "ops": [
+        {"key": key(theirs), "flags": 0, "dirent": {"ver": 1, "type": "symlink", "data": {"target": "resource"}}}]}),
+    "hello-lying": ("job-shell.hello", {"pid": 1, "userid": uid, "service": "%%d-shell-p1" %% uid,
+        "jobs": [int(mine)], "ended": []}),
+    "kill": ("job-shell.kill", {"id": int(theirs), "signum": 9}),
+}
+for name, (topic, payload) in tries.items():
+    try:
+        h.rpc(topic, payload, nodeid=0).get()
+        print(name, "accepted")
+    except OSError as e:
+        print(name, "refused", e.errno)
+`
+
 // TestRestartAfterCrash: kill -9 of every broker, then flux start from the
 // same statedir. Twenty running 2-node jobs that print before and after a
 // sleep go on: those that end while no broker is up and those that end
@@ -366,6 +449,21 @@ func TestRestartMultiUser(t *testing.T) {
 	theirs := jobid.MustParse(strings.TrimSpace(r.Stdout))
 	e.waitEvent(mine, "start")
 	e.waitEvent(theirs, "start")
+	// each job's shells run as its user (2 nodes each)
+	checkShellUsers(t, state, map[uint32]int{0: 2, guestUID: 2})
+	// the guest's shells do what they may not through the job-shell
+	// module, which checks what a guest asks of it
+	out, err := guestPython(e, fmt.Sprintf(guestShellScript, guestUID, mine.String(), theirs.String()))
+	if err != nil {
+		t.Fatalf("guest script: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"commit-other-job refused 1", "commit-other-key refused 1", "commit-symlink refused 1",
+		"hello-lying refused 1", "kill refused 1"} {
+		if !strings.Contains(string(out), want+"\n") {
+			t.Errorf("guest script: want %q in:\n%s", want, out)
+		}
+	}
 	time.Sleep(300 * time.Millisecond)
 	e.inst.Kill()
 	e2 := restartable(t, state)
@@ -377,6 +475,11 @@ func TestRestartMultiUser(t *testing.T) {
 	want := strings.Repeat(strconv.Itoa(guestUID)+"\n", 4)
 	if r.Code != 4 || r.Stdout != want {
 		t.Errorf("the guest's job: exit %d, output %q, want %q", r.Code, r.Stdout, want)
+	}
+	// the output the guest's shell wrote while no broker was up went
+	// through the module again: it is in the eventlog
+	if ev := e2.must("job", "eventlog", "-p", "output", theirs.String()); strings.Count(ev, "data") < 4 {
+		t.Errorf("the guest's output eventlog:\n%s", ev)
 	}
 	e2.inst.Stop()
 	noShellsLeft(t, state)

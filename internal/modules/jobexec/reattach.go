@@ -239,7 +239,7 @@ func (s *shellExec) attachShell(j *execJob, rank uint) {
 			j.x.hostOf(rank), j.x.reattachTimeout)})
 		return
 	}
-	f, err := j.x.h.RPC("job-shell.attach", uint32(rank), map[string]any{"id": j.id}, flux.Streaming)
+	f, err := j.x.h.RPC("job-shell.attach", uint32(rank), map[string]any{"id": j.id, "userid": j.userid}, flux.Streaming)
 	if err != nil {
 		s.detach(j, rank, err)
 		return

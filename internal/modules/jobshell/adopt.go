@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -37,20 +38,17 @@ func (m *manager) adopt(ctx context.Context) error {
 	}
 	for _, e := range ents {
 		name := e.Name()
-		if !strings.HasPrefix(name, "shell-") || strings.HasSuffix(name, ".new") {
-			continue
+		switch {
+		case strings.HasPrefix(name, "shell-") && !strings.HasSuffix(name, ".new"):
+			// a shell of a build that kept records here (the owner's)
+			m.expectShell(filepath.Join(m.dir, name), m.owner)
+		case strings.HasPrefix(name, "u") && e.IsDir():
+			uid, err := strconv.ParseUint(name[1:], 10, 32)
+			if err != nil {
+				continue
+			}
+			m.adoptUserDir(uint32(uid))
 		}
-		path := filepath.Join(m.dir, name)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		rec, err := shellproc.ParseRecord(string(b))
-		if err != nil || !rec.Alive() {
-			os.Remove(path) // it ended without removing it (killed)
-			continue
-		}
-		m.expect[rec.PID] = rec
 	}
 	tmp := filepath.Join(m.dir, shellproc.BrokerURIFile+".new")
 	if err := os.WriteFile(tmp, []byte(m.uri+"\n"), 0o600); err != nil {
@@ -84,19 +82,61 @@ func (m *manager) adopt(ctx context.Context) error {
 	return nil
 }
 
+// adoptUserDir tells the shells of uid where this broker is and expects
+// those whose records are there back.
+func (m *manager) adoptUserDir(uid uint32) {
+	dir, err := m.userDir(uid) // writes broker.uri
+	if err != nil {
+		m.log.Error(err.Error())
+		return
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if name := e.Name(); strings.HasPrefix(name, "shell-") && !strings.HasSuffix(name, ".new") {
+			m.expectShell(filepath.Join(dir, name), uid)
+		}
+	}
+}
+
+// expectShell reads the record at path, of a shell of uid: one still
+// running is expected back; the record of one that is not goes.
+func (m *manager) expectShell(path string, uid uint32) {
+	rec, err := readRecord(path) // users.go
+	if err != nil || rec.Userid != uid || !rec.Alive() {
+		os.Remove(path) // it ended without removing it (killed), or is not a record
+		return
+	}
+	if puid, err := procUID(rec.PID); err != nil || puid != uid {
+		os.Remove(path)
+		return
+	}
+	m.expect[rec.PID] = rec
+}
+
 // hello (job-shell.hello, from a shell as it connects).
 func (m *manager) hello(r *flux.Request) {
 	var hm shellproc.Hello
 	if r.Decode(&hm) != nil {
 		return
 	}
-	if !r.IsOwner() {
-		r.Errorf(syscall.EPERM, "job-shell.hello is for job shells")
-		return
-	}
 	if hm.Service == "" || hm.PID <= 0 {
 		r.Errorf(syscall.EPROTO, "job-shell.hello: pid and service are required")
 		return
+	}
+	if !r.IsOwner() {
+		// a guest's shell: it is what it says, and its user has the
+		// directory of its jobs' temporary directories here
+		if err := shellOf(r.Userid(), hm.Userid, hm.PID, hm.Service); err != nil {
+			r.Errorf(syscall.EPERM, "job-shell.hello: %v", err)
+			return
+		}
+		if err := m.tmpParent(hm.Userid); err != nil {
+			r.RespondError(err)
+			return
+		}
 	}
 	m.adoptShell(hm, r.Msg.RouteString())
 	r.Respond(nil)
@@ -115,15 +155,24 @@ func (m *manager) adoptShell(hm shellproc.Hello, route string) {
 		p.route = route
 	}
 	for _, id := range hm.Jobs {
-		if e := m.byJob[id]; e == nil || e.p != p {
+		e := m.byJob[id]
+		switch {
+		case e != nil && e.p == p:
+		case e != nil && e.userid != hm.Userid && m.shells[e.p.pid] == e.p:
+			// two users' shells say they hold it: job-exec's attach,
+			// which knows the job's user, picks (module.go)
+			e.rivals = append(e.rivals, p)
+		default:
 			m.byJob[id] = &jobEntry{p: p, userid: hm.Userid}
 			p.busy++
 			m.checkWanted(p, id)
 		}
 	}
 	for _, id := range hm.Ended {
-		if m.byJob[id] == nil {
+		if e := m.byJob[id]; e == nil {
 			m.byJob[id] = &jobEntry{p: p, userid: hm.Userid, ended: true}
+		} else if e.p != p && e.userid != hm.Userid {
+			e.rivals = append(e.rivals, p)
 		}
 	}
 	if p.busy == 0 && p.idleSince.IsZero() {

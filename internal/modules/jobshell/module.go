@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/shellproc"
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -42,9 +44,15 @@ type manager struct {
 	rank uint
 	host string
 	uri  string
-	// dir is the shell directory (Dir); exe the binary run as flux shell
-	dir string
-	exe string
+	// dir is the shell directory (Dir); exe the binary run as flux shell,
+	// exeFile that binary open (a guest's shell is started from it: the
+	// user may not be able to reach its path)
+	dir     string
+	exe     string
+	exeFile *os.File
+	rundir  string
+	owner   uint32 // the instance owner: shells of other users are guests
+	cg      cgroupState
 	// statedir: the instance can restart, so jobs outlive a shutdown
 	statedir bool
 
@@ -63,6 +71,10 @@ type jobEntry struct {
 	p      *proc
 	userid uint32
 	ended  bool
+	// rivals: shells of other users that also said they hold the job
+	// (one of them lies); job-exec's attach, which knows the job's
+	// user, picks
+	rivals []*proc
 }
 
 // Dir returns the shell directory of a broker: where its shells keep
@@ -88,9 +100,12 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	if err := m.configure(ctx, args); err != nil {
 		return err
 	}
-	if err := shellproc.CheckConfig(ctx, h); err != nil {
+	ccfg, err := shellproc.LoadContainConfig(ctx, h)
+	if err != nil {
 		return err
 	}
+	m.initCgroups(ccfg)
+	defer m.exeFile.Close()
 	h.HandleFunc("job-shell.start", m.start)
 	h.HandleFunc("job-shell.attach", m.attach)
 	h.HandleFunc("job-shell.hello", m.hello)
@@ -100,12 +115,13 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		h.HandleFunc("job-shell."+method, m.relayByJob)
 	}
 	h.HandleFunc("job-shell.disconnect", m.disconnect)
-	if err := m.adopt(ctx); err != nil { // adopt.go
+	h.HandleFunc(shellproc.CommitRelay, m.commit) // commit.go
+	if err := m.adopt(ctx); err != nil {          // adopt.go
 		return err
 	}
 	stop := m.runPool(ctx) // pool.go
 	defer stop()
-	err := h.Serve(ctx)
+	err = h.Serve(ctx)
 	m.unload()
 	return err
 }
@@ -127,6 +143,8 @@ func (m *manager) configure(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	m.rundir = rundir
+	m.owner = uint32(os.Geteuid())
 	statedir, _ := m.h.Attr(ctx, "statedir")
 	m.statedir = statedir != ""
 	m.dir = Dir(statedir, rundir, m.rank)
@@ -158,6 +176,22 @@ func (m *manager) configure(ctx context.Context, args []string) error {
 	if err := os.MkdirAll(m.dir, 0o700); err != nil {
 		return fmt.Errorf("job-shell: shell directory: %w", err)
 	}
+	return m.openExe()
+}
+
+// openExe opens the shell binary, at a descriptor above those a started
+// shell's are moved to (0-3).
+func (m *manager) openExe() error {
+	f, err := os.Open(m.exe)
+	if err != nil {
+		return fmt.Errorf("job-shell: the job shell binary: %w", err)
+	}
+	defer f.Close()
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 10)
+	if err != nil {
+		return fmt.Errorf("job-shell: the job shell binary: %w", err)
+	}
+	m.exeFile = os.NewFile(uintptr(fd), m.exe)
 	return nil
 }
 
@@ -189,11 +223,21 @@ func (m *manager) start(r *flux.Request) {
 		r.Errorf(syscall.EEXIST, "job %s is already running here", req.ID.String())
 		return
 	}
-	p := m.take(uint32(os.Getuid())) // pool.go: shells run as the instance owner
+	payload := r.Msg.JSON()
+	if req.Userid != m.owner {
+		mc, err := m.jobCgroups(req.ID, req.Userid, payload) // cgroups.go
+		if err != nil {
+			r.RespondError(fmt.Errorf("job %s on %s: cgroups: %w", req.ID.String(), m.where(), err))
+			return
+		}
+		if mc != nil {
+			payload = withCgroups(payload, mc)
+		}
+	}
+	p := m.take(req.Userid) // pool.go: a shell of the job's user
 	e := &jobEntry{p: p, userid: req.Userid}
 	m.byJob[req.ID] = e
 	p.busy++
-	payload := r.Msg.JSON()
 	p.whenReady(func(err error) {
 		if err != nil {
 			m.jobGone(req.ID, e)
@@ -243,6 +287,7 @@ func (m *manager) jobEnded(id jobid.ID, e *jobEntry) {
 		return
 	}
 	e.end()
+	m.removeJobCgroup(id, e.userid)
 	time.AfterFunc(shellproc.EndedLinger, func() {
 		m.h.Post(func() {
 			if m.byJob[id] == e {
@@ -256,6 +301,7 @@ func (m *manager) jobEnded(id jobid.ID, e *jobEntry) {
 func (m *manager) jobGone(id jobid.ID, e *jobEntry) {
 	if !e.ended {
 		e.end()
+		m.removeJobCgroup(id, e.userid)
 	}
 	if m.byJob[id] == e {
 		delete(m.byJob, id)
@@ -276,7 +322,8 @@ func (e *jobEntry) end() {
 // module loaded are still coming back, it waits for them.
 func (m *manager) attach(r *flux.Request) {
 	var req struct {
-		ID jobid.ID `json:"id"`
+		ID     jobid.ID `json:"id"`
+		Userid *uint32  `json:"userid"`
 	}
 	if r.Decode(&req) != nil {
 		return
@@ -284,6 +331,13 @@ func (m *manager) attach(r *flux.Request) {
 	if !r.IsOwner() {
 		r.Errorf(syscall.EPERM, "job-shell.attach is for job-exec only")
 		return
+	}
+	if e := m.byJob[req.ID]; e != nil && req.Userid != nil && e.userid != *req.Userid {
+		if !m.pickRival(req.ID, e, *req.Userid) {
+			m.log.Error(fmt.Sprintf("job %s is userid %d's, but the only shell that said it holds it runs as userid %d", req.ID.String(), *req.Userid, e.userid))
+			r.Errorf(syscall.ENOENT, "no job shell of userid %d on %s holds job %s", *req.Userid, m.where(), req.ID.String())
+			return
+		}
 	}
 	if e := m.byJob[req.ID]; e != nil && e.p.ready {
 		if e.ended {
@@ -310,11 +364,11 @@ func (m *manager) relayByJob(r *flux.Request) {
 	if r.Decode(&req) != nil {
 		return
 	}
-	if !r.IsOwner() {
-		r.Errorf(syscall.EPERM, "%s is for job-exec and job shells only", r.Topic())
+	e := m.byJob[req.ID]
+	if !r.IsOwner() && !m.guestMayRelay(r, e) {
+		r.Errorf(syscall.EPERM, "%s is for job-exec and the job's shells only", r.Topic())
 		return
 	}
-	e := m.byJob[req.ID]
 	if (e == nil || !e.p.ready) && len(m.expect) > 0 {
 		// its shell may be one still coming back
 		m.queued = append(m.queued, func() { m.relayByJob(r) })
@@ -325,6 +379,34 @@ func (m *manager) relayByJob(r *flux.Request) {
 		return
 	}
 	m.relay(r, e.p, r.Topic()[len("job-shell."):])
+}
+
+// guestMayRelay: a guest's shell sends the shells of its job on other
+// nodes output, PMI and stdin (the requests a shell of the job's user
+// sends); everything else is job-exec's.
+func (m *manager) guestMayRelay(r *flux.Request, e *jobEntry) bool {
+	switch r.Topic() {
+	case "job-shell.output", "job-shell.pmi-fence", "job-shell.stdin", "job-shell.lost":
+		return e != nil && e.userid == r.Userid()
+	}
+	return false
+}
+
+// pickRival makes the shell of userid that also claimed id the job's,
+// in place of e's (a shell of another user that claimed it first).
+func (m *manager) pickRival(id jobid.ID, e *jobEntry, userid uint32) bool {
+	for _, p := range e.rivals {
+		if p.uid == userid && m.shells[p.pid] == p {
+			if !e.ended {
+				e.p.busy--
+				p.busy++
+			}
+			m.log.Warn(fmt.Sprintf("job %s: a shell of userid %d claimed it; it is userid %d's", id.String(), e.userid, userid))
+			e.p, e.userid, e.rivals = p, userid, nil
+			return true
+		}
+	}
+	return false
 }
 
 // relay passes r to the shell's method and its answer back.

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -121,19 +122,21 @@ func (m *manager) spawn(uid uint32) *proc {
 		m.log.Error("cannot open the shells' log", "err", err)
 		logf = nil
 	}
-	cmd := exec.Command(m.exe, "shell", "--uri", m.uri, "--dir", m.dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if logf != nil {
-		cmd.Stdout, cmd.Stderr = logf, logf
+	cmd, cleanup, err := m.shellCommand(uid)
+	if err == nil {
+		if logf != nil {
+			cmd.Stdout, cmd.Stderr = logf, logf
+		}
+		err = cmd.Start()
+		cleanup()
 	}
-	err = cmd.Start()
 	if logf != nil {
 		logf.Close()
 	}
 	if err != nil {
-		m.log.Error("cannot start a job shell", "exe", m.exe, "err", err)
+		m.log.Error("cannot start a job shell", "exe", m.exe, "userid", uid, "err", err)
 		p.exiting = true
-		go m.post(func() { m.failed(p, fmt.Errorf("cannot start %s shell: %w", m.exe, err)) })
+		go m.post(func() { m.failed(p, fmt.Errorf("cannot start %s shell as userid %d: %w", m.exe, uid, err)) })
 		return p
 	}
 	p.pid = cmd.Process.Pid
@@ -143,6 +146,50 @@ func (m *manager) spawn(uid uint32) *proc {
 		m.post(func() { m.exited(p, err) })
 	}()
 	return p
+}
+
+// shellCommand prepares the command of a shell of uid: it runs in a
+// session of its own, with its user's directory as descriptor 3; a
+// guest's runs as that user, from the binary the module holds open, in
+// its user's cgroup on cgroup v2 (cgroups.go). cleanup closes what the
+// parent no longer needs once the command started.
+func (m *manager) shellCommand(uid uint32) (*exec.Cmd, func(), error) {
+	dir, err := m.userDir(uid) // users.go
+	if err == nil {
+		err = m.tmpParent(uid)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	dirf, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.Command(m.exe, "shell", "--uri", m.uri, "--dir", dir, "--dir-fd", "3")
+	cmd.ExtraFiles = []*os.File{dirf}
+	attr := &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = attr
+	cgfd := -1
+	cleanup := func() {
+		dirf.Close()
+		if cgfd >= 0 {
+			syscall.Close(cgfd)
+		}
+	}
+	if uid != m.owner {
+		cred, err := shellproc.UserCredential(uid)
+		if err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		attr.Credential = cred
+		// the path may be out of the user's reach; the file is not
+		cmd.Path = "/proc/self/fd/" + strconv.Itoa(int(m.exeFile.Fd()))
+		if cgfd = m.shellCgroupFD(uid); cgfd >= 0 {
+			attr.UseCgroupFD, attr.CgroupFD = true, cgfd
+		}
+	}
+	return cmd, cleanup, nil
 }
 
 // failed tells the shell's waiters it will not run their jobs.
@@ -279,4 +326,5 @@ func (m *manager) unload() {
 	if n > 0 {
 		m.log.Info(fmt.Sprintf("%d job shells keep running their jobs until a broker takes them back", n))
 	}
+	m.dropCgroups() // cgroups.go
 }

@@ -127,7 +127,14 @@ type CommitResult struct {
 // CommitAsync sends the transaction to namespace ns and returns the
 // pending RPC (its response decodes into a CommitResult).
 func CommitAsync(h *flux.Handle, ns string, flags int, t *Txn) (*flux.Future, error) {
-	return h.RPC("kvs.commit", flux.NodeidAny, flux.JSONBuffer(encodeCommit(Namespace(ns), flags, "", 0, t.Ops)), 0)
+	return CommitVia(h, "kvs.commit", flux.NodeidAny, ns, flags, t)
+}
+
+// CommitVia sends a kvs.commit payload to topic at nodeid: a service
+// that checks a client's writes and commits them on its behalf (the
+// job-shell module's job-shell.commit for a guest's job shell).
+func CommitVia(h *flux.Handle, topic string, nodeid uint32, ns string, flags int, t *Txn) (*flux.Future, error) {
+	return h.RPC(topic, nodeid, flux.JSONBuffer(encodeCommit(Namespace(ns), flags, "", 0, t.Ops)), 0)
 }
 
 // encodeCommit builds a kvs.commit/kvs.fence payload by hand: the dirents

@@ -1,0 +1,228 @@
+package jobshell
+
+// Cgroups of guests' jobs. A shell running as a job's user cannot make
+// cgroups, and must not be able to change the limits in them: the module
+// makes them, under a directory of its own in the broker's memory cgroup
+// (named after the shell directory, so the same after a restart),
+//
+//	<root>/fluxgo-shells-<hash>/u<UID>/job-<id>/task-<local id>
+//
+// sets each task's memory limit, and gives the user only the task
+// cgroups' cgroup.procs (Cgroup.Delegate): the shell places its tasks
+// there, nothing more. On cgroup v2 a process may only be moved between
+// cgroups below one whose cgroup.procs its user may write: there the
+// user's shells run in u<UID>/shells (placed by the module as it starts
+// them) and u<UID>'s cgroup.procs is the user's too (u<UID> itself can
+// hold no process, its children having controllers). The module removes
+// a job's cgroup when the job ends on this node.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/shell"
+	"github.com/fluxgo/fluxgo/internal/shellproc"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
+	"github.com/fluxgo/fluxgo/pkg/rset"
+)
+
+// cgroupState is the module's containment state.
+type cgroupState struct {
+	cfg  shellproc.ContainConfig
+	root *shell.CgroupRoot // nil: none to use
+	base *shell.Cgroup     // made at first use
+	said bool              // that there are none has been logged
+}
+
+// initCgroups reads the containment configuration.
+func (m *manager) initCgroups(cfg shellproc.ContainConfig) {
+	m.cg.cfg = cfg
+	root, err := shellproc.CgroupRootFor(cfg)
+	if err != nil {
+		m.cg.why(m, err)
+	}
+	m.cg.root = root
+}
+
+// why logs once that guests' jobs get no cgroups.
+func (c *cgroupState) why(m *manager, err error) {
+	if !c.said {
+		c.said = true
+		m.log.Warn(fmt.Sprintf("memory containment of guests' jobs unavailable (%v): their memory limits fall back to RLIMIT_DATA", err))
+	}
+}
+
+// userCgroup returns u<UID> below the module's directory, made if need
+// be; nil when there are no cgroups to use.
+func (m *manager) userCgroup(uid uint32) (*shell.Cgroup, error) {
+	c := &m.cg
+	if c.root == nil {
+		return nil, nil
+	}
+	if c.base == nil {
+		h := fnv.New32a()
+		h.Write([]byte(m.dir))
+		base, err := c.root.OpenCgroup(fmt.Sprintf("fluxgo-shells-%08x", h.Sum32()))
+		if err != nil {
+			c.root = nil
+			c.why(m, err)
+			return nil, nil
+		}
+		c.base = base
+		m.log.Info("memory containment of guests' jobs: " + c.root.String() + ", in " + base.Path)
+	}
+	ug, err := c.base.OpenChild("u"+strconv.FormatUint(uint64(uid), 10), true)
+	if err != nil {
+		return nil, err
+	}
+	if ug.Version == 2 {
+		if err := ug.Delegate(int(uid), m.gidOf(uid)); err != nil {
+			return nil, err
+		}
+	}
+	return ug, nil
+}
+
+// shellCgroupFD opens, on cgroup v2, the cgroup a guest's shell is
+// started in (u<UID>/shells); -1 elsewhere.
+func (m *manager) shellCgroupFD(uid uint32) int {
+	if uid == m.owner || m.cg.root == nil || m.cg.root.Version != 2 {
+		return -1
+	}
+	ug, err := m.userCgroup(uid)
+	if err != nil || ug == nil {
+		return -1
+	}
+	sg, err := ug.OpenChild("shells", false)
+	if err != nil {
+		return -1
+	}
+	fd, err := sg.OpenFD()
+	if err != nil {
+		return -1
+	}
+	return fd
+}
+
+// jobCgroups makes the task cgroups of a guest's job with a memory limit
+// on this node, or returns nil (no limit, or no cgroups: the shell uses
+// RLIMIT_DATA). A jobspec or R the shell would refuse gets nil: the
+// shell says what is wrong.
+func (m *manager) jobCgroups(id jobid.ID, uid uint32, payload []byte) (*shellproc.ModuleCgroups, error) {
+	var req struct {
+		Jobspec json.RawMessage `json:"jobspec"`
+		R       json.RawMessage `json:"R"`
+	}
+	if json.Unmarshal(payload, &req) != nil {
+		return nil, nil
+	}
+	js, err := jobspec.Parse(req.Jobspec)
+	if err != nil {
+		return nil, nil
+	}
+	mem, err := shellproc.MemoryLimit(js.ShellOptions(), m.cg.cfg)
+	if err != nil || mem == 0 {
+		return nil, nil
+	}
+	ug, err := m.userCgroup(uid)
+	if err != nil || ug == nil {
+		return nil, err
+	}
+	R, err := rset.Parse(req.R)
+	if err != nil {
+		return nil, nil
+	}
+	po, err := shell.PlanOptionsFrom(js)
+	if err != nil {
+		return nil, nil
+	}
+	plan, err := shell.MakePlan(js, R, po)
+	if err != nil {
+		return nil, nil
+	}
+	idx := plan.Index(m.rank)
+	if idx < 0 {
+		return nil, nil
+	}
+	jg, err := ug.OpenChild(jobCgroupName(id), true)
+	if err != nil {
+		return nil, err
+	}
+	gid := m.gidOf(uid)
+	mc := &shellproc.ModuleCgroups{Version: jg.Version, Memory: mem}
+	for local := 0; local < plan.Counts[idx]; local++ {
+		tg, err := jg.OpenChild("task-"+strconv.Itoa(local), false)
+		if err == nil {
+			err = tg.SetMemoryLimit(mem)
+		}
+		if err == nil {
+			err = tg.Delegate(int(uid), gid)
+		}
+		if err != nil {
+			go jg.Remove(10 * time.Second)
+			return nil, err
+		}
+		mc.Tasks = append(mc.Tasks, tg.Path)
+	}
+	return mc, nil
+}
+
+func jobCgroupName(id jobid.ID) string { return "job-" + strconv.FormatUint(uint64(id), 10) }
+
+// removeJobCgroup removes a guest's job's cgroup here once the job has
+// ended, if the module made one (this module or one before it).
+func (m *manager) removeJobCgroup(id jobid.ID, uid uint32) {
+	if uid == m.owner || m.cg.base == nil && m.cg.root == nil {
+		return
+	}
+	if m.cg.base == nil {
+		if ug, _ := m.userCgroup(uid); ug == nil {
+			return
+		}
+	}
+	path := filepath.Join(m.cg.base.Path, "u"+strconv.FormatUint(uint64(uid), 10), jobCgroupName(id))
+	if _, err := os.Stat(path); err != nil {
+		return
+	}
+	g := &shell.Cgroup{Path: path, Version: m.cg.base.Version}
+	go g.Remove(10 * time.Second)
+}
+
+// withCgroups adds the cgroups to a job-shell.start payload.
+func withCgroups(payload []byte, mc *shellproc.ModuleCgroups) []byte {
+	b, _ := json.Marshal(mc)
+	payload = bytes.TrimRight(payload, " \t\r\n")
+	out := make([]byte, 0, len(payload)+len(b)+16)
+	out = append(out, payload[:len(payload)-1]...)
+	out = append(out, `,"cgroups":`...)
+	out = append(out, b...)
+	return append(out, '}')
+}
+
+// dropCgroups removes the module's cgroup directories that are empty (at
+// unload: those of jobs still running stay, and a later module finds
+// them under the same name).
+func (m *manager) dropCgroups() {
+	base := m.cg.base
+	if base == nil {
+		return
+	}
+	users, _ := os.ReadDir(base.Path)
+	for _, u := range users {
+		if u.IsDir() && strings.HasPrefix(u.Name(), "u") {
+			ud := filepath.Join(base.Path, u.Name())
+			syscall.Rmdir(filepath.Join(ud, "shells"))
+			syscall.Rmdir(ud)
+		}
+	}
+	syscall.Rmdir(base.Path)
+}

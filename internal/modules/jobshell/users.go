@@ -1,0 +1,179 @@
+package jobshell
+
+// Shells of users. In an instance run by root, a job's shells run as the
+// job's user, so nothing a user controls (their tasks' output, PMI
+// traffic, stdin) is handled by a root process. What the shell may not do
+// as that user the module does for it: it makes the user's directory in
+// the shell directory (u<UID>, the user's own, where the shell keeps its
+// record and output spool, and finds broker.uri) and hands the shell a
+// descriptor of it, since the shell directory and the state directory
+// above it are root's and private; it makes the directory of the user's
+// jobs' temporary directories in the run directory; it commits the
+// output eventlogs (commit.go) and makes the cgroups of the user's jobs
+// (cgroups.go). The module works in a user's directory without following
+// what the user put there: a symbolic link, a FIFO or a huge file named
+// like a record or broker.uri is ignored or replaced, never followed.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/fluxgo/fluxgo/internal/shellproc"
+)
+
+// userDir returns the shell directory of uid's shells: DIR/u<UID>, made
+// (owned by uid, mode 0700) if need be, with the broker's URI in it.
+func (m *manager) userDir(uid uint32) (string, error) {
+	dir := filepath.Join(m.dir, "u"+strconv.FormatUint(uint64(uid), 10))
+	if err := ownedDir(dir, uid, m.gidOf(uid)); err != nil {
+		return "", fmt.Errorf("job-shell: the shell directory of userid %d: %w", uid, err)
+	}
+	if err := writeNoFollow(dir, shellproc.BrokerURIFile, []byte(m.uri+"\n")); err != nil {
+		return "", fmt.Errorf("job-shell: %s: %w", filepath.Join(dir, shellproc.BrokerURIFile), err)
+	}
+	return dir, nil
+}
+
+// gidOf returns uid's primary group (the owner's own for the owner; -1
+// when it cannot be found, which leaves the group as made).
+func (m *manager) gidOf(uid uint32) int {
+	if uid == m.owner {
+		return os.Getegid()
+	}
+	cred, err := shellproc.UserCredential(uid)
+	if err != nil {
+		return -1
+	}
+	return int(cred.Gid)
+}
+
+// tmpParent makes the directory a guest shell makes its jobs'
+// FLUX_JOB_TMPDIR in (the owner's shells use the run directory).
+func (m *manager) tmpParent(uid uint32) error {
+	if uid == m.owner || m.rundir == "" {
+		return nil
+	}
+	dir := shellproc.TmpParent(m.rundir, uid)
+	if err := ownedDir(dir, uid, m.gidOf(uid)); err != nil {
+		return fmt.Errorf("job-shell: the temporary directory of userid %d's jobs: %w", uid, err)
+	}
+	return nil
+}
+
+// ownedDir makes dir a directory owned by uid of mode 0700. Its parent
+// is the instance owner's, so what is there is what the module made, or
+// was made by hand: anything but a directory is replaced.
+func ownedDir(dir string, uid uint32, gid int) error {
+	fi, err := os.Lstat(dir)
+	switch {
+	case err == nil && fi.IsDir():
+	case err == nil:
+		if err := os.Remove(dir); err != nil {
+			return err
+		}
+		fallthrough
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+	default:
+		return err
+	}
+	if err := os.Lchown(dir, int(uid), gid); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o700)
+}
+
+// writeNoFollow writes name in dir (a user's) as a new file renamed into
+// place: whatever the user put at either name is replaced, not followed.
+func writeNoFollow(dir, name string, data []byte) error {
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	tmp := name + ".new"
+	unix.Unlinkat(dfd, tmp, 0)
+	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, werr := unix.Write(fd, data)
+	unix.Close(fd)
+	if werr != nil {
+		unix.Unlinkat(dfd, tmp, 0)
+		return werr
+	}
+	return unix.Renameat(dfd, tmp, dfd, name)
+}
+
+// maxRecord bounds what is read of a shell record.
+const maxRecord = 256
+
+// readRecord reads a shell record in a user's directory: a regular file,
+// not followed if a link, and small.
+func readRecord(path string) (shellproc.Record, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return shellproc.Record{}, err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return shellproc.Record{}, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxRecord {
+		return shellproc.Record{}, fmt.Errorf("%s: not a shell record", path)
+	}
+	buf := make([]byte, maxRecord)
+	n, err := unix.Read(fd, buf)
+	if err != nil {
+		return shellproc.Record{}, err
+	}
+	return shellproc.ParseRecord(string(buf[:n]))
+}
+
+// procUID returns the real uid of process pid.
+func procUID(pid int) (uint32, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	for line := range bytes.Lines(b) {
+		if rest, ok := bytes.CutPrefix(line, []byte("Uid:")); ok {
+			f := strings.Fields(string(rest))
+			if len(f) == 0 {
+				break
+			}
+			n, err := strconv.ParseUint(f[0], 10, 32)
+			return uint32(n), err
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status: no Uid", pid)
+}
+
+// shellOf checks that a hello from userid describes a shell of userid:
+// its service is the one that user's shell of that PID registers, and
+// the process runs as that user.
+func shellOf(userid uint32, hmUser uint32, pid int, svc string) error {
+	if hmUser != userid {
+		return fmt.Errorf("a shell of userid %d says it is userid %d's: %w", userid, hmUser, syscall.EPERM)
+	}
+	if svc != shellproc.ProcessService(userid, pid) {
+		return fmt.Errorf("service %q is not that of userid %d's shell %d: %w", svc, userid, pid, syscall.EPERM)
+	}
+	uid, err := procUID(pid)
+	if err != nil || uid != userid {
+		return fmt.Errorf("process %d is not a shell of userid %d: %w", pid, userid, syscall.EPERM)
+	}
+	return nil
+}
