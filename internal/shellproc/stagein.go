@@ -205,7 +205,7 @@ type stageIn struct {
 // archive's archives are the owner's, as in flux-core (a guest cannot
 // read the primary KVS namespace).
 func (j *job) startStageIn(spec *stageInSpec) error {
-	if j.cred != nil {
+	if j.cred != nil || j.x.guest {
 		return fmt.Errorf("stage-in: the job runs as userid %d, but flux archive's archives are for the instance owner's jobs: %w", j.userid, syscall.EPERM)
 	}
 	if spec.global && !j.leader() {
