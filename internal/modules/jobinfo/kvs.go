@@ -24,21 +24,30 @@ func (s *service) kvsLookup(key string) (*flux.Future, error) {
 // valData extracts the value bytes of a kvs.lookup or kvs-watch.lookup
 // response ({"val": {"ver":1,"type":"val","data":"<base64>"}}).
 func valData(m *flux.Message) ([]byte, error) {
+	data, _, err := valPiece(m)
+	return data, err
+}
+
+// valPiece is valData for a kvs-watch answer that may be a piece of a
+// value with more pieces to come (more).
+func valPiece(m *flux.Message) (data []byte, more bool, err error) {
 	var resp struct {
 		Val struct {
 			Type string          `json:"type"`
 			Data json.RawMessage `json:"data"`
 		} `json:"val"`
+		More bool `json:"more"`
 	}
 	if err := m.UnmarshalPayload(&resp); err != nil {
-		return nil, fmt.Errorf("kvs response: %w", err)
+		return nil, false, fmt.Errorf("kvs response: %w", err)
 	}
 	if resp.Val.Type != "val" {
-		return nil, flux.NewError(syscall.EISDIR, fmt.Sprintf("not a value (%s)", resp.Val.Type))
+		return nil, false, flux.NewError(syscall.EISDIR, fmt.Sprintf("not a value (%s)", resp.Val.Type))
 	}
 	var s string
 	if err := json.Unmarshal(resp.Val.Data, &s); err != nil {
-		return nil, fmt.Errorf("kvs response: bad data: %w", err)
+		return nil, false, fmt.Errorf("kvs response: bad data: %w", err)
 	}
-	return base64.StdEncoding.DecodeString(s)
+	data, err = base64.StdEncoding.DecodeString(s)
+	return data, resp.More, err
 }

@@ -122,13 +122,13 @@ func (w *watch) start(flags int, watchMain bool) {
 			w.upstreamEnded(err)
 			return
 		}
-		data, err := valData(m)
+		data, more, err := valPiece(m)
 		if err != nil {
 			w.fail(err)
 			return
 		}
 		w.feed(data)
-		if w.once {
+		if w.once && !more {
 			w.stop(true) // a redirected stream never says eof here
 		}
 	})

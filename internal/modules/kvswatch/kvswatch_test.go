@@ -14,6 +14,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/broker/brokertest"
 	"github.com/fluxgo/fluxgo/internal/modules/kvs/kvstest"
+	"github.com/fluxgo/fluxgo/internal/modules/kvswatch"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
 )
@@ -364,5 +365,38 @@ func TestDisconnectDropsWatchers(t *testing.T) {
 			t.Fatalf("watchers not dropped after disconnect: %d", stats(t, h))
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestWatchAppendLongLogInPieces: a log of many appended blobs, watched
+// once it is long, arrives in several answers of at most kvswatch.LoadWindow
+// blobs each, every byte once and in order.
+func TestWatchAppendLongLogInPieces(t *testing.T) {
+	inst := kvstest.Start(t, kvstest.Options{})
+	h := inst.Handle(0)
+	const n = 5*kvswatch.LoadWindow + 3
+	want := ""
+	for i := 0; i < n; i++ {
+		line := fmt.Sprintf("%04d %s\n", i, strings.Repeat("x", 200))
+		put(t, h, "", "log", line, kvs.FlagAppend)
+		want += line
+	}
+	w := watch(t, h, "", "log", kvs.FlagWatch|kvs.FlagWatchAppend)
+	got, answers := "", 0
+	for len(got) < len(want) {
+		piece := next(t, w)
+		// (the first blob may hold several appends: small ones are kept
+		// inline until the value grows)
+		if c := strings.Count(piece, "\n"); c > 2*kvswatch.LoadWindow {
+			t.Fatalf("answer %d holds %d appends, more than the %d blobs of a window", answers, c, kvswatch.LoadWindow)
+		}
+		got += piece
+		answers++
+	}
+	if got != want {
+		t.Fatalf("the log arrived as %d bytes in %d answers, want %d bytes (a prefix: %v)", len(got), answers, len(want), strings.HasPrefix(want, got))
+	}
+	if answers < n/kvswatch.LoadWindow-1 {
+		t.Fatalf("the log arrived in %d answers, want at least %d", answers, n/kvswatch.LoadWindow-1)
 	}
 }

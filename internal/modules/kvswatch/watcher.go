@@ -317,13 +317,21 @@ func (wt *watcher) handle(l *lookup) bool {
 }
 
 // send answers with a value; a WAITCREATE-only watcher is then done.
-func (wt *watcher) send(val *treeobj.Object) {
+func (wt *watcher) send(val *treeobj.Object) { wt.sendPiece(val, false) }
+
+// sendPiece answers with a value, or with a piece of one that more
+// answers complete ("more": true, a WATCH_APPEND value sent in pieces:
+// a client reading it once reads until an answer without it).
+func (wt *watcher) sendPiece(val *treeobj.Object, more bool) {
 	if !wt.mute {
 		b := append(append([]byte(`{"val":`), val.Encode()...), '}')
+		if more {
+			b = append(b[:len(b)-1], `,"more":true}`...)
+		}
 		wt.r.Respond(json.RawMessage(b))
 	}
 	wt.responded = true
-	if !wt.watching() {
+	if !more && !wt.watching() {
 		wt.finish()
 	}
 }
@@ -393,35 +401,66 @@ func (wt *watcher) handleAppend(val *treeobj.Object) bool {
 	return true
 }
 
-// loadRange loads blobs from the content service (all requests at once)
-// and sends their concatenation, less its first skip bytes (already
-// sent), as one val, then resumes drain.
-func (wt *watcher) loadRange(refs []string, skip int) {
-	parts := make([][]byte, len(refs))
-	pending := len(refs)
-	var first error
+// loadWindow is how many blobs of an appended range are loaded at once
+// and sent as one response: a long log (a job's output eventlog holds
+// one blob per write) goes out in bounded pieces, never as one value of
+// its whole size.
+const loadWindow = 32
+
+// loadRange loads blobs from the content service, loadWindow at a time,
+// and sends each window's concatenation (less the first skip bytes of
+// the range, already sent) as one val, then resumes drain.
+func (wt *watcher) loadRange(refs []string, skip int) { wt.loadFrom(refs, skip, false) }
+
+// loadFrom is loadRange after pieced: a piece of the range was sent
+// with more to follow (so the last is sent, even empty, to say it is).
+func (wt *watcher) loadFrom(refs []string, skip int, pieced bool) {
 	wt.loading = true
-	done := func() {
-		wt.loading = false
+	n := min(len(refs), loadWindow)
+	wt.loadBlobs(refs[:n], func(data []byte, err error) {
 		if wt.finished {
+			wt.loading = false
 			return
 		}
-		if first != nil {
-			wt.fail(fmt.Errorf("loading appended data: %w", first))
+		if err != nil {
+			wt.loading = false
+			wt.fail(fmt.Errorf("loading appended data: %w", err))
 			return
 		}
-		data := bytes.Join(parts, nil)
-		if len(data) < skip {
+		cut := min(skip, len(data))
+		skip -= cut
+		more := n < len(refs)
+		if len(data) > cut || pieced && !more {
+			wt.sendPiece(treeobj.NewVal(data[cut:]), more)
+			pieced = pieced || more
+		}
+		if more {
+			wt.loadFrom(refs[n:], skip, pieced)
+			return
+		}
+		wt.loading = false
+		if skip > 0 {
 			wt.fail(flux.NewError(syscall.EINVAL, "key watched with WATCH_APPEND shortened"))
 			return
 		}
-		if len(data) > skip {
-			wt.send(treeobj.NewVal(data[skip:]))
-		}
 		wt.drain()
+	})
+}
+
+// loadBlobs loads refs (all requests at once) and gives done their
+// concatenation.
+func (wt *watcher) loadBlobs(refs []string, done func([]byte, error)) {
+	parts := make([][]byte, len(refs))
+	pending := len(refs)
+	var first error
+	finish := func() {
+		if first != nil {
+			done(nil, first)
+			return
+		}
+		done(bytes.Join(parts, nil), nil)
 	}
 	for i, ref := range refs {
-		i := i
 		_, digest, err := content.Parse(ref)
 		var f *flux.Future
 		if err == nil {
@@ -432,7 +471,7 @@ func (wt *watcher) loadRange(refs []string, skip int) {
 				first = err
 			}
 			if pending--; pending == 0 {
-				wt.nsm.w.h.Post(done)
+				wt.nsm.w.h.Post(finish)
 			}
 			continue
 		}
@@ -443,7 +482,7 @@ func (wt *watcher) loadRange(refs []string, skip int) {
 			}
 			parts[i] = data
 			if pending--; pending == 0 {
-				done()
+				finish()
 			}
 		})
 	}

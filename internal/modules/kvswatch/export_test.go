@@ -1,0 +1,4 @@
+package kvswatch
+
+// LoadWindow is loadWindow for the tests.
+const LoadWindow = loadWindow
