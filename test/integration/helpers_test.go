@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -206,4 +207,20 @@ func (e *env) waitFor(what string, cond func() bool) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// waitOutput waits until a job's output eventlog holds n events with
+// data of its tasks (what they printed is in the KVS).
+func (e *env) waitOutput(id jobid.ID, n int) {
+	e.t.Helper()
+	h := e.inst.Handle(e.t)
+	e.waitFor(fmt.Sprintf("%d output events of job %s", n, id), func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var resp struct {
+			Output string `json:"guest.output"`
+		}
+		err := h.Call(ctx, "job-info.lookup", flux.NodeidAny, map[string]any{"id": id, "keys": []string{"guest.output"}, "flags": 0}, &resp)
+		return err == nil && strings.Count(resp.Output, `"data":"`)-strings.Count(resp.Output, `"data":""`) >= n
+	})
 }

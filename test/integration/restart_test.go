@@ -221,8 +221,10 @@ func TestRestartAfterCrash(t *testing.T) {
 	for _, j := range jobs {
 		e.waitEvent(j.id, "start")
 	}
-	// their first lines are out (the output batch is 50 ms)
-	time.Sleep(300 * time.Millisecond)
+	// their first lines are out (each of the 2 tasks prints one)
+	for _, j := range jobs {
+		e.waitOutput(j.id, 2)
+	}
 	// a long job still running now is running at the kill (a short one
 	// may have ended already on a loaded machine): its reattach is
 	// checked below
@@ -464,7 +466,9 @@ func TestRestartMultiUser(t *testing.T) {
 			t.Errorf("guest script: want %q in:\n%s", want, out)
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
+	// their first lines are out
+	e.waitOutput(mine, 2)
+	e.waitOutput(theirs, 2)
 	e.inst.Kill()
 	e2 := restartable(t, state)
 	r = e2.flux("job", "attach", mine.String())
