@@ -149,6 +149,9 @@ type Broker struct {
 	rank  uint32
 	size  uint32
 	owner uint32
+	// maxUserConns bounds each guest's local connections at once
+	// (access.max-user-connections)
+	maxUserConns atomic.Int64
 	topo  topology
 
 	ctx    context.Context
@@ -346,6 +349,15 @@ func (b *Broker) initLogAttrs() {
 	}
 	level("log-level", func(n int) (*int, *int) { return &n, nil }, func() int { l, _ := b.ring.levels(); return l })
 	level("log-stderr-level", func(n int) (*int, *int) { return nil, &n }, func() int { _, s := b.ring.levels(); return s })
+	b.maxUserConns.Store(defaultMaxUserConns)
+	b.attrs.setRuntime("access.max-user-connections", func() string { return strconv.FormatInt(b.maxUserConns.Load(), 10) }, func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return fmt.Errorf("invalid value %q: must be a positive integer (the local connections one guest may hold at once): %w", v, syscall.EINVAL)
+		}
+		b.maxUserConns.Store(n)
+		return nil
+	})
 	b.attrs.setRuntime("log-ring-size", func() string { return strconv.Itoa(b.ring.size()) }, func(v string) error {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {

@@ -26,8 +26,16 @@ type localConnector struct {
 
 	mu      sync.Mutex
 	clients map[*client]struct{}
-	wg      sync.WaitGroup
+	perUID  map[uint32]int // guests' connections (accepted, not yet gone)
+	// refusedAt: when a guest's connection was last refused and logged
+	refusedAt map[uint32]time.Time
+	wg        sync.WaitGroup
 }
+
+// defaultMaxUserConns is access.max-user-connections' default: a guest's
+// connections at once (their commands, and a job shell per job per node
+// of theirs running here). The instance owner has no such bound.
+const defaultMaxUserConns = 1024
 
 func listenLocal(b *Broker, path string) (*localConnector, error) {
 	_ = os.Remove(path)
@@ -42,7 +50,7 @@ func listenLocal(b *Broker, path string) (*localConnector, error) {
 		ln.Close()
 		return nil, fmt.Errorf("local connector: %w", err)
 	}
-	return &localConnector{b: b, ln: ln, path: path, clients: make(map[*client]struct{})}, nil
+	return &localConnector{b: b, ln: ln, path: path, clients: make(map[*client]struct{}), perUID: make(map[uint32]int)}, nil
 }
 
 func (lc *localConnector) serve() {
@@ -144,6 +152,14 @@ func (lc *localConnector) handle(c *net.UnixConn) {
 		c.Close()
 		return
 	}
+	if uid != b.owner {
+		if !lc.admit(uid) {
+			c.Write([]byte{byte(syscall.EUSERS)})
+			c.Close()
+			return
+		}
+		defer lc.release(uid)
+	}
 	if _, err := c.Write([]byte{0}); err != nil {
 		c.Close()
 		return
@@ -176,6 +192,42 @@ func (lc *localConnector) handle(c *net.UnixConn) {
 	delete(lc.clients, cl)
 	lc.mu.Unlock()
 	cl.disconnect()
+}
+
+// admit counts a guest's new connection, or refuses it (logged at most
+// once per 10 s per user) when the user holds access.max-user-connections.
+func (lc *localConnector) admit(uid uint32) bool {
+	limit := lc.b.maxUserConns.Load()
+	if limit <= 0 {
+		limit = defaultMaxUserConns
+	}
+	lc.mu.Lock()
+	n := lc.perUID[uid]
+	ok := int64(n) < limit
+	if ok {
+		lc.perUID[uid] = n + 1
+	}
+	warn := !ok && time.Since(lc.refusedAt[uid]) > 10*time.Second
+	if warn {
+		if lc.refusedAt == nil {
+			lc.refusedAt = make(map[uint32]time.Time)
+		}
+		lc.refusedAt[uid] = time.Now()
+	}
+	lc.mu.Unlock()
+	if warn {
+		lc.b.log.Warn(fmt.Sprintf("local connector: refusing a connection of uid %d: it holds %d, the most a user may (access.max-user-connections)", uid, n))
+	}
+	return ok
+}
+
+// release uncounts a guest's connection.
+func (lc *localConnector) release(uid uint32) {
+	lc.mu.Lock()
+	if lc.perUID[uid]--; lc.perUID[uid] <= 0 {
+		delete(lc.perUID, uid)
+	}
+	lc.mu.Unlock()
 }
 
 // svcAddr is where a client's requests went: a service at a nodeid.

@@ -116,3 +116,57 @@ func TestConnectionsPastFileLimit(t *testing.T) {
 		t.Errorf("the broker did not say it ran out of descriptors:\n%s", log)
 	}
 }
+
+// guestConnsScript opens connections as the guest until one is refused
+// (at most 100) and says how many it got and why the next was refused.
+const guestConnsScript = `
+import flux
+hs = []
+try:
+    for i in range(100):
+        hs.append(flux.Flux())
+    print("opened", len(hs))
+except OSError as e:
+    print("opened", len(hs), "refused", e.errno)
+`
+
+// TestGuestConnectionLimit: a guest holds at most
+// access.max-user-connections local connections at once; the owner is not
+// bound by it, and the guest's are counted again as they close.
+func TestGuestConnectionLimit(t *testing.T) {
+	e := start(t)
+	if !canRunAsGuest(e) {
+		t.Skip("needs root, to run a client as another user")
+	}
+	e.fail("must be a positive integer", "setattr", "access.max-user-connections", "0")
+	e.must("setattr", "access.max-user-connections", "5")
+	want := "opened 5 refused " + strconv.Itoa(int(syscall.EUSERS))
+	for i := 0; i < 2; i++ { // the second time: the first's connections were let go
+		out, err := guestPython(e, guestConnsScript)
+		if err != nil || strings.TrimSpace(string(out)) != want {
+			t.Fatalf("guest connections (try %d): %v\n%s\nwant %q", i, err, out, want)
+		}
+	}
+	// the owner is not bound
+	path := strings.TrimPrefix(e.inst.URI, "local://")
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < 10; i++ {
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		var b [1]byte
+		if _, err := c.Read(b[:]); err != nil || b[0] != 0 {
+			t.Fatalf("owner connection %d: auth byte %d, %v", i, b[0], err)
+		}
+	}
+	if got := e.must("dmesg"); !strings.Contains(got, "access.max-user-connections") {
+		t.Errorf("no log line says why the guest was refused")
+	}
+}
