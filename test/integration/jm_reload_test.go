@@ -61,7 +61,8 @@ func TestJobManagerReload(t *testing.T) {
 	quick := e.submit("sh", "-c", "sleep 0.5; exit 5")
 	e.waitEvent(quick, "start")
 	e.must("module", "remove", "job-manager")
-	time.Sleep(1500 * time.Millisecond)
+	// its tasks end and job-exec records it (the exec eventlog's done)
+	e.must("job", "wait-event", "-p", "exec", "-t", "30", quick.String(), "done")
 	e.must("module", "load", "job-manager")
 	e.waitEvent(quick, "clean")
 	// job-list learns of it once it has subscribed to the new job

@@ -257,6 +257,7 @@ func TestIntegrationCrashConsistency(t *testing.T) {
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	acked := make([]int, writers)
+	var commits [writers]atomic.Int64
 	for w := 0; w < writers; w++ {
 		h := openAt(t, inst, w%2)
 		wg.Add(1)
@@ -272,10 +273,26 @@ func TestIntegrationCrashConsistency(t *testing.T) {
 					return // the broker died
 				}
 				acked[w] = i
+				commits[w].Store(int64(i))
 			}
 		}(w)
 	}
-	time.Sleep(3 * time.Second)
+	// the crash comes in the middle of the storm: once every writer has
+	// had 200 commits acknowledged, and past the first periodic
+	// checkpoints (3 s), so that some commits are durable and some not
+	begin := time.Now()
+	for deadline := begin.Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		least := commits[0].Load()
+		for w := range commits {
+			least = min(least, commits[w].Load())
+		}
+		if least >= 200 && time.Since(begin) >= 3*time.Second {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the writers had only %d commits each after 60 s", least)
+		}
+	}
 	pid, err := strconv.Atoi(strings.TrimSpace(mustAt(t, inst, 0, "getattr", "broker.pid")))
 	if err != nil {
 		t.Fatal(err)
