@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/bench/internal/benchkit"
-	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 )
 
 func main() {

@@ -152,7 +152,7 @@ type Broker struct {
 	// maxUserConns bounds each guest's local connections at once
 	// (access.max-user-connections)
 	maxUserConns atomic.Int64
-	topo  topology
+	topo         topology
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -8,9 +8,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
-	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // builtins are the services every broker provides itself: attributes,

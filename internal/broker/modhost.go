@@ -11,9 +11,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 )
 
 // modulePeer is a module's in-process connection: its flux.Handle sends

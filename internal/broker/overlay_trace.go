@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 )
 
 // Overlay tracing (flux overlay trace): overlay.trace is a streaming

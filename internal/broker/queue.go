@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fluxgo/fluxgo/internal/message"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 )
 
 // sendQueue is an unbounded outbound message queue drained by one writer

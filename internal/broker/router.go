@@ -6,7 +6,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/fluxgo/fluxgo/internal/message"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 )
 
 // peerKind tells the router where a peer sits.

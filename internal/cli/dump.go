@@ -30,10 +30,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
 )
 
 // dumpOptions are the flux dump and flux restore flags.

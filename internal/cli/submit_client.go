@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,9 +9,9 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
-	"github.com/fluxgo/fluxgo/pkg/sign"
 )
 
 // Submit flag bits (flux-core's FLUX_JOB_* values).
@@ -57,16 +56,7 @@ type submitResult struct {
 // sendSubmit sends one job-ingest.submit request: the jobspec signed
 // (RFC 39 "none") as uid, with its urgency and flags.
 func sendSubmit(h *flux.Handle, spec *jobspec.Jobspec, uid uint32, urgency, flags int) (*flux.Future, error) {
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return nil, err
-	}
-	req := struct {
-		J       string `json:"J"`
-		Urgency int    `json:"urgency"`
-		Flags   int    `json:"flags"`
-	}{sign.Wrap(b, uid), urgency, flags}
-	return h.RPC("job-ingest.submit", flux.NodeidAny, req, 0)
+	return job.SubmitAsync(h, spec, uid, urgency, flags)
 }
 
 // submitJobs sends every jobspec to job-ingest with at most window

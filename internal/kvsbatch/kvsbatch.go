@@ -10,10 +10,10 @@ package kvsbatch
 
 import (
 	"fmt"
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
-	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 type opKind uint8

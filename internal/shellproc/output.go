@@ -32,12 +32,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/internal/shell"
 	"github.com/fluxgo/fluxgo/pkg/eventlog"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/idset"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // streams are the output streams, by index (the bit of a task's open

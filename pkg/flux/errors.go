@@ -4,7 +4,7 @@ import (
 	"errors"
 	"syscall"
 
-	"github.com/fluxgo/fluxgo/internal/message"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 )
 
 // Error is an error response from a Flux service: an errno value and the

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/fluxgo/fluxgo/internal/message"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 )
 
 // topicHasPrefix is Flux's subscription match: a subscription of length N

@@ -19,7 +19,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/fluxgo/fluxgo/internal/message"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 )
 
 // Message is a Flux message (RFC 3).

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/fluxgo/fluxgo/internal/message"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 )
 
 // localConn is the client side of a broker's local socket (flux-core's

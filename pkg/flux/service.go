@@ -7,7 +7,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/fluxgo/fluxgo/internal/message"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 )
 
 // Request is a request received by a service on this handle.

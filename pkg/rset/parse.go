@@ -12,9 +12,9 @@ import (
 	"slices"
 	"unicode/utf8"
 
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
 	"github.com/fluxgo/fluxgo/pkg/idset"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // Parse decodes an R JSON document. It is strict: a missing or mistyped

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/internal/testinstance"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 	"github.com/fluxgo/fluxgo/pkg/sign"
 )
 

@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/internal/testinstance"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 )
 
 // TestWireTranscripts replays every transcript, in recording order, on

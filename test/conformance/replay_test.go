@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/sign"
 )

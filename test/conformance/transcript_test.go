@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/fluxgo/fluxgo/internal/message"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 )
 
 // record is one line of a transcript (see testdata/wire/README.md).

@@ -17,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/internal/kvsbatch"
 	"github.com/fluxgo/fluxgo/internal/memo"
 	"github.com/fluxgo/fluxgo/internal/module"
@@ -26,6 +25,7 @@ import (
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // Module is the job-exec module.

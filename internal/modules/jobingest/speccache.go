@@ -3,9 +3,9 @@ package jobingest
 import (
 	"errors"
 
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/internal/memo"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // specCache remembers the outcome of parsing and checking the jobspecs

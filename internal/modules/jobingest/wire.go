@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // Every job passes through here once; its payloads are read and written
-// with jsonwire rather than encoding/json (see internal/jsonwire).
+// with jsonwire rather than encoding/json (see pkg/jsonwire).
 
 // submitRequest is a job-ingest.submit request (flux-core's payload).
 type submitRequest struct {

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"unique"
 
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // record is job-list's compact summary of one job: the fields RFC 43

@@ -4,9 +4,9 @@ import (
 	"path"
 	"unique"
 
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
 	"github.com/fluxgo/fluxgo/pkg/idset"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // Only the parts of a jobspec (RFC 14/25) job-list needs (see

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/jobjournal"
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // journalEntry is one job-manager.events-journal response.

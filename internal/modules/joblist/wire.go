@@ -3,7 +3,7 @@ package joblist
 import (
 	"fmt"
 
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // job-list reads every journal response and the jobspec and R of every

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/fluxgo/fluxgo/internal/broker/brokertest"
-	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 )
 
 // TestBulkOpsPermissions: raiseall and killall let a guest target only

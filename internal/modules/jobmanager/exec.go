@@ -6,11 +6,11 @@ import (
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
-	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/internal/sched"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // execClient speaks RFC 32 to the execution service that said

@@ -9,9 +9,9 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/jobjournal"
 	"github.com/fluxgo/fluxgo/internal/jobtap"
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // journal streams every posted event to subscribers of

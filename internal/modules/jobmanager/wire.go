@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // The job manager handles every job's events and RFC 27/32 messages;

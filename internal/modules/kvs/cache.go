@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/mapshrink"
-	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
 )
 
 // entry is one content blob known to this KVS: a decoded directory, the

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
 )
 
 func TestCacheExpiry(t *testing.T) {

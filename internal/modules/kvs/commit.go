@@ -7,9 +7,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
-	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // enqueue adds a transaction to a namespace's ready queue (rank 0).

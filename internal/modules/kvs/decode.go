@@ -10,7 +10,7 @@ import (
 
 	fluxkvs "github.com/fluxgo/fluxgo/pkg/flux/kvs"
 
-	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
 )
 
 // The commit and fence payloads carry many tree objects (the job manager

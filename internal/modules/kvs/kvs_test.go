@@ -15,12 +15,12 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/broker/brokertest"
-	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/modules/kvs/kvstest"
-	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 )
 
 func ctx(t *testing.T) context.Context { return brokertest.Ctx(t) }

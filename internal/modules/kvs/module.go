@@ -37,9 +37,9 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/module"
-	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
 )
 
 // Name is the module and service name.

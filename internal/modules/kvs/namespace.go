@@ -9,9 +9,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 )
 
 // namespaceIdle is how long a rank > 0 keeps a namespace other than

@@ -8,8 +8,8 @@ import (
 	"sort"
 	"syscall"
 
-	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
 )
 
 // How values are kept in a stored directory. flux-core stores every

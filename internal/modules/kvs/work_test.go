@@ -3,7 +3,7 @@ package kvs
 import (
 	"testing"
 
-	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
 )
 
 // TestWorkForgetsUndoneDirectory: a transaction that fails is undone; a

@@ -8,10 +8,10 @@ import (
 	"math"
 	"syscall"
 
-	"github.com/fluxgo/fluxgo/internal/message"
-	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 )
 
 // Lookup flags (flux-core's FLUX_KVS_* values).

@@ -16,10 +16,10 @@ import (
 	"github.com/fluxgo/fluxgo/internal/broker"
 	"github.com/fluxgo/fluxgo/internal/broker/brokertest"
 	"github.com/fluxgo/fluxgo/internal/module"
-	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/eventlog"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 

@@ -3,8 +3,8 @@ package schedsimple
 import (
 	"fmt"
 
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
 	"github.com/fluxgo/fluxgo/internal/sched"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // The job manager sends sched.alloc with the whole jobspec inside

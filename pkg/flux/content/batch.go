@@ -7,8 +7,8 @@ import (
 	"slices"
 	"syscall"
 
-	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 )
 
 // Batched stores are a fluxgo extension of RFC 10 for the broker's own

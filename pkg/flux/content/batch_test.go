@@ -7,8 +7,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 )
 
 func TestBatchCodec(t *testing.T) {

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
-	"github.com/fluxgo/fluxgo/internal/message"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // AttachedOps are the operations of a kvs.commit request made by a

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
 )
 
 // The commit payload is flux-core's (testdata/wire/kvs-put.jsonl): the

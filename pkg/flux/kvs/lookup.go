@@ -7,8 +7,8 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
 )
 
 // PrimaryNamespace is the namespace every instance has.

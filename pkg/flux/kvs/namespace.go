@@ -3,8 +3,8 @@ package kvs
 import (
 	"context"
 
-	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
 )
 
 // OwnerDefault as a namespace owner means the instance owner.

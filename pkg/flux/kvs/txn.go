@@ -17,9 +17,9 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
-	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // Operation flags (flux-core's FLUX_KVS_* values): FlagAppend in a

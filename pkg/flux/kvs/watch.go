@@ -6,8 +6,8 @@ import (
 	"io"
 	"syscall"
 
-	"github.com/fluxgo/fluxgo/internal/modules/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
 )
 
 // Watcher is a kvs-watch.lookup in progress: with FlagWatch a stream of

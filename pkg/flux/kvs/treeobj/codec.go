@@ -6,7 +6,7 @@ import (
 	"sort"
 	"unicode/utf8"
 
-	"github.com/fluxgo/fluxgo/internal/jsonwire"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // maxDepth bounds dir nesting in a decoded object, so a hostile payload
