@@ -24,7 +24,7 @@ echo "== go test"
 FLUX_TEST_BINARY="$PWD/bin/flux" go test -count=1 -timeout 20m ./...
 
 echo "== go test -race (core packages)"
-race_pkgs=$(go list ./internal/message/... ./internal/broker/... ./pkg/flux/... \
+race_pkgs=$(go list ./internal/broker/... ./pkg/flux/... \
 	./internal/modules/jobmanager/... ./internal/modules/kvs/... ./internal/modules/content/... \
 	./internal/modules/schedsimple/... ./internal/sched/... ./internal/kvsbatch/... ./internal/modules/jobpool/... ./pkg/rset/... 2>/dev/null || true)
 if [ -n "$race_pkgs" ]; then
