@@ -12,40 +12,30 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 )
 
-// State is an RFC 21 job state (a bit, so sets of states are masks).
-type State int
+// State is an RFC 21 job state (a bit, so sets of states are masks):
+// the one job state type, pkg/flux/job's.
+type State = job.State
 
-// Job states (RFC 21).
+// Job states (RFC 21). StateActive is PENDING and RUNNING, not NEW, as
+// in flux-core.
 const (
-	StateNew      State = 1
-	StateDepend   State = 2
-	StatePriority State = 4
-	StateSched    State = 8
-	StateRun      State = 16
-	StateCleanup  State = 32
-	StateInactive State = 64
+	StateNew      = job.StateNew
+	StateDepend   = job.StateDepend
+	StatePriority = job.StatePriority
+	StateSched    = job.StateSched
+	StateRun      = job.StateRun
+	StateCleanup  = job.StateCleanup
+	StateInactive = job.StateInactive
 
-	StatePending = StateDepend | StatePriority | StateSched
-	StateRunning = StateRun | StateCleanup
-	StateActive  = StatePending | StateRunning | StateNew
+	StatePending = job.StatePending
+	StateRunning = job.StateRunning
+	StateActive  = job.StateActive
 )
-
-var stateNames = map[State]string{
-	StateNew: "NEW", StateDepend: "DEPEND", StatePriority: "PRIORITY",
-	StateSched: "SCHED", StateRun: "RUN", StateCleanup: "CLEANUP",
-	StateInactive: "INACTIVE",
-}
-
-func (s State) String() string {
-	if n, ok := stateNames[s]; ok {
-		return n
-	}
-	return "UNKNOWN"
-}
 
 // Urgency bounds (RFC 21 / flux-core).
 const (
