@@ -33,7 +33,7 @@ type wireRecord struct {
 // TestGoldenWire decodes every message flux-core's clients and broker
 // exchanged in the recorded transcripts and re-encodes it byte for byte.
 func TestGoldenWire(t *testing.T) {
-	files, err := filepath.Glob("../../testdata/wire/*.jsonl")
+	files, err := filepath.Glob("../../../testdata/wire/*.jsonl")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no wire transcripts found: %v", err)
 	}
