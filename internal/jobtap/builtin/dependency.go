@@ -38,8 +38,10 @@ func knownScheme(scheme string) bool {
 // satisfied later raises a fatal dependency exception on the waiting job.
 type DependencyAfter struct {
 	h jobtap.Host
-	// waiting maps a target job to the jobs waiting on it.
+	// waiting maps a target job to the jobs waiting on it, and waitsOn a
+	// waiting job to its targets (its entries go when it ends first)
 	waiting map[jobid.ID][]afterDep
+	waitsOn map[jobid.ID][]jobid.ID
 }
 
 type afterDep struct {
@@ -49,7 +51,7 @@ type afterDep struct {
 }
 
 func newDependencyAfter() *DependencyAfter {
-	return &DependencyAfter{waiting: make(map[jobid.ID][]afterDep)}
+	return &DependencyAfter{waiting: make(map[jobid.ID][]afterDep), waitsOn: make(map[jobid.ID][]jobid.ID)}
 }
 
 var (
@@ -194,6 +196,7 @@ func (d *DependencyAfter) JobDepend(j *jobtap.Job) error {
 			return err
 		}
 		d.waiting[t.ID] = append(d.waiting[t.ID], afterDep{job: j.ID, scheme: dep.Scheme, desc: desc})
+		d.waitsOn[j.ID] = append(d.waitsOn[j.ID], t.ID)
 	}
 	return nil
 }
@@ -206,8 +209,33 @@ func resultOf(t *jobtap.Job) string {
 }
 
 // JobState implements jobtap.StateHook: release or fail jobs waiting on
-// a job that just changed state.
-func (d *DependencyAfter) JobState(t *jobtap.Job, _ jobtap.State) { d.update(t) }
+// a job that just changed state; a waiting job that ended (canceled
+// while it waited) is no longer waiting.
+func (d *DependencyAfter) JobState(t *jobtap.Job, _ jobtap.State) {
+	if t.State == jobtap.StateInactive {
+		d.forgetWaiter(t.ID)
+	}
+	d.update(t)
+}
+
+// forgetWaiter drops what job id waited for.
+func (d *DependencyAfter) forgetWaiter(id jobid.ID) {
+	for _, tid := range d.waitsOn[id] {
+		list := d.waiting[tid]
+		kept := list[:0]
+		for _, w := range list {
+			if w.job != id {
+				kept = append(kept, w)
+			}
+		}
+		if len(kept) == 0 {
+			delete(d.waiting, tid)
+		} else {
+			d.waiting[tid] = kept
+		}
+	}
+	delete(d.waitsOn, id)
+}
 
 // JobEvent implements jobtap.EventHook: "after" is satisfied by the start
 // event, which is no state change.
@@ -264,6 +292,7 @@ var (
 	_ jobtap.Loader     = (*Singleton)(nil)
 	_ jobtap.Validator  = (*Singleton)(nil)
 	_ jobtap.DependHook = (*Singleton)(nil)
+	_ jobtap.NewHook    = (*Singleton)(nil)
 	_ jobtap.StateHook  = (*Singleton)(nil)
 )
 
@@ -299,16 +328,35 @@ func (s *Singleton) Validate(j *jobtap.Job, _ bool) error {
 	return nil
 }
 
-// JobDepend implements jobtap.DependHook. Jobs without an explicit name
-// can never hold up a singleton, so they are not counted.
+// JobNew implements jobtap.NewHook: every active named job counts from
+// its creation, as in flux-core (and so do the jobs a restarted job
+// manager restores past DEPEND, and those active when the plugin loads,
+// which it is shown this way).
+func (s *Singleton) JobNew(j *jobtap.Job) { s.countJob(j) }
+
+// countJob counts a named job once.
+func (s *Singleton) countJob(j *jobtap.Job) {
+	if j.Jobspec == nil || j.Jobspec.JobName() == "" || j.State == jobtap.StateInactive {
+		return
+	}
+	if _, ok := s.keys[j.ID]; ok {
+		return
+	}
+	key := singletonKey(j)
+	s.count[key]++
+	s.keys[j.ID] = key
+}
+
+// JobDepend implements jobtap.DependHook: a singleton waits while another
+// active job of its user and name is counted. Jobs without an explicit
+// name can never hold up a singleton, so they are not counted.
 func (s *Singleton) JobDepend(j *jobtap.Job) error {
 	if j.Jobspec == nil || j.Jobspec.JobName() == "" {
 		return nil
 	}
+	s.countJob(j)
 	key := singletonKey(j)
-	hold := isSingleton(j) && s.count[key] > 0
-	s.count[key]++
-	s.keys[j.ID] = key
+	hold := isSingleton(j) && s.count[key] > 1
 	if !hold {
 		return nil
 	}

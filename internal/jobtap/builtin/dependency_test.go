@@ -387,7 +387,6 @@ func TestAfterManyWaiters(t *testing.T) {
 // "avoids prerequisite jobs from emitting erroneous dependencies for
 // completed jobs").
 func TestAfterWaiterThatEndedIsForgotten(t *testing.T) {
-	t.Skip("BUG: DependencyAfter keeps a waiter in d.waiting after the waiter itself becomes inactive; when the target ends it calls RemoveDependency/RaiseException on the ended job (and the entry leaks until then). flux-core deletes the waiter's after_refs on job.state.inactive.")
 	d, h := loadAfter(t)
 	addTarget(h, alice, jobtap.StateRun)
 	w := waiter(t, h, 1, alice, "afterok:"+target.String(), "afternotok:"+target.String())

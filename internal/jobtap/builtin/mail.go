@@ -146,6 +146,23 @@ func oneRecipient(to string) bool {
 	return err == nil && a.Address != "" && !strings.ContainsAny(to, "\r\n,;")
 }
 
+// headerAddress writes a recipient or sender for a header: plain ASCII
+// as it is (oneRecipient let no CR, LF or list through), anything else
+// as net/mail writes the address (its display name RFC 2047 encoded).
+func headerAddress(s string) string {
+	plain := true
+	for _, c := range []byte(s) {
+		plain = plain && c >= ' ' && c < 0x7f
+	}
+	if plain {
+		return s
+	}
+	if a, err := mail.ParseAddress(s); err == nil {
+		return a.String()
+	}
+	return headerText(s)
+}
+
 // headerText makes user-controlled text safe in a header: RFC 2047
 // encoded (CR, LF and other control characters become =0D and the like)
 // when it is not plain printable ASCII.
@@ -257,7 +274,7 @@ func (m *Mail) send(j *jobtap.Job, mj *mailJob, what, detail string) {
 	if detail != "" {
 		subject += ": " + detail
 	}
-	fmt.Fprintf(&b, "To: %s\nFrom: %s\nSubject: %s\n\n", mj.to, m.from, headerText(subject))
+	fmt.Fprintf(&b, "To: %s\nFrom: %s\nSubject: %s\n\n", headerAddress(mj.to), headerAddress(m.from), headerText(subject))
 	fmt.Fprintf(&b, "Job:       %s (%d)\nName:      %s\n", j.ID.String(), uint64(j.ID), lineText(mj.name))
 	if u, err := user.LookupId(strconv.FormatUint(uint64(j.Userid), 10)); err == nil {
 		fmt.Fprintf(&b, "User:      %s\n", u.Username)

@@ -308,6 +308,7 @@ type perilogRun struct {
 	stopTimeout        func() bool
 	stopKill           func() bool
 	done               bool
+	starting           bool // start is still starting the ranks
 }
 
 // JobState implements jobtap.StateHook: the prolog starts on entering
@@ -385,6 +386,9 @@ func (p *Perilog) start(d *perilogDesc, id jobid.ID, userid uint32) {
 	}
 	env["FLUX_JOB_ID"] = id.String()
 	env["FLUX_JOB_USERID"] = strconv.FormatUint(uint64(userid), 10)
+	// a rank that fails to start counts as done; the run ends when
+	// every rank has, not before the others are started
+	r.starting = true
 	for _, rank := range r.ranks {
 		rank := rank
 		pr, err := p.h.Exec(rank, d.Command, env, jobtap.ExecEvents{
@@ -396,6 +400,11 @@ func (p *Perilog) start(d *perilogDesc, id jobid.ID, userid uint32) {
 			continue
 		}
 		r.active[rank] = pr
+	}
+	r.starting = false
+	if len(r.active) == 0 {
+		r.allExited()
+		return
 	}
 	if d.Timeout > 0 && !r.done {
 		r.stopTimeout = p.h.AfterFunc(time.Duration(d.Timeout*float64(time.Second)), func() {
@@ -491,9 +500,15 @@ func (r *perilogRun) exited(rank uint, status int, err error) {
 	if status != 0 {
 		r.failed[rank] = status
 	}
-	if len(r.active) > 0 {
+	if len(r.active) > 0 || r.starting {
 		return
 	}
+	r.allExited()
+}
+
+// allExited ends the run once no rank's process runs: the failed ranks
+// are drained (per-rank), then the finish event.
+func (r *perilogRun) allExited() {
 	var drain []uint
 	if r.desc.PerRank && !r.canceled {
 		for rank := range r.failed {
@@ -546,15 +561,12 @@ func (r *perilogRun) stopTimers() {
 	}
 }
 
-// status is the run's overall wait status: the largest exit code, or a
-// signal.
+// status is the run's overall wait status: the largest of its ranks'
+// (as flux-core's: an exit code above 0 outranks a signal).
 func (r *perilogRun) status() int {
 	worst := 0
 	for _, st := range r.failed {
-		ws := syscall.WaitStatus(st)
-		if ws.Signaled() && !syscall.WaitStatus(worst).Signaled() || ws.ExitStatus() > syscall.WaitStatus(worst).ExitStatus() {
-			worst = st
-		}
+		worst = max(worst, st)
 	}
 	if worst == 0 && (r.canceled || r.timedout) {
 		worst = int(syscall.SIGTERM)

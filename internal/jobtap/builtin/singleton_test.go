@@ -145,7 +145,6 @@ func TestSingletonHeldJobCanceled(t *testing.T) {
 // jobs in job.new, so a restored running job still holds a new
 // singleton of its name.
 func TestSingletonCountsJobsRestoredPastDepend(t *testing.T) {
-	t.Skip("BUG: Singleton counts jobs only in JobDepend and has no JobNew hook, so jobs restored in PRIORITY/SCHED/RUN after a restart (or active when the plugin is loaded) are not counted: a new singleton of the same user and name is released while they run. flux-core counts in job.new.")
 	s, h := loadSingleton(t)
 	running := namedJob(t, h, 1, alice, "x", false)
 	running = h.setJob(running.ID, func(j *jobtap.Job) { j.State, j.Ran, j.Started = jobtap.StateRun, true, true })
