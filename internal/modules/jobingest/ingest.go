@@ -16,9 +16,9 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/memo"
 	"github.com/fluxgo/fluxgo/internal/module"
-	"github.com/fluxgo/fluxgo/internal/modules/jobmanager"
 	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/internal/size"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
@@ -363,11 +363,11 @@ func (in *ingest) flush() {
 func (in *ingest) handOver(batch []*pending, refs []jobRefs) {
 	// job-manager.submit {"jobs":[{"id","userid","urgency","t_submit",
 	// "flags"}]}, the jobspecs and records attached
-	// (jobmanager.SubmitAttachment)
+	// (wire.SubmitAttachment)
 	jm := make([]byte, 0, 16+128*len(batch))
 	jm = append(jm, `{"jobs":[`...)
-	att := &jobmanager.SubmitAttachment{Specs: make([]*jobspec.Jobspec, len(batch)),
-		Raw: make([][]byte, len(batch)), Records: make([]jobmanager.JobRecord, len(batch))}
+	att := &wire.SubmitAttachment{Specs: make([]*jobspec.Jobspec, len(batch)),
+		Raw: make([][]byte, len(batch)), Records: make([]wire.SubmitRecord, len(batch))}
 	for i, p := range batch {
 		if i > 0 {
 			jm = append(jm, ',')
@@ -384,7 +384,7 @@ func (in *ingest) handOver(batch []*pending, refs []jobRefs) {
 		jm = jsonwire.AppendInt(jm, int64(p.flags))
 		jm = append(jm, '}')
 		att.Specs[i], att.Raw[i] = p.spec, p.jobspec
-		att.Records[i] = jobmanager.JobRecord{J: refs[i].J, Jobspec: refs[i].jobspec}
+		att.Records[i] = wire.SubmitRecord{J: refs[i].J, Jobspec: refs[i].jobspec}
 		p.spec = nil
 	}
 	jm = append(jm, "]}"...)

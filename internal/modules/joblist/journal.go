@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fluxgo/fluxgo/internal/jobjournal"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -28,7 +28,7 @@ func (s *service) subscribe() {
 		return // stopping, or subscribed already (online event and retry)
 	}
 	// job-list runs in the job manager's broker: it takes the entries
-	// decoded (jobjournal.Entry), not as JSON to parse again; the backlog
+	// decoded (wire.JournalEntry), not as JSON to parse again; the backlog
 	// comes as payloads
 	f, err := s.h.RPC("job-manager.events-journal", flux.NodeidAny, map[string]any{"full": true, "attached": true}, flux.Streaming)
 	if err != nil {
@@ -50,7 +50,7 @@ func (s *service) subscribe() {
 		}
 		s.retryDelay = 0
 		var e journalEntry
-		if att, ok := m.Attached.(*jobjournal.Entry); ok {
+		if att, ok := m.Attached.(*wire.JournalEntry); ok {
 			e = fromAttached(att)
 		} else if err := decodeJournalEntry(m.JSON(), &e); err != nil {
 			s.log.Error("malformed events-journal response", "err", err)
@@ -74,7 +74,7 @@ func (s *service) subscribe() {
 }
 
 // fromAttached reads an entry the job manager handed over in-process.
-func fromAttached(a *jobjournal.Entry) journalEntry {
+func fromAttached(a *wire.JournalEntry) journalEntry {
 	e := journalEntry{ID: int64(a.ID), Events: make([]event, len(a.Events)), Jobspec: a.Jobspec, R: a.R}
 	for i, ev := range a.Events {
 		e.Events[i] = event{Timestamp: ev.Timestamp, Name: ev.Name, Context: ev.Context}

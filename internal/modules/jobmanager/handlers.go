@@ -9,6 +9,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
 	"github.com/fluxgo/fluxgo/internal/jobtap/builtin"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
@@ -55,7 +56,7 @@ func (m *manager) register() {
 func (m *manager) handleSubmit(r *flux.Request) {
 	// job-ingest hands over the jobspecs it parsed and their text
 	// (in-process only)
-	att, _ := r.Msg.Attached.(*SubmitAttachment)
+	att, _ := r.Msg.Attached.(*wire.SubmitAttachment)
 	jobs, err := decodeSubmit(r.Msg.JSON(), att != nil)
 	if err == nil && att != nil && (len(att.Specs) != len(jobs) || len(att.Raw) != len(jobs)) {
 		err = fmt.Errorf("%d jobs but %d jobspecs attached", len(jobs), len(att.Raw))

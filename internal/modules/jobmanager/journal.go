@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/fluxgo/fluxgo/internal/jobjournal"
 	"github.com/fluxgo/fluxgo/internal/jobtap"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jsonwire"
@@ -22,7 +22,7 @@ type journal struct {
 	subs map[journalKey]*journalSub
 	// nPayload and nAttached count the subscribers that want a JSON
 	// payload and those in this broker that take the entry attached
-	// (jobjournal.Entry): each form is built only if someone wants it.
+	// (wire.JournalEntry): each form is built only if someone wants it.
 	nPayload, nAttached int
 	// want caches, for payload (0) and attached (1) subscribers, which
 	// event names any of them takes: an event none takes is not built
@@ -91,7 +91,7 @@ type journalEntry struct {
 	id      jobid.ID
 	events  [][]byte
 	names   []string // of events, for filtered subscribers
-	evs     []jobjournal.Event
+	evs     []wire.JournalEvent
 	jobspec json.RawMessage
 	R       json.RawMessage
 }
@@ -113,7 +113,7 @@ func (jl *journal) add(j *job, ts float64, name string, ctx []byte, ev []byte) {
 		e.addPayload(ev, name)
 	}
 	if attached {
-		e.addAttached(jobjournal.Event{Timestamp: ts, Name: name, Context: ctx})
+		e.addAttached(wire.JournalEvent{Timestamp: ts, Name: name, Context: ctx})
 	}
 	switch name {
 	case "submit":
@@ -140,9 +140,9 @@ func (e *journalEntry) addPayload(ev []byte, name string) {
 	e.names = append(e.names, name)
 }
 
-func (e *journalEntry) addAttached(ev jobjournal.Event) {
+func (e *journalEntry) addAttached(ev wire.JournalEvent) {
 	if e.evs == nil {
-		e.evs = make([]jobjournal.Event, 0, entryRoom)
+		e.evs = make([]wire.JournalEvent, 0, entryRoom)
 	}
 	e.evs = append(e.evs, ev)
 }
@@ -218,7 +218,7 @@ func (jl *journal) annotate(j *job) {
 		e.addPayload(appendEvent(nil, now, "annotations", ctx), "annotations")
 	}
 	if attached {
-		e.addAttached(jobjournal.Event{Timestamp: now, Name: "annotations", Context: ctx})
+		e.addAttached(wire.JournalEvent{Timestamp: now, Name: "annotations", Context: ctx})
 	}
 	jl.m.batch.Kick()
 }
@@ -266,14 +266,14 @@ func (jl *journal) send(entries []journalEntry) {
 		// attachment, each shared by every subscriber that takes it
 		// unfiltered: messages are not modified once sent
 		var buf []byte
-		var att *jobjournal.Entry
+		var att *wire.JournalEntry
 		for _, sub := range jl.subs {
 			switch {
 			case sub.filter != nil:
 				jl.sendFiltered(sub, e)
 			case sub.attached && len(e.evs) > 0:
 				if att == nil {
-					att = &jobjournal.Entry{ID: e.id, Events: e.evs, Jobspec: e.jobspec, R: e.R}
+					att = &wire.JournalEntry{ID: e.id, Events: e.evs, Jobspec: e.jobspec, R: e.R}
 				}
 				sub.r.RespondAttached(nil, att)
 			case !sub.attached && len(e.events) > 0:
@@ -301,7 +301,7 @@ func (jl *journal) sendFiltered(sub *journalSub, e *journalEntry) {
 	if sub.attached {
 		evs, submit, alloc := passing(e.evs, func(k int) string { return e.evs[k].Name }, sub.filter)
 		if len(evs) > 0 {
-			out := jobjournal.Entry{ID: e.id, Events: evs}
+			out := wire.JournalEntry{ID: e.id, Events: evs}
 			if submit {
 				out.Jobspec = e.jobspec
 			}
@@ -361,7 +361,7 @@ func (jl *journal) subscribe(r *flux.Request) {
 	var req struct {
 		Full bool `json:"full"`
 		// fluxgo: a module of this broker takes the entries attached
-		// (jobjournal.Entry), the backlog aside
+		// (wire.JournalEntry), the backlog aside
 		Attached bool            `json:"attached"`
 		Allow    json.RawMessage `json:"allow"` // {"name":1, ...}
 		Deny     json.RawMessage `json:"deny"`

@@ -14,9 +14,9 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/broker"
 	"github.com/fluxgo/fluxgo/internal/broker/brokertest"
-	"github.com/fluxgo/fluxgo/internal/jobjournal"
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/modules/modtest"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
@@ -460,7 +460,7 @@ func TestJournalAttached(t *testing.T) {
 				R       json.RawMessage `json:"R"`
 			}
 			if attached {
-				a, ok := m.Attached.(*jobjournal.Entry)
+				a, ok := m.Attached.(*wire.JournalEntry)
 				if !ok || len(m.Payload) > 0 {
 					t.Fatalf("attached subscriber got %T and payload %q", m.Attached, m.Payload)
 				}
