@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -16,6 +17,7 @@ import (
 
 func newShellCmd() *cobra.Command {
 	var o shellproc.Options
+	var dropUser uint32
 	cmd := &cobra.Command{
 		Use:   "shell --uri URI --dir DIR",
 		Short: "Run job shells for a broker (started by the job-shell module)",
@@ -30,6 +32,14 @@ docs/RESTART.md.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.URI == "" || o.Dir == "" {
 				return errors.New("--uri and --dir are required (the job-shell module gives them)")
+			}
+			if cmd.Flags().Changed("user") {
+				// become the job's user, then start again as that user
+				argv := []string{"flux", "shell", "--uri", o.URI, "--dir", o.Dir}
+				if o.DirFD > 0 {
+					argv = append(argv, "--dir-fd", strconv.Itoa(o.DirFD))
+				}
+				return shellproc.DropTo(dropUser, argv, shellproc.ShellEnv())
 			}
 			o.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			// A shell's work is light and comes in bursts (a job's start
@@ -56,5 +66,6 @@ docs/RESTART.md.`,
 	f.StringVar(&o.URI, "uri", "", "the broker's local URI")
 	f.StringVar(&o.Dir, "dir", "", "the shell's directory")
 	f.IntVar(&o.DirFD, "dir-fd", 0, "a descriptor of --dir, through which the shell reaches it")
+	f.Uint32Var(&dropUser, "user", 0, "become this user first (root only: the job-shell module starts a guest's shell so)")
 	return cmd
 }

@@ -155,11 +155,21 @@ func Run(ctx context.Context, opts Options) error {
 		"lost":      x.lostRequest,
 		"pids":      x.pids,
 		"exit":      x.exitRequest,
-		"hello":     func(r *flux.Request) { r.Respond(x.hello()) },
-		"give-up": func(r *flux.Request) {
-			if r.IsOwner() {
-				x.giveUp("the instance shut down for good (it has no statedir to restart from)")
+		"hello": func(r *flux.Request) {
+			if !r.IsOwner() && r.Userid() != uint32(os.Geteuid()) {
+				r.Errorf(syscall.EPERM, "a job shell's hello is for the job-shell module")
+				return
 			}
+			r.Respond(x.hello())
+		},
+		"give-up": func(r *flux.Request) {
+			if !r.IsOwner() {
+				if !r.Msg.NoResponse() {
+					r.Errorf(syscall.EPERM, "only the job-shell module may end a shell")
+				}
+				return
+			}
+			x.giveUp("the instance shut down for good (it has no statedir to restart from)")
 		},
 	} {
 		h.HandleFunc(x.svc+"."+method, fn)

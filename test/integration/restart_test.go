@@ -194,6 +194,20 @@ for name, (topic, payload) in tries.items():
         print(name, "accepted")
     except OSError as e:
         print(name, "refused", e.errno)
+# a process of the guest's that passes for a shell of its own (its
+# service, its pid) and claims the owner's job: the claim is checked
+# against the job's user, and its writes refused
+import os
+me = os.getpid()
+h.service_register("%%d-shell-p%%d" %% (uid, me)).get()
+h.rpc("job-shell.hello", {"pid": me, "userid": uid, "service": "%%d-shell-p%%d" %% (uid, me),
+    "jobs": [int(mine)], "ended": []}, nodeid=0).get()
+try:
+    h.rpc("job-shell.commit", {"namespace": "primary", "flags": 0, "ops": [
+        {"key": key(mine), "flags": 32, "dirent": val("{}\n")}]}, nodeid=0).get()
+    print("commit-claimed accepted")
+except OSError as e:
+    print("commit-claimed refused", e.errno)
 `
 
 // TestRestartAfterCrash: kill -9 of every broker, then flux start from the
@@ -461,7 +475,7 @@ func TestRestartMultiUser(t *testing.T) {
 	}
 	for _, want := range []string{
 		"commit-other-job refused 1", "commit-other-key refused 1", "commit-symlink refused 1",
-		"hello-lying refused 1", "kill refused 1"} {
+		"hello-lying refused 1", "kill refused 1", "commit-claimed refused 1"} {
 		if !strings.Contains(string(out), want+"\n") {
 			t.Errorf("guest script: want %q in:\n%s", want, out)
 		}

@@ -12,6 +12,7 @@ package jobshell
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -73,9 +74,23 @@ func (m *manager) adopt(ctx context.Context) error {
 				return // not connected yet: it will say hello itself
 			}
 			var hm shellproc.Hello
-			if msg.UnmarshalPayload(&hm) == nil {
-				m.adoptShell(hm, "")
+			if msg.UnmarshalPayload(&hm) != nil {
+				return
 			}
+			// whoever answers on that service is checked as a hello is
+			if hm.PID != pid {
+				m.log.Warn(fmt.Sprintf("the service of shell %d answered for pid %d: ignored", pid, hm.PID))
+				return
+			}
+			if rec.Userid != m.owner {
+				if err := shellOf(rec.Userid, hm.Userid, hm.PID, hm.Service); err != nil {
+					m.log.Warn("a shell's hello refused: " + err.Error())
+					return
+				}
+			} else if hm.Userid != m.owner {
+				return
+			}
+			m.adoptShell(hm, "")
 		})
 	}
 	m.settle = time.AfterFunc(settleTimeout, func() { m.post(m.settled) })
@@ -154,23 +169,26 @@ func (m *manager) adoptShell(hm shellproc.Hello, route string) {
 	if route != "" {
 		p.route = route
 	}
+	// a guest's claims are checked against each job's user (checkWanted,
+	// or job-exec's attach) before the module relays or commits for them
+	trusted := hm.Userid == m.owner
 	for _, id := range hm.Jobs {
 		e := m.byJob[id]
 		switch {
 		case e != nil && e.p == p:
 		case e != nil && e.userid != hm.Userid && m.shells[e.p.pid] == e.p:
-			// two users' shells say they hold it: job-exec's attach,
-			// which knows the job's user, picks (module.go)
+			// two users' shells say they hold it: the job's user picks
 			e.rivals = append(e.rivals, p)
 		default:
-			m.byJob[id] = &jobEntry{p: p, userid: hm.Userid}
+			m.byJob[id] = &jobEntry{p: p, userid: hm.Userid, verified: trusted}
 			p.busy++
-			m.checkWanted(p, id)
 		}
+		m.checkWanted(p, id)
 	}
 	for _, id := range hm.Ended {
 		if e := m.byJob[id]; e == nil {
-			m.byJob[id] = &jobEntry{p: p, userid: hm.Userid, ended: true}
+			m.byJob[id] = &jobEntry{p: p, userid: hm.Userid, ended: true, verified: trusted}
+			m.checkWanted(p, id)
 		} else if e.p != p && e.userid != hm.Userid {
 			e.rivals = append(e.rivals, p)
 		}
@@ -191,7 +209,15 @@ func (m *manager) adoptShell(hm shellproc.Hello, route string) {
 		delete(m.expect, hm.PID)
 		if len(m.expect) == 0 {
 			m.settled()
+			return
 		}
+	}
+	// what waited for the jobs this shell holds goes on now (the rest
+	// waits again for the shells still expected)
+	q := m.queued
+	m.queued = nil
+	for _, fn := range q {
+		fn()
 	}
 }
 
@@ -213,10 +239,11 @@ func (m *manager) settled() {
 	}
 }
 
-// checkWanted ends the tasks of a job a shell brought back that the
-// instance has ended meanwhile (job-exec gave up waiting for the shell,
-// or the job was canceled while no broker could reach it): its eventlog
-// has its clean event.
+// checkWanted looks a job a shell brought back up in its eventlog: the
+// job's user must be the shell's (a guest's claim on another user's job
+// is dropped), and a job the instance has ended meanwhile (job-exec gave
+// up waiting for the shell, or it was canceled while no broker could
+// reach it: its eventlog has its clean event) has its tasks killed.
 func (m *manager) checkWanted(p *proc, id jobid.ID) {
 	f, err := m.h.RPC("job-info.lookup", flux.NodeidAny, map[string]any{"id": id, "keys": []string{"eventlog"}, "flags": 0}, 0)
 	if err != nil {
@@ -229,13 +256,60 @@ func (m *manager) checkWanted(p *proc, id jobid.ID) {
 		var resp struct {
 			Eventlog string `json:"eventlog"`
 		}
-		if msg.UnmarshalPayload(&resp) != nil || !strings.Contains(resp.Eventlog, `"name":"clean"`) {
+		if msg.UnmarshalPayload(&resp) != nil {
+			return
+		}
+		owner, ok := submitUserid(resp.Eventlog)
+		if !ok {
+			return
+		}
+		m.claimChecked(p, id, owner)
+		if !strings.Contains(resp.Eventlog, `"name":"clean"`) {
+			return
+		}
+		e := m.byJob[id]
+		if e == nil || e.p != p {
 			return
 		}
 		m.log.Warn(fmt.Sprintf("job %s ended while its shell on %s was away: killing its tasks", id.String(), m.where()))
 		m.h.RPC(p.svc+".kill", uint32(m.rank), map[string]any{"id": id, "signum": int(syscall.SIGKILL)}, flux.NoResponse)
-		if e := m.byJob[id]; e != nil && e.p == p {
-			m.jobEnded(id, e) // no one will attach to it
-		}
+		m.jobEnded(id, e) // no one will attach to it
 	})
+}
+
+// submitUserid reads the job's user from its eventlog's submit event.
+func submitUserid(eventlog string) (uint32, bool) {
+	first, _, _ := strings.Cut(eventlog, "\n")
+	var ev struct {
+		Name    string `json:"name"`
+		Context struct {
+			Userid *uint32 `json:"userid"`
+		} `json:"context"`
+	}
+	if json.Unmarshal([]byte(first), &ev) != nil || ev.Name != "submit" || ev.Context.Userid == nil {
+		return 0, false
+	}
+	return *ev.Context.Userid, true
+}
+
+// claimChecked settles p's claim on job id of user owner: the entry is
+// the right shell's and verified, or the claim (a shell of another user)
+// is dropped.
+func (m *manager) claimChecked(p *proc, id jobid.ID, owner uint32) {
+	e := m.byJob[id]
+	if e == nil {
+		return
+	}
+	if e.userid != owner && !m.pickRival(id, e, owner) {
+		if e.p == p {
+			m.log.Warn(fmt.Sprintf("a job shell of userid %d said it holds job %s of userid %d: claim dropped", e.userid, id.String(), owner))
+			if !e.ended {
+				p.busy--
+			}
+			delete(m.byJob, id)
+			e.verify(false)
+		}
+		return
+	}
+	e.verify(true)
 }

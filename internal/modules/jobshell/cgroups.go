@@ -61,6 +61,14 @@ func (c *cgroupState) why(m *manager, err error) {
 	}
 }
 
+// baseName is the module's cgroup directory's name, after the shell
+// directory (the same across restarts of the broker).
+func (c *cgroupState) baseName(m *manager) string {
+	h := fnv.New32a()
+	h.Write([]byte(m.dir))
+	return fmt.Sprintf("fluxgo-shells-%08x", h.Sum32())
+}
+
 // userCgroup returns u<UID> below the module's directory, made if need
 // be; nil when there are no cgroups to use.
 func (m *manager) userCgroup(uid uint32) (*shell.Cgroup, error) {
@@ -69,9 +77,7 @@ func (m *manager) userCgroup(uid uint32) (*shell.Cgroup, error) {
 		return nil, nil
 	}
 	if c.base == nil {
-		h := fnv.New32a()
-		h.Write([]byte(m.dir))
-		base, err := c.root.OpenCgroup(fmt.Sprintf("fluxgo-shells-%08x", h.Sum32()))
+		base, err := c.root.OpenCgroup(c.baseName(m))
 		if err != nil {
 			c.root = nil
 			c.why(m, err)
@@ -208,21 +214,45 @@ func withCgroups(payload []byte, mc *shellproc.ModuleCgroups) []byte {
 	return append(out, '}')
 }
 
-// dropCgroups removes the module's cgroup directories that are empty (at
-// unload: those of jobs still running stay, and a later module finds
-// them under the same name).
+// dropCgroups removes the module's cgroup directories that are empty,
+// this module's and any an earlier one left (a broker killed); those of
+// jobs still running hold processes and stay, and a later module finds
+// them under the same name.
 func (m *manager) dropCgroups() {
-	base := m.cg.base
-	if base == nil {
+	if m.cg.root == nil {
 		return
 	}
-	users, _ := os.ReadDir(base.Path)
+	base := filepath.Join(m.cg.root.Dir, m.cg.baseName(m))
+	users, _ := os.ReadDir(base)
 	for _, u := range users {
-		if u.IsDir() && strings.HasPrefix(u.Name(), "u") {
-			ud := filepath.Join(base.Path, u.Name())
-			syscall.Rmdir(filepath.Join(ud, "shells"))
-			syscall.Rmdir(ud)
+		if !u.IsDir() || !strings.HasPrefix(u.Name(), "u") {
+			continue
 		}
+		ud := filepath.Join(base, u.Name())
+		jobs, _ := os.ReadDir(ud)
+		for _, j := range jobs {
+			if !j.IsDir() {
+				continue
+			}
+			jd := filepath.Join(ud, j.Name())
+			tasks, _ := os.ReadDir(jd)
+			for _, t := range tasks {
+				if t.IsDir() {
+					syscall.Rmdir(filepath.Join(jd, t.Name()))
+				}
+			}
+			syscall.Rmdir(jd)
+		}
+		syscall.Rmdir(ud)
 	}
-	syscall.Rmdir(base.Path)
+	syscall.Rmdir(base)
+}
+
+// revoke takes back the user's right to place processes in a job's task
+// cgroups once its tasks are placed (the job's start): a task can then
+// not move into another job's cgroups of its user's.
+func revoke(paths []string) {
+	for _, path := range paths {
+		(&shell.Cgroup{Path: path}).Delegate(0, 0)
+	}
 }

@@ -23,8 +23,15 @@ import (
 // commit (job-shell.commit, a kvs.commit payload).
 func (m *manager) commit(r *flux.Request) {
 	if !r.IsOwner() {
-		if err := m.checkGuestCommit(r.Userid(), r.Msg.JSON()); err != nil {
+		wait, err := m.checkGuestCommit(r.Userid(), r.Msg.JSON())
+		if err != nil {
 			r.RespondError(fmt.Errorf("job-shell.commit: %w", err))
+			return
+		}
+		if wait != nil {
+			// a job a shell brought back, not checked yet: commit once
+			// it is (the shell has one commit in flight at a time)
+			wait.onVerified = append(wait.onVerified, func(bool) { m.commit(r) })
 			return
 		}
 	}
@@ -42,8 +49,9 @@ func (m *manager) commit(r *flux.Request) {
 	})
 }
 
-// checkGuestCommit checks what userid's shell may write.
-func (m *manager) checkGuestCommit(userid uint32, payload []byte) error {
+// checkGuestCommit checks what userid's shell may write; a job whose
+// claim is not checked yet is returned to wait for.
+func (m *manager) checkGuestCommit(userid uint32, payload []byte) (wait *jobEntry, err error) {
 	var req struct {
 		Namespace string `json:"namespace"`
 		Flags     int    `json:"flags"`
@@ -56,24 +64,28 @@ func (m *manager) checkGuestCommit(userid uint32, payload []byte) error {
 		} `json:"ops"`
 	}
 	if err := json.Unmarshal(payload, &req); err != nil {
-		return fmt.Errorf("%v: %w", err, syscall.EPROTO)
+		return nil, fmt.Errorf("%v: %w", err, syscall.EPROTO)
 	}
 	if req.Namespace != kvs.PrimaryNamespace || req.Flags != 0 {
-		return fmt.Errorf("namespace %q, flags %d: a job shell writes only the primary namespace, with no flags: %w", req.Namespace, req.Flags, syscall.EPERM)
+		return nil, fmt.Errorf("namespace %q, flags %d: a job shell writes only the primary namespace, with no flags: %w", req.Namespace, req.Flags, syscall.EPERM)
 	}
 	for _, op := range req.Ops {
 		if op.Dirent.Type != "val" || op.Flags&^kvs.FlagAppend != 0 {
-			return fmt.Errorf("key %s: a job shell only puts or appends values: %w", op.Key, syscall.EPERM)
+			return nil, fmt.Errorf("key %s: a job shell only puts or appends values: %w", op.Key, syscall.EPERM)
 		}
 		id, ok := outputKeyJob(op.Key)
 		if !ok {
-			return fmt.Errorf("key %s: a job shell writes only its jobs' output eventlogs (job.<id>.guest.output): %w", op.Key, syscall.EPERM)
+			return nil, fmt.Errorf("key %s: a job shell writes only its jobs' output eventlogs (job.<id>.guest.output): %w", op.Key, syscall.EPERM)
 		}
-		if e := m.byJob[id]; e == nil || e.userid != userid || e.p.uid != userid {
-			return fmt.Errorf("key %s: job %s is not a job of userid %d's here: %w", op.Key, id.String(), userid, syscall.EPERM)
+		e := m.byJob[id]
+		if e == nil || e.userid != userid || e.p.uid != userid {
+			return nil, fmt.Errorf("key %s: job %s is not a job of userid %d's here: %w", op.Key, id.String(), userid, syscall.EPERM)
+		}
+		if !e.verified && wait == nil {
+			wait = e
 		}
 	}
-	return nil
+	return wait, nil
 }
 
 // outputKeyJob returns the job whose output eventlog key is.

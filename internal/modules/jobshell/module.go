@@ -21,8 +21,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/shellproc"
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -44,15 +42,12 @@ type manager struct {
 	rank uint
 	host string
 	uri  string
-	// dir is the shell directory (Dir); exe the binary run as flux shell,
-	// exeFile that binary open (a guest's shell is started from it: the
-	// user may not be able to reach its path)
-	dir     string
-	exe     string
-	exeFile *os.File
-	rundir  string
-	owner   uint32 // the instance owner: shells of other users are guests
-	cg      cgroupState
+	// dir is the shell directory (Dir); exe the binary run as flux shell
+	dir    string
+	exe    string
+	rundir string
+	owner  uint32 // the instance owner: shells of other users are guests
+	cg     cgroupState
 	// statedir: the instance can restart, so jobs outlive a shutdown
 	statedir bool
 
@@ -75,6 +70,27 @@ type jobEntry struct {
 	// (one of them lies); job-exec's attach, which knows the job's
 	// user, picks
 	rivals []*proc
+	// verified: the job is userid's, as job-exec said (it started it
+	// here, or attached to it) or its eventlog says; a guest's shell
+	// claiming a job it brought back is not, until checked. Commits
+	// waiting for that wait in onVerified.
+	verified   bool
+	onVerified []func(ok bool)
+	// cgroups: the task cgroups the module made for the job, delegated
+	// to its user until the tasks are placed
+	cgroups []string
+}
+
+// verify settles the entry's claim and runs what waited for it.
+func (e *jobEntry) verify(ok bool) {
+	if ok {
+		e.verified = true
+	}
+	w := e.onVerified
+	e.onVerified = nil
+	for _, fn := range w {
+		fn(ok)
+	}
 }
 
 // Dir returns the shell directory of a broker: where its shells keep
@@ -105,7 +121,6 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		return err
 	}
 	m.initCgroups(ccfg)
-	defer m.exeFile.Close()
 	h.HandleFunc("job-shell.start", m.start)
 	h.HandleFunc("job-shell.attach", m.attach)
 	h.HandleFunc("job-shell.hello", m.hello)
@@ -176,22 +191,6 @@ func (m *manager) configure(ctx context.Context, args []string) error {
 	if err := os.MkdirAll(m.dir, 0o700); err != nil {
 		return fmt.Errorf("job-shell: shell directory: %w", err)
 	}
-	return m.openExe()
-}
-
-// openExe opens the shell binary, at a descriptor above those a started
-// shell's are moved to (0-3).
-func (m *manager) openExe() error {
-	f, err := os.Open(m.exe)
-	if err != nil {
-		return fmt.Errorf("job-shell: the job shell binary: %w", err)
-	}
-	defer f.Close()
-	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 10)
-	if err != nil {
-		return fmt.Errorf("job-shell: the job shell binary: %w", err)
-	}
-	m.exeFile = os.NewFile(uintptr(fd), m.exe)
 	return nil
 }
 
@@ -220,10 +219,18 @@ func (m *manager) start(r *flux.Request) {
 		return
 	}
 	if e := m.byJob[req.ID]; e != nil && !e.ended {
-		r.Errorf(syscall.EEXIST, "job %s is already running here", req.ID.String())
-		return
+		if e.verified && e.userid == req.Userid {
+			r.Errorf(syscall.EEXIST, "job %s is already running here", req.ID.String())
+			return
+		}
+		// a claim no one checked (a shell brought it back), that job-exec
+		// starting the job here now shows false
+		m.log.Warn(fmt.Sprintf("job %s starts here: the claim of the shell of userid %d that said it held it is dropped", req.ID.String(), e.userid))
+		m.jobGone(req.ID, e)
+		e.verify(false)
 	}
 	payload := r.Msg.JSON()
+	var cgroups []string
 	if req.Userid != m.owner {
 		mc, err := m.jobCgroups(req.ID, req.Userid, payload) // cgroups.go
 		if err != nil {
@@ -232,10 +239,11 @@ func (m *manager) start(r *flux.Request) {
 		}
 		if mc != nil {
 			payload = withCgroups(payload, mc)
+			cgroups = mc.Tasks
 		}
 	}
 	p := m.take(req.Userid) // pool.go: a shell of the job's user
-	e := &jobEntry{p: p, userid: req.Userid}
+	e := &jobEntry{p: p, userid: req.Userid, verified: true, cgroups: cgroups}
 	m.byJob[req.ID] = e
 	p.busy++
 	p.whenReady(func(err error) {
@@ -262,6 +270,9 @@ func (m *manager) relayStream(r *flux.Request, e *jobEntry, id jobid.ID, method 
 		if err != nil {
 			switch {
 			case flux.ErrnoOf(err) != syscall.ENODATA:
+				if !e.ended && e.p.pid > 0 && procGone(e.p.pid) {
+					m.orphaned(e.p, []jobid.ID{id}) // pool.go: its shell died
+				}
 				if method == "start" {
 					m.jobGone(id, e)
 				}
@@ -274,6 +285,10 @@ func (m *manager) relayStream(r *flux.Request, e *jobEntry, id jobid.ID, method 
 			return
 		}
 		b := msg.JSON()
+		if e.cgroups != nil && bytes.Contains(b, []byte(`"type":"start"`)) {
+			revoke(e.cgroups) // cgroups.go: the tasks are placed
+			e.cgroups = nil
+		}
 		if !exited && bytes.Contains(b, []byte(`"type":"exit"`)) {
 			exited = true
 		}
@@ -339,6 +354,9 @@ func (m *manager) attach(r *flux.Request) {
 			return
 		}
 	}
+	if e := m.byJob[req.ID]; e != nil && req.Userid != nil && e.userid == *req.Userid {
+		e.verify(true) // job-exec knows the job's user
+	}
 	if e := m.byJob[req.ID]; e != nil && e.p.ready {
 		if e.ended {
 			// the job ended and its stream was relayed: a job-exec that
@@ -387,7 +405,7 @@ func (m *manager) relayByJob(r *flux.Request) {
 func (m *manager) guestMayRelay(r *flux.Request, e *jobEntry) bool {
 	switch r.Topic() {
 	case "job-shell.output", "job-shell.pmi-fence", "job-shell.stdin", "job-shell.lost":
-		return e != nil && e.userid == r.Userid()
+		return e != nil && e.verified && e.userid == r.Userid()
 	}
 	return false
 }

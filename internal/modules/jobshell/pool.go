@@ -10,6 +10,7 @@ package jobshell
 // idleTimeout, or sooner when more than maxIdle are idle.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,12 +20,14 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/shellproc"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
 // proc is one shell process.
@@ -113,25 +116,15 @@ func (m *manager) topUp(uid uint32) {
 
 // spawn starts a shell process. It runs in a session of its own, so that
 // it and its tasks outlive the broker; its output goes to shells.log in
-// the shell directory (what it says while connected goes to the broker's
-// log). On failure it returns a proc whose waiters get the error.
+// its user's shell directory (what it says while connected goes to the
+// broker's log). On failure it returns a proc whose waiters get the
+// error.
 func (m *manager) spawn(uid uint32) *proc {
 	p := &proc{uid: uid, idleSince: time.Now()}
-	logf, err := os.OpenFile(filepath.Join(m.dir, "shells.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		m.log.Error("cannot open the shells' log", "err", err)
-		logf = nil
-	}
 	cmd, cleanup, err := m.shellCommand(uid)
 	if err == nil {
-		if logf != nil {
-			cmd.Stdout, cmd.Stderr = logf, logf
-		}
 		err = cmd.Start()
 		cleanup()
-	}
-	if logf != nil {
-		logf.Close()
 	}
 	if err != nil {
 		m.log.Error("cannot start a job shell", "exe", m.exe, "userid", uid, "err", err)
@@ -149,10 +142,12 @@ func (m *manager) spawn(uid uint32) *proc {
 }
 
 // shellCommand prepares the command of a shell of uid: it runs in a
-// session of its own, with its user's directory as descriptor 3; a
-// guest's runs as that user, from the binary the module holds open, in
-// its user's cgroup on cgroup v2 (cgroups.go). cleanup closes what the
-// parent no longer needs once the command started.
+// session of its own, with its user's directory as descriptor 3 and
+// its user's shells.log as output. A guest's is started as root with
+// --user, and becomes that user before anything else (shellproc.DropTo),
+// with none of the broker's environment; on cgroup v2 it starts in its
+// user's cgroup (cgroups.go). cleanup closes what the parent no longer
+// needs once the command started.
 func (m *manager) shellCommand(uid uint32) (*exec.Cmd, func(), error) {
 	dir, err := m.userDir(uid) // users.go
 	if err == nil {
@@ -165,26 +160,30 @@ func (m *manager) shellCommand(uid uint32) (*exec.Cmd, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd := exec.Command(m.exe, "shell", "--uri", m.uri, "--dir", dir, "--dir-fd", "3")
+	args := []string{"shell", "--uri", m.uri, "--dir", dir, "--dir-fd", "3"}
+	if uid != m.owner {
+		args = append(args, "--user", strconv.FormatUint(uint64(uid), 10))
+	}
+	cmd := exec.Command(m.exe, args...)
 	cmd.ExtraFiles = []*os.File{dirf}
 	attr := &syscall.SysProcAttr{Setsid: true}
 	cmd.SysProcAttr = attr
+	logf := m.shellLog(dir, uid)
+	if logf != nil {
+		cmd.Stdout, cmd.Stderr = logf, logf
+	}
 	cgfd := -1
 	cleanup := func() {
 		dirf.Close()
+		if logf != nil {
+			logf.Close()
+		}
 		if cgfd >= 0 {
 			syscall.Close(cgfd)
 		}
 	}
 	if uid != m.owner {
-		cred, err := shellproc.UserCredential(uid)
-		if err != nil {
-			cleanup()
-			return nil, nil, err
-		}
-		attr.Credential = cred
-		// the path may be out of the user's reach; the file is not
-		cmd.Path = "/proc/self/fd/" + strconv.Itoa(int(m.exeFile.Fd()))
+		cmd.Env = shellproc.ShellEnv()
 		if cgfd = m.shellCgroupFD(uid); cgfd >= 0 {
 			attr.UseCgroupFD, attr.CgroupFD = true, cgfd
 		}
@@ -210,7 +209,7 @@ func (m *manager) exited(p *proc, err error) {
 	if !p.ready {
 		why := "it exited before it connected"
 		if err != nil {
-			why = fmt.Sprintf("it exited before it connected (%v; see %s)", err, filepath.Join(m.dir, "shells.log"))
+			why = fmt.Sprintf("it exited before it connected (%v; see %s)", err, filepath.Join(m.dir, "u"+strconv.FormatUint(uint64(p.uid), 10), "shells.log"))
 		}
 		m.failed(p, errors.New(why))
 	}
@@ -218,15 +217,83 @@ func (m *manager) exited(p *proc, err error) {
 }
 
 // forgetShell drops the jobs of a shell that went away: their relayed
-// streams fail on their own.
+// streams fail on their own. A shell that went while it ran jobs (killed:
+// its user may kill their own shell) leaves what is left of them to the
+// module: the processes of its session are killed and the jobs'
+// temporary directories removed.
 func (m *manager) forgetShell(p *proc) {
+	var orphans []jobid.ID
 	for id, e := range m.byJob {
 		if e.p == p {
+			if !e.ended {
+				orphans = append(orphans, id)
+			}
 			delete(m.byJob, id)
 		}
 	}
+	if len(orphans) > 0 {
+		m.orphaned(p, orphans)
+	}
 	if !m.stopping && m.spares > 0 {
 		m.post(func() { m.topUp(p.uid) })
+	}
+}
+
+// orphaned ends what is left of jobs whose shell p died under them (its
+// user may kill their own shell): the processes of its session are
+// killed, the jobs' cgroups and temporary directories removed.
+func (m *manager) orphaned(p *proc, ids []jobid.ID) {
+	m.log.Warn(fmt.Sprintf("a job shell (pid %d, userid %d) went while it ran %d jobs: ending what is left of them", p.pid, p.uid, len(ids)))
+	killSession(p.pid, p.uid)
+	parent := m.rundir
+	if p.uid != m.owner {
+		parent = shellproc.TmpParent(m.rundir, p.uid)
+	}
+	for _, id := range ids {
+		m.removeJobCgroup(id, p.uid)
+		go os.RemoveAll(filepath.Join(parent, fmt.Sprintf("jobtmp-%d-%s", m.rank, id.F58(true))))
+	}
+}
+
+// procGone reports whether process pid has ended (gone, or a zombie).
+func procGone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	return len(f) == 0 || f[0] == "Z" || f[0] == "X"
+}
+
+// killSession kills the processes of uid in session sid (a shell's: it
+// is its session's leader, and its tasks are in it unless they left).
+func killSession(sid int, uid uint32) {
+	if sid <= 1 {
+		return
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 1 {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// after the command name: state ppid pgrp session
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 4 || f[3] != strconv.Itoa(sid) {
+			continue
+		}
+		if puid, err := procUID(pid); err == nil && puid == uid {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
 }
 
@@ -240,6 +307,9 @@ func (m *manager) disconnect(r *flux.Request) {
 			p.exiting = true
 			m.forgetShell(p)
 		}
+	}
+	if !r.Msg.NoResponse() {
+		r.Respond(nil) // sent by hand: it names only the sender's own connection
 	}
 }
 

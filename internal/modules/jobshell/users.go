@@ -116,6 +116,25 @@ func writeNoFollow(dir, name string, data []byte) error {
 	return unix.Renameat(dfd, tmp, dfd, name)
 }
 
+// shellLog opens the shells.log of uid's directory dir for appending (a
+// regular file of uid's, never what a link names), or nil.
+func (m *manager) shellLog(dir string, uid uint32) *os.File {
+	fd, err := unix.Open(filepath.Join(dir, "shells.log"), unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		m.log.Warn("cannot open a shells' log", "dir", dir, "err", err)
+		return nil
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil
+	}
+	if st.Uid != uid {
+		unix.Fchown(fd, int(uid), m.gidOf(uid))
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(dir, "shells.log"))
+}
+
 // maxRecord bounds what is read of a shell record.
 const maxRecord = 256
 
