@@ -152,23 +152,38 @@ func (w *watch) start(flags int, watchMain bool) {
 }
 
 // jobEnded finishes a guest log watch once the job is inactive: a last
-// read sends anything the watch has not delivered yet, then ENODATA.
+// read sends anything the watch has not delivered yet, then ENODATA. The
+// log is read in kvs-watch's bounded pieces (a one-shot WATCH_APPEND),
+// what was delivered already skipped, never as one value of its size.
 func (w *watch) jobEnded() {
-	f, err := w.s.kvsLookup(job.KVSKey(w.id, w.path))
+	f, err := w.s.h.RPC("kvs-watch.lookup", flux.NodeidAny, map[string]any{
+		"key": job.KVSKey(w.id, w.path), "namespace": "primary", "flags": kvsWatchAppend}, flux.Streaming)
 	if err != nil {
 		w.stop(true)
 		return
 	}
+	skip := w.sent + len(w.partial) // bytes of the log already taken
 	f.Then(func(m *flux.Message, err error) {
 		if w.done {
 			return
 		}
-		if err == nil {
-			if data, err := valData(m); err == nil && len(data) > w.sent+len(w.partial) {
-				w.feed(data[w.sent+len(w.partial):])
-			}
+		if err != nil {
+			w.stop(true)
+			return
 		}
-		w.stop(true)
+		data, more, err := valPiece(m)
+		if err != nil {
+			w.stop(true)
+			return
+		}
+		cut := min(skip, len(data))
+		skip -= cut
+		if len(data) > cut {
+			w.feed(data[cut:])
+		}
+		if !more && !w.done {
+			w.stop(true)
+		}
 	})
 }
 
