@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // RemoveRundir removes a broker's run directory, but for what running
@@ -22,7 +23,12 @@ func RemoveRundir(dir string) {
 		switch {
 		case strings.HasPrefix(name, "jobtmp-u"):
 			// a guest shell's directory of its jobs' directories: it goes
-			// once they have
+			// once they have (a spare one a killed shell left goes now)
+			if spares, _ := filepath.Glob(filepath.Join(path, "spare-tmp-*")); len(spares) > 0 {
+				for _, sp := range spares {
+					os.Remove(sp)
+				}
+			}
 			os.Remove(path)
 			continue
 		case strings.HasPrefix(name, "jobtmp-"):
@@ -44,11 +50,42 @@ func holdsShellRecords(dir string) bool {
 	}
 	for _, e := range ents {
 		switch name := e.Name(); {
-		case strings.HasPrefix(name, "shell-"):
+		case strings.HasPrefix(name, "shell-") && liveRecord(filepath.Join(dir, name)):
 			return true
 		case strings.HasPrefix(name, "u") && e.IsDir() && holdsShellRecords(filepath.Join(dir, name)):
 			return true
 		}
 	}
 	return false
+}
+
+// liveRecord reports whether a shell record ("PID STARTTIME UID", see
+// shellproc.Record) names a process still running: one planted by a
+// user, or left by a shell that was killed, does not keep a run
+// directory.
+func liveRecord(path string) bool {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	buf := make([]byte, 256)
+	n, _ := f.Read(buf)
+	fields := strings.Fields(string(buf[:n]))
+	if len(fields) < 2 {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + fields[0] + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return false
+	}
+	sf := strings.Fields(string(stat[i+1:]))
+	return len(sf) > 19 && sf[19] == fields[1]
 }

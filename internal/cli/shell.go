@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os/signal"
 	"runtime"
@@ -11,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/fluxgo/fluxgo/internal/shellproc"
 )
@@ -40,6 +42,12 @@ docs/RESTART.md.`,
 					argv = append(argv, "--dir-fd", strconv.Itoa(o.DirFD))
 				}
 				return shellproc.DropTo(dropUser, argv, shellproc.ShellEnv())
+			}
+			// its user may not trace it, nor reach its descriptors (its
+			// directory, its broker connection) through /proc: a process
+			// that exec'd after a change of identity is dumpable again
+			if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+				return fmt.Errorf("prctl PR_SET_DUMPABLE: %w", err)
 			}
 			o.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			// A shell's work is light and comes in bursts (a job's start

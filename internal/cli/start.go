@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -226,6 +227,7 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 				killAll(procs)
 				return err
 			}
+			removeStaleSocket(endpoint) // a broker killed with this rundir
 			ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: endpoint, Net: "unix"})
 			if err != nil {
 				killAll(procs)
@@ -346,4 +348,22 @@ func withoutSetattr(args []string, name string) []string {
 		out = append(out, args[i])
 	}
 	return out
+}
+
+// removeStaleSocket removes the unix socket at path if nothing listens
+// on it (its broker was killed): one in use is left for the bind to
+// refuse.
+func removeStaleSocket(path string) {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&os.ModeSocket == 0 {
+		return
+	}
+	c, err := net.Dial("unix", path)
+	if err == nil {
+		c.Close()
+		return
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		os.Remove(path)
+	}
 }

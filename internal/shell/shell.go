@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
@@ -84,7 +87,19 @@ type Shell struct {
 	mu      sync.Mutex
 	exits   []TaskExit
 	done    chan struct{}
+	// signaled is closed at the first Signal: from then on, the output
+	// of a task that has exited is waited for only outputGrace
+	signaled   chan struct{}
+	signalOnce sync.Once
 }
+
+// outputGrace is how long, once a job is being signaled (canceled, an
+// exception) and a task has exited, the shell waits for the end of the
+// task's output: processes the task left running that hold its stdout
+// or stderr (in a session of their own, out of reach of its signals)
+// would otherwise keep the job from ending. Without a signal the shell
+// waits for the end of output as long as it takes, as flux-core's does.
+var outputGrace = 5 * time.Second
 
 // Env builds the environment of global task rank with local id local.
 func (c *Config) Env(rank, local int) []string {
@@ -163,7 +178,7 @@ func (c *Config) cpuAssignment(ntasks int) [][]int {
 // Start launches this node's tasks. Output flows to cfg.Output until
 // each task's streams close; Wait returns the exits.
 func Start(cfg Config) (*Shell, error) {
-	s := &Shell{cfg: cfg, done: make(chan struct{})}
+	s := &Shell{cfg: cfg, done: make(chan struct{}), signaled: make(chan struct{})}
 	ranks := cfg.Plan.Tasks(cfg.Index)
 	cmdline := cfg.Jobspec.Tasks[0].Command
 	if cfg.Command != nil {
@@ -289,11 +304,21 @@ func (s *Shell) launch(t *task) {
 	var stderrDone sync.WaitGroup
 	stderrDone.Add(1)
 	go s.pump(t.rank, "stderr", stderr, &stderrDone)
+	var stdoutDone sync.WaitGroup
+	stdoutDone.Add(1)
+	go s.pump(t.rank, "stdout", stdout, &stdoutDone)
 	go func() {
-		var stdoutDone sync.WaitGroup
-		stdoutDone.Add(1)
-		s.pump(t.rank, "stdout", stdout, &stdoutDone)
-		stderrDone.Wait()
+		pumped := make(chan struct{})
+		go func() {
+			stdoutDone.Wait()
+			stderrDone.Wait()
+			close(pumped)
+		}()
+		select {
+		case <-pumped:
+		case <-s.signaled:
+			s.cutOutputAfterExit(t, pumped, stdout, stderr)
+		}
 		err := cmd.Wait()
 		ws := waitStatusOf(cmd, err)
 		s.mu.Lock()
@@ -382,8 +407,42 @@ func (s *Shell) PIDs() []TaskPID {
 	return out
 }
 
+// cutOutputAfterExit, once the job is signaled: when t's process has
+// exited and its output has not ended outputGrace later, the shell stops
+// reading it, saying so on its stderr.
+func (s *Shell) cutOutputAfterExit(t *task, pumped <-chan struct{}, stdout, stderr io.Closer) {
+	exited := make(chan struct{})
+	go func() {
+		var info unix.Siginfo
+		for {
+			// WNOWAIT: the task stays to be reaped by cmd.Wait
+			err := unix.Waitid(unix.P_PID, t.cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+			if err != syscall.EINTR {
+				break
+			}
+		}
+		close(exited)
+	}()
+	select {
+	case <-pumped:
+		return
+	case <-exited:
+	}
+	select {
+	case <-pumped:
+		return
+	case <-time.After(outputGrace):
+	}
+	s.emit(Output{Stream: "stderr", Rank: t.rank, Data: []byte(fmt.Sprintf(
+		"flux-shell: task %d exited, but processes it left running still hold its output: not read past %v after the job was signaled\n", t.rank, outputGrace))})
+	stdout.Close()
+	stderr.Close()
+	<-pumped
+}
+
 // Signal delivers sig to every running task's process group.
 func (s *Shell) Signal(sig syscall.Signal) {
+	s.signalOnce.Do(func() { close(s.signaled) })
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, t := range s.tasks {

@@ -159,3 +159,58 @@ func TestTaskEnvironment(t *testing.T) {
 		t.Errorf("FLUX_KVS_NAMESPACE=%q: the submitter's namespace reached the task", v)
 	}
 }
+
+// TestSignaledJobOutputHeldByEscapee: a task that leaves a process of
+// its own session holding its stdout does not keep a signaled job from
+// ending: its output is read outputGrace after it exited, then the shell
+// says on the task's stderr that it stopped reading. Without a signal,
+// the end of its output is waited for (as flux-core's shell does).
+func TestSignaledJobOutputHeldByEscapee(t *testing.T) {
+	defer func(g time.Duration) { outputGrace = g }(outputGrace)
+	outputGrace = 200 * time.Millisecond
+	R := mustR(t, `{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0"}}]}}`)
+	js, _ := jobspec.FromCommand([]string{"sh", "-c", "setsid sleep 30 & echo started $!; sleep 30"}, jobspec.CommandOptions{NTasks: 1})
+	js.SetEnvironment(map[string]string{"PATH": "/usr/bin:/bin"})
+	p, _ := MakePlan(js, R, PlanOptions{})
+	var mu sync.Mutex
+	var out, errText string
+	s, err := Start(Config{Jobspec: js, Plan: p, Output: func(o Output) {
+		mu.Lock()
+		defer mu.Unlock()
+		if o.Stream == "stdout" {
+			out += string(o.Data)
+		} else {
+			errText += string(o.Data)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		started := strings.Contains(out, "started")
+		mu.Unlock()
+		if started {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the task did not start")
+		}
+	}
+	s.Signal(syscall.SIGTERM)
+	select {
+	case <-s.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the signaled job did not end: its output, held by a process it left, was waited for")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(errText, "still hold its output") {
+		t.Errorf("stderr %q: want a note that its output was cut", errText)
+	}
+	// the process the task left is the test's to end
+	var pid int
+	if _, err := fmt.Sscanf(out[strings.Index(out, "started"):], "started %d", &pid); err == nil && pid > 1 {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}

@@ -349,9 +349,11 @@ func (m *manager) attach(r *flux.Request) {
 	}
 	if e := m.byJob[req.ID]; e != nil && req.Userid != nil && e.userid != *req.Userid {
 		if !m.pickRival(req.ID, e, *req.Userid) {
-			m.log.Error(fmt.Sprintf("job %s is userid %d's, but the only shell that said it holds it runs as userid %d", req.ID.String(), *req.Userid, e.userid))
-			r.Errorf(syscall.ENOENT, "no job shell of userid %d on %s holds job %s", *req.Userid, m.where(), req.ID.String())
-			return
+			// a shell of another user claimed it: that claim is false;
+			// the job's own shell may still be coming back
+			m.log.Warn(fmt.Sprintf("job %s is userid %d's: the claim of a shell of userid %d is dropped", req.ID.String(), *req.Userid, e.userid))
+			m.jobGone(req.ID, e)
+			e.verify(false)
 		}
 	}
 	if e := m.byJob[req.ID]; e != nil && req.Userid != nil && e.userid == *req.Userid {
@@ -383,6 +385,11 @@ func (m *manager) relayByJob(r *flux.Request) {
 		return
 	}
 	e := m.byJob[req.ID]
+	if !r.IsOwner() && e != nil && !e.verified && e.userid == r.Userid() && guestRelayed(r.Topic()) {
+		// a job a shell brought back, not checked yet: relay once it is
+		e.onVerified = append(e.onVerified, func(bool) { m.relayByJob(r) })
+		return
+	}
 	if !r.IsOwner() && !m.guestMayRelay(r, e) {
 		r.Errorf(syscall.EPERM, "%s is for job-exec and the job's shells only", r.Topic())
 		return
@@ -403,9 +410,15 @@ func (m *manager) relayByJob(r *flux.Request) {
 // nodes output, PMI and stdin (the requests a shell of the job's user
 // sends); everything else is job-exec's.
 func (m *manager) guestMayRelay(r *flux.Request, e *jobEntry) bool {
-	switch r.Topic() {
+	return guestRelayed(r.Topic()) && e != nil && e.verified && e.userid == r.Userid()
+}
+
+// guestRelayed names the methods a guest's shell sends its job's other
+// shells.
+func guestRelayed(topic string) bool {
+	switch topic {
 	case "job-shell.output", "job-shell.pmi-fence", "job-shell.stdin", "job-shell.lost":
-		return e != nil && e.verified && e.userid == r.Userid()
+		return true
 	}
 	return false
 }

@@ -42,6 +42,7 @@ type proc struct {
 	busy      int // jobs running
 	idleSince time.Time
 	exiting   bool
+	cleaned   map[jobid.ID]bool // jobs whose leftovers were ended (orphaned)
 }
 
 const (
@@ -70,8 +71,16 @@ func (p *proc) whenReady(fn func(error)) {
 // to take the place of the one taken.
 func (m *manager) take(uid uint32) *proc {
 	var best *proc
-	for _, p := range m.shells {
+	for pid, p := range m.shells {
 		if p.uid != uid || p.busy > 0 || p.exiting {
+			continue
+		}
+		if p.ready && procGone(pid) {
+			// gone without a word (one taken back by a hello answer has
+			// no connection the module hears the end of)
+			delete(m.shells, pid)
+			p.exiting = true
+			m.forgetShell(p)
 			continue
 		}
 		// a ready one first; then the one idle the shortest (warm)
@@ -243,6 +252,20 @@ func (m *manager) forgetShell(p *proc) {
 // user may kill their own shell): the processes of its session are
 // killed, the jobs' cgroups and temporary directories removed.
 func (m *manager) orphaned(p *proc, ids []jobid.ID) {
+	if p.cleaned == nil {
+		p.cleaned = make(map[jobid.ID]bool)
+	}
+	n := 0
+	for _, id := range ids {
+		if !p.cleaned[id] {
+			p.cleaned[id] = true
+			ids[n] = id
+			n++
+		}
+	}
+	if ids = ids[:n]; n == 0 {
+		return
+	}
 	m.log.Warn(fmt.Sprintf("a job shell (pid %d, userid %d) went while it ran %d jobs: ending what is left of them", p.pid, p.uid, len(ids)))
 	killSession(p.pid, p.uid)
 	parent := m.rundir

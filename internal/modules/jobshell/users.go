@@ -116,23 +116,43 @@ func writeNoFollow(dir, name string, data []byte) error {
 	return unix.Renameat(dfd, tmp, dfd, name)
 }
 
-// shellLog opens the shells.log of uid's directory dir for appending (a
-// regular file of uid's, never what a link names), or nil.
+// shellLog opens the shells.log of uid's directory dir for appending,
+// or nil. The directory is the user's, so what is there is taken only if
+// it is a regular file of the user's with no other link (never what a
+// symbolic or hard link names: the module changes no owner of a file it
+// did not make); anything else is replaced by a new file, made the
+// user's.
 func (m *manager) shellLog(dir string, uid uint32) *os.File {
-	fd, err := unix.Open(filepath.Join(dir, "shells.log"), unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		m.log.Warn("cannot open a shells' log", "dir", dir, "err", err)
-		return nil
+	path := filepath.Join(dir, "shells.log")
+	open := func(flags int) (int, *unix.Stat_t, error) {
+		fd, err := unix.Open(path, unix.O_WRONLY|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|flags, 0o600)
+		if err != nil {
+			return -1, nil, err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return -1, nil, err
+		}
+		return fd, &st, nil
 	}
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	fd, st, err := open(0)
+	if err == nil && (st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 || st.Uid != uid) {
 		unix.Close(fd)
-		return nil
+		err = syscall.EEXIST
 	}
-	if st.Uid != uid {
-		unix.Fchown(fd, int(uid), m.gidOf(uid))
+	if err != nil {
+		unix.Unlink(path)
+		if fd, _, err = open(unix.O_CREAT | unix.O_EXCL); err != nil {
+			m.log.Warn("cannot open a shells' log", "path", path, "err", err)
+			return nil
+		}
+		if err := unix.Fchown(fd, int(uid), m.gidOf(uid)); err != nil { // the file just made
+			unix.Close(fd)
+			return nil
+		}
 	}
-	return os.NewFile(uintptr(fd), filepath.Join(dir, "shells.log"))
+	return os.NewFile(uintptr(fd), path)
 }
 
 // maxRecord bounds what is read of a shell record.

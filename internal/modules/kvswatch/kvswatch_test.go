@@ -400,3 +400,38 @@ func TestWatchAppendLongLogInPieces(t *testing.T) {
 		t.Fatalf("the log arrived in %d answers, want at least %d", answers, n/kvswatch.LoadWindow-1)
 	}
 }
+
+// TestWatchAppendRewrittenWhole: a log rewritten whole (a job shell puts
+// its copy again after a crash) that begins with what went out goes on:
+// only the new tail is sent; one that does not ends the watch.
+func TestWatchAppendRewrittenWhole(t *testing.T) {
+	inst := kvstest.Start(t, kvstest.Options{})
+	h := inst.Handle(0)
+	want := ""
+	for i := 0; i < 40; i++ {
+		line := fmt.Sprintf("%04d %s\n", i, strings.Repeat("y", 300))
+		put(t, h, "", "log", line, kvs.FlagAppend)
+		want += line
+	}
+	w := watch(t, h, "", "log", kvs.FlagWatch|kvs.FlagWatchAppend)
+	got := ""
+	for len(got) < len(want) {
+		got += next(t, w)
+	}
+	// the same content and more, in one put
+	tail := "tail 1\n"
+	put(t, h, "", "log", want+tail, 0)
+	if piece := next(t, w); piece != tail {
+		t.Fatalf("after a rewrite beginning with what went out: %q, want %q", piece, tail)
+	}
+	// then appends go on
+	put(t, h, "", "log", "tail 2\n", kvs.FlagAppend)
+	if piece := next(t, w); piece != "tail 2\n" {
+		t.Fatalf("append after the rewrite: %q", piece)
+	}
+	// a rewrite that changes what went out ends the watch
+	put(t, h, "", "log", "X"+want[1:]+tail+"tail 2\nmore\n", 0)
+	if _, err := w.NextValue(brokertest.Ctx(t)); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("after a rewrite changing what went out: %v", err)
+	}
+}

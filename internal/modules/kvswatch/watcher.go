@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"syscall"
 
@@ -142,10 +143,17 @@ type watcher struct {
 	// WATCH_APPEND: what of the value went out. An inline val grows in
 	// place (sentVal is what was sent of it), then may turn into a
 	// valref whose first blob holds the val as it was then; a valref
-	// grows by blobs (refsSent of them went out).
+	// grows by blobs (refsSent of them went out, the last lastRef). A
+	// value rewritten whole (a job shell puts again the output log the
+	// KVS may have lost in a crash) is taken if it begins with what was
+	// sent: sent bytes went out, digest is their hash.
 	appendMode appendMode
 	sentVal    []byte
 	refsSent   int
+	lastRef    string
+	sent       int
+	digest     maphash.Hash
+	seeded     bool
 	loading    bool // an answer waits for content loads
 
 	canceled, mute, finished bool
@@ -355,43 +363,46 @@ func (wt *watcher) handleAppend(val *treeobj.Object) bool {
 			wt.fail(flux.NewError(syscall.EPROTO, err.Error()))
 			return true
 		}
-		switch wt.appendMode {
-		case appendValref:
+		switch {
+		case wt.appendMode == appendNone:
+			wt.sendAppended(data, false)
+		case wt.appendMode == appendVal && bytes.HasPrefix(data, wt.sentVal):
+			if len(data) > len(wt.sentVal) {
+				wt.sendAppended(data[len(wt.sentVal):], false)
+			}
+		case len(data) >= wt.sent && wt.sentPrefix(data[:wt.sent]):
+			// rewritten whole, beginning with what went out
+			if len(data) > wt.sent {
+				wt.sendAppended(data[wt.sent:], false)
+			}
+		default:
 			wt.fail(flux.NewError(syscall.EINVAL, "value of key watched with WATCH_APPEND overwritten"))
 			return true
-		case appendVal:
-			if !bytes.HasPrefix(data, wt.sentVal) {
-				wt.fail(flux.NewError(syscall.EINVAL, "value of key watched with WATCH_APPEND overwritten"))
-				return true
-			}
-			if len(data) == len(wt.sentVal) {
-				return true
-			}
-			wt.send(treeobj.NewVal(data[len(wt.sentVal):]))
-		default:
-			wt.send(val)
 		}
-		wt.appendMode, wt.sentVal = appendVal, data
+		wt.appendMode, wt.sentVal, wt.refsSent, wt.lastRef = appendVal, data, 0, ""
 		return true
 	case treeobj.Valref:
 		n := len(val.Refs)
-		start, skip := 0, 0
-		switch wt.appendMode {
-		case appendVal:
-			// the first blob is the val, which may have grown since
-			skip = len(wt.sentVal)
-		case appendValref:
-			switch {
-			case n < wt.refsSent:
-				wt.fail(flux.NewError(syscall.EINVAL, "key watched with WATCH_APPEND shortened"))
-				return true
-			case n == wt.refsSent:
-				return true
-			}
-			start = wt.refsSent
+		if n == 0 {
+			wt.fail(flux.NewError(syscall.EPROTO, "valref without blobs"))
+			return true
 		}
-		wt.appendMode, wt.sentVal, wt.refsSent = appendValref, nil, n
-		wt.loadRange(val.Refs[start:], skip)
+		grown := wt.appendMode == appendValref && n >= wt.refsSent && val.Refs[wt.refsSent-1] == wt.lastRef
+		if grown && n == wt.refsSent {
+			return true
+		}
+		start, verify := 0, 0
+		switch {
+		case wt.appendMode == appendNone:
+		case grown:
+			start = wt.refsSent
+		default:
+			// an inline val turned valref, or the value rewritten: read
+			// it all, check it begins with what went out
+			verify = wt.sent
+		}
+		wt.appendMode, wt.sentVal, wt.refsSent, wt.lastRef = appendValref, nil, n, val.Refs[n-1]
+		wt.loadRange(val.Refs[start:], verify)
 		return false
 	case treeobj.Dir, treeobj.Dirref:
 		wt.fail(flux.NewError(syscall.EISDIR, fmt.Sprintf("%s cannot be watched with WATCH_APPEND", val.Type)))
@@ -401,6 +412,27 @@ func (wt *watcher) handleAppend(val *treeobj.Object) bool {
 	return true
 }
 
+// sendAppended sends data as appended to what went out (a piece of it
+// if more follows), and counts it.
+func (wt *watcher) sendAppended(data []byte, more bool) {
+	if !wt.seeded {
+		wt.digest.SetSeed(appendSeed)
+		wt.seeded = true
+	}
+	wt.digest.Write(data)
+	wt.sent += len(data)
+	wt.sendPiece(treeobj.NewVal(data), more)
+}
+
+// appendSeed seeds the hashes of what WATCH_APPEND watchers sent (one
+// per process: a prefix is compared with a hash made the same way).
+var appendSeed = maphash.MakeSeed()
+
+// sentPrefix reports whether data is what went out.
+func (wt *watcher) sentPrefix(data []byte) bool {
+	return len(data) == wt.sent && maphash.Bytes(appendSeed, data) == wt.digest.Sum64()
+}
+
 // loadWindow is how many blobs of an appended range are loaded at once
 // and sent as one response: a long log (a job's output eventlog holds
 // one blob per write) goes out in bounded pieces, never as one value of
@@ -408,13 +440,21 @@ func (wt *watcher) handleAppend(val *treeobj.Object) bool {
 const loadWindow = 32
 
 // loadRange loads blobs from the content service, loadWindow at a time,
-// and sends each window's concatenation (less the first skip bytes of
-// the range, already sent) as one val, then resumes drain.
-func (wt *watcher) loadRange(refs []string, skip int) { wt.loadFrom(refs, skip, false) }
+// and sends each window's data as one val, then resumes drain. The first
+// verify bytes of the range must be what went out already (checked
+// against its hash, not sent again): a value rewritten whole is taken
+// only if it begins so.
+func (wt *watcher) loadRange(refs []string, verify int) {
+	var check maphash.Hash
+	check.SetSeed(appendSeed)
+	want := wt.digest.Sum64()
+	wt.loadFrom(refs, verify, &check, want, false)
+}
 
-// loadFrom is loadRange after pieced: a piece of the range was sent
-// with more to follow (so the last is sent, even empty, to say it is).
-func (wt *watcher) loadFrom(refs []string, skip int, pieced bool) {
+// loadFrom is loadRange's loop: verify bytes remain to check into check
+// (then compared with want), and pieced says a piece of the range was
+// sent with more to follow (so the last is sent, even empty, to say so).
+func (wt *watcher) loadFrom(refs []string, verify int, check *maphash.Hash, want uint64, pieced bool) {
 	wt.loading = true
 	n := min(len(refs), loadWindow)
 	wt.loadBlobs(refs[:n], func(data []byte, err error) {
@@ -427,19 +467,27 @@ func (wt *watcher) loadFrom(refs []string, skip int, pieced bool) {
 			wt.fail(fmt.Errorf("loading appended data: %w", err))
 			return
 		}
-		cut := min(skip, len(data))
-		skip -= cut
+		if verify > 0 {
+			cut := min(verify, len(data))
+			check.Write(data[:cut])
+			data, verify = data[cut:], verify-cut
+			if verify == 0 && check.Sum64() != want {
+				wt.loading = false
+				wt.fail(flux.NewError(syscall.EINVAL, "value of key watched with WATCH_APPEND overwritten"))
+				return
+			}
+		}
 		more := n < len(refs)
-		if len(data) > cut || pieced && !more {
-			wt.sendPiece(treeobj.NewVal(data[cut:]), more)
+		if len(data) > 0 || pieced && !more {
+			wt.sendAppended(data, more)
 			pieced = pieced || more
 		}
 		if more {
-			wt.loadFrom(refs[n:], skip, pieced)
+			wt.loadFrom(refs[n:], verify, check, want, pieced)
 			return
 		}
 		wt.loading = false
-		if skip > 0 {
+		if verify > 0 {
 			wt.fail(flux.NewError(syscall.EINVAL, "key watched with WATCH_APPEND shortened"))
 			return
 		}
