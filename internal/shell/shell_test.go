@@ -111,8 +111,7 @@ func TestSignalAndNotFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
-	s.Signal(syscall.SIGTERM)
+	s.Signal(syscall.SIGTERM) // Start returns with the task started
 	<-s.Done()
 	if s.Status() != (128+15)<<8 {
 		t.Fatalf("status %d", s.Status())

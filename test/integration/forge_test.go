@@ -49,7 +49,7 @@ func TestGuestCannotForgeResponses(t *testing.T) {
 	if out, err := guestPython(e, forgeScript, strings.TrimSpace(e.must("job", "id", "--to=dec", victim.String())), "3000"); err != nil {
 		t.Fatalf("the guest client failed (%v): %s", err, out)
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // a window in which the forgery must have no effect
 	for _, ev := range e.eventNames(victim) {
 		if ev == "exception" {
 			t.Fatalf("a guest's forged sched.alloc response reached the job manager: %v", e.eventNames(victim))

@@ -379,7 +379,7 @@ func TestLeafBrokerRestart(t *testing.T) {
 			e.flux("exec", "-r", "3", "true").Code != 0
 	})
 	e.must("cancel", victim.String())
-	time.Sleep(500 * time.Millisecond)
+	e.waitEvent(victim, "exception") // the cancel is in before rank 3 is back
 	restartBroker(t, argv)
 
 	r := e.flux("job", "attach", on3.String())
@@ -424,7 +424,16 @@ func TestLostNodeEndsJob(t *testing.T) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
+	e.waitFor("rank 2's shells to be gone", func() bool {
+		for _, pid := range shellPIDs(state) {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if strings.Contains(string(b), filepath.Join(state, "shells", "2")) && !strings.Contains(string(st), ") Z") {
+				return false
+			}
+		}
+		return true
+	})
 	restartBroker(t, argv2)
 	e.waitEvent(rebooted, "clean")
 	if got := e.field(rebooted, "{result} {exception.type} {exception.note}"); !strings.Contains(got, "node-failure") || !strings.Contains(got, "n2") {

@@ -265,7 +265,7 @@ func TestUrgencyHoldAndRelease(t *testing.T) {
 	e := start(t, false)
 	id := e.submit("true", 0, nil)
 	e.waitEvent(id, "priority")
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // a window for events a held job must not get
 	e.mu.Lock()
 	n := len(e.events[id])
 	e.mu.Unlock()

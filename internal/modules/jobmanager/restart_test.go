@@ -234,7 +234,7 @@ func TestCrashAfterStartAndCancel(t *testing.T) {
 	inst2.MustRun(t, "cancel", running)
 	inst2.MustRun(t, "job", "wait-event", "-t", "10", running, "clean")
 	inst2.MustRun(t, "job", "wait-event", "-t", "10", held, "clean")
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // a window for a wrong second run to show
 	if b, _ := os.ReadFile(runs); string(b) != "ran\n" {
 		t.Errorf("the job that had started ran %d times", strings.Count(string(b), "ran"))
 	}

@@ -364,7 +364,7 @@ func TestDrainAndStatus(t *testing.T) {
 	}
 	// a third job waits for resources
 	c := p.submit(spec(t, jobspec.CommandOptions{NTasks: 3}))
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // a window in which it must not be allocated
 	p.mu.Lock()
 	evs := append([]string(nil), p.events[c]...)
 	p.mu.Unlock()
