@@ -153,13 +153,14 @@ func (w *watch) start(flags int, watchMain bool) {
 
 // jobEnded finishes a guest log watch once the job is inactive: a last
 // read sends anything the watch has not delivered yet, then ENODATA. The
-// log is read in kvs-watch's bounded pieces (a one-shot WATCH_APPEND),
-// what was delivered already skipped, never as one value of its size.
+// log is read in kvs-watch's bounded pieces (a one-shot WAITCREATE
+// WATCH_APPEND), what was delivered already skipped, never as one value
+// of its size. A read that fails is an error to the reader, not an end.
 func (w *watch) jobEnded() {
 	f, err := w.s.h.RPC("kvs-watch.lookup", flux.NodeidAny, map[string]any{
-		"key": job.KVSKey(w.id, w.path), "namespace": "primary", "flags": kvsWatchAppend}, flux.Streaming)
+		"key": job.KVSKey(w.id, w.path), "namespace": "primary", "flags": kvsWaitCreate | kvsWatchAppend}, flux.Streaming)
 	if err != nil {
-		w.stop(true)
+		w.fail(err)
 		return
 	}
 	skip := w.sent + len(w.partial) // bytes of the log already taken
@@ -168,12 +169,13 @@ func (w *watch) jobEnded() {
 			return
 		}
 		if err != nil {
-			w.stop(true)
+			// the log may be incomplete: the reader is told so
+			w.fail(fmt.Errorf("reading the rest of the log at the job's end: %w", err))
 			return
 		}
 		data, more, err := valPiece(m)
 		if err != nil {
-			w.stop(true)
+			w.fail(err)
 			return
 		}
 		cut := min(skip, len(data))
