@@ -8,6 +8,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
@@ -157,6 +158,30 @@ func (w *watch) start(flags int, watchMain bool) {
 // WATCH_APPEND), what was delivered already skipped, never as one value
 // of its size. A read that fails is an error to the reader, not an end.
 func (w *watch) jobEnded() {
+	// is there a log at all (a job that failed before its shells wrote
+	// one has none)? its tree object says, without its content
+	f, err := w.s.h.RPC("kvs.lookup", flux.NodeidAny, map[string]any{
+		"key": job.KVSKey(w.id, w.path), "namespace": "primary", "flags": kvs.FlagTreeObj}, 0)
+	if err != nil {
+		w.fail(err)
+		return
+	}
+	f.Then(func(_ *flux.Message, err error) {
+		switch {
+		case w.done:
+		case flux.ErrnoOf(err) == syscall.ENOENT:
+			w.stop(true) // no log: nothing more to send
+		case err != nil:
+			w.fail(fmt.Errorf("reading the rest of the log at the job's end: %w", err))
+		default:
+			w.readRest()
+		}
+	})
+}
+
+// readRest sends what of the log the watch has not delivered yet, then
+// ends it.
+func (w *watch) readRest() {
 	f, err := w.s.h.RPC("kvs-watch.lookup", flux.NodeidAny, map[string]any{
 		"key": job.KVSKey(w.id, w.path), "namespace": "primary", "flags": kvsWaitCreate | kvsWatchAppend}, flux.Streaming)
 	if err != nil {
