@@ -81,9 +81,40 @@ func CheckConfig(ctx context.Context, h *flux.Handle) error {
 	return err
 }
 
-// loadContainConfig reads the configuration from broker attributes.
+// loadContainConfig reads the configuration: the [job-shell] table of
+// the configuration files (memory-default, memory-max, cgroup), then the
+// broker attributes of the same names, which win (-S on the command
+// line). A guest's shell may not read the configuration: the job-shell
+// module decides its jobs' limits (ModuleCgroups.Memory).
 func loadContainConfig(ctx context.Context, h *flux.Handle) (containConfig, error) {
 	c := containConfig{Cgroup: "auto"}
+	var conf struct {
+		JobShell *struct {
+			MemoryDefault any    `json:"memory-default"`
+			MemoryMax     any    `json:"memory-max"`
+			Cgroup        string `json:"cgroup"`
+		} `json:"job-shell"`
+	}
+	if err := h.Call(ctx, "config.get", flux.NodeidAny, nil, &conf); err == nil && conf.JobShell != nil {
+		js := conf.JobShell
+		for _, k := range []struct {
+			name string
+			v    any
+			dst  *int64
+		}{{"memory-default", js.MemoryDefault, &c.MemoryDefault}, {"memory-max", js.MemoryMax, &c.MemoryMax}} {
+			if k.v == nil {
+				continue
+			}
+			n, err := shell.ParseSize(k.v)
+			if err != nil {
+				return c, fmt.Errorf("[job-shell] %s: %v", k.name, err)
+			}
+			*k.dst = n
+		}
+		if js.Cgroup != "" {
+			c.Cgroup = js.Cgroup
+		}
+	}
 	if v, err := h.Attr(ctx, "job-shell.memory-default"); err == nil && v != "" {
 		n, err := shell.ParseSize(v)
 		if err != nil {
@@ -192,9 +223,9 @@ func (c *containment) close() {
 // their cgroup.procs is the user's, so the shell can place its tasks but
 // never change a limit. The module removes them when the job ends here.
 type ModuleCgroups struct {
-	Version int      `json:"version"`
-	Memory  int64    `json:"memory"` // the per-task limit set in each
-	Tasks   []string `json:"tasks"`  // by local task id
+	Version int      `json:"version"` // 0: no cgroups (the limit is RLIMIT_DATA)
+	Memory  int64    `json:"memory"`  // the per-task limit set in each
+	Tasks   []string `json:"tasks"`   // by local task id
 }
 
 // jobContainment is what one job's shell applies to its tasks here.
@@ -246,6 +277,11 @@ func (j *job) contain(cfg *shell.Config) error {
 	x := j.x
 	opts := j.js.ShellOptions()
 	mem, err := memoryLimit(opts, x.contain.cfg)
+	if j.cgroups != nil {
+		// the module decided the limit (it reads the configuration a
+		// guest's shell may not)
+		mem, err = j.cgroups.Memory, nil
+	}
 	if err != nil {
 		return err
 	}
@@ -353,6 +389,9 @@ func setEnv(env []string, name, val string, keep bool) []string {
 func (jc *jobContainment) makeCgroups(x *host, j *job) error {
 	n := j.plan.Counts[j.idx]
 	if mc := j.cgroups; mc != nil {
+		if mc.Version == 0 {
+			return nil // a limit, but no cgroups: RLIMIT_DATA
+		}
 		if len(mc.Tasks) != n || mc.Memory != jc.memory || (mc.Version != 1 && mc.Version != 2) {
 			return fmt.Errorf("the job-shell module's cgroups (%d, limit %d) do not match the job's %d tasks here (limit %d)",
 				len(mc.Tasks), mc.Memory, n, jc.memory)

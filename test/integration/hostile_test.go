@@ -174,3 +174,32 @@ func TestBadContainmentAttrs(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryMaxFromConfig: the [job-shell] table of the configuration
+// sets the per-task memory maximum; a job asking more is refused, the
+// owner's and a guest's alike (a guest's shell cannot read the
+// configuration: the job-shell module decides its jobs' limits).
+func TestMemoryMaxFromConfig(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a flux instance")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "job-shell.toml"), []byte("[job-shell]\nmemory-max = \"64M\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 2, Args: []string{"--config-path=" + dir}})}
+	want := "memory=1G is more than the instance's maximum of 64M per task"
+	if r := e.flux("run", "-o", "memory=1G", "true"); r.Code == 0 || !strings.Contains(r.Stderr, want) {
+		t.Errorf("the owner's job over the configured maximum: %+v", r)
+	}
+	e.must("run", "-o", "memory=32M", "true")
+	if !canRunAsGuest(e) {
+		return
+	}
+	if r := e.asGuest("run", "-N2", "-o", "memory=1G", "true"); r.Code == 0 || !strings.Contains(r.Stderr, want) {
+		t.Errorf("a guest's job over the configured maximum: %+v", r)
+	}
+	if r := e.asGuest("run", "-N2", "-o", "memory=32M", "true"); r.Code != 0 {
+		t.Errorf("a guest's job under the maximum: %+v", r)
+	}
+}

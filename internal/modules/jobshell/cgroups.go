@@ -119,10 +119,12 @@ func (m *manager) shellCgroupFD(uid uint32) int {
 	return fd
 }
 
-// jobCgroups makes the task cgroups of a guest's job with a memory limit
-// on this node, or returns nil (no limit, or no cgroups: the shell uses
-// RLIMIT_DATA). A jobspec or R the shell would refuse gets nil: the
-// shell says what is wrong.
+// jobCgroups decides the memory limit of a guest's job on this node (the
+// module reads the configuration; a guest's shell may not) and makes its
+// task cgroups: nil for no limit, a limit without cgroups when there are
+// none to use (the shell uses RLIMIT_DATA), an error for a limit over
+// the maximum. A jobspec or R the shell would refuse gets nil: the shell
+// says what is wrong.
 func (m *manager) jobCgroups(id jobid.ID, uid uint32, payload []byte) (*shellproc.ModuleCgroups, error) {
 	var req struct {
 		Jobspec json.RawMessage `json:"jobspec"`
@@ -136,12 +138,18 @@ func (m *manager) jobCgroups(id jobid.ID, uid uint32, payload []byte) (*shellpro
 		return nil, nil
 	}
 	mem, err := shellproc.MemoryLimit(js.ShellOptions(), m.cg.cfg)
-	if err != nil || mem == 0 {
+	if err != nil {
+		return nil, err // over the maximum: the job fails, as an owner's would
+	}
+	if mem == 0 {
 		return nil, nil
 	}
 	ug, err := m.userCgroup(uid)
-	if err != nil || ug == nil {
+	if err != nil {
 		return nil, err
+	}
+	if ug == nil {
+		return &shellproc.ModuleCgroups{Memory: mem}, nil // no cgroups: RLIMIT_DATA
 	}
 	R, err := rset.Parse(req.R)
 	if err != nil {

@@ -234,7 +234,7 @@ func (m *manager) start(r *flux.Request) {
 	if req.Userid != m.owner {
 		mc, err := m.jobCgroups(req.ID, req.Userid, payload) // cgroups.go
 		if err != nil {
-			r.RespondError(fmt.Errorf("job %s on %s: cgroups: %w", req.ID.String(), m.where(), err))
+			r.RespondError(fmt.Errorf("job %s on %s: %w", req.ID.String(), m.where(), err))
 			return
 		}
 		if mc != nil {
