@@ -164,6 +164,9 @@ func (p *Process) send(cmd *Command) error {
 // starts and ctx's error is returned. Output is delivered to cmd's
 // writers from one goroutine per process.
 func Exec(ctx context.Context, h *flux.Handle, rank uint32, cmd Command) (*Process, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // nothing is started for a context already done
+	}
 	p, err := newProcess(h, rank, &cmd)
 	if err != nil {
 		return nil, err
