@@ -4,7 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
+
+	"github.com/fluxgo/fluxgo/internal/shellproc"
 )
 
 // RemoveRundir removes a broker's run directory, but for what running
@@ -59,33 +60,10 @@ func holdsShellRecords(dir string) bool {
 	return false
 }
 
-// liveRecord reports whether a shell record ("PID STARTTIME UID", see
-// shellproc.Record) names a process still running: one planted by a
-// user, or left by a shell that was killed, does not keep a run
-// directory.
+// liveRecord reports whether a shell record names a process still
+// running: one planted by a user, or left by a shell that was killed,
+// does not keep a run directory.
 func liveRecord(path string) bool {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return false
-	}
-	buf := make([]byte, 256)
-	n, _ := f.Read(buf)
-	fields := strings.Fields(string(buf[:n]))
-	if len(fields) < 2 {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + fields[0] + "/stat")
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(stat), ')')
-	if i < 0 {
-		return false
-	}
-	sf := strings.Fields(string(stat[i+1:]))
-	return len(sf) > 19 && sf[19] == fields[1]
+	rec, err := shellproc.ReadRecord(path)
+	return err == nil && rec.Alive()
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 )
@@ -199,7 +200,7 @@ func runCapacitor(o capacitorOptions, in io.Reader, out, errw io.Writer) error {
 				return nil
 			}
 			var err error
-			if j.fut, err = sendSubmit(h, j.spec, uid, j.urgency, j.flags); err != nil {
+			if j.fut, err = job.SubmitAsync(h, j.spec, uid, j.urgency, j.flags); err != nil {
 				return err
 			}
 			pending = append(pending, j)

@@ -513,7 +513,7 @@ func runPulled(ctx context.Context, h *flux.Handle, it pulled, uid uint32, event
 		d.result = jobpool.Result{Result: "REFUSED", Note: err.Error()}
 		return
 	}
-	f, err := sendSubmit(h, js, uid, 16, 0)
+	f, err := job.SubmitAsync(h, js, uid, 16, 0)
 	var resp struct {
 		ID jobid.ID `json:"id"`
 	}

@@ -53,12 +53,6 @@ type submitResult struct {
 	err error
 }
 
-// sendSubmit sends one job-ingest.submit request: the jobspec signed
-// (RFC 39 "none") as uid, with its urgency and flags.
-func sendSubmit(h *flux.Handle, spec *jobspec.Jobspec, uid uint32, urgency, flags int) (*flux.Future, error) {
-	return job.SubmitAsync(h, spec, uid, urgency, flags)
-}
-
 // submitJobs sends every jobspec to job-ingest with at most window
 // requests in flight, calling done for each result in submission order.
 func submitJobs(ctx context.Context, h *flux.Handle, specs []*jobspec.Jobspec, urgency, flags int, done func(i int, r submitResult)) error {
@@ -67,7 +61,7 @@ func submitJobs(ctx context.Context, h *flux.Handle, specs []*jobspec.Jobspec, u
 	futs := make([]*flux.Future, len(specs))
 	next := 0
 	send := func(i int) error {
-		f, err := sendSubmit(h, specs[i], uid, urgency, flags)
+		f, err := job.SubmitAsync(h, specs[i], uid, urgency, flags)
 		if err != nil {
 			return err
 		}

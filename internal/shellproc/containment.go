@@ -37,9 +37,9 @@ import (
 	"github.com/fluxgo/fluxgo/pkg/idset"
 )
 
-// containConfig is the job-shell module's containment configuration,
+// ContainConfig is the job-shell module's containment configuration,
 // from broker attributes.
-type containConfig struct {
+type ContainConfig struct {
 	// MemoryDefault is the per-task memory limit of jobs that set none
 	// (job-shell.memory-default, a size; default none).
 	MemoryDefault int64
@@ -55,7 +55,7 @@ type containConfig struct {
 }
 
 // Validate checks the configuration.
-func (c *containConfig) Validate() error {
+func (c *ContainConfig) Validate() error {
 	if c.MemoryDefault < 0 {
 		return fmt.Errorf("job-shell.memory-default: must be a positive size")
 	}
@@ -72,22 +72,13 @@ func (c *containConfig) Validate() error {
 	return nil
 }
 
-// CheckConfig reads and checks the containment attributes
-// (job-shell.memory-default, job-shell.memory-max, job-shell.cgroup) the
-// way each shell will: the job-shell module calls it as it loads, so a
-// bad value stops the instance instead of failing every job.
-func CheckConfig(ctx context.Context, h *flux.Handle) error {
-	_, err := loadContainConfig(ctx, h)
-	return err
-}
-
-// loadContainConfig reads the configuration: the [job-shell] table of
+// LoadContainConfig reads the configuration: the [job-shell] table of
 // the configuration files (memory-default, memory-max, cgroup), then the
 // broker attributes of the same names, which win (-S on the command
 // line). A guest's shell may not read the configuration: the job-shell
 // module decides its jobs' limits (ModuleCgroups.Memory).
-func loadContainConfig(ctx context.Context, h *flux.Handle) (containConfig, error) {
-	c := containConfig{Cgroup: "auto"}
+func LoadContainConfig(ctx context.Context, h *flux.Handle) (ContainConfig, error) {
+	c := ContainConfig{Cgroup: "auto"}
 	var conf struct {
 		JobShell *struct {
 			MemoryDefault any    `json:"memory-default"`
@@ -137,7 +128,7 @@ func loadContainConfig(ctx context.Context, h *flux.Handle) (containConfig, erro
 
 // containment is the broker's containment state (module goroutine only).
 type containment struct {
-	cfg    containConfig
+	cfg    ContainConfig
 	root   *shell.CgroupRoot // nil: cgroups are not used
 	broker *shell.Cgroup     // this broker's cgroup, made at first use
 	said   bool              // the fallback has been logged
@@ -145,7 +136,7 @@ type containment struct {
 
 // newContainment finds the cgroup root as configured; without one it
 // logs once that memory limits fall back to resource limits.
-func (x *host) newContainment(cfg containConfig) *containment {
+func (x *host) newContainment(cfg ContainConfig) *containment {
 	c := &containment{cfg: cfg}
 	if x.guest {
 		return c // the module makes its jobs' cgroups (and says why not)
@@ -238,22 +229,9 @@ type jobContainment struct {
 	fds     []int           // v2 directory descriptors, by local task id
 }
 
-// ContainConfig is the containment configuration as the job-shell
-// module reads it (the same attributes, the same checks).
-type ContainConfig = containConfig
-
-// LoadContainConfig reads the containment attributes.
-func LoadContainConfig(ctx context.Context, h *flux.Handle) (ContainConfig, error) {
-	return loadContainConfig(ctx, h)
-}
-
-// MemoryLimit is memoryLimit for the job-shell module: the per-task
-// limit of a job with shell options opts.
-func MemoryLimit(opts map[string]any, c ContainConfig) (int64, error) { return memoryLimit(opts, c) }
-
-// memoryLimit returns a job's per-task memory limit (0: none) under the
+// MemoryLimit returns a job's per-task memory limit (0: none) under the
 // instance's default and maximum.
-func memoryLimit(opts map[string]any, c containConfig) (int64, error) {
+func MemoryLimit(opts map[string]any, c ContainConfig) (int64, error) {
 	v, ok := opts["memory"]
 	if !ok {
 		if c.MemoryDefault > 0 {
@@ -276,7 +254,7 @@ func memoryLimit(opts map[string]any, c containConfig) (int64, error) {
 func (j *job) contain(cfg *shell.Config) error {
 	x := j.x
 	opts := j.js.ShellOptions()
-	mem, err := memoryLimit(opts, x.contain.cfg)
+	mem, err := MemoryLimit(opts, x.contain.cfg)
 	if j.cgroups != nil {
 		// the module decided the limit (it reads the configuration a
 		// guest's shell may not)

@@ -138,7 +138,7 @@ func Run(ctx context.Context, opts Options) error {
 			x.log.Error("KVS commit of job output failed", "err", err, "ops", ops)
 		}
 	}
-	ccfg, err := loadContainConfig(ctx, h)
+	ccfg, err := LoadContainConfig(ctx, h)
 	if err != nil {
 		return err
 	}

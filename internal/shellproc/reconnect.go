@@ -28,6 +28,9 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/fluxgo/fluxgo/internal/procfs"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -86,35 +89,41 @@ func ParseRecord(s string) (Record, error) {
 	return r, nil
 }
 
-// ProcStartTime returns the start time of process pid in clock ticks
-// since boot (/proc/PID/stat field 22).
-func ProcStartTime(pid int) (uint64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+// maxRecord bounds what is read of a shell record.
+const maxRecord = 256
+
+// ReadRecord reads a shell record: a regular file, not followed if a
+// link (a user's directory may hold anything under that name), and small.
+func ReadRecord(path string) (Record, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return 0, err
+		return Record{}, err
 	}
-	// the command name (field 2) may hold spaces: fields after its ')'
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return Record{}, err
 	}
-	fields := strings.Fields(s[i+1:])
-	if len(fields) < 20 {
-		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxRecord {
+		return Record{}, fmt.Errorf("%s: not a shell record", path)
 	}
-	return strconv.ParseUint(fields[19], 10, 64)
+	buf := make([]byte, maxRecord)
+	n, err := unix.Read(fd, buf)
+	if err != nil {
+		return Record{}, err
+	}
+	return ParseRecord(string(buf[:n]))
 }
 
 // Alive reports whether the process a record names still runs.
 func (r Record) Alive() bool {
-	st, err := ProcStartTime(r.PID)
+	st, err := procfs.StartTime(r.PID)
 	return err == nil && st == r.StartTime
 }
 
 // writeRecord writes the shell's record into its directory.
 func (x *host) writeRecord() error {
-	st, err := ProcStartTime(os.Getpid())
+	st, err := procfs.StartTime(os.Getpid())
 	if err != nil {
 		return err
 	}

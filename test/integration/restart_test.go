@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/procfs"
 	"github.com/fluxgo/fluxgo/internal/testinstance"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
@@ -118,20 +119,17 @@ func (e *env) checkPrinter(id jobid.ID, code int) {
 // counted).
 func checkShellUsers(t *testing.T, state string, want map[uint32]int) {
 	t.Helper()
-	got := map[uint32]int{}
-	for _, pid := range shellPIDs(state) {
-		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			continue
-		}
-		var uid uint32
-		for _, line := range strings.Split(string(st), "\n") {
-			if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
-				n, _ := strconv.ParseUint(strings.Fields(rest)[0], 10, 32)
-				uid = uint32(n)
+	parents := map[int]bool{} // processes with a child
+	for _, pid := range procfs.PIDs() {
+		if f, err := procfs.Stat(pid); err == nil {
+			if ppid, err := strconv.Atoi(f[1]); err == nil {
+				parents[ppid] = true
 			}
 		}
-		if hasChildren(pid) {
+	}
+	got := map[uint32]int{}
+	for _, pid := range shellPIDs(state) {
+		if uid, err := procfs.UID(pid); err == nil && parents[pid] {
 			got[uid]++
 		}
 	}
@@ -141,27 +139,6 @@ func checkShellUsers(t *testing.T, state string, want map[uint32]int) {
 			return
 		}
 	}
-}
-
-// hasChildren reports whether process pid has child processes.
-func hasChildren(pid int) bool {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// the fields after the command name: state, then the parent
-		if i := strings.LastIndexByte(string(b), ')'); i > 0 {
-			if f := strings.Fields(string(b[i+1:])); len(f) > 1 && f[1] == strconv.Itoa(pid) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // guestShellScript: as the guest, ask the job-shell module for what a

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/procfs"
 	"github.com/fluxgo/fluxgo/internal/shellproc"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -39,24 +40,12 @@ func (m *manager) adopt(ctx context.Context) error {
 	}
 	for _, e := range ents {
 		name := e.Name()
-		switch {
-		case strings.HasPrefix(name, "shell-") && !strings.HasSuffix(name, ".new"):
-			// a shell of a build that kept records here (the owner's)
-			m.expectShell(filepath.Join(m.dir, name), m.owner)
-		case strings.HasPrefix(name, "u") && e.IsDir():
-			uid, err := strconv.ParseUint(name[1:], 10, 32)
-			if err != nil {
-				continue
-			}
+		if !strings.HasPrefix(name, "u") || !e.IsDir() {
+			continue
+		}
+		if uid, err := strconv.ParseUint(name[1:], 10, 32); err == nil {
 			m.adoptUserDir(uint32(uid))
 		}
-	}
-	tmp := filepath.Join(m.dir, shellproc.BrokerURIFile+".new")
-	if err := os.WriteFile(tmp, []byte(m.uri+"\n"), 0o600); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(m.dir, shellproc.BrokerURIFile)); err != nil {
-		return err
 	}
 	if len(m.expect) == 0 {
 		return nil
@@ -119,12 +108,12 @@ func (m *manager) adoptUserDir(uid uint32) {
 // expectShell reads the record at path, of a shell of uid: one still
 // running is expected back; the record of one that is not goes.
 func (m *manager) expectShell(path string, uid uint32) {
-	rec, err := readRecord(path) // users.go
+	rec, err := shellproc.ReadRecord(path)
 	if err != nil || rec.Userid != uid || !rec.Alive() {
 		os.Remove(path) // it ended without removing it (killed), or is not a record
 		return
 	}
-	if puid, err := procUID(rec.PID); err != nil || puid != uid {
+	if puid, err := procfs.UID(rec.PID); err != nil || puid != uid {
 		os.Remove(path)
 		return
 	}

@@ -130,6 +130,10 @@ func (m *manager) jobCgroups(id jobid.ID, uid uint32, payload []byte) (*shellpro
 		Jobspec json.RawMessage `json:"jobspec"`
 		R       json.RawMessage `json:"R"`
 	}
+	// most jobs have no memory limit at all: nothing to decode then
+	if m.cg.cfg.MemoryDefault == 0 && m.cg.cfg.MemoryMax == 0 && !bytes.Contains(payload, []byte(`"memory"`)) {
+		return nil, nil
+	}
 	if json.Unmarshal(payload, &req) != nil {
 		return nil, nil
 	}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/internal/procfs"
 	"github.com/fluxgo/fluxgo/internal/shellproc"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -46,7 +47,8 @@ type manager struct {
 	dir    string
 	exe    string
 	rundir string
-	owner  uint32 // the instance owner: shells of other users are guests
+	owner  uint32         // the instance owner: shells of other users are guests
+	gids   map[uint32]int // users' primary groups (users.go)
 	cg     cgroupState
 	// statedir: the instance can restart, so jobs outlive a shutdown
 	statedir bool
@@ -112,6 +114,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		shells: make(map[int]*proc),
 		byJob:  make(map[jobid.ID]*jobEntry),
 		expect: make(map[int]shellproc.Record),
+		gids:   make(map[uint32]int),
 	}
 	if err := m.configure(ctx, args); err != nil {
 		return err
@@ -270,7 +273,7 @@ func (m *manager) relayStream(r *flux.Request, e *jobEntry, id jobid.ID, method 
 		if err != nil {
 			switch {
 			case flux.ErrnoOf(err) != syscall.ENODATA:
-				if !e.ended && e.p.pid > 0 && procGone(e.p.pid) {
+				if !e.ended && e.p.pid > 0 && procfs.Gone(e.p.pid) {
 					m.orphaned(e.p, []jobid.ID{id}) // pool.go: its shell died
 				}
 				if method == "start" {

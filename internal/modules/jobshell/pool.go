@@ -10,7 +10,6 @@ package jobshell
 // idleTimeout, or sooner when more than maxIdle are idle.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,11 +19,11 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/internal/procfs"
 	"github.com/fluxgo/fluxgo/internal/shellproc"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -75,9 +74,10 @@ func (m *manager) take(uid uint32) *proc {
 		if p.uid != uid || p.busy > 0 || p.exiting {
 			continue
 		}
-		if p.ready && procGone(pid) {
-			// gone without a word (one taken back by a hello answer has
-			// no connection the module hears the end of)
+		if p.route == "" && p.ready && procfs.Gone(pid) {
+			// gone without a word: one taken back by its answer to the
+			// module's hello has no connection whose end the module hears
+			// (the others' ends it hears: their exit or disconnect)
 			delete(m.shells, pid)
 			p.exiting = true
 			m.forgetShell(p)
@@ -278,43 +278,20 @@ func (m *manager) orphaned(p *proc, ids []jobid.ID) {
 	}
 }
 
-// procGone reports whether process pid has ended (gone, or a zombie).
-func procGone(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	f := strings.Fields(string(b[i+1:]))
-	return len(f) == 0 || f[0] == "Z" || f[0] == "X"
-}
-
 // killSession kills the processes of uid in session sid (a shell's: it
 // is its session's leader, and its tasks are in it unless they left).
 func killSession(sid int, uid uint32) {
 	if sid <= 1 {
 		return
 	}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 1 {
+	for _, pid := range procfs.PIDs() {
+		if pid <= 1 {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
+		if s, err := procfs.Session(pid); err != nil || s != sid {
 			continue
 		}
-		// after the command name: state ppid pgrp session
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 4 || f[3] != strconv.Itoa(sid) {
-			continue
-		}
-		if puid, err := procUID(pid); err == nil && puid == uid {
+		if puid, err := procfs.UID(pid); err == nil && puid == uid {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}

@@ -15,17 +15,17 @@ package jobshell
 // like a record or broker.uri is ignored or replaced, never followed.
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/fluxgo/fluxgo/internal/procfs"
 	"github.com/fluxgo/fluxgo/internal/shellproc"
 )
 
@@ -48,11 +48,17 @@ func (m *manager) gidOf(uid uint32) int {
 	if uid == m.owner {
 		return os.Getegid()
 	}
-	cred, err := shellproc.UserCredential(uid)
-	if err != nil {
-		return -1
+	if gid, ok := m.gids[uid]; ok {
+		return gid
 	}
-	return int(cred.Gid)
+	gid := -1
+	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
+		if n, err := strconv.Atoi(u.Gid); err == nil {
+			gid = n
+		}
+	}
+	m.gids[uid] = gid // looked up once per user while the module runs
+	return gid
 }
 
 // tmpParent makes the directory a guest shell makes its jobs'
@@ -155,51 +161,6 @@ func (m *manager) shellLog(dir string, uid uint32) *os.File {
 	return os.NewFile(uintptr(fd), path)
 }
 
-// maxRecord bounds what is read of a shell record.
-const maxRecord = 256
-
-// readRecord reads a shell record in a user's directory: a regular file,
-// not followed if a link, and small.
-func readRecord(path string) (shellproc.Record, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return shellproc.Record{}, err
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return shellproc.Record{}, err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxRecord {
-		return shellproc.Record{}, fmt.Errorf("%s: not a shell record", path)
-	}
-	buf := make([]byte, maxRecord)
-	n, err := unix.Read(fd, buf)
-	if err != nil {
-		return shellproc.Record{}, err
-	}
-	return shellproc.ParseRecord(string(buf[:n]))
-}
-
-// procUID returns the real uid of process pid.
-func procUID(pid int) (uint32, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, err
-	}
-	for line := range bytes.Lines(b) {
-		if rest, ok := bytes.CutPrefix(line, []byte("Uid:")); ok {
-			f := strings.Fields(string(rest))
-			if len(f) == 0 {
-				break
-			}
-			n, err := strconv.ParseUint(f[0], 10, 32)
-			return uint32(n), err
-		}
-	}
-	return 0, fmt.Errorf("/proc/%d/status: no Uid", pid)
-}
-
 // shellOf checks that a hello from userid describes a shell of userid:
 // its service is the one that user's shell of that PID registers, and
 // the process runs as that user.
@@ -210,7 +171,7 @@ func shellOf(userid uint32, hmUser uint32, pid int, svc string) error {
 	if svc != shellproc.ProcessService(userid, pid) {
 		return fmt.Errorf("service %q is not that of userid %d's shell %d: %w", svc, userid, pid, syscall.EPERM)
 	}
-	uid, err := procUID(pid)
+	uid, err := procfs.UID(pid)
 	if err != nil || uid != userid {
 		return fmt.Errorf("process %d is not a shell of userid %d: %w", pid, userid, syscall.EPERM)
 	}

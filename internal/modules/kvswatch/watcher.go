@@ -140,15 +140,14 @@ type watcher struct {
 	initialSeq int  // root of the first answer (later ones must be newer)
 	responded  bool // an answer (value) went out
 	prev       []byte
-	// WATCH_APPEND: what of the value went out. An inline val grows in
-	// place (sentVal is what was sent of it), then may turn into a
-	// valref whose first blob holds the val as it was then; a valref
-	// grows by blobs (refsSent of them went out, the last lastRef). A
-	// value rewritten whole (a job shell puts again the output log the
-	// KVS may have lost in a crash) is taken if it begins with what was
-	// sent: sent bytes went out, digest is their hash.
+	// WATCH_APPEND: what of the value went out (sent bytes, digest their
+	// hash). An inline val grows in place, then may turn into a valref
+	// whose first blob holds the val as it was then; a valref grows by
+	// blobs (refsSent of them went out, the last lastRef). A value that
+	// is none of these (rewritten whole: a job shell puts again the
+	// output log the KVS may have lost in a crash) is taken if it begins
+	// with what was sent.
 	appendMode appendMode
-	sentVal    []byte
 	refsSent   int
 	lastRef    string
 	sent       int
@@ -366,12 +365,9 @@ func (wt *watcher) handleAppend(val *treeobj.Object) bool {
 		switch {
 		case wt.appendMode == appendNone:
 			wt.sendAppended(data, false)
-		case wt.appendMode == appendVal && bytes.HasPrefix(data, wt.sentVal):
-			if len(data) > len(wt.sentVal) {
-				wt.sendAppended(data[len(wt.sentVal):], false)
-			}
 		case len(data) >= wt.sent && wt.sentPrefix(data[:wt.sent]):
-			// rewritten whole, beginning with what went out
+			// grown in place, or rewritten whole beginning with what
+			// went out
 			if len(data) > wt.sent {
 				wt.sendAppended(data[wt.sent:], false)
 			}
@@ -379,7 +375,7 @@ func (wt *watcher) handleAppend(val *treeobj.Object) bool {
 			wt.fail(flux.NewError(syscall.EINVAL, "value of key watched with WATCH_APPEND overwritten"))
 			return true
 		}
-		wt.appendMode, wt.sentVal, wt.refsSent, wt.lastRef = appendVal, data, 0, ""
+		wt.appendMode, wt.refsSent, wt.lastRef = appendVal, 0, ""
 		return true
 	case treeobj.Valref:
 		n := len(val.Refs)
@@ -401,7 +397,7 @@ func (wt *watcher) handleAppend(val *treeobj.Object) bool {
 			// it all, check it begins with what went out
 			verify = wt.sent
 		}
-		wt.appendMode, wt.sentVal, wt.refsSent, wt.lastRef = appendValref, nil, n, val.Refs[n-1]
+		wt.appendMode, wt.refsSent, wt.lastRef = appendValref, n, val.Refs[n-1]
 		wt.loadRange(val.Refs[start:], verify)
 		return false
 	case treeobj.Dir, treeobj.Dirref:
