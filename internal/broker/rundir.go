@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/fluxgo/fluxgo/internal/shellproc"
+	"github.com/fluxgo/fluxgo/internal/shellrecord"
 )
 
 // RemoveRundir removes a broker's run directory, but for what running
@@ -64,6 +64,6 @@ func holdsShellRecords(dir string) bool {
 // running: one planted by a user, or left by a shell that was killed,
 // does not keep a run directory.
 func liveRecord(path string) bool {
-	rec, err := shellproc.ReadRecord(path)
+	rec, err := shellrecord.Read(path)
 	return err == nil && rec.Alive()
 }

@@ -23,14 +23,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/fluxgo/fluxgo/internal/procfs"
+	"github.com/fluxgo/fluxgo/internal/shellrecord"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -63,63 +61,17 @@ const (
 // current local URI.
 const BrokerURIFile = "broker.uri"
 
-// RecordName is the name of a shell process's record in the shell
-// directory.
-func RecordName(pid int) string { return "shell-" + strconv.Itoa(pid) }
+// A shell's record in its directory is package shellrecord's: the
+// broker's run directory cleanup reads records too, without the rest of
+// the shell.
+type Record = shellrecord.Record
 
-// Record is what a shell's record says: the process and when it started
-// (a PID the kernel gave to another process since does not match).
-type Record struct {
-	PID       int
-	StartTime uint64
-	Userid    uint32
-}
-
-// String encodes the record.
-func (r Record) String() string {
-	return fmt.Sprintf("%d %d %d\n", r.PID, r.StartTime, r.Userid)
-}
-
-// ParseRecord decodes a record.
-func ParseRecord(s string) (Record, error) {
-	var r Record
-	if _, err := fmt.Sscanf(strings.TrimSpace(s), "%d %d %d", &r.PID, &r.StartTime, &r.Userid); err != nil {
-		return r, fmt.Errorf("shell record %q: %v", strings.TrimSpace(s), err)
-	}
-	return r, nil
-}
-
-// maxRecord bounds what is read of a shell record.
-const maxRecord = 256
-
-// ReadRecord reads a shell record: a regular file, not followed if a
-// link (a user's directory may hold anything under that name), and small.
-func ReadRecord(path string) (Record, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return Record{}, err
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return Record{}, err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxRecord {
-		return Record{}, fmt.Errorf("%s: not a shell record", path)
-	}
-	buf := make([]byte, maxRecord)
-	n, err := unix.Read(fd, buf)
-	if err != nil {
-		return Record{}, err
-	}
-	return ParseRecord(string(buf[:n]))
-}
-
-// Alive reports whether the process a record names still runs.
-func (r Record) Alive() bool {
-	st, err := procfs.StartTime(r.PID)
-	return err == nil && st == r.StartTime
-}
+// RecordName, ParseRecord and ReadRecord are shellrecord's.
+var (
+	RecordName  = shellrecord.Name
+	ParseRecord = shellrecord.Parse
+	ReadRecord  = shellrecord.Read
+)
 
 // writeRecord writes the shell's record into its directory.
 func (x *host) writeRecord() error {
