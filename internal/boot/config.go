@@ -291,3 +291,22 @@ func (f *fields) unknown(known string) error {
 	sort.Strings(extra)
 	return fmt.Errorf("%w: %s: unknown key (known keys: %s)", ErrConfig, f.key(extra[0]), known)
 }
+
+// Check validates the tables boot reads ([tbon], [bootstrap]) without
+// deciding a plan: a test instance (flux start -s N), which boots its
+// brokers itself, still refuses a configuration that a real one would.
+func (c *Config) Check() error {
+	t, _, err := c.Section("tbon")
+	if err != nil {
+		return err
+	}
+	if _, err := ParseTBON(t); err != nil {
+		return err
+	}
+	bs, have, err := c.Section("bootstrap")
+	if err != nil || !have {
+		return err
+	}
+	_, err = ParseBootstrap(c, bs)
+	return err
+}

@@ -6,6 +6,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/internal/size"
 	"github.com/fluxgo/fluxgo/internal/version"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
 	"github.com/fluxgo/fluxgo/pkg/taskmap"
@@ -137,6 +139,9 @@ func (c *Config) Validate() error {
 	if len(c.Hostlist) != 0 && uint32(len(c.Hostlist)) != c.Size {
 		return fmt.Errorf("hostlist has %d hosts for %d ranks", len(c.Hostlist), c.Size)
 	}
+	if _, err := parseAccess(c.TOML); err != nil {
+		return fmt.Errorf("invalid configuration: %w", err)
+	}
 	return nil
 }
 
@@ -152,7 +157,11 @@ type Broker struct {
 	// maxUserConns bounds each guest's local connections at once
 	// (access.max-user-connections)
 	maxUserConns atomic.Int64
-	topo         topology
+	// maxUserPending bounds the bytes of a guest's messages still
+	// arriving (access.max-user-pending)
+	maxUserPending atomic.Int64
+	access         accessConfig // the [access] table
+	topo           topology
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -206,6 +215,7 @@ func New(cfg Config) (*Broker, error) {
 		shutdownC: make(chan int, 1),
 		running:   make(chan struct{}),
 	}
+	b.access, _ = parseAccess(cfg.TOML) // checked by Validate
 	b.state.Store("join")
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.coarseNow.Store(time.Now().UnixNano())
@@ -349,13 +359,25 @@ func (b *Broker) initLogAttrs() {
 	}
 	level("log-level", func(n int) (*int, *int) { return &n, nil }, func() int { l, _ := b.ring.levels(); return l })
 	level("log-stderr-level", func(n int) (*int, *int) { return nil, &n }, func() int { _, s := b.ring.levels(); return s })
-	b.maxUserConns.Store(defaultMaxUserConns)
+	b.maxUserConns.Store(cmp.Or(b.access.maxUserConns, defaultMaxUserConns))
 	b.attrs.setRuntime("access.max-user-connections", func() string { return strconv.FormatInt(b.maxUserConns.Load(), 10) }, func(v string) error {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {
 			return fmt.Errorf("invalid value %q: must be a positive integer (the local connections one guest may hold at once): %w", v, syscall.EINVAL)
 		}
 		b.maxUserConns.Store(n)
+		return nil
+	})
+	b.maxUserPending.Store(cmp.Or(b.access.maxUserPending, defaultMaxUserPending))
+	b.attrs.setRuntime("access.max-user-pending", func() string { return strconv.FormatInt(b.maxUserPending.Load(), 10) }, func(v string) error {
+		n, err := size.Parse(v)
+		if err != nil {
+			return fmt.Errorf("invalid value %q: must be a size such as 64M (the bytes of messages still arriving one guest may hold): %v: %w", v, err, syscall.EINVAL)
+		}
+		if n < 64<<10 {
+			return fmt.Errorf("invalid value %q: must be at least 64K: %w", v, syscall.EINVAL)
+		}
+		b.maxUserPending.Store(n)
 		return nil
 	})
 	b.attrs.setRuntime("log-ring-size", func() string { return strconv.Itoa(b.ring.size()) }, func(v string) error {
@@ -379,6 +401,9 @@ func attrOr(attrs map[string]string, name, def string) string {
 func (b *Broker) allowGuests() bool {
 	if v, _, err := b.attrs.get("access.allow-guest-user"); err == nil {
 		return v == "1" || v == "true"
+	}
+	if b.access.allowGuest != nil {
+		return *b.access.allowGuest
 	}
 	return b.owner == 0
 }

@@ -29,6 +29,7 @@ type localConnector struct {
 	perUID  map[uint32]int // guests' connections (accepted, not yet gone)
 	// refusedAt: when a guest's connection was last refused and logged
 	refusedAt map[uint32]time.Time
+	pending   pendingBytes // guests' messages still arriving
 	wg        sync.WaitGroup
 }
 
@@ -50,7 +51,8 @@ func listenLocal(b *Broker, path string) (*localConnector, error) {
 		ln.Close()
 		return nil, fmt.Errorf("local connector: %w", err)
 	}
-	return &localConnector{b: b, ln: ln, path: path, clients: make(map[*client]struct{}), perUID: make(map[uint32]int)}, nil
+	return &localConnector{b: b, ln: ln, path: path, clients: make(map[*client]struct{}), perUID: make(map[uint32]int),
+		pending: pendingBytes{b: b}}, nil
 }
 
 func (lc *localConnector) serve() {
@@ -144,7 +146,7 @@ func (lc *localConnector) handle(c *net.UnixConn) {
 		return
 	}
 	role := message.RoleUser | message.RoleLocal
-	if uid == b.owner {
+	if uid == b.owner || uid == 0 && b.access.allowRootOwner {
 		role = message.RoleOwner | message.RoleLocal
 	} else if !b.allowGuests() {
 		b.log.Info("local connector: refusing guest", "uid", uid)
@@ -152,7 +154,7 @@ func (lc *localConnector) handle(c *net.UnixConn) {
 		c.Close()
 		return
 	}
-	if uid != b.owner {
+	if role&message.RoleOwner == 0 {
 		if !lc.admit(uid) {
 			c.Write([]byte{byte(syscall.EUSERS)})
 			c.Close()
@@ -173,6 +175,9 @@ func (lc *localConnector) handle(c *net.UnixConn) {
 		q:       newSendQueue(),
 		touched: make(map[svcAddr]struct{}),
 		flushed: make(chan struct{}),
+	}
+	if role&message.RoleOwner == 0 {
+		cl.budget = userBudget{p: &lc.pending, uid: uid}
 	}
 	cl.q.allowInline(c)
 	lc.mu.Lock()
@@ -245,6 +250,8 @@ type client struct {
 	role  uint32
 	ident string
 	q     *sendQueue
+	// budget is a guest's share of access.max-user-pending (nil: the owner)
+	budget message.Budget
 	// flushed is closed once the writer has sent what was queued and
 	// closed the connection
 	flushed chan struct{}
@@ -308,6 +315,7 @@ const localStall = 60 * time.Second
 func (c *client) readLoop() {
 	r := message.NewReader(c.conn)
 	r.Stall = localStall
+	r.Budget = c.budget
 	corked := false
 	defer func() {
 		if corked {

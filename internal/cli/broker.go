@@ -17,6 +17,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/broker"
 	"github.com/fluxgo/fluxgo/internal/modules"
 	"github.com/fluxgo/fluxgo/internal/modules/jobmanager"
+	"github.com/fluxgo/fluxgo/internal/modules/resource"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 )
 
@@ -240,6 +241,9 @@ func loadConfig(path string) (*boot.Config, error) {
 	if err := checkConfig(conf.Table); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if err := conf.Check(); err != nil {
+		return nil, err
+	}
 	return conf, nil
 }
 
@@ -250,7 +254,11 @@ func checkConfig(table map[string]any) error {
 	if err != nil {
 		return err
 	}
-	return jobmanager.ValidateConfig(raw)
+	if err := jobmanager.ValidateConfig(raw); err != nil {
+		return err
+	}
+	_, err = resource.TableAttrs(table)
+	return err
 }
 
 // jobRundir makes the rundir of a broker started by a job without -S
@@ -278,16 +286,13 @@ func jobRundir() (string, error) {
 }
 
 // applyConfigAttrs turns configuration tables that modules read as
-// attributes into those attributes, unless -S already set them:
-// [[resource.config]] becomes resource.config (JSON).
+// attributes into those attributes, unless -S already set them: the
+// [resource] table (resource.TableAttrs; checked by checkConfig).
 func applyConfigAttrs(table map[string]any, attrs map[string]string) {
-	if res, ok := table["resource"].(map[string]any); ok {
-		if rc, ok := res["config"]; ok {
-			if _, set := attrs["resource.config"]; !set {
-				if b, err := json.Marshal(rc); err == nil {
-					attrs["resource.config"] = string(b)
-				}
-			}
+	res, _ := resource.TableAttrs(table)
+	for k, v := range res {
+		if _, set := attrs[k]; !set {
+			attrs[k] = v
 		}
 	}
 }

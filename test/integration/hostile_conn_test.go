@@ -2,8 +2,11 @@ package integration
 
 import (
 	"encoding/binary"
+	"encoding/hex"
+	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -168,5 +171,115 @@ func TestGuestConnectionLimit(t *testing.T) {
 	}
 	if got := e.must("dmesg"); !strings.Contains(got, "access.max-user-connections") {
 		t.Errorf("no log line says why the guest was refused")
+	}
+}
+
+// guestPendingScript opens 20 raw connections as the guest, each
+// declaring a 256 MiB message and sending 1 MiB of it, and reports how
+// many the broker dropped (waiting up to 30 s for at least 15); then it
+// sends one whole 3 MiB message on a new connection.
+const guestPendingScript = `
+import os, select, socket, struct, sys, time, flux
+path = os.environ["FLUX_URI"][len("local://"):]
+socks, dropped = [], 0
+hdr = struct.pack("<I", 0xffee0012) + struct.pack(">I", 256 << 20)
+for i in range(20):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    assert s.recv(1) == b"\0"
+    try:
+        s.sendall(hdr + bytes(1 << 20))
+        socks.append(s)
+    except OSError:
+        dropped += 1
+        s.close()
+deadline = time.time() + 30
+while dropped < 15 and socks and time.time() < deadline:
+    r, _, _ = select.select(socks, [], [], 1)
+    for s in r:
+        try:
+            if s.recv(1) == b"":
+                raise OSError()
+        except OSError:
+            dropped += 1
+            socks.remove(s)
+            s.close()
+print("dropped", ">=15" if dropped >= 15 else dropped, "kept", ">=1" if socks else 0)
+for s in socks:
+    s.close()
+h = flux.Flux()
+print("ping", len(h.rpc("broker.ping", {"pad": "x" * (3 << 20)}).get()["pad"]))
+`
+
+// TestGuestPendingLimit: a guest's half-received messages together hold
+// at most access.max-user-pending: past it the broker drops the
+// connection that asked for more (and says why), keeps the others, and
+// once they are gone the guest's large messages go through again.
+func TestGuestPendingLimit(t *testing.T) {
+	e := start(t)
+	if !canRunAsGuest(e) {
+		t.Skip("needs root, to run a client as another user")
+	}
+	e.fail("must be at least 64K", "setattr", "access.max-user-pending", "1K")
+	e.fail("must be a size", "setattr", "access.max-user-pending", "lots")
+	e.must("setattr", "access.max-user-pending", "4M")
+	out, err := guestPython(e, guestPendingScript)
+	want := "dropped >=15 kept >=1\nping 3145728"
+	if err != nil || strings.TrimSpace(string(out)) != want {
+		t.Fatalf("guest pending messages: %v\n%s\nwant %q", err, out, want)
+	}
+	if got := e.must("dmesg"); !strings.Contains(got, "access.max-user-pending") {
+		t.Errorf("no log line says why the guest's connection was dropped")
+	}
+}
+
+// TestHostileFramesBroker: each malformed stream of the codec's hostile
+// corpus (pkg/flux/message/testdata/hostile), sent to a running broker
+// on its own connection, makes the broker drop that connection (the
+// client's end of the stream closed after it), and the broker goes on
+// answering.
+func TestHostileFramesBroker(t *testing.T) {
+	files, _ := filepath.Glob("../../pkg/flux/message/testdata/hostile/*.hex")
+	if len(files) == 0 {
+		t.Fatal("no hostile frames")
+	}
+	e := start(t)
+	path := strings.TrimPrefix(e.inst.URI, "local://")
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var digits strings.Builder
+		for _, line := range strings.Split(string(data), "\n") {
+			if !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "want:") {
+				digits.WriteString(strings.TrimSpace(line))
+			}
+		}
+		raw, err := hex.DecodeString(digits.String())
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var auth [1]byte
+		if _, err := io.ReadFull(c, auth[:]); err != nil || auth[0] != 0 {
+			t.Fatalf("auth byte %d: %v", auth[0], err)
+		}
+		c.Write(raw)
+		c.CloseWrite()
+		c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		rest, err := io.ReadAll(c)
+		c.Close()
+		if err != nil {
+			t.Errorf("%s: the broker did not drop the connection: %v", filepath.Base(file), err)
+		} else if len(rest) != 0 {
+			t.Errorf("%s: the broker answered %d bytes to a malformed stream", filepath.Base(file), len(rest))
+		}
+		if got := e.must("getattr", "rank"); got != "0" {
+			t.Fatalf("after %s: getattr rank %q", filepath.Base(file), got)
+		}
 	}
 }

@@ -24,7 +24,7 @@ var ErrConfig = errors.New("resource configuration error")
 
 // Config is the resource module's configuration, read from broker
 // attributes (flux start -S NAME=VALUE; the instance's TOML [resource]
-// table will be wired to the same names):
+// table sets the same names, see TableAttrs):
 //
 //	resource.config        a JSON array of [[resource.config]] entries
 //	resource.config-file   a TOML file holding [[resource.config]] tables
@@ -34,6 +34,8 @@ var ErrConfig = errors.New("resource configuration error")
 //	                       from, instead of /sys
 //	resource.exclude       ranks (idset) or hosts (hostlist) withheld
 //	                       from scheduling
+//	resource.scheduling    a JSON file: R's "scheduling" key (for a
+//	                       scheduler that reads one)
 //	resource.monitor-force-up  "1"/"true": every rank is up whether or
 //	                       not its broker runs (fake inventories in test)
 //	resource.discover-timeout  FSD; how long rank 0 waits for every rank
@@ -49,6 +51,7 @@ type Config struct {
 	Path            string
 	HwlocXML        string
 	Exclude         string
+	Scheduling      string // a file whose JSON becomes R's scheduling key
 	ForceUp         bool
 	DiscoverTimeout time.Duration
 	// ParentURI and JobID (attributes parent-uri and jobid) locate the
@@ -112,6 +115,7 @@ func loadConfig(ctx context.Context, h *flux.Handle, args []string) (*Config, er
 		c.Exclude = v
 	}
 	c.HwlocXML = attr("resource.hwloc-xml")
+	c.Scheduling = attr("resource.scheduling")
 	c.ParentURI = attr("parent-uri")
 	c.JobID = attr("jobid")
 	if v := attr("resource.monitor-force-up"); v != "" {
@@ -322,6 +326,19 @@ func readRFile(path string) (*rset.R, error) {
 		return nil, fmt.Errorf("%w: resource.path %s: %v", ErrConfig, path, err)
 	}
 	return r, nil
+}
+
+// setScheduling puts the JSON in file path into R's scheduling key
+// (resource.scheduling).
+func setScheduling(R *rset.R, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("%w: resource.scheduling: %v", ErrConfig, err)
+	}
+	if err := R.SetScheduling(data); err != nil {
+		return fmt.Errorf("%w: resource.scheduling %s: %v", ErrConfig, path, err)
+	}
+	return nil
 }
 
 // excludeRanks resolves resource.exclude (an idset of ranks or a

@@ -205,6 +205,11 @@ func (inv *inventory) define(R *rset.R, method string) error {
 	if err != nil {
 		return err
 	}
+	if inv.cfg.Scheduling != "" && method != methodJob {
+		if err := setScheduling(R, inv.cfg.Scheduling); err != nil {
+			return err
+		}
+	}
 	inv.R, inv.method, inv.ranks, inv.exclude = R, method, R.Ranks(), exclude
 	for rank := range inv.drained {
 		if !inv.ranks.Contains(rank) || exclude.Contains(rank) {

@@ -23,6 +23,10 @@ const (
 	StreamMagic = 0xffee0012
 	// MaxSize bounds one encoded message read from a stream.
 	MaxSize = 1 << 30
+	// MaxRoutes bounds a message's route stack (the hops it has made:
+	// a client, the brokers of one instance's tree, a few modules),
+	// and with it the frames a message may have.
+	MaxRoutes = 256
 )
 
 // EncodedSize returns the number of bytes Encode will produce for m.
@@ -117,6 +121,9 @@ func Decode(b []byte) (*Message, error) {
 		}
 		if n < 0 || n > len(b)-off {
 			return nil, fmt.Errorf("%w: frame of %d bytes overruns message at byte %d", ErrProto, n, off)
+		}
+		if len(frames) == MaxRoutes+4 { // routes, delimiter, topic, payload, header
+			return nil, fmt.Errorf("%w: more than %d frames (a route stack of at most %d hops)", ErrProto, MaxRoutes+4, MaxRoutes)
 		}
 		frames = append(frames, span{off, off + n})
 		off += n
@@ -219,6 +226,20 @@ type Reader struct {
 	// Stall bounds how long a message larger than readChunk may take to
 	// arrive between two reads (0: no bound); past it Read fails.
 	Stall time.Duration
+	// Budget, when set, is charged for the buffer of a message larger
+	// than readChunk while it arrives (and refunded once it has, or the
+	// read failed): several Readers sharing one Budget bound together
+	// what their half-received messages hold.
+	Budget Budget
+}
+
+// Budget is memory shared by Readers for messages still arriving.
+type Budget interface {
+	// Take reserves n more bytes, or says why it cannot; the read then
+	// fails with that error.
+	Take(n int) error
+	// Give returns n bytes taken before.
+	Give(n int)
 }
 
 // deadliner is a connection with read deadlines (net.Conn).
@@ -277,13 +298,34 @@ func (r *Reader) Read() (*Message, error) {
 // readLarge reads a message body of n bytes into a buffer that grows as
 // the bytes arrive, each read bounded by Stall.
 func (r *Reader) readLarge(n int) ([]byte, error) {
-	buf := make([]byte, 0, readChunk)
 	if r.dl != nil && r.Stall > 0 {
 		defer r.dl.SetReadDeadline(time.Time{})
 	}
+	taken := 0
+	if r.Budget != nil {
+		defer func() { r.Budget.Give(taken) }()
+	}
+	grow := func(k int) error {
+		if r.Budget == nil {
+			return nil
+		}
+		if err := r.Budget.Take(k); err != nil {
+			return fmt.Errorf("message of %d bytes, %d arrived: %w", n, taken, err)
+		}
+		taken += k
+		return nil
+	}
+	if err := grow(readChunk); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 0, readChunk)
 	for len(buf) < n {
 		if len(buf) == cap(buf) {
-			buf = append(buf, make([]byte, min(cap(buf), n-len(buf)))...)[:len(buf)]
+			k := min(cap(buf), n-len(buf))
+			if err := grow(k); err != nil {
+				return nil, err
+			}
+			buf = append(buf, make([]byte, k)...)[:len(buf)]
 		}
 		if r.dl != nil && r.Stall > 0 && r.r.Buffered() == 0 {
 			r.dl.SetReadDeadline(time.Now().Add(r.Stall))

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -64,5 +65,57 @@ func TestReaderLarge(t *testing.T) {
 	}
 	if got.Topic != m.Topic || string(got.Payload) != string(m.Payload) {
 		t.Fatalf("message changed on the way: topic %q, %d payload bytes", got.Topic, len(got.Payload))
+	}
+}
+
+// testBudget is a Budget with a fixed size.
+type testBudget struct{ left, most int }
+
+func (b *testBudget) Take(n int) error {
+	if n > b.left {
+		return errors.New("over budget")
+	}
+	b.left -= n
+	return nil
+}
+
+func (b *testBudget) Give(n int) { b.left += n }
+
+// TestReaderBudget: a large message is charged to the Reader's budget as
+// its buffer grows, fails the Read when the budget runs out, and is
+// refunded either way.
+func TestReaderBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		budget  int
+		payload int
+		fail    bool
+	}{
+		{"fits", 8 << 20, 3 << 20, false},
+		{"too large", 1 << 20, 3 << 20, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := net.Pipe()
+			defer a.Close()
+			defer b.Close()
+			m := &Message{Type: Request}
+			m.SetTopic("x.y")
+			m.SetPayload(make([]byte, tc.payload))
+			go func() { b.Write(AppendFramed(nil, m)) }()
+			bud := &testBudget{left: tc.budget}
+			r := NewReader(a)
+			r.Budget = bud
+			got, err := r.Read()
+			if tc.fail {
+				if err == nil || !strings.Contains(err.Error(), "over budget") {
+					t.Fatalf("Read past the budget: %v, want over budget", err)
+				}
+			} else if err != nil || len(got.Payload) != tc.payload {
+				t.Fatalf("Read within the budget: %v", err)
+			}
+			if bud.left != tc.budget {
+				t.Fatalf("budget left %d after the read, want all %d back", bud.left, tc.budget)
+			}
+		})
 	}
 }
