@@ -15,6 +15,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // testInstance runs size brokers in this process, wired like flux start
@@ -350,24 +351,37 @@ func TestModulePanic(t *testing.T) {
 
 type attachModule struct{}
 
+// testAttachment stands for the member "n" of a payload; with n < 0 it
+// has no wire form.
+type testAttachment int
+
+func (a testAttachment) Payload(partial []byte) ([]byte, error) {
+	if a < 0 {
+		return nil, errors.New("test attachment without a wire form")
+	}
+	return jsonwire.WithMember(partial, "n", []byte(strconv.Itoa(int(a))))
+}
+
 func (attachModule) Name() string { return "attach" }
 func (attachModule) Run(ctx context.Context, h *flux.Handle, args []string) error {
-	h.HandleFunc("attach.only", func(r *flux.Request) { r.RespondAttached(nil, "decoded") })
-	h.HandleFunc("attach.both", func(r *flux.Request) { r.RespondAttached([]byte(`{"n":1}`), "decoded") })
+	h.HandleFunc("attach.only", func(r *flux.Request) { r.RespondAttached(nil, testAttachment(2)) })
+	h.HandleFunc("attach.both", func(r *flux.Request) { r.RespondAttached([]byte(`{"m":1}`), testAttachment(3)) })
+	h.HandleFunc("attach.nowire", func(r *flux.Request) { r.RespondAttached(nil, testAttachment(-1)) })
 	return h.Serve(ctx)
 }
 
-// TestAttachmentOnlyResponseLeavingBroker: a response whose content is
-// all in its in-process companion reaches a client on the local socket,
-// or another rank, as an EPROTO error naming the topic, not as an empty
-// success; one with a payload too arrives as that payload.
-func TestAttachmentOnlyResponseLeavingBroker(t *testing.T) {
+// TestAttachmentLeavingBroker: a response with an in-process companion
+// reaches a client on the local socket, or another rank, with the
+// payload the companion stands for (merged with the payload sent beside
+// it); one whose companion has no wire form arrives as an EPROTO error
+// naming the topic, not as an empty success.
+func TestAttachmentLeavingBroker(t *testing.T) {
 	reg := module.NewRegistry()
 	reg.Register("attach", func() module.Module { return attachModule{} })
 	ti := startInProcess(t, 2, 2, reg, []ModuleSpec{{Name: "attach", Ranks: "0"}})
 	for _, rank := range []int{0, 1} {
 		h := ti.handle(rank)
-		var got struct{ N int }
+		var got struct{ M, N int }
 		for {
 			err := h.Call(ctx(t), "attach.both", 0, nil, &got)
 			if err == nil {
@@ -376,14 +390,18 @@ func TestAttachmentOnlyResponseLeavingBroker(t *testing.T) {
 			if !errors.Is(err, syscall.ENOSYS) {
 				t.Fatal(err)
 			}
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // the module is loading
 		}
-		if got.N != 1 {
-			t.Fatalf("rank %d: attach.both payload %+v", rank, got)
+		if got.M != 1 || got.N != 3 {
+			t.Fatalf("rank %d: attach.both payload %+v, want m 1 and n 3", rank, got)
 		}
-		err := h.Call(ctx(t), "attach.only", 0, nil, nil)
-		if !errors.Is(err, syscall.EPROTO) || !strings.Contains(err.Error(), "attach.only") {
-			t.Fatalf("rank %d: attach.only from outside the broker: %v, want EPROTO naming the topic", rank, err)
+		got.M, got.N = 0, 0
+		if err := h.Call(ctx(t), "attach.only", 0, nil, &got); err != nil || got.N != 2 {
+			t.Fatalf("rank %d: attach.only: %+v %v, want n 2", rank, got, err)
+		}
+		err := h.Call(ctx(t), "attach.nowire", 0, nil, nil)
+		if !errors.Is(err, syscall.EPROTO) || !strings.Contains(err.Error(), "attach.nowire") {
+			t.Fatalf("rank %d: attach.nowire from outside the broker: %v, want EPROTO naming the topic", rank, err)
 		}
 	}
 }

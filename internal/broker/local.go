@@ -172,7 +172,7 @@ func (lc *localConnector) handle(c *net.UnixConn) {
 		uid:     uid,
 		role:    role,
 		ident:   newClientID(),
-		q:       newSendQueue(),
+		q:       newSendQueue(b.refuseDetached),
 		touched: make(map[svcAddr]struct{}),
 		flushed: make(chan struct{}),
 	}

@@ -304,7 +304,7 @@ func (o *overlay) acceptChild(c net.Conn) {
 		c.Close()
 		return
 	}
-	l := &link{o: o, conn: c, q: newSendQueue(), rank: rank, pk: peerChild,
+	l := &link{o: o, conn: c, q: newSendQueue(b.refuseDetached), rank: rank, pk: peerChild,
 		ident: strconv.FormatUint(uint64(rank), 10), inflight: make(map[inflightID]*message.Message)}
 	l.lastRecv.Store(time.Now().UnixNano())
 	l.q.allowInline(c)
@@ -417,7 +417,7 @@ func (o *overlay) connectParent(uri string) error {
 	prank, _ := b.topo.parent(b.rank)
 	// Route ids on the overlay are ranks: a request from the parent
 	// carries its rank, as one from a child carries the child's.
-	l := &link{o: o, conn: c, q: newSendQueue(), rank: prank, pk: peerParent, ident: strconv.FormatUint(uint64(prank), 10),
+	l := &link{o: o, conn: c, q: newSendQueue(b.refuseDetached), rank: prank, pk: peerParent, ident: strconv.FormatUint(uint64(prank), 10),
 		inflight: make(map[inflightID]*message.Message)}
 	l.lastRecv.Store(time.Now().UnixNano())
 	l.q.allowInline(c)

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bufio"
+	"fmt"
 	"net"
 	"slices"
 	"sync"
@@ -29,10 +30,13 @@ type sendQueue struct {
 	inline syscall.RawConn // set to allow inline writes
 	buf    []byte          // inline encode buffer, used while busy
 	corked bool            // hold messages: a burst is being routed
+	// refuse answers a request whose attachment has no wire form, which
+	// the queue does not send (see detach)
+	refuse func(req *message.Message, err error)
 }
 
-func newSendQueue() *sendQueue {
-	return &sendQueue{notify: make(chan struct{}, 1)}
+func newSendQueue(refuse func(req *message.Message, err error)) *sendQueue {
+	return &sendQueue{notify: make(chan struct{}, 1), refuse: refuse}
 }
 
 // allowInline lets push write directly to c when the queue is idle (only
@@ -82,8 +86,15 @@ func (q *sendQueue) wake() {
 
 // push queues m; it reports false once the queue is closed.
 func (q *sendQueue) push(m *message.Message) bool {
-	if m.Attached != nil && len(m.Payload) == 0 && m.Type == message.Response && m.Errnum == 0 {
-		m = attachmentOnly(m)
+	if m.Attached != nil {
+		d, err := detach(m)
+		if err != nil && m.Type == message.Request {
+			if q.refuse != nil {
+				go q.refuse(m, err) // not under the caller's routing
+			}
+			return true
+		}
+		m = d
 	}
 	q.mu.Lock()
 	if q.closed {
@@ -106,16 +117,25 @@ func (q *sendQueue) push(m *message.Message) bool {
 	return true
 }
 
-// attachmentOnly returns the error a peer gets instead of a response
-// whose content is all in its in-process companion (message.Attached,
-// as the job manager's journal sends to modules that ask "attached"):
-// encoded, it would arrive as an empty success.
-func attachmentOnly(m *message.Message) *message.Message {
+// detach returns the message a peer in another process gets for m,
+// which carries an in-process attachment (message.Attached): a copy with
+// the payload the attachment stands for, and no attachment. A response
+// whose attachment has no wire form becomes an EPROTO error saying so;
+// for a request the error is returned.
+func detach(m *message.Message) (*message.Message, error) {
 	e := *m
 	e.Attached = nil
-	e.Errnum = uint32(syscall.EPROTO)
-	e.SetString(m.Topic + ": this response is only for modules of the broker (asked \"attached\" from outside it)")
-	return &e
+	p, err := m.Attached.Payload(m.Payload)
+	if err != nil {
+		if m.Type == message.Request {
+			return nil, err
+		}
+		e.Errnum = uint32(syscall.EPROTO)
+		e.SetString(fmt.Sprintf("%s: this response has no wire form: %v", m.Topic, err))
+		return &e, nil
+	}
+	e.SetPayload(p)
+	return &e, nil
 }
 
 // cork holds pushed messages in the queue until uncork, so the replies
@@ -245,4 +265,10 @@ func (q *sendQueue) writeLoop(c net.Conn) error {
 // setWriteDeadline bounds how long a final flush may take on shutdown.
 func setWriteDeadline(c net.Conn, d time.Duration) {
 	_ = c.SetWriteDeadline(time.Now().Add(d))
+}
+
+// refuseDetached answers a request that could not leave the broker
+// because its attachment has no wire form.
+func (b *Broker) refuseDetached(req *message.Message, err error) {
+	b.router.respondError(req, syscall.EPROTO, fmt.Sprintf("%s: %v", req.Topic, err))
 }

@@ -1,6 +1,12 @@
 package wire
 
-import "github.com/fluxgo/fluxgo/pkg/jobspec"
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
+)
 
 // SubmitAttachment is what job-ingest attaches to a job-manager.submit
 // request made inside the broker (message.Attached): the jobspecs it
@@ -26,3 +32,54 @@ type SubmitAttachment struct {
 // SubmitRecord names the blobs of a job's J and jobspec, already in the
 // content store.
 type SubmitRecord struct{ J, Jobspec string }
+
+// Payload returns the request's payload with each job's jobspec back in
+// its "jobspec" member, flux-core's job-manager.submit (a
+// message.Attachment). A request with Records has no wire form: its jobs
+// are not in the KVS, and a job manager elsewhere could not record them.
+func (a *SubmitAttachment) Payload(partial []byte) ([]byte, error) {
+	if a.Records != nil {
+		return nil, fmt.Errorf("job-manager.submit: jobs to record (attached records) cannot leave the broker")
+	}
+	b := []byte{'{'}
+	n := 0
+	err := jsonwire.Object(bytes.TrimSuffix(partial, []byte{0}), func(key, val []byte) error {
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = jsonwire.AppendString(b, string(key))
+		b = append(b, ':')
+		if string(key) != "jobs" {
+			b = append(b, val...)
+			return nil
+		}
+		b = append(b, '[')
+		defer func() { b = append(b, ']') }()
+		return jsonwire.Array(val, func(job []byte) error {
+			if n >= len(a.Raw) {
+				return fmt.Errorf("more jobs than the %d jobspecs attached", len(a.Raw))
+			}
+			if n > 0 {
+				b = append(b, ',')
+			}
+			if _, has, err := jsonwire.Member(job, "jobspec"); err != nil {
+				return err
+			} else if !has {
+				var err error
+				if job, err = jsonwire.WithMember(job, "jobspec", a.Raw[n]); err != nil {
+					return err
+				}
+			}
+			b = append(b, job...)
+			n++
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("job-manager.submit: %w", err)
+	}
+	if n != len(a.Raw) {
+		return nil, fmt.Errorf("job-manager.submit: %d jobs for the %d jobspecs attached", n, len(a.Raw))
+	}
+	return append(b, '}', 0), nil
+}

@@ -151,10 +151,10 @@ func (r *Request) Respond(v any) error {
 func (r *Request) RespondRaw(p []byte) error { return r.RespondAttached(p, nil) }
 
 // RespondAttached sends a response with raw payload p (may be nil) and
-// an in-process companion att (message.Attached; nil: none): a
-// companion only for a requestor in this broker that asked for it,
-// since it is lost on a socket.
-func (r *Request) RespondAttached(p []byte, att any) error {
+// an in-process companion att (message.Attached; nil: none), for a
+// requestor in this broker that asked for it: one over a socket gets
+// the payload att stands for.
+func (r *Request) RespondAttached(p []byte, att message.Attachment) error {
 	if r.Msg.NoResponse() {
 		return nil
 	}

@@ -223,3 +223,25 @@ func TestAppendPlainString(t *testing.T) {
 		}
 	}
 }
+
+// TestWithMember: a member is added last, to empty and non-empty
+// objects, with a payload's NUL kept; what is not an object is refused.
+func TestWithMember(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{``, `{"k":[1]}`},
+		{`{}`, `{"k":[1]}`},
+		{" { } \n", ` { "k":[1]}`},
+		{`{"a":1}`, `{"a":1,"k":[1]}`},
+		{"{\"a\":1}\x00", "{\"a\":1,\"k\":[1]}\x00"},
+	} {
+		got, err := WithMember([]byte(tc.in), "k", []byte(`[1]`))
+		if err != nil || string(got) != tc.want {
+			t.Errorf("WithMember(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{`[]`, `{"a":}`, `{"a":1} x`, `"s"`} {
+		if got, err := WithMember([]byte(bad), "k", []byte(`1`)); err == nil {
+			t.Errorf("WithMember(%q) = %q, want an error", bad, got)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package jsonwire
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -119,3 +120,40 @@ func appendEscaped(dst []byte, c byte) []byte {
 	}
 	return append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 }
+
+// WithMember returns a copy of the JSON object obj with the member
+// key:val added last (val is JSON text): how an in-process attachment
+// puts back the member its sender left out of a payload. A trailing NUL
+// (a Flux JSON payload's terminator) is kept; an empty obj is {}.
+func WithMember(obj []byte, key string, val []byte) ([]byte, error) {
+	nul := len(obj) > 0 && obj[len(obj)-1] == 0
+	if nul {
+		obj = obj[:len(obj)-1]
+	}
+	end := len(obj)
+	for end > 0 && isSpace(obj[end-1]) {
+		end--
+	}
+	if end == 0 {
+		obj, end = []byte("{}"), 2
+	}
+	empty := true
+	if err := Object(obj, func(_, _ []byte) error { empty = false; return nil }); err != nil {
+		return nil, fmt.Errorf("adding %q: %w", key, err)
+	}
+	b := make([]byte, 0, end+len(key)+len(val)+5)
+	b = append(b, obj[:end-1]...)
+	if !empty {
+		b = append(b, ',')
+	}
+	b = AppendString(b, key)
+	b = append(b, ':')
+	b = append(b, val...)
+	b = append(b, '}')
+	if nul {
+		b = append(b, 0)
+	}
+	return b, nil
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -20,7 +20,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/kvsbatch"
 	"github.com/fluxgo/fluxgo/internal/memo"
 	"github.com/fluxgo/fluxgo/internal/module"
-	"github.com/fluxgo/fluxgo/internal/sched"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
@@ -329,11 +329,11 @@ func (x *executor) handleStart(r *flux.Request) {
 
 // prepareStart checks a start request and fills in its jobspec.
 func (x *executor) prepareStart(r *flux.Request, req *startRequest) error {
-	if js, ok := r.Msg.Attached.(sched.AttachedJobspec); ok && req.Jobspec == nil {
+	if js, ok := r.Msg.Attached.(wire.AttachedJobspec); ok && req.Jobspec == nil {
 		req.Jobspec = json.RawMessage(js) // from the job manager, in-process
 	}
 	if req.Jobspec == nil {
-		return flux.NewError(syscall.EPROTO, "job-exec.start: no jobspec (an attached one does not cross a socket)")
+		return flux.NewError(syscall.EPROTO, "job-exec.start: no jobspec")
 	}
 	if !r.IsOwner() {
 		return flux.NewError(syscall.EPERM, "job-exec.start is for the job manager only")

@@ -6,7 +6,7 @@ import (
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
-	"github.com/fluxgo/fluxgo/internal/sched"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/message"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -22,7 +22,7 @@ type execClient struct {
 	route   string
 	// attached: the executor said at exec-hello that it runs in this
 	// broker and takes start requests' jobspecs attached
-	// (sched.AttachedJobspec); any other gets them in the payload
+	// (wire.AttachedJobspec); any other gets them in the payload
 	attached bool
 	futures  map[jobid.ID]*flux.Future
 }
@@ -105,7 +105,7 @@ func (e *execClient) send(j *job, reattach bool) {
 	req := message.NewRequest(e.topic, flux.NodeidAny, nil)
 	req.SetJSONBuffer(b)
 	if e.attached {
-		req.Attached = sched.AttachedJobspec(j.Raw)
+		req.Attached = wire.AttachedJobspec(j.Raw)
 	}
 	f, err := m.h.SendRequest(req, flux.Streaming)
 	if err != nil {

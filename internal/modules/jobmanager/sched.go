@@ -7,7 +7,7 @@ import (
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
-	"github.com/fluxgo/fluxgo/internal/sched"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/message"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -32,7 +32,7 @@ type schedClient struct {
 	limit int    // 0 = unlimited
 	// attached: the scheduler said at sched-ready that it runs in this
 	// broker and takes alloc requests' jobspecs attached
-	// (sched.AttachedJobspec); any other gets them in the payload
+	// (wire.AttachedJobspec); any other gets them in the payload
 	attached    bool
 	outstanding int
 	queue       jobQueue
@@ -122,7 +122,7 @@ func (s *schedClient) sendAlloc(j *job) {
 	req := message.NewRequest("sched.alloc", flux.NodeidAny, nil)
 	req.SetJSONBuffer(b)
 	if s.attached {
-		req.Attached = sched.AttachedJobspec(j.Raw)
+		req.Attached = wire.AttachedJobspec(j.Raw)
 	}
 	f, err := s.m.h.SendRequest(req, flux.Streaming)
 	if err != nil {

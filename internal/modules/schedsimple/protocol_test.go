@@ -12,7 +12,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/broker/brokertest"
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/modules/resource"
-	"github.com/fluxgo/fluxgo/internal/sched"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 	"github.com/fluxgo/fluxgo/pkg/rset"
@@ -179,7 +179,7 @@ func TestDecodeAllocRequest(t *testing.T) {
 		}
 	}
 	// the job manager's in-process form: the jobspec attached
-	req, err = decodeAllocRequest([]byte(`{"id":1,"priority":16,"userid":0,"t_submit":1}`), sched.AttachedJobspec(`{"x":1}`))
+	req, err = decodeAllocRequest([]byte(`{"id":1,"priority":16,"userid":0,"t_submit":1}`), wire.AttachedJobspec(`{"x":1}`))
 	if err != nil || string(req.Jobspec) != `{"x":1}` {
 		t.Fatalf("attached jobspec: %+v %v", req, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"log/slog"
 	"math"
 	"strconv"
@@ -434,7 +435,7 @@ func (s *scheduler) alloc(r *flux.Request) {
 		r.Errorf(syscall.EPERM, "sched.alloc is only for the instance owner")
 		return
 	}
-	attached, _ := r.Msg.Attached.(sched.AttachedJobspec)
+	attached, _ := r.Msg.Attached.(wire.AttachedJobspec)
 	req, err := decodeAllocRequest(r.Msg.JSON(), attached)
 	if err != nil {
 		r.Errorf(syscall.EPROTO, "sched.alloc: %v", err)

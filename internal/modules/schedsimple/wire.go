@@ -3,7 +3,7 @@ package schedsimple
 import (
 	"fmt"
 
-	"github.com/fluxgo/fluxgo/internal/sched"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
@@ -27,8 +27,8 @@ type allocRequest struct {
 }
 
 // A request made inside the broker may carry its jobspec attached
-// instead (sched.AttachedJobspec).
-func decodeAllocRequest(p []byte, attached sched.AttachedJobspec) (allocRequest, error) {
+// instead (wire.AttachedJobspec).
+func decodeAllocRequest(p []byte, attached wire.AttachedJobspec) (allocRequest, error) {
 	var req allocRequest
 	var seen int
 	if attached != nil {

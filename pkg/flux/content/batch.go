@@ -118,12 +118,29 @@ func BatchResult(m *flux.Message, err error, n int) ([][]byte, error) {
 // receiver may keep them, and the sender must not change them. Digests,
 // when set, are the blobs' digests under the instance's hash, which the
 // sender computed already (to name them): the receiver does not hash
-// them again. An attachment is lost when a request leaves the broker;
-// the receiver then finds no blob and answers no digest, which the
-// sender takes as an error.
+// them again. A request that leaves the broker carries the blobs as a
+// batch payload instead (Payload), and the receiver hashes them.
 type Blobs struct {
 	Data    [][]byte
 	Digests [][]byte // nil, or one per blob
+}
+
+// Payload returns the blobs as a store-batch request payload (a
+// message.Attachment: the request had no payload beside them).
+func (b Blobs) Payload(partial []byte) ([]byte, error) {
+	if len(partial) != 0 {
+		return nil, fmt.Errorf("store-batch: %d bytes of payload beside attached blobs: %w", len(partial), syscall.EPROTO)
+	}
+	var batch Batch
+	n := 0
+	for _, blob := range b.Data {
+		n += Cost(blob)
+	}
+	batch.Grow(n)
+	for _, blob := range b.Data {
+		batch.Add(blob)
+	}
+	return batch.payload, nil
 }
 
 // RequestBlobs returns the blobs of a store-batch request: attached ones,

@@ -13,14 +13,19 @@ import (
 // module of the broker (message.Attached), in place of the payload's
 // "ops" array: the values go to the KVS module as they are, neither
 // base64-encoded into JSON by the writer nor scanned back out of it by
-// the KVS. Attachments do not cross processes, and the payload has no
-// ops, so a request that leaves the broker is refused (EPROTO) rather
-// than committed empty.
+// the KVS. A request that leaves the broker carries them in the
+// payload's "ops" instead (Payload).
 type AttachedOps []Op
 
 // Encode returns the operations as a commit payload's "ops" array: what
 // a KVS module relaying an attached commit to another broker sends.
 func (a AttachedOps) Encode() json.RawMessage { return appendOps(nil, a) }
+
+// Payload returns the commit payload with the operations in its "ops"
+// (a message.Attachment).
+func (a AttachedOps) Payload(partial []byte) ([]byte, error) {
+	return jsonwire.WithMember(partial, "ops", a.Encode())
+}
 
 // CommitAttached is CommitAsync for modules of the broker: the
 // operations travel attached to the request. t must not change until

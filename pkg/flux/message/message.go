@@ -96,14 +96,26 @@ type Message struct {
 	// Attached is an in-process companion of the payload, for modules of
 	// one broker: the sender may hand over what it already decoded from
 	// the payload (job-ingest's parsed jobspecs) so the receiver need
-	// not decode it again. It is never encoded, so it is lost between
-	// processes: a receiver must treat it as an optional hint and fall
-	// back to the payload. (A response with no payload but an attachment
-	// leaves a broker as an EPROTO error: see the broker's sendQueue.)
-	Attached any
+	// not decode it again, and leave that part out of the payload. It is
+	// never encoded: a message leaving the process gets the payload it
+	// stands for instead (Attachment.Payload), so a receiver over a
+	// socket sees what a receiver in the broker does.
+	Attached Attachment
 	// route0 holds the first hop without an allocation (most requests
 	// are routed once, from a module or a local client).
 	route0 [1]string
+}
+
+// Attachment is the in-process form of a message's payload, or of the
+// part of it the sender left out. Each protocol that has one defines one
+// attachment type, beside the types of its payload, and so says what the
+// attachment stands for on the wire.
+type Attachment interface {
+	// Payload returns the whole payload of a message whose payload is
+	// partial (what the sender wrote beside the attachment; may be
+	// empty): what a receiver in another process gets. An attachment
+	// that has no wire form says so with an error.
+	Payload(partial []byte) ([]byte, error)
 }
 
 // New returns a message of type t with topic set and unknown credentials.
