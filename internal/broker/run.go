@@ -82,26 +82,46 @@ func (b *Broker) Run() (int, error) {
 	}
 	// A module that fails while it starts (a bad configuration value,
 	// say) stops the broker, naming it: an instance without it would
-	// look up and never run a job.
-	for _, name := range loaded {
-		for {
-			ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
-			err := b.modules.waitStarted(ctx, name)
-			cancel()
-			if err == nil {
-				break
-			}
-			if errors.Is(err, context.DeadlineExceeded) && b.ctx.Err() == nil {
-				b.log.Info(fmt.Sprintf("rc1: module %s is still starting", name))
-				continue
-			}
-			if b.ctx.Err() != nil {
-				break
-			}
-			b.log.Error(fmt.Sprintf("rc1: %v", err))
-			b.teardown()
-			return 1, fmt.Errorf("rc1: %w", err)
+	// look up and never run a job. A shutdown asked meanwhile (rank 0
+	// whose own rc1 failed, a parent lost) ends the wait: a module that
+	// waits on another broker may never finish starting.
+	waitCtx, stopWait := context.WithCancel(b.ctx)
+	type stopAsk struct {
+		code    int
+		overlay bool
+	}
+	asked := make(chan stopAsk, 1)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case code := <-b.shutdownC:
+			asked <- stopAsk{code: code}
+		case code := <-b.overlay.shutdown:
+			asked <- stopAsk{code: code, overlay: true}
+		case <-waitCtx.Done():
+			return
 		}
+		stopWait()
+	}()
+	rc1Err := b.waitModules(waitCtx, loaded)
+	stopWait()
+	<-watched
+	select {
+	case a := <-asked:
+		b.exitCode = a.code
+		if a.overlay && a.code < 0 {
+			b.exitCode = 1
+		}
+		b.log.Info("shutdown asked while modules were starting")
+		b.teardown()
+		return b.exitCode, nil
+	default:
+	}
+	if rc1Err != nil {
+		b.log.Error(fmt.Sprintf("rc1: %v", rc1Err))
+		b.teardown()
+		return 1, fmt.Errorf("rc1: %w", rc1Err)
 	}
 	b.state.Store("quorum")
 	if b.rank == 0 {
@@ -167,6 +187,30 @@ func (b *Broker) Run() (int, error) {
 			return b.exitCode, nil
 		}
 	}
+}
+
+// waitModules waits for each loaded module to have started, and returns
+// the first one's failure; it returns nil early when ctx ends.
+func (b *Broker) waitModules(ctx context.Context, loaded []string) error {
+	for _, name := range loaded {
+		for {
+			tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := b.modules.waitStarted(tctx, name)
+			cancel()
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				b.log.Info(fmt.Sprintf("rc1: module %s is still starting", name))
+				continue
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // teardown runs the shutdown sequence: children first (so they can flush

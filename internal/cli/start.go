@@ -302,6 +302,15 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 		wg.Wait()
 		close(allDone)
 	}()
+	// Rank 0 leaves last in a shutdown: a broker still running now is
+	// cut off (rank 0 failed before it joined, say, and it would go on
+	// retrying its parent): ask it to stop, then kill it after the
+	// timeout.
+	for rank, p := range procs {
+		if rank > 0 { // one that has exited already is not signalled
+			p.Process.Signal(syscall.SIGTERM)
+		}
+	}
 	select {
 	case <-allDone:
 	case <-time.After(exitTimeout):

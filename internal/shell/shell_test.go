@@ -168,7 +168,10 @@ func TestSignaledJobOutputHeldByEscapee(t *testing.T) {
 	defer func(g time.Duration) { outputGrace = g }(outputGrace)
 	outputGrace = 200 * time.Millisecond
 	R := mustR(t, `{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0"}}]}}`)
-	js, _ := jobspec.FromCommand([]string{"sh", "-c", "setsid sleep 30 & echo started $!; sleep 30"}, jobspec.CommandOptions{NTasks: 1})
+	// "started" once the escapee leads a session of its own (field 6 of
+	// /proc/PID/stat): a signal sent before then would reach it too
+	script := `setsid sleep 30 & p=$!; while [ "$(cut -d' ' -f6 /proc/$p/stat)" != "$p" ]; do sleep 0.01; done; echo started $p; sleep 30`
+	js, _ := jobspec.FromCommand([]string{"sh", "-c", script}, jobspec.CommandOptions{NTasks: 1})
 	js.SetEnvironment(map[string]string{"PATH": "/usr/bin:/bin"})
 	p, _ := MakePlan(js, R, PlanOptions{})
 	var mu sync.Mutex
