@@ -8,7 +8,6 @@ package cli
 // before it starts (broker_nested.go).
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,12 +15,9 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/internal/instance"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 )
-
-// jobConfFile is the name of the configuration in the job's files.
-const jobConfFile = "conf.json"
 
 // parseConf merges --conf values, in order, into one table. A value is a
 // FILE (.toml or .json), KEY=VAL (a dotted key; VAL is JSON if it parses
@@ -57,7 +53,7 @@ func confTable(v string) (map[string]any, error) {
 			return nil, err
 		}
 		if strings.HasSuffix(v, ".json") {
-			return jsonTable(b)
+			return instance.JSONTable(b)
 		}
 		return tomlTable(string(b))
 	}
@@ -65,7 +61,7 @@ func confTable(v string) (map[string]any, error) {
 		return keyValueTable(v)
 	}
 	if s := strings.TrimSpace(v); strings.HasPrefix(s, "{") {
-		return jsonTable([]byte(s))
+		return instance.JSONTable([]byte(s))
 	}
 	return tomlTable(v)
 }
@@ -102,14 +98,6 @@ func isKeyValue(v string) bool {
 	return ok && key != "" && !strings.ContainsAny(key, " \t\n[]{}\"'")
 }
 
-func jsonTable(b []byte) (map[string]any, error) {
-	var t map[string]any
-	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, fmt.Errorf("not a JSON object: %w", err)
-	}
-	return t, nil
-}
-
 func tomlTable(s string) (map[string]any, error) {
 	var t map[string]any
 	if _, err := toml.Decode(s, &t); err != nil {
@@ -139,48 +127,12 @@ func addJobConf(js *jobspec.Jobspec, values []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkConfig(t); err != nil {
+	if err := instance.CheckConfig(t); err != nil {
 		return fmt.Errorf("--conf: %w", err)
 	}
 	b, err := json.Marshal(t)
 	if err != nil {
 		return err
 	}
-	return js.AddFile(jobConfFile, jobspec.FileEntry(b, 0o600))
-}
-
-// jobConfig fetches the configuration the enclosing job carries
-// (flux batch/alloc --conf) for a broker started with --job-config.
-func (e *enclosing) jobConfig(ctx context.Context) (map[string]any, error) {
-	if e == nil || e.id == 0 {
-		return nil, fmt.Errorf("--job-config: this broker is not running as a job")
-	}
-	h, err := flux.Open(e.uri)
-	if err != nil {
-		return nil, fmt.Errorf("--job-config: enclosing instance: %w", err)
-	}
-	defer h.Close()
-	var resp struct {
-		Jobspec string `json:"jobspec"`
-	}
-	if err := h.Call(ctx, "job-info.lookup", flux.NodeidAny, map[string]any{"id": e.id, "keys": []string{"jobspec"}, "flags": 0}, &resp); err != nil {
-		return nil, fmt.Errorf("--job-config: jobspec of job %s: %w", e.id.String(), err)
-	}
-	js, err := jobspec.Parse([]byte(resp.Jobspec))
-	if err != nil {
-		return nil, fmt.Errorf("--job-config: jobspec of job %s: %w", e.id.String(), err)
-	}
-	entry := js.Files()[jobConfFile]
-	if entry == nil {
-		return nil, fmt.Errorf("--job-config: job %s carries no %s", e.id.String(), jobConfFile)
-	}
-	data, _, err := jobspec.DecodeFileEntry(entry)
-	if err != nil {
-		return nil, fmt.Errorf("--job-config: %s: %w", jobConfFile, err)
-	}
-	t, err := jsonTable(data)
-	if err != nil {
-		return nil, fmt.Errorf("--job-config: %s: %w", jobConfFile, err)
-	}
-	return t, nil
+	return js.AddFile(instance.JobConfFile, jobspec.FileEntry(b, 0o600))
 }

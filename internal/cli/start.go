@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fluxgo/fluxgo/internal/broker"
+	"github.com/fluxgo/fluxgo/internal/instance"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
 )
@@ -135,7 +136,7 @@ func runStart(o startOptions, args []string, stderr io.Writer) error {
 	if o.configPath != "" {
 		// checked before any broker starts: a bad file is reported once
 		// and nothing runs
-		if _, err := loadConfig(o.configPath); err != nil {
+		if _, err := instance.LoadConfig(o.configPath); err != nil {
 			return err
 		}
 	}
@@ -160,7 +161,7 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 	// is DIR/RANK): a stable one keeps the brokers' URIs across
 	// restarts; otherwise a temporary one
 	base, ownBase := "", true
-	attrsIn, err := parseSetattrs(o.setattrs)
+	attrsIn, err := instance.ParseSetattrs(o.setattrs)
 	if err != nil {
 		return err
 	}
@@ -190,7 +191,7 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 		return fmt.Errorf("creating rundir: %w", err)
 	}
 	fanout := 2
-	attrs, err := parseSetattrs(o.setattrs)
+	attrs, err := instance.ParseSetattrs(o.setattrs)
 	if err != nil {
 		return err
 	}

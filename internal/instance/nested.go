@@ -1,4 +1,4 @@
-package cli
+package instance
 
 // A broker started as the task of a job (flux batch, flux alloc, or any
 // job running "flux broker") is part of a nested instance. The job shell

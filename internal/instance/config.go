@@ -1,0 +1,93 @@
+package instance
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/fluxgo/fluxgo/internal/boot"
+	"github.com/fluxgo/fluxgo/internal/modules/jobmanager"
+	"github.com/fluxgo/fluxgo/internal/modules/resource"
+)
+
+// ParseSetattrs turns NAME=VALUE strings into a map.
+func ParseSetattrs(list []string) (map[string]string, error) {
+	m := make(map[string]string, len(list))
+	for _, kv := range list {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--setattr %q: want NAME=VALUE", kv)
+		}
+		m[name] = value
+	}
+	return m, nil
+}
+
+// LoadConfig reads the TOML configuration at path and checks the tables
+// modules read from it (config.get) before any starts: a bad value is an
+// error here rather than a module that fails to load in an instance that
+// runs without it.
+func LoadConfig(path string) (*boot.Config, error) {
+	conf, err := boot.LoadConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckConfig(conf.Table); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := conf.Check(); err != nil {
+		return nil, err
+	}
+	return conf, nil
+}
+
+// CheckConfig checks the tables of a configuration that modules read
+// (the job manager's are a superset of job-ingest's and sched-simple's).
+func CheckConfig(table map[string]any) error {
+	raw, err := json.Marshal(table)
+	if err != nil {
+		return err
+	}
+	if err := jobmanager.ValidateConfig(raw); err != nil {
+		return err
+	}
+	_, err = resource.TableAttrs(table)
+	return err
+}
+
+// jobRundir makes the rundir of a broker started by a job without -S
+// rundir inside the job's FLUX_JOB_TMPDIR, which the job shell removes
+// when the job ends: the directory goes even when the broker is killed
+// before it can remove it. It returns "" outside a job, or when the
+// sockets' paths there would be too long for a unix socket.
+func jobRundir() (string, error) {
+	base := os.Getenv("FLUX_JOB_TMPDIR")
+	if base == "" {
+		return "", nil
+	}
+	if st, err := os.Stat(base); err != nil || !st.IsDir() {
+		return "", nil
+	}
+	// <base>/flux-NNNNNNNNNN/local, and tbon beside it
+	if len(base)+len("/flux-1234567890/local") > boot.MaxSocketPath {
+		return "", nil
+	}
+	dir, err := os.MkdirTemp(base, "flux-")
+	if err != nil {
+		return "", fmt.Errorf("rundir in FLUX_JOB_TMPDIR: %w", err)
+	}
+	return dir, nil
+}
+
+// applyConfigAttrs turns configuration tables that modules read as
+// attributes into those attributes, unless -S already set them: the
+// [resource] table (resource.TableAttrs; checked by checkConfig).
+func applyConfigAttrs(table map[string]any, attrs map[string]string) {
+	res, _ := resource.TableAttrs(table)
+	for k, v := range res {
+		if _, set := attrs[k]; !set {
+			attrs[k] = v
+		}
+	}
+}

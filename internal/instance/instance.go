@@ -1,0 +1,178 @@
+// Package instance assembles one broker of a Flux instance and runs it:
+// the composition root of the broker process. From the command line's
+// attributes and configuration it decides how the broker boots (a
+// [bootstrap] table, PMI, a test instance's placement, or alone), which
+// modules it runs (modules.Registry, modules.DefaultRC1), what
+// configuration it serves and checks, and whether it is nested in an
+// enclosing instance (a job of another). internal/cli parses flags and
+// calls Run; nothing else builds a broker.
+package instance
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/fluxgo/fluxgo/internal/boot"
+	"github.com/fluxgo/fluxgo/internal/broker"
+	"github.com/fluxgo/fluxgo/internal/modules"
+	"github.com/fluxgo/fluxgo/pkg/fsd"
+)
+
+// Options are what the command line gives a broker.
+type Options struct {
+	// Attrs are the broker attributes set with -S NAME=VALUE.
+	Attrs map[string]string
+	// ConfigPath is the TOML configuration (a file or a directory).
+	ConfigPath string
+	// JobConfig loads the configuration the enclosing job carries
+	// (flux batch/alloc --conf) instead.
+	JobConfig bool
+	// InitialProgram is run by rank 0 once every broker has joined.
+	InitialProgram []string
+	// Test, when set, places the broker in a test instance (flux start
+	// --test-size) instead of booting from configuration or PMI.
+	Test *Placement
+}
+
+// Placement is a broker's place in a test instance.
+type Placement struct {
+	Rank, Size int
+	Parent     string   // the parent's overlay URI (ranks above 0)
+	Hosts      []string // every rank's hostname, or nil
+	Listener   *os.File // an inherited overlay listening socket, or nil
+}
+
+// Run builds the broker and runs it until it exits, returning its exit
+// code.
+func Run(o Options) (code int, err error) {
+	attrs := o.Attrs
+	if attrs == nil {
+		attrs = make(map[string]string)
+	}
+	// GC and memory limit policy (broker.memory-limit): process-wide.
+	stopMemoryTuning, err := broker.TuneMemory(attrs)
+	if err != nil {
+		return 1, err
+	}
+	defer stopMemoryTuning()
+	cfg := broker.Config{
+		Size:           1,
+		Attrs:          attrs,
+		InitialProgram: o.InitialProgram,
+		Registry:       modules.Registry(),
+		Modules:        modules.DefaultRC1(),
+		Startlog:       true,
+		Rundir:         attrs["rundir"],
+		Statedir:       attrs["statedir"],
+	}
+	if v, ok := attrs["tbon.fanout"]; ok {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || n == 0 {
+			return 1, fmt.Errorf("tbon.fanout=%q: must be a positive integer", v)
+		}
+		cfg.Fanout = uint32(n)
+	}
+	if v, ok := attrs["tbon.timeout"]; ok {
+		d, err := fsd.ParseDuration(v)
+		if err != nil {
+			return 1, fmt.Errorf("tbon.timeout: %w", err)
+		}
+		cfg.TBONTimeout = d
+	}
+	if v, ok := attrs["tbon.cert"]; ok {
+		cfg.CertPath = v
+	}
+	if v, ok := attrs["log-stderr-level"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 7 {
+			return 1, fmt.Errorf("log-stderr-level=%q: must be 0-7", v)
+		}
+		cfg.LogStderrLevel = n
+	}
+	if cfg.Rundir == "" {
+		dir, err := jobRundir()
+		if err != nil {
+			return 1, err
+		}
+		if dir != "" {
+			cfg.Rundir = dir
+			defer os.RemoveAll(dir)
+		}
+	}
+	if o.ConfigPath != "" {
+		conf, err := LoadConfig(o.ConfigPath)
+		if err != nil {
+			return 1, err
+		}
+		cfg.TOML = conf.Table
+		applyConfigAttrs(conf.Table, cfg.Attrs)
+		path, err := filepath.Abs(o.ConfigPath)
+		if err != nil {
+			return 1, err
+		}
+		cfg.ReloadTOML = func() (map[string]any, error) {
+			conf, err := LoadConfig(path)
+			if err != nil {
+				return nil, err
+			}
+			return conf.Table, nil
+		}
+	}
+	cfg.CheckTOML = CheckConfig
+	if o.Test == nil {
+		// Not placed by flux start --test-size: boot from the [bootstrap]
+		// configuration, from PMI, or as a standalone broker.
+		cleanup, err := boot.Configure(context.Background(), &cfg, boot.Options{
+			ConfigPath:    o.ConfigPath,
+			CertPath:      cfg.CertPath,
+			Fanout:        cfg.Fanout,
+			InterfaceHint: attrs["tbon.interface-hint"],
+			Rundir:        cfg.Rundir,
+		})
+		if err != nil {
+			return 1, err
+		}
+		defer cleanup()
+	} else {
+		cfg.Rank = uint32(o.Test.Rank)
+		cfg.Size = uint32(o.Test.Size)
+		cfg.ParentURI = o.Test.Parent
+		cfg.Hostlist = o.Test.Hosts
+		if o.Test.Listener != nil {
+			cfg.ListenFile = o.Test.Listener
+			cfg.BindURI = attrs["tbon.endpoint"]
+		}
+	}
+	enc := detectEnclosing()
+	if enc != nil {
+		enc.apply(&cfg)
+	}
+	if o.JobConfig {
+		if o.ConfigPath != "" {
+			return 1, fmt.Errorf("--job-config and --config-path: give one")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), parentLevelTimeout)
+		table, err := enc.jobConfig(ctx)
+		cancel()
+		if err != nil {
+			return 1, err
+		}
+		if err := CheckConfig(table); err != nil {
+			return 1, fmt.Errorf("--job-config: %w", err)
+		}
+		cfg.TOML = table
+		applyConfigAttrs(table, cfg.Attrs)
+		cfg.ReloadTOML = func() (map[string]any, error) { return table, nil }
+	}
+	b, err := broker.New(cfg)
+	if err != nil {
+		return 1, err
+	}
+	if enc != nil {
+		enc.announce(b, &cfg)
+	}
+	return b.Run()
+}
