@@ -165,6 +165,8 @@ type Broker struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
+	// rc1Done is closed once this broker's modules have started
+	rc1Done chan struct{}
 
 	// coarseNow is the time in Unix nanoseconds, updated every
 	// coarseTick: for per-message bookkeeping that reports seconds
@@ -214,6 +216,7 @@ func New(cfg Config) (*Broker, error) {
 		started:   time.Now(),
 		shutdownC: make(chan int, 1),
 		running:   make(chan struct{}),
+		rc1Done:   make(chan struct{}),
 	}
 	b.access, _ = parseAccess(cfg.TOML) // checked by Validate
 	b.state.Store("join")

@@ -23,7 +23,7 @@ const (
 	ctlKeepalive = 2 // both ways, whenever a link has been idle
 	ctlShutdown  = 3 // parent -> child: shut down your subtree
 	ctlGoodbye   = 4 // child -> parent: leaving cleanly
-	ctlReady     = 5 // child -> parent: my whole subtree has joined
+	ctlReady     = 5 // child -> parent: my whole subtree has joined and started its modules
 )
 
 // Child broker states as flux overlay status reports them.
@@ -426,12 +426,17 @@ func (o *overlay) connectParent(uri string) error {
 	o.mu.Unlock()
 	b.router.addPeer(l)
 	go func() {
-		// tell the parent once our subtree is complete (quorum)
-		select {
-		case <-o.joined:
-			l.push(&message.Message{Type: message.Control, CtlType: ctlReady})
-		case <-b.ctx.Done():
+		// tell the parent once our subtree is complete and our own
+		// modules have started (quorum: as in flux-core, rank 0 runs the
+		// initial program only once every broker is past rc1)
+		for _, c := range []<-chan struct{}{o.joined, b.rc1Done} {
+			select {
+			case <-c:
+			case <-b.ctx.Done():
+				return
+			}
 		}
+		l.push(&message.Message{Type: message.Control, CtlType: ctlReady})
 	}()
 	o.wg.Add(1)
 	go func() {

@@ -123,6 +123,7 @@ func (b *Broker) Run() (int, error) {
 		b.teardown()
 		return 1, fmt.Errorf("rc1: %w", rc1Err)
 	}
+	close(b.rc1Done)
 	b.state.Store("quorum")
 	if b.rank == 0 {
 		select {

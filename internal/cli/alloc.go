@@ -16,7 +16,6 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 )
 
 func newAllocCmd() *cobra.Command {
@@ -82,13 +81,4 @@ func runAlloc(args []string, stdin *os.File, out, errw io.Writer) error {
 		return exitCode(code)
 	}
 	return nil
-}
-
-// isTerminal reports whether f is a terminal.
-func isTerminal(f *os.File) bool {
-	if f == nil {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }

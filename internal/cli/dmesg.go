@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -52,8 +51,7 @@ prints the local broker's buffer, one entry per line:
 	f.BoolVarP(&o.new, "new", "n", false, "print only new entries, as they arrive")
 	f.BoolVarP(&o.human, "human", "H", false, "human-readable timestamps")
 	f.BoolVarP(&o.delta, "delta", "d", false, "with --human, show the time since the previous entry")
-	f.StringVarP(&o.color, "color", "L", "auto", "colorize output: `WHEN` is auto, never or always")
-	f.Lookup("color").NoOptDefVal = "always"
+	addColorFlag(f, &o.color, true)
 	return cmd
 }
 
@@ -193,22 +191,4 @@ func (p *logPrinter) timestamp(e logEntry) string {
 		base = p.prev
 	}
 	return p.paint(ansiGreen, fmt.Sprintf("[%+11.6f]", t.Sub(base).Seconds()))
-}
-
-// useColor decides --color=WHEN for output w.
-func useColor(when string, w io.Writer) (bool, error) {
-	switch when {
-	case "always":
-		return true, nil
-	case "never":
-		return false, nil
-	case "auto", "":
-		f, ok := w.(*os.File)
-		if !ok {
-			return false, nil
-		}
-		fi, err := f.Stat()
-		return err == nil && fi.Mode()&os.ModeCharDevice != 0 && os.Getenv("NO_COLOR") == "", nil
-	}
-	return false, fmt.Errorf("--color=%q: WHEN must be auto, never or always", when)
 }

@@ -54,18 +54,12 @@ func newEventFormatter(format, timeFormat string, human bool, color string, out 
 	default:
 		return nil, fmt.Errorf("invalid time-format type '%s'", timeFormat)
 	}
-	switch color {
-	case "always", "":
-		ef.color = true
-	case "never":
-	case "auto":
-		if f, ok := out.(*os.File); ok {
-			if st, err := f.Stat(); err == nil {
-				ef.color = st.Mode()&os.ModeCharDevice != 0
-			}
-		}
-	default:
-		return nil, fmt.Errorf("invalid value: --color=%s", color)
+	if color == "" {
+		color = "always"
+	}
+	var err error
+	if ef.color, err = useColor(color, out); err != nil {
+		return nil, err
 	}
 	return ef, nil
 }
@@ -191,7 +185,7 @@ func addEventlogFormatFlags(cmd *cobra.Command, o *eventlogOptions) {
 	f.StringVarP(&o.format, "format", "f", "text", "Specify output format: text, json")
 	f.StringVarP(&o.timeFormat, "time-format", "T", "raw", "Specify time format: raw, iso, offset")
 	f.BoolVarP(&o.human, "human", "H", false, "Display human-readable output. See also --color, --format, and --time-format.")
-	f.StringVarP(&o.color, "color", "L", "auto", "Colorize output when supported; WHEN can be 'always' (default if omitted), 'never', or 'auto' (default).")
+	addColorFlag(f, &o.color, true)
 	f.Lookup("color").NoOptDefVal = "always"
 	f.StringVarP(&o.path, "path", "p", "eventlog", "Specify alternate eventlog name or path suffix (e.g. \"exec\", \"output\", or \"guest.exec.eventlog\")")
 }

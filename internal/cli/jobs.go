@@ -111,8 +111,7 @@ prints one as configuration to start from).`,
 	f.StringVarP(&o.format, "format", "o", "default", "Specify output format using Python's string format syntax or a defined format by name (use 'help' to get a list of names)")
 	f.StringVar(&o.sort, "sort", "", "Specify sort order")
 	f.BoolVar(&o.json, "json", false, "Output jobs in JSON instead of formatted output")
-	f.StringVar(&o.color, "color", "auto", "Colorize output; WHEN can be 'never', 'always', or 'auto' (default)")
-	f.Lookup("color").NoOptDefVal = "always"
+	addColorFlag(f, &o.color, false)
 	f.BoolVar(&o.stats, "stats", false, "Print job statistics before header")
 	f.BoolVar(&o.statsOnly, "stats-only", false, "Print job statistics only and exit")
 	addRecursionFlags(f, &o.recurse)
@@ -269,6 +268,9 @@ func jobsConstraint(o *jobsOptions) (any, float64, error) {
 
 // runJobs fetches and prints jobs.
 func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Writer) error {
+	if _, err := useColor(o.color, out); err != nil {
+		return err
+	}
 	if o.json && (o.stats || o.statsOnly) {
 		return fmt.Errorf("--json incompatible with --stats or --stats-only")
 	}

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"unsafe"
 
 	"github.com/spf13/cobra"
 
@@ -109,12 +108,8 @@ func windowWidth(flag int, out io.Writer) int {
 	if flag >= 0 {
 		return flag
 	}
-	if f, ok := out.(*os.File); ok {
-		var ws struct{ row, col, x, y uint16 }
-		if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), syscall.TIOCGWINSZ,
-			uintptr(unsafe.Pointer(&ws))); e == 0 && ws.col > 0 {
-			return int(ws.col)
-		}
+	if cols, _, ok := terminalSize(out); ok {
+		return cols
 	}
 	if s := os.Getenv("COLUMNS"); s != "" {
 		if n, err := strconv.Atoi(s); err == nil && n >= 0 {

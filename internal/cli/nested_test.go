@@ -12,7 +12,6 @@ import (
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
-
 func TestLocalURI(t *testing.T) {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "local")
@@ -162,4 +161,3 @@ func TestPstreeRender(t *testing.T) {
 		t.Fatalf("skip root:\n%s", got)
 	}
 }
-

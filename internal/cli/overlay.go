@@ -100,8 +100,7 @@ its status, presumed (omit them with --no-ghost).`,
 	f.BoolVar(&o.down, "down", false, "show only the subtrees that are not full")
 	f.BoolVar(&o.noPretty, "no-pretty", false, "don't indent entries or draw the tree")
 	f.BoolVar(&o.noGhost, "no-ghost", false, "don't show brokers hidden behind lost or offline ones")
-	f.StringVarP(&o.color, "color", "L", "auto", "colorize output: `WHEN` is auto, never or always")
-	f.Lookup("color").NoOptDefVal = "always"
+	addColorFlag(f, &o.color, true)
 	f.StringVarP(&o.wait, "wait", "w", "", "wait until the subtree's status is `STATE`, then report")
 	return cmd
 }

@@ -47,8 +47,7 @@ the destination and matchtag. A topic glob limits the topics shown;
 	f.StringVarP(&o.types, "type", "t", "", "only messages of `TYPE,...`: request, response, event, control")
 	f.BoolVarP(&o.human, "human", "H", false, "times relative to the first message")
 	f.BoolVarP(&o.delta, "delta", "d", false, "with -H, times relative to the previous message")
-	f.StringVarP(&o.color, "color", "L", "auto", "colorize output: `WHEN` is auto, never or always")
-	f.Lookup("color").NoOptDefVal = "always"
+	addColorFlag(f, &o.color, true)
 	return cmd
 }
 

@@ -16,7 +16,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
@@ -349,13 +348,6 @@ func terminalWidth(w io.Writer) int {
 			return n
 		}
 	}
-	f, ok := w.(*os.File)
-	if !ok {
-		return 0
-	}
-	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
-	if err != nil || ws.Col == 0 {
-		return 0
-	}
-	return int(ws.Col)
+	cols, _, _ := terminalSize(w)
+	return cols
 }

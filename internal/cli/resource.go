@@ -683,8 +683,7 @@ arguments are the reason. Draining is for the instance owner.`,
 	f.BoolVarP(&o.noHeader, "no-header", "n", false, "Suppress the header line")
 	f.StringVarP(&o.include, "include", "i", "", "Only list these TARGETS (an idset of ranks or a hostlist)")
 	f.StringSliceVarP(&o.queues, "queue", "q", nil, "Only list nodes of these QUEUES")
-	f.StringVarP(&o.color, "color", "L", "auto", "Use color; WHEN is never, always or auto")
-	f.Lookup("color").NoOptDefVal = "always"
+	addColorFlag(f, &o.color, true)
 	return cmd
 }
 

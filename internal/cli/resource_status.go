@@ -67,8 +67,7 @@ Named formats: default, long (-o help lists them).`,
 	f.BoolVar(&o.skipEmpty, "skip-empty", false, "Skip empty lines even with --states")
 	f.StringVarP(&o.include, "include", "i", "", "Only these TARGETS (an idset of ranks or a hostlist)")
 	f.StringSliceVarP(&o.queues, "queue", "q", nil, "Only nodes of these QUEUES")
-	f.StringVarP(&o.color, "color", "L", "auto", "Use color; WHEN is never, always or auto")
-	f.Lookup("color").NoOptDefVal = "always"
+	addColorFlag(f, &o.color, true)
 	return cmd
 }
 

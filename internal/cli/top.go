@@ -54,8 +54,7 @@ redraws; q quits. When the output is not a terminal, one frame is printed.`,
 			return runTop(o, args, cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVarP(&o.color, "color", "L", "auto", "colorize output: `WHEN` is auto, never or always")
-	cmd.Flags().Lookup("color").NoOptDefVal = "always"
+	addColorFlag(cmd.Flags(), &o.color, true)
 	cmd.Flags().StringVarP(&o.queue, "queue", "q", "", "only the jobs and resources of queue `NAME`")
 	return cmd
 }
@@ -451,11 +450,10 @@ func resolveTopTarget(arg string) (string, error) {
 }
 
 func terminalRows(f *os.File) int {
-	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
-	if err != nil || ws.Row == 0 {
-		return 24
+	if _, rows, ok := terminalSize(f); ok && rows > 0 {
+		return rows
 	}
-	return int(ws.Row)
+	return 24
 }
 
 // rawMode puts a terminal in character-at-a-time mode without echo and
