@@ -245,3 +245,30 @@ func TestWithMember(t *testing.T) {
 		}
 	}
 }
+
+// TestDepthLimit: Valid, Array and Object accept and refuse nesting
+// exactly where encoding/json does (10,000 levels).
+func TestDepthLimit(t *testing.T) {
+	for _, n := range []int{9999, 10000, 10001} {
+		for _, open := range []string{"[", `{"a":`} {
+			closer := "]"
+			if open != "[" {
+				closer = "}"
+			}
+			doc := []byte(strings.Repeat(open, n) + "1" + strings.Repeat(closer, n))
+			want := json.Valid(doc)
+			if got := Valid(doc); got != want {
+				t.Errorf("Valid(%d x %s) = %v, encoding/json says %v", n, open, got, want)
+			}
+			var err error
+			if open == "[" {
+				err = Array(doc, func([]byte) error { return nil })
+			} else {
+				err = Object(doc, func(_, _ []byte) error { return nil })
+			}
+			if (err == nil) != want {
+				t.Errorf("scan of %d x %s: %v, encoding/json valid %v", n, open, err, want)
+			}
+		}
+	}
+}

@@ -69,7 +69,7 @@ func Member(p []byte, name string) (val []byte, found bool, err error) {
 }
 
 // Array scans the JSON array p strictly and calls fn with each element's
-// raw value.
+// raw value (a subslice of p).
 func Array(p []byte, fn func(val []byte) error) error {
 	i := skipSpace(p, 0)
 	if i >= len(p) || p[i] != '[' {
@@ -80,7 +80,7 @@ func Array(p []byte, fn func(val []byte) error) error {
 		return trailing(p, i+1)
 	}
 	for {
-		end, err := skipValue(p, i, 1)
+		end, err := skipValue(p, i, 2) // the array is depth 1
 		if err != nil {
 			return err
 		}
@@ -106,7 +106,7 @@ func Array(p []byte, fn func(val []byte) error) error {
 // space allowed).
 func Valid(p []byte) bool {
 	i := skipSpace(p, 0)
-	end, err := skipValue(p, i, 0)
+	end, err := skipValue(p, i, 1)
 	return err == nil && skipSpace(p, end) == len(p)
 }
 
