@@ -48,6 +48,37 @@ func (b *builder) addSet(slot int, s idset.Set) {
 	}
 }
 
+// overlaps reports whether a rank was added twice (add merges only a
+// range that starts just after the last one, so two ranges share a rank
+// exactly when two added ranges did). It may sort each slot's ranges.
+func (b *builder) overlaps() bool {
+	var all []rng
+	switch len(b.ranges) {
+	case 0:
+		return false
+	case 1:
+		all = b.ranges[0]
+	default:
+		n := 0
+		for _, rs := range b.ranges {
+			n += len(rs)
+		}
+		all = make([]rng, 0, n)
+		for _, rs := range b.ranges {
+			all = append(all, rs...)
+		}
+	}
+	if !slices.IsSortedFunc(all, cmpRng) {
+		slices.SortFunc(all, cmpRng)
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i].lo <= all[i-1].hi {
+			return true
+		}
+	}
+	return false
+}
+
 // build returns one group per children that received ranks.
 func (b *builder) build() []group {
 	gs := make([]group, 0, len(b.chs))

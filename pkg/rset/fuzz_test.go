@@ -3,8 +3,13 @@ package rset
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"testing"
+
+	"github.com/fluxgo/fluxgo/pkg/idset"
 )
 
 // FuzzParse checks that Parse never panics and that whatever it accepts
@@ -69,10 +74,10 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzScanLite checks the fast R_lite scanner against the general parser:
-// whenever the scanner accepts an input, the input is valid JSON and both
-// paths agree on the groups or on the error.
-func FuzzScanLite(f *testing.F) {
+// FuzzRlite checks the R_lite parser against refRlite, a reader of the
+// same rules written with encoding/json and maps: both agree on the
+// groups or on the error, for every input.
+func FuzzRlite(f *testing.F) {
 	for _, s := range []string{
 		`[{"rank":"0-3","children":{"core":"0-3","gpu":"0"}}]`,
 		` [ { "children" : { "gpu" : "1" } , "rank" : "0" } , {"rank":"1","children":{}} ] `,
@@ -81,6 +86,18 @@ func FuzzScanLite(f *testing.F) {
 		`[{"rank":"0-3","children":{"core":"0"}},{"rank":"3-4","children":{"core":"1"}}]`,
 		`[{"rank":"x","children":{"core":"0"}}]`,
 		`[{"rank":"0","children":{"core":"\u0030"}}]`,
+		`[{"r\u0061nk":"1","children":{"gpu":"0-1"}},{"rank":"0","children":{"gpu":"0-1"}}]`,
+		"[{\"rank\":\"0\",\"children\":{\"core\":\"0\"},\"b\":1,\"\xff\":2,\"\ufffd\":3}]",
+		"[{\"rank\":\"0\",\"children\":{\"core\":\"0\",\"\xffa\":\"0\"}}]",
+		"[{\"rank\":\"0\xff\",\"children\":{\"core\":\"0\"}}]",
+		`[{"rank":"0","children":{"core":"x","a":"0"}}]`,
+		`[{"rank":"0","children":{"core":"x","d":"0","gpu":"y"}}]`,
+		`[{"rank":"0","children":{"core":"0","gpu":[],"h":0}}]`,
+		`[{"rank":"0,2-3","children":{"core":"0"}},{"rank":"1","children":{"core":"0"}},{"rank":"1","children":{"core":"0"}}]`,
+		`[{"rank":"0","children":{"core":"0"}},{"rank":"1","children":{"core":"0"}},{"rank":"2","children":{"core":"0"}}`,
+		`[{"rank":"0","children":{"core":"0"}},1,{"rank":"0","children":{"core":"0"}}]`,
+		`[{"rank":"","children":{"core":"0"}}]`,
+		`[{"rank":"\u00e9","children":{"core":"0"}}]`,
 		`[]`,
 		`[`,
 		`{}`,
@@ -88,25 +105,104 @@ func FuzzScanLite(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, scanned := scanLite(data)
-		if scanned && !json.Valid(data) {
-			t.Fatalf("scanner accepted invalid JSON %q", data)
-		}
-		if !json.Valid(data) {
-			return
-		}
-		fast, slow := &R{}, &R{}
-		errFast := fast.parseRlite(data, true)
-		errSlow := slow.parseRlite(data, false)
+		got, want := &R{}, &R{}
+		errGot := got.parseRlite(data)
+		errWant := want.refRlite(data)
 		switch {
-		case (errFast == nil) != (errSlow == nil):
-			t.Fatalf("fast error %v, slow error %v for %q", errFast, errSlow, data)
-		case errFast != nil:
-			if errFast.Error() != errSlow.Error() {
-				t.Fatalf("fast error %q, slow error %q for %q", errFast, errSlow, data)
+		case (errGot == nil) != (errWant == nil):
+			t.Fatalf("error %v, reference error %v for %q", errGot, errWant, data)
+		case errGot != nil:
+			if errGot.Error() != errWant.Error() {
+				t.Fatalf("error %q, reference error %q for %q", errGot, errWant, data)
 			}
-		case fast.String() != slow.String():
-			t.Fatalf("fast %q, slow %q for %q", fast, slow, data)
+		case got.String() != want.String():
+			t.Fatalf("got %q, reference %q for %q", got, want, data)
+		}
+		if errGot == nil && !json.Valid(data) {
+			t.Fatalf("accepted invalid JSON %q", data)
 		}
 	})
+}
+
+// refRlite is an R_lite reader written the plain way, with encoding/json
+// and a map per object whose keys it checks in sorted order: the rules
+// parseRlite must follow.
+func (r *R) refRlite(raw []byte) error {
+	const key = "execution.R_lite"
+	if !startsWith(raw, '[') {
+		return parseErr(key, "not an array", nil)
+	}
+	var entries []json.RawMessage
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		return parseErr(key, "invalid JSON", err)
+	}
+	var b builder
+	var spans []rankSpan
+	for i, e := range entries {
+		ranks, ch, err := refEntry(e, entryKey(i))
+		if err != nil {
+			return err
+		}
+		slot := b.slot(ch)
+		for _, rg := range ranks.Ranges() {
+			spans = append(spans, rankSpan{rg.Lo, rg.Hi, i})
+			b.add(slot, rg.Lo, rg.Hi)
+		}
+	}
+	if err := checkSpans(spans); err != nil {
+		return err
+	}
+	r.setGroups(b.build())
+	return nil
+}
+
+func refEntry(raw json.RawMessage, key string) (idset.Set, children, error) {
+	var ch children
+	e, err := object(raw, key)
+	if err != nil {
+		return idset.Set{}, ch, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(e)) {
+		if k != "rank" && k != "children" {
+			return idset.Set{}, ch, parseErr(key, fmt.Sprintf("unknown key %q", k), nil)
+		}
+	}
+	rawRank, ok := e["rank"]
+	if !ok {
+		return idset.Set{}, ch, parseErr(key+".rank", "missing", nil)
+	}
+	ranks, err := idsetValue(rawRank, key+".rank")
+	if err != nil {
+		return idset.Set{}, ch, err
+	}
+	if ranks.Empty() {
+		return idset.Set{}, ch, parseErr(key+".rank", "empty idset", nil)
+	}
+	rawChildren, ok := e["children"]
+	if !ok {
+		return idset.Set{}, ch, parseErr(key+".children", "missing", nil)
+	}
+	kids, err := object(rawChildren, key+".children")
+	if err != nil {
+		return idset.Set{}, ch, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(kids)) {
+		v := kids[k]
+		ckey := key + ".children." + k
+		switch k {
+		case "core":
+			ch.cores, err = idsetValue(v, ckey)
+		case "gpu":
+			ch.gpus, err = idsetValue(v, ckey)
+		default:
+			err = parseErr(key+".children", fmt.Sprintf("unknown resource type %q", k), nil)
+		}
+		if err != nil {
+			return idset.Set{}, ch, err
+		}
+	}
+	if ch.empty() {
+		return idset.Set{}, ch, parseErr(key+".children", "no cores or gpus", nil)
+	}
+	return ranks, ch, nil
 }

@@ -2,7 +2,6 @@ package rset
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -109,12 +108,6 @@ func parseVersion(top map[string]json.RawMessage) error {
 	return nil
 }
 
-// rankSpan is a range of ranks and the R_lite entry it came from.
-type rankSpan struct {
-	lo, hi uint
-	entry  int
-}
-
 func (r *R) parseExecution(raw json.RawMessage) error {
 	exec, err := object(raw, "execution")
 	if err != nil {
@@ -124,7 +117,7 @@ func (r *R) parseExecution(raw json.RawMessage) error {
 	if !ok {
 		return parseErr("execution.R_lite", "missing", nil)
 	}
-	if err := r.parseRlite(rawLite, true); err != nil {
+	if err := r.parseRlite(rawLite); err != nil {
 		return err
 	}
 	for _, k := range slices.Sorted(maps.Keys(exec)) {
@@ -160,191 +153,6 @@ func (r *R) parseExecution(raw json.RawMessage) error {
 		return parseErr("execution", err.Error(), nil)
 	}
 	return nil
-}
-
-// parseRlite reads R_lite, trying the fast scanner first when fast is set
-// (tests turn it off to compare both paths).
-func (r *R) parseRlite(raw json.RawMessage, fast bool) error {
-	const key = "execution.R_lite"
-	var b builder
-	var spans []rankSpan
-	addSlot := func(i int, ranks idset.Set, slot int) {
-		lo, _ := ranks.First()
-		hi, _ := ranks.Last()
-		if uint(ranks.Count()) == hi-lo+1 { // one range: skip copying Ranges
-			spans = append(spans, rankSpan{lo, hi, i})
-			b.add(slot, lo, hi)
-			return
-		}
-		for _, rg := range ranks.Ranges() {
-			spans = append(spans, rankSpan{rg.Lo, rg.Hi, i})
-			b.add(slot, rg.Lo, rg.Hi)
-		}
-	}
-	add := func(i int, ranks idset.Set, ch children) { addSlot(i, ranks, b.slot(ch)) }
-	if entries, ok := scanLite(raw); fast && ok {
-		spans = make([]rankSpan, 0, len(entries))
-		// Entries often repeat the same children text: parse it once.
-		slots := make(map[liteChildren]int)
-		for i, e := range entries {
-			lo, single := plainRank(e.rank)
-			var ranks idset.Set
-			if !single {
-				var err error
-				if ranks, err = e.parseRank(i); err != nil {
-					return err
-				}
-			}
-			slot, ok := slots[e.kids]
-			if !ok {
-				ch, err := e.parseChildren(i)
-				if err != nil {
-					return err
-				}
-				slot = b.slot(ch)
-				slots[e.kids] = slot
-			}
-			if single {
-				spans = append(spans, rankSpan{lo, lo, i})
-				b.add(slot, lo, lo)
-				continue
-			}
-			addSlot(i, ranks, slot)
-		}
-	} else {
-		if !startsWith(raw, '[') {
-			return parseErr(key, "not an array", nil)
-		}
-		var entries []json.RawMessage
-		if err := json.Unmarshal(raw, &entries); err != nil {
-			return parseErr(key, "invalid JSON", err)
-		}
-		for i, e := range entries {
-			ranks, ch, err := parseEntry(e, entryKey(i))
-			if err != nil {
-				return err
-			}
-			add(i, ranks, ch)
-		}
-	}
-	if len(spans) > 1 {
-		slices.SortFunc(spans, func(a, b rankSpan) int { return cmp.Compare(a.lo, b.lo) })
-		for i := 1; i < len(spans); i++ {
-			if prev, cur := spans[i-1], spans[i]; cur.lo <= prev.hi {
-				first, second := min(prev.entry, cur.entry), max(prev.entry, cur.entry)
-				return parseErr(entryKey(second)+".rank",
-					fmt.Sprintf("rank %d is also in %s", cur.lo, entryKey(first)), nil)
-			}
-		}
-	}
-	r.setGroups(b.build())
-	return nil
-}
-
-func entryKey(i int) string { return fmt.Sprintf("execution.R_lite[%d]", i) }
-
-// plainRank reads a rank idset that is one decimal id (no leading zero,
-// at most MaxID), the form of an R written one entry per rank, without
-// building an idset. ok is false for anything else.
-func plainRank(b []byte) (uint, bool) {
-	if len(b) == 0 || len(b) > 10 || (b[0] == '0' && len(b) > 1) {
-		return 0, false
-	}
-	var n uint
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + uint(c-'0')
-	}
-	return n, n <= MaxID
-}
-
-// parseRank checks the rank idset of an entry found by the fast scanner.
-// Keys for error messages are only built on error: this runs once per
-// entry.
-func (e liteEntry) parseRank(i int) (idset.Set, error) {
-	ranks, msg, err := parseIDs(string(e.rank))
-	if msg != "" {
-		return ranks, parseErr(entryKey(i)+".rank", msg, err)
-	}
-	if ranks.Empty() {
-		return ranks, parseErr(entryKey(i)+".rank", "empty idset", nil)
-	}
-	return ranks, nil
-}
-
-// parseChildren checks the children of an entry found by the fast
-// scanner.
-func (e liteEntry) parseChildren(i int) (children, error) {
-	var ch children
-	var msg string
-	var err error
-	if e.kids.hasCore {
-		if ch.cores, msg, err = parseIDs(e.kids.core); msg != "" {
-			return ch, parseErr(entryKey(i)+".children.core", msg, err)
-		}
-	}
-	if e.kids.hasGPU {
-		if ch.gpus, msg, err = parseIDs(e.kids.gpu); msg != "" {
-			return ch, parseErr(entryKey(i)+".children.gpu", msg, err)
-		}
-	}
-	if ch.empty() {
-		return ch, parseErr(entryKey(i)+".children", "no cores or gpus", nil)
-	}
-	return ch, nil
-}
-
-func parseEntry(raw json.RawMessage, key string) (idset.Set, children, error) {
-	var ch children
-	e, err := object(raw, key)
-	if err != nil {
-		return idset.Set{}, ch, err
-	}
-	for _, k := range slices.Sorted(maps.Keys(e)) {
-		if k != "rank" && k != "children" {
-			return idset.Set{}, ch, parseErr(key, fmt.Sprintf("unknown key %q", k), nil)
-		}
-	}
-	rawRank, ok := e["rank"]
-	if !ok {
-		return idset.Set{}, ch, parseErr(key+".rank", "missing", nil)
-	}
-	ranks, err := idsetValue(rawRank, key+".rank")
-	if err != nil {
-		return idset.Set{}, ch, err
-	}
-	if ranks.Empty() {
-		return idset.Set{}, ch, parseErr(key+".rank", "empty idset", nil)
-	}
-	rawChildren, ok := e["children"]
-	if !ok {
-		return idset.Set{}, ch, parseErr(key+".children", "missing", nil)
-	}
-	kids, err := object(rawChildren, key+".children")
-	if err != nil {
-		return idset.Set{}, ch, err
-	}
-	for _, k := range slices.Sorted(maps.Keys(kids)) {
-		v := kids[k]
-		ckey := key + ".children." + k
-		switch k {
-		case "core":
-			ch.cores, err = idsetValue(v, ckey)
-		case "gpu":
-			ch.gpus, err = idsetValue(v, ckey)
-		default:
-			err = parseErr(key+".children", fmt.Sprintf("unknown resource type %q", k), nil)
-		}
-		if err != nil {
-			return idset.Set{}, ch, err
-		}
-	}
-	if ch.empty() {
-		return idset.Set{}, ch, parseErr(key+".children", "no cores or gpus", nil)
-	}
-	return ranks, ch, nil
 }
 
 func (r *R) parseNodelist(raw json.RawMessage) error {

@@ -311,3 +311,48 @@ func mustHosts(t testing.TB, s string) *hostlist.Hostlist {
 	}
 	return hl
 }
+
+// TestRliteShapes covers R_lite written other than the common way
+// (member order, escapes, duplicates, several bad keys) and the sets or
+// errors they give.
+func TestRliteShapes(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`[{"children":{"gpu":"1","core":"0-1"},"rank":"0"}]`, "rank0/core[0-1],gpu1"},
+		{` [ { "rank" : "0-1" , "children" : { "core" : "3" } } ] `, "rank[0-1]/core3"},
+		{`[{"rank":"\u0030-1","ch\u0069ldren":{"c\u006fre":"0\u002c2"}}]`, "rank[0-1]/core[0,2]"},
+		{`[{"rank":"0","rank":"1","children":{"core":"0","core":"1"}}]`, "rank1/core1"},
+		{`[{"rank":"0","children":{"core":"0-1"}},{"rank":"1","children":{"core":"0,1"}},{"rank":"2","children":{"core":"0-1"}}]`, "rank[0-2]/core[0-1]"},
+		{`[{"rank":"0","children":{"core":"0"}},{"rank":"1","children":{"gpu":"0"}},{"rank":"2","children":{"core":"0"}}]`, "rank[0,2]/core0 rank1/gpu0"},
+		{`[{"rank":"0","children":{"core":"0","gpu":"0"}},{"rank":"1","children":{"core":"0"}},{"rank":"2","children":{"core":"0","gpu":"0"}}]`, "rank[0,2]/core0,gpu0 rank1/core0"},
+		{`[{"rank":"0","children":{"core":"x","a":"0"}}]`, `execution.R_lite[0].children: unknown resource type "a"`},
+		{`[{"rank":"0","children":{"core":"x","d":"0"}}]`, `execution.R_lite[0].children.core: invalid idset "x"`},
+		{`[{"rank":"0","children":{"gpu":"x","d":"0"}}]`, `execution.R_lite[0].children: unknown resource type "d"`},
+		{`[{"rank":"x","z":0,"b":1,"children":{}}]`, `execution.R_lite[0]: unknown key "b"`},
+		{`[{"children":{"core":"x"},"rank":"y"}]`, `execution.R_lite[0].rank: invalid idset "y"`},
+		{`[{"rank":"0","children":{"core":"0"}},{"rank":"0","children":{"core":"x"}}]`, `execution.R_lite[1].children.core: invalid idset "x"`},
+		{`[{"rank":"0","children":{"core":"0"}},{"rank":"x"},[]]`, `execution.R_lite[1].rank: invalid idset "x"`},
+		{`[{"rank":"x"},{"rank":"0"}`, `execution.R_lite: invalid JSON`},
+		{`[{"rank":"2-3","children":{"core":"0"}},{"rank":"0","children":{"gpu":"0"}},{"rank":"1-2","children":{"core":"0"}}]`, `execution.R_lite[2].rank: rank 2 is also in execution.R_lite[0]`},
+	}
+	for _, tt := range tests {
+		var r R
+		got := ""
+		if err := r.parseRlite([]byte(tt.in)); err != nil {
+			got = err.Error()
+		} else {
+			got = r.String()
+		}
+		if got != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.in, got, tt.want)
+		}
+		var ref R
+		if err := ref.refRlite([]byte(tt.in)); err != nil {
+			got = err.Error()
+		} else {
+			got = ref.String()
+		}
+		if got != tt.want {
+			t.Errorf("%s: reference reader gives %s", tt.in, got)
+		}
+	}
+}

@@ -1,199 +1,319 @@
 package rset
 
-import "bytes"
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"slices"
+	"unicode/utf8"
 
-// A fast path for R_lite. encoding/json spends most of the time of a
-// large R_lite (thousands of entries) building maps and raw messages. The
-// scanner below reads only the shape every producer writes, an array of
-// {"rank": "...", "children": {"core": "...", "gpu": "..."}} with plain
-// ASCII strings, and gives up on anything else; the general parser then
-// takes over and reports a precise error. The scanner accepts a document
-// only if it is valid JSON that the general parser would accept with the
-// same meaning, so the two agree on every input.
+	"github.com/fluxgo/fluxgo/pkg/idset"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
+)
 
-// liteEntry is one R_lite entry as written, before its idsets are parsed.
-type liteEntry struct {
-	rank []byte // a subslice of the document
-	kids liteChildren
+// R_lite parsing. An R of thousands of nodes is mostly R_lite, one entry
+// per rank (or run of ranks) with its children, so this is the hot part
+// of Parse. The array and its objects are read with pkg/jsonwire (the
+// project's one JSON scanner) without maps or copies: a member's value is
+// a subslice of the document, and plain strings are decoded in place.
+// Entries repeat the same children text, which is parsed once.
+//
+// There is one R_lite parser, for every input, the common shape and any
+// other. Its checks and their order are those of a reader that decodes
+// the array, then each entry in turn into a map and looks at the map's
+// keys in sorted order (a later duplicate member wins): FuzzRlite checks
+// it against such a reader written with encoding/json.
+
+// parseRlite reads R_lite. The builder's ranges tell whether two entries
+// share a rank; only then is R_lite read again, keeping the span of every
+// entry, to name them (an R of thousands of entries does without a span
+// list and its sort).
+func (r *R) parseRlite(raw []byte) error {
+	var p liteParser
+	if err := p.parse(raw); err != nil {
+		return err
+	}
+	if p.b.overlaps() {
+		q := liteParser{collect: true}
+		if err := q.parse(raw); err != nil {
+			return err
+		}
+		if err := checkSpans(q.spans); err != nil {
+			return err
+		}
+		return parseErr("execution.R_lite", "entries share ranks", nil) // not reached
+	}
+	r.setGroups(p.b.build())
+	return nil
 }
 
-// liteChildren is the "children" object of an entry as written.
-type liteChildren struct {
-	core, gpu       string
-	hasCore, hasGPU bool
+// checkSpans fails if two spans of R_lite share a rank, naming the later
+// entry.
+func checkSpans(spans []rankSpan) error {
+	if len(spans) > 1 {
+		slices.SortFunc(spans, func(a, b rankSpan) int { return cmp.Compare(a.lo, b.lo) })
+		for i := 1; i < len(spans); i++ {
+			if prev, cur := spans[i-1], spans[i]; cur.lo <= prev.hi {
+				first, second := min(prev.entry, cur.entry), max(prev.entry, cur.entry)
+				return parseErr(entryKey(second)+".rank",
+					fmt.Sprintf("rank %d is also in %s", cur.lo, entryKey(first)), nil)
+			}
+		}
+	}
+	return nil
 }
 
-type scanner struct {
-	b      []byte
-	i      int
-	intern map[string]string // children strings, which repeat
+func entryKey(i int) string { return fmt.Sprintf("execution.R_lite[%d]", i) }
+
+// plainRank reads a rank idset that is one decimal id (no leading zero,
+// at most MaxID), the form of an R written one entry per rank, without
+// building an idset. ok is false for anything else.
+func plainRank(b []byte) (uint, bool) {
+	if len(b) == 0 || len(b) > 10 || (b[0] == '0' && len(b) > 1) {
+		return 0, false
+	}
+	var n uint
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint(c-'0')
+	}
+	return n, n <= MaxID
 }
 
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
+// rankSpan is a range of ranks and the R_lite entry it came from.
+type rankSpan struct {
+	lo, hi uint
+	entry  int
+}
+
+// liteParser reads the entries of an R_lite array.
+type liteParser struct {
+	b builder
+	// the span of each entry, kept only when collect is set: the builder's
+	// ranges suffice to tell whether entries share ranks, spans say which
+	collect bool
+	spans   []rankSpan
+	n       int   // entries seen
+	err     error // error of the first bad entry; later ones are only scanned
+	// slot of children already seen, by their JSON text: entries repeat
+	// it (often all of them the same, hence last)
+	last     []byte
+	lastSlot int
+	slots    map[string]int
+}
+
+// parse reads the R_lite array raw into p.b (and p.spans).
+func (p *liteParser) parse(raw []byte) error {
+	const key = "execution.R_lite"
+	if !startsWith(raw, '[') {
+		return parseErr(key, "not an array", nil)
+	}
+	if err := jsonwire.Array(raw, p.entry); err != nil {
+		// the whole array is checked first, as decoding it would
+		return parseErr(key, "invalid JSON", err)
+	}
+	return p.err
+}
+
+// entry reads the entry val, the i-th. A JSON error (which the array's
+// scan has already ruled out) stops the scan; an error in the entry
+// itself is kept for after the scan.
+func (p *liteParser) entry(val []byte) error {
+	i := p.n
+	p.n++
+	if p.err != nil {
+		return nil
+	}
+	if val[0] != '{' {
+		p.err = parseErr(entryKey(i), "not an object", nil)
+		return nil
+	}
+	var rank, kids []byte
+	var unknown string
+	var hasUnknown bool
+	err := jsonwire.Object(val, func(k, v []byte) error {
+		switch string(k) {
+		case "rank":
+			rank = v
+		case "children":
+			kids = v
 		default:
-			return
+			if u := mapKey(k); !hasUnknown || u < unknown {
+				unknown, hasUnknown = u, true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if hasUnknown {
+		p.err = parseErr(entryKey(i), fmt.Sprintf("unknown key %q", unknown), nil)
+		return nil
+	}
+	p.err = p.add(i, rank, kids)
+	return nil
+}
+
+// add checks the rank and children values of entry i and adds its spans.
+func (p *liteParser) add(i int, rank, kids []byte) error {
+	if rank == nil {
+		return parseErr(entryKey(i)+".rank", "missing", nil)
+	}
+	if rank[0] != '"' {
+		return parseErr(entryKey(i)+".rank", "not a string", nil)
+	}
+	rb, err := jsonwire.StringBytes(rank)
+	if err != nil {
+		return parseErr(entryKey(i)+".rank", "invalid JSON", err)
+	}
+	lo, single := plainRank(rb)
+	var ranks idset.Set
+	if !single {
+		if ranks, err = liteIDs(string(rb), i, ".rank"); err != nil {
+			return err
+		}
+		if ranks.Empty() {
+			return parseErr(entryKey(i)+".rank", "empty idset", nil)
 		}
 	}
+	if kids == nil {
+		return parseErr(entryKey(i)+".children", "missing", nil)
+	}
+	slot, err := p.slot(i, kids)
+	if err != nil {
+		return err
+	}
+	if single {
+		p.addRange(i, slot, lo, lo)
+		return nil
+	}
+	first, _ := ranks.First()
+	last, _ := ranks.Last()
+	if uint(ranks.Count()) == last-first+1 { // one range: skip copying Ranges
+		p.addRange(i, slot, first, last)
+		return nil
+	}
+	for _, rg := range ranks.Ranges() {
+		p.addRange(i, slot, rg.Lo, rg.Hi)
+	}
+	return nil
 }
 
-// lit consumes c after optional white space.
-func (s *scanner) lit(c byte) bool {
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
+func (p *liteParser) addRange(i, slot int, lo, hi uint) {
+	if p.collect {
+		p.spans = append(p.spans, rankSpan{lo, hi, i})
 	}
-	return false
+	p.b.add(slot, lo, hi)
 }
 
-// str reads a string without escapes, control or non-ASCII characters.
-// raw reads a plain string and returns its text, a subslice of the
-// document.
-func (s *scanner) raw() ([]byte, bool) {
-	if !s.lit('"') {
-		return nil, false
+// slot returns the builder slot of the children value kids of entry i,
+// parsing it only if its text is new.
+func (p *liteParser) slot(i int, kids []byte) (int, error) {
+	if p.last != nil && bytes.Equal(kids, p.last) {
+		return p.lastSlot, nil
 	}
-	start := s.i
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			v := s.b[start:s.i]
-			s.i++
-			return v, true
-		case c == '\\' || c < 0x20 || c >= 0x80:
-			return nil, false
-		}
-		s.i++
-	}
-	return nil, false
-}
-
-// str reads a plain string, interned: children values repeat across
-// thousands of entries.
-func (s *scanner) str() (string, bool) {
-	b, ok := s.raw()
+	slot, ok := p.slots[string(kids)]
 	if !ok {
-		return "", false
-	}
-	if v, ok := s.intern[string(b)]; ok {
-		return v, true
-	}
-	if s.intern == nil {
-		s.intern = make(map[string]string)
-	}
-	v := string(b)
-	s.intern[v] = v
-	return v, true
-}
-
-// member reads `"key":` and returns key.
-func (s *scanner) member() ([]byte, bool) {
-	k, ok := s.raw()
-	if !ok || !s.lit(':') {
-		return nil, false
-	}
-	return k, true
-}
-
-// scanLite parses raw as an R_lite array of the common shape; ok is false
-// if raw is anything else, valid or not.
-func scanLite(raw []byte) (entries []liteEntry, ok bool) {
-	s := &scanner{b: raw}
-	if !s.lit('[') {
-		return nil, false
-	}
-	if s.lit(']') {
-		s.ws()
-		return entries, s.i == len(s.b)
-	}
-	// every entry has a rank: size the slice once (an R of thousands of
-	// entries would otherwise be copied a dozen times as it grows)
-	entries = make([]liteEntry, 0, bytes.Count(raw, []byte(`"rank"`)))
-	for {
-		e, ok := s.entry()
-		if !ok {
-			return nil, false
+		ch, err := liteChildren(i, kids)
+		if err != nil {
+			return 0, err
 		}
-		entries = append(entries, e)
-		if s.lit(',') {
-			continue
-		}
-		if !s.lit(']') {
-			return nil, false
-		}
-		s.ws()
-		return entries, s.i == len(s.b)
-	}
-}
-
-func (s *scanner) entry() (e liteEntry, ok bool) {
-	if !s.lit('{') {
-		return e, false
-	}
-	var hasRank, hasChildren bool
-	for {
-		k, ok := s.member()
-		if !ok {
-			return e, false
-		}
-		switch {
-		case string(k) == "rank" && !hasRank:
-			if e.rank, ok = s.raw(); !ok {
-				return e, false
+		slot = p.b.slot(ch)
+		// the map is needed from the second text on
+		if p.last != nil {
+			if p.slots == nil {
+				p.slots = map[string]int{string(p.last): p.lastSlot}
 			}
-			hasRank = true
-		case string(k) == "children" && !hasChildren:
-			if !s.children(&e.kids) {
-				return e, false
-			}
-			hasChildren = true
+			p.slots[string(kids)] = slot
+		}
+	}
+	p.last, p.lastSlot = kids, slot
+	return slot, nil
+}
+
+// liteChildren parses the children value raw of entry i.
+func liteChildren(i int, raw []byte) (ch children, err error) {
+	if raw[0] != '{' {
+		return ch, parseErr(entryKey(i)+".children", "not an object", nil)
+	}
+	var core, gpu []byte
+	var unknown string
+	var hasUnknown bool
+	err = jsonwire.Object(raw, func(k, v []byte) error {
+		switch string(k) {
+		case "core":
+			core = v
+		case "gpu":
+			gpu = v
 		default:
-			return e, false
+			if u := mapKey(k); !hasUnknown || u < unknown {
+				unknown, hasUnknown = u, true
+			}
 		}
-		if s.lit(',') {
-			continue
-		}
-		if !s.lit('}') {
-			return e, false
-		}
-		return e, hasRank && hasChildren
+		return nil
+	})
+	if err != nil {
+		return ch, parseErr(entryKey(i)+".children", "invalid JSON", err)
 	}
+	// the first bad key in sorted order is the one reported
+	unknownErr := func() error {
+		return parseErr(entryKey(i)+".children", fmt.Sprintf("unknown resource type %q", unknown), nil)
+	}
+	if hasUnknown && unknown < "core" {
+		return ch, unknownErr()
+	}
+	if core != nil {
+		if ch.cores, err = liteIDValue(core, i, ".children.core"); err != nil {
+			return ch, err
+		}
+	}
+	if hasUnknown && unknown < "gpu" {
+		return ch, unknownErr()
+	}
+	if gpu != nil {
+		if ch.gpus, err = liteIDValue(gpu, i, ".children.gpu"); err != nil {
+			return ch, err
+		}
+	}
+	if hasUnknown {
+		return ch, unknownErr()
+	}
+	if ch.empty() {
+		return ch, parseErr(entryKey(i)+".children", "no cores or gpus", nil)
+	}
+	return ch, nil
 }
 
-func (s *scanner) children(c *liteChildren) bool {
-	if !s.lit('{') {
-		return false
+// liteIDValue parses the idset JSON string val at field of entry i.
+func liteIDValue(val []byte, i int, field string) (idset.Set, error) {
+	if val[0] != '"' {
+		return idset.Set{}, parseErr(entryKey(i)+field, "not a string", nil)
 	}
-	if s.lit('}') {
-		return true
+	s, err := jsonwire.String(val)
+	if err != nil {
+		return idset.Set{}, parseErr(entryKey(i)+field, "invalid JSON", err)
 	}
-	for {
-		k, ok := s.member()
-		if !ok {
-			return false
-		}
-		switch {
-		case string(k) == "core" && !c.hasCore:
-			if c.core, ok = s.str(); !ok {
-				return false
-			}
-			c.hasCore = true
-		case string(k) == "gpu" && !c.hasGPU:
-			if c.gpu, ok = s.str(); !ok {
-				return false
-			}
-			c.hasGPU = true
-		default:
-			return false
-		}
-		if s.lit(',') {
-			continue
-		}
-		return s.lit('}')
+	return liteIDs(s, i, field)
+}
+
+// liteIDs parses the idset s at field of entry i. Keys for error messages
+// are only built on error: this runs once per entry.
+func liteIDs(s string, i int, field string) (idset.Set, error) {
+	ids, msg, err := parseIDs(s)
+	if msg != "" {
+		return ids, parseErr(entryKey(i)+field, msg, err)
 	}
+	return ids, nil
+}
+
+// mapKey returns a member name as a map of decoded members holds it:
+// invalid UTF-8 becomes U+FFFD per bad byte, as with encoding/json.
+func mapKey(k []byte) string {
+	if utf8.Valid(k) {
+		return string(k)
+	}
+	return string([]rune(string(k)))
 }
