@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
 func TestBrokerMapping(t *testing.T) {
@@ -46,22 +48,22 @@ func TestLogAttrs(t *testing.T) {
 	if err := b.attrs.userSet("log-level", "3"); err != nil {
 		t.Fatal(err)
 	}
-	b.ring.append(logEntry{Severity: sevInfo, Message: "dropped"})
-	b.ring.append(logEntry{Severity: sevErr, Message: "kept"})
+	b.ring.append(flux.LogEntry{Severity: sevInfo, Message: "dropped"})
+	b.ring.append(flux.LogEntry{Severity: sevErr, Message: "kept"})
 	if s := b.ring.snapshot(); len(s) != 1 || s[0].Message != "kept" {
 		t.Errorf("log-level 3 kept %+v", s)
 	}
 	if err := b.attrs.userSet("log-level", "-1"); err != nil {
 		t.Fatal(err)
 	}
-	b.ring.append(logEntry{Severity: sevEmerg, Message: "none"})
+	b.ring.append(flux.LogEntry{Severity: sevEmerg, Message: "none"})
 	if s := b.ring.snapshot(); len(s) != 1 {
 		t.Errorf("log-level -1 should match nothing: %+v", s)
 	}
 	b.attrs.userSet("log-level", "7")
 
 	for i := range 5 {
-		b.ring.append(logEntry{Severity: sevInfo, Message: strconv.Itoa(i)})
+		b.ring.append(flux.LogEntry{Severity: sevInfo, Message: strconv.Itoa(i)})
 	}
 	if err := b.attrs.userSet("log-ring-size", "2"); err != nil {
 		t.Fatal(err)
@@ -72,7 +74,7 @@ func TestLogAttrs(t *testing.T) {
 	if s := b.ring.snapshot(); len(s) != 2 || s[0].Message != "3" || s[1].Message != "4" {
 		t.Errorf("after shrinking to 2: %+v", s)
 	}
-	b.ring.append(logEntry{Severity: sevInfo, Message: "5"})
+	b.ring.append(flux.LogEntry{Severity: sevInfo, Message: "5"})
 	if s := b.ring.snapshot(); len(s) != 2 || s[0].Message != "4" || s[1].Message != "5" {
 		t.Errorf("after one more entry: %+v", s)
 	}

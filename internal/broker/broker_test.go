@@ -286,7 +286,7 @@ func TestStreamingDmesg(t *testing.T) {
 			}
 			break
 		}
-		var e logEntry
+		var e flux.LogEntry
 		m.UnmarshalPayload(&e)
 		got = append(got, e.Message)
 	}
@@ -330,7 +330,7 @@ func TestModulePanic(t *testing.T) {
 		t.Fatalf("module still loaded: %v", err)
 	}
 	var ml struct {
-		Mods []moduleInfo `json:"mods"`
+		Mods []flux.ModuleInfo `json:"mods"`
 	}
 	if err := h.Call(ctx(t), "module.list", 0, nil, &ml); err != nil {
 		t.Fatal(err)

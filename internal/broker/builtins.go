@@ -405,13 +405,13 @@ func (s *builtins) logAppend(r *flux.Request) {
 	if ts == 0 {
 		ts = float64(time.Now().UnixNano()) / 1e9
 	}
-	s.b.ring.append(logEntry{Timestamp: ts, Rank: s.b.rank, Severity: sev, Name: req.Name, Message: req.Message})
+	s.b.ring.append(flux.LogEntry{Timestamp: ts, Rank: s.b.rank, Severity: sev, Name: req.Name, Message: req.Message})
 	r.Respond(nil)
 }
 
 // followers of log.dmesg, by requestor route, so a disconnect can end them
 type dmesgFollower struct {
-	ch   chan logEntry
+	ch   chan flux.LogEntry
 	stop chan struct{}
 }
 
@@ -497,7 +497,7 @@ func (s *builtins) logClear(r *flux.Request) {
 }
 
 func (s *builtins) moduleList(r *flux.Request) {
-	r.Respond(map[string]any{"mods": s.b.modules.list(), "available": s.b.modules.reg.Names()})
+	r.Respond(flux.ModuleList{Mods: s.b.modules.list(), Available: s.b.modules.reg.Names()})
 }
 
 func (s *builtins) moduleLoad(r *flux.Request) {

@@ -8,7 +8,8 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
 // Syslog severities used by flux dmesg and flux logger (RFC 5424).
@@ -23,38 +24,16 @@ const (
 	sevDebug
 )
 
-var sevNames = []string{"emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"}
-
-// logEntry is one line of the broker's log ring buffer.
-type logEntry struct {
-	Seq       uint64  `json:"seq"`
-	Timestamp float64 `json:"timestamp"`
-	Rank      uint32  `json:"rank"`
-	Severity  int     `json:"severity"`
-	Name      string  `json:"name"`
-	Message   string  `json:"message"`
-}
-
-// Format renders an entry the way flux dmesg prints it.
-func (e logEntry) Format() string {
-	ts := time.Unix(0, int64(e.Timestamp*1e9)).UTC().Format("2006-01-02T15:04:05.000000Z")
-	sev := "debug"
-	if e.Severity >= 0 && e.Severity < len(sevNames) {
-		sev = sevNames[e.Severity]
-	}
-	return fmt.Sprintf("%s %s.%s[%d]: %s", ts, e.Name, sev, e.Rank, e.Message)
-}
-
 // logRing keeps the last N log entries of a broker and feeds followers
 // (flux dmesg --follow).
 type logRing struct {
 	mu        sync.Mutex
 	rank      uint32
-	entries   []logEntry
+	entries   []flux.LogEntry
 	next      int
 	full      bool
 	seq       uint64
-	followers map[chan logEntry]struct{}
+	followers map[chan flux.LogEntry]struct{}
 	stderr    io.Writer
 	stderrSev int
 	level     int // entries of a greater severity number are dropped (log-level)
@@ -62,9 +41,9 @@ type logRing struct {
 
 func newLogRing(size int, rank uint32) *logRing {
 	return &logRing{
-		entries:   make([]logEntry, size),
+		entries:   make([]flux.LogEntry, size),
 		rank:      rank,
-		followers: make(map[chan logEntry]struct{}),
+		followers: make(map[chan flux.LogEntry]struct{}),
 		stderr:    os.Stderr,
 		stderrSev: sevErr,
 		level:     sevDebug,
@@ -76,7 +55,7 @@ func newLogRing(size int, rank uint32) *logRing {
 func (r *logRing) setSize(n int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var old []logEntry
+	var old []flux.LogEntry
 	if r.full {
 		old = append(old, r.entries[r.next:]...)
 	}
@@ -84,7 +63,7 @@ func (r *logRing) setSize(n int) {
 	if len(old) > n {
 		old = old[len(old)-n:]
 	}
-	r.entries = make([]logEntry, n)
+	r.entries = make([]flux.LogEntry, n)
 	copy(r.entries, old)
 	r.next = len(old) % n
 	r.full = len(old) == n
@@ -114,7 +93,7 @@ func (r *logRing) levels() (level, stderrSev int) {
 	return r.level, r.stderrSev
 }
 
-func (r *logRing) append(e logEntry) {
+func (r *logRing) append(e flux.LogEntry) {
 	r.mu.Lock()
 	if e.Severity > r.level {
 		r.mu.Unlock()
@@ -141,10 +120,10 @@ func (r *logRing) append(e logEntry) {
 }
 
 // snapshot returns the buffered entries, oldest first.
-func (r *logRing) snapshot() []logEntry {
+func (r *logRing) snapshot() []flux.LogEntry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []logEntry
+	var out []flux.LogEntry
 	if r.full {
 		out = append(out, r.entries[r.next:]...)
 	}
@@ -157,15 +136,15 @@ func (r *logRing) clear() {
 	r.mu.Unlock()
 }
 
-func (r *logRing) follow() chan logEntry {
-	ch := make(chan logEntry, 1024)
+func (r *logRing) follow() chan flux.LogEntry {
+	ch := make(chan flux.LogEntry, 1024)
 	r.mu.Lock()
 	r.followers[ch] = struct{}{}
 	r.mu.Unlock()
 	return ch
 }
 
-func (r *logRing) unfollow(ch chan logEntry) {
+func (r *logRing) unfollow(ch chan flux.LogEntry) {
 	r.mu.Lock()
 	delete(r.followers, ch)
 	r.mu.Unlock()
@@ -211,7 +190,7 @@ func (h *ringHandler) Handle(_ context.Context, rec slog.Record) error {
 		write(a)
 	}
 	rec.Attrs(write)
-	h.ring.append(logEntry{
+	h.ring.append(flux.LogEntry{
 		Timestamp: float64(rec.Time.UnixNano()) / 1e9,
 		Rank:      h.ring.rank,
 		Severity:  slogSeverity(rec.Level),

@@ -394,29 +394,16 @@ func (mh *moduleHost) services() []string {
 	return out
 }
 
-// moduleInfo is one row of flux module list.
-type moduleInfo struct {
-	Name     string   `json:"name"`
-	Path     string   `json:"path"`
-	Idle     int      `json:"idle"`
-	Status   int      `json:"status"`
-	Services []string `json:"services"`
-	Args     []string `json:"args"`
-	Loaded   float64  `json:"loaded"`
-	Rx       uint64   `json:"rx"`
-	Tx       uint64   `json:"tx"`
-}
-
 // Module status values (flux-core's module states).
 const modStatusRunning = 2
 
-func (mh *moduleHost) list() []moduleInfo {
+func (mh *moduleHost) list() []flux.ModuleInfo {
 	mh.mu.Lock()
 	defer mh.mu.Unlock()
-	out := make([]moduleInfo, 0, len(mh.mods))
+	out := make([]flux.ModuleInfo, 0, len(mh.mods))
 	now := time.Now().UnixNano()
 	for _, p := range mh.mods {
-		out = append(out, moduleInfo{
+		out = append(out, flux.ModuleInfo{
 			Name:     p.name,
 			Path:     "builtin:" + p.name,
 			Idle:     int((now - p.lastMsg.Load()) / int64(time.Second)),

@@ -79,7 +79,7 @@ func dmesg(ctx context.Context, h *flux.Handle, nodeid uint32, o dmesgOptions, p
 			}
 			return err
 		}
-		var e logEntry
+		var e flux.LogEntry
 		if err := m.UnmarshalPayload(&e); err != nil {
 			return err
 		}
@@ -93,40 +93,6 @@ func dmesg(ctx context.Context, h *flux.Handle, nodeid uint32, o dmesgOptions, p
 
 func clearLog(ctx context.Context, h *flux.Handle, nodeid uint32) error {
 	return h.Call(ctx, "log.clear", nodeid, nil, nil)
-}
-
-// logEntry is one log.dmesg response.
-type logEntry struct {
-	Seq       uint64  `json:"seq"`
-	Timestamp float64 `json:"timestamp"`
-	Rank      uint32  `json:"rank"`
-	Severity  int     `json:"severity"`
-	Name      string  `json:"name"`
-	Message   string  `json:"message"`
-}
-
-func (e logEntry) time() time.Time {
-	return time.Unix(0, int64(e.Timestamp*1e9))
-}
-
-// severityNames are the syslog severities, by number (RFC 5424).
-var severityNames = []string{"emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"}
-
-func severityName(sev int) string {
-	if sev >= 0 && sev < len(severityNames) {
-		return severityNames[sev]
-	}
-	return fmt.Sprint(sev)
-}
-
-// parseSeverity maps a severity name to its number.
-func parseSeverity(s string) (int, error) {
-	for i, n := range severityNames {
-		if s == n {
-			return i, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown severity %q (valid: emerg, alert, crit, err, warning, notice, info, debug)", s)
 }
 
 // logPrinter writes log entries as flux dmesg shows them.
@@ -168,16 +134,16 @@ func severityColor(sev int) string {
 	return ansiBlue
 }
 
-func (p *logPrinter) print(e logEntry) {
+func (p *logPrinter) print(e flux.LogEntry) {
 	fmt.Fprintf(p.w, "%s %s[%d]: %s\n", p.timestamp(e),
-		p.paint(severityColor(e.Severity), e.Name+"."+severityName(e.Severity)), e.Rank, e.Message)
+		p.paint(severityColor(e.Severity), e.Name+"."+flux.SeverityName(e.Severity)), e.Rank, e.Message)
 }
 
 // timestamp is RFC 3339 UTC with microseconds, or in human mode an
 // absolute "[Jan02 15:04]" whenever the minute changes and an offset
 // "[  +0.003421]" from it (from the previous entry with delta) otherwise.
-func (p *logPrinter) timestamp(e logEntry) string {
-	t := e.time()
+func (p *logPrinter) timestamp(e flux.LogEntry) string {
+	t := e.Time()
 	if !p.human {
 		return p.paint(ansiGreen, t.UTC().Format("2006-01-02T15:04:05.000000Z"))
 	}

@@ -11,13 +11,13 @@ import (
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
-func entryAt(t time.Time, sev int, msg string) logEntry {
-	return logEntry{Timestamp: float64(t.UnixNano()) / 1e9, Rank: 3, Severity: sev, Name: "app", Message: msg}
+func entryAt(t time.Time, sev int, msg string) flux.LogEntry {
+	return flux.LogEntry{Timestamp: float64(t.UnixNano()) / 1e9, Rank: 3, Severity: sev, Name: "app", Message: msg}
 }
 
 func TestLogPrinter(t *testing.T) {
 	t0 := time.Date(2024, 1, 2, 15, 4, 5, 123456000, time.UTC)
-	entries := []logEntry{
+	entries := []flux.LogEntry{
 		entryAt(t0, 3, "first"),
 		entryAt(t0.Add(1500*time.Millisecond), 6, "second"),
 		entryAt(t0.Add(2*time.Second), 7, "third"),
@@ -56,15 +56,15 @@ func TestLogPrinter(t *testing.T) {
 
 func TestParseSeverity(t *testing.T) {
 	for i, name := range []string{"emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"} {
-		if got, err := parseSeverity(name); err != nil || got != i {
+		if got, err := flux.ParseSeverity(name); err != nil || got != i {
 			t.Errorf("%s: got %d, %v; want %d", name, got, err, i)
 		}
-		if severityName(i) != name {
-			t.Errorf("severityName(%d) = %s", i, severityName(i))
+		if flux.SeverityName(i) != name {
+			t.Errorf("flux.SeverityName(%d) = %s", i, flux.SeverityName(i))
 		}
 	}
 	for _, bad := range []string{"", "error", "warn", "INFO", "3"} {
-		if _, err := parseSeverity(bad); err == nil {
+		if _, err := flux.ParseSeverity(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}

@@ -21,7 +21,7 @@ flux dmesg). SEVERITY is one of emerg, alert, crit, err, warning, notice,
 info (the default) or debug. The broker adds the time and its rank.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sev, err := parseSeverity(severity)
+			sev, err := flux.ParseSeverity(severity)
 			if err != nil {
 				return fmt.Errorf("--severity: %w", err)
 			}

@@ -44,21 +44,6 @@ func withModuleHandle(rank string, fn func(ctx context.Context, h *flux.Handle, 
 	})
 }
 
-// moduleInfo is one entry of a module.list response.
-type moduleInfo struct {
-	Name     string   `json:"name"`
-	Path     string   `json:"path"`
-	Idle     int      `json:"idle"`
-	Status   int      `json:"status"`
-	Services []string `json:"services"`
-	Args     []string `json:"args"`
-}
-
-type moduleListResponse struct {
-	Mods      []moduleInfo `json:"mods"`
-	Available []string     `json:"available"`
-}
-
 func newModuleListCmd() *cobra.Command {
 	var long, all bool
 	var rank string
@@ -72,7 +57,7 @@ each module's path; --all lists the compiled-in modules instead.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withModuleHandle(rank, func(ctx context.Context, h *flux.Handle, nodeid uint32) error {
-				var resp moduleListResponse
+				var resp flux.ModuleList
 				if err := h.Call(ctx, "module.list", nodeid, nil, &resp); err != nil {
 					return fmt.Errorf("module.list: %w", err)
 				}
@@ -117,7 +102,7 @@ func moduleStateChar(status int) byte {
 //
 //	Module                   Idle  S Service
 //	kvs                         0  R kvs-watch
-func writeModuleList(w io.Writer, mods []moduleInfo, long bool) {
+func writeModuleList(w io.Writer, mods []flux.ModuleInfo, long bool) {
 	sort.Slice(mods, func(i, j int) bool { return mods[i].Name < mods[j].Name })
 	header := fmt.Sprintf("%-24s %4s  %c %s", "Module", "Idle", 'S', "Service")
 	if long {

@@ -157,7 +157,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func listModules(t *testing.T, h *flux.Handle, long bool) string {
 	t.Helper()
-	var resp moduleListResponse
+	var resp flux.ModuleList
 	if err := h.Call(testCtx(t), "module.list", flux.NodeidAny, nil, &resp); err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestModuleRank(t *testing.T) {
 	if err := moduleLoad(ctx, h, 1, "testmod", nil); err != nil {
 		t.Fatal(err)
 	}
-	var resp moduleListResponse
+	var resp flux.ModuleList
 	if err := h.Call(ctx, "module.list", 1, nil, &resp); err != nil || len(resp.Mods) != 1 {
 		t.Fatalf("module.list on rank 1: %+v %v", resp, err)
 	}
@@ -262,7 +262,7 @@ func TestModuleRank(t *testing.T) {
 }
 
 func TestWriteModuleList(t *testing.T) {
-	mods := []moduleInfo{
+	mods := []flux.ModuleInfo{
 		{Name: "zeta", Idle: 12345, Status: 2, Services: []string{"zeta"}, Path: "builtin:zeta"},
 		{Name: "kvs", Idle: 3, Status: 0, Services: []string{"kvs", "kvs-watch", "content"}, Path: "builtin:kvs"},
 	}

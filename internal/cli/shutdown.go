@@ -113,7 +113,7 @@ func shutdown(ctx context.Context, h *flux.Handle, o shutdownOptions, stderr io.
 			}
 			return fmt.Errorf("following the log: %w", err)
 		}
-		var e logEntry
+		var e flux.LogEntry
 		if err := m.UnmarshalPayload(&e); err != nil {
 			return err
 		}
