@@ -12,13 +12,15 @@ import (
 )
 
 // commitPayload is the kvs.commit / kvs.fence request (and the relays of
-// both): {namespace, flags, ops: [{key, flags, dirent}], name?, nprocs?}.
+// both): {namespace, flags, name?, nprocs?, ops: [{key, flags, dirent}]}.
+// Ops comes last, so that a relay is in the form parseCommit reads in
+// one pass.
 type commitPayload struct {
 	Namespace string          `json:"namespace"`
 	Flags     *int            `json:"flags"`
-	Ops       json.RawMessage `json:"ops"`
 	Name      string          `json:"name,omitempty"`
 	Nprocs    int             `json:"nprocs,omitempty"`
+	Ops       json.RawMessage `json:"ops"`
 }
 
 // txn is one transaction waiting to be applied at rank 0.
