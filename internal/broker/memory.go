@@ -6,9 +6,10 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fluxgo/fluxgo/internal/size"
 )
 
 // Memory tuning of a broker process.
@@ -70,45 +71,11 @@ func parseMemoryLimit(s string) (memoryPolicy, error) {
 	case "off", "0":
 		return memoryPolicy{}, nil
 	}
-	n, err := parseSize(s)
+	n, err := size.Parse(s)
 	if err != nil {
 		return memoryPolicy{}, fmt.Errorf("%s=%q: %v (want auto, off or a size like 512M)", MemoryLimitAttr, s, err)
 	}
 	return memoryPolicy{limit: n}, nil
-}
-
-// parseSize parses a byte count with an optional K, M, G or T suffix
-// (powers of 1024; a trailing "B" or "iB" is accepted).
-func parseSize(s string) (int64, error) {
-	t := strings.ToUpper(strings.TrimSpace(s))
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
-	shift := 0
-	if t != "" {
-		switch t[len(t)-1] {
-		case 'K':
-			shift = 10
-		case 'M':
-			shift = 20
-		case 'G':
-			shift = 30
-		case 'T':
-			shift = 40
-		}
-	}
-	if shift > 0 {
-		t = t[:len(t)-1]
-	}
-	n, err := strconv.ParseUint(t, 10, 63)
-	if err != nil {
-		return 0, fmt.Errorf("not a size")
-	}
-	if n > math.MaxInt64>>shift {
-		return 0, fmt.Errorf("size too large")
-	}
-	if n == 0 {
-		return 0, fmt.Errorf("size must be positive")
-	}
-	return int64(n) << shift, nil
 }
 
 // TuneMemory applies the broker.memory-limit policy found in attrs (the

@@ -25,7 +25,7 @@ func TestParseMemoryLimit(t *testing.T) {
 		{in: "", err: true},
 		{in: "lots", err: true},
 		{in: "-5M", err: true},
-		{in: "1.5G", err: true},
+		{in: "1.5G", want: memoryPolicy{limit: 3 << 29}}, // the sizes of the configuration
 		{in: "0M", err: true},
 		{in: "99999999999T", err: true},
 	}

@@ -23,13 +23,13 @@ import (
 	"io"
 	"os"
 	"os/user"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/fluxgo/fluxgo/internal/size"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
@@ -291,27 +291,6 @@ func (d *dumper) entry(e *treeobj.Object, key string) error {
 	return fmt.Errorf("%s: unknown tree object type", key)
 }
 
-// parseSize parses a --size-limit value: a number with an optional b, k,
-// M or G suffix (powers of 1024).
-func parseSize(s string) (float64, error) {
-	mult := 1.0
-	switch {
-	case strings.HasSuffix(s, "G"):
-		mult, s = 1<<30, strings.TrimSuffix(s, "G")
-	case strings.HasSuffix(s, "M"):
-		mult, s = 1<<20, strings.TrimSuffix(s, "M")
-	case strings.HasSuffix(s, "k"):
-		mult, s = 1<<10, strings.TrimSuffix(s, "k")
-	case strings.HasSuffix(s, "b"):
-		s = strings.TrimSuffix(s, "b")
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f < 0 {
-		return 0, fmt.Errorf("invalid size")
-	}
-	return f * mult, nil
-}
-
 // restorer builds the KVS tree of an archive and stores it, keeping up to
 // storeWindow content.store requests in flight.
 type restorer struct {
@@ -394,10 +373,11 @@ func runRestore(ctx context.Context, h *flux.Handle, o dumpOptions, path string,
 		return errors.New("one of --checkpoint or --key=NAME is required")
 	}
 	if o.sizeLimit != "" {
-		var err error
-		if o.limit, err = parseSize(o.sizeLimit); err != nil {
+		n, err := size.Parse(o.sizeLimit)
+		if err != nil {
 			return fmt.Errorf("--size-limit=%s: %v", o.sizeLimit, err)
 		}
+		o.limit = float64(n)
 	}
 	var in io.Reader = stdin
 	if path != "-" {

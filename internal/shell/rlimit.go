@@ -75,7 +75,7 @@ func ParseRlimitOption(v any) ([]Rlimit, error) {
 // so a malformed one fails the job before any shell starts.
 func checkContainmentOptions(opts map[string]any) error {
 	if v, ok := opts["memory"]; ok {
-		if _, err := ParseSize(v); err != nil {
+		if _, err := size.Parse(v); err != nil {
 			return fmt.Errorf("%w: memory: %v", ErrBadOption, err)
 		}
 	}
@@ -190,9 +190,3 @@ func limitString(v uint64) string {
 	}
 	return strconv.FormatUint(v, 10)
 }
-
-// ParseSize reads a memory size (size.Parse).
-func ParseSize(v any) (int64, error) { return size.Parse(v) }
-
-// FormatSize writes bytes the short way (size.Format).
-func FormatSize(b int64) string { return size.Format(b) }

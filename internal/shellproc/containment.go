@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/shell"
+	"github.com/fluxgo/fluxgo/internal/size"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/idset"
 )
@@ -61,7 +62,7 @@ func (c *ContainConfig) Validate() error {
 	}
 	if c.MemoryMax > 0 && c.MemoryDefault > c.MemoryMax {
 		return fmt.Errorf("job-shell.memory-default=%s is more than job-shell.memory-max=%s",
-			shell.FormatSize(c.MemoryDefault), shell.FormatSize(c.MemoryMax))
+			size.Format(c.MemoryDefault), size.Format(c.MemoryMax))
 	}
 	switch {
 	case c.Cgroup == "auto", c.Cgroup == "off":
@@ -96,7 +97,7 @@ func LoadContainConfig(ctx context.Context, h *flux.Handle) (ContainConfig, erro
 			if k.v == nil {
 				continue
 			}
-			n, err := shell.ParseSize(k.v)
+			n, err := size.Parse(k.v)
 			if err != nil {
 				return c, fmt.Errorf("[job-shell] %s: %v", k.name, err)
 			}
@@ -107,14 +108,14 @@ func LoadContainConfig(ctx context.Context, h *flux.Handle) (ContainConfig, erro
 		}
 	}
 	if v, err := h.Attr(ctx, "job-shell.memory-default"); err == nil && v != "" {
-		n, err := shell.ParseSize(v)
+		n, err := size.Parse(v)
 		if err != nil {
 			return c, fmt.Errorf("job-shell.memory-default: %v", err)
 		}
 		c.MemoryDefault = n
 	}
 	if v, err := h.Attr(ctx, "job-shell.memory-max"); err == nil && v != "" {
-		n, err := shell.ParseSize(v)
+		n, err := size.Parse(v)
 		if err != nil {
 			return c, fmt.Errorf("job-shell.memory-max: %v", err)
 		}
@@ -239,13 +240,13 @@ func MemoryLimit(opts map[string]any, c ContainConfig) (int64, error) {
 		}
 		return c.MemoryMax, nil
 	}
-	n, err := shell.ParseSize(v)
+	n, err := size.Parse(v)
 	if err != nil {
 		return 0, fmt.Errorf("%w: memory: %v", shell.ErrBadOption, err)
 	}
 	if c.MemoryMax > 0 && n > c.MemoryMax {
 		return 0, fmt.Errorf("%w: memory=%s is more than the instance's maximum of %s per task (job-shell.memory-max)",
-			shell.ErrBadOption, shell.FormatSize(n), shell.FormatSize(c.MemoryMax))
+			shell.ErrBadOption, size.Format(n), size.Format(c.MemoryMax))
 	}
 	return n, nil
 }
@@ -455,9 +456,9 @@ func oomNote(ranks []int, limit int64) string {
 		s.Add(uint(r))
 	}
 	if len(ranks) == 1 {
-		return fmt.Sprintf("task %s exceeded its memory limit of %s", s.String(), shell.FormatSize(limit))
+		return fmt.Sprintf("task %s exceeded its memory limit of %s", s.String(), size.Format(limit))
 	}
-	return fmt.Sprintf("tasks %s exceeded their memory limit of %s", s.String(), shell.FormatSize(limit))
+	return fmt.Sprintf("tasks %s exceeded their memory limit of %s", s.String(), size.Format(limit))
 }
 
 // tasksDone runs when this node's tasks have all exited, before the
