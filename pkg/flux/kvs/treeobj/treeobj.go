@@ -344,14 +344,64 @@ func checkName(name string) error {
 	return nil
 }
 
+// checkBase64 checks that s is base64 text (standard alphabet, padded).
+// Line breaks, which the base64 decoder skips, are refused: val data is
+// written to JSON unescaped (and flux-core refuses them too).
 func checkBase64(s string) error {
 	if len(s)%4 != 0 {
 		return formatErr("val data %q is not base64 (length %d is not a multiple of 4)", abbrev(s), len(s))
 	}
-	if _, err := base64.StdEncoding.DecodeString(s); err != nil {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
 		return formatErr("val data %q is not base64: %v", abbrev(s), err)
 	}
+	if len(b) != base64Len(s) {
+		return formatErr("val data %q is not base64 (it holds line breaks)", abbrev(s))
+	}
 	return nil
+}
+
+// checkBase64Bytes is checkBase64 for bytes, decoding the text a piece at
+// a time into a buffer on the stack. Pieces are whole groups of 4, and
+// only the last may be padded or short of data, so this is the check of
+// the whole text.
+func checkBase64Bytes(b []byte) error {
+	if len(b)%4 != 0 {
+		return formatErr("val data %q is not base64 (length %d is not a multiple of 4)", abbrev(string(b)), len(b))
+	}
+	const piece = 256
+	var buf [piece / 4 * 3]byte
+	for off := 0; off < len(b); off += piece {
+		p := b[off:min(off+piece, len(b))]
+		n, err := base64.StdEncoding.Decode(buf[:], p)
+		if err != nil {
+			if c, ok := err.(base64.CorruptInputError); ok {
+				err = c + base64.CorruptInputError(off)
+			}
+			return formatErr("val data %q is not base64: %v", abbrev(string(b)), err)
+		}
+		if off+len(p) < len(b) && n != len(buf) {
+			return formatErr("val data %q is not base64 (padding or line breaks before its end)", abbrev(string(b)))
+		}
+		if off+len(p) == len(b) && n != base64Len(p) {
+			return formatErr("val data %q is not base64 (it holds line breaks)", abbrev(string(b)))
+		}
+	}
+	return nil
+}
+
+// base64Len returns the length of the data in s, padded base64 text of a
+// length a multiple of 4, if s holds nothing but base64 (the decoder
+// skips line breaks: a text that holds some decodes shorter).
+func base64Len[T string | []byte](s T) int {
+	n := len(s) / 4 * 3
+	if len(s) > 0 && s[len(s)-1] == '=' {
+		n--
+		if s[len(s)-2] == '=' {
+			n--
+		}
+	}
+	return n
 }
 
 func abbrev(s string) string {
