@@ -6,7 +6,7 @@ require github.com/fluxgo/fluxgo v0.0.0
 
 require (
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
-	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 )
 
 replace github.com/fluxgo/fluxgo => ../
