@@ -161,6 +161,10 @@ tries = {
         {"key": "resource.R", "flags": 0, "dirent": val("{}")}]}),
     "commit-symlink": ("job-shell.commit", {"namespace": "primary", "flags": 0, "ops": [
         {"key": key(theirs), "flags": 0, "dirent": {"ver": 1, "type": "symlink", "data": {"target": "resource"}}}]}),
+    # a member the check and the KVS would read differently: "OPS" is
+    # "ops" to a case-insensitive decoder
+    "commit-case": ("job-shell.commit", {"namespace": "primary", "flags": 0, "ops": [
+        {"key": "resource.R", "flags": 0, "dirent": val("{}")}], "OPS": []}),
     "hello-lying": ("job-shell.hello", {"pid": 1, "userid": uid, "service": "%%d-shell-p1" %% uid,
         "jobs": [int(mine)], "ended": []}),
     "kill": ("job-shell.kill", {"id": int(theirs), "signum": 9}),
@@ -461,7 +465,7 @@ func TestRestartMultiUser(t *testing.T) {
 	}
 	for _, want := range []string{
 		"commit-other-job refused 1", "commit-other-key refused 1", "commit-symlink refused 1",
-		"hello-lying refused 1", "kill refused 1", "commit-claimed refused 1"} {
+		"commit-case refused 71", "hello-lying refused 1", "kill refused 1", "commit-claimed refused 1"} {
 		if !strings.Contains(string(out), want+"\n") {
 			t.Errorf("guest script: want %q in:\n%s", want, out)
 		}
