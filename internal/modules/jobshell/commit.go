@@ -201,6 +201,7 @@ func (m *manager) checkGuestCommit(userid uint32, payload []byte) (txn *kvs.Txn,
 	}
 	return txn, wait, nil
 }
+
 // outputKeyJob returns the job whose output eventlog key is.
 func outputKeyJob(key string) (jobid.ID, bool) {
 	rest, ok := strings.CutPrefix(key, "job.")
