@@ -107,6 +107,17 @@ func dialUnix(path string) (*os.File, error) {
 }
 
 func (l *localConn) Send(m *Message) error {
+	if m.Attached != nil {
+		// leaving the process: the payload the attachment stands for
+		p, err := m.Attached.Payload(m.Payload)
+		if err != nil {
+			return fmt.Errorf("send %s: %w", m.Topic, err)
+		}
+		d := *m
+		d.Attached = nil
+		d.SetPayload(p)
+		m = &d
+	}
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	l.buf = message.AppendFramed(l.buf[:0], m)
