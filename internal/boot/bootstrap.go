@@ -317,7 +317,26 @@ func ParseTBON(t map[string]any) (*TBON, error) {
 			return nil, fmt.Errorf("%w: tbon.connect_timeout: %v", ErrConfig, err)
 		}
 	}
-	if err := f.unknown("connect_timeout, fanout, topo"); err != nil {
+	// flux-core's other keys, checked and accepted: fluxgo's overlay has
+	// no ZeroMQ queues to tune, and its liveness timing is its own
+	for _, k := range []string{"tcp_user_timeout", "torpid_min", "torpid_max"} {
+		if v, ok, err := f.str(k); err != nil {
+			return nil, err
+		} else if ok {
+			if _, err := fsd.ParseDuration(v); err != nil {
+				return nil, fmt.Errorf("%w: tbon.%s: %v", ErrConfig, k, err)
+			}
+		}
+	}
+	for _, k := range []string{"zmqdebug", "child_rcvhwm"} {
+		if _, _, err := f.integer(k); err != nil {
+			return nil, err
+		}
+	}
+	if _, _, err := f.str("interface-hint"); err != nil {
+		return nil, err
+	}
+	if err := f.unknown("child_rcvhwm, connect_timeout, fanout, interface-hint, tcp_user_timeout, topo, torpid_max, torpid_min, zmqdebug"); err != nil {
 		return nil, err
 	}
 	return tb, nil

@@ -22,6 +22,14 @@ type accessConfig struct {
 // accessKeys are the keys [access] may hold.
 var accessKeys = []string{"allow-guest-user", "allow-root-owner", "max-user-connections", "max-user-pending"}
 
+// CheckAccess checks the [access] table of a configuration (nil: none):
+// flux config reload refuses a bad one, though the table is read only
+// at start.
+func CheckAccess(toml map[string]any) error {
+	_, err := parseAccess(toml)
+	return err
+}
+
 // parseAccess reads the [access] table of a configuration (nil: none).
 func parseAccess(toml map[string]any) (accessConfig, error) {
 	var ac accessConfig

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
@@ -536,4 +537,34 @@ func TestModuleUnloadDisconnects(t *testing.T) {
 	waitFor("svc.disconnect from the module", func(s seen) bool {
 		return len(s.Seen) == 1 && strings.Contains(s.Seen[0], "user")
 	})
+}
+
+// TestGuestLogLine: a guest's log line names its userid and stays one
+// line: it cannot pass for a module's, forge lines of its own, or set its
+// time.
+func TestGuestLogLine(t *testing.T) {
+	ti := startInProcess(t, 1, 2, nil, nil)
+	h := ti.handle(0)
+	req := message.NewRequest("log.append", flux.NodeidAny, nil)
+	req.MarshalPayload(map[string]any{"severity": 0, "name": "broker", "message": "fake\nbroker.err[0]: forged", "timestamp": 1})
+	req.Userid, req.Rolemask = 4242, message.RoleUser
+	f, err := h.SendRequest(req, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Get(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, e := range ti.brokers[0].ring.snapshot() {
+		if strings.Contains(e.Message, "forged") {
+			found = true
+			if e.Name != "broker[uid 4242]" || strings.Contains(e.Message, "\n") || e.Timestamp == 1 {
+				t.Errorf("guest's line: %+v", e)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("the guest's line is not in the ring")
+	}
 }

@@ -2,11 +2,13 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/message"
@@ -402,11 +404,27 @@ func (s *builtins) logAppend(r *flux.Request) {
 		req.Name = "logger"
 	}
 	ts := req.Time
-	if ts == 0 {
+	if ts == 0 || !r.IsOwner() {
 		ts = float64(time.Now().UnixNano()) / 1e9
+	}
+	if !r.IsOwner() {
+		// a guest's line says whose it is, on one line: it cannot pass
+		// for a module's or forge lines of its own
+		req.Name = fmt.Sprintf("%s[uid %d]", oneLine(req.Name), r.Userid())
+		req.Message = oneLine(req.Message)
 	}
 	s.b.ring.append(flux.LogEntry{Timestamp: ts, Rank: s.b.rank, Severity: sev, Name: req.Name, Message: req.Message})
 	r.Respond(nil)
+}
+
+// oneLine escapes the control characters of s (newlines, carriage
+// returns, terminal escapes) as Go does in a quoted string.
+func oneLine(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }
 
 // followers of log.dmesg, by requestor route, so a disconnect can end them

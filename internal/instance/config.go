@@ -7,8 +7,11 @@ import (
 	"strings"
 
 	"github.com/fluxgo/fluxgo/internal/boot"
+	"github.com/fluxgo/fluxgo/internal/broker"
 	"github.com/fluxgo/fluxgo/internal/modules/jobmanager"
 	"github.com/fluxgo/fluxgo/internal/modules/resource"
+	"github.com/fluxgo/fluxgo/internal/modules/schedsimple"
+	"github.com/fluxgo/fluxgo/internal/shellproc"
 )
 
 // ParseSetattrs turns NAME=VALUE strings into a map.
@@ -52,8 +55,15 @@ func CheckConfig(table map[string]any) error {
 	if err := jobmanager.ValidateConfig(raw); err != nil {
 		return err
 	}
-	_, err = resource.TableAttrs(table)
-	return err
+	for _, check := range []func(map[string]any) error{
+		func(t map[string]any) error { _, err := resource.TableAttrs(t); return err },
+		broker.CheckAccess, schedsimple.CheckTable, shellproc.CheckTable,
+	} {
+		if err := check(table); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // jobRundir makes the rundir of a broker started by a job without -S

@@ -73,6 +73,44 @@ func (c *ContainConfig) Validate() error {
 	return nil
 }
 
+// CheckTable checks the [job-shell] table of a configuration (flux start
+// and flux config reload check it before the module reads it): only
+// memory-default, memory-max and cgroup, each valid.
+func CheckTable(top map[string]any) error {
+	raw, ok := top["job-shell"]
+	if !ok {
+		return nil
+	}
+	t, ok := raw.(map[string]any)
+	if !ok {
+		return fmt.Errorf("[job-shell]: want a table, not %v", raw)
+	}
+	c := ContainConfig{Cgroup: "auto"}
+	for k, v := range t {
+		switch k {
+		case "memory-default", "memory-max":
+			n, err := size.Parse(v)
+			if err != nil {
+				return fmt.Errorf("[job-shell] %s: %v", k, err)
+			}
+			if k == "memory-max" {
+				c.MemoryMax = n
+			} else {
+				c.MemoryDefault = n
+			}
+		case "cgroup":
+			s, ok := v.(string)
+			if !ok || s == "" {
+				return fmt.Errorf("[job-shell] cgroup: want auto, off or a cgroup directory, not %v", v)
+			}
+			c.Cgroup = s
+		default:
+			return fmt.Errorf("[job-shell] %s: unknown key (known: cgroup, memory-default, memory-max)", k)
+		}
+	}
+	return c.Validate()
+}
+
 // LoadContainConfig reads the configuration: the [job-shell] table of
 // the configuration files (memory-default, memory-max, cgroup), then the
 // broker attributes of the same names, which win (-S on the command

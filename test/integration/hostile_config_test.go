@@ -151,3 +151,47 @@ func TestResourceTable(t *testing.T) {
 		t.Errorf("R lacks the [resource] scheduling key: %s", got)
 	}
 }
+
+// startOnly are the corpus files whose mistakes only a module starting
+// finds (resource paths and host lists, read when the resource module
+// loads): flux config reload cannot see them.
+var startOnly = map[string]bool{
+	"resource-path-missing": true, "resource-exclude": true, "resource-hostlist": true,
+	"resource-hosts-huge": true,
+}
+
+// TestHostileConfigReload: flux config reload refuses what flux start
+// refuses (it took a bad [job-shell], [sched-simple] or [access] and the
+// instance then ran no job), naming the key, and the instance keeps its
+// configuration and goes on running jobs.
+func TestHostileConfigReload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a flux instance")
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "base.toml"), []byte("[exec]\nkill-timeout = \"7s\"\n"), 0o644)
+	e := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 1, Args: []string{"--config-path=" + dir}})}
+	files, _ := filepath.Glob("../../testdata/config/hostile/*.toml")
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".toml")
+		if startOnly[name] {
+			continue
+		}
+		data, _ := os.ReadFile(file)
+		first, _, _ := strings.Cut(string(data), "\n")
+		want := strings.TrimPrefix(first, "# want: ")
+		bad := filepath.Join(dir, "bad.toml")
+		os.WriteFile(bad, data, 0o644)
+		r := e.flux("config", "reload")
+		os.Remove(bad)
+		if r.Code == 0 || !strings.Contains(r.Stderr, want) {
+			t.Errorf("%s: flux config reload: exit %d: %s\nwant the error to contain %q", name, r.Code, r.Stderr, want)
+		}
+	}
+	if got := e.must("config", "get", "exec.kill-timeout"); got != "7s" {
+		t.Errorf("the configuration after the refused reloads: exec.kill-timeout %q", got)
+	}
+	if got := e.must("run", "echo", "ok"); got != "ok" {
+		t.Errorf("a job after the refused reloads: %q", got)
+	}
+}

@@ -31,12 +31,20 @@ func (b *BeginTime) Load(h jobtap.Host, _ json.RawMessage) error {
 	return nil
 }
 
+// maxBeginTime bounds a begin-time: 2^33 s after the epoch (the year
+// 2242). Past about 9.2e9 s a wait no longer fits a time.Duration, and
+// a job so held was released at once.
+const maxBeginTime = 1 << 33
+
 // parseBeginTime reads a begin-time dependency's value: a timestamp,
-// not negative, finite.
+// not negative, finite, at most maxBeginTime.
 func parseBeginTime(s string) (float64, error) {
 	t, err := strconv.ParseFloat(s, 64)
 	if err != nil || t < 0 || math.IsNaN(t) || math.IsInf(t, 0) {
 		return 0, fmt.Errorf("Invalid begin-time=%s", s)
+	}
+	if t > maxBeginTime {
+		return 0, fmt.Errorf("Invalid begin-time=%s: after %d, the latest a job may be held until", s, int64(maxBeginTime))
 	}
 	return t, nil
 }

@@ -17,6 +17,10 @@ func TestBeginTimeValidate(t *testing.T) {
 		{"-1", "Invalid begin-time=-1"},
 		{"inf", "Invalid begin-time=inf"},
 		{"NaN", "Invalid begin-time=NaN"},
+		{"4102444800", ""}, // 2100
+		// past a time.Duration's reach the job was released at once
+		{"1e12", "Invalid begin-time=1e12: after 8589934592, the latest a job may be held until"},
+		{"1e300", "Invalid begin-time=1e300: after 8589934592, the latest a job may be held until"},
 	} {
 		js, err := jobspec.FromCommand([]string{"true"}, jobspec.CommandOptions{})
 		if err != nil {

@@ -160,25 +160,12 @@ func parseConfig(ctx context.Context, h *flux.Handle, args []string) (Config, er
 	}
 	var raw json.RawMessage
 	if err := h.Call(ctx, "config.get", flux.NodeidAny, nil, &raw); err == nil {
-		var top struct {
-			Table map[string]any `json:"sched-simple"`
-		}
+		var top map[string]any
 		if err := json.Unmarshal(raw, &top); err != nil {
 			return cfg, fmt.Errorf("[sched-simple]: %w", err)
 		}
-		for k, v := range top.Table {
-			var s string
-			switch x := v.(type) {
-			case string:
-				s = x
-			case float64:
-				s = strconv.FormatFloat(x, 'f', -1, 64)
-			default:
-				return cfg, fmt.Errorf("[sched-simple] %s: want a string or a number, got %v", k, v)
-			}
-			if err := cfg.setKey(k, s); err != nil {
-				return cfg, fmt.Errorf("[sched-simple] %w", err)
-			}
+		if err := cfg.applyTable(top); err != nil {
+			return cfg, err
 		}
 	}
 	for _, a := range args {
@@ -191,6 +178,48 @@ func parseConfig(ctx context.Context, h *flux.Handle, args []string) (Config, er
 		}
 	}
 	return cfg, cfg.Validate()
+}
+
+// applyTable applies the configuration's [sched-simple] table.
+func (c *Config) applyTable(top map[string]any) error {
+	raw, ok := top[Name]
+	if !ok {
+		return nil
+	}
+	t, ok := raw.(map[string]any)
+	if !ok {
+		return fmt.Errorf("[sched-simple]: want a table, not %v", raw)
+	}
+	for k, v := range t {
+		var s string
+		switch x := v.(type) {
+		case string:
+			s = x
+		case float64:
+			s = strconv.FormatFloat(x, 'f', -1, 64)
+		case int64:
+			s = strconv.FormatInt(x, 10)
+		default:
+			return fmt.Errorf("[sched-simple] %s: want a string or a number, got %v", k, v)
+		}
+		if err := c.setKey(k, s); err != nil {
+			return fmt.Errorf("[sched-simple] %w", err)
+		}
+	}
+	return nil
+}
+
+// CheckTable checks the [sched-simple] table of a configuration as the
+// module will read it (flux start and flux config reload check it first).
+func CheckTable(top map[string]any) error {
+	c := DefaultConfig()
+	if err := c.applyTable(top); err != nil {
+		return err
+	}
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("[sched-simple] %w", err)
+	}
+	return nil
 }
 
 // Module is the sched-simple module.
