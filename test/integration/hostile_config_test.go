@@ -40,17 +40,24 @@ func TestHostileConfigs(t *testing.T) {
 				t.Fatalf("%s: the first line must be # want: TEXT", file)
 			}
 			abs, _ := filepath.Abs(file)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, testinstance.Binary(t), "start", "-s", "1", "--config-path="+abs, "true")
-			cmd.Dir = t.TempDir()
-			out, _ := cmd.CombinedOutput()
-			code := cmd.ProcessState.ExitCode()
+			code, out := startOnce(t, "-s", "1", "--config-path="+abs)
 			if code != 1 || !strings.Contains(string(out), want) {
 				t.Errorf("flux start -c %s: exit %d (want 1): %s\nwant the output to contain %q", filepath.Base(file), code, out, want)
 			}
 		})
 	}
+}
+
+// startOnce runs flux start ARGS true in a directory of its own (for a
+// minute at most) and returns its exit code and output.
+func startOnce(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testinstance.Binary(t), append(append([]string{"start"}, args...), "true")...)
+	cmd.Dir = t.TempDir()
+	out, _ := cmd.CombinedOutput()
+	return cmd.ProcessState.ExitCode(), string(out)
 }
 
 // TestAccessTable: the configuration's [access] table is honoured:

@@ -1,14 +1,11 @@
 package integration
 
 import (
-	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fluxgo/fluxgo/internal/testinstance"
 )
@@ -74,13 +71,8 @@ func TestJobspecSizeConfig(t *testing.T) {
 	mid := writeJobspec(t, map[string]any{"per_slot": 1}, map[string]any{"environment": map[string]any{"MID": strings.Repeat("x", 100<<10)}})
 	e.fail("is larger than the limit of 64K (ingest.max-jobspec-size)", "job", "submit", mid)
 	os.WriteFile(conf, []byte("[ingest]\nmax-jobspec-size = \"lots\"\n"), 0o644)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, testinstance.Binary(t), "start", "-s", "1", "-o,--config-path="+conf, "true")
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), `ingest.max-jobspec-size: size "lots"`) {
-		t.Errorf("flux start with a bad ingest.max-jobspec-size: %v: %s", err, out)
+	if code, out := startOnce(t, "-s", "1", "-o,--config-path="+conf); code == 0 || !strings.Contains(out, `ingest.max-jobspec-size: size "lots"`) {
+		t.Errorf("flux start with a bad ingest.max-jobspec-size: exit %d: %s", code, out)
 	}
 }
 
@@ -102,13 +94,8 @@ func TestModuleStartFailures(t *testing.T) {
 		t.Errorf("flux alloc of a child whose scheduler fails: %+v", r)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, testinstance.Binary(t), "start", "-s", "2", "-Ssched-simple.queue-policy=bogus", "true")
-	cmd.Dir = t.TempDir()
-	out, err := cmd.CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), `rc1: module sched-simple failed: queue-policy="bogus"`) {
-		t.Errorf("flux start with a scheduler that fails: %v: %s", err, out)
+	if code, out := startOnce(t, "-s", "2", "-Ssched-simple.queue-policy=bogus"); code != 1 || !strings.Contains(out, `rc1: module sched-simple failed: queue-policy="bogus"`) {
+		t.Errorf("flux start with a scheduler that fails: exit %d: %s", code, out)
 	}
 }
 
@@ -164,13 +151,8 @@ func TestBadContainmentAttrs(t *testing.T) {
 		{[]string{"-Sjob-shell.memory-max=bogus"}, `job-shell.memory-max: size "bogus"`},
 		{[]string{"-Sjob-shell.memory-default=1G", "-Sjob-shell.memory-max=64M"}, "job-shell.memory-default=1G is more than job-shell.memory-max=64M"},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		cmd := exec.CommandContext(ctx, testinstance.Binary(t), append(append([]string{"start", "-s", "1"}, c.attrs...), "true")...)
-		cmd.Dir = t.TempDir()
-		out, err := cmd.CombinedOutput()
-		cancel()
-		if err == nil || !strings.Contains(string(out), c.want) {
-			t.Errorf("flux start %v: %v: %s", c.attrs, err, out)
+		if code, out := startOnce(t, append([]string{"-s", "1"}, c.attrs...)...); code == 0 || !strings.Contains(out, c.want) {
+			t.Errorf("flux start %v: exit %d: %s", c.attrs, code, out)
 		}
 	}
 }

@@ -466,18 +466,7 @@ func FuzzDecodeJobs(f *testing.F) {
 // jobs) and in a response not written as job-list writes them (a space
 // after the key), which is decoded the general way.
 func BenchmarkDecodeJobsForms(b *testing.B) {
-	var sb strings.Builder
-	for i := 0; i < 1024; i++ {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		fmt.Fprintf(&sb, `{"id":%d,"userid":1000,"urgency":16,"priority":16,"t_submit":1764486000.%06d,`+
-			`"t_depend":1764486000.1,"t_run":1764486000.2,"t_cleanup":1764486000.3,"t_inactive":1764486000.4,`+
-			`"state":64,"name":"true","ntasks":1,"ncores":1,"duration":0,"nnodes":1,"ranks":"%d",`+
-			`"nodelist":"node%d","success":true,"exception_occurred":false,"result":1,"waitstatus":0,`+
-			`"annotations":{"sched":{"resource_summary":"rank%d/core0"}}}`, 60397977600000+i, i, i, i, i)
-	}
-	jobs := sb.String()
+	jobs := benchJobs()
 	for _, form := range []struct{ name, payload string }{
 		{"stream", `{"jobs":[` + jobs + `],"version":1}`},
 		{"spaced", `{"jobs": [` + jobs + `]}`},
