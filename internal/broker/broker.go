@@ -105,6 +105,10 @@ type Config struct {
 	// CheckTOML checks a configuration given to config.load before any
 	// module sees it; nil checks nothing.
 	CheckTOML func(map[string]any) error
+	// NoteTOML lists what a configuration sets that is accepted but not
+	// acted on; each is logged (warning) when the configuration is
+	// applied, at start and on a reload. nil notes nothing.
+	NoteTOML func(map[string]any) []string
 }
 
 func (c *Config) setDefaults() {

@@ -48,6 +48,7 @@ func newBuiltins(b *Broker) *builtins {
 
 func (s *builtins) start() error {
 	b := s.b
+	s.noteConfig(b.cfg.TOML)
 	s.p = newModulePeer(b, "broker")
 	b.router.addPeer(s.p)
 	for _, name := range builtinServices {

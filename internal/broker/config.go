@@ -218,12 +218,23 @@ func (s *builtins) applyConfig(r *flux.Request, table map[string]any) {
 		return
 	}
 	s.b.log.Info("configuration updated")
+	s.noteConfig(table)
 	for _, t := range startOnlyTables {
 		if !reflect.DeepEqual(old[t], table[t]) {
 			s.b.log.Warn(fmt.Sprintf("configuration: the [%s] table changed; it takes effect when the broker restarts", t))
 		}
 	}
 	r.Respond(nil)
+}
+
+// noteConfig logs what the configuration sets that is not acted on.
+func (s *builtins) noteConfig(table map[string]any) {
+	if s.b.cfg.NoteTOML == nil || s.b.rank != 0 {
+		return
+	}
+	for _, n := range s.b.cfg.NoteTOML(table) {
+		s.b.log.Warn(n)
+	}
 }
 
 // newServices returns the services of now that are not in before.

@@ -12,6 +12,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/modules/resource"
 	"github.com/fluxgo/fluxgo/internal/modules/schedsimple"
 	"github.com/fluxgo/fluxgo/internal/shellproc"
+	"github.com/fluxgo/fluxgo/pkg/fsd"
 )
 
 // ParseSetattrs turns NAME=VALUE strings into a map.
@@ -48,6 +49,12 @@ func LoadConfig(path string) (*boot.Config, error) {
 // CheckConfig checks the tables of a configuration that modules read
 // (the job manager's are a superset of job-ingest's and sched-simple's).
 func CheckConfig(table map[string]any) error {
+	if _, err := checkSchema(table); err != nil {
+		return err
+	}
+	if err := checkHeartbeat(table); err != nil {
+		return err
+	}
 	raw, err := json.Marshal(table)
 	if err != nil {
 		return err
@@ -62,6 +69,30 @@ func CheckConfig(table map[string]any) error {
 		if err := check(table); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// ConfigNotes lists what the configuration sets that fluxgo accepts but
+// does not act on (see schema.go), for the log.
+func ConfigNotes(table map[string]any) []string {
+	notes, _ := checkSchema(table)
+	return notes
+}
+
+// checkHeartbeat checks heartbeat.period, an FSD.
+func checkHeartbeat(table map[string]any) error {
+	hb, _ := table["heartbeat"].(map[string]any)
+	v, ok := hb["period"]
+	if !ok {
+		return nil
+	}
+	s, isString := v.(string)
+	if !isString {
+		return fmt.Errorf("heartbeat.period must be a duration string (FSD, e.g. \"2s\"), not %s", describeValue(v))
+	}
+	if d, err := fsd.ParseDuration(s); err != nil || d <= 0 {
+		return fmt.Errorf("heartbeat.period=%q: want a positive duration (FSD, e.g. \"2s\")", s)
 	}
 	return nil
 }
@@ -95,6 +126,14 @@ func jobRundir() (string, error) {
 // [resource] table (resource.TableAttrs; checked by checkConfig).
 func applyConfigAttrs(table map[string]any, attrs map[string]string) {
 	res, _ := resource.TableAttrs(table)
+	if hb, ok := table["heartbeat"].(map[string]any); ok {
+		if p, ok := hb["period"].(string); ok {
+			if res == nil {
+				res = map[string]string{}
+			}
+			res["heartbeat.period"] = p
+		}
+	}
 	for k, v := range res {
 		if _, set := attrs[k]; !set {
 			attrs[k] = v

@@ -122,6 +122,7 @@ func Run(o Options) (code int, err error) {
 		}
 	}
 	cfg.CheckTOML = CheckConfig
+	cfg.NoteTOML = ConfigNotes
 	if o.Test == nil {
 		// Not placed by flux start --test-size: boot from the [bootstrap]
 		// configuration, from PMI, or as a standalone broker.

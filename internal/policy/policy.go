@@ -58,8 +58,11 @@ type Config struct {
 	// Reservations are the advance reservations ([reservations.NAME],
 	// reservation.go).
 	Reservations map[string]Reservation
+	// Access is policy.access (nil: anyone may submit).
+	Access *Access
 	// accounting: per-association privileges (accounting.go)
 	accounting acctPrivileges
+	names      names // uid -> names for Access
 }
 
 // Queue is one named queue.
@@ -75,6 +78,9 @@ type Queue struct {
 	// DefaultDuration is queues.NAME.policy.jobspec.defaults.system.
 	// duration in seconds (0: the instance's default applies).
 	DefaultDuration float64
+	// Access is queues.NAME.policy.access: it replaces the instance's
+	// for the queue (nil: the instance's applies).
+	Access *Access
 	// Preemptible (queues.NAME.preemptible) makes every job of the
 	// queue preemptible: the scheduler cancels it when a job that is not
 	// preemptible needs its resources (a "standby" queue).
@@ -108,6 +114,7 @@ type policyTable struct {
 			System map[string]json.RawMessage `json:"system"`
 		} `json:"defaults"`
 	} `json:"jobspec"`
+	Access json.RawMessage `json:"access"`
 }
 
 // defaults returns the table's jobspec.defaults.system (nil if none).
@@ -189,6 +196,12 @@ func Parse(conf []byte) (*Config, error) {
 				return nil, err
 			}
 		}
+		if q.Policy != nil && len(q.Policy.Access) > 0 {
+			var err error
+			if queue.Access, err = parseAccess("queues."+name+".policy.access", q.Policy.Access); err != nil {
+				return nil, err
+			}
+		}
 		if q.Policy != nil {
 			path := "queues." + name + ".policy.jobspec.defaults.system"
 			for key, v := range q.Policy.defaults() {
@@ -216,6 +229,12 @@ func Parse(conf []byte) (*Config, error) {
 			c.Queues = make(map[string]Queue)
 		}
 		c.Queues[name] = queue
+	}
+	if p := top.Policy; p != nil && len(p.Access) > 0 {
+		var err error
+		if c.Access, err = parseAccess("policy.access", p.Access); err != nil {
+			return nil, err
+		}
 	}
 	if p := top.Policy; p != nil {
 		defaults := p.defaults()

@@ -120,3 +120,38 @@ func TestDefaultDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestAccess(t *testing.T) {
+	conf := `{"policy":{"access":{"allow-user":["root"]}},
+		"queues":{"open":{},"staff":{"policy":{"access":{"allow-group":["nosuchgroup-x"]}}}}}`
+	c, err := Parse([]byte(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckAccess("open", 0); err != nil {
+		t.Errorf("root in allow-user: %v", err)
+	}
+	err = c.CheckAccess("open", 65534)
+	if err == nil || !strings.Contains(err.Error(), "may not submit to queue open: not in policy.access.allow-user") {
+		t.Errorf("nobody refused by the instance's table: %v", err)
+	}
+	// the queue's own table replaces the instance's
+	err = c.CheckAccess("staff", 0)
+	if err == nil || !strings.Contains(err.Error(), "queues.staff.policy.access") {
+		t.Errorf("root refused by the queue's table: %v", err)
+	}
+	for _, bad := range []string{
+		`{"policy":{"access":{"allow-user":1.0}}}`,
+		`{"policy":{"access":{"allow-user":[1]}}}`,
+		`{"policy":{"access":{"allow-group":[1]}}}`,
+		`{"policy":{"access":{"allow-group":[""]}}}`,
+		`{"policy":{"access":{"foo":1}}}`,
+	} {
+		if _, err := Parse([]byte(bad)); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+	if c, err := Parse([]byte(`{"policy":{"access":{"allow-user":["alice","bob"],"allow-group":["smurfs"]}}}`)); err != nil || c.Access == nil {
+		t.Errorf("well formed access (unknown names) refused: %v", err)
+	}
+}

@@ -377,3 +377,47 @@ func TestQueueList(t *testing.T) {
 	e.must("resource", "undrain", "node0")
 	e.must("queue", "start", "--quiet", "debug")
 }
+
+// TestPolicyAccess: policy.access and queues.NAME.policy.access limit who
+// may submit (flux-config-policy(5)); the owner always may; a reload
+// changes it.
+func TestPolicyAccess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a flux instance")
+	}
+	dir := t.TempDir()
+	write := func(conf string) {
+		if err := os.WriteFile(filepath.Join(dir, "policy.toml"), []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const restricted = `
+[policy.access]
+allow-group = ["65534"]   # nobody's group, by number (names work too)
+[queues.open]
+[queues.staff.policy.access]
+allow-user = ["root"]
+`
+	write(restricted)
+	e := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 1, Args: []string{"--config-path", dir}})}
+	if !canRunAsGuest(e) {
+		t.Skip("needs root to run a client as another user")
+	}
+	if r := e.asGuest("submit", "-q", "open", "--urgency=hold", "true"); r.Code != 0 {
+		t.Fatalf("guest (allowed by group) refused: %+v", r)
+	}
+	r := e.asGuest("submit", "-q", "staff", "true")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "may not submit to queue staff: not in queues.staff.policy.access.allow-user or allow-group") {
+		t.Fatalf("guest submit to staff: %+v", r)
+	}
+	e.submit("-q", "staff", "--urgency=hold", "true") // the owner always may
+	write("[queues.open]\n[queues.staff]\n")
+	e.must("config", "reload")
+	if r := e.asGuest("submit", "-q", "staff", "--urgency=hold", "true"); r.Code != 0 {
+		t.Fatalf("guest refused after the access table was removed: %+v", r)
+	}
+	write(restricted + "[policy.access.x]\n")
+	if r := e.flux("config", "reload"); r.Code == 0 || !strings.Contains(r.Stderr, "policy.access.x: unknown key") {
+		t.Fatalf("reload of a bad access table: %+v", r)
+	}
+}

@@ -253,6 +253,12 @@ func (in *ingest) submit(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "%v", err)
 		return
 	}
+	if !r.IsOwner() {
+		if err := in.policy.CheckAccess(spec.Queue(), r.Userid()); err != nil {
+			r.RespondError(err)
+			return
+		}
+	}
 	if v, ok := spec.Attribute("system.reservation"); ok {
 		name, isString := v.(string)
 		if !isString {
