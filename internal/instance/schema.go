@@ -80,8 +80,8 @@ func configSchema() *schema {
 	queue := table("requires", "preemptible").with("policy", policy("duration"))
 	return table().
 		with("access", table("allow-guest-user", "allow-root-owner", "max-user-connections", "max-user-pending").
-			ignoring("fluxgo always limits a guest to their own jobs", "private-mode").
-			ignoring(notUsed+" (operators are the instance owner)", "roles")).
+						ignoring("fluxgo always limits a guest to their own jobs", "private-mode").
+						ignoring(notUsed+" (operators are the instance owner)", "roles")).
 		with("accounting", openTable). // checked whole (DisallowUnknownFields)
 		with("archive", table("dbpath", "period").ignoring(notUsed, "busytimeout")).
 		with("bootstrap", openTable). // checked by boot
