@@ -78,34 +78,44 @@ func configSchema() *schema {
 			with("scheduler", openTable) // read by the scheduler, opaque to the rest (RFC 33)
 	}
 	queue := table("requires", "preemptible").with("policy", policy("duration"))
-	return table().
-		with("access", table("allow-guest-user", "allow-root-owner", "max-user-connections", "max-user-pending").
-						ignoring("fluxgo always limits a guest to their own jobs", "private-mode").
-						ignoring(notUsed+" (operators are the instance owner)", "roles")).
-		with("accounting", openTable). // checked whole (DisallowUnknownFields)
-		with("archive", table("dbpath", "period").ignoring(notUsed, "busytimeout")).
-		with("bootstrap", openTable). // checked by boot
-		with("tbon", openTable).      // checked by boot
-		with("resource", openTable).  // checked by resource.TableAttrs
-		with("sched-simple", openTable).
-		with("job-shell", openTable).
-		with("job-manager", table("inactive-age-limit", "inactive-num-limit", "plugins").
-			with("prolog", openTable).with("epilog", openTable).with("perilog", openTable). // checked by the perilog plugin
-			ignoring(notUsed, "housekeeping", "stop-queues-on-restart")).
-		with("exec", table("imp").
-			ignoring(notUsed, "service", "service-override", "job-shell", "kill-timeout", "max-kill-count",
-				"max-kill-timeout", "term-signal", "kill-signal", "barrier-timeout", "max-start-delay-percent",
-				"testexec", "sdexec-properties", "sdexec-stop-timer-sec", "sdexec-stop-timer-signal")).
-		with("ingest", table("max-jobspec-size").
-			ignoring(notUsed+" (fluxgo validates jobspecs itself)", "validator", "frobnicator", "batch-count", "buffer-size")).
-		with("heartbeat", table("period").ignoring(notUsed, "timeout", "warn_thresh")).
-		with("kvs", table().ignoring(notUsed, "checkpoint-period", "gc-threshold")).
-		with("content-sqlite", table().ignoring(notUsed, "journal_mode", "synchronous", "preallocate", "vacuum_on_start")).
-		with("systemd", table().ignoring(notUsed+" (fluxgo has no sdexec)", "enable", "sdbus-debug", "sdexec-debug")).
-		with("mail", table("command", "from")).
-		with("policy", policy("duration", "queue")).
-		with("queues", &schema{each: queue}).
-		with("reservations", &schema{each: table("ranks", "hosts", "start", "end", "duration", "users")})
+	// tables checked whole by the code that reads them
+	checkedElsewhere := []string{
+		"accounting",   // the accounting-limits plugin (unknown fields refused)
+		"bootstrap",    // boot
+		"tbon",         // boot
+		"resource",     // resource.TableAttrs
+		"sched-simple", // schedsimple.CheckTable
+		"job-shell",    // shellproc.CheckTable
+	}
+	top := table()
+	for _, name := range checkedElsewhere {
+		top.with(name, openTable)
+	}
+	top.with("access", table("allow-guest-user", "allow-root-owner", "max-user-connections", "max-user-pending").
+		ignoring("fluxgo always limits a guest to their own jobs", "private-mode").
+		ignoring(notUsed+" (operators are the instance owner)", "roles"))
+	top.with("archive", table("dbpath", "period").ignoring(notUsed, "busytimeout"))
+	jm := table("inactive-age-limit", "inactive-num-limit", "plugins").
+		ignoring(notUsed, "housekeeping", "stop-queues-on-restart")
+	for _, t := range []string{"prolog", "epilog", "perilog"} {
+		jm.with(t, openTable) // checked by the perilog plugin
+	}
+	top.with("job-manager", jm)
+	top.with("exec", table("imp").
+		ignoring(notUsed, "service", "service-override", "job-shell", "kill-timeout", "max-kill-count",
+			"max-kill-timeout", "term-signal", "kill-signal", "barrier-timeout", "max-start-delay-percent",
+			"testexec", "sdexec-properties", "sdexec-stop-timer-sec", "sdexec-stop-timer-signal"))
+	top.with("ingest", table("max-jobspec-size").
+		ignoring(notUsed+" (fluxgo validates jobspecs itself)", "validator", "frobnicator", "batch-count", "buffer-size"))
+	top.with("heartbeat", table("period").ignoring(notUsed, "timeout", "warn_thresh"))
+	top.with("kvs", table().ignoring(notUsed, "checkpoint-period", "gc-threshold"))
+	top.with("content-sqlite", table().ignoring(notUsed, "journal_mode", "synchronous", "preallocate", "vacuum_on_start"))
+	top.with("systemd", table().ignoring(notUsed+" (fluxgo has no sdexec)", "enable", "sdbus-debug", "sdexec-debug"))
+	top.with("mail", table("command", "from"))
+	top.with("policy", policy("duration", "queue"))
+	top.with("queues", &schema{each: queue})
+	top.with("reservations", &schema{each: table("ranks", "hosts", "start", "end", "duration", "users")})
+	return top
 }
 
 // checkSchema checks the names in a configuration against the schema:
