@@ -52,9 +52,10 @@ const signalDelay = 25 * time.Millisecond
 // interruptedBy is the signal that canceled a cmdContext (0: none).
 var interruptedBy atomic.Int32
 
-// sigintHandled is set while a command handles SIGINT itself (flux job
-// attach and flux run forward it to the job's tasks): cmdContext then
-// leaves SIGINT alone, so the command ends with the job's exit code.
+// sigintHandled is set while a command handles SIGINT and SIGTERM itself
+// (flux job attach and flux run forward them to the job's tasks):
+// cmdContext then leaves them alone, so the command ends with the job's
+// exit code.
 var sigintHandled atomic.Bool
 
 // interruptedStatus is the exit code of a command that a signal caught by
@@ -88,7 +89,7 @@ func cmdContext() (context.Context, context.CancelFunc) {
 			for {
 				select {
 				case sig := <-sigs:
-					if sig == os.Interrupt && sigintHandled.Load() {
+					if sigintHandled.Load() {
 						continue // the command's own handler has it
 					}
 					if n, ok := sig.(syscall.Signal); ok {

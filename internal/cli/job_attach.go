@@ -104,7 +104,7 @@ func attachJob(h *flux.Handle, id jobid.ID, o attachOptions, stdin io.Reader, ou
 	defer cancel()
 	a := &attacher{h: h, id: id, o: o, stdin: stdin, out: out, errw: errw, outcome: jobOutcome{status: -1}, partial: map[string][]byte{}}
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	sigintHandled.Store(true)
 	defer sigintHandled.Store(false)
@@ -363,11 +363,32 @@ func (a *attacher) forwardStdin(ctx context.Context, service string, leader uint
 // signals the job, a second within 2 s cancels it.
 func (a *attacher) interrupts(ctx context.Context, sigs <-chan os.Signal) {
 	var last time.Time
+	terms := 0
 	for {
+		var sig os.Signal
 		select {
 		case <-ctx.Done():
 			return
-		case <-sigs:
+		case sig = <-sigs:
+		}
+		if sig == syscall.SIGTERM {
+			// As srun does: the first SIGTERM goes to the job's tasks and
+			// attach goes on (their output and exit status still come);
+			// the second cancels the job; the third ends attach at once
+			// (the job is cancelled by then).
+			terms++
+			switch terms {
+			case 1:
+				fmt.Fprintf(a.errw, "flux-job: forwarding SIGTERM to %s\n", a.id.String())
+				a.h.Call(ctx, "job-manager.kill", flux.NodeidAny, map[string]any{"id": a.id, "signum": int(syscall.SIGTERM)}, nil)
+			case 2:
+				fmt.Fprintf(a.errw, "flux-job: Canceling %s\n", a.id.String())
+				a.h.Call(ctx, "job-manager.raise", flux.NodeidAny,
+					map[string]any{"id": a.id, "type": "cancel", "severity": 0, "note": "flux job attach terminated"}, nil)
+			default:
+				os.Exit(128 + int(syscall.SIGTERM))
+			}
+			continue
 		}
 		if time.Since(last) < 2*time.Second {
 			fmt.Fprintf(a.errw, "\nflux-job: Canceling %s\n", a.id.String())

@@ -361,6 +361,38 @@ func TestRunIntegration(t *testing.T) {
 		noLeftovers(t, m)
 	})
 
+	t.Run("sigterm", func(t *testing.T) {
+		// SIGTERM to flux run reaches the tasks (as srun forwards it):
+		// flux run ends with their status and the job is not left running
+		m := marker(t)
+		cmd, _, errb := fluxCmd(inst, "run", "sleep", m)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitRunning(t, inst)
+		cmd.Process.Signal(syscall.SIGTERM)
+		if code := waitExit(t, cmd, 30*time.Second); code != 128+15 {
+			t.Fatalf("after SIGTERM: exit %d, stderr %q", code, errb.String())
+		}
+		noLeftovers(t, m)
+
+		// a second SIGTERM cancels a job whose tasks ignore the first
+		m = marker(t) + "3"
+		cmd, out, errb := fluxCmd(inst, "run", "sh", "-c", `trap "echo got TERM" TERM; echo ready; while :; do sleep `+m+` & wait; done`)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitOutput(t, out, "ready")
+		cmd.Process.Signal(syscall.SIGTERM)
+		waitOutput(t, out, "got TERM")
+		cmd.Process.Signal(syscall.SIGTERM)
+		code := waitExit(t, cmd, 30*time.Second)
+		if code == 0 || !strings.Contains(errb.String(), "type=cancel") {
+			t.Fatalf("after two SIGTERMs: exit %d stdout %q stderr %q", code, out.String(), errb.String())
+		}
+		noLeftovers(t, m)
+	})
+
 	t.Run("no-leftovers", func(t *testing.T) {
 		// the instance has nothing running once all the above are done
 		r := inst.MustRun(t, "jobs", "-n", "-o", "{id.f58}")
