@@ -271,7 +271,7 @@ func instanceJobspec(o *instanceOptions, initial []string) (*jobspec.Jobspec, er
 			return nil, err
 		}
 	}
-	return js, nil
+	return js, js.CheckText()
 }
 
 // submitInstance submits js (or prints it with --dry-run, returning 0).

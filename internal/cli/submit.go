@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"time"
+	"unicode/utf8"
 
 	"path/filepath"
 	"regexp"
@@ -188,6 +191,11 @@ func (o *submitOptions) environment() (map[string]string, error) {
 	}
 	if err := o.applyEnvRules(env, proc, o.env, 0); err != nil {
 		return nil, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		if !utf8.ValidString(k) || !utf8.ValidString(env[k]) {
+			return nil, fmt.Errorf("environment variable %q is not valid UTF-8 (value %q) and a jobspec holds text only: unset it or pass --env=-%s", k, env[k], k)
+		}
 	}
 	return env, nil
 }

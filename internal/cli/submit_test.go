@@ -408,3 +408,22 @@ func FuzzParseBeginTime(f *testing.F) {
 		}
 	})
 }
+
+// TestSubmitRefusesInvalidUTF8: text that JSON cannot carry is refused,
+// naming where it is, instead of being replaced with U+FFFD.
+func TestSubmitRefusesInvalidUTF8(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--job-name", "a\xffb", "true"}, `attributes.system.job.name is not valid UTF-8 ("a\xffb")`},
+		{[]string{"echo", "\xc3("}, `tasks[0].command[1] is not valid UTF-8`},
+		{[]string{"--env=X=\xfe", "true"}, `environment variable "X" is not valid UTF-8`},
+		{[]string{"--cc=1-2", "echo", "\xff"}, `cc=1: tasks[0].command[1] is not valid UTF-8`},
+	} {
+		_, err := build(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -239,6 +239,9 @@ func buildJobspecs(o *submitOptions, args []string) ([]*jobspec.Jobspec, error) 
 		if err != nil {
 			return nil, err
 		}
+		if err := js.CheckText(); err != nil {
+			return nil, err
+		}
 		return []*jobspec.Jobspec{js}, nil
 	}
 	out := make([]*jobspec.Jobspec, 0, len(ids))
@@ -254,6 +257,9 @@ func buildJobspecs(o *submitOptions, args []string) ([]*jobspec.Jobspec, error) 
 		if o.cc != "" {
 			env := js.Attributes.System["environment"].(map[string]any)
 			env["FLUX_JOB_CC"] = strconv.Itoa(id)
+		}
+		if err := js.CheckText(); err != nil {
+			return nil, fmt.Errorf("cc=%d: %w", id, err)
 		}
 		out = append(out, js)
 	}

@@ -540,3 +540,26 @@ func TestEncodeStrings(t *testing.T) {
 		t.Error("MarshalJSON accepted a struct attribute")
 	}
 }
+
+func TestCheckText(t *testing.T) {
+	js, err := FromCommand([]string{"echo", "ok"}, CommandOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.CheckText(); err != nil {
+		t.Fatalf("valid jobspec: %v", err)
+	}
+	js.Tasks[0].Command[1] = "bad\xff"
+	if err := js.CheckText(); err == nil || !strings.Contains(err.Error(), `tasks[0].command[1] is not valid UTF-8 ("bad\xff")`) {
+		t.Errorf("bad argument: %v", err)
+	}
+	js.Tasks[0].Command[1] = "ok"
+	js.SetEnvironment(map[string]string{"X": "\xc3("})
+	if err := js.CheckText(); err == nil || !strings.Contains(err.Error(), "attributes.system.environment.X is not valid UTF-8") {
+		t.Errorf("bad environment value: %v", err)
+	}
+	js.SetEnvironment(map[string]string{"\xfe": "x"})
+	if err := js.CheckText(); err == nil || !strings.Contains(err.Error(), "attributes.system.environment key is not valid UTF-8") {
+		t.Errorf("bad environment name: %v", err)
+	}
+}
