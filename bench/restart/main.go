@@ -48,11 +48,11 @@ func main() {
 	}
 	defer os.RemoveAll(dir)
 	opts := []string{"--test-hosts=n[0-3]", "-Sstatedir=" + filepath.Join(dir, "state"),
-		`-Sresource.config=[{"hosts":"n[0-3]","cores":"0-63"}]`}
+		`-Sresource.config=[{"hosts":"n[0-3]","cores":"0-63"}]`, "-Sresource.noverify=1"}
 
 	// the floor: the same instance, started empty
 	t := time.Now()
-	inst, err := benchkit.Start(abs, 4, "--test-hosts=n[0-3]", `-Sresource.config=[{"hosts":"n[0-3]","cores":"0-63"}]`)
+	inst, err := benchkit.Start(abs, 4, "--test-hosts=n[0-3]", `-Sresource.config=[{"hosts":"n[0-3]","cores":"0-63"}]`, "-Sresource.noverify=1")
 	if err != nil {
 		fatal(err)
 	}

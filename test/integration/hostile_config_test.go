@@ -164,7 +164,7 @@ func TestResourceTable(t *testing.T) {
 // loads): flux config reload cannot see them.
 var startOnly = map[string]bool{
 	"resource-path-missing": true, "resource-exclude": true, "resource-hostlist": true,
-	"resource-hosts-huge": true,
+	"resource-hosts-huge": true, "resource-exclude-range": true,
 }
 
 // TestHostileConfigReload: flux config reload refuses what flux start

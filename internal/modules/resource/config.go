@@ -40,6 +40,8 @@ var ErrConfig = errors.New("resource configuration error")
 //	                       not its broker runs (fake inventories in test)
 //	resource.discover-timeout  FSD; how long rank 0 waits for every rank
 //	                       to report its resources (default 30s)
+//	resource.verify        true, false or a JSON table (verify.go)
+//	resource.noverify      "1"/"true": no rank is verified
 //
 // An instance that runs as a job of another (flux batch, flux alloc) has
 // the broker attributes parent-uri and jobid; without config entries or a
@@ -54,6 +56,10 @@ type Config struct {
 	Scheduling      string // a file whose JSON becomes R's scheduling key
 	ForceUp         bool
 	DiscoverTimeout time.Duration
+	// Verify says how each rank's part of a configured inventory is
+	// checked against its host (verify.go; resource.verify and
+	// resource.noverify).
+	Verify Verify
 	// ParentURI and JobID (attributes parent-uri and jobid) locate the
 	// job this instance runs as, if any.
 	ParentURI string
@@ -88,7 +94,7 @@ func (c *Config) Validate() error {
 
 // loadConfig reads the configuration from broker attributes.
 func loadConfig(ctx context.Context, h *flux.Handle, args []string) (*Config, error) {
-	c := &Config{DiscoverTimeout: DefaultDiscoverTimeout}
+	c := &Config{DiscoverTimeout: DefaultDiscoverTimeout, Verify: DefaultVerify}
 	attr := func(name string) string {
 		v, err := h.Attr(ctx, name)
 		if err != nil {
@@ -124,6 +130,22 @@ func loadConfig(ctx context.Context, h *flux.Handle, args []string) (*Config, er
 			return nil, fmt.Errorf("%w: resource.monitor-force-up: %v", ErrConfig, err)
 		}
 		c.ForceUp = b
+	}
+	if v := attr("resource.verify"); v != "" {
+		vf, err := parseVerify(v)
+		if err != nil {
+			return nil, err
+		}
+		c.Verify = vf
+	}
+	if v := attr("resource.noverify"); v != "" {
+		b, err := parseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: resource.noverify: %v", ErrConfig, err)
+		}
+		if b {
+			c.Verify = Verify{verifyIgnore, verifyIgnore, verifyIgnore, true}
+		}
 	}
 	if v := attr("resource.discover-timeout"); v != "" {
 		d, err := fsd.ParseDuration(v)
@@ -348,6 +370,9 @@ func excludeRanks(spec string, r *rset.R) (idset.Set, error) {
 		return idset.Set{}, nil
 	}
 	if ids, err := idset.Parse(spec); err == nil {
+		if extra := ids.Difference(r.Ranks()); !extra.Empty() {
+			return idset.Set{}, fmt.Errorf("%w: resource.exclude: rank %s is not in the inventory (ranks %s)", ErrConfig, extra, orNone(r.Ranks()))
+		}
 		return ids, nil
 	}
 	hl, err := hostlist.Parse(spec)

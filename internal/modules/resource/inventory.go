@@ -94,16 +94,16 @@ func (inv *inventory) start(ctx context.Context, hostname string) error {
 		if err != nil {
 			return err
 		}
-		return inv.define(R, methodConfig)
+		return inv.defineVerified(R, methodConfig, hostname)
 	case inv.cfg.Path != "":
 		R, err := readRFile(inv.cfg.Path)
 		if err != nil {
 			return err
 		}
-		return inv.define(R, methodConfig)
+		return inv.defineVerified(R, methodConfig, hostname)
 	case inv.cfg.JobID != "" && inv.cfg.ParentURI != "":
 		if R := inv.jobR(ctx); R != nil {
-			return inv.define(R, methodJob)
+			return inv.defineVerified(R, methodJob, hostname)
 		}
 	}
 	l, err := discover(inv.cfg.HwlocXML)
@@ -126,6 +126,24 @@ func (inv *inventory) start(ctx context.Context, hostname string) error {
 			}
 		})
 	})
+	return nil
+}
+
+// defineVerified defines a configured (or the job's) inventory and
+// verifies rank 0's part of it against this host.
+func (inv *inventory) defineVerified(R *rset.R, method, hostname string) error {
+	if err := inv.define(R, method); err != nil {
+		return err
+	}
+	if inv.cfg.Verify.off() || inv.cfg.ForceUp || (method == methodJob && !inv.cfg.Verify.Explicit) {
+		return nil
+	}
+	l, err := discover(inv.cfg.HwlocXML)
+	if err != nil {
+		inv.log.Error(fmt.Sprintf("discovery for verification failed: %v", err))
+		return nil
+	}
+	inv.verifyRank(helloPayload{Rank: 0, Hostname: hostname, Cores: l.Cores.String(), GPUs: l.GPUs.String()})
 	return nil
 }
 
@@ -294,6 +312,8 @@ func (inv *inventory) hello(r *flux.Request) {
 		inv.reports[req.Rank] = req
 	} else if !inv.ranks.Contains(uint(req.Rank)) {
 		inv.log.Warn(fmt.Sprintf("rank %d (%s) has no resources in the inventory", req.Rank, req.Hostname))
+	} else {
+		inv.verifyRank(req)
 	}
 	inv.watch(req.Rank)
 	if !inv.online.Contains(uint(req.Rank)) {

@@ -123,7 +123,7 @@ func (m *member) helloLoop(ctx context.Context) {
 			}
 			if payload == nil {
 				payload = &helloPayload{Rank: m.rank, Hostname: m.hostname}
-				if m.cfg.Entries == nil && m.cfg.Path == "" {
+				if m.reportsResources() {
 					l, err := discover(m.cfg.HwlocXML)
 					if err != nil {
 						m.log.Error(fmt.Sprintf("discovery failed; reporting no resources: %v", err))
@@ -134,6 +134,16 @@ func (m *member) helloLoop(ctx context.Context) {
 			m.sayHello(ctx, payload)
 		}
 	}()
+}
+
+// reportsResources says whether this rank's hello carries what it
+// discovers: always unless the inventory is configured and not verified
+// (an instance run as a job falls back to discovery when its job's R
+// does not fit).
+func (m *member) reportsResources() bool {
+	c := m.cfg
+	configured := c.Entries != nil || c.Path != ""
+	return !configured || !c.Verify.off() && !c.ForceUp
 }
 
 func (m *member) sayHello(ctx context.Context, p *helloPayload) {

@@ -10,8 +10,7 @@ import (
 // tableKeys are the keys of the configuration's [resource] table
 // (flux-config-resource(5)) and the broker attribute each becomes, ""
 // for the keys accepted for compatibility that change nothing here:
-// fluxgo never drains a node whose hardware differs from its
-// configuration (noverify), discovers from /sys or hwloc XML without
+// fluxgo discovers from /sys or hwloc XML without
 // restricting to the broker's CPU affinity (norestrict), does not watch
 // R for updates (no-update-watch), and discovers again at each start
 // (rediscover).
@@ -21,7 +20,8 @@ var tableKeys = map[string]string{
 	"exclude":         "resource.exclude",
 	"scheduling":      "resource.scheduling",
 	"hwloc-xml":       "resource.hwloc-xml",
-	"noverify":        "",
+	"noverify":        "resource.noverify",
+	"verify":          "resource.verify",
 	"norestrict":      "",
 	"no-update-watch": "",
 	"rediscover":      "",
@@ -63,9 +63,26 @@ func TableAttrs(table map[string]any) (map[string]string, error) {
 				return nil, err
 			}
 			attrs[attr] = string(b)
-		case attr == "":
-			if _, ok := v.(bool); !ok {
+		case k == "verify":
+			switch x := v.(type) {
+			case bool:
+				attrs[attr] = fmt.Sprint(x)
+			case map[string]any:
+				if _, err := verifyTable(x); err != nil {
+					return nil, err
+				}
+				b, _ := json.Marshal(x)
+				attrs[attr] = string(b)
+			default:
+				return nil, fmt.Errorf("resource.verify: want true, false or a table, got %v", v)
+			}
+		case attr == "" || k == "noverify":
+			b, ok := v.(bool)
+			if !ok {
 				return nil, fmt.Errorf("resource.%s: want true or false, got %v", k, v)
+			}
+			if attr != "" {
+				attrs[attr] = fmt.Sprint(b)
 			}
 		default:
 			s, ok := v.(string)
