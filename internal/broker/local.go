@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/procfs"
 	"github.com/fluxgo/fluxgo/pkg/flux/message"
 )
 
@@ -117,10 +118,10 @@ func (lc *localConnector) close() {
 	lc.wg.Wait()
 }
 
-func peerUID(c *net.UnixConn) (uint32, error) {
+func peerCred(c *net.UnixConn) (uid uint32, pid int, err error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var cred *syscall.Ucred
 	var cerr error
@@ -128,17 +129,30 @@ func peerUID(c *net.UnixConn) (uint32, error) {
 		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
 	})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if cerr != nil {
-		return 0, cerr
+		return 0, 0, cerr
 	}
-	return cred.Uid, nil
+	return cred.Uid, int(cred.Pid), nil
+}
+
+// isChild reports whether pid is a child of this broker: a job shell the
+// job-shell module started, which connects as the job's user but is not
+// one of the user's connections (the module bounds how many run), so
+// access.max-user-connections does not count it. A user cannot make a
+// process whose parent is the broker.
+func isChild(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	ppid, err := procfs.Parent(pid)
+	return err == nil && ppid == os.Getpid()
 }
 
 func (lc *localConnector) handle(c *net.UnixConn) {
 	b := lc.b
-	uid, err := peerUID(c)
+	uid, pid, err := peerCred(c)
 	if err != nil {
 		b.log.Error("local connector: SO_PEERCRED", "err", err)
 		c.Write([]byte{byte(syscall.EPROTO)})
@@ -154,7 +168,7 @@ func (lc *localConnector) handle(c *net.UnixConn) {
 		c.Close()
 		return
 	}
-	if role&message.RoleOwner == 0 {
+	if role&message.RoleOwner == 0 && !isChild(pid) {
 		if !lc.admit(uid) {
 			c.Write([]byte{byte(syscall.EUSERS)})
 			c.Close()

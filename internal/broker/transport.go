@@ -95,7 +95,7 @@ func dialURI(uri string, b *Broker) (net.Conn, error) {
 func authenticatePeer(c net.Conn, b *Broker) error {
 	switch conn := c.(type) {
 	case *net.UnixConn:
-		uid, err := peerUID(conn)
+		uid, _, err := peerCred(conn)
 		if err != nil {
 			return err
 		}

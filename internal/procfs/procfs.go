@@ -29,6 +29,15 @@ func Stat(pid int) ([]string, error) {
 	return f, nil
 }
 
+// Parent returns the parent process ID of pid.
+func Parent(pid int) (int, error) {
+	f, err := Stat(pid)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(f[1])
+}
+
 // StartTime returns the start time of process pid (clock ticks since
 // boot): with its PID, it names a process the kernel will not reuse.
 func StartTime(pid int) (uint64, error) {
