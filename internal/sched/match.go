@@ -1,6 +1,9 @@
 package sched
 
-import "strconv"
+import (
+	"math"
+	"strconv"
+)
 
 // view is the capacity the matcher searches: what is free now, or the
 // static totals (for feasibility).
@@ -125,6 +128,12 @@ func (p *Pool) Allocate(req *Request, now float64) (*Alloc, error) {
 	}
 	if p.expiration > 0 && (a.Expiration == 0 || a.Expiration > p.expiration) {
 		a.Expiration = p.expiration
+	}
+	if a.Expiration > 0 && a.Expiration <= a.Start {
+		// a duration too small to move now (1e-30 s), or a pool that has
+		// expired: R must still end after it starts (RFC 20); the job
+		// times out at once
+		a.Expiration = math.Nextafter(a.Start, math.Inf(1))
 	}
 	return a, nil
 }

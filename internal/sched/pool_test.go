@@ -378,3 +378,17 @@ func TestFromJobspec(t *testing.T) {
 		t.Fatalf("key %s", r.key())
 	}
 }
+
+// TestAllocateTinyDuration: a duration too small to move the start time
+// (1e-30 s) still gives an R that ends after it starts (RFC 20).
+func TestAllocateTinyDuration(t *testing.T) {
+	p := bigPool(t, 1, 2)
+	now := 1.7962271736595454e+09
+	a, err := p.Allocate(&Request{Slots: 1, SlotCores: 1, Duration: 1e-30}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(a.Expiration > a.Start) {
+		t.Fatalf("start %v expiration %v", a.Start, a.Expiration)
+	}
+}
