@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/fluxgo/fluxgo/internal/size"
+	"github.com/fluxgo/fluxgo/internal/valuekind"
 )
 
 // accessConfig is the configuration's [access] table
@@ -39,7 +40,7 @@ func parseAccess(toml map[string]any) (accessConfig, error) {
 	}
 	t, ok := raw.(map[string]any)
 	if !ok {
-		return ac, fmt.Errorf("access: want a table, got %T", raw)
+		return ac, fmt.Errorf("access: want a table, not %s", valuekind.Of(raw))
 	}
 	for k, v := range t {
 		switch k {

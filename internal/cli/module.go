@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fluxgo/fluxgo/internal/valuekind"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
@@ -284,7 +285,7 @@ func selectStat(payload []byte, o moduleStatsOptions) (string, error) {
 	num, isNum := v.(json.Number)
 	if !isNum {
 		if o.typ != "" || o.scale != 1 {
-			return "", fmt.Errorf("--type/--scale need a number, not %T", v)
+			return "", fmt.Errorf("--type/--scale need a number, not %s", valuekind.Of(v))
 		}
 		b, err := json.Marshal(v)
 		return string(b), err

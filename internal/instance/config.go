@@ -12,6 +12,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/modules/resource"
 	"github.com/fluxgo/fluxgo/internal/modules/schedsimple"
 	"github.com/fluxgo/fluxgo/internal/shellproc"
+	"github.com/fluxgo/fluxgo/internal/valuekind"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 )
 
@@ -89,7 +90,7 @@ func checkHeartbeat(table map[string]any) error {
 	}
 	s, isString := v.(string)
 	if !isString {
-		return fmt.Errorf("heartbeat.period must be a duration string (FSD, e.g. \"2s\"), not %s", describeValue(v))
+		return fmt.Errorf("heartbeat.period must be a duration string (FSD, e.g. \"2s\"), not %s", valuekind.Of(v))
 	}
 	if d, err := fsd.ParseDuration(s); err != nil || d <= 0 {
 		return fmt.Errorf("heartbeat.period=%q: want a positive duration (FSD, e.g. \"2s\")", s)

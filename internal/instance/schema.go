@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/fluxgo/fluxgo/internal/valuekind"
 )
 
 // The key schema of the instance configuration. Each module checks the
@@ -148,7 +150,7 @@ func (s *schema) walk(path string, v any, notes *[]string) error {
 		if path == "" {
 			return nil
 		}
-		return fmt.Errorf("%s must be a table, not %s", path, describeValue(v))
+		return fmt.Errorf("%s must be a table, not %s", path, valuekind.Of(v))
 	}
 	for _, k := range sortedKeys(t) {
 		p := k
@@ -240,20 +242,4 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// describeValue names a configuration value's TOML kind for an error.
-func describeValue(v any) string {
-	switch x := v.(type) {
-	case string:
-		return fmt.Sprintf("the string %q", x)
-	case bool:
-		return fmt.Sprintf("%v", x)
-	case []any:
-		return "an array"
-	case nil:
-		return "nothing"
-	default:
-		return fmt.Sprintf("%v", x)
-	}
 }

@@ -26,7 +26,7 @@ func TestCheckSchema(t *testing.T) {
 		{conf: "policy.access.foo = 1\n", err: "policy.access.foo: unknown key"},
 		{conf: "queues.x.policy.foo = 1\n", err: "queues.x.policy.foo: unknown key"},
 		{conf: "queues.x.policy.jobspec.defaults.system.queue = \"x\"\n", err: "queues.x.policy.jobspec.defaults.system.queue: unknown key (known: duration)"},
-		{conf: "queues = 1\n", err: "queues must be a table, not 1"},
+		{conf: "queues = 1\n", err: "queues must be a table, not the number 1"},
 		{conf: "policy.limits = \"1h\"\n", err: "policy.limits must be a table, not the string \"1h\""},
 		{conf: "[Job-Shell]\ncgroup = \"off\"\n", err: "[Job-Shell]: unknown table (did you mean [job-shell]?)"},
 		{conf: "[job_manager]\n", err: "did you mean [job-manager]?"},

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fluxgo/fluxgo/internal/size"
+	"github.com/fluxgo/fluxgo/internal/valuekind"
 )
 
 // ErrBadOption is the kind of error for a malformed containment shell
@@ -45,7 +46,7 @@ func ParseRlimitOption(v any) ([]Rlimit, error) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("%w: rlimit: want an object of limits, got %T", ErrBadOption, v)
+		return nil, fmt.Errorf("%w: rlimit: want an object of limits, not %s", ErrBadOption, valuekind.Of(v))
 	}
 	out := make([]Rlimit, 0, len(m))
 	for name, val := range m {

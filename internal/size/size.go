@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/fluxgo/fluxgo/internal/valuekind"
 )
 
 // Parse reads a memory size: a number of bytes, optionally with a
@@ -26,7 +28,7 @@ func Parse(v any) (int64, error) {
 	case string:
 		return parseSizeString(n)
 	}
-	return 0, fmt.Errorf("want a size such as \"512M\", got %T", v)
+	return 0, fmt.Errorf("want a size such as \"512M\", not %s", valuekind.Of(v))
 }
 
 func parseSizeString(s string) (int64, error) {
@@ -83,5 +85,5 @@ func Integer(v any) (int64, error) {
 	case int64:
 		return n, nil
 	}
-	return 0, fmt.Errorf("want an integer, got %T", v)
+	return 0, fmt.Errorf("want an integer, not %s", valuekind.Of(v))
 }

@@ -5,6 +5,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/valuekind"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 )
 
@@ -77,7 +78,7 @@ func (cfg *testConfig) duration() (time.Duration, error) {
 		}
 		return d, nil
 	}
-	return 0, fmt.Errorf("exec.test.run_duration: want an FSD string or number, got %T", cfg.RunDuration)
+	return 0, fmt.Errorf("exec.test.run_duration: want an FSD string or number, not %s", valuekind.Of(cfg.RunDuration))
 }
 
 // signal ends a test job as if its processes died of sig (any signal

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/fluxgo/fluxgo/internal/valuekind"
 )
 
 // tableKeys are the keys of the configuration's [resource] table
@@ -37,7 +39,7 @@ func TableAttrs(table map[string]any) (map[string]string, error) {
 	}
 	t, ok := raw.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("resource: want a table, got %T", raw)
+		return nil, fmt.Errorf("resource: want a table, not %s", valuekind.Of(raw))
 	}
 	attrs := make(map[string]string)
 	for k, v := range t {
@@ -53,7 +55,7 @@ func TableAttrs(table map[string]any) (map[string]string, error) {
 		case k == "config":
 			entries, ok := v.([]map[string]any)
 			if !ok {
-				return nil, fmt.Errorf("resource.config: want an array of tables ([[resource.config]]), got %T", v)
+				return nil, fmt.Errorf("resource.config: want an array of tables ([[resource.config]]), not %s", valuekind.Of(v))
 			}
 			b, err := json.Marshal(entries)
 			if err != nil {
