@@ -299,20 +299,22 @@ func jobTimeleft(ctx context.Context, h *flux.Handle, args []string) (float64, e
 	if err != nil {
 		return 0, err
 	}
-	j, err := job.ListID(ctx, h, id, []string{"state", "expiration"}, 0)
+	j, err := job.ListID(ctx, h, id, []string{"state", "expiration", "userid"}, 0)
 	if err != nil {
 		return 0, fmt.Errorf("job %s: %s", id.String(), flux.ErrorText(err))
 	}
-	switch {
-	case j.State&job.StatePending != 0:
+	if j.State&job.StatePending != 0 {
 		return 0, fmt.Errorf("job %s has not started", id.String())
-	case j.State&job.StateRunning == 0:
-		return 0, nil
 	}
 	// a job's time left is its owner's to read, as its R is (job-info
-	// refuses anyone else; job-list's fields are public)
-	if _, err := jobR(ctx, h, id); err != nil {
-		return 0, err
+	// refuses anyone else; job-list's fields are public), ended or not
+	if j.State&job.StateRunning != 0 || j.Userid != uint32(os.Getuid()) {
+		if _, err := jobR(ctx, h, id); err != nil {
+			return 0, err
+		}
+	}
+	if j.State&job.StateRunning == 0 {
+		return 0, nil
 	}
 	return secondsLeft(j.Expiration), nil
 }

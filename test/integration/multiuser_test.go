@@ -122,6 +122,10 @@ func TestGuest(t *testing.T) {
 	// nor load plugins, nor submit waitable jobs (flux-job(1))
 	refused("", "jobtap", "load", "alloc-bypass.so")
 	refused("waitable", "submit", "--flags=waitable", "true")
+	// nor read the time left of the owner's job once it has ended
+	ended := e.submit("true")
+	e.must("job", "wait-event", ended.String(), "clean")
+	refused("belongs to another user", "job", "timeleft", ended.String())
 
 	// with a duration limit configured, guests are held to it (only the
 	// owner's updates may go beyond it)
