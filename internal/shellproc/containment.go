@@ -32,6 +32,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/fluxgo/fluxgo/internal/shell"
 	"github.com/fluxgo/fluxgo/internal/size"
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -67,8 +69,27 @@ func (c *ContainConfig) Validate() error {
 	switch {
 	case c.Cgroup == "auto", c.Cgroup == "off":
 	case strings.HasPrefix(c.Cgroup, "/"):
+		if err := checkCgroupDir(c.Cgroup); err != nil {
+			return fmt.Errorf("job-shell.cgroup=%q: %v", c.Cgroup, err)
+		}
 	default:
 		return fmt.Errorf("job-shell.cgroup=%q: want auto, off or an absolute cgroup directory", c.Cgroup)
+	}
+	return nil
+}
+
+// checkCgroupDir says whether dir is a directory of a cgroup file system
+// (v2, or a v1 hierarchy).
+func checkCgroupDir(dir string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("not a cgroup directory: %w", err)
+	}
+	if st.Type != unix.CGROUP2_SUPER_MAGIC && st.Type != unix.CGROUP_SUPER_MAGIC {
+		return fmt.Errorf("not a cgroup directory (a file system of type %#x, not cgroup)", st.Type)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("not a cgroup directory")
 	}
 	return nil
 }
