@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fluxgo/fluxgo/internal/modules/jobpool"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
@@ -104,7 +104,7 @@ func newPoolRemoveCmd() *cobra.Command {
 // poolCall makes one job-pool request of the enclosing instance.
 func poolCall(topic string, req any, resp any) error {
 	if name, _ := req.(map[string]any)["pool"].(string); name != "" {
-		if err := jobpool.CheckName(name); err != nil {
+		if err := wire.CheckPoolName(name); err != nil {
 			return err
 		}
 	}
@@ -268,7 +268,7 @@ func newPoolListCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := map[string]any{"all": all}
 			if cmd.Flags().Changed("pool") {
-				if err := jobpool.CheckName(name); err != nil {
+				if err := wire.CheckPoolName(name); err != nil {
 					return err
 				}
 				req["pool"] = name
@@ -281,9 +281,9 @@ func newPoolListCmd() *cobra.Command {
 				req["userid"] = uid
 			}
 			var resp struct {
-				Pools []jobpool.PoolInfo `json:"pools"`
-				Pool  *jobpool.PoolInfo  `json:"pool"`
-				Items []jobpool.Item     `json:"items"`
+				Pools []wire.PoolInfo `json:"pools"`
+				Pool  *wire.PoolInfo  `json:"pool"`
+				Items []wire.PoolItem `json:"items"`
 			}
 			var raw json.RawMessage
 			if err := poolCall("job-pool.list", req, &raw); err != nil {
@@ -310,7 +310,7 @@ func newPoolListCmd() *cobra.Command {
 	return cmd
 }
 
-func printPools(out io.Writer, pools []jobpool.PoolInfo) error {
+func printPools(out io.Writer, pools []wire.PoolInfo) error {
 	w := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(w, "USER\tNAME\tSTATE\tPENDING\tRUNNING\tDONE\tPULLERS")
 	for _, p := range pools {
@@ -323,7 +323,7 @@ func printPools(out io.Writer, pools []jobpool.PoolInfo) error {
 	return w.Flush()
 }
 
-func printPoolItems(out io.Writer, p *jobpool.PoolInfo, items []jobpool.Item) error {
+func printPoolItems(out io.Writer, p *wire.PoolInfo, items []wire.PoolItem) error {
 	w := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tSTATE\tCHILD\tJOBID\tRESULT\tNOTE")
 	for _, it := range items {
@@ -358,7 +358,7 @@ the pool is closed and empty and every job taken has ended. At most
 --window jobs are taken at a time (default: this instance's cores).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := jobpool.CheckName(o.pool); err != nil {
+			if err := wire.CheckPoolName(o.pool); err != nil {
 				return err
 			}
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
@@ -396,7 +396,7 @@ type pullEvent struct {
 
 type pullDone struct {
 	item   int64
-	result jobpool.Result
+	result wire.PoolResult
 }
 
 // pullJobs is flux pool pull: one pull request out at a time, asking
@@ -510,7 +510,7 @@ func runPulled(ctx context.Context, h *flux.Handle, it pulled, uid uint32, event
 	defer func() { events <- pullEvent{done: d} }()
 	js, err := jobspec.Parse(it.Jobspec)
 	if err != nil {
-		d.result = jobpool.Result{Result: "REFUSED", Note: err.Error()}
+		d.result = wire.PoolResult{Result: "REFUSED", Note: err.Error()}
 		return
 	}
 	f, err := job.SubmitAsync(h, js, uid, 16, 0)
@@ -521,7 +521,7 @@ func runPulled(ctx context.Context, h *flux.Handle, it pulled, uid uint32, event
 		err = f.Decode(ctx, &resp)
 	}
 	if err != nil {
-		d.result = jobpool.Result{Result: "REFUSED", Note: flux.ErrorText(err)}
+		d.result = wire.PoolResult{Result: "REFUSED", Note: flux.ErrorText(err)}
 		return
 	}
 	if verbose > 1 {
@@ -529,10 +529,10 @@ func runPulled(ctx context.Context, h *flux.Handle, it pulled, uid uint32, event
 	}
 	r, err := job.WaitResult(ctx, h, resp.ID)
 	if err != nil {
-		d.result = jobpool.Result{Jobid: resp.ID.String(), Result: "FAILED", Note: "lost track of the job: " + flux.ErrorText(err)}
+		d.result = wire.PoolResult{Jobid: resp.ID.String(), Result: "FAILED", Note: "lost track of the job: " + flux.ErrorText(err)}
 		return
 	}
-	d.result = jobpool.Result{Jobid: resp.ID.String(), Result: r.Result.String(), Waitstatus: r.Waitstatus}
+	d.result = wire.PoolResult{Jobid: resp.ID.String(), Result: r.Result.String(), Waitstatus: r.Waitstatus}
 	if r.ExceptionOccurred && *r.ExceptionSeverity == 0 {
 		d.result.Note = r.ExceptionType
 		if r.ExceptionNote != "" {

@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"syscall"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/kvsbatch"
 	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
@@ -45,38 +45,17 @@ const MaxAdd = 100000
 
 // Item states.
 const (
-	StatePending  = "pending"  // waiting to be pulled
-	StateAssigned = "assigned" // pulled, no result yet
-	StateDone     = "done"     // result reported
+	StatePending  = wire.PoolPending
+	StateAssigned = wire.PoolAssigned
+	StateDone     = wire.PoolDone
 )
 
-// Result is what a puller reports of an item it ran.
-type Result struct {
-	// Jobid is the job's id in the instance that ran it ("" if it
-	// could not be submitted there).
-	Jobid string `json:"jobid,omitempty"`
-	// Result is the job's result (COMPLETED, FAILED, CANCELED,
-	// TIMEOUT), or REFUSED when the child would not take the jobspec.
-	Result     string `json:"result"`
-	Waitstatus *int   `json:"waitstatus,omitempty"`
-	// Note says why (an exception's type and note, or the refusal).
-	Note string `json:"note,omitempty"`
-}
+// Result is what became of a pulled jobspec (the wire type).
+type Result = wire.PoolResult
 
-// Item is one pooled jobspec and what became of it.
+// Item is one pooled jobspec: the wire item and who holds it.
 type Item struct {
-	ID      int64           `json:"id"`
-	Jobspec json.RawMessage `json:"jobspec,omitempty"`
-	State   string          `json:"state"`
-	// Child describes who pulled it last (the puller's own
-	// description, e.g. "job ƒ3nX (2 nodes)").
-	Child   string  `json:"child,omitempty"`
-	Pulls   int     `json:"pulls,omitempty"` // times handed out
-	TAdd    float64 `json:"t_add"`
-	TAssign float64 `json:"t_assign,omitempty"`
-	TDone   float64 `json:"t_done,omitempty"`
-	Result  *Result `json:"result,omitempty"`
-
+	wire.PoolItem
 	route string // the client holding it (assigned)
 }
 
@@ -117,15 +96,8 @@ func New() module.Module { return &Module{} }
 // Name implements module.Module.
 func (*Module) Name() string { return Name }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
 // CheckName reports whether name may name a pool.
-func CheckName(name string) error {
-	if !nameRE.MatchString(name) {
-		return fmt.Errorf("pool name %q: use 1 to 64 letters, digits, '-' or '_'", name)
-	}
-	return nil
-}
+func CheckName(name string) error { return wire.CheckPoolName(name) }
 
 func key(userid uint32, name string) string {
 	return strconv.FormatUint(uint64(userid), 10) + "." + name
@@ -310,7 +282,7 @@ func (s *service) add(r *flux.Request) {
 	t := now()
 	ids := make([]int64, len(req.Jobspecs))
 	for i, js := range req.Jobspecs {
-		it := &Item{ID: p.meta.Next, Jobspec: js, State: StatePending, TAdd: t}
+		it := &Item{PoolItem: wire.PoolItem{ID: p.meta.Next, Jobspec: js, State: StatePending, TAdd: t}}
 		p.meta.Next++
 		p.items[it.ID] = it
 		p.pending = append(p.pending, it.ID)
@@ -467,15 +439,7 @@ func (p *pool) count() map[string]int {
 }
 
 // PoolInfo is a pool as job-pool.list describes it.
-type PoolInfo struct {
-	Name     string `json:"name"`
-	Userid   uint32 `json:"userid"`
-	Closed   bool   `json:"closed"`
-	Pending  int    `json:"pending"`
-	Assigned int    `json:"assigned"`
-	Done     int    `json:"done"`
-	Waiting  int    `json:"waiting"` // pulls waiting for work
-}
+type PoolInfo = wire.PoolInfo
 
 func (p *pool) info() PoolInfo {
 	c := p.count()

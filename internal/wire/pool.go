@@ -1,0 +1,68 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+)
+
+// The job-pool protocol (job-pool.list, job-pool.items, job-pool.pull,
+// job-pool.result; internal/modules/jobpool) as its clients decode it:
+// flux pool and the children that pull work.
+
+// Pool item states.
+const (
+	PoolPending  = "pending"  // waiting to be pulled
+	PoolAssigned = "assigned" // pulled, no result yet
+	PoolDone     = "done"     // result reported
+)
+
+// PoolResult is what became of a pulled jobspec, reported by the child
+// that ran it.
+type PoolResult struct {
+	// Jobid is the job's id in the instance that ran it ("" if it
+	// could not be submitted there).
+	Jobid string `json:"jobid,omitempty"`
+	// Result is the job's result (COMPLETED, FAILED, CANCELED,
+	// TIMEOUT), or REFUSED when the child would not take the jobspec.
+	Result     string `json:"result"`
+	Waitstatus *int   `json:"waitstatus,omitempty"`
+	// Note says why (an exception's type and note, or the refusal).
+	Note string `json:"note,omitempty"`
+}
+
+// PoolItem is one pooled jobspec and what became of it.
+type PoolItem struct {
+	ID      int64           `json:"id"`
+	Jobspec json.RawMessage `json:"jobspec,omitempty"`
+	State   string          `json:"state"`
+	// Child describes who pulled it last (the puller's own
+	// description, e.g. "job ƒ3nX (2 nodes)").
+	Child   string      `json:"child,omitempty"`
+	Pulls   int         `json:"pulls,omitempty"` // times handed out
+	TAdd    float64     `json:"t_add"`
+	TAssign float64     `json:"t_assign,omitempty"`
+	TDone   float64     `json:"t_done,omitempty"`
+	Result  *PoolResult `json:"result,omitempty"`
+}
+
+// PoolInfo is one pool in job-pool.list.
+type PoolInfo struct {
+	Name     string `json:"name"`
+	Userid   uint32 `json:"userid"`
+	Closed   bool   `json:"closed"`
+	Pending  int    `json:"pending"`
+	Assigned int    `json:"assigned"`
+	Done     int    `json:"done"`
+	Waiting  int    `json:"waiting"` // pulls waiting for work
+}
+
+var poolNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// CheckPoolName reports whether name may name a pool.
+func CheckPoolName(name string) error {
+	if !poolNameRE.MatchString(name) {
+		return fmt.Errorf("pool name %q: use 1 to 64 letters, digits, '-' or '_'", name)
+	}
+	return nil
+}
