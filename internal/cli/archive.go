@@ -7,14 +7,13 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fluxgo/fluxgo/pkg/filearchive"
+	"github.com/fluxgo/fluxgo/internal/size"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
@@ -134,24 +133,14 @@ func archiveCheckDir(dir string) error {
 	return nil
 }
 
-// parseArchiveSize parses --chunksize and --small-file-threshold: a
-// number, possibly with a fraction, and an optional suffix k or K (1024),
-// M (1024^2) or G (1024^3), at most INT_MAX.
+// parseArchiveSize parses --chunksize and --small-file-threshold: a size
+// as everywhere else (size.Bounded: "1.5M", "64k"), 0 to INT_MAX.
 func parseArchiveSize(flag, s string) (int64, error) {
-	num, mult := s, 1.0
-	switch {
-	case strings.HasSuffix(s, "k"), strings.HasSuffix(s, "K"):
-		num, mult = s[:len(s)-1], 1<<10
-	case strings.HasSuffix(s, "M"):
-		num, mult = s[:len(s)-1], 1<<20
-	case strings.HasSuffix(s, "G"):
-		num, mult = s[:len(s)-1], 1<<30
+	n, err := size.Bounded(s, 0, math.MaxInt32)
+	if err != nil {
+		return 0, fmt.Errorf("--%s=%s: %v", flag, s, err)
 	}
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || math.IsNaN(v) || v < 0 || v*mult > math.MaxInt32 {
-		return 0, fmt.Errorf("--%s=%s: want a size in bytes from 0 to %d, optionally with suffix k, K, M or G", flag, s, math.MaxInt32)
-	}
-	return int64(v * mult), nil
+	return n, nil
 }
 
 // archiveWindow is how many content store or load requests an archive

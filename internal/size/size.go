@@ -32,6 +32,24 @@ func Parse(v any) (int64, error) {
 }
 
 func parseSizeString(s string) (int64, error) {
+	b, err := parseBytes(s)
+	if err == nil && b < 1 {
+		return 0, fmt.Errorf("size %q: out of range", s)
+	}
+	return b, err
+}
+
+// Bounded reads a size string as Parse does, allowing lo to hi bytes
+// (0 included when lo is 0).
+func Bounded(s string, lo, hi int64) (int64, error) {
+	b, err := parseBytes(s)
+	if err == nil && (b < lo || b > hi) {
+		err = fmt.Errorf("size %q: want %s to %s", s, Format(lo), Format(hi))
+	}
+	return b, err
+}
+
+func parseBytes(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	i := 0
 	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
@@ -49,7 +67,7 @@ func parseSizeString(s string) (int64, error) {
 		return 0, fmt.Errorf("size %q: unknown unit %q (want K, M, G, T or P)", s, strings.TrimSpace(t[i:]))
 	}
 	b := f * m
-	if b < 1 || b > math.MaxInt64/2 {
+	if b > math.MaxInt64/2 {
 		return 0, fmt.Errorf("size %q: out of range", s)
 	}
 	return int64(b), nil

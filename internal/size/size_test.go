@@ -42,3 +42,16 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+func TestBounded(t *testing.T) {
+	for s, want := range map[string]int64{"0": 0, "64k": 64 << 10, "1.5M": 3 << 19, "2G": 2 << 30} {
+		if got, err := Bounded(s, 0, 1<<31); err != nil || got != want {
+			t.Errorf("Bounded(%q) = %d, %v; want %d", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"3G", "-1", "x", "1Q"} {
+		if _, err := Bounded(s, 0, 2<<30); err == nil {
+			t.Errorf("Bounded(%q) accepted", s)
+		}
+	}
+}
