@@ -2,11 +2,9 @@ package integration
 
 import (
 	"encoding/binary"
-	"encoding/hex"
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fluxgo/fluxgo/pkg/flux/message/messagetest"
 )
 
 // rssKB reads a process's resident set size in KiB.
@@ -244,27 +244,14 @@ func TestGuestPendingLimit(t *testing.T) {
 // client's end of the stream closed after it), and the broker goes on
 // answering.
 func TestHostileFramesBroker(t *testing.T) {
-	files, _ := filepath.Glob("../../pkg/flux/message/testdata/hostile/*.hex")
-	if len(files) == 0 {
-		t.Fatal("no hostile frames")
+	cases, err := messagetest.Hostile("../../pkg/flux/message/testdata/hostile")
+	if err != nil {
+		t.Fatal(err)
 	}
 	e := start(t)
 	path := strings.TrimPrefix(e.inst.URI, "local://")
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var digits strings.Builder
-		for _, line := range strings.Split(string(data), "\n") {
-			if !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "want:") {
-				digits.WriteString(strings.TrimSpace(line))
-			}
-		}
-		raw, err := hex.DecodeString(digits.String())
-		if err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
+	for _, tc := range cases {
+		raw := tc.Raw
 		c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
 		if err != nil {
 			t.Fatal(err)
@@ -279,12 +266,12 @@ func TestHostileFramesBroker(t *testing.T) {
 		rest, err := io.ReadAll(c)
 		c.Close()
 		if err != nil {
-			t.Errorf("%s: the broker did not drop the connection: %v", filepath.Base(file), err)
+			t.Errorf("%s: the broker did not drop the connection: %v", tc.Name, err)
 		} else if len(rest) != 0 {
-			t.Errorf("%s: the broker answered %d bytes to a malformed stream", filepath.Base(file), len(rest))
+			t.Errorf("%s: the broker answered %d bytes to a malformed stream", tc.Name, len(rest))
 		}
 		if got := e.must("getattr", "rank"); got != "0" {
-			t.Fatalf("after %s: getattr rank %q", filepath.Base(file), got)
+			t.Fatalf("after %s: getattr rank %q", tc.Name, got)
 		}
 	}
 }
