@@ -143,9 +143,6 @@ func (c *Config) Validate() error {
 	if len(c.Hostlist) != 0 && uint32(len(c.Hostlist)) != c.Size {
 		return fmt.Errorf("hostlist has %d hosts for %d ranks", len(c.Hostlist), c.Size)
 	}
-	if _, err := parseAccess(c.TOML); err != nil {
-		return fmt.Errorf("invalid configuration: %w", err)
-	}
 	return nil
 }
 
@@ -211,6 +208,10 @@ func New(cfg Config) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	access, err := parseAccess(cfg.TOML)
+	if err != nil {
+		return nil, fmt.Errorf("invalid configuration: %w", err)
+	}
 	b := &Broker{
 		cfg:       cfg,
 		rank:      cfg.Rank,
@@ -222,7 +223,7 @@ func New(cfg Config) (*Broker, error) {
 		running:   make(chan struct{}),
 		rc1Done:   make(chan struct{}),
 	}
-	b.access, _ = parseAccess(cfg.TOML) // checked by Validate
+	b.access = access
 	b.state.Store("join")
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.coarseNow.Store(time.Now().UnixNano())
