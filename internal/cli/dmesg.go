@@ -106,32 +106,18 @@ type logPrinter struct {
 	prev  time.Time // previous entry's time (human mode)
 }
 
-const (
-	ansiReset  = "\033[0m"
-	ansiRed    = "\033[31m"
-	ansiYellow = "\033[33m"
-	ansiGreen  = "\033[32m"
-	ansiBlue   = "\033[34m"
-	ansiGray   = "\033[90m"
-)
-
-func (p *logPrinter) paint(code, s string) string {
-	if !p.color {
-		return s
-	}
-	return code + s + ansiReset
-}
+func (p *logPrinter) paint(code, s string) string { return paint(p.color, code, s) }
 
 func severityColor(sev int) string {
 	switch {
 	case sev <= 3: // emerg..err
-		return ansiRed
+		return sgrRed
 	case sev == 4:
-		return ansiYellow
+		return sgrYellow
 	case sev == 7:
-		return ansiGray
+		return sgrGray
 	}
-	return ansiBlue
+	return sgrBlue
 }
 
 func (p *logPrinter) print(e flux.LogEntry) {
@@ -145,16 +131,16 @@ func (p *logPrinter) print(e flux.LogEntry) {
 func (p *logPrinter) timestamp(e flux.LogEntry) string {
 	t := e.Time()
 	if !p.human {
-		return p.paint(ansiGreen, t.UTC().Format("2006-01-02T15:04:05.000000Z"))
+		return p.paint(sgrGreen, t.UTC().Format("2006-01-02T15:04:05.000000Z"))
 	}
 	defer func() { p.prev = t }()
 	if p.stamp.IsZero() || !t.Truncate(time.Minute).Equal(p.stamp.Truncate(time.Minute)) {
 		p.stamp = t
-		return p.paint(ansiGreen, "["+t.Local().Format("Jan02 15:04")+"]")
+		return p.paint(sgrGreen, "["+t.Local().Format("Jan02 15:04")+"]")
 	}
 	base := p.stamp
 	if p.delta {
 		base = p.prev
 	}
-	return p.paint(ansiGreen, fmt.Sprintf("[%+11.6f]", t.Sub(base).Seconds()))
+	return p.paint(sgrGreen, fmt.Sprintf("[%+11.6f]", t.Sub(base).Seconds()))
 }

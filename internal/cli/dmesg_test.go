@@ -49,7 +49,7 @@ func TestLogPrinter(t *testing.T) {
 	if got := render(&logPrinter{human: true, delta: true}); !strings.Contains(got, "[  +0.500000] app.debug[3]: third\n") {
 		t.Errorf("human delta:\n%s", got)
 	}
-	if got := render(&logPrinter{color: true}); !strings.Contains(got, ansiRed+"app.err"+ansiReset+"[3]: first") {
+	if got := render(&logPrinter{color: true}); !strings.Contains(got, sgrRed+"app.err"+sgrReset+"[3]: first") {
 		t.Errorf("color:\n%q", got)
 	}
 }

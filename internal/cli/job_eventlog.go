@@ -70,21 +70,11 @@ func (ef *eventFormatter) seen(ts float64) {
 	}
 }
 
-func (ef *eventFormatter) paint(code, s string) string {
-	if !ef.color || code == "" {
-		return s
-	}
-	return code + s + "\x1b[0m"
-}
+func (ef *eventFormatter) paint(code, s string) string { return paint(ef.color, code, s) }
 
 const (
-	colorYellow = "\x1b[33m"
-	colorGreen  = "\x1b[32m"
-	colorBoldGr = "\x1b[1m\x1b[32m"
-	colorBlue   = "\x1b[34m"
-	colorMag    = "\x1b[35m"
-	colorGray   = "\x1b[37m"
-	colorBoldRd = "\x1b[1m\x1b[31m"
+	colorBoldGr = sgrBold + sgrGreen
+	colorBoldRd = sgrBold + sgrRed
 )
 
 func (ef *eventFormatter) timestamp(ts float64) string {
@@ -96,20 +86,20 @@ func (ef *eventFormatter) timestamp(ts float64) string {
 		if _, off := t.Zone(); off == 0 {
 			tz = "Z"
 		}
-		return ef.paint(colorGreen, fmt.Sprintf("%s.%06d%s", t.Format("2006-01-02T15:04:05"), usec, tz))
+		return ef.paint(sgrGreen, fmt.Sprintf("%s.%06d%s", t.Format("2006-01-02T15:04:05"), usec, tz))
 	case "offset":
 		ef.seen(ts)
-		return ef.paint(colorGreen, fmt.Sprintf("%f", ts-ef.t0))
+		return ef.paint(sgrGreen, fmt.Sprintf("%f", ts-ef.t0))
 	case "human":
 		t := time.Unix(0, int64(ts*1e9))
 		min := t.Unix() / 60
 		if min == ef.lastMin {
-			return ef.paint(colorGreen, fmt.Sprintf("[%+11.6f]", ts-ef.lastTS))
+			return ef.paint(sgrGreen, fmt.Sprintf("[%+11.6f]", ts-ef.lastTS))
 		}
 		ef.lastMin, ef.lastTS = min, ts
 		return ef.paint(colorBoldGr, "["+t.Format("Jan02 15:04")+"]")
 	}
-	return ef.paint(colorGreen, fmt.Sprintf("%f", ts))
+	return ef.paint(sgrGreen, fmt.Sprintf("%f", ts))
 }
 
 // format renders one event (without the newline).
@@ -121,7 +111,7 @@ func (ef *eventFormatter) format(ev eventlog.Event) (string, error) {
 	var b strings.Builder
 	b.WriteString(ef.timestamp(ev.Timestamp))
 	b.WriteByte(' ')
-	nameColor := colorYellow
+	nameColor := sgrYellow
 	if ev.Name == "exception" {
 		nameColor = colorBoldRd
 	}
@@ -132,12 +122,12 @@ func (ef *eventFormatter) format(ev eventlog.Event) (string, error) {
 			return "", err
 		}
 		for _, kv := range kvs {
-			vc := colorMag
+			vc := sgrMagenta
 			if len(kv.val) > 0 && (kv.val[0] == '-' || (kv.val[0] >= '0' && kv.val[0] <= '9')) {
-				vc = colorGray
+				vc = sgrWhite
 			}
 			b.WriteByte(' ')
-			b.WriteString(ef.paint(colorBlue, kv.key))
+			b.WriteString(ef.paint(sgrBlue, kv.key))
 			b.WriteByte('=')
 			b.WriteString(ef.paint(vc, kv.val))
 		}

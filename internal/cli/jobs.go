@@ -268,7 +268,8 @@ func jobsConstraint(o *jobsOptions) (any, float64, error) {
 
 // runJobs fetches and prints jobs.
 func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Writer) error {
-	if _, err := useColor(o.color, out); err != nil {
+	color, err := useColor(o.color, out)
+	if err != nil {
 		return err
 	}
 	if o.json && (o.stats || o.statsOnly) {
@@ -305,6 +306,9 @@ func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Wr
 		}
 	}
 	attrs := jobFieldsAttrs(fields)
+	if color {
+		attrs = append(attrs, "state", "result", "annotations")
+	}
 	if o.json {
 		o.noHeader = true
 		attrs = []string{job.AttrAll}
@@ -384,8 +388,15 @@ func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Wr
 		bw.line(of.header())
 	}
 	for _, r := range rows {
-		if err := bw.format(func(b []byte) ([]byte, error) { return of.appendLine(b, r) }); err != nil {
+		code := ""
+		if color {
+			code = jobRowColor(r)
+		}
+		if err := bw.format(func(b []byte) ([]byte, error) { return of.appendLine(append(b, code...), r) }); err != nil {
 			return err
+		}
+		if code != "" {
+			bw.buf = append(bw.buf, sgrResetFlux...) // after the newline, as flux-core writes it
 		}
 	}
 	if err := bw.flush(); err != nil {
@@ -402,6 +413,27 @@ func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Wr
 		return exitCode(1)
 	}
 	return nil
+}
+
+// jobRowColor is the color of a job's line with --color, flux-core's: by
+// result (completed green, failed and timed out red, canceled gray),
+// else blue for a running Flux instance; "" for none.
+func jobRowColor(r jobRow) string {
+	if r.Has.Has(job.AttrResult) && r.State == job.StateInactive {
+		switch r.Result.String() {
+		case "COMPLETED":
+			return sgrBoldGreen
+		case "FAILED", "TIMEOUT":
+			return sgrBoldRed
+		case "CANCELED":
+			return sgrWhite
+		}
+		return ""
+	}
+	if instanceURI(r.Info) != "" {
+		return sgrBoldBlue
+	}
+	return ""
 }
 
 // printJobStats prints the --stats line; it reports whether any job is

@@ -337,15 +337,13 @@ func (p *overlayPrinter) describe(n *overlayNode) string {
 		return n.errText
 	}
 	s := n.status
-	if p.color {
-		switch {
-		case n.ghost:
-			s = ansiGray + s + ansiReset
-		case s == subtreeLost || s == subtreeDegraded:
-			s = ansiRed + s + ansiReset
-		case s == subtreeOffline || s == subtreePartial:
-			s = ansiYellow + s + ansiReset
-		}
+	switch {
+	case n.ghost:
+		s = paint(p.color, sgrGray, s)
+	case s == subtreeLost || s == subtreeDegraded:
+		s = paint(p.color, sgrRed, s)
+	case s == subtreeOffline || s == subtreePartial:
+		s = paint(p.color, sgrYellow, s)
 	}
 	if p.verbose >= 1 && n.duration >= 0 {
 		s += " for " + fsd.Format(n.duration)

@@ -146,11 +146,7 @@ func runOverlayTrace(o overlayTraceOptions, glob string, out io.Writer) error {
 				fmt.Fprintf(&b, " errnum=%d", e.Errnum)
 			}
 			fmt.Fprintf(&b, " (%d bytes)", e.Size)
-			line := b.String()
-			if color {
-				line = traceColor(e.Type) + line + "\x1b[0m"
-			}
-			fmt.Fprintln(out, line)
+			fmt.Fprintln(out, paint(color, traceColor(e.Type), b.String()))
 			if len(e.Payload) > 0 {
 				fmt.Fprintf(out, "%s\n", e.Payload)
 			}
@@ -171,11 +167,11 @@ func nodeidString(n uint32) string {
 func traceColor(typ string) string {
 	switch typ {
 	case "request":
-		return "\x1b[33m"
+		return sgrYellow
 	case "response":
-		return "\x1b[34m"
+		return sgrBlue
 	case "event":
-		return "\x1b[32m"
+		return sgrGreen
 	}
-	return "\x1b[2m"
+	return sgrDim
 }

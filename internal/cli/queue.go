@@ -469,9 +469,9 @@ func yn(b bool) string {
 // Terminal escapes of the color_* fields (flux-core's): bold green for
 // enabled or started, bold red otherwise.
 const (
-	queueColorYes   = "\033[01;32m"
-	queueColorNo    = "\033[01;31m"
-	queueColorReset = "\033[0;0m"
+	queueColorYes   = sgrBoldGreen
+	queueColorNo    = sgrBoldRed
+	queueColorReset = sgrResetFlux
 )
 
 func colorOf(l queueLine, on bool) fmtVal {

@@ -146,12 +146,12 @@ var statusFields = fieldSource[statusLine]{
 		case "color_up":
 			return func(l statusLine) fmtVal {
 				if l.online {
-					return vStr("\033[01;32m")
+					return vStr(sgrBoldGreen)
 				}
-				return vStr("\033[01;31m")
+				return vStr(sgrBoldRed)
 			}, nil
 		case "color_off":
-			return func(statusLine) fmtVal { return vStr("\033[0;0m") }, nil
+			return func(statusLine) fmtVal { return vStr(sgrResetFlux) }, nil
 		case "nnodes":
 			return func(l statusLine) fmtVal { return vInt(int64(l.ranks.Count())) }, nil
 		case "ranks":

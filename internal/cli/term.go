@@ -64,3 +64,33 @@ func useColor(when string, w io.Writer) (bool, error) {
 	}
 	return false, fmt.Errorf("--color=%q: WHEN must be auto, never or always", when)
 }
+
+// Terminal colors (SGR escapes), one set for every command. The
+// sequences are flux-core's where a command mirrors its output byte for
+// byte (flux jobs and flux queue list use "01;3Nm" and reset with
+// "0;0m", flux job eventlog "1m" then "3Nm").
+const (
+	sgrReset     = "\033[0m"
+	sgrResetFlux = "\033[0;0m"
+	sgrDim       = "\033[2m"
+	sgrRed       = "\033[31m"
+	sgrGreen     = "\033[32m"
+	sgrYellow    = "\033[33m"
+	sgrBlue      = "\033[34m"
+	sgrMagenta   = "\033[35m"
+	sgrWhite     = "\033[37m"
+	sgrGray      = "\033[90m"
+	sgrBoldRed   = "\033[01;31m"
+	sgrBoldGreen = "\033[01;32m"
+	sgrBoldBlue  = "\033[01;34m"
+	sgrBold      = "\033[1m"
+	sgrReverse   = "\033[7m"
+)
+
+// paint wraps s in code and a reset when on (and code is not empty).
+func paint(on bool, code, s string) string {
+	if !on || code == "" {
+		return s
+	}
+	return code + s + sgrReset
+}

@@ -341,12 +341,6 @@ func (t *topState) fetch(ctx context.Context, h *flux.Handle) (*topFrame, error)
 // render draws a frame (rows: the terminal's height, 0 for no limit).
 func (t *topState) render(stack []*topView, fr *topFrame, rows int) string {
 	var b strings.Builder
-	paint := func(code, s string) string {
-		if !t.color {
-			return s
-		}
-		return "\x1b[" + code + "m" + s + "\x1b[0m"
-	}
 	v := stack[len(stack)-1]
 	title := "flux top"
 	if v.path != "" {
@@ -359,7 +353,7 @@ func (t *topState) render(stack []*topView, fr *topFrame, rows int) string {
 	if fr.left >= 0 {
 		left = fsd.FormatPrecision(fr.left, 3)
 	}
-	fmt.Fprintf(&b, "%-60s ⌚ %s\n", paint("1", title), left)
+	fmt.Fprintf(&b, "%-60s ⌚ %s\n", paint(t.color, sgrBold, title), left)
 	for _, r := range []struct {
 		name string
 		c    [3]int
@@ -375,7 +369,7 @@ func (t *topState) render(stack []*topView, fr *topFrame, rows int) string {
 		inactive = fmt.Sprintf("%d complete, %d failed", fr.ok, fr.failed)
 	}
 	fmt.Fprintf(&b, "%6d pending %s running %s   size: %d   depth: %d   uptime: %s   %s\n\n",
-		fr.pending, paint("33", strconv.Itoa(fr.running)), inactive, fr.size, fr.depth,
+		fr.pending, paint(t.color, sgrYellow, strconv.Itoa(fr.running)), inactive, fr.size, fr.depth,
 		fsd.FormatPrecision(fr.uptime, 3), "fluxgo "+version.Version)
 	fmt.Fprintf(&b, "%12s %-8s %2s %6s %6s %8s %s\n", "JOBID", "USER", "ST", "NTASKS", "NNODES", "RUNTIME", "NAME")
 	now := float64(time.Now().UnixNano()) / 1e9
@@ -391,9 +385,9 @@ func (t *topState) render(stack []*topView, fr *topFrame, rows int) string {
 			j.State.Abbrev(), j.Ntasks, j.Nnodes, fsd.FormatPrecision(runtime, 3), j.Name)
 		switch {
 		case i == v.cursor && rows > 0: // the cursor, on a terminal
-			line = paint("7", line)
+			line = paint(t.color, sgrReverse, line)
 		case instanceURI(j) != "":
-			line = paint("34", line) // an instance: enter opens it
+			line = paint(t.color, sgrBlue, line) // an instance: enter opens it
 		}
 		b.WriteString(line + "\n")
 	}
@@ -412,7 +406,7 @@ func (t *topState) bar(c [3]int, width int) string {
 	}
 	u, d := strings.Repeat("█", used), strings.Repeat("█", down)
 	if t.color {
-		u, d = "\x1b[33m"+u+"\x1b[0m", "\x1b[31m"+d+"\x1b[0m"
+		u, d = paint(true, sgrYellow, u), paint(true, sgrRed, d)
 	} else {
 		d = strings.Repeat("x", down)
 	}

@@ -172,4 +172,16 @@ func TestJobsOutput(t *testing.T) {
 		}
 	})
 	e.must("cancel", "--all")
+
+	// --color: a line's color says how the job ended (flux-core's codes;
+	// the reset follows the newline)
+	colored := e.must("jobs", "--color=always", "-n", "-o", "{id.f58}", ok.String(), bad.String(), ca.String())
+	for id, code := range map[jobid.ID]string{ok: "\033[01;32m", bad: "\033[01;31m", ca: "\033[37m"} {
+		if !strings.Contains(colored, code+id.String()+"\n\033[0;0m") {
+			t.Errorf("--color: %s not colored %q: %q", id, code, colored)
+		}
+	}
+	if plain := e.must("jobs", "--color=never", "-n", "-o", "{id.f58}", ok.String()); strings.Contains(plain, "\033") {
+		t.Errorf("--color=never: %q", plain)
+	}
 }
