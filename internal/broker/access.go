@@ -9,8 +9,9 @@ import (
 )
 
 // accessConfig is the configuration's [access] table
-// (flux-config-access(5)), read once at start. A broker attribute of the
-// same name (-S access.KEY=VALUE) wins over it.
+// (flux-config-access(5)), read at start and on each reload (new
+// connections see the new one). A broker attribute of the same name (-S
+// access.KEY=VALUE) wins over it.
 type accessConfig struct {
 	// allowGuest is allow-guest-user when the table sets it
 	allowGuest *bool
@@ -20,12 +21,13 @@ type accessConfig struct {
 	maxUserPending int64 // max-user-pending (0: not set)
 }
 
-// accessKeys are the keys [access] may hold.
-var accessKeys = []string{"allow-guest-user", "allow-root-owner", "max-user-connections", "max-user-pending"}
+// accessKeys are the keys [access] may hold (private-mode and roles are
+// flux-core's, accepted and not acted on: a guest always sees only their
+// own jobs, and operators are the instance owner).
+var accessKeys = []string{"allow-guest-user", "allow-root-owner", "max-user-connections", "max-user-pending", "private-mode", "roles"}
 
 // CheckAccess checks the [access] table of a configuration (nil: none):
-// flux config reload refuses a bad one, though the table is read only
-// at start.
+// flux config reload refuses a bad one.
 func CheckAccess(toml map[string]any) error {
 	_, err := parseAccess(toml)
 	return err
@@ -69,6 +71,14 @@ func parseAccess(toml map[string]any) (accessConfig, error) {
 				return ac, fmt.Errorf("access.max-user-pending: %v is less than 64K", v)
 			}
 			ac.maxUserPending = n
+		case "private-mode":
+			if _, ok := v.(bool); !ok {
+				return ac, fmt.Errorf("access.private-mode: want true or false, got %v", v)
+			}
+		case "roles":
+			if _, ok := v.(map[string]any); !ok {
+				return ac, fmt.Errorf("access.roles: want a table of roles, not %s", valuekind.Of(v))
+			}
 		default:
 			return ac, fmt.Errorf("access.%s: unknown key (the [access] table may hold %s)", k, strings.Join(accessKeys, ", "))
 		}

@@ -161,7 +161,7 @@ type Broker struct {
 	// maxUserPending bounds the bytes of a guest's messages still
 	// arriving (access.max-user-pending)
 	maxUserPending atomic.Int64
-	access         accessConfig // the [access] table
+	access         atomic.Pointer[accessConfig] // the [access] table (applyAccess)
 	topo           topology
 
 	ctx    context.Context
@@ -223,7 +223,7 @@ func New(cfg Config) (*Broker, error) {
 		running:   make(chan struct{}),
 		rc1Done:   make(chan struct{}),
 	}
-	b.access = access
+	b.access.Store(&access)
 	b.state.Store("join")
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.coarseNow.Store(time.Now().UnixNano())
@@ -367,7 +367,7 @@ func (b *Broker) initLogAttrs() {
 	}
 	level("log-level", func(n int) (*int, *int) { return &n, nil }, func() int { l, _ := b.ring.levels(); return l })
 	level("log-stderr-level", func(n int) (*int, *int) { return nil, &n }, func() int { _, s := b.ring.levels(); return s })
-	b.maxUserConns.Store(cmp.Or(b.access.maxUserConns, defaultMaxUserConns))
+	b.maxUserConns.Store(cmp.Or(b.accessConf().maxUserConns, defaultMaxUserConns))
 	b.attrs.setRuntime("access.max-user-connections", func() string { return strconv.FormatInt(b.maxUserConns.Load(), 10) }, func(v string) error {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {
@@ -376,7 +376,7 @@ func (b *Broker) initLogAttrs() {
 		b.maxUserConns.Store(n)
 		return nil
 	})
-	b.maxUserPending.Store(cmp.Or(b.access.maxUserPending, defaultMaxUserPending))
+	b.maxUserPending.Store(cmp.Or(b.accessConf().maxUserPending, defaultMaxUserPending))
 	b.attrs.setRuntime("access.max-user-pending", func() string { return strconv.FormatInt(b.maxUserPending.Load(), 10) }, func(v string) error {
 		n, err := size.Parse(v)
 		if err != nil {
@@ -406,12 +406,35 @@ func attrOr(attrs map[string]string, name, def string) string {
 }
 
 // allowGuests reports whether users other than the owner may connect.
+// accessConf returns the [access] table in force (empty before New sets
+// one).
+func (b *Broker) accessConf() *accessConfig {
+	if ac := b.access.Load(); ac != nil {
+		return ac
+	}
+	return &accessConfig{}
+}
+
+// applyAccess makes a reloaded configuration's [access] table the one
+// new connections see (checked before, by CheckTOML or the reload); its
+// limits replace the ones in force, as at start.
+func (b *Broker) applyAccess(table map[string]any) {
+	ac, err := parseAccess(table)
+	if err != nil {
+		b.log.Error("access: " + err.Error())
+		return
+	}
+	b.access.Store(&ac)
+	b.maxUserConns.Store(cmp.Or(ac.maxUserConns, defaultMaxUserConns))
+	b.maxUserPending.Store(cmp.Or(ac.maxUserPending, defaultMaxUserPending))
+}
+
 func (b *Broker) allowGuests() bool {
 	if v, _, err := b.attrs.get("access.allow-guest-user"); err == nil {
 		return v == "1" || v == "true"
 	}
-	if b.access.allowGuest != nil {
-		return *b.access.allowGuest
+	if ac := b.accessConf(); ac.allowGuest != nil {
+		return *ac.allowGuest
 	}
 	return b.owner == 0
 }

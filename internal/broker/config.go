@@ -217,6 +217,7 @@ func (s *builtins) applyConfig(r *flux.Request, table map[string]any) {
 		r.RespondError(err)
 		return
 	}
+	s.b.applyAccess(table)
 	s.b.log.Info("configuration updated")
 	s.noteConfig(table)
 	for _, t := range startOnlyTables {

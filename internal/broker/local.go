@@ -160,7 +160,7 @@ func (lc *localConnector) handle(c *net.UnixConn) {
 		return
 	}
 	role := message.RoleUser | message.RoleLocal
-	if uid == b.owner || uid == 0 && b.access.allowRootOwner {
+	if uid == b.owner || uid == 0 && b.accessConf().allowRootOwner {
 		role = message.RoleOwner | message.RoleLocal
 	} else if !b.allowGuests() {
 		b.log.Info("local connector: refusing guest", "uid", uid)

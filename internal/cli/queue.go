@@ -252,7 +252,7 @@ queue` + map[bool]string{true: ", then the job manager's counts (see flux queue 
 					}
 					req["reason"] = message
 				case "start", "stop":
-					topic, what = "job-manager.queue-start", "start"
+					topic, what = "job-manager.queue-start", verb
 					// flux-core checks this before asking
 					if name == "" && !all {
 						named, err := queueNames(ctx, h)

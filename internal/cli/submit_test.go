@@ -427,3 +427,13 @@ func TestSubmitRefusesInvalidUTF8(t *testing.T) {
 		}
 	}
 }
+
+// TestBulksubmitRefusesInvalidUTF8: bulksubmit's inputs are checked as
+// flux submit's arguments are.
+func TestBulksubmitRefusesInvalidUTF8(t *testing.T) {
+	o, cmd := parseSubmit(t, "submit", "echo", "{}")
+	js, err := o.buildOne(append(cmd[:1:1], "\xff\xfe"))
+	if err == nil || !strings.Contains(err.Error(), "tasks[0].command[1] is not valid UTF-8") {
+		t.Fatalf("buildOne: %v, %v", js, err)
+	}
+}

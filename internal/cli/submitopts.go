@@ -239,9 +239,6 @@ func buildJobspecs(o *submitOptions, args []string) ([]*jobspec.Jobspec, error) 
 		if err != nil {
 			return nil, err
 		}
-		if err := js.CheckText(); err != nil {
-			return nil, err
-		}
 		return []*jobspec.Jobspec{js}, nil
 	}
 	out := make([]*jobspec.Jobspec, 0, len(ids))
@@ -394,6 +391,9 @@ func (o *submitOptions) buildOne(cmd []string) (*jobspec.Jobspec, error) {
 		return nil, err
 	}
 	if err := js.ValidateV1(); err != nil {
+		return nil, err
+	}
+	if err := js.CheckText(); err != nil { // every command that builds a jobspec comes here
 		return nil, err
 	}
 	return js, nil

@@ -108,7 +108,8 @@ func configSchema() *schema {
 			"max-kill-timeout", "term-signal", "kill-signal", "barrier-timeout", "max-start-delay-percent",
 			"testexec", "sdexec-properties", "sdexec-stop-timer-sec", "sdexec-stop-timer-signal"))
 	top.with("ingest", table("max-jobspec-size").
-		ignoring(notUsed+" (fluxgo validates jobspecs itself)", "validator", "frobnicator", "batch-count", "buffer-size"))
+		ignoring(notUsed+" (fluxgo validates jobspecs itself)", "validator", "frobnicator").
+		ignoring(notUsed+" (fluxgo has no ingest workers)", "batch-count", "buffer-size"))
 	top.with("heartbeat", table("period").ignoring(notUsed, "timeout", "warn_thresh"))
 	top.with("kvs", table().ignoring(notUsed, "checkpoint-period", "gc-threshold"))
 	top.with("content-sqlite", table().ignoring(notUsed, "journal_mode", "synchronous", "preallocate", "vacuum_on_start"))

@@ -22,6 +22,9 @@ type Access struct {
 	path   string // the table's place in the configuration, for errors
 	users  []string
 	groups []string
+	// warnings name users and groups not found when the table was read
+	// (accepted: one may be created later, and flux-core accepts them)
+	warnings []string
 }
 
 // restricts reports whether the table limits anyone.
@@ -45,11 +48,26 @@ func parseAccess(path string, raw json.RawMessage) (*Access, error) {
 			return nil, invalid("%s.%s: unknown key (known: allow-group, allow-user)", path, key)
 		}
 		if err := json.Unmarshal(v, list); err != nil || string(v) == "null" {
-			return nil, invalid("%s.%s must be an array of names, not %s", path, key, v)
+			// flux-core refuses numbers too: a numeric id goes in quotes
+			return nil, invalid("%s.%s must be an array of strings (user or group names, or numeric ids in quotes), not %s", path, key, v)
 		}
 		for _, name := range *list {
 			if name == "" {
 				return nil, invalid("%s.%s: a name is empty", path, key)
+			}
+		}
+	}
+	for _, u := range a.users {
+		if _, err := strconv.ParseUint(u, 10, 32); err != nil {
+			if _, err := user.Lookup(u); err != nil {
+				a.warnings = append(a.warnings, fmt.Sprintf("%s.allow-user: there is no user %q on this host (yet)", path, u))
+			}
+		}
+	}
+	for _, g := range a.groups {
+		if _, err := strconv.ParseUint(g, 10, 32); err != nil {
+			if _, err := user.LookupGroup(g); err != nil {
+				a.warnings = append(a.warnings, fmt.Sprintf("%s.allow-group: there is no group %q on this host (yet)", path, g))
 			}
 		}
 	}
@@ -93,6 +111,21 @@ func (n *names) of(uid uint32) identity {
 	}
 	n.cached[uid] = id
 	return id
+}
+
+// Warnings lists what the access tables name that this host does not
+// know, for the log.
+func (c *Config) Warnings() []string {
+	var w []string
+	if c.Access != nil {
+		w = append(w, c.Access.warnings...)
+	}
+	for _, name := range c.Names() {
+		if a := c.Queues[name].Access; a != nil {
+			w = append(w, a.warnings...)
+		}
+	}
+	return w
 }
 
 // CheckAccess says whether uid (not the instance owner) may submit to

@@ -29,6 +29,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"unicode"
 
 	"github.com/fluxgo/fluxgo/internal/size"
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -175,6 +176,9 @@ func Parse(conf []byte) (*Config, error) {
 		}
 	}
 	for name, v := range top.Queues {
+		if err := checkQueueName(name); err != nil {
+			return nil, err
+		}
 		var q struct {
 			Requires    json.RawMessage `json:"requires"`
 			Policy      *policyTable    `json:"policy"`
@@ -265,6 +269,20 @@ func Parse(conf []byte) (*Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// checkQueueName refuses a queue name no command line could give: empty,
+// or holding spaces or control characters.
+func checkQueueName(name string) error {
+	if name == "" {
+		return invalid(`queues."": a queue needs a name`)
+	}
+	for _, r := range name {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || r == ',' {
+			return invalid("queues.%q: a queue name may not hold spaces, commas or control characters", name)
+		}
+	}
+	return nil
 }
 
 // parseLimits reads a limits table (at path): duration, an FSD, and

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,6 +37,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/shell"
 	"github.com/fluxgo/fluxgo/internal/size"
+	"github.com/fluxgo/fluxgo/internal/valuekind"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/idset"
 )
@@ -79,17 +81,28 @@ func (c *ContainConfig) Validate() error {
 }
 
 // checkCgroupDir says whether dir is a directory of a cgroup file system
-// (v2, or a v1 hierarchy).
+// with the memory controller: a v2 cgroup whose cgroup.controllers lists
+// memory, or a cgroup of a v1 memory hierarchy.
 func checkCgroupDir(dir string) error {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return fmt.Errorf("not a cgroup directory: %w", err)
 	}
-	if st.Type != unix.CGROUP2_SUPER_MAGIC && st.Type != unix.CGROUP_SUPER_MAGIC {
-		return fmt.Errorf("not a cgroup directory (a file system of type %#x, not cgroup)", st.Type)
-	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("not a cgroup directory")
+	}
+	switch st.Type {
+	case unix.CGROUP2_SUPER_MAGIC:
+		b, err := os.ReadFile(dir + "/cgroup.controllers")
+		if err != nil || !slices.Contains(strings.Fields(string(b)), "memory") {
+			return fmt.Errorf("the cgroup v2 directory has no memory controller (cgroup.controllers: %q)", strings.TrimSpace(string(b)))
+		}
+	case unix.CGROUP_SUPER_MAGIC:
+		if _, err := os.Stat(dir + "/memory.limit_in_bytes"); err != nil {
+			return fmt.Errorf("the cgroup v1 directory is not in the memory hierarchy (no memory.limit_in_bytes)")
+		}
+	default:
+		return fmt.Errorf("not a cgroup directory (a file system of type %#x, not cgroup)", st.Type)
 	}
 	return nil
 }
@@ -122,7 +135,7 @@ func CheckTable(top map[string]any) error {
 		case "cgroup":
 			s, ok := v.(string)
 			if !ok || s == "" {
-				return fmt.Errorf("[job-shell] cgroup: want auto, off or a cgroup directory, not %v", v)
+				return fmt.Errorf("[job-shell] cgroup: want auto, off or a cgroup directory, not %s", valuekind.Of(v))
 			}
 			c.Cgroup = s
 		default:

@@ -80,7 +80,15 @@ func DialLocal(uri string) (Conn, error) {
 	}
 	if b[0] != 0 {
 		l.Close()
-		return nil, fmt.Errorf("connect to %s: broker refused connection: %w", path, syscall.Errno(b[0]))
+		errno := syscall.Errno(b[0])
+		why := ""
+		switch errno {
+		case syscall.EUSERS:
+			why = " (this user holds the most connections the instance allows: access.max-user-connections)"
+		case syscall.EPERM:
+			why = " (the instance does not admit other users: access.allow-guest-user)"
+		}
+		return nil, fmt.Errorf("connect to %s: broker refused connection%s: %w", path, why, errno)
 	}
 	l.r = message.NewReader(sockReader{l})
 	return l, nil

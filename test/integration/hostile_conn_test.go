@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/fluxgo/fluxgo/internal/testinstance"
 	"github.com/fluxgo/fluxgo/pkg/flux/message/messagetest"
 )
 
@@ -132,6 +133,42 @@ try:
 except OSError as e:
     print("opened", len(hs), "refused", e.errno)
 `
+
+// TestAccessReload: flux config reload applies a new [access] table to
+// new connections (it was read only at start, and the reload said
+// nothing).
+func TestAccessReload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a flux instance")
+	}
+	dir := t.TempDir()
+	write := func(conf string) {
+		if err := os.WriteFile(dir+"/access.toml", []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("[access]\nallow-guest-user = true\n")
+	e := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 1, Args: []string{"--config-path=" + dir}})}
+	if !canRunAsGuest(e) {
+		t.Skip("needs root, to run a client as another user")
+	}
+	if r := e.asGuest("getattr", "rank"); r.Code != 0 {
+		t.Fatalf("guest before: %+v", r)
+	}
+	write("[access]\nallow-guest-user = false\n")
+	e.must("config", "reload")
+	if r := e.asGuest("getattr", "rank"); r.Code == 0 || !strings.Contains(r.Stderr, "access.allow-guest-user") {
+		t.Fatalf("guest after allow-guest-user = false: %+v", r)
+	}
+	write("[access]\nallow-guest-user = true\nmax-user-connections = 3\n")
+	e.must("config", "reload")
+	if got := e.must("getattr", "access.max-user-connections"); got != "3" {
+		t.Errorf("max-user-connections after reload: %s", got)
+	}
+	if r := e.asGuest("getattr", "rank"); r.Code != 0 {
+		t.Fatalf("guest after allow-guest-user = true: %+v", r)
+	}
+}
 
 // TestGuestConnectionLimit: a guest holds at most
 // access.max-user-connections local connections at once; the owner is not

@@ -406,8 +406,14 @@ allow-user = ["root"]
 	if !canRunAsGuest(e) {
 		t.Skip("needs root to run a client as another user")
 	}
-	if r := e.asGuest("submit", "-q", "open", "--urgency=hold", "true"); r.Code != 0 {
-		t.Fatalf("guest (allowed by group) refused: %+v", r)
+	r0 := e.asGuest("submit", "-q", "open", "--urgency=hold", "true")
+	if r0.Code != 0 {
+		t.Fatalf("guest (allowed by group) refused: %+v", r0)
+	}
+	// nor may the guest move its job into a queue it may not submit to
+	held := strings.TrimSpace(r0.Stdout)
+	if r := e.asGuest("update", held, "queue=staff"); r.Code == 0 || !strings.Contains(r.Stderr, "may not submit to queue staff") {
+		t.Fatalf("guest moving its job to staff: %+v", r)
 	}
 	r := e.asGuest("submit", "-q", "staff", "true")
 	if r.Code == 0 || !strings.Contains(r.Stderr, "may not submit to queue staff: not in queues.staff.policy.access.allow-user or allow-group") {

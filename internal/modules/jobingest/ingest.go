@@ -106,6 +106,9 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	if in.policy, err = policy.Fetch(ctx, h); err != nil {
 		return err
 	}
+	for _, w := range in.policy.Warnings() {
+		in.log.Warn(w)
+	}
 	h.HandleFunc("job-ingest.submit", in.submit)
 	h.HandleFunc("job-ingest.stats", func(r *flux.Request) {
 		r.Respond(map[string]any{"submitted": in.submitted, "batches": in.batches, "queued": len(in.queue)})
@@ -128,6 +131,9 @@ func (in *ingest) configReload(r *flux.Request) {
 		return
 	}
 	in.policy = pol
+	for _, w := range pol.Warnings() {
+		in.log.Warn(w)
+	}
 	in.feasibleAt = memo.New[time.Time](specCacheSize) // queues may require other nodes now
 	r.Respond(nil)
 }

@@ -432,8 +432,9 @@ func (q *queues) disconnect(route string) {
 const queueKey = "attributes.system.queue"
 
 // update vets moving pending job j to another queue (flux-core's
-// messages): the queue must exist and take submissions, and the plugins
-// (the limits of the new queue) must agree.
+// messages): the queue must exist and take submissions, its
+// policy.access must admit the job's user (unless the instance owner
+// moves it), and the plugins (the limits of the new queue) must agree.
 func (q *queues) update(j *job, value any, owner bool) (any, error) {
 	name, ok := value.(string)
 	if !ok {
@@ -448,6 +449,11 @@ func (q *queues) update(j *job, value any, owner bool) (any, error) {
 	}
 	if !s.submission.on {
 		return nil, flux.NewError(syscall.EINVAL, "queue "+name+" is currently disabled")
+	}
+	if !owner { // policy.access: who may submit to the queue may move a job into it
+		if err := q.pol.CheckAccess(name, j.Userid); err != nil {
+			return nil, err
+		}
 	}
 	if err := q.m.plugins.queueUpdate(j, name, owner); err != nil {
 		return nil, flux.NewError(syscall.EPERM, err.Error())

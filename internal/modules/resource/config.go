@@ -381,7 +381,11 @@ func excludeRanks(spec string, r *rset.R) (idset.Set, error) {
 	}
 	ranks, err := r.RanksOf(hl)
 	if err != nil {
-		return idset.Set{}, fmt.Errorf("%w: resource.exclude: %v", ErrConfig, err)
+		hosts := "none"
+		if nl := r.Nodelist(); nl != nil && nl.Len() > 0 {
+			hosts = nl.String()
+		}
+		return idset.Set{}, fmt.Errorf("%w: resource.exclude %q: %v is not in the inventory (hosts %s; or give ranks, an idset such as 0-3)", ErrConfig, spec, err, hosts)
 	}
 	return ranks, nil
 }

@@ -94,6 +94,11 @@ func TableAttrs(table map[string]any) (map[string]string, error) {
 			attrs[attr] = s
 		}
 	}
+	if nv, ok := attrs["resource.noverify"]; ok {
+		if v, ok := attrs["resource.verify"]; ok && (nv == "true") != (v == "false") {
+			return nil, fmt.Errorf("resource.verify = %s and resource.noverify = %s disagree: give one", v, nv)
+		}
+	}
 	if attrs["resource.config"] != "" && attrs["resource.path"] != "" {
 		return nil, fmt.Errorf("resource.config and resource.path: give one inventory, not both")
 	}
