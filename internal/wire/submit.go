@@ -2,8 +2,10 @@ package wire
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 
+	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
@@ -82,4 +84,187 @@ func (a *SubmitAttachment) Payload(partial []byte) ([]byte, error) {
 		return nil, fmt.Errorf("job-manager.submit: %d jobs for the %d jobspecs attached", n, len(a.Raw))
 	}
 	return append(b, '}', 0), nil
+}
+
+// SubmitJob is one job of a job-manager.submit request, flux-core's
+// {id, userid, urgency, t_submit, flags, jobspec}.
+type SubmitJob struct {
+	ID      jobid.ID
+	Userid  uint32
+	Urgency int
+	TSubmit float64
+	Flags   int
+	// Jobspec is the job's jobspec text; nil leaves the member out (the
+	// jobspecs are attached, SubmitAttachment).
+	Jobspec json.RawMessage
+}
+
+// AppendSubmitRequest appends the job-manager.submit payload {"jobs":
+// [...]} for jobs to b.
+func AppendSubmitRequest(b []byte, jobs []SubmitJob) []byte {
+	b = append(b, `{"jobs":[`...)
+	for i := range jobs {
+		j := &jobs[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"id":`...)
+		b = jsonwire.AppendUint(b, uint64(j.ID))
+		b = append(b, `,"userid":`...)
+		b = jsonwire.AppendUint(b, uint64(j.Userid))
+		b = append(b, `,"urgency":`...)
+		b = jsonwire.AppendInt(b, int64(j.Urgency))
+		b = append(b, `,"t_submit":`...)
+		b = jsonwire.AppendFloat(b, j.TSubmit)
+		b = append(b, `,"flags":`...)
+		b = jsonwire.AppendInt(b, int64(j.Flags))
+		if j.Jobspec != nil {
+			b = append(b, `,"jobspec":`...)
+			b = append(b, j.Jobspec...)
+		}
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+// DecodeSubmitRequest reads a job-manager.submit payload. Each job needs
+// an id, and a jobspec unless jobspecsAttached; the jobspecs alias p.
+func DecodeSubmitRequest(p []byte, jobspecsAttached bool) ([]SubmitJob, error) {
+	var jobs []SubmitJob
+	err := jsonwire.Object(p, func(key, val []byte) error {
+		if string(key) != "jobs" {
+			return nil
+		}
+		return jsonwire.Array(val, func(v []byte) error {
+			var sj SubmitJob
+			var seen int
+			err := jsonwire.Object(v, func(k, val []byte) error {
+				var err error
+				var n int64
+				switch string(k) {
+				case "id":
+					var u uint64
+					u, err = jsonwire.Uint(val)
+					sj.ID = jobid.ID(u)
+					seen |= 1
+				case "userid":
+					var u uint64
+					u, err = jsonwire.Uint(val)
+					if err == nil && u > 1<<32-1 {
+						err = fmt.Errorf("userid %d is out of range", u)
+					}
+					sj.Userid = uint32(u)
+				case "urgency":
+					n, err = jsonwire.Int(val)
+					sj.Urgency = int(n)
+				case "t_submit":
+					sj.TSubmit, err = jsonwire.Float(val)
+				case "flags":
+					n, err = jsonwire.Int(val)
+					sj.Flags = int(n)
+				case "jobspec":
+					sj.Jobspec = val
+					seen |= 2
+				}
+				if err != nil {
+					return fmt.Errorf("jobs: %s: %w", k, err)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if seen&1 == 0 || (seen&2 == 0 && !jobspecsAttached) {
+				return fmt.Errorf("%w: jobs: each job needs an id and a jobspec", jsonwire.ErrSyntax)
+			}
+			jobs = append(jobs, sj)
+			return nil
+		})
+	})
+	return jobs, err
+}
+
+// SubmitResponse builds the job-manager.submit response {"errors":[[id,
+// "message"], ...], "rootseq": N}: the jobs refused, and (when the job
+// manager recorded the jobs) the KVS root that holds the others.
+type SubmitResponse struct {
+	b []byte
+	n int
+}
+
+// Reject adds a refused job and why.
+func (s *SubmitResponse) Reject(id jobid.ID, msg string) {
+	if s.b == nil {
+		s.b = append(make([]byte, 0, 64), `{"errors":[`...)
+	}
+	if s.n > 0 {
+		s.b = append(s.b, ',')
+	}
+	s.n++
+	s.b = append(s.b, '[')
+	s.b = jsonwire.AppendUint(s.b, uint64(id))
+	s.b = append(s.b, ',')
+	s.b = jsonwire.AppendString(s.b, msg)
+	s.b = append(s.b, ']')
+}
+
+// Payload returns the response; rootseq < 0 leaves the member out
+// (flux-core's job-ingest recorded the jobs itself).
+func (s *SubmitResponse) Payload(rootseq int64) []byte {
+	if s.b == nil {
+		s.b = append(make([]byte, 0, 32), `{"errors":[`...)
+	}
+	b := append(s.b, ']')
+	if rootseq >= 0 {
+		b = append(b, `,"rootseq":`...)
+		b = jsonwire.AppendInt(b, rootseq)
+	}
+	return append(b, '}')
+}
+
+// DecodeSubmitResponse reads a job-manager.submit response: the refused
+// jobs with why, and rootseq (-1 when the response has none).
+func DecodeSubmitResponse(p []byte) (rejected map[jobid.ID]string, rootseq int64, err error) {
+	rejected = map[jobid.ID]string{}
+	rootseq = -1
+	err = jsonwire.Object(p, func(key, val []byte) error {
+		if string(key) == "rootseq" {
+			var err error
+			rootseq, err = jsonwire.Int(val)
+			if err == nil && rootseq < 0 {
+				err = fmt.Errorf("%w: rootseq %d", jsonwire.ErrSyntax, rootseq)
+			}
+			return err
+		}
+		if string(key) != "errors" {
+			return nil
+		}
+		return jsonwire.Array(val, func(pair []byte) error {
+			var id jobid.ID
+			var msg string
+			n := 0
+			err := jsonwire.Array(pair, func(v []byte) error {
+				var err error
+				switch n {
+				case 0:
+					var u uint64
+					u, err = jsonwire.Uint(v)
+					id = jobid.ID(u)
+				case 1:
+					msg, err = jsonwire.String(v)
+				}
+				n++
+				return err
+			})
+			if err == nil && n != 2 {
+				err = fmt.Errorf("%w: want [id, message]", jsonwire.ErrSyntax)
+			}
+			if err != nil {
+				return err
+			}
+			rejected[id] = msg
+			return nil
+		})
+	})
+	return rejected, rootseq, err
 }

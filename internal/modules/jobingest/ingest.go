@@ -25,7 +25,6 @@ import (
 	"github.com/fluxgo/fluxgo/pkg/flux/message"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
-	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 	"github.com/fluxgo/fluxgo/pkg/sign"
 )
 
@@ -376,30 +375,16 @@ func (in *ingest) handOver(batch []*pending, refs []jobRefs) {
 	// job-manager.submit {"jobs":[{"id","userid","urgency","t_submit",
 	// "flags"}]}, the jobspecs and records attached
 	// (wire.SubmitAttachment)
-	jm := make([]byte, 0, 16+128*len(batch))
-	jm = append(jm, `{"jobs":[`...)
+	jobs := make([]wire.SubmitJob, len(batch))
 	att := &wire.SubmitAttachment{Specs: make([]*jobspec.Jobspec, len(batch)),
 		Raw: make([][]byte, len(batch)), Records: make([]wire.SubmitRecord, len(batch))}
 	for i, p := range batch {
-		if i > 0 {
-			jm = append(jm, ',')
-		}
-		jm = append(jm, `{"id":`...)
-		jm = jsonwire.AppendUint(jm, uint64(p.id))
-		jm = append(jm, `,"userid":`...)
-		jm = jsonwire.AppendUint(jm, uint64(p.userid))
-		jm = append(jm, `,"urgency":`...)
-		jm = jsonwire.AppendInt(jm, int64(p.urgency))
-		jm = append(jm, `,"t_submit":`...)
-		jm = jsonwire.AppendFloat(jm, p.tSubmit)
-		jm = append(jm, `,"flags":`...)
-		jm = jsonwire.AppendInt(jm, int64(p.flags))
-		jm = append(jm, '}')
+		jobs[i] = wire.SubmitJob{ID: p.id, Userid: p.userid, Urgency: p.urgency, TSubmit: p.tSubmit, Flags: p.flags}
 		att.Specs[i], att.Raw[i] = p.spec, p.jobspec
 		att.Records[i] = wire.SubmitRecord{J: refs[i].J, Jobspec: refs[i].jobspec}
 		p.spec = nil
 	}
-	jm = append(jm, "]}"...)
+	jm := wire.AppendSubmitRequest(make([]byte, 0, 16+128*len(batch)), jobs)
 	fail := func(err error) {
 		for _, p := range batch {
 			p.r.RespondError(err)
@@ -422,7 +407,10 @@ func (in *ingest) handOver(batch []*pending, refs []jobRefs) {
 			fail(fmt.Errorf("job manager: %w", err))
 			return
 		}
-		rejected, rootseq, err := decodeSubmitted(m.JSON())
+		rejected, rootseq, err := wire.DecodeSubmitResponse(m.JSON())
+		if err == nil && rootseq < 0 {
+			err = errors.New("no rootseq: the job manager did not record the jobs")
+		}
 		if err != nil {
 			in.log.Error("bad job-manager.submit response", "err", err)
 			fail(fmt.Errorf("job manager: %w", err))

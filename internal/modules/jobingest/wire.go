@@ -55,55 +55,6 @@ func decodeSubmit(p []byte) (submitRequest, error) {
 	return req, err
 }
 
-// decodeSubmitted reads the job-manager.submit response {errors:[[id,
-// "message"], ...], rootseq}: the jobs refused, and the KVS root that
-// records the others.
-func decodeSubmitted(p []byte) (rejected map[jobid.ID]string, rootseq int64, err error) {
-	rejected = map[jobid.ID]string{}
-	seen := false
-	err = jsonwire.Object(p, func(key, val []byte) error {
-		if string(key) == "rootseq" {
-			var err error
-			rootseq, err = jsonwire.Int(val)
-			seen = err == nil
-			return err
-		}
-		if string(key) != "errors" {
-			return nil
-		}
-		return jsonwire.Array(val, func(pair []byte) error {
-			var id jobid.ID
-			var msg string
-			n := 0
-			err := jsonwire.Array(pair, func(v []byte) error {
-				var err error
-				switch n {
-				case 0:
-					var u uint64
-					u, err = jsonwire.Uint(v)
-					id = jobid.ID(u)
-				case 1:
-					msg, err = jsonwire.String(v)
-				}
-				n++
-				return err
-			})
-			if err == nil && n != 2 {
-				err = fmt.Errorf("%w: want [id, message]", jsonwire.ErrSyntax)
-			}
-			if err != nil {
-				return err
-			}
-			rejected[id] = msg
-			return nil
-		})
-	})
-	if err == nil && !seen {
-		err = fmt.Errorf("%w: no rootseq", jsonwire.ErrSyntax)
-	}
-	return rejected, rootseq, err
-}
-
 // idResponse is the answer to a submitter: {"id":N}.
 func idResponse(id jobid.ID) []byte {
 	b := append(make([]byte, 0, 32), `{"id":`...)

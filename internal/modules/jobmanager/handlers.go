@@ -15,7 +15,6 @@ import (
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
-	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 func (m *manager) register() {
@@ -57,7 +56,7 @@ func (m *manager) handleSubmit(r *flux.Request) {
 	// job-ingest hands over the jobspecs it parsed and their text
 	// (in-process only)
 	att, _ := r.Msg.Attached.(*wire.SubmitAttachment)
-	jobs, err := decodeSubmit(r.Msg.JSON(), att != nil)
+	jobs, err := wire.DecodeSubmitRequest(r.Msg.JSON(), att != nil)
 	if err == nil && att != nil && (len(att.Specs) != len(jobs) || len(att.Raw) != len(jobs)) {
 		err = fmt.Errorf("%d jobs but %d jobspecs attached", len(jobs), len(att.Raw))
 	}
@@ -73,15 +72,8 @@ func (m *manager) handleSubmit(r *flux.Request) {
 		r.Errorf(syscall.EPERM, "job-manager.submit is for job-ingest only")
 		return
 	}
-	errs := []byte(`{"errors":[`)
-	nerrs := 0
-	reject := func(id jobid.ID, msg string) {
-		if nerrs > 0 {
-			errs = append(errs, ',')
-		}
-		nerrs++
-		errs = appendIDMessage(errs, id, msg)
-	}
+	var resp wire.SubmitResponse
+	reject := resp.Reject
 	var parsed []*jobspec.Jobspec
 	if att != nil {
 		parsed = att.Specs
@@ -143,9 +135,8 @@ func (m *manager) handleSubmit(r *flux.Request) {
 		m.plugins.newJob(j)
 		m.post(j, "validate", nil)
 	}
-	errs = append(errs, ']')
 	if !record {
-		r.Respond(flux.JSONBuffer(append(errs, '}')))
+		r.Respond(flux.JSONBuffer(resp.Payload(-1)))
 		return
 	}
 	m.batch.AfterCommit(func(err error) {
@@ -160,8 +151,7 @@ func (m *manager) handleSubmit(r *flux.Request) {
 			r.Errorf(syscall.EIO, "recording jobs in the KVS: %v", err)
 			return
 		}
-		errs = append(errs, `,"rootseq":`...)
-		r.Respond(flux.JSONBuffer(append(jsonwire.AppendInt(errs, m.batch.Rootseq), '}')))
+		r.Respond(flux.JSONBuffer(resp.Payload(m.batch.Rootseq)))
 	})
 }
 

@@ -41,31 +41,6 @@ func TestContextEncoding(t *testing.T) {
 	}
 }
 
-func TestDecodeSubmit(t *testing.T) {
-	jobs, err := decodeSubmit([]byte(`{"jobs":[{"id":42,"userid":1000,"urgency":16,"t_submit":1.5,"flags":4,"jobspec":{"a":[1]}},`+
-		`{"jobspec":{},"id":43}]}`), false)
-	if err != nil || len(jobs) != 2 {
-		t.Fatalf("%+v %v", jobs, err)
-	}
-	j := jobs[0]
-	if j.ID != 42 || j.Userid != 1000 || j.Urgency != 16 || j.TSubmit != 1.5 || j.Flags != 4 || string(j.Jobspec) != `{"a":[1]}` {
-		t.Errorf("job: %+v", j)
-	}
-	for _, bad := range []string{`{"jobs":[{"id":1}]}`, `{"jobs":[{"id":-1,"jobspec":{}}]}`, `{"jobs":{}}`, `{"jobs":[{"id":1,"jobspec":{}}]`} {
-		if _, err := decodeSubmit([]byte(bad), false); err == nil {
-			t.Errorf("decodeSubmit(%s) accepted", bad)
-		}
-	}
-	// in-process, the jobspecs come attached: a job without one is fine
-	jobs, err = decodeSubmit([]byte(`{"jobs":[{"id":44,"userid":1000}]}`), true)
-	if err != nil || len(jobs) != 1 || jobs[0].ID != 44 || jobs[0].Jobspec != nil {
-		t.Errorf("attached form: %+v %v", jobs, err)
-	}
-	if _, err := decodeSubmit([]byte(`{"jobs":[{"userid":1000}]}`), true); err == nil {
-		t.Error("a job without an id accepted")
-	}
-}
-
 func TestDecodeAllocResponse(t *testing.T) {
 	r, err := decodeAllocResponse([]byte(`{"id":7,"type":0,"R":{"version":1},"annotations":{"sched":{"resource_summary":"rank0/core0"}}}`))
 	if err != nil || r.ID != 7 || r.Type != 0 || string(r.R) != `{"version":1}` || r.Annotations["sched"] == nil {
