@@ -16,10 +16,10 @@ import (
 
 // Alloc response types (RFC 27).
 const (
-	allocSuccess  = 0
-	allocAnnotate = 1
-	allocDeny     = 2
-	allocCancel   = 3
+	allocSuccess  = wire.AllocSuccess
+	allocAnnotate = wire.AllocAnnotate
+	allocDeny     = wire.AllocDeny
+	allocCancel   = wire.AllocCancel
 )
 
 // schedClient speaks RFC 27 to the scheduler: jobs in SCHED wait in a
@@ -101,24 +101,16 @@ func (s *schedClient) drain() {
 func (s *schedClient) sendAlloc(j *job) {
 	// {"id","jobspec","priority","t_submit","userid"}, the jobspec
 	// attached instead for a scheduler in this broker
+	ar := wire.AllocRequest{ID: j.ID, Priority: j.Priority, TSubmit: j.TSubmit, Userid: j.Userid}
 	size := 96
 	if !s.attached {
+		ar.Jobspec = j.Raw
+		if len(ar.Jobspec) == 0 {
+			ar.Jobspec = []byte("null")
+		}
 		size += len(j.Raw)
 	}
-	b := make([]byte, 0, size)
-	b = append(b, `{"id":`...)
-	b = jsonwire.AppendUint(b, uint64(j.ID))
-	if !s.attached {
-		b = append(b, `,"jobspec":`...)
-		b = appendRaw(b, j.Raw)
-	}
-	b = append(b, `,"priority":`...)
-	b = jsonwire.AppendInt(b, j.Priority)
-	b = append(b, `,"t_submit":`...)
-	b = jsonwire.AppendFloat(b, j.TSubmit)
-	b = append(b, `,"userid":`...)
-	b = jsonwire.AppendUint(b, uint64(j.Userid))
-	b = append(b, '}')
+	b := wire.AppendAllocRequest(make([]byte, 0, size), ar)
 	req := message.NewRequest("sched.alloc", flux.NodeidAny, nil)
 	req.SetJSONBuffer(b)
 	if s.attached {
@@ -164,7 +156,7 @@ func (s *schedClient) allocResponse(j *job, f *flux.Future, msg *flux.Message, e
 		}
 		return
 	}
-	resp, err := decodeAllocResponse(msg.JSON())
+	resp, err := wire.DecodeAllocResponse(msg.JSON())
 	if err != nil {
 		m.log.Error("bad sched.alloc response", "err", err)
 		return

@@ -2,7 +2,6 @@ package jobmanager
 
 import (
 	"encoding/json"
-	"fmt"
 	"sort"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -184,49 +183,6 @@ func decodeFlatObject(p []byte) (map[string]any, error) {
 		return nil
 	})
 	return m, err
-}
-
-// allocResponse is a sched.alloc response (RFC 27).
-type allocResponse struct {
-	ID          jobid.ID
-	Type        int
-	R           json.RawMessage
-	Note        string
-	Annotations map[string]any
-}
-
-func decodeAllocResponse(p []byte) (allocResponse, error) {
-	var resp allocResponse
-	err := jsonwire.Object(p, func(key, val []byte) error {
-		var err error
-		switch string(key) {
-		case "id":
-			var u uint64
-			u, err = jsonwire.Uint(val)
-			resp.ID = jobid.ID(u)
-		case "type":
-			var n int64
-			n, err = jsonwire.Int(val)
-			resp.Type = int(n)
-		case "R":
-			if !jsonwire.IsNull(val) {
-				resp.R = val
-			}
-		case "note":
-			if !jsonwire.IsNull(val) {
-				resp.Note, err = jsonwire.String(val)
-			}
-		case "annotations":
-			if !jsonwire.IsNull(val) {
-				err = json.Unmarshal(val, &resp.Annotations)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", key, err)
-		}
-		return nil
-	})
-	return resp, err
 }
 
 // appendRaw appends an embedded JSON document, null when empty.

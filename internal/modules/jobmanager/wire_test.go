@@ -41,17 +41,6 @@ func TestContextEncoding(t *testing.T) {
 	}
 }
 
-func TestDecodeAllocResponse(t *testing.T) {
-	r, err := decodeAllocResponse([]byte(`{"id":7,"type":0,"R":{"version":1},"annotations":{"sched":{"resource_summary":"rank0/core0"}}}`))
-	if err != nil || r.ID != 7 || r.Type != 0 || string(r.R) != `{"version":1}` || r.Annotations["sched"] == nil {
-		t.Fatalf("%+v %v", r, err)
-	}
-	r, err = decodeAllocResponse([]byte(`{"id":7,"type":2,"note":"no \"way\"","R":null}`))
-	if err != nil || r.Type != 2 || r.Note != `no "way"` || r.R != nil {
-		t.Fatalf("%+v %v", r, err)
-	}
-}
-
 func TestJournalEntry(t *testing.T) {
 	e := journalEntry{id: 9, events: [][]byte{[]byte(`{"timestamp":1,"name":"submit"}`), []byte(`{"timestamp":2,"name":"validate"}`)},
 		jobspec: json.RawMessage(`{"x":1}`)}

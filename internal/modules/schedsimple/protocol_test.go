@@ -158,7 +158,7 @@ func TestProtocol(t *testing.T) {
 
 func TestDecodeAllocRequest(t *testing.T) {
 	good := `{"id":12, "jobspec": {"a":"}\\\"{[", "b":[1,{"c":2}]}, "priority":16,"t_submit":1.5,"userid":1000,"extra":null}`
-	req, err := decodeAllocRequest([]byte(good), nil)
+	req, err := wire.DecodeAllocRequest([]byte(good), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,12 +174,12 @@ func TestDecodeAllocRequest(t *testing.T) {
 		`{"id":1,"priority":16,"userid":0,"t_submit":1,"jobspec":{}} x`,   // trailing data
 		`[]`,
 	} {
-		if _, err := decodeAllocRequest([]byte(bad), nil); !errors.Is(err, errSyntax) {
+		if _, err := wire.DecodeAllocRequest([]byte(bad), nil); !errors.Is(err, errSyntax) {
 			t.Errorf("%s: %v", bad, err)
 		}
 	}
 	// the job manager's in-process form: the jobspec attached
-	req, err = decodeAllocRequest([]byte(`{"id":1,"priority":16,"userid":0,"t_submit":1}`), wire.AttachedJobspec(`{"x":1}`))
+	req, err = wire.DecodeAllocRequest([]byte(`{"id":1,"priority":16,"userid":0,"t_submit":1}`), wire.AttachedJobspec(`{"x":1}`))
 	if err != nil || string(req.Jobspec) != `{"x":1}` {
 		t.Fatalf("attached jobspec: %+v %v", req, err)
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/fluxgo/fluxgo/internal/sched"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/idset"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
-	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
@@ -397,19 +397,11 @@ func (s *scheduler) pass() {
 	}
 }
 
-// respondAlloc sends the SUCCESS response, built directly as JSON.
+// respondAlloc sends the SUCCESS response, R written straight from the
+// allocation (wire.AppendAllocSuccess).
 func (s *scheduler) respondAlloc(r *flux.Request, id uint64, a *sched.Alloc) {
-	b := s.buf[:0]
-	b = append(b, `{"id":`...)
-	b = strconv.AppendUint(b, id, 10)
-	b = append(b, `,"type":0,"R":`...)
-	b = s.pool.AppendR(b, a)
-	// the summary is made of "rank", "core", "gpu", digits and "[]-,/ "
-	b = append(b, `,"annotations":{"sched":{"resource_summary":"`...)
-	b = append(b, s.pool.Summary(a)...)
-	b = append(b, `"}}}`...)
-	s.buf = b
-	if err := r.Respond(json.RawMessage(b)); err != nil {
+	s.buf = wire.AppendAllocSuccess(s.buf[:0], jobid.ID(id), func(b []byte) []byte { return s.pool.AppendR(b, a) }, s.pool.Summary(a))
+	if err := r.Respond(json.RawMessage(s.buf)); err != nil {
 		s.log.Error("sched.alloc respond", "id", id, "err", err)
 	}
 	r.Finish()
@@ -417,16 +409,7 @@ func (s *scheduler) respondAlloc(r *flux.Request, id uint64, a *sched.Alloc) {
 
 // respondType sends a final DENY or CANCEL response.
 func respondType(r *flux.Request, id uint64, typ int, note string) {
-	b := make([]byte, 0, 48+len(note))
-	b = append(b, `{"id":`...)
-	b = strconv.AppendUint(b, id, 10)
-	if note != "" {
-		b = append(b, `,"note":`...)
-		b = jsonwire.AppendString(b, note)
-	}
-	b = append(b, `,"type":`...)
-	b = strconv.AppendInt(b, int64(typ), 10)
-	r.Respond(json.RawMessage(append(b, '}')))
+	r.Respond(json.RawMessage(wire.AppendAllocEnd(make([]byte, 0, 48+len(note)), jobid.ID(id), typ, note)))
 	r.Finish()
 }
 
@@ -436,31 +419,32 @@ func (s *scheduler) alloc(r *flux.Request) {
 		return
 	}
 	attached, _ := r.Msg.Attached.(wire.AttachedJobspec)
-	req, err := decodeAllocRequest(r.Msg.JSON(), attached)
+	req, err := wire.DecodeAllocRequest(r.Msg.JSON(), attached)
 	if err != nil {
 		r.Errorf(syscall.EPROTO, "sched.alloc: %v", err)
 		return
 	}
+	id := uint64(req.ID)
 	e := s.cache.get(req.Jobspec, s.pool)
 	if e.err != nil {
-		s.log.Debug(fmt.Sprintf("deny %d: %v", req.ID, e.err))
-		respondType(r, req.ID, allocDeny, e.err.Error())
+		s.log.Debug(fmt.Sprintf("deny %d: %v", id, e.err))
+		respondType(r, id, allocDeny, e.err.Error())
 		return
 	}
 	if e.reservation != "" {
 		if err := s.checkReservationFit(e); err != nil {
-			respondType(r, req.ID, allocDeny, err.Error())
+			respondType(r, id, allocDeny, err.Error())
 			return
 		}
 	}
-	job := &sched.Job{ID: req.ID, Priority: req.Priority, TSubmit: req.TSubmit, Userid: req.Userid, Req: e.req,
+	job := &sched.Job{ID: id, Priority: req.Priority, TSubmit: req.TSubmit, Userid: req.Userid, Req: e.req,
 		Preemptible: e.preemptible, Data: r}
 	if e.reservation != "" {
-		s.jobResv[req.ID] = e.reservation
+		s.jobResv[id] = e.reservation
 	}
 	if err := s.queue.Add(job); err != nil {
 		s.log.Error(fmt.Sprintf("sched.alloc: %v", err))
-		respondType(r, req.ID, allocDeny, "duplicate sched.alloc request")
+		respondType(r, id, allocDeny, "duplicate sched.alloc request")
 		return
 	}
 	s.schedule()
