@@ -40,29 +40,99 @@ func (e *JournalEntry) Payload(partial []byte) ([]byte, error) {
 	if len(partial) != 0 {
 		return nil, fmt.Errorf("events-journal: %d bytes of payload beside an attached entry", len(partial))
 	}
-	b := make([]byte, 0, 64+len(e.Jobspec)+len(e.R)+len(e.Events)*96)
-	b = append(b, `{"id":`...)
-	b = jsonwire.AppendUint(b, uint64(e.ID))
-	b = append(b, `,"events":[`...)
+	lines := make([][]byte, len(e.Events))
 	for i, ev := range e.Events {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		var err error
-		b, err = eventlog.Append(b, eventlog.Event{Timestamp: ev.Timestamp, Name: ev.Name, Context: ev.Context})
+		line, err := eventlog.Append(nil, eventlog.Event{Timestamp: ev.Timestamp, Name: ev.Name, Context: ev.Context})
 		if err != nil {
 			return nil, fmt.Errorf("events-journal: job %s: %w", e.ID, err)
 		}
-		b = b[:len(b)-1] // the eventlog line's newline
+		lines[i] = line[:len(line)-1] // the eventlog line's newline
+	}
+	b := AppendJournalEntry(make([]byte, 0, 64+len(e.Jobspec)+len(e.R)+len(e.Events)*96), e.ID, lines, e.Jobspec, e.R)
+	return append(b, 0), nil
+}
+
+// JournalEnd is the response that ends the backlog of an
+// events-journal stream (flux-core's sentinel).
+const JournalEnd = `{"events":[],"id":-1}`
+
+// AppendJournalEntry appends an events-journal response {"id":ID,
+// "events":[...]} with "jobspec" and "R" when given; events are RFC 18
+// event objects, already encoded.
+func AppendJournalEntry(b []byte, id jobid.ID, events [][]byte, jobspec, R []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = jsonwire.AppendUint(b, uint64(id))
+	b = append(b, `,"events":[`...)
+	for i, ev := range events {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, ev...)
 	}
 	b = append(b, ']')
-	if len(e.Jobspec) > 0 {
+	if len(jobspec) > 0 {
 		b = append(b, `,"jobspec":`...)
-		b = append(b, e.Jobspec...)
+		b = append(b, jobspec...)
 	}
-	if len(e.R) > 0 {
+	if len(R) > 0 {
 		b = append(b, `,"R":`...)
-		b = append(b, e.R...)
+		b = append(b, R...)
 	}
-	return append(b, '}', 0), nil
+	return append(b, '}')
+}
+
+// DecodeJournalEntry reads an events-journal response; end reports the
+// sentinel that ends the backlog (id -1). Contexts, jobspec and R alias
+// p.
+func DecodeJournalEntry(p []byte) (e JournalEntry, end bool, err error) {
+	err = jsonwire.Object(p, func(key, val []byte) error {
+		var err error
+		switch string(key) {
+		case "id":
+			var n int64
+			if n, err = jsonwire.Int(val); err == nil {
+				switch {
+				case n == -1:
+					end = true
+				case n < 0:
+					err = fmt.Errorf("%w: id %d", jsonwire.ErrSyntax, n)
+				default:
+					e.ID = jobid.ID(n)
+				}
+			}
+		case "events":
+			err = jsonwire.Array(val, func(v []byte) error {
+				var ev JournalEvent
+				err := jsonwire.Object(v, func(k, val []byte) error {
+					var err error
+					switch string(k) {
+					case "timestamp":
+						ev.Timestamp, err = jsonwire.Float(val)
+					case "name":
+						ev.Name, err = jsonwire.String(val)
+					case "context":
+						if !jsonwire.IsNull(val) {
+							ev.Context = val
+						}
+					}
+					return err
+				})
+				e.Events = append(e.Events, ev)
+				return err
+			})
+		case "jobspec":
+			if !jsonwire.IsNull(val) {
+				e.Jobspec = val
+			}
+		case "R":
+			if !jsonwire.IsNull(val) {
+				e.R = val
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		return nil
+	})
+	return e, end, err
 }

@@ -49,14 +49,19 @@ func (s *service) subscribe() {
 			return
 		}
 		s.retryDelay = 0
-		var e journalEntry
-		if att, ok := m.Attached.(*wire.JournalEntry); ok {
-			e = fromAttached(att)
-		} else if err := decodeJournalEntry(m.JSON(), &e); err != nil {
-			s.log.Error("malformed events-journal response", "err", err)
-			return
+		att, ok := m.Attached.(*wire.JournalEntry)
+		end := false
+		if !ok {
+			var w wire.JournalEntry
+			var err error
+			if w, end, err = wire.DecodeJournalEntry(m.JSON()); err != nil {
+				s.log.Error("malformed events-journal response", "err", err)
+				return
+			}
+			att = &w
 		}
-		if e.ID == -1 {
+		e := fromAttached(att)
+		if end {
 			inBacklog = false
 			s.backlogComplete()
 			return
@@ -73,7 +78,8 @@ func (s *service) subscribe() {
 	})
 }
 
-// fromAttached reads an entry the job manager handed over in-process.
+// fromAttached reads an entry the job manager handed over (in-process,
+// or decoded from a response).
 func fromAttached(a *wire.JournalEntry) journalEntry {
 	e := journalEntry{ID: int64(a.ID), Events: make([]event, len(a.Events)), Jobspec: a.Jobspec, R: a.R}
 	for i, ev := range a.Events {

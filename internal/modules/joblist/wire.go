@@ -10,49 +10,6 @@ import (
 // job: those are decoded with jsonwire (one strict pass, only the members
 // used) rather than encoding/json.
 
-// decodeJournalEntry reads a job-manager.events-journal response.
-func decodeJournalEntry(p []byte, e *journalEntry) error {
-	return jsonwire.Object(p, func(key, val []byte) error {
-		var err error
-		switch string(key) {
-		case "id":
-			e.ID, err = jsonwire.Int(val)
-		case "events":
-			err = jsonwire.Array(val, func(v []byte) error {
-				var ev event
-				err := jsonwire.Object(v, func(k, val []byte) error {
-					var err error
-					switch string(k) {
-					case "timestamp":
-						ev.Timestamp, err = jsonwire.Float(val)
-					case "name":
-						ev.Name, err = jsonwire.String(val)
-					case "context":
-						if !jsonwire.IsNull(val) {
-							ev.Context = val
-						}
-					}
-					return err
-				})
-				e.Events = append(e.Events, ev)
-				return err
-			})
-		case "jobspec":
-			if !jsonwire.IsNull(val) {
-				e.Jobspec = val
-			}
-		case "R":
-			if !jsonwire.IsNull(val) {
-				e.R = val
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", key, err)
-		}
-		return nil
-	})
-}
-
 // members calls fn with each member of a JSON object (an event context);
 // a malformed object or an error from fn is returned.
 func members(ctx []byte, fn func(key, val []byte) error) error {

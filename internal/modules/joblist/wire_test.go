@@ -1,6 +1,10 @@
 package joblist
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/fluxgo/fluxgo/internal/wire"
+)
 
 func TestRecordFromJobspecAndR(t *testing.T) {
 	r := newRecord(1)
@@ -36,16 +40,15 @@ func TestRecordFromJobspecAndR(t *testing.T) {
 }
 
 func TestDecodeJournalEntry(t *testing.T) {
-	var e journalEntry
-	err := decodeJournalEntry([]byte(`{"id":9,"events":[{"timestamp":1.5,"name":"submit","context":{"userid":1,"urgency":16}},`+
-		`{"timestamp":2,"name":"validate"}],"jobspec":{"a":1},"R":null}`), &e)
+	w, _, err := wire.DecodeJournalEntry([]byte(`{"id":9,"events":[{"timestamp":1.5,"name":"submit","context":{"userid":1,"urgency":16}},` +
+		`{"timestamp":2,"name":"validate"}],"jobspec":{"a":1},"R":null}`))
+	e := fromAttached(&w)
 	if err != nil || e.ID != 9 || len(e.Events) != 2 || e.Events[0].Name != "submit" || e.Events[1].Timestamp != 2 ||
 		string(e.Events[0].Context) != `{"userid":1,"urgency":16}` || string(e.Jobspec) != `{"a":1}` || e.R != nil {
 		t.Fatalf("%+v %v", e, err)
 	}
-	var s journalEntry
-	if err := decodeJournalEntry([]byte(`{"id":-1,"events":[]}`), &s); err != nil || s.ID != -1 {
-		t.Fatalf("sentinel: %+v %v", s, err)
+	if _, end, err := wire.DecodeJournalEntry([]byte(wire.JournalEnd)); err != nil || !end {
+		t.Fatalf("sentinel: %v %v", end, err)
 	}
 	r := newRecord(9)
 	for i := range e.Events {

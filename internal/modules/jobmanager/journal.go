@@ -235,25 +235,7 @@ func (jl *journal) take() []journalEntry {
 // appendEntry encodes a response: {"id":N,"events":[...],"jobspec":J,
 // "R":R}, jobspec and R left out when empty.
 func appendEntry(b []byte, e *journalEntry) []byte {
-	b = append(b, `{"id":`...)
-	b = jsonwire.AppendUint(b, uint64(e.id))
-	b = append(b, `,"events":[`...)
-	for i, ev := range e.events {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, ev...)
-	}
-	b = append(b, ']')
-	if len(e.jobspec) > 0 {
-		b = append(b, `,"jobspec":`...)
-		b = append(b, e.jobspec...)
-	}
-	if len(e.R) > 0 {
-		b = append(b, `,"R":`...)
-		b = append(b, e.R...)
-	}
-	return append(b, '}')
+	return wire.AppendJournalEntry(b, e.id, e.events, e.jobspec, e.R)
 }
 
 func (jl *journal) send(entries []journalEntry) {
@@ -425,7 +407,7 @@ func (jl *journal) subscribe(r *flux.Request) {
 			}
 			r.Respond(json.RawMessage(appendEntry(nil, &e)))
 		}
-		r.Respond(json.RawMessage(`{"events":[],"id":-1}`))
+		r.Respond(json.RawMessage(wire.JournalEnd))
 	}
 	key := journalKey{r.Msg.RouteString(), r.Msg.Matchtag}
 	jl.drop(key)
