@@ -44,7 +44,7 @@ func parseSizeString(s string) (int64, error) {
 func Bounded(s string, lo, hi int64) (int64, error) {
 	b, err := parseBytes(s)
 	if err == nil && (b < lo || b > hi) {
-		err = fmt.Errorf("size %q: want %s to %s", s, Format(lo), Format(hi))
+		err = fmt.Errorf("size %q: want %s to %s", s, exact(lo), exact(hi))
 	}
 	return b, err
 }
@@ -71,6 +71,14 @@ func parseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("size %q: out of range", s)
 	}
 	return int64(b), nil
+}
+
+// exact is Format(b) when that reads back as b, else b in bytes.
+func exact(b int64) string {
+	if f := Format(b); !strings.Contains(f, ".") {
+		return f
+	}
+	return strconv.FormatInt(b, 10) + " bytes"
 }
 
 // Format writes bytes the short way: "100M", "1.5G", "4096".
