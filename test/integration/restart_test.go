@@ -75,6 +75,13 @@ func noShellsLeft(t *testing.T, state string) {
 	if pids := shellPIDs(state); len(pids) > 0 {
 		t.Errorf("job shells still running after the instance stopped: %v", pids)
 		for _, pid := range pids {
+			if logs, _ := filepath.Glob(filepath.Join(state, "shells", "u*", "shells.log")); len(logs) > 0 {
+				b, _ := os.ReadFile(logs[0])
+				if len(b) > 2000 {
+					b = b[len(b)-2000:]
+				}
+				t.Logf("pid %d; %s:\n%s", pid, logs[0], b)
+			}
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
@@ -257,6 +264,20 @@ func TestRestartAfterCrash(t *testing.T) {
 		t.Errorf("a job after the restart: %s", got)
 	}
 	e2.inst.Stop()
+	noShellsLeft(t, state)
+}
+
+// TestCleanStopReleasesShells: a clean stop of an instance with a
+// statedir lets its idle shells go, those that just ran a job included
+// (the exit request was sent as the broker closed and could be lost: the
+// shell, holding the ended job's record, then waited a minute for a
+// broker).
+func TestCleanStopReleasesShells(t *testing.T) {
+	state := t.TempDir()
+	killShells(t, state)
+	e := restartable(t, state)
+	e.must("run", "-N4", "true")
+	e.inst.Stop()
 	noShellsLeft(t, state)
 }
 

@@ -383,16 +383,29 @@ func (m *manager) unload() {
 	m.stopping = true
 	final := !m.statedir && module.BrokerStopping(m.h)
 	n := 0
+	var exits []*flux.Future
 	for _, p := range m.shells {
 		switch {
 		case p.busy == 0 && p.ready:
-			m.release(p)
+			// told to exit, and the answers awaited (briefly): a request
+			// still queued when the broker closes the connection is lost,
+			// and a shell holding records of ended jobs would wait a
+			// minute for a broker to come back
+			p.exiting = true
+			if f, err := m.h.RPC(p.svc+".exit", uint32(m.rank), nil, 0); err == nil {
+				exits = append(exits, f)
+			}
 		case final && p.ready:
 			m.h.RPC(p.svc+".give-up", uint32(m.rank), nil, flux.NoResponse)
 		case p.busy > 0:
 			n++
 		}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	for _, f := range exits {
+		f.Get(ctx)
+	}
+	cancel()
 	if n > 0 {
 		m.log.Info(fmt.Sprintf("%d job shells keep running their jobs until a broker takes them back", n))
 	}
