@@ -4,7 +4,11 @@
 // validates and copies such embedded documents at each hop and goes
 // through maps for small contexts. Here a payload is scanned once, in
 // one strict pass that checks the whole document (RFC 8259 grammar) and
-// reports each top-level member with its raw value, and payloads are
+// reports each top-level member with its raw value (Object, Array), or
+// value by value for a decoder that builds a tree of its own (Reader);
+// malformed JSON is a *SyntaxError saying what was wrong and where. This
+// is the module's one JSON scanner: decoders say which members they
+// expect and what to do with them, not how JSON is lexed. Payloads are
 // built by appending to a byte slice, with encoding/json's formatting of
 // strings and numbers so the bytes are what json.Marshal would produce.
 package jsonwire
@@ -14,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -24,29 +29,56 @@ import (
 // the wrong type.
 var ErrSyntax = errors.New("malformed JSON")
 
-// maxDepth bounds nesting, as encoding/json does.
-const maxDepth = 10000
+// MaxDepth bounds nesting, as encoding/json does: a top-level value is at
+// depth 1, and an array or object deeper than MaxDepth is an error. A
+// Reader may be given a lower bound.
+const MaxDepth = 10000
+
+const maxDepth = MaxDepth
 
 func syntaxErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrSyntax, fmt.Sprintf(format, args...))
 }
 
+// SyntaxError is the error for malformed JSON: what was wrong (Msg, for
+// instance "expected ',' or '}' in object") and the byte offset in the
+// scanned document where it was found. It wraps ErrSyntax.
+type SyntaxError struct {
+	Msg    string
+	Offset int
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("%v: %s at offset %d", ErrSyntax, e.Msg, e.Offset)
+}
+
+// Unwrap returns ErrSyntax.
+func (e *SyntaxError) Unwrap() error { return ErrSyntax }
+
+// errAt returns a *SyntaxError for offset off. (It is kept out of line
+// so that the scanning functions that call it stay small enough to be
+// inlined.)
+//
+//go:noinline
+func errAt(off int, format string, args ...any) error {
+	return &SyntaxError{Msg: fmt.Sprintf(format, args...), Offset: off}
+}
+
 // Object scans the JSON object p strictly and calls fn with each member's
 // key (unescaped; valid only during the call) and raw value (a subslice
-// of p). An error from fn stops the scan and is returned.
+// of p). An error from fn stops the scan and is returned. A nil fn only
+// checks that p is one well-formed object. Malformed JSON is a
+// *SyntaxError.
 func Object(p []byte, fn func(key, val []byte) error) error {
 	i := skipSpace(p, 0)
 	if i >= len(p) || p[i] != '{' {
-		return syntaxErr("want a JSON object")
+		return errAt(i, "want a JSON object")
 	}
 	end, err := members(p, i, 1, fn)
 	if err != nil {
 		return err
 	}
-	if skipSpace(p, end) != len(p) {
-		return syntaxErr("data after the object at offset %d", end)
-	}
-	return nil
+	return trailing(p, end)
 }
 
 // errFound stops Member's scan at the member it looks for.
@@ -73,7 +105,7 @@ func Member(p []byte, name string) (val []byte, found bool, err error) {
 func Array(p []byte, fn func(val []byte) error) error {
 	i := skipSpace(p, 0)
 	if i >= len(p) || p[i] != '[' {
-		return syntaxErr("want a JSON array")
+		return errAt(i, "want a JSON array")
 	}
 	i = skipSpace(p, i+1)
 	if i < len(p) && p[i] == ']' {
@@ -87,18 +119,14 @@ func Array(p []byte, fn func(val []byte) error) error {
 		if err := fn(p[i:end]); err != nil {
 			return err
 		}
-		i = skipSpace(p, end)
-		if i >= len(p) {
-			return syntaxErr("unterminated array")
+		more, next, err := nextElement(p, end)
+		if err != nil {
+			return err
 		}
-		switch p[i] {
-		case ',':
-			i = skipSpace(p, i+1)
-		case ']':
-			return trailing(p, i+1)
-		default:
-			return syntaxErr("unexpected %q in array at offset %d", p[i], i)
+		if !more {
+			return trailing(p, next)
 		}
+		i = skipSpace(p, next)
 	}
 }
 
@@ -110,9 +138,15 @@ func Valid(p []byte) bool {
 	return err == nil && skipSpace(p, end) == len(p)
 }
 
+// The scanning functions below are the grammar, shared by the functions
+// above and by Reader. Each takes the document and an offset and returns
+// the offset after what it checked; their errors are *SyntaxErrors with
+// the offset of the byte that broke the rule.
+
+// trailing checks that only space follows offset i.
 func trailing(p []byte, i int) error {
-	if skipSpace(p, i) != len(p) {
-		return syntaxErr("data after the value at offset %d", i)
+	if i = skipSpace(p, i); i != len(p) {
+		return errAt(i, "unexpected data after the document")
 	}
 	return nil
 }
@@ -129,11 +163,19 @@ func skipSpace(p []byte, i int) int {
 	return i
 }
 
+func deepErr(off, limit int) error {
+	return &SyntaxError{Msg: deepMsg(limit), Offset: off}
+}
+
+func deepMsg(limit int) string {
+	return "nested too deeply (more than " + strconv.Itoa(limit) + " levels)"
+}
+
 // members scans the object starting at p[i] == '{' and returns the
 // offset just past it; fn (if not nil) sees each member.
 func members(p []byte, i, depth int, fn func(key, val []byte) error) (int, error) {
 	if depth > maxDepth {
-		return 0, syntaxErr("nested too deeply")
+		return 0, deepErr(i, maxDepth)
 	}
 	i = skipSpace(p, i+1)
 	if i < len(p) && p[i] == '}' {
@@ -141,55 +183,91 @@ func members(p []byte, i, depth int, fn func(key, val []byte) error) (int, error
 	}
 	var kbuf []byte
 	for {
-		if i >= len(p) || p[i] != '"' {
-			return 0, syntaxErr("want a member name at offset %d", i)
-		}
-		kend, escaped, err := scanString(p, i)
+		kend, holds, vstart, err := scanKey(p, i)
 		if err != nil {
 			return 0, err
 		}
 		key := p[i+1 : kend-1]
-		if escaped && fn != nil {
+		if holds&strEscaped != 0 && fn != nil {
 			kbuf, err = appendUnquoted(kbuf[:0], p[i:kend])
 			if err != nil {
 				return 0, err
 			}
 			key = kbuf
 		}
-		i = skipSpace(p, kend)
-		if i >= len(p) || p[i] != ':' {
-			return 0, syntaxErr("want ':' after member %q", key)
-		}
-		i = skipSpace(p, i+1)
-		end, err := skipValue(p, i, depth+1)
+		end, err := skipValue(p, vstart, depth+1)
 		if err != nil {
 			return 0, err
 		}
 		if fn != nil {
-			if err := fn(key, p[i:end]); err != nil {
+			if err := fn(key, p[vstart:end]); err != nil {
 				return 0, err
 			}
 		}
-		i = skipSpace(p, end)
-		if i >= len(p) {
-			return 0, syntaxErr("unterminated object")
+		more, next, err := nextMember(p, end)
+		if err != nil || !more {
+			return next, err
 		}
-		switch p[i] {
-		case ',':
-			i = skipSpace(p, i+1)
-		case '}':
-			return i + 1, nil
-		default:
-			return 0, syntaxErr("unexpected %q in object at offset %d", p[i], i)
-		}
+		i = skipSpace(p, next)
 	}
+}
+
+// scanKey checks the member name at p[i] and the ':' after it, and
+// returns the offset just past the name's closing quote, what the name
+// holds (as scanString), and the offset of the member's value (past the
+// ':' and any space).
+func scanKey(p []byte, i int) (end int, holds int, val int, err error) {
+	if i >= len(p) || p[i] != '"' {
+		return 0, 0, 0, errAt(i, "expected a string key")
+	}
+	end, holds, err = scanString(p, i)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	j := skipSpace(p, end)
+	if j >= len(p) || p[j] != ':' {
+		return 0, 0, 0, errAt(j, "expected ':' after key")
+	}
+	return end, holds, skipSpace(p, j+1), nil
+}
+
+// nextMember checks what follows a member's value (which ends at i): a
+// ',' (more true, next past it) or the object's '}' (more false, next
+// past it).
+func nextMember(p []byte, i int) (more bool, next int, err error) {
+	i = skipSpace(p, i)
+	if i >= len(p) {
+		return false, 0, errAt(i, "unexpected end of input in object")
+	}
+	switch p[i] {
+	case ',':
+		return true, i + 1, nil
+	case '}':
+		return false, i + 1, nil
+	}
+	return false, 0, errAt(i, "expected ',' or '}' in object")
+}
+
+// nextElement is nextMember for an array.
+func nextElement(p []byte, i int) (more bool, next int, err error) {
+	i = skipSpace(p, i)
+	if i >= len(p) {
+		return false, 0, errAt(i, "unexpected end of input in array")
+	}
+	switch p[i] {
+	case ',':
+		return true, i + 1, nil
+	case ']':
+		return false, i + 1, nil
+	}
+	return false, 0, errAt(i, "expected ',' or ']' in array")
 }
 
 // skipValue checks the value starting at p[i] and returns the offset
 // just past it.
 func skipValue(p []byte, i, depth int) (int, error) {
 	if i >= len(p) {
-		return 0, syntaxErr("missing value")
+		return 0, errAt(i, "unexpected end of input")
 	}
 	switch c := p[i]; {
 	case c == '"':
@@ -199,7 +277,7 @@ func skipValue(p []byte, i, depth int) (int, error) {
 		return members(p, i, depth, nil)
 	case c == '[':
 		if depth > maxDepth {
-			return 0, syntaxErr("nested too deeply")
+			return 0, deepErr(i, maxDepth)
 		}
 		i = skipSpace(p, i+1)
 		if i < len(p) && p[i] == ']' {
@@ -210,21 +288,15 @@ func skipValue(p []byte, i, depth int) (int, error) {
 			if err != nil {
 				return 0, err
 			}
-			i = skipSpace(p, end)
-			if i >= len(p) {
-				return 0, syntaxErr("unterminated array")
+			more, next, err := nextElement(p, end)
+			if err != nil || !more {
+				return next, err
 			}
-			switch p[i] {
-			case ',':
-				i = skipSpace(p, i+1)
-			case ']':
-				return i + 1, nil
-			default:
-				return 0, syntaxErr("unexpected %q in array at offset %d", p[i], i)
-			}
+			i = skipSpace(p, next)
 		}
 	case c == '-' || c >= '0' && c <= '9':
-		return scanNumber(p, i)
+		end, _, err := scanNumber(p, i)
+		return end, err
 	case c == 't':
 		return literal(p, i, "true")
 	case c == 'f':
@@ -232,53 +304,90 @@ func skipValue(p []byte, i, depth int) (int, error) {
 	case c == 'n':
 		return literal(p, i, "null")
 	}
-	return 0, syntaxErr("unexpected %q at offset %d", p[i], i)
+	return 0, badChar(p, i)
+}
+
+func badChar(p []byte, i int) error {
+	return errAt(i, "invalid character %q looking for a value", p[i])
 }
 
 func literal(p []byte, i int, lit string) (int, error) {
 	if len(p)-i >= len(lit) && string(p[i:i+len(lit)]) == lit {
 		return i + len(lit), nil
 	}
-	return 0, syntaxErr("bad literal at offset %d", i)
+	return 0, errAt(i, "invalid literal (want %s)", lit)
 }
 
+// What a scanned string holds besides plain ASCII: escapes, and bytes
+// that are not ASCII (UTF-8, or not).
+const (
+	strEscaped  = 1
+	strNonASCII = 2
+)
+
 // scanString checks the string starting at p[i] == '"' and returns the
-// offset just past its closing quote and whether it holds escapes.
-func scanString(p []byte, i int) (end int, escaped bool, err error) {
-	j := skipPlain(p, i+1)
-	for j < len(p) {
-		c := p[j]
-		switch {
+// offset just past its closing quote and what it holds (strEscaped,
+// strNonASCII). Its bytes are not checked to be UTF-8 (encoding/json
+// accepts and replaces what is not).
+//
+// Plain bytes are skipped eight at a time while eight remain: the
+// environment in a jobspec makes strings of kilobytes common, and keys
+// and short values end within the first word.
+func scanString(p []byte, i int) (end int, holds int, err error) {
+	j := i + 1
+	var seen uint64 // the plain bytes skipped, or-ed together
+	for {
+		for j+8 <= len(p) {
+			v := binary.LittleEndian.Uint64(p[j:])
+			// The high bit of each byte that is a '"', a '\\' or less
+			// than 0x20. A borrow can mark a byte above the first one
+			// marked, never one below it, so the lowest mark is exact.
+			quote := v ^ ('"' * swarOnes)
+			bslash := v ^ ('\\' * swarOnes)
+			special := (quote - swarOnes) &^ quote
+			special |= (bslash - swarOnes) &^ bslash
+			special |= (v - 0x20*swarOnes) &^ v
+			if special &= swarHigh; special != 0 {
+				n := bits.TrailingZeros64(special) &^ 7 // bit offset of the byte
+				seen |= v & (1<<n - 1)
+				j += n >> 3
+				break
+			}
+			seen |= v
+			j += 8
+		}
+		if j >= len(p) {
+			return 0, 0, errAt(len(p), "unterminated string")
+		}
+		switch c := p[j]; {
 		case c == '"':
-			return j + 1, escaped, nil
+			if seen&swarHigh != 0 {
+				holds |= strNonASCII
+			}
+			return j + 1, holds, nil
 		case c == '\\':
-			escaped = true
+			holds |= strEscaped
 			if j+1 >= len(p) {
-				return 0, false, syntaxErr("unterminated string")
+				return 0, 0, errAt(len(p), "unterminated string")
 			}
 			switch p[j+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				j += 2
 			case 'u':
-				if j+6 > len(p) {
-					return 0, false, syntaxErr("short \\u escape at offset %d", j)
-				}
-				for _, h := range p[j+2 : j+6] {
-					if unhex(h) < 0 {
-						return 0, false, syntaxErr("bad \\u escape at offset %d", j)
-					}
+				if _, ok := hex4(p[j+2:]); !ok {
+					return 0, 0, errAt(j+2, "invalid \\u escape")
 				}
 				j += 6
 			default:
-				return 0, false, syntaxErr("bad escape at offset %d", j)
+				return 0, 0, errAt(j, "invalid escape \\%c in string", p[j+1])
 			}
 		case c < 0x20:
-			return 0, false, syntaxErr("control character in string at offset %d", j)
-		default:
+			return 0, 0, errAt(j, "control character %q in string", c)
+		default: // a plain byte among the last seven of p
+			seen |= uint64(c)
 			j++
 		}
 	}
-	return 0, false, syntaxErr("unterminated string")
 }
 
 // SWAR constants: a byte of ones, and the high bit of every byte.
@@ -286,26 +395,6 @@ const (
 	swarOnes = 0x0101010101010101
 	swarHigh = 0x8080808080808080
 )
-
-// skipPlain returns the offset of the first byte at or after j that a
-// string scan must look at ('"', '\\' or a control character), checking
-// eight bytes at a time (the environment in a jobspec makes strings of
-// kilobytes common). It may stop early, never late.
-func skipPlain(p []byte, j int) int {
-	for j+8 <= len(p) {
-		v := binary.LittleEndian.Uint64(p[j:])
-		quote := v ^ ('"' * swarOnes)
-		bslash := v ^ ('\\' * swarOnes)
-		special := (quote - swarOnes) &^ quote
-		special |= (bslash - swarOnes) &^ bslash
-		special |= (v - 0x20*swarOnes) &^ v
-		if special&swarHigh != 0 {
-			return j
-		}
-		j += 8
-	}
-	return j
-}
 
 func unhex(c byte) int {
 	switch {
@@ -319,8 +408,9 @@ func unhex(c byte) int {
 	return -1
 }
 
-func scanNumber(p []byte, i int) (int, error) {
-	start := i
+// scanNumber checks the number starting at p[i] and returns the offset
+// just past it, and whether it has a fraction or an exponent.
+func scanNumber(p []byte, i int) (end int, isFloat bool, err error) {
 	if p[i] == '-' {
 		i++
 	}
@@ -328,21 +418,16 @@ func scanNumber(p []byte, i int) (int, error) {
 	case i < len(p) && p[i] == '0':
 		i++
 	case i < len(p) && p[i] >= '1' && p[i] <= '9':
-		for i < len(p) && p[i] >= '0' && p[i] <= '9' {
-			i++
-		}
+		i = digits(p, i+1)
 	default:
-		return 0, syntaxErr("bad number at offset %d", start)
+		return 0, false, errAt(i, "invalid number")
 	}
 	if i < len(p) && p[i] == '.' {
-		i++
-		d := i
-		for i < len(p) && p[i] >= '0' && p[i] <= '9' {
-			i++
+		d := i + 1
+		if i = digits(p, d); i == d {
+			return 0, false, errAt(i, "invalid number: digits expected after '.'")
 		}
-		if i == d {
-			return 0, syntaxErr("bad number at offset %d", start)
-		}
+		isFloat = true
 	}
 	if i < len(p) && (p[i] == 'e' || p[i] == 'E') {
 		i++
@@ -350,14 +435,19 @@ func scanNumber(p []byte, i int) (int, error) {
 			i++
 		}
 		d := i
-		for i < len(p) && p[i] >= '0' && p[i] <= '9' {
-			i++
+		if i = digits(p, d); i == d {
+			return 0, false, errAt(i, "invalid number: digits expected in exponent")
 		}
-		if i == d {
-			return 0, syntaxErr("bad number at offset %d", start)
-		}
+		isFloat = true
 	}
-	return i, nil
+	return i, isFloat, nil
+}
+
+func digits(p []byte, i int) int {
+	for i < len(p) && p[i] >= '0' && p[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // appendUnquoted appends the text of the JSON string q (with quotes) to
@@ -488,7 +578,8 @@ func Uint(val []byte) (uint64, error) {
 			return 0, syntaxErr("want an unsigned integer, got %.20q", val)
 		}
 		d := uint64(c - '0')
-		if n > (math.MaxUint64-d)/10 {
+		// up to 19 digits cannot overflow
+		if len(val) == 20 && n > (math.MaxUint64-d)/10 {
 			return 0, syntaxErr("integer %s is out of range", val)
 		}
 		n = n*10 + d
