@@ -92,3 +92,16 @@ func BenchmarkMarshalJSON(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeJSON is the JSON reading of BenchmarkParseValidate
+// alone: the document to generic values.
+func BenchmarkDecodeJSON(b *testing.B) {
+	data := []byte(typicalV1JSON)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeJSON(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,11 +1,19 @@
 package jobspec
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func FuzzParse(f *testing.F) {
@@ -90,4 +98,133 @@ func FuzzParseDependencyURI(f *testing.F) {
 			t.Fatalf("%q -> %q -> %+v, want %+v", s, d.URI(), d2, d)
 		}
 	})
+}
+
+// FuzzDecodeJSON compares the JSON decoder with encoding/json: what
+// encoding/json refuses, or holds invalid UTF-8, is a syntax error; what
+// it accepts decodes to the same values (integers as int64, the other
+// numbers as float64), unless it breaks one of the decoder's own rules
+// (nesting deeper than maxDepth, a duplicate key, a number out of
+// range), each refused for that reason.
+func FuzzDecodeJSON(f *testing.F) {
+	f.Add([]byte(typicalV1JSON))
+	for _, s := range []string{
+		`{}`, `[1, -2, 0, 1.5, -0.0, 1e3, 2E-2, true, false, null, "s"]`,
+		`[9223372036854775807, -9223372036854775808, 9223372036854775808]`,
+		`"a\"b\\c\/d\b\f\n\r\t\u00e9\ud83d\ude00"`, `"\ud83d\u0041"`, "\"\xff\"",
+		`{"a": {"b": [1, {"c": "d"}]}}`, `{"a": 1, "a": 2}`, `{"x": 1e400}`, `[[[[]]]]`,
+		`{"PATH":"/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin","HOME":"/h/é"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := decodeJSON(data)
+		var e *Error
+		if err != nil && !errors.As(err, &e) {
+			t.Fatalf("decodeJSON(%q): error %v (%T) is not an *Error", data, err, err)
+		}
+		if !json.Valid(data) || !utf8.Valid(data) {
+			if err == nil || !errors.Is(err, ErrSyntax) {
+				t.Fatalf("decodeJSON(%q) = %#v, %v; want a syntax error", data, got, err)
+			}
+			return
+		}
+		if err != nil {
+			switch {
+			case errors.Is(err, ErrSyntax):
+				if !strings.Contains(err.Error(), "nested too deeply") || jsonDepth(t, data) <= maxDepth {
+					t.Fatalf("decodeJSON(%q): %v", data, err)
+				}
+			case errors.Is(err, ErrInvalid):
+				if !strings.Contains(e.Rule, "duplicate key") && !strings.Contains(e.Rule, "out of range") {
+					t.Fatalf("decodeJSON(%q): %v", data, err)
+				}
+			default:
+				t.Fatalf("decodeJSON(%q): error of no kind: %v", data, err)
+			}
+			return
+		}
+		d := json.NewDecoder(bytes.NewReader(data))
+		d.UseNumber()
+		var want any
+		if err := d.Decode(&want); err != nil {
+			t.Fatal(err)
+		}
+		if why := sameJSONValue(got, want); why != "" {
+			t.Fatalf("decodeJSON(%q) = %#v\nencoding/json: %#v\n%s", data, got, want, why)
+		}
+	})
+}
+
+// sameJSONValue compares a decoded generic value with encoding/json's
+// (decoded with UseNumber) and says how they differ.
+func sameJSONValue(got, want any) string {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok || len(g) != len(w) {
+			return fmt.Sprintf("%#v is not the object %#v", got, want)
+		}
+		for k, wv := range w {
+			gv, ok := g[k]
+			if !ok {
+				return fmt.Sprintf("no member %q", k)
+			}
+			if why := sameJSONValue(gv, wv); why != "" {
+				return k + ": " + why
+			}
+		}
+		return ""
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return fmt.Sprintf("%#v is not the array %#v", got, want)
+		}
+		for i := range w {
+			if why := sameJSONValue(g[i], w[i]); why != "" {
+				return fmt.Sprintf("[%d]: %s", i, why)
+			}
+		}
+		return ""
+	case json.Number:
+		if strings.ContainsAny(string(w), ".eE") {
+			f, err := strconv.ParseFloat(string(w), 64)
+			if g, ok := got.(float64); !ok || err != nil || math.Float64bits(g) != math.Float64bits(f) {
+				return fmt.Sprintf("%#v is not the float %s", got, w)
+			}
+			return ""
+		}
+		n, err := strconv.ParseInt(string(w), 10, 64)
+		if g, ok := got.(int64); !ok || err != nil || g != n {
+			return fmt.Sprintf("%#v is not the integer %s", got, w)
+		}
+		return ""
+	}
+	if got != want {
+		return fmt.Sprintf("%#v is not %#v", got, want)
+	}
+	return ""
+}
+
+// jsonDepth returns the deepest nesting of arrays and objects in the
+// valid JSON data, as encoding/json's tokens tell it.
+func jsonDepth(t *testing.T, data []byte) int {
+	d := json.NewDecoder(bytes.NewReader(data))
+	depth, deepest := 0, 0
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			return deepest
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+			deepest = max(deepest, depth)
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"math"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // A jobspec document is first decoded into generic values, the same for
@@ -32,11 +34,10 @@ func syntaxErr(format string, args ...any) *Error {
 // whose first non-space byte is '{' is read as JSON first, then as YAML
 // (a flow mapping) if it is not valid JSON.
 func decodeDocument(data []byte) (any, error) {
-	trimmed := bytes.TrimLeft(data, " \t\r\n")
-	if len(trimmed) == 0 {
+	switch jsonwire.KindOf(data) {
+	case jsonwire.KindEnd:
 		return nil, syntaxErr("empty document")
-	}
-	if trimmed[0] == '{' {
+	case jsonwire.KindObject:
 		v, jerr := decodeJSON(data)
 		if jerr == nil {
 			return v, nil
