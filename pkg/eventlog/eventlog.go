@@ -145,21 +145,10 @@ func checkName(name string) string {
 }
 
 func checkContext(ctx []byte) string {
-	if firstNonSpace(ctx) != '{' || !json.Valid(ctx) {
+	if jsonwire.Object(ctx, nil) != nil {
 		return "context is not a JSON object"
 	}
 	return ""
-}
-
-func firstNonSpace(b []byte) byte {
-	for _, c := range b {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		}
-		return c
-	}
-	return 0
 }
 
 // Encode returns e as one eventlog line: compact JSON with the keys in

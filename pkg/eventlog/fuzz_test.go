@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func FuzzParse(f *testing.F) {
@@ -85,4 +87,76 @@ func sameJSON(t *testing.T, a, b json.RawMessage) bool {
 		t.Fatal(err)
 	}
 	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// FuzzParseEvent compares the event parser with a reading of the same
+// line by encoding/json and the RFC 18 rules: a line that is valid JSON
+// and UTF-8 is accepted exactly when it is an object whose "timestamp"
+// is a positive number, whose "name" is a non-empty string and whose
+// "context", if any, is an object (encoding/json, like the parser, takes
+// the last of duplicate keys); and then it gives those values. Malformed
+// JSON is refused as not a JSON object.
+func FuzzParseEvent(f *testing.F) {
+	for _, s := range []string{
+		`{"timestamp":1.5,"name":"a"}`, `{"timestamp":1e-300,"name":"\u0000"}`,
+		`{"timestamp":1.5,"name":"a","context":{"x":"\ud800"}}`, `{"timestamp":-0,"name":"a"}`,
+		`{"timestamp":1,"name":"a","name":"b"}`, ` { "timestamp" : 2 , "n\u0061me" : "x\u00e9\n" , "context" : { "a" : [ 1 ] } , "extra" : 1 } `,
+		`{"timestamp":1e400,"name":"a"}`, `{"timestamp":"1","name":"a"}`, `{"timestamp":1,"name":"a","context":[]}`,
+		`{"timestamp":1,"name":"a"} x`, `[1]`, `{"timestamp":1,"name":"a",}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if bytes.IndexByte(line, '\n') >= 0 {
+			return
+		}
+		e, err := ParseEvent(line)
+		var se *SyntaxError
+		if err != nil && (!errors.As(err, &se) || se.Line != 1) {
+			t.Fatalf("ParseEvent(%q): error %v is not a SyntaxError of line 1", line, err)
+		}
+		if len(line) == 0 || !utf8.Valid(line) {
+			if err == nil {
+				t.Fatalf("ParseEvent(%q) accepted it", line)
+			}
+			return
+		}
+		var m map[string]json.RawMessage
+		if !json.Valid(line) || json.Unmarshal(line, &m) != nil || m == nil {
+			if err == nil || !strings.HasPrefix(se.Reason, "not a JSON object") {
+				t.Fatalf("ParseEvent(%q) = %+v, %v; want not a JSON object", line, e, err)
+			}
+			return
+		}
+		var want Event
+		why := ""
+		ts, hasTS := m["timestamp"]
+		name, hasName := m["name"]
+		ctx, hasCtx := m["context"]
+		switch {
+		case !hasTS || ts[0] != '-' && (ts[0] < '0' || ts[0] > '9'):
+			why = "timestamp"
+		case json.Unmarshal(ts, &want.Timestamp) != nil || !(want.Timestamp > 0):
+			why = "timestamp"
+		case !hasName || name[0] != '"' || json.Unmarshal(name, &want.Name) != nil || want.Name == "":
+			why = "name"
+		case hasCtx && ctx[0] != '{':
+			why = "context"
+		}
+		if why != "" {
+			if err == nil || !strings.Contains(se.Reason, why) {
+				t.Fatalf("ParseEvent(%q) = %+v, %v; want an error about the %s", line, e, err, why)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("ParseEvent(%q): %v", line, err)
+		}
+		if hasCtx {
+			want.Context = ctx
+		}
+		if e.Timestamp != want.Timestamp || e.Name != want.Name || !bytes.Equal(e.Context, want.Context) {
+			t.Fatalf("ParseEvent(%q) = %+v, encoding/json reads %+v", line, e, want)
+		}
+	})
 }

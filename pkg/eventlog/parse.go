@@ -3,12 +3,12 @@ package eventlog
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"unicode/utf8"
+
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // Parse decodes a whole eventlog. Empty input is an empty log. Every line,
@@ -55,53 +55,40 @@ func parseLine(line []byte) (Event, string) {
 }
 
 // parseObject checks one event object and returns the reason it is
-// malformed, or "". The object is first validated as JSON, then its
-// top-level members are walked without building a map.
+// malformed, or "". The object is scanned by jsonwire, which checks it
+// whole and reports its top-level members with their raw values; only
+// the three RFC 18 keys are kept.
 func parseObject(b []byte) (Event, string) {
 	if !utf8.Valid(b) {
 		return Event{}, "not valid UTF-8"
 	}
-	if firstNonSpace(b) != '{' {
+	if jsonwire.KindOf(b) != jsonwire.KindObject {
 		return Event{}, "not a JSON object"
 	}
-	if !json.Valid(b) {
-		var v any
-		return Event{}, "not a JSON object: " + jsonReason(json.Unmarshal(b, &v))
-	}
 	var ts, name, ctx []byte
-	i := skipSpace(b, 0) + 1 // past '{'
-	for {
-		i = skipSpace(b, i)
-		if b[i] == '}' {
-			break
+	err := jsonwire.Object(b, func(key, val []byte) error {
+		switch string(key) {
+		case "timestamp":
+			ts = val
+		case "name":
+			name = val
+		case "context":
+			ctx = val
 		}
-		kEnd := skipValue(b, i)
-		key := b[i:kEnd]
-		i = skipSpace(b, kEnd) + 1 // past ':'
-		i = skipSpace(b, i)
-		vEnd := skipValue(b, i)
-		switch {
-		case keyIs(key, "timestamp"):
-			ts = b[i:vEnd]
-		case keyIs(key, "name"):
-			name = b[i:vEnd]
-		case keyIs(key, "context"):
-			ctx = b[i:vEnd]
-		}
-		i = skipSpace(b, vEnd)
-		if b[i] == ',' {
-			i++
-		}
+		return nil
+	})
+	if err != nil {
+		return Event{}, "not a JSON object: " + jsonReason(err)
 	}
 
 	var e Event
 	if ts == nil {
 		return Event{}, `missing required key "timestamp"`
 	}
-	if c := ts[0]; c != '-' && (c < '0' || c > '9') {
+	if jsonwire.KindOf(ts) != jsonwire.KindNumber {
 		return Event{}, "timestamp is not a number"
 	}
-	v, err := strconv.ParseFloat(string(ts), 64)
+	v, err := jsonwire.Float(ts)
 	if err != nil {
 		return Event{}, "timestamp is out of range"
 	}
@@ -113,12 +100,10 @@ func parseObject(b []byte) (Event, string) {
 	if name == nil {
 		return Event{}, `missing required key "name"`
 	}
-	if name[0] != '"' {
+	if jsonwire.KindOf(name) != jsonwire.KindString {
 		return Event{}, "name is not a string"
 	}
-	if bytes.IndexByte(name, '\\') < 0 {
-		e.Name = string(name[1 : len(name)-1])
-	} else if err := json.Unmarshal(name, &e.Name); err != nil {
+	if e.Name, err = jsonwire.String(name); err != nil {
 		return Event{}, "name is not a string"
 	}
 	if e.Name == "" {
@@ -126,7 +111,7 @@ func parseObject(b []byte) (Event, string) {
 	}
 
 	if ctx != nil {
-		if ctx[0] != '{' {
+		if jsonwire.KindOf(ctx) != jsonwire.KindObject {
 			return Event{}, "context is not a JSON object"
 		}
 		e.Context = bytes.Clone(ctx)
@@ -134,83 +119,11 @@ func parseObject(b []byte) (Event, string) {
 	return e, ""
 }
 
-// keyIs reports whether the JSON string token key decodes to want. Keys
-// with escapes are decoded; plain ones are compared in place.
-func keyIs(key []byte, want string) bool {
-	if bytes.IndexByte(key, '\\') < 0 {
-		return string(key[1:len(key)-1]) == want
-	}
-	var s string
-	return json.Unmarshal(key, &s) == nil && s == want
-}
-
-// The helpers below walk JSON already checked by json.Valid.
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// skipValue returns the index just past the JSON value starting at b[i].
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return i
-	default: // number, true, false, null
-		for i < len(b) {
-			switch b[i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return i
-			}
-			i++
-		}
-		return i
-	}
-}
-
-// skipString returns the index just past the string starting at b[i].
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return i
-}
-
-// jsonReason shortens an encoding/json error to its message.
+// jsonReason shortens a jsonwire error to its message.
 func jsonReason(err error) string {
-	var se *json.SyntaxError
+	var se *jsonwire.SyntaxError
 	if errors.As(err, &se) {
-		return fmt.Sprintf("%v (at byte %d)", se, se.Offset)
+		return fmt.Sprintf("%s (at byte %d)", se.Msg, se.Offset)
 	}
 	return err.Error()
 }
