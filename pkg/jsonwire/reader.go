@@ -132,8 +132,11 @@ func (r *Reader) want(k Kind) error {
 	case KindInvalid:
 		return badChar(r.data, r.pos)
 	}
-	return errAt(r.pos, "want a %v", k)
+	return errAt(r.pos, "want %s", wantNames[k])
 }
+
+var wantNames = [...]string{KindObject: "an object", KindArray: "an array", KindString: "a string",
+	KindNumber: "a number", KindBool: "true or false", KindNull: "null"}
 
 // BeginObject reads the '{' that starts an object and reports whether a
 // member follows; if not, the empty object has been read whole.

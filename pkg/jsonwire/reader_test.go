@@ -159,10 +159,10 @@ func TestReaderWrongKind(t *testing.T) {
 	}{
 		{`1`, func(r *Reader) error { _, err := r.Text(); return err }, "want a string"},
 		{`"1"`, func(r *Reader) error { _, _, err := r.Number(); return err }, "want a number"},
-		{`null`, func(r *Reader) error { _, err := r.Bool(); return err }, "want a bool"},
-		{`true`, func(r *Reader) error { return r.Null() }, "want a null"},
-		{`[]`, func(r *Reader) error { _, err := r.BeginObject(); return err }, "want a object"},
-		{`{}`, func(r *Reader) error { _, err := r.BeginArray(); return err }, "want a array"},
+		{`null`, func(r *Reader) error { _, err := r.Bool(); return err }, "want true or false"},
+		{`true`, func(r *Reader) error { return r.Null() }, "want null"},
+		{`[]`, func(r *Reader) error { _, err := r.BeginObject(); return err }, "want an object"},
+		{`{}`, func(r *Reader) error { _, err := r.BeginArray(); return err }, "want an array"},
 		{` `, func(r *Reader) error { _, err := r.Text(); return err }, "unexpected end of input"},
 		{`}`, func(r *Reader) error { _, err := r.Bool(); return err }, "invalid character '}' looking for a value"},
 	} {
