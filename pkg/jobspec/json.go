@@ -20,6 +20,12 @@ type jsonDecoder struct {
 	stack []pathElem
 	// members holds the members of the objects being decoded.
 	members []member
+	// bad is the first well-formed value that cannot be accepted. It is
+	// reported once the whole document has been read, and only if that
+	// is well-formed: a syntax error anywhere takes precedence, so that
+	// an ErrInvalid error means well-formed JSON (decodeDocument then
+	// does not try the document as YAML).
+	bad *Error
 }
 
 type pathElem struct {
@@ -43,6 +49,9 @@ func decodeJSON(data []byte) (any, error) {
 	if err != nil {
 		return nil, d.fail(err)
 	}
+	if d.bad != nil {
+		return nil, d.bad
+	}
 	return v, nil
 }
 
@@ -56,9 +65,12 @@ func (d *jsonDecoder) fail(err error) error {
 	return err
 }
 
-// invalid reports a well-formed value that cannot be accepted, at the
-// current key path.
-func (d *jsonDecoder) invalid(format string, args ...any) *Error {
+// invalid records a well-formed value that cannot be accepted, at the
+// current key path, unless one was recorded already.
+func (d *jsonDecoder) invalid(format string, args ...any) {
+	if d.bad != nil {
+		return
+	}
 	var q *path
 	for _, e := range d.stack {
 		if e.isIndex {
@@ -67,7 +79,7 @@ func (d *jsonDecoder) invalid(format string, args ...any) *Error {
 			q = q.child(e.key)
 		}
 	}
-	return q.errf(format, args...)
+	d.bad = q.errf(format, args...)
 }
 
 func (d *jsonDecoder) value() (any, error) {
@@ -138,7 +150,9 @@ func (d *jsonDecoder) makeMap(base int) (any, error) {
 		for _, e := range ms {
 			if seen[e.key] {
 				d.stack = append(d.stack, pathElem{key: e.key})
-				return nil, d.invalid("duplicate key")
+				d.invalid("duplicate key")
+				d.stack = d.stack[:len(d.stack)-1]
+				break
 			}
 			seen[e.key] = true
 		}
@@ -179,13 +193,15 @@ func (d *jsonDecoder) number() (any, error) {
 	if isFloat {
 		f, err := jsonwire.Float(raw)
 		if err != nil || math.IsInf(f, 0) {
-			return nil, d.invalid("number %s out of range", raw)
+			d.invalid("number %s out of range", raw)
+			return nil, nil
 		}
 		return f, nil
 	}
 	n, err := jsonwire.Int(raw)
 	if err != nil {
-		return nil, d.invalid("integer %s out of range", raw)
+		d.invalid("integer %s out of range", raw)
+		return nil, nil
 	}
 	return n, nil
 }

@@ -73,6 +73,13 @@ func TestDecodeJSONErrors(t *testing.T) {
 		{`{"a": [0, {"b": 9223372036854775808}]}`, "out of range", "a[1].b", false},
 		{`[-9223372036854775809]`, "out of range", "[0]", false},
 		{`{"x": 1e400}`, "out of range", "x", false},
+		// Malformed JSON is a syntax error even after a value that
+		// cannot be accepted (found by FuzzDecodeJSON): an ErrInvalid
+		// error means the document is well-formed.
+		{`1e700A`, "unexpected data", "", true},
+		{`{"a": 1, "a": 2} x`, "unexpected data", "", true},
+		{`[9223372036854775808, x]`, "invalid character 'x'", "", true},
+		{`[{"a": 1, "a": 2}, {"b": 1e400}]`, "duplicate key", "[0].a", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
