@@ -281,7 +281,7 @@ func (x *executor) chooseImpl(info *jobspecInfo) impl {
 }
 
 func (x *executor) handleStart(r *flux.Request) {
-	req, err := decodeStart(r.Msg.JSON())
+	req, err := wire.DecodeExecStart(r.Msg.JSON())
 	if err != nil {
 		r.Errorf(syscall.EPROTO, "job-exec.start: %v", err)
 		return

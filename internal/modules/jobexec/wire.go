@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
@@ -12,51 +13,8 @@ import (
 // with jsonwire in one pass each, for the few members job-exec uses,
 // and the responses are written by hand.
 
-// startRequest is a job-exec.start request (RFC 32).
-type startRequest struct {
-	ID      jobid.ID
-	Userid  uint32
-	Jobspec json.RawMessage
-	R       json.RawMessage
-	// Reattach: a job manager (reloaded) takes over a job that runs
-	// already, rather than starting it
-	Reattach bool
-}
-
-func decodeStart(p []byte) (startRequest, error) {
-	var req startRequest
-	err := jsonwire.Object(p, func(key, val []byte) error {
-		var err error
-		switch string(key) {
-		case "id":
-			var u uint64
-			u, err = jsonwire.Uint(val)
-			req.ID = jobid.ID(u)
-		case "userid":
-			var u uint64
-			u, err = jsonwire.Uint(val)
-			if err == nil && u > 1<<32-1 {
-				err = fmt.Errorf("%w: %d is out of range", jsonwire.ErrSyntax, u)
-			}
-			req.Userid = uint32(u)
-		case "jobspec":
-			if !jsonwire.IsNull(val) {
-				req.Jobspec = val
-			}
-		case "R":
-			if !jsonwire.IsNull(val) {
-				req.R = val
-			}
-		case "reattach":
-			req.Reattach, err = jsonwire.Bool(val)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", key, err)
-		}
-		return nil
-	})
-	return req, err
-}
+// startRequest is a job-exec.start request (wire.ExecStart).
+type startRequest = wire.ExecStart
 
 // jobspecInfo is what job-exec reads from a jobspec.
 type jobspecInfo struct {

@@ -3,6 +3,8 @@ package jobexec
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/fluxgo/fluxgo/internal/wire"
 )
 
 func TestReadJobspec(t *testing.T) {
@@ -50,7 +52,7 @@ func TestReadJobspec(t *testing.T) {
 }
 
 func TestStartWire(t *testing.T) {
-	req, err := decodeStart([]byte(`{"R":{"execution":{"expiration":1764486000.5}},"flags":0,"id":42,"jobspec":{"a":1},"userid":1000}`))
+	req, err := wire.DecodeExecStart([]byte(`{"R":{"execution":{"expiration":1764486000.5}},"flags":0,"id":42,"jobspec":{"a":1},"userid":1000}`))
 	if err != nil || req.ID != 42 || req.Userid != 1000 || string(req.Jobspec) != `{"a":1}` {
 		t.Fatalf("%+v %v", req, err)
 	}

@@ -78,27 +78,16 @@ func (e *execClient) send(j *job, reattach bool) {
 	}
 	// {"R","flags","id","jobspec","userid"}, the jobspec attached
 	// instead for an executor in this broker
+	st := wire.ExecStart{ID: j.ID, Userid: j.Userid, Flags: j.Flags, R: j.R, Reattach: reattach}
 	size := 96 + len(j.R)
 	if !e.attached {
+		st.Jobspec = j.Raw
+		if st.Jobspec == nil {
+			st.Jobspec = []byte{} // written as null
+		}
 		size += len(j.Raw)
 	}
-	b := make([]byte, 0, size)
-	b = append(b, `{"R":`...)
-	b = appendRaw(b, j.R)
-	b = append(b, `,"flags":`...)
-	b = jsonwire.AppendInt(b, int64(j.Flags))
-	b = append(b, `,"id":`...)
-	b = jsonwire.AppendUint(b, uint64(j.ID))
-	if !e.attached {
-		b = append(b, `,"jobspec":`...)
-		b = appendRaw(b, j.Raw)
-	}
-	if reattach {
-		b = append(b, `,"reattach":true`...)
-	}
-	b = append(b, `,"userid":`...)
-	b = jsonwire.AppendUint(b, uint64(j.Userid))
-	b = append(b, '}')
+	b := wire.AppendExecStart(make([]byte, 0, size), st)
 	if e.topic == "" {
 		e.topic = e.service + ".start"
 	}
