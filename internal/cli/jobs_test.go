@@ -205,3 +205,17 @@ func TestJobsJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestPyJSONDumps: annotations print as Python's json.dumps would.
+func TestPyJSONDumps(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"sched":{"t_estimate":1.5,"reason_pending":"insufficient resources"},"user":{"x":[1,2]}}`: `{"sched": {"t_estimate": 1.5, "reason_pending": "insufficient resources"}, "user": {"x": [1, 2]}}`,
+		`{"a":"é😀","b":"q\"\n"}`: `{"a": "\u00e9\ud83d\ude00", "b": "q\"\n"}`,
+		`[true, null ,  3]`:        `[true, null, 3]`,
+		`{"a":`:                    `{"a":`,
+	} {
+		if got := pyJSONDumps([]byte(in)); got != want {
+			t.Errorf("pyJSONDumps(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
