@@ -51,16 +51,27 @@ var countWords = map[string]float64{
 
 // parseBeginTime reads a --begin-time value relative to now.
 func parseBeginTime(s string, now time.Time) (time.Time, error) {
+	t, err := parseDatetime(s, now)
+	if err != nil {
+		return t, fmt.Errorf("--begin-time: %w", err)
+	}
+	return t, nil
+}
+
+// parseDatetime reads a point in time as flux-core's parse_datetime does
+// (--begin-time, flux jobs --since): now, +FSD or -FSD from now, a date
+// and time, or spoken forms ("tomorrow 8am", "in 2 hours").
+func parseDatetime(s string, now time.Time) (time.Time, error) {
 	if s == "now" {
 		return now, nil
 	}
 	if s != "" && (s[0] == '+' || s[0] == '-') {
 		sec, err := fsd.Parse(s[1:])
 		if err != nil {
-			return time.Time{}, fmt.Errorf("--begin-time: %w", err)
+			return time.Time{}, err
 		}
 		if sec > 1e12 {
-			return time.Time{}, fmt.Errorf("--begin-time: %q is too far from now", s)
+			return time.Time{}, fmt.Errorf("%q is too far from now", s)
 		}
 		d := fsd.ToDuration(sec)
 		if s[0] == '-' {
@@ -76,7 +87,7 @@ func parseBeginTime(s string, now time.Time) (time.Time, error) {
 	if t, ok := spokenTime(strings.Fields(strings.ToLower(s)), now); ok {
 		return t, nil
 	}
-	return time.Time{}, fmt.Errorf("--begin-time: cannot parse %q (want now, +FSD, -FSD, a date YYYY-MM-DD or today/tomorrow, a time HH:MM[:SS], 8am or noon, or \"in N minutes|hours|days\")", s)
+	return time.Time{}, fmt.Errorf("cannot parse %q (want now, +FSD, -FSD, a date YYYY-MM-DD or today/tomorrow, a time HH:MM[:SS], 8am or noon, or \"in N minutes|hours|days\")", s)
 }
 
 // spokenTime reads "in N UNITS", "N UNITS from now", or a date and a

@@ -20,7 +20,6 @@ import (
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
-	"github.com/fluxgo/fluxgo/pkg/fsd"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
 	"github.com/fluxgo/fluxgo/pkg/idset"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -151,31 +150,18 @@ func jobsLookupUser(s string) (uint32, error) {
 	return uint32(n), nil
 }
 
-// parseSince reads --since: "-FSD" (an offset from now), a timestamp, or
-// "YYYY-MM-DD[ HH:MM[:SS]]".
+// parseSince reads --since: a timestamp, or a point in time as
+// --begin-time takes one (parseDatetime: -FSD from now, a date and time,
+// "yesterday 8am").
 func parseSince(s string, now time.Time) (float64, error) {
-	if s == "now" {
-		return float64(now.UnixNano()) / 1e9, nil
-	}
-	if rest, ok := strings.CutPrefix(s, "-"); ok {
-		d, err := fsd.Parse(rest)
-		if err != nil {
-			return 0, fmt.Errorf("invalid --since %q: %w", s, err)
-		}
-		return float64(now.UnixNano())/1e9 - d, nil
-	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
+	if f, err := strconv.ParseFloat(s, 64); err == nil && !strings.HasPrefix(s, "-") && !strings.HasPrefix(s, "+") {
 		return f, nil
 	}
-	for _, layout := range []string{"2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02T15:04:05", "2006-01-02", "15:04"} {
-		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
-			if layout == "15:04" {
-				t = time.Date(now.Year(), now.Month(), now.Day(), t.Hour(), t.Minute(), 0, 0, time.Local)
-			}
-			return float64(t.UnixNano()) / 1e9, nil
-		}
+	t, err := parseDatetime(s, now)
+	if err != nil {
+		return 0, fmt.Errorf("invalid --since: %w (or a timestamp)", err)
 	}
-	return 0, fmt.Errorf("invalid --since %q: use -DURATION, a timestamp or YYYY-MM-DD [HH:MM[:SS]]", s)
+	return float64(t.UnixNano()) / 1e9, nil
 }
 
 // jobsConstraint builds the job-list constraint and the user filter.
