@@ -211,8 +211,8 @@ func TestPyJSONDumps(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"sched":{"t_estimate":1.5,"reason_pending":"insufficient resources"},"user":{"x":[1,2]}}`: `{"sched": {"t_estimate": 1.5, "reason_pending": "insufficient resources"}, "user": {"x": [1, 2]}}`,
 		`{"a":"é😀","b":"q\"\n"}`: `{"a": "\u00e9\ud83d\ude00", "b": "q\"\n"}`,
-		`[true, null ,  3]`:        `[true, null, 3]`,
-		`{"a":`:                    `{"a":`,
+		`[true, null ,  3]`:      `[true, null, 3]`,
+		`{"a":`:                  `{"a":`,
 	} {
 		if got := pyJSONDumps([]byte(in)); got != want {
 			t.Errorf("pyJSONDumps(%s) = %s, want %s", in, got, want)
