@@ -252,28 +252,24 @@ func (a *attacher) followOutput(ctx context.Context) error {
 		if ev.Name != "data" {
 			return false
 		}
-		var c struct {
-			Stream   string `json:"stream"`
-			Rank     string `json:"rank"`
-			Data     string `json:"data"`
-			Encoding string `json:"encoding"`
+		o, err := job.DecodeOutput(ev.Context)
+		var data []byte
+		if err == nil {
+			data, err = o.Bytes()
 		}
-		json.Unmarshal(ev.Context, &c)
-		if c.Data == "" {
+		if err != nil {
+			// said, not dropped: the reader knows the output has a hole
+			fmt.Fprintf(a.errw, "flux-job: %s: output of rank %s: %v\n", a.id.String(), o.Rank, err)
 			return false
 		}
-		if c.Encoding == "base64" {
-			b, err := base64.StdEncoding.DecodeString(c.Data)
-			if err != nil {
-				return false
-			}
-			c.Data = string(b)
+		if len(data) == 0 {
+			return false
 		}
 		w := a.out
-		if c.Stream == "stderr" {
+		if o.Stream == "stderr" {
 			w = a.errw
 		}
-		a.write(w, c.Stream, c.Rank, c.Data)
+		a.write(w, o.Stream, o.Rank, string(data))
 		return false
 	})
 	if errors.Is(err, syscall.ENOENT) {

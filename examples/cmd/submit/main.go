@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -77,15 +76,16 @@ func run(ctx context.Context, command []string, out io.Writer) (int, error) {
 		if ev.Name != "data" {
 			continue
 		}
-		var data struct {
-			Stream string `json:"stream"`
-			Data   string `json:"data"`
+		o, err := job.DecodeOutput(ev.Context)
+		if err != nil {
+			return 0, err
 		}
-		if err := json.Unmarshal(ev.Context, &data); err != nil {
-			return 0, fmt.Errorf("output event: %w", err)
+		data, err := o.Bytes() // base64 when the output was not UTF-8
+		if err != nil {
+			return 0, err
 		}
-		if data.Data != "" { // the stream's end has none
-			fmt.Fprintf(out, "%s: %s", data.Stream, data.Data)
+		if len(data) > 0 { // the stream's end has none
+			fmt.Fprintf(out, "%s: %s", o.Stream, data)
 		}
 	}
 	return result.ExitCode(1), nil
