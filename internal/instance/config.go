@@ -53,7 +53,7 @@ func CheckConfig(table map[string]any) error {
 	if _, err := checkSchema(table); err != nil {
 		return err
 	}
-	if err := checkHeartbeat(table); err != nil {
+	if err := checkDurations(table); err != nil {
 		return err
 	}
 	raw, err := json.Marshal(table)
@@ -81,19 +81,28 @@ func ConfigNotes(table map[string]any) []string {
 	return notes
 }
 
-// checkHeartbeat checks heartbeat.period, an FSD.
-func checkHeartbeat(table map[string]any) error {
-	hb, _ := table["heartbeat"].(map[string]any)
-	v, ok := hb["period"]
-	if !ok {
-		return nil
-	}
-	s, isString := v.(string)
-	if !isString {
-		return fmt.Errorf("heartbeat.period must be a duration string (FSD, e.g. \"2s\"), not %s", valuekind.Of(v))
-	}
-	if d, err := fsd.ParseDuration(s); err != nil || d <= 0 {
-		return fmt.Errorf("heartbeat.period=%q: want a positive duration (FSD, e.g. \"2s\")", s)
+// tableDurations are configuration keys that set a module's duration
+// attribute (an FSD), as flux-core's tables do.
+var tableDurations = []struct{ table, key, attr string }{
+	{"heartbeat", "period", "heartbeat.period"},
+	{"kvs", "checkpoint-period", "kvs.checkpoint-period"},
+}
+
+// checkDurations checks those keys: positive FSDs.
+func checkDurations(table map[string]any) error {
+	for _, k := range tableDurations {
+		t, _ := table[k.table].(map[string]any)
+		v, ok := t[k.key]
+		if !ok {
+			continue
+		}
+		s, isString := v.(string)
+		if !isString {
+			return fmt.Errorf("%s.%s must be a duration string (FSD, e.g. \"2s\"), not %s", k.table, k.key, valuekind.Of(v))
+		}
+		if d, err := fsd.ParseDuration(s); err != nil || d <= 0 {
+			return fmt.Errorf("%s.%s=%q: want a positive duration (FSD, e.g. \"2s\")", k.table, k.key, s)
+		}
 	}
 	return nil
 }
@@ -127,12 +136,14 @@ func jobRundir() (string, error) {
 // [resource] table (resource.TableAttrs; checked by checkConfig).
 func applyConfigAttrs(table map[string]any, attrs map[string]string) {
 	res, _ := resource.TableAttrs(table)
-	if hb, ok := table["heartbeat"].(map[string]any); ok {
-		if p, ok := hb["period"].(string); ok {
-			if res == nil {
-				res = map[string]string{}
+	for _, k := range tableDurations {
+		if t, ok := table[k.table].(map[string]any); ok {
+			if p, ok := t[k.key].(string); ok {
+				if res == nil {
+					res = map[string]string{}
+				}
+				res[k.attr] = p
 			}
-			res["heartbeat.period"] = p
 		}
 	}
 	for k, v := range res {

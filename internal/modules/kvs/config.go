@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/fluxgo/fluxgo/pkg/fsd"
 )
 
 // Defaults of Config.
@@ -98,17 +100,16 @@ func (c *Config) apply(name, value string) error {
 	return nil
 }
 
-// parseDuration accepts Go durations ("500ms") and Flux FSD ("1.5s",
-// "2m", or plain seconds "0.5").
+// parseDuration reads a Flux Standard Duration (RFC 23: "0.5", "1.5s",
+// "2m", "1d") or a Go duration ("1h30m").
 func parseDuration(s string) (time.Duration, error) {
+	if d, err := fsd.ParseDuration(s); err == nil {
+		return d, nil
+	}
 	if d, err := time.ParseDuration(s); err == nil {
 		return d, nil
 	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return 0, fmt.Errorf("not a duration")
-	}
-	return time.Duration(f * float64(time.Second)), nil
+	return 0, fmt.Errorf("not a duration (an FSD such as 30s or 2m)")
 }
 
 // parseConfig builds a Config from attributes (name without "kvs."
