@@ -11,6 +11,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
+	fluxkvs "github.com/fluxgo/fluxgo/pkg/flux/kvs"
 	"github.com/fluxgo/fluxgo/pkg/flux/message"
 )
 
@@ -103,15 +104,6 @@ func (k *kvs) withNamespace(name string, fn func(*namespace, error)) {
 	})
 }
 
-// getrootResponse is the kvs.getroot response.
-type getrootResponse struct {
-	Owner     int64  `json:"owner"`
-	Rootseq   int    `json:"rootseq"`
-	Rootref   string `json:"rootref"`
-	Flags     int    `json:"flags"`
-	Namespace string `json:"namespace"`
-}
-
 // fetchRoot asks rank 0 for a namespace's root. Not the parent: a parent
 // that has yet to see a removal event its child has seen would hand out
 // the removed namespace's root, and the child would keep it. Rank 0
@@ -120,7 +112,7 @@ type getrootResponse struct {
 // again.
 func (k *kvs) fetchRoot(ns *namespace) {
 	ns.removedWhileFetching = false
-	done := func(resp *getrootResponse, err error) {
+	done := func(resp *fluxkvs.RootInfo, err error) {
 		if k.namespaces[ns.name] != ns {
 			return
 		}
@@ -131,7 +123,7 @@ func (k *kvs) fetchRoot(ns *namespace) {
 		ns.fetching = false
 		if err == nil {
 			ns.owner, ns.flags = uint32(resp.Owner), resp.Flags
-			ns.rootref, ns.seq = resp.Rootref, resp.Rootseq
+			ns.rootref, ns.seq = resp.Rootref, int(resp.Rootseq)
 			if ns.heldSeq > ns.seq {
 				ns.rootref, ns.seq = ns.heldRef, ns.heldSeq
 			}
@@ -150,7 +142,7 @@ func (k *kvs) fetchRoot(ns *namespace) {
 		return
 	}
 	f.Then(func(m *flux.Message, err error) {
-		var resp getrootResponse
+		var resp fluxkvs.RootInfo
 		if err == nil {
 			err = m.UnmarshalPayload(&resp)
 		}

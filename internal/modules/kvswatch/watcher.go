@@ -11,6 +11,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/content"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/flux/message"
 )
@@ -84,11 +85,7 @@ func (w *watchCtx) monitor(name string) *nsMonitor {
 		return nsm
 	}
 	f.Then(func(m *flux.Message, err error) {
-		var resp struct {
-			Owner   int64  `json:"owner"`
-			Rootseq int    `json:"rootseq"`
-			Rootref string `json:"rootref"`
-		}
+		var resp kvs.RootInfo
 		if err == nil {
 			err = m.UnmarshalPayload(&resp)
 		}
@@ -99,7 +96,7 @@ func (w *watchCtx) monitor(name string) *nsMonitor {
 			if err != nil {
 				nsm.err = err
 			} else {
-				nsm.commit = &commit{rootref: resp.Rootref, rootseq: resp.Rootseq}
+				nsm.commit = &commit{rootref: resp.Rootref, rootseq: int(resp.Rootseq)}
 				nsm.owner = uint32(resp.Owner)
 			}
 		}
