@@ -37,7 +37,7 @@ func TestPublicAPIExample(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
 		t.Fatalf("the example exited %v, want 3\n%s", err, out)
 	}
-	for _, want := range []string{"event submit\n", "event start\n", "event clean\n", "stdout: hello\n", "stderr: oops\n", "stdout: bin\xff\n"} {
+	for _, want := range []string{"event submit\n", "event start\n", "event clean\n", "stdout: hello\n", "stderr: oops\n", "bin\xff\n"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the example's output lacks %q:\n%s", want, out)
 		}
