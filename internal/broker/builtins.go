@@ -580,23 +580,12 @@ func (s *builtins) moduleStats(r *flux.Request) {
 }
 
 func (s *builtins) overlayStatus(r *flux.Request) {
-	type child struct {
-		Rank     uint32  `json:"rank"`
-		Status   string  `json:"status"`
-		Duration float64 `json:"duration"`
-		Error    string  `json:"error,omitempty"`
-	}
-	var kids []child
+	var kids []flux.OverlayChildStatus
 	for _, cs := range s.b.overlay.childStates() {
-		kids = append(kids, child{Rank: cs.rank, Status: cs.state, Duration: time.Since(cs.since).Seconds(), Error: cs.err})
+		kids = append(kids, flux.OverlayChildStatus{Rank: cs.rank, Status: cs.state, Duration: time.Since(cs.since).Seconds(), Error: cs.err})
 	}
 	host, _, _ := s.b.attrs.get("hostname")
-	r.Respond(map[string]any{
-		"rank":     s.b.rank,
-		"size":     s.b.size,
-		"hostname": host,
-		"state":    s.b.state.Load(),
-		"children": kids,
-		"uptime":   time.Since(s.b.started).Seconds(),
-	})
+	state, _ := s.b.state.Load().(string)
+	r.Respond(flux.OverlayStatus{Rank: s.b.rank, Size: s.b.size, Hostname: host, State: state,
+		Children: kids, Uptime: time.Since(s.b.started).Seconds()})
 }

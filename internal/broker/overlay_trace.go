@@ -22,20 +22,7 @@ import (
 // (its stream says how many) rather than slowing the overlay.
 
 // traceEntry is one message summary (the overlay.trace response).
-type traceEntry struct {
-	Timestamp float64         `json:"timestamp"`
-	Prefix    string          `json:"prefix"` // "rx" or "tx"
-	Rank      uint32          `json:"rank"`   // the overlay peer
-	Type      string          `json:"type"`   // request, response, event, control
-	Topic     string          `json:"topic,omitempty"`
-	Nodeid    *uint32         `json:"nodeid,omitempty"`
-	Matchtag  *uint32         `json:"matchtag,omitempty"`
-	Errnum    int             `json:"errnum,omitempty"`
-	Control   *uint32         `json:"control,omitempty"` // control message type
-	Size      int             `json:"payload_size"`
-	Payload   json.RawMessage `json:"payload,omitempty"`
-	Dropped   int             `json:"dropped,omitempty"` // entries lost before this one
-}
+type traceEntry = flux.OverlayTraceEntry
 
 // traceFilter is what a tracer asked for.
 type traceFilter struct {

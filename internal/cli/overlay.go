@@ -162,18 +162,7 @@ type overlayNode struct {
 	children []*overlayNode
 }
 
-type overlayStatusResponse struct {
-	Rank     uint32  `json:"rank"`
-	Hostname string  `json:"hostname"`
-	State    string  `json:"state"`
-	Uptime   float64 `json:"uptime"`
-	Children []struct {
-		Rank     uint32  `json:"rank"`
-		Status   string  `json:"status"`
-		Duration float64 `json:"duration"`
-		Error    string  `json:"error"` // why a lost child was lost
-	} `json:"children"`
-}
+type overlayStatusResponse = flux.OverlayStatus
 
 // overlayWalker asks brokers for their overlay.status, down the tree.
 type overlayWalker struct {

@@ -93,20 +93,7 @@ func runOverlayTrace(o overlayTraceOptions, glob string, out io.Writer) error {
 				}
 				return err
 			}
-			var e struct {
-				Timestamp float64         `json:"timestamp"`
-				Prefix    string          `json:"prefix"`
-				Rank      uint32          `json:"rank"`
-				Type      string          `json:"type"`
-				Topic     string          `json:"topic"`
-				Nodeid    *uint32         `json:"nodeid"`
-				Matchtag  *uint32         `json:"matchtag"`
-				Errnum    int             `json:"errnum"`
-				Control   *uint32         `json:"control"`
-				Size      int             `json:"payload_size"`
-				Payload   json.RawMessage `json:"payload"`
-				Dropped   int             `json:"dropped"`
-			}
+			var e flux.OverlayTraceEntry
 			if err := json.Unmarshal(m.JSON(), &e); err != nil {
 				return fmt.Errorf("overlay.trace: %w", err)
 			}

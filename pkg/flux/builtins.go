@@ -1,6 +1,7 @@
 package flux
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -67,4 +68,40 @@ type ModuleInfo struct {
 type ModuleList struct {
 	Mods      []ModuleInfo `json:"mods"`
 	Available []string     `json:"available,omitempty"`
+}
+
+// OverlayTraceEntry is one message summary of an overlay.trace stream
+// (flux overlay trace).
+type OverlayTraceEntry struct {
+	Timestamp float64         `json:"timestamp"`
+	Prefix    string          `json:"prefix"` // "rx" or "tx"
+	Rank      uint32          `json:"rank"`   // the overlay peer
+	Type      string          `json:"type"`   // request, response, event, control
+	Topic     string          `json:"topic,omitempty"`
+	Nodeid    *uint32         `json:"nodeid,omitempty"`
+	Matchtag  *uint32         `json:"matchtag,omitempty"`
+	Errnum    int             `json:"errnum,omitempty"`
+	Control   *uint32         `json:"control,omitempty"` // control message type
+	Size      int             `json:"payload_size"`
+	Payload   json.RawMessage `json:"payload,omitempty"`
+	Dropped   int             `json:"dropped,omitempty"` // entries lost before this one
+}
+
+// OverlayStatus is an overlay.status response: a broker and the state of
+// each of its children in the tree (flux overlay status).
+type OverlayStatus struct {
+	Rank     uint32               `json:"rank"`
+	Size     uint32               `json:"size"`
+	Hostname string               `json:"hostname"`
+	State    string               `json:"state"`
+	Uptime   float64              `json:"uptime"`
+	Children []OverlayChildStatus `json:"children"`
+}
+
+// OverlayChildStatus is one child of an overlay.status response.
+type OverlayChildStatus struct {
+	Rank     uint32  `json:"rank"`
+	Status   string  `json:"status"`
+	Duration float64 `json:"duration"`
+	Error    string  `json:"error,omitempty"` // why a lost child was lost
 }
