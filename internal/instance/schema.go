@@ -2,7 +2,8 @@ package instance
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/fluxgo/fluxgo/internal/valuekind"
@@ -184,14 +185,9 @@ func (s *schema) walk(path string, v any, notes *[]string) error {
 
 // known lists the keys the table accepts.
 func (s *schema) known() []string {
-	var k []string
-	for name := range s.keys {
-		k = append(k, name)
-	}
-	for name := range s.ignored {
-		k = append(k, name)
-	}
-	sort.Strings(k)
+	k := slices.Collect(maps.Keys(s.keys))
+	k = append(k, slices.Collect(maps.Keys(s.ignored))...)
+	slices.Sort(k)
 	return k
 }
 
@@ -236,11 +232,4 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }

@@ -54,12 +54,7 @@ func DecodeExecStart(p []byte) (ExecStart, error) {
 			u, err = jsonwire.Uint(val)
 			req.ID = jobid.ID(u)
 		case "userid":
-			var u uint64
-			u, err = jsonwire.Uint(val)
-			if err == nil && u > 1<<32-1 {
-				err = fmt.Errorf("%w: %d is out of range", jsonwire.ErrSyntax, u)
-			}
-			req.Userid = uint32(u)
+			req.Userid, err = decodeUserid(val)
 		case "flags":
 			var n int64
 			n, err = jsonwire.Int(val)

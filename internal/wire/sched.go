@@ -72,12 +72,7 @@ func DecodeAllocRequest(p []byte, attached AttachedJobspec) (AllocRequest, error
 			req.Priority, err = jsonwire.Int(val)
 			seen |= 2
 		case "userid":
-			var u uint64
-			u, err = jsonwire.Uint(val)
-			if err == nil && u > 1<<32-1 {
-				err = fmt.Errorf("%w: userid %d is out of range", jsonwire.ErrSyntax, u)
-			}
-			req.Userid = uint32(u)
+			req.Userid, err = decodeUserid(val)
 			seen |= 4
 		case "t_submit":
 			req.TSubmit, err = jsonwire.Float(val)

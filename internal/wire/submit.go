@@ -148,12 +148,7 @@ func DecodeSubmitRequest(p []byte, jobspecsAttached bool) ([]SubmitJob, error) {
 					sj.ID = jobid.ID(u)
 					seen |= 1
 				case "userid":
-					var u uint64
-					u, err = jsonwire.Uint(val)
-					if err == nil && u > 1<<32-1 {
-						err = fmt.Errorf("userid %d is out of range", u)
-					}
-					sj.Userid = uint32(u)
+					sj.Userid, err = decodeUserid(val)
 				case "urgency":
 					n, err = jsonwire.Int(val)
 					sj.Urgency = int(n)

@@ -185,14 +185,6 @@ func decodeFlatObject(p []byte) (map[string]any, error) {
 	return m, err
 }
 
-// appendRaw appends an embedded JSON document, null when empty.
-func appendRaw(b, raw []byte) []byte {
-	if len(raw) == 0 {
-		return append(b, "null"...)
-	}
-	return append(b, raw...)
-}
-
 // forgetFuture deletes id from futures, replacing the map once it is
 // empty after a burst: Go maps keep the room of their largest size.
 func forgetFuture(futures map[jobid.ID]*flux.Future, id jobid.ID) map[jobid.ID]*flux.Future {
