@@ -2,14 +2,12 @@ package cli
 
 import (
 	"context"
-	"database/sql"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,15 +17,16 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fluxgo/fluxgo/internal/modules/jobarchive"
+	"github.com/fluxgo/fluxgo/internal/archivedb"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 )
 
 // flux usage: usage reports from the job archive (seed 003: "collated
 // usage by user+bank and user+project per day", and job records in plain
-// text). It reads the archive's SQLite file directly, so it works on a
-// copy of it, or with the instance down.
+// text). It asks the instance's job-archive module (job-archive.query),
+// which gives the owner every job and other users their own; with --db
+// it reads an archive file itself (a copy, or with the instance down).
 
 type usageOptions struct {
 	db, since, until, by, per, format string
@@ -57,9 +56,11 @@ the node time since the instance's first resource event. It needs the
 instance (its resource eventlog and configuration).
 
 TIME is YYYY-MM-DD[ HH:MM[:SS]] or a duration ago (7d, 12h). The archive
-is the instance's (its archive.dbpath, or STATEDIR/job-archive.sqlite)
-unless --db names a file. Run by the instance owner inside the instance,
-it first has the archive take the jobs that ended since its last pass.`,
+is the enclosing instance's, read through its job-archive module: the
+instance owner sees every user's jobs (and first has the archive take
+the jobs that ended since its last pass), other users only their own
+jobs as of the last pass; --cluster is the owner's. --db=PATH reads an
+archive file instead (a copy, or the instance's with it down).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.byGiven = cmd.Flags().Changed("by")
@@ -121,28 +122,20 @@ func runUsage(o usageOptions, out io.Writer, now time.Time) error {
 	if until <= since {
 		return fmt.Errorf("--until must come after --since")
 	}
-	path := o.db
-	if path == "" {
-		if path, err = instanceArchivePath(); err != nil {
-			return err
-		}
+	if o.cluster && (o.jobs || o.byGiven) {
+		return fmt.Errorf("--cluster takes neither --jobs nor --by")
 	}
-	if _, err := os.Stat(path); err != nil {
-		return fmt.Errorf("job archive: %w", err)
+	q := archivedb.QueryRequest{Since: since, Until: until, Inactive: o.jobs, Cluster: o.cluster}
+	var recs []archivedb.Record
+	if o.db != "" {
+		recs, err = fileRecords(o.db, q)
+	} else {
+		recs, err = instanceRecords(q)
 	}
-	db, err := jobarchive.Open(path, true)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	recs, err := usageRecords(db, since, until, o.jobs)
 	if err != nil {
 		return err
 	}
 	if o.cluster {
-		if o.jobs || o.byGiven {
-			return fmt.Errorf("--cluster takes neither --jobs nor --by")
-		}
 		return runClusterUsage(o, recs, since, until, loc, out)
 	}
 	if o.jobs {
@@ -165,71 +158,62 @@ func usageTime(s string, now time.Time, loc *time.Location) (float64, error) {
 	return 0, fmt.Errorf("%q: want YYYY-MM-DD[ HH:MM[:SS]] or a duration ago (7d, 12h)", s)
 }
 
-// instanceArchivePath asks the enclosing instance where its archive is.
-func instanceArchivePath() (string, error) {
-	var path string
-	err := withHandle(func(ctx context.Context, h *flux.Handle) error {
-		var raw json.RawMessage
-		if err := h.Call(ctx, "config.get", flux.NodeidAny, nil, &raw); err != nil {
-			return err
-		}
-		var top struct {
-			Archive *struct {
-				DBPath string `json:"dbpath"`
-			} `json:"archive"`
-		}
-		if json.Unmarshal(raw, &top) != nil || top.Archive == nil {
-			return fmt.Errorf("this instance keeps no job archive (no [archive] table in its configuration): give --db=PATH")
-		}
-		path = top.Archive.DBPath
-		if path == "" {
-			dir, err := h.Attr(ctx, "statedir")
-			if err != nil || dir == "" {
-				return fmt.Errorf("the instance's job archive has no path (no archive.dbpath, no statedir): give --db=PATH")
-			}
-			path = filepath.Join(dir, "job-archive.sqlite")
-		}
-		// bring the archive up to date (the owner's privilege; others
-		// read what the last periodic pass archived)
-		err := h.Call(ctx, jobarchive.Name+".sync", flux.NodeidAny, nil, nil)
-		if err != nil && !errors.Is(err, syscall.EPERM) {
-			return fmt.Errorf("job archive: %w", err)
-		}
-		return nil
-	})
-	return path, err
-}
-
-// usageRecords reads the jobs that ran within [since, until) (all jobs
-// inactive in it with all).
-func usageRecords(db *sql.DB, since, until float64, all bool) ([]jobarchive.Record, error) {
-	q := `SELECT id, jobid, userid, username, name, queue, bank, project, result, waitstatus, exit_code,
-		exception_type, exception_note, t_submit, t_run, t_cleanup, t_inactive, duration, ntasks, nnodes, ncores,
-		ngpus, ranks, nodelist FROM jobs WHERE `
-	args := []any{since, until}
-	if all {
-		q += `t_inactive >= ? AND t_submit < ? ORDER BY id`
-	} else {
-		q += `t_run > 0 AND (CASE WHEN t_cleanup > 0 THEN t_cleanup ELSE t_inactive END) > ? AND t_run < ? ORDER BY id`
-	}
-	rows, err := db.Query(q, args...)
-	if err != nil {
+// fileRecords reads the archive file at path itself (a copy, or the
+// instance's with the instance down).
+func fileRecords(path string, q archivedb.QueryRequest) ([]archivedb.Record, error) {
+	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("job archive: %w", err)
 	}
-	defer rows.Close()
-	var out []jobarchive.Record
-	for rows.Next() {
-		var r jobarchive.Record
-		var id int64
-		if err := rows.Scan(&id, &r.Jobid, &r.Userid, &r.Username, &r.Name, &r.Queue, &r.Bank, &r.Project, &r.Result,
-			&r.Waitstatus, &r.ExitCode, &r.ExceptionType, &r.ExceptionNote, &r.TSubmit, &r.TRun, &r.TCleanup,
-			&r.TInactive, &r.Duration, &r.Ntasks, &r.Nnodes, &r.Ncores, &r.Ngpus, &r.Ranks, &r.Nodelist); err != nil {
-			return nil, fmt.Errorf("job archive: %w", err)
-		}
-		r.ID = uint64(id)
-		out = append(out, r)
+	db, err := archivedb.Open(path, true)
+	if err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	defer db.Close()
+	var recs []archivedb.Record
+	f := archivedb.Filter{Since: q.Since, Until: q.Until, Inactive: q.Inactive}
+	err = archivedb.Query(context.Background(), db, f, func(r archivedb.Record) error {
+		recs = append(recs, r)
+		return nil
+	})
+	return recs, err
+}
+
+// instanceRecords asks the enclosing instance's job-archive module: the
+// owner gets every job, other users their own (and for --cluster, every
+// job's nodes and times).
+func instanceRecords(q archivedb.QueryRequest) ([]archivedb.Record, error) {
+	var recs []archivedb.Record
+	err := withHandle(func(ctx context.Context, h *flux.Handle) error {
+		// bring the archive up to date (the owner's privilege; others
+		// read what the last periodic pass archived)
+		err := h.Call(ctx, "job-archive.sync", flux.NodeidAny, nil, nil)
+		switch {
+		case errors.Is(err, syscall.ENOSYS):
+			return fmt.Errorf("this instance keeps no job archive (no [archive] table in its configuration, or its job-archive module is not loaded): give --db=PATH")
+		case err != nil && !errors.Is(err, syscall.EPERM):
+			return fmt.Errorf("job archive: %w", err)
+		}
+		f, err := h.RPC("job-archive.query", flux.NodeidAny, q, flux.Streaming)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		for {
+			m, err := f.Next(ctx)
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("job archive: %s", flux.ErrorText(err))
+			}
+			var resp archivedb.QueryResponse
+			if err := m.UnmarshalPayload(&resp); err != nil {
+				return fmt.Errorf("job-archive.query response: %w", err)
+			}
+			recs = append(recs, resp.Records...)
+		}
+	})
+	return recs, err
 }
 
 // usageRow is one line of a usage report.
@@ -280,9 +264,9 @@ func periodLabel(t time.Time, per string) string {
 }
 
 // sumUsage splits each job's run over the periods and groups.
-func sumUsage(recs []jobarchive.Record, by []string, per string, since, until float64, loc *time.Location) []*usageRow {
+func sumUsage(recs []archivedb.Record, by []string, per string, since, until float64, loc *time.Location) []*usageRow {
 	rows := map[string]*usageRow{}
-	add := func(start time.Time, label string, r jobarchive.Record, secs float64) {
+	add := func(start time.Time, label string, r archivedb.Record, secs float64) {
 		group := map[string]string{}
 		var k strings.Builder
 		for _, f := range by {
@@ -400,7 +384,7 @@ func printRows(out io.Writer, head []string, lines [][]string, format string) er
 	return w.Flush()
 }
 
-func printArchivedJobs(out io.Writer, recs []jobarchive.Record, format string, loc *time.Location) error {
+func printArchivedJobs(out io.Writer, recs []archivedb.Record, format string, loc *time.Location) error {
 	if format == "json" {
 		type jobJSON struct {
 			Jobid, User, Name, Queue, Bank, Project, Result string
@@ -415,9 +399,7 @@ func printArchivedJobs(out io.Writer, recs []jobarchive.Record, format string, l
 			j := jobJSON{Jobid: r.Jobid, User: r.Username, Name: r.Name, Queue: r.Queue, Bank: r.Bank, Project: r.Project,
 				Result: r.Result, Exception: r.ExceptionType, TSubmit: r.TSubmit, TRun: r.TRun, TEnd: jobEnd(r),
 				Nnodes: r.Nnodes, Ncores: r.Ncores, Ngpus: r.Ngpus, Nodelist: r.Nodelist}
-			if r.ExitCode.Valid {
-				j.ExitCode = &r.ExitCode.Int64
-			}
+			j.ExitCode = r.ExitCode
 			list = append(list, j)
 		}
 		b, err := json.MarshalIndent(list, "", "  ")
@@ -437,8 +419,8 @@ func printArchivedJobs(out io.Writer, recs []jobarchive.Record, format string, l
 	lines := make([][]string, 0, len(recs))
 	for _, r := range recs {
 		exit := ""
-		if r.ExitCode.Valid {
-			exit = strconv.FormatInt(r.ExitCode.Int64, 10)
+		if r.ExitCode != nil {
+			exit = strconv.FormatInt(*r.ExitCode, 10)
 		}
 		l := []string{r.Jobid, r.Username, r.Name, r.Queue, r.Bank, r.Project, r.Result, exit,
 			stamp(r.TSubmit), stamp(r.TRun), stamp(jobEnd(r)), strconv.Itoa(r.Nnodes), strconv.Itoa(r.Ncores), strconv.Itoa(r.Ngpus), r.Nodelist}
@@ -455,7 +437,7 @@ func printArchivedJobs(out io.Writer, recs []jobarchive.Record, format string, l
 }
 
 // jobEnd is when a job stopped using its resources (0: it never ran).
-func jobEnd(r jobarchive.Record) float64 {
+func jobEnd(r archivedb.Record) float64 {
 	if r.TRun <= 0 {
 		return 0
 	}

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/fluxgo/fluxgo/internal/modules/jobarchive"
+	"github.com/fluxgo/fluxgo/internal/archivedb"
 	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/pkg/eventlog"
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -50,7 +50,7 @@ type resvWindow struct {
 }
 
 // clusterUsage sums node time per period.
-func clusterUsage(recs []jobarchive.Record, events []eventlog.Event, nnodes int, resvs []resvWindow, since, until float64, per string, loc *time.Location) []*clusterRow {
+func clusterUsage(recs []archivedb.Record, events []eventlog.Event, nnodes int, resvs []resvWindow, since, until float64, per string, loc *time.Location) []*clusterRow {
 	rows := map[string]*clusterRow{}
 	row := func(start time.Time, label string) *clusterRow {
 		r := rows[label]
@@ -152,7 +152,7 @@ func clusterUsage(recs []jobarchive.Record, events []eventlog.Event, nnodes int,
 }
 
 // runClusterUsage is flux usage --cluster.
-func runClusterUsage(o usageOptions, recs []jobarchive.Record, since, until float64, loc *time.Location, out io.Writer) error {
+func runClusterUsage(o usageOptions, recs []archivedb.Record, since, until float64, loc *time.Location, out io.Writer) error {
 	var events []eventlog.Event
 	var nnodes int
 	var resvs []resvWindow

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxgo/fluxgo/internal/modules/jobarchive"
+	"github.com/fluxgo/fluxgo/internal/archivedb"
 	"github.com/fluxgo/fluxgo/pkg/eventlog"
 	"github.com/fluxgo/fluxgo/pkg/idset"
 )
@@ -19,7 +19,7 @@ func TestSumUsageSplitsPeriods(t *testing.T) {
 		}
 		return float64(tm.Unix())
 	}
-	recs := []jobarchive.Record{
+	recs := []archivedb.Record{
 		{Username: "ann", Bank: "phys", Nnodes: 2, Ncores: 8, Ngpus: 1, TRun: at("2026-11-30 23:00"), TCleanup: at("2026-12-01 01:00")},
 		{Username: "ann", Bank: "phys", Nnodes: 1, Ncores: 4, TRun: at("2026-12-01 10:00"), TCleanup: at("2026-12-01 10:30")},
 		{Username: "bob", Bank: "chem", Nnodes: 1, Ncores: 1, TRun: at("2026-12-01 12:00"), TInactive: at("2026-12-01 13:00")},
@@ -71,7 +71,7 @@ func TestClusterUsage(t *testing.T) {
 		ev(t0, "resource-define", ""), ev(t0, "online", "0-3"),
 		ev(t0+h, "drain", "3"), ev(t0+2*h, "undrain", "3"),
 	}
-	recs := []jobarchive.Record{{Nnodes: 2, Ranks: "0-1", TRun: t0, TCleanup: t0 + 2*h}}
+	recs := []archivedb.Record{{Nnodes: 2, Ranks: "0-1", TRun: t0, TCleanup: t0 + 2*h}}
 	resvs := []resvWindow{{ranks: idset.Range(2, 2), start: t0 + 2*h, end: t0 + 4*h}}
 	rows := clusterUsage(recs, events, 4, resvs, 0, t0+4*h, "total", time.UTC)
 	if len(rows) != 1 {
@@ -82,7 +82,7 @@ func TestClusterUsage(t *testing.T) {
 		t.Errorf("got %+v; want 16 node-hours: 25%% allocated, 6.25%% down, 12.5%% reserved, 56.25%% idle", *r)
 	}
 	// a job using the reserved node takes it out of "reserved"
-	recs = append(recs, jobarchive.Record{Nnodes: 1, Ranks: "2", TRun: t0 + 2*h, TCleanup: t0 + 3*h})
+	recs = append(recs, archivedb.Record{Nnodes: 1, Ranks: "2", TRun: t0 + 2*h, TCleanup: t0 + 3*h})
 	r = clusterUsage(recs, events, 4, resvs, 0, t0+4*h, "total", time.UTC)[0]
 	if r.Alloc != 31.25 || r.Resv != 6.25 || r.Idle != 56.25 {
 		t.Errorf("with a job in the reservation: %+v", *r)

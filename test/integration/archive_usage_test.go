@@ -82,6 +82,27 @@ func TestJobArchiveAndUsage(t *testing.T) {
 	if got := strings.Count(e.must("usage", "--jobs", "-o", "csv"), "\n"); got != 7 {
 		t.Errorf("after restart: %d jobs archived, want 7", got)
 	}
+	if canRunAsGuest(e) {
+		// a guest reads their own jobs through the module (the file is
+		// the owner's); the cluster report is the owner's
+		if r := e.asGuest("submit", "--wait", "-B", "guestbank", "true"); r.Code != 0 {
+			t.Fatalf("guest job: %+v", r)
+		}
+		e.waitFor("the guest's job archived", func() bool {
+			r := e.asGuest("usage", "--jobs", "-o", "csv")
+			return r.Code == 0 && strings.Count(r.Stdout, "\n") == 2
+		})
+		r := e.asGuest("usage", "--jobs", "-o", "csv")
+		if !strings.Contains(r.Stdout, ",guestbank,") || strings.Contains(r.Stdout, "physics") {
+			t.Errorf("guest's usage --jobs shows others' jobs or not theirs:\n%s", r.Stdout)
+		}
+		if r := e.asGuest("usage", "--cluster"); r.Code == 0 || !strings.Contains(r.Stderr, "is for the instance owner") {
+			t.Errorf("guest's usage --cluster: %+v", r)
+		}
+		if got := strings.Count(e.must("usage", "--jobs", "-o", "csv"), "\n"); got != 8 {
+			t.Errorf("owner sees %d jobs, want 8", got)
+		}
+	}
 	db := filepath.Join(statedir, "job-archive.sqlite")
 	if fi, err := os.Stat(db); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("archive file %s: %v %v, want mode 0600", db, fi.Mode(), err)

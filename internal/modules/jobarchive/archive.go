@@ -15,6 +15,12 @@
 // archived (job-list.list), fetches the rest of each record
 // (job-info.lookup) and inserts them in one transaction. A job already
 // archived is left as it is, so a restart or an overlap costs nothing.
+//
+// job-archive.query reads it back for flux usage: a streaming RPC whose
+// responses carry up to queryChunk records each ({"records": [...]}),
+// ended by ENODATA. The owner reads every user's jobs, anyone else only
+// their own (a cluster report, cluster=true, is the owner's). The
+// database and the query's payloads are in package archivedb.
 package jobarchive
 
 import (
@@ -31,6 +37,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/archivedb"
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
@@ -117,13 +124,13 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	if err != nil {
 		return err
 	}
-	db, err := Open(cfg.DBPath, false)
+	db, err := archivedb.Open(cfg.DBPath, false)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	a := &archiver{h: h, log: flux.NewLogger(h, Name), cfg: cfg, db: db}
-	if a.since, err = LastInactive(ctx, db); err != nil {
+	if a.since, err = archivedb.LastInactive(ctx, db); err != nil {
 		return fmt.Errorf("job archive %s: %w", cfg.DBPath, err)
 	}
 	h.HandleFunc(Name+".stats", func(r *flux.Request) {
@@ -148,6 +155,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 			r.Respond(map[string]any{"archived": n})
 		}()
 	})
+	h.HandleFunc(Name+".query", func(r *flux.Request) { go a.query(ctx, r) })
 	h.HandleFunc(Name+".disconnect", func(*flux.Request) {})
 	go func() {
 		t := time.NewTicker(time.Duration(cfg.period * float64(time.Second)))
@@ -203,12 +211,12 @@ func (a *archiver) pollLocked(ctx context.Context) (int, error) {
 	}
 	var unarchived []*job.Info
 	for _, j := range jobs {
-		var one int
-		err := a.db.QueryRowContext(ctx, "SELECT 1 FROM jobs WHERE id = ?", int64(j.ID)).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			unarchived = append(unarchived, j)
-		} else if err != nil {
+		has, err := archivedb.Has(ctx, a.db, uint64(j.ID))
+		if err != nil {
 			return 0, err
+		}
+		if !has {
+			unarchived = append(unarchived, j)
 		}
 	}
 	if len(unarchived) == 0 {
@@ -218,7 +226,7 @@ func (a *archiver) pollLocked(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := Insert(ctx, a.db, recs)
+	n, err := archivedb.Insert(ctx, a.db, recs)
 	if err != nil {
 		return 0, err
 	}
@@ -233,8 +241,8 @@ func (a *archiver) pollLocked(ctx context.Context) (int, error) {
 const lookupWindow = 128
 
 // records fetches the rest of each job's record.
-func (a *archiver) records(ctx context.Context, jobs []*job.Info) ([]Record, error) {
-	out := make([]Record, len(jobs))
+func (a *archiver) records(ctx context.Context, jobs []*job.Info) ([]archivedb.Record, error) {
+	out := make([]archivedb.Record, len(jobs))
 	errs := make([]error, len(jobs))
 	sem := make(chan struct{}, lookupWindow)
 	var wg sync.WaitGroup
@@ -276,8 +284,8 @@ func username(uid uint32) string {
 	return n
 }
 
-func (a *archiver) record(ctx context.Context, j *job.Info) (Record, error) {
-	r := Record{ID: uint64(j.ID), Jobid: j.ID.String(), Userid: j.Userid, Username: username(j.Userid),
+func (a *archiver) record(ctx context.Context, j *job.Info) (archivedb.Record, error) {
+	r := archivedb.Record{ID: uint64(j.ID), Jobid: j.ID.String(), Userid: j.Userid, Username: username(j.Userid),
 		Name: j.Name, Queue: j.Queue, Bank: j.Bank, Project: j.Project, Result: j.Result.String(),
 		TSubmit: j.TSubmit, TRun: j.TRun, TCleanup: j.TCleanup, TInactive: j.TInactive, Duration: j.Duration,
 		Ntasks: j.Ntasks, Nnodes: j.Nnodes, Ncores: j.Ncores, Ranks: j.Ranks, Nodelist: j.Nodelist, Cwd: j.Cwd}
@@ -285,8 +293,8 @@ func (a *archiver) record(ctx context.Context, j *job.Info) (Record, error) {
 		r.ExceptionType, r.ExceptionNote = j.ExceptionType, j.ExceptionNote
 	}
 	if j.Has.Has(job.AttrWaitstatus) {
-		r.Waitstatus = sql.NullInt64{Int64: int64(j.Waitstatus), Valid: true}
-		r.ExitCode = sql.NullInt64{Int64: int64(job.WaitstatusToExitCode(j.Waitstatus)), Valid: true}
+		ws, code := int64(j.Waitstatus), int64(job.WaitstatusToExitCode(j.Waitstatus))
+		r.Waitstatus, r.ExitCode = &ws, &code
 	}
 	var texts struct {
 		Jobspec  string `json:"jobspec"`

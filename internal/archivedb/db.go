@@ -1,0 +1,243 @@
+// Package archivedb is the job archive's database: its schema, and the
+// reads and writes the job-archive module (which fills it) and flux usage
+// (which reports from it, through the module or from a copy of the file)
+// share. It is a file format, like a wire type: both sides import it,
+// neither imports the other.
+package archivedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// schema is the archive: one row per inactive job, every field a plain
+// column (numbers, text, and the job's jobspec, R and eventlog as the
+// text the KVS holds), so that the sqlite3 command, a spreadsheet
+// export or a script reads it without Flux, years later.
+const schema = `
+CREATE TABLE IF NOT EXISTS jobs (
+	id INTEGER PRIMARY KEY,      -- the job ID (decimal)
+	jobid TEXT NOT NULL,         -- the same in F58 (ƒ...)
+	userid INTEGER NOT NULL,
+	username TEXT NOT NULL,
+	name TEXT NOT NULL,
+	queue TEXT NOT NULL,
+	bank TEXT NOT NULL,
+	project TEXT NOT NULL,
+	result TEXT NOT NULL,        -- COMPLETED, FAILED, CANCELED, TIMEOUT
+	waitstatus INTEGER,          -- NULL when the job never ran
+	exit_code INTEGER,
+	exception_type TEXT NOT NULL,
+	exception_note TEXT NOT NULL,
+	t_submit REAL NOT NULL,
+	t_run REAL NOT NULL,         -- 0 when the job never ran
+	t_cleanup REAL NOT NULL,
+	t_inactive REAL NOT NULL,
+	duration REAL NOT NULL,      -- the time limit (0: none)
+	ntasks INTEGER NOT NULL,
+	nnodes INTEGER NOT NULL,
+	ncores INTEGER NOT NULL,
+	ngpus INTEGER NOT NULL,
+	ranks TEXT NOT NULL,
+	nodelist TEXT NOT NULL,
+	cwd TEXT NOT NULL,
+	jobspec TEXT NOT NULL,
+	R TEXT NOT NULL,
+	eventlog TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_t_inactive ON jobs(t_inactive);
+CREATE INDEX IF NOT EXISTS jobs_user ON jobs(userid, t_run);
+`
+
+// Open opens (creating it if needed) the archive at path.
+func Open(path string, readOnly bool) (*sql.DB, error) {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(5000)")
+	if readOnly {
+		q.Add("mode", "ro")
+	} else {
+		q.Add("_pragma", "journal_mode(WAL)")
+		// jobspecs hold users' environments: the file is the owner's
+		f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("job archive: %w", err)
+		}
+		f.Close()
+	}
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("job archive %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	if readOnly {
+		var n int
+		if err := db.QueryRowContext(context.Background(), "SELECT count(*) FROM jobs").Scan(&n); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("job archive %s: %w", path, err)
+		}
+		return db, nil
+	}
+	if _, err := db.ExecContext(context.Background(), schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("job archive %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// Record is one archived job; as JSON it is one element of a
+// job-archive.query response (the jobspec, R and eventlog texts are not
+// sent).
+type Record struct {
+	ID            uint64  `json:"id"`
+	Jobid         string  `json:"jobid"`
+	Userid        uint32  `json:"userid"`
+	Username      string  `json:"username"`
+	Name          string  `json:"name"`
+	Queue         string  `json:"queue"`
+	Bank          string  `json:"bank"`
+	Project       string  `json:"project"`
+	Result        string  `json:"result"`
+	Waitstatus    *int64  `json:"waitstatus,omitempty"` // nil: the job never ran
+	ExitCode      *int64  `json:"exit_code,omitempty"`
+	ExceptionType string  `json:"exception_type,omitempty"`
+	ExceptionNote string  `json:"exception_note,omitempty"`
+	TSubmit       float64 `json:"t_submit"`
+	TRun          float64 `json:"t_run"`
+	TCleanup      float64 `json:"t_cleanup"`
+	TInactive     float64 `json:"t_inactive"`
+	Duration      float64 `json:"duration"`
+	Ntasks        int     `json:"ntasks"`
+	Nnodes        int     `json:"nnodes"`
+	Ncores        int     `json:"ncores"`
+	Ngpus         int     `json:"ngpus"`
+	Ranks         string  `json:"ranks"`
+	Nodelist      string  `json:"nodelist"`
+	Cwd           string  `json:"-"`
+	Jobspec       string  `json:"-"`
+	R             string  `json:"-"`
+	Eventlog      string  `json:"-"`
+}
+
+const insertSQL = `INSERT OR IGNORE INTO jobs (id, jobid, userid, username, name, queue, bank, project,
+	result, waitstatus, exit_code, exception_type, exception_note, t_submit, t_run, t_cleanup, t_inactive,
+	duration, ntasks, nnodes, ncores, ngpus, ranks, nodelist, cwd, jobspec, R, eventlog)
+	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+
+// Insert writes records in one transaction (a job already there is left
+// as it is) and returns how many were new.
+func Insert(ctx context.Context, db *sql.DB, recs []Record) (int, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	st, err := tx.PrepareContext(ctx, insertSQL)
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	n := 0
+	for _, r := range recs {
+		res, err := st.ExecContext(ctx, int64(r.ID), r.Jobid, r.Userid, r.Username, r.Name, r.Queue, r.Bank, r.Project,
+			r.Result, r.Waitstatus, r.ExitCode, r.ExceptionType, r.ExceptionNote, r.TSubmit, r.TRun, r.TCleanup, r.TInactive,
+			r.Duration, r.Ntasks, r.Nnodes, r.Ncores, r.Ngpus, r.Ranks, r.Nodelist, r.Cwd, r.Jobspec, r.R, r.Eventlog)
+		if err != nil {
+			return 0, fmt.Errorf("job %s: %w", r.Jobid, err)
+		}
+		if k, _ := res.RowsAffected(); k > 0 {
+			n++
+		}
+	}
+	return n, tx.Commit()
+}
+
+// LastInactive is the newest t_inactive archived (0 for none).
+func LastInactive(ctx context.Context, db *sql.DB) (float64, error) {
+	var t sql.NullFloat64
+	if err := db.QueryRowContext(ctx, "SELECT max(t_inactive) FROM jobs").Scan(&t); err != nil {
+		return 0, err
+	}
+	return t.Float64, nil
+}
+
+// Filter selects the records a query returns.
+type Filter struct {
+	Since, Until float64
+	// Inactive selects the jobs that became inactive in [Since, Until)
+	// (flux usage --jobs); otherwise the jobs that ran in it.
+	Inactive bool
+	// Userid, when set, keeps only that user's jobs.
+	Userid *uint32
+}
+
+// Query calls fn with each record the filter selects, in job ID order
+// (without the jobspec, R and eventlog texts). An error from fn stops it.
+func Query(ctx context.Context, db *sql.DB, f Filter, fn func(Record) error) error {
+	q := `SELECT id, jobid, userid, username, name, queue, bank, project, result, waitstatus, exit_code,
+		exception_type, exception_note, t_submit, t_run, t_cleanup, t_inactive, duration, ntasks, nnodes, ncores,
+		ngpus, ranks, nodelist FROM jobs WHERE `
+	args := []any{f.Since, f.Until}
+	if f.Inactive {
+		q += `t_inactive >= ? AND t_submit < ?`
+	} else {
+		q += `t_run > 0 AND (CASE WHEN t_cleanup > 0 THEN t_cleanup ELSE t_inactive END) > ? AND t_run < ?`
+	}
+	if f.Userid != nil {
+		q += ` AND userid = ?`
+		args = append(args, *f.Userid)
+	}
+	rows, err := db.QueryContext(ctx, q+` ORDER BY id`, args...)
+	if err != nil {
+		return fmt.Errorf("job archive: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r Record
+		var id int64
+		if err := rows.Scan(&id, &r.Jobid, &r.Userid, &r.Username, &r.Name, &r.Queue, &r.Bank, &r.Project, &r.Result,
+			&r.Waitstatus, &r.ExitCode, &r.ExceptionType, &r.ExceptionNote, &r.TSubmit, &r.TRun, &r.TCleanup,
+			&r.TInactive, &r.Duration, &r.Ntasks, &r.Nnodes, &r.Ncores, &r.Ngpus, &r.Ranks, &r.Nodelist); err != nil {
+			return fmt.Errorf("job archive: %w", err)
+		}
+		r.ID = uint64(id)
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// Has reports whether the job is archived.
+func Has(ctx context.Context, db *sql.DB, id uint64) (bool, error) {
+	var one int
+	err := db.QueryRowContext(ctx, "SELECT 1 FROM jobs WHERE id = ?", int64(id)).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// QueryRequest is the job-archive.query payload (the module's wire
+// contract lives here, beside the records it carries).
+type QueryRequest struct {
+	Since float64 `json:"since"`
+	Until float64 `json:"until"`
+	// Inactive: the jobs that became inactive in [since, until), not
+	// those that ran in it.
+	Inactive bool `json:"inactive,omitempty"`
+	// Cluster: for a report of how the instance's node time was spent
+	// (the owner's only).
+	Cluster bool `json:"cluster,omitempty"`
+}
+
+// QueryResponse is one response of the stream.
+type QueryResponse struct {
+	Records []Record `json:"records"`
+}
