@@ -5,7 +5,10 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf8"
+
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // MarshalJSON encodes js as compact JSON with a fixed key order: the top
@@ -239,48 +242,14 @@ func (e *encoder) float(f float64) {
 	e.buf = append(e.buf, '.', '0')
 }
 
-const hexDigits = "0123456789abcdef"
-
-// str writes s as a JSON string. Invalid UTF-8 becomes U+FFFD.
+// str writes s as a JSON string, escaping only what JSON requires (as
+// Python's json module with ensure_ascii off does). Invalid UTF-8 becomes
+// U+FFFD.
 func (e *encoder) str(s string) {
-	e.buf = append(e.buf, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			e.buf = append(e.buf, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				e.buf = append(e.buf, '\\', c)
-			case '\n':
-				e.buf = append(e.buf, '\\', 'n')
-			case '\r':
-				e.buf = append(e.buf, '\\', 'r')
-			case '\t':
-				e.buf = append(e.buf, '\\', 't')
-			default:
-				e.buf = append(e.buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			e.buf = append(e.buf, s[start:i]...)
-			e.buf = append(e.buf, "\ufffd"...)
-			i += size
-			start = i
-			continue
-		}
-		i += size
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\ufffd")
 	}
-	e.buf = append(e.buf, s[start:]...)
-	e.buf = append(e.buf, '"')
+	e.buf = jsonwire.AppendPlainString(e.buf, s)
 }
 
 func sortedKeys(m map[string]any) []string {
