@@ -451,7 +451,8 @@ func terminalRows(f *os.File) int {
 }
 
 // rawMode puts a terminal in character-at-a-time mode without echo and
-// returns how to put it back.
+// returns how to put it back. It is cbreak, not x/term's MakeRaw, which
+// would also turn off ^C and the output's newline translation.
 func rawMode(f *os.File) (func(), error) {
 	fd := int(f.Fd())
 	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
