@@ -260,7 +260,7 @@ func newJobWaitEventCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVarP(&o.timeout, "timeout", "t", "", "timeout after DURATION")
 	f.StringVarP(&o.match, "match-context", "m", "", "match key=val in context")
-	f.IntVarP(&o.count, "count", "c", 1, "required number of matches (default 1)")
+	f.IntVarP(&o.count, "count", "c", 1, "required number of matches")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "Do not output matched event")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "Output all events before matched event")
 	f.BoolVarP(&o.waitcreate, "waitcreate", "W", false, "If path does not exist, wait for its creation")

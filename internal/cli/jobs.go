@@ -97,7 +97,7 @@ prints one as configuration to start from).`,
 	f := cmd.Flags()
 	f.BoolVarP(&o.all, "all", "a", false, "List jobs in all states")
 	f.BoolVarP(&o.allUsers, "all-users", "A", false, "List all jobs for all users")
-	f.IntVarP(&o.count, "count", "c", 1000, "Limit output to N jobs (default 1000)")
+	f.IntVarP(&o.count, "count", "c", 1000, "Limit output to `N` jobs (0: no limit)")
 	f.StringSliceVarP(&o.filters, "filter", "f", nil, "List jobs with specific job state or result")
 	f.StringVar(&o.since, "since", "", "Include jobs that have become inactive since WHEN (implies -a if no other --filter option is specified)")
 	f.BoolVarP(&o.noHeader, "no-header", "n", false, "Suppress printing of header line")

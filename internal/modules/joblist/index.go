@@ -90,6 +90,9 @@ type index struct {
 	running  orderedList
 	inactive orderedList
 	slab     recordSlab
+	// becameInactive counts the records that moved to the inactive list
+	// (the snapshot writer compares it with its last write)
+	becameInactive uint64
 }
 
 func newIndex() *index {
@@ -135,6 +138,9 @@ func (x *index) relist(r *record, resort bool) {
 	}
 	if l := x.list(want); l != nil {
 		l.add(r)
+	}
+	if want == listInactive {
+		x.becameInactive++
 	}
 }
 

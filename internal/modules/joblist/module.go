@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -110,9 +111,13 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	if err := h.OnOwnerEvent(ctx, "job-manager.online", s.jmOnline); err != nil {
 		return fmt.Errorf("subscribing to job-manager.online: %w", err)
 	}
+	if dir, _ := h.Attr(ctx, "statedir"); dir != "" {
+		s.snap.path = filepath.Join(dir, snapshotFile)
+	}
 	s.subscribe()
 	err = h.Serve(ctx)
 	s.stop()
+	s.finalSnapshot()
 	return err
 }
 
@@ -143,6 +148,10 @@ type service struct {
 	restoreWait     chan struct{}
 	stats           restoreStats
 	specs           *memo.Cache[specFields] // jobspecs summarized, by text
+	// purgedWhileRestoring: jobs purged while the restore runs, which it
+	// must not add back
+	purgedWhileRestoring map[jobid.ID]struct{}
+	snap                 snapshotState
 }
 
 func newService(ctx context.Context, h *flux.Handle, log *slog.Logger, cfg Config) *service {
@@ -177,9 +186,16 @@ func (s *service) purgeEvent(m *flux.Message) {
 		return
 	}
 	for _, id := range ev.Jobs {
+		if s.restoring {
+			if s.purgedWhileRestoring == nil {
+				s.purgedWhileRestoring = make(map[jobid.ID]struct{})
+			}
+			s.purgedWhileRestoring[id] = struct{}{}
+		}
 		if r := s.idx.jobs[id]; r != nil && r.state == job.StateInactive {
 			s.idx.remove(r)
 			s.purged++
+			s.snap.changed++
 		}
 	}
 }

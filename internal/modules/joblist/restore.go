@@ -21,12 +21,13 @@ const kvsReadDir = 0x01
 
 // restoreStats describes the last KVS restore.
 type restoreStats struct {
-	dirs     int
-	found    int
-	restored int
-	skipped  int
-	errors   int
-	elapsed  time.Duration
+	dirs         int
+	found        int
+	restored     int // records added (from the snapshot or the KVS)
+	fromSnapshot int // of which from the snapshot
+	skipped      int
+	errors       int
+	elapsed      time.Duration
 }
 
 // treeobj is the part of an RFC 11 tree object job-list reads.
@@ -101,24 +102,33 @@ func (s *service) startRestore() {
 		known[id] = struct{}{}
 	}
 	start := time.Now()
+	path := s.snap.path
 	go func() {
 		defer close(s.restoreWait)
-		st := s.restore(ctx, known)
+		snap := s.loadSnapshot(path)
+		st := s.restore(ctx, known, snap)
 		st.elapsed = time.Since(start)
 		s.h.Post(func() {
 			s.stats = st
 			s.restoring = false
+			s.purgedWhileRestoring = nil
+			s.snap.restored = ctx.Err() == nil
+			// what the snapshot lacked goes into the next one
+			s.snap.changed += st.restored - st.fromSnapshot
 			s.log.Info("restored inactive jobs from the KVS", "jobs", st.restored,
-				"skipped", st.skipped, "errors", st.errors, "elapsed", st.elapsed.String())
+				"from_snapshot", st.fromSnapshot, "skipped", st.skipped, "errors", st.errors,
+				"elapsed", st.elapsed.String())
 			s.setReady()
 			s.checkAllWaiters()
+			s.scheduleSnapshot()
 		})
 	}()
 }
 
 // restore walks job.AAAA.BBBB.CCCC.DDDD and reads the jobs with a pool
 // of workers, posting parsed records to the Serve goroutine in batches.
-func (s *service) restore(ctx context.Context, known map[jobid.ID]struct{}) restoreStats {
+// A job the snapshot has is taken from it instead of read.
+func (s *service) restore(ctx context.Context, known map[jobid.ID]struct{}, snap map[jobid.ID]*record) restoreStats {
 	var st restoreStats
 	keys := make(chan string, 1024)
 	results := make(chan *record, 1024)
@@ -169,7 +179,8 @@ func (s *service) restore(ctx context.Context, known map[jobid.ID]struct{}) rest
 			post()
 		}
 	}()
-	err := s.walk(ctx, "job", 0, known, keys, &st)
+	w := walker{known: known, snap: snap, keys: keys, results: results, st: &st, mu: &mu}
+	err := s.walk(ctx, "job", 0, &w)
 	close(keys)
 	wg.Wait()
 	close(results)
@@ -181,18 +192,32 @@ func (s *service) restore(ctx context.Context, known map[jobid.ID]struct{}) rest
 	return st
 }
 
+// walker is what a walk needs: the jobs to skip, the snapshot, and
+// where to send a job to read (keys) or a record from the snapshot
+// (results).
+type walker struct {
+	known   map[jobid.ID]struct{}
+	snap    map[jobid.ID]*record
+	keys    chan<- string
+	results chan<- *record
+	st      *restoreStats
+	mu      *sync.Mutex // guards st against the workers
+}
+
 // walk descends the four dothex levels under job and queues the
 // directories of jobs not already known.
-func (s *service) walk(ctx context.Context, dir string, depth int, known map[jobid.ID]struct{}, keys chan<- string, st *restoreStats) error {
+func (s *service) walk(ctx context.Context, dir string, depth int, w *walker) error {
 	names, err := readDir(ctx, s.h, dir)
 	if err != nil {
 		return err
 	}
-	st.dirs++
+	w.mu.Lock()
+	w.st.dirs++
+	w.mu.Unlock()
 	for _, name := range names {
 		key := dir + "." + name
 		if depth < 3 {
-			if err := s.walk(ctx, key, depth+1, known, keys, st); err != nil && flux.ErrnoOf(err) != syscall.ENOENT {
+			if err := s.walk(ctx, key, depth+1, w); err != nil && flux.ErrnoOf(err) != syscall.ENOENT {
 				return err
 			}
 			continue
@@ -201,12 +226,25 @@ func (s *service) walk(ctx context.Context, dir string, depth int, known map[job
 		if err != nil {
 			continue
 		}
-		st.found++
-		if _, ok := known[id]; ok {
+		w.mu.Lock()
+		w.st.found++
+		w.mu.Unlock()
+		if _, ok := w.known[id]; ok {
+			continue
+		}
+		if rec := w.snap[id]; rec != nil {
+			w.mu.Lock()
+			w.st.fromSnapshot++
+			w.mu.Unlock()
+			select {
+			case w.results <- rec:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 			continue
 		}
 		select {
-		case keys <- key:
+		case w.keys <- key:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -266,6 +304,9 @@ func readJob(ctx context.Context, h *flux.Handle, dir string) (*record, error) {
 func (s *service) insertRestored(recs []*record) {
 	for _, rec := range recs {
 		if _, ok := s.idx.jobs[rec.id]; ok {
+			continue
+		}
+		if _, ok := s.purgedWhileRestoring[rec.id]; ok {
 			continue
 		}
 		s.idx.jobs[rec.id] = rec
