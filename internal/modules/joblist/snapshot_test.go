@@ -1,8 +1,6 @@
 package joblist
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -76,29 +74,6 @@ func TestSnapshotDamage(t *testing.T) {
 	}
 }
 
-func TestSnapshotFileReplaced(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, snapshotFile)
-	for i := 0; i < 2; i++ {
-		if err := writeSnapshotFile(path, encodeSnapshot(snapshotRecords()[i:])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if recs, err := decodeSnapshot(data); err != nil || len(recs) != 2 {
-		t.Fatalf("after two writes: %d records, %v", len(recs), err)
-	}
-	ents, _ := os.ReadDir(dir)
-	if len(ents) != 1 {
-		t.Errorf("temporary files left: %v", ents)
-	}
-	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
-		t.Errorf("mode %v, want 0600 (job names and paths are users')", fi.Mode())
-	}
-}
 
 func FuzzSnapshot(f *testing.F) {
 	f.Add(encodeSnapshot(snapshotRecords()))

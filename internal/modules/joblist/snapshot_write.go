@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/snapfile"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
@@ -62,7 +63,7 @@ func (s *service) maybeSnapshot() {
 	go func() {
 		defer s.snap.wg.Done()
 		start := time.Now()
-		err := writeSnapshotFile(s.snap.path, encodeSnapshot(recs))
+		err := snapfile.WriteFile(s.snap.path, encodeSnapshot(recs))
 		s.h.Post(func() {
 			s.snap.writing = false
 			if err != nil {
@@ -98,7 +99,7 @@ func (s *service) finalSnapshot() {
 	}
 	start := time.Now()
 	recs := s.takeSnapshot()
-	if err := writeSnapshotFile(s.snap.path, encodeSnapshot(recs)); err != nil {
+	if err := snapfile.WriteFile(s.snap.path, encodeSnapshot(recs)); err != nil {
 		s.log.Warn("writing the job-list snapshot", "path", s.snap.path, "err", err)
 		return
 	}
