@@ -22,6 +22,8 @@ type loadState struct {
 	after []func()   // what waits for the whole history (purge)
 	read  int        // jobs read, for the log
 	bad   int        // records that could not be read
+	// fromSnapshot: jobs taken from the snapshot instead (snapshot.go)
+	fromSnapshot int
 }
 
 // loadChunk is how many jobs the background read hands to the Serve
@@ -32,17 +34,30 @@ const loadChunk = 1024
 // restore did not read (skip), in chunks posted to the Serve goroutine.
 func (m *manager) startLoading(ctx context.Context, max jobid.ID, skip map[jobid.ID]bool) {
 	m.load = loadState{on: true, max: max, ctx: ctx}
+	path := m.snap.path
 	go func() {
+		snap := m.readSnapshot(path)
 		var dirs []string
 		err := walkJobDirs(ctx, m, "job", 0, 0, 0, max, &dirs)
 		if errors.Is(err, syscall.ENOENT) {
 			err = nil
 		}
 		unread := dirs[:0] // those the restore did not read
+		var snapped []*snapRec
 		for _, dir := range dirs {
-			if id, perr := jobid.Parse(dir[len("job."):]); perr != nil || !skip[id] {
-				unread = append(unread, dir)
+			id, perr := jobid.Parse(dir[len("job."):])
+			if perr == nil && skip[id] {
+				continue
 			}
+			if s := snap[id]; perr == nil && s != nil {
+				snapped = append(snapped, s)
+				continue
+			}
+			unread = append(unread, dir)
+		}
+		for i := 0; i < len(snapped) && ctx.Err() == nil; i += loadChunk {
+			chunk := snapped[i:min(i+loadChunk, len(snapped))]
+			m.h.Post(func() { m.addSnapshotted(chunk) })
 		}
 		for i := 0; i < len(unread) && err == nil && ctx.Err() == nil; i += loadChunk {
 			chunk := unread[i:min(i+loadChunk, len(unread))]
@@ -122,9 +137,13 @@ func (m *manager) loadDone(err error) {
 	m.ncompact += len(done)
 	m.trimInactive()
 	if m.load.bad > 0 {
-		m.log.Error(fmt.Sprintf("restored %d more jobs from the KVS while serving; %d job records could not be read (see above) and are left out", m.load.read, m.load.bad))
+		m.log.Error(fmt.Sprintf("restored %d more jobs from the KVS while serving (%d from the snapshot); %d job records could not be read (see above) and are left out", m.load.read+m.load.fromSnapshot, m.load.fromSnapshot, m.load.bad))
 	} else {
-		m.log.Info(fmt.Sprintf("restored %d more jobs from the KVS while serving", m.load.read))
+		m.log.Info(fmt.Sprintf("restored %d more jobs from the KVS while serving (%d from the snapshot)", m.load.read+m.load.fromSnapshot, m.load.fromSnapshot))
+	}
+	if err == nil && m.load.ctx.Err() == nil {
+		m.snap.changed += m.load.read // what the snapshot lacked
+		m.snapWhole()
 	}
 	after := m.load.after
 	m.load = loadState{}

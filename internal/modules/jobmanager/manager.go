@@ -36,8 +36,9 @@ type manager struct {
 	done      map[jobid.ID]inactiveRec
 	strs      strs // strings of the records in done
 	maxID     jobid.ID
-	index     indexState // the restart index's writer (index.go)
-	load      loadState  // the inactive jobs read after a restart (load.go)
+	index     indexState    // the restart index's writer (index.go)
+	snap      snapshotState // the snapshot of inactive jobs (snapshot.go)
+	load      loadState     // the inactive jobs read after a restart (load.go)
 
 	batch   *kvsbatch.Batch
 	journal *journal
@@ -440,6 +441,7 @@ func (m *manager) retire(j *job) {
 		j.dropActiveData()
 	})
 	m.inactive = append(m.inactive, j.ID)
+	m.snap.became++
 	m.trimInactive()
 	m.indexChanged()
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -72,9 +73,15 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	if err := m.plugins.applyDirectives(directives); err != nil {
 		return err
 	}
+	if dir, _ := h.Attr(ctx, "statedir"); dir != "" {
+		m.snap.path = filepath.Join(dir, snapshotFile)
+	}
 	n, failed, err := m.restore(ctx)
 	if err != nil && ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if err == nil && !m.load.on {
+		m.snapWhole() // every job was read before serving
 	}
 	switch {
 	case err != nil:
@@ -94,6 +101,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	m.finalIndex(final)
+	m.finalSnapshot()
 	return err
 }
 

@@ -1,0 +1,235 @@
+package jobmanager
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/fluxgo/fluxgo/internal/snapfile"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+)
+
+// The snapshot keeps the job manager's compact inactive records
+// (inactiveRec) across a restart, so that the background read after a
+// restart (load.go) takes them from one file instead of replaying 64k
+// eventlogs through the KVS. It is used only for the jobs that read
+// would otherwise replay: those the restart index vouches were inactive
+// at a checkpointed root and that the KVS walk still finds. An inactive
+// job never changes, so its record stays true; a job purged since is
+// not found by the walk; a job that ended after the snapshot was written
+// is read as before. Jobs beyond inactiveLimit (forgotten) are left out.
+//
+// It is a package snapfile container in the statedir, replaced whole as
+// the job manager unloads, and while it runs once enough jobs have
+// become inactive (snapshotEvery, or an eighth of them), looked at
+// every snapshotPeriod.
+const (
+	snapshotFile   = "job-manager.snapshot"
+	snapshotMagic  = "fluxgo job-manager snapshot 1\n"
+	snapshotEvery  = 4096
+	snapshotPeriod = 10 * time.Second
+	minRecordSize  = 36
+)
+
+// snapRec is an inactive record with its strings (the string table is
+// the manager's own, m.strs).
+type snapRec struct {
+	id                jobid.ID
+	rec               inactiveRec
+	exception, result string
+}
+
+// snapshotState is the writer's bookkeeping (Serve goroutine).
+type snapshotState struct {
+	path      string // "": no statedir, no snapshot
+	became    uint64 // jobs that became inactive
+	written   uint64 // became at the last write
+	changed   int    // other changes since: purges, jobs read from the KVS
+	whole     bool   // every inactive job is in memory (restore and load done)
+	writing   bool
+	scheduled bool
+	wg        sync.WaitGroup
+}
+
+func encodeSnapshot(recs []snapRec) []byte {
+	w := snapfile.NewWriter(snapshotMagic, len(recs)*48)
+	w.Uvarint(uint64(len(recs)))
+	for _, s := range recs {
+		r := &s.rec
+		w.Uvarint(uint64(s.id))
+		w.Float(r.tSubmit)
+		w.Float(r.tInactive)
+		w.Float(r.expiration)
+		w.Varint(r.priority)
+		w.Uvarint(uint64(r.userid))
+		w.Varint(int64(r.waitStatus))
+		w.Varint(int64(r.finishStatus))
+		w.Varint(int64(r.flags))
+		w.Varint(int64(r.urgency))
+		w.Uvarint(uint64(r.bits))
+		w.String(s.exception)
+		w.String(s.result)
+	}
+	return w.Bytes()
+}
+
+func decodeSnapshot(data []byte) ([]snapRec, error) {
+	r, err := snapfile.NewReader(snapshotMagic, data)
+	if err != nil {
+		return nil, fmt.Errorf("job-manager snapshot: %w", err)
+	}
+	n := r.Count(minRecordSize)
+	out := make([]snapRec, n)
+	for i := range out {
+		s := &out[i]
+		s.id = jobid.ID(r.Uvarint())
+		s.rec.tSubmit, s.rec.tInactive, s.rec.expiration = r.Float(), r.Float(), r.Float()
+		s.rec.priority = r.Varint()
+		s.rec.userid = uint32(r.Uint(math.MaxUint32))
+		s.rec.waitStatus = int32(r.Int(math.MinInt32, math.MaxInt32))
+		s.rec.finishStatus = int32(r.Int(math.MinInt32, math.MaxInt32))
+		s.rec.flags = int32(r.Int(math.MinInt32, math.MaxInt32))
+		s.rec.urgency = int8(r.Int(math.MinInt8, math.MaxInt8))
+		s.rec.bits = uint8(r.Uint(math.MaxUint8))
+		s.exception, s.result = r.String(), r.String()
+		if err := r.Err(); err != nil {
+			return nil, fmt.Errorf("job-manager snapshot: record %d: %w", i, err)
+		}
+	}
+	if err := r.End(); err != nil {
+		return nil, fmt.Errorf("job-manager snapshot: %w", err)
+	}
+	return out, nil
+}
+
+// snapshotRecords lists every inactive job still remembered, with its
+// compact record (Serve goroutine).
+func (m *manager) snapshotRecords() []snapRec {
+	out := make([]snapRec, 0, len(m.inactive))
+	for _, id := range m.inactive {
+		var r inactiveRec
+		if j, ok := m.jobs[id]; ok {
+			r = m.compactJob(j)
+		} else if d, ok := m.done[id]; ok {
+			r = d
+		} else {
+			continue
+		}
+		out = append(out, snapRec{id: id, rec: r, exception: m.strs.get(r.exception), result: m.strs.get(r.result)})
+	}
+	m.snap.written = m.snap.became
+	m.snap.changed = 0
+	return out
+}
+
+// snapWhole notes that every inactive job is in memory: snapshots may
+// be written from now on.
+func (m *manager) snapWhole() {
+	m.snap.whole = true
+	m.scheduleSnapshot()
+}
+
+func (m *manager) scheduleSnapshot() {
+	if m.snap.path == "" || m.snap.scheduled {
+		return
+	}
+	m.snap.scheduled = true
+	time.AfterFunc(snapshotPeriod, func() {
+		m.h.Post(func() {
+			m.snap.scheduled = false
+			m.maybeSnapshot()
+			m.scheduleSnapshot()
+		})
+	})
+}
+
+func (m *manager) snapPending() int {
+	return int(m.snap.became-m.snap.written) + m.snap.changed
+}
+
+// maybeSnapshot writes the snapshot in the background when enough has
+// changed since the last write.
+func (m *manager) maybeSnapshot() {
+	if !m.snap.whole || m.snap.writing || m.snapPending() < max(snapshotEvery, len(m.inactive)/8) {
+		return
+	}
+	recs := m.snapshotRecords()
+	m.snap.writing = true
+	m.snap.wg.Add(1)
+	go func() {
+		defer m.snap.wg.Done()
+		err := snapfile.WriteFile(m.snap.path, encodeSnapshot(recs))
+		m.h.Post(func() {
+			m.snap.writing = false
+			if err != nil {
+				m.log.Warn("writing the job manager's snapshot", "path", m.snap.path, "err", err)
+				m.snap.changed++
+			}
+		})
+	}()
+}
+
+// finalSnapshot writes the snapshot as the module unloads (after Serve
+// returned), unless nothing changed or not every job was read.
+func (m *manager) finalSnapshot() {
+	m.snap.wg.Wait()
+	if m.snap.path == "" || !m.snap.whole {
+		return
+	}
+	if _, err := os.Stat(m.snap.path); err == nil && m.snapPending() == 0 {
+		return
+	}
+	if err := snapfile.WriteFile(m.snap.path, encodeSnapshot(m.snapshotRecords())); err != nil {
+		m.log.Warn("writing the job manager's snapshot", "path", m.snap.path, "err", err)
+	}
+}
+
+// readSnapshot reads the snapshot (nil if none, or damaged: the jobs are
+// then read from the KVS).
+func (m *manager) readSnapshot(path string) map[jobid.ID]*snapRec {
+	if path == "" {
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	var recs []snapRec
+	if err == nil {
+		recs, err = decodeSnapshot(data)
+	}
+	if err != nil {
+		m.log.Warn("ignoring the job manager's snapshot: reading the inactive jobs from the KVS", "path", path, "err", err)
+		return nil
+	}
+	out := make(map[jobid.ID]*snapRec, len(recs))
+	for i := range recs {
+		out[recs[i].id] = &recs[i]
+	}
+	return out
+}
+
+// addSnapshotted takes jobs of the background read from the snapshot
+// (as addLoaded does for a job read from the KVS).
+func (m *manager) addSnapshotted(recs []*snapRec) {
+	for _, s := range recs {
+		if m.jobs[s.id] != nil {
+			continue
+		}
+		if _, ok := m.done[s.id]; ok {
+			continue
+		}
+		if m.load.ctx.Err() != nil {
+			return
+		}
+		r := s.rec
+		r.exception, r.result = m.strs.intern(s.exception), m.strs.intern(s.result)
+		m.done[s.id] = r
+		m.load.done = append(m.load.done, s.id)
+		m.load.fromSnapshot++
+	}
+}
