@@ -74,7 +74,6 @@ func TestSnapshotDamage(t *testing.T) {
 	}
 }
 
-
 func FuzzSnapshot(f *testing.F) {
 	f.Add(encodeSnapshot(snapshotRecords()))
 	f.Add(encodeSnapshot(nil))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -285,6 +286,8 @@ func TestShutdownEndsRunningJobs(t *testing.T) {
 
 // TestRestartWithCorruptRecord: a job whose eventlog cannot be read is
 // left out with an error naming it, and its ID is never given out again.
+// (The snapshots of inactive jobs, which would stand in for the read,
+// are removed.)
 func TestRestartWithCorruptRecord(t *testing.T) {
 	inst, attrs := startWithStatedir(t)
 	bad := strings.TrimSpace(inst.MustRun(t, "submit", "--wait", "--setattr=system.exec.test.run_duration=0.01s", "true"))
@@ -292,6 +295,11 @@ func TestRestartWithCorruptRecord(t *testing.T) {
 	inst.MustRun(t, "kvs", "put", key+".eventlog=garbage")
 	if code := inst.Stop(); code != 0 {
 		t.Fatalf("instance exited %d: %s", code, inst.Stderr())
+	}
+	for _, f := range []string{"job-manager.snapshot", "job-list.snapshot"} {
+		if err := os.Remove(filepath.Join(attrs["statedir"], f)); err != nil {
+			t.Fatalf("no snapshot to remove: %v", err)
+		}
 	}
 	inst2 := testinstance.Start(t, testinstance.Options{Size: 1, Attrs: attrs})
 	if log := inst2.MustRun(t, "dmesg"); !strings.Contains(log, "cannot restore job record "+key) || !strings.Contains(log, "1 job records could not be read") {
