@@ -20,16 +20,17 @@ import (
 //
 // It is a file in the statedir (snapshotFile), replaced whole
 // (snapfile.WriteFile) as job-list unloads, and while it runs once
-// snapshotEvery jobs (or an eighth of them) have become inactive since
-// the last write, looked at every snapshotPeriod: a crash costs at most
-// that many eventlog reads more.
+// snapshotEvery jobs (or a sixteenth of them) have become inactive since
+// the last write, or some have and the instance has gone quiet, looked
+// at every snapshotPeriod: a crash costs at most that many eventlog
+// reads more.
 //
 // The file is a package snapfile container: the record count, then the
 // records (encodeSnapshot has the fields' order).
 const (
 	snapshotFile    = "job-list.snapshot"
 	snapshotMagic   = "fluxgo job-list snapshot 1\n"
-	snapshotEvery   = 4096
+	snapshotEvery   = 2048
 	maxSnapshotDeps = 1 << 16
 	// minRecordSize is the fewest bytes a record takes.
 	minRecordSize = 60

@@ -13,7 +13,7 @@ import (
 
 // snapshotPeriod is how often job-list looks whether enough jobs became
 // inactive to write the snapshot again (see snapshot.go).
-const snapshotPeriod = 10 * time.Second
+const snapshotPeriod = 2 * time.Second
 
 // snapshotState is the snapshot writer's bookkeeping (Serve goroutine).
 type snapshotState struct {
@@ -23,6 +23,7 @@ type snapshotState struct {
 	restored  bool   // the restore ran to its end: the index is whole
 	writing   bool
 	scheduled bool
+	seen      uint64         // idx.becameInactive at the last look
 	wg        sync.WaitGroup // a write in flight
 }
 
@@ -47,14 +48,19 @@ func (s *service) scheduleSnapshot() {
 }
 
 // maybeSnapshot writes the snapshot in the background when enough has
-// changed: snapshotEvery jobs, or an eighth of the inactive jobs, so
+// changed (snapshotEvery jobs, or a sixteenth of the inactive jobs, so
 // that the writes of a growing instance cost a bounded share of its
-// time (a crash then reads that many eventlogs more at the restart).
+// time), or anything has and no job ended since the last look (the
+// instance has gone quiet). A crash then reads at most that many
+// eventlogs more at the restart.
 func (s *service) maybeSnapshot() {
+	quiet := s.idx.becameInactive == s.snap.seen
+	s.snap.seen = s.idx.becameInactive
 	if s.restoring || !s.snap.restored || s.snap.writing {
 		return
 	}
-	if p := s.snapPending(); p < max(snapshotEvery, s.idx.inactive.len()/8) {
+	p := s.snapPending()
+	if p == 0 || !quiet && p < max(snapshotEvery, s.idx.inactive.len()/16) {
 		return
 	}
 	recs := s.takeSnapshot()

@@ -25,13 +25,13 @@ import (
 //
 // It is a package snapfile container in the statedir, replaced whole as
 // the job manager unloads, and while it runs once enough jobs have
-// become inactive (snapshotEvery, or an eighth of them), looked at
-// every snapshotPeriod.
+// become inactive (snapshotEvery, or a sixteenth of them) or the instance
+// has gone quiet with some, looked at every snapshotPeriod.
 const (
 	snapshotFile   = "job-manager.snapshot"
 	snapshotMagic  = "fluxgo job-manager snapshot 1\n"
-	snapshotEvery  = 4096
-	snapshotPeriod = 10 * time.Second
+	snapshotEvery  = 2048
+	snapshotPeriod = 2 * time.Second
 	minRecordSize  = 36
 )
 
@@ -52,6 +52,7 @@ type snapshotState struct {
 	whole     bool   // every inactive job is in memory (restore and load done)
 	writing   bool
 	scheduled bool
+	seen      uint64 // became at the last look
 	wg        sync.WaitGroup
 }
 
@@ -152,9 +153,16 @@ func (m *manager) snapPending() int {
 }
 
 // maybeSnapshot writes the snapshot in the background when enough has
-// changed since the last write.
+// changed since the last write, or anything has and no job ended since
+// the last look (as job-list's).
 func (m *manager) maybeSnapshot() {
-	if !m.snap.whole || m.snap.writing || m.snapPending() < max(snapshotEvery, len(m.inactive)/8) {
+	quiet := m.snap.became == m.snap.seen
+	m.snap.seen = m.snap.became
+	if !m.snap.whole || m.snap.writing {
+		return
+	}
+	p := m.snapPending()
+	if p == 0 || !quiet && p < max(snapshotEvery, len(m.inactive)/16) {
 		return
 	}
 	recs := m.snapshotRecords()
