@@ -63,7 +63,7 @@ func TestDamage(t *testing.T) {
 		t.Errorf("a count of 300 in a 2-byte body was accepted")
 	}
 	r, _ = NewReader(magic, good)
-	if r.String(); r.Err() == nil {
+	if _ = r.String(); r.Err() == nil {
 		t.Errorf("a string reference with no table was accepted")
 	}
 }
