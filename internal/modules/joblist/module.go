@@ -1,7 +1,8 @@
 // Package joblist is the job-list broker module (RFC 43): an in-memory
 // index of every job, built from the job manager's events journal and, at
 // load, from the KVS records of inactive jobs the job manager no longer
-// holds. It serves job-list.list (filtered, ordered listings streamed in
+// holds (taken from the module's snapshot file where it has them,
+// snapshot.go). It serves job-list.list (filtered, ordered listings streamed in
 // chunks), job-list.list-id, job-list.list-attrs and job-list.job-stats.
 //
 // Records are compact summaries (no jobspec or R is kept), so an
