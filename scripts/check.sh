@@ -16,6 +16,8 @@ fi
 
 echo "== go vet"
 go vet ./...
+# the example module (its own go.mod, using only pkg/)
+(cd examples && go vet ./...)
 
 echo "== build"
 make --no-print-directory build

@@ -2,8 +2,7 @@ package cli
 
 import (
 	"bytes"
-	"fmt"
-	"unicode/utf16"
+	"strings"
 
 	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
@@ -57,19 +56,10 @@ func appendPyJSON(b, v []byte) ([]byte, error) {
 	}
 }
 
-// appendPyString writes s as json.dumps does with ensure_ascii: ASCII
-// as is, the rest as \uXXXX (surrogate pairs past the BMP).
+// appendPyString writes s as json.dumps does with ensure_ascii (the
+// one writer of Python JSON strings, writePyJSONString).
 func appendPyString(b []byte, s string) []byte {
-	for _, r := range string(jsonwire.AppendString(nil, s)) {
-		switch {
-		case r < 0x80:
-			b = append(b, byte(r))
-		case r > 0xffff:
-			r1, r2 := utf16.EncodeRune(r)
-			b = fmt.Appendf(b, "\\u%04x\\u%04x", r1, r2)
-		default:
-			b = fmt.Appendf(b, "\\u%04x", r)
-		}
-	}
-	return b
+	var sb strings.Builder
+	writePyJSONString(&sb, s)
+	return append(b, sb.String()...)
 }

@@ -212,7 +212,9 @@ func TestPyJSONDumps(t *testing.T) {
 		`{"sched":{"t_estimate":1.5,"reason_pending":"insufficient resources"},"user":{"x":[1,2]}}`: `{"sched": {"t_estimate": 1.5, "reason_pending": "insufficient resources"}, "user": {"x": [1, 2]}}`,
 		`{"a":"é😀","b":"q\"\n"}`: `{"a": "\u00e9\ud83d\ude00", "b": "q\"\n"}`,
 		`[true, null ,  3]`:      `[true, null, 3]`,
-		`{"a":`:                  `{"a":`,
+		// python3 -c 'import json; print(json.dumps(...))'
+		`{"a":"a<b>&\u007f","c":"\u0001\b"}`: `{"a": "a<b>&\u007f", "c": "\u0001\b"}`,
+		`{"a":`:                              `{"a":`,
 	} {
 		if got := pyJSONDumps([]byte(in)); got != want {
 			t.Errorf("pyJSONDumps(%s) = %s, want %s", in, got, want)

@@ -3,7 +3,7 @@
 // $FLUX_URI, prints the job's events as they happen, then its output,
 // and exits with the job's exit code.
 //
-//	go run ./submit hostname
+//	go run ./cmd/submit hostname
 package main
 
 import (
