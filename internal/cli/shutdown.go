@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -17,6 +18,7 @@ import (
 type shutdownOptions struct {
 	background bool
 	cancelJobs bool
+	gc, skipGC bool
 	quiet      bool
 	verbose    int
 }
@@ -48,7 +50,14 @@ running, as Slurm's daemons do: their job shells go on without a broker,
 and the instance takes them back when it is started again from the same
 statedir. --cancel-jobs ends them first in either case. Pending jobs
 stay pending for the next start from the statedir (without one, nothing
-is kept).`,
+is kept).
+
+--gc collects the content store's garbage as the instance stops: the
+superseded versions of KVS directories every commit leaves behind (most
+of the statedir's size after many jobs) and blobs no KVS key names are
+deleted, and the database file is rewritten. [kvs] gc-threshold = N in
+the configuration does the same at any shutdown once the KVS has made N
+commits since the last collection; --skip-gc skips that once.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var h *flux.Handle
@@ -73,6 +82,8 @@ is kept).`,
 	f := cmd.Flags()
 	f.BoolVar(&o.background, "background", false, "start the shutdown and exit at once, without showing log messages")
 	f.BoolVar(&o.cancelJobs, "cancel-jobs", false, "end the running jobs first, even on an instance with a statedir (which otherwise keeps them running and takes them back when it restarts)")
+	f.BoolVar(&o.gc, "gc", false, "collect the content store's garbage as the instance stops (it needs a statedir)")
+	f.BoolVar(&o.skipGC, "skip-gc", false, "do not collect garbage this time, even if [kvs] gc-threshold says to")
 	f.BoolVar(&o.quiet, "quiet", false, "show only warning and more urgent log messages")
 	f.CountVar(&o.verbose, "verbose", "show all log messages")
 	return cmd
@@ -81,6 +92,19 @@ is kept).`,
 // shutdown requests broker.shutdown of rank 0 and, unless in background,
 // shows rank 0's log until the broker goes away.
 func shutdown(ctx context.Context, h *flux.Handle, o shutdownOptions, stderr io.Writer) error {
+	if o.gc && o.skipGC {
+		return fmt.Errorf("--gc and --skip-gc contradict each other")
+	}
+	if o.gc || o.skipGC {
+		err := h.Call(ctx, "content-sqlite.gc-at-stop", 0, map[string]bool{"gc": o.gc}, nil)
+		switch {
+		case errors.Is(err, syscall.ENOSYS) && o.gc:
+			return fmt.Errorf("--gc: the instance has no content-sqlite backing store to collect")
+		case errors.Is(err, syscall.ENOSYS):
+		case err != nil:
+			return fmt.Errorf("--gc: %s", flux.ErrorText(err))
+		}
+	}
 	var logs *flux.Future
 	if !o.background {
 		// Sent before the shutdown request on the same connection, so

@@ -65,7 +65,7 @@ func CheckConfig(table map[string]any) error {
 	}
 	for _, check := range []func(map[string]any) error{
 		func(t map[string]any) error { _, err := resource.TableAttrs(t); return err },
-		broker.CheckAccess, schedsimple.CheckTable, shellproc.CheckTable,
+		broker.CheckAccess, schedsimple.CheckTable, shellproc.CheckTable, checkGCThreshold,
 	} {
 		if err := check(table); err != nil {
 			return err
@@ -103,6 +103,22 @@ func checkDurations(table map[string]any) error {
 		if d, err := fsd.ParseDuration(s); err != nil || d <= 0 {
 			return fmt.Errorf("%s.%s=%q: want a positive duration (FSD, e.g. \"2s\")", k.table, k.key, s)
 		}
+	}
+	return nil
+}
+
+// checkGCThreshold checks [kvs] gc-threshold (read by content-sqlite):
+// a non-negative integer, the KVS commits after which the instance
+// collects the content store's garbage as it stops.
+func checkGCThreshold(table map[string]any) error {
+	t, _ := table["kvs"].(map[string]any)
+	v, ok := t["gc-threshold"]
+	if !ok {
+		return nil
+	}
+	n, isInt := v.(int64)
+	if !isInt || n < 0 {
+		return fmt.Errorf("kvs.gc-threshold must be a non-negative integer (KVS commits between garbage collections as the instance stops; 0: never), not %s", valuekind.Of(v))
 	}
 	return nil
 }

@@ -112,7 +112,7 @@ func configSchema() *schema {
 		ignoring(notUsed+" (fluxgo validates jobspecs itself)", "validator", "frobnicator").
 		ignoring(notUsed+" (fluxgo has no ingest workers)", "batch-count", "buffer-size"))
 	top.with("heartbeat", table("period").ignoring(notUsed, "timeout", "warn_thresh"))
-	top.with("kvs", table("checkpoint-period").ignoring(notUsed, "gc-threshold"))
+	top.with("kvs", table("checkpoint-period", "gc-threshold"))
 	top.with("content-sqlite", table().ignoring(notUsed, "journal_mode", "synchronous", "preallocate", "vacuum_on_start"))
 	top.with("systemd", table().ignoring(notUsed+" (fluxgo has no sdexec)", "enable", "sdbus-debug", "sdexec-debug"))
 	top.with("mail", table("command", "from"))

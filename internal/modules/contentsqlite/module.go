@@ -139,6 +139,9 @@ type service struct {
 	scratch bool
 	load    tstat
 	store   tstat
+	// garbage collection as the instance stops (gcstop.go)
+	gc          gcChoice
+	gcThreshold int64
 }
 
 // Run opens the database and serves the backing store until ctx is done;
@@ -181,6 +184,11 @@ func (Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	sctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), startupTimeout)
 	defer cancel()
 	s := &service{h: h, log: flux.NewLogger(h, Name), st: st, cfg: cfg, scratch: scratch}
+	if !scratch {
+		if s.gcThreshold, err = gcThreshold(sctx, h); err != nil {
+			s.log.Error(err.Error() + ": no automatic garbage collection")
+		}
+	}
 	s.w = startWorker(st, h.Post)
 	defer s.close()
 
@@ -191,6 +199,7 @@ func (Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	h.HandleFunc(BackingService+".checkpoint-put", s.owner(s.handleCheckpointPut))
 	h.HandleFunc(BackingService+".disconnect", func(*flux.Request) {})
 	h.HandleFunc(Name+".stats-get", s.handleStats)
+	h.HandleFunc(Name+".gc-at-stop", s.owner(s.handleGCAtStop))
 	h.HandleFunc(Name+".disconnect", func(*flux.Request) {})
 	if err := h.RegisterService(sctx, BackingService); err != nil {
 		return fmt.Errorf("register service %s: %w", BackingService, err)
@@ -292,6 +301,7 @@ func (s *service) finish(registered bool, stop func()) {
 
 func (s *service) close() {
 	s.w.stop()
+	s.collect()
 	if err := s.st.Close(); err != nil {
 		s.log.Error("close database: " + err.Error())
 	}
