@@ -60,8 +60,8 @@ func testBlobs() [][]byte {
 
 func TestStoreRoundTripAndReopen(t *testing.T) {
 	for _, hash := range []string{"sha1", "sha256"} {
-		for _, compress := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/compress=%v", hash, compress), func(t *testing.T) {
+		for _, compress := range []string{"", "deflate", "zstd", "s2"} {
+			t.Run(fmt.Sprintf("%s/compress=%q", hash, compress), func(t *testing.T) {
 				path := filepath.Join(t.TempDir(), "content.sqlite")
 				o := Options{Path: path, Hash: hash, Compress: compress}
 				st := openT(t, o)
@@ -115,8 +115,8 @@ func TestStoreRoundTripAndReopen(t *testing.T) {
 // duplicates inside a statement, across statements and of blobs stored
 // before, and checks every digest and blob.
 func TestStoreAll(t *testing.T) {
-	for _, compress := range []bool{false, true} {
-		t.Run(fmt.Sprintf("compress=%v", compress), func(t *testing.T) {
+	for _, compress := range []string{"", "deflate", "zstd", "s2"} {
+		t.Run(fmt.Sprintf("compress=%q", compress), func(t *testing.T) {
 			st := openT(t, Options{Path: filepath.Join(t.TempDir(), "db"), Hash: "sha256", Compress: compress})
 			defer st.Close()
 			storeAll(t, st, []byte("blob 5"))
@@ -374,7 +374,7 @@ func TestParseArgs(t *testing.T) {
 	}{
 		{args: nil, want: Config{}},
 		{args: []string{"journal_mode=DELETE", "synchronous=FULL", "compress=deflate", "truncate"},
-			want: Config{JournalMode: "DELETE", Synchronous: "FULL", Compress: true, Truncate: true}},
+			want: Config{JournalMode: "DELETE", Synchronous: "FULL", Compress: "deflate", Truncate: true}},
 		{args: []string{"journal_mode=wal"}, err: true},
 		{args: []string{"synchronous=SOMETIMES"}, err: true},
 		{args: []string{"compress=lz4"}, err: true},
