@@ -208,6 +208,17 @@ func attachJob(h *flux.Handle, id jobid.ID, o attachOptions, stdin io.Reader, ou
 }
 
 // start is the timestamp of the job's first event (0 until known).
+// awaitReply waits (up to 10 s) for the answer of a request sent as f
+// and returns its error.
+func awaitReply(f *flux.Future, err error) error {
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return f.Decode(ctx, nil)
+}
+
 func (a *attacher) start() float64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -376,11 +387,10 @@ func (a *attacher) interrupts(ctx context.Context, sigs <-chan os.Signal) {
 			switch terms {
 			case 1:
 				fmt.Fprintf(a.errw, "flux-job: forwarding SIGTERM to %s\n", a.id.String())
-				a.h.Call(ctx, "job-manager.kill", flux.NodeidAny, map[string]any{"id": a.id, "signum": int(syscall.SIGTERM)}, nil)
+				awaitReply(job.Kill(a.h, a.id, int(syscall.SIGTERM))) // the eventlog says what came of it
 			case 2:
 				fmt.Fprintf(a.errw, "flux-job: Canceling %s\n", a.id.String())
-				a.h.Call(ctx, "job-manager.raise", flux.NodeidAny,
-					map[string]any{"id": a.id, "type": "cancel", "severity": 0, "note": "flux job attach terminated"}, nil)
+				awaitReply(job.Raise(a.h, a.id, "cancel", 0, "flux job attach terminated")) // the eventlog says what came of it
 			default:
 				os.Exit(128 + int(syscall.SIGTERM))
 			}
@@ -388,13 +398,12 @@ func (a *attacher) interrupts(ctx context.Context, sigs <-chan os.Signal) {
 		}
 		if time.Since(last) < 2*time.Second {
 			fmt.Fprintf(a.errw, "\nflux-job: Canceling %s\n", a.id.String())
-			a.h.Call(ctx, "job-manager.raise", flux.NodeidAny,
-				map[string]any{"id": a.id, "type": "cancel", "severity": 0, "note": "interrupted by user"}, nil)
+			awaitReply(job.Raise(a.h, a.id, "cancel", 0, "interrupted by user")) // the eventlog says what came of it
 			continue
 		}
 		last = time.Now()
 		fmt.Fprintf(a.errw, "\nflux-job: one more ctrl-C within 2s to cancel or ctrl-Z to detach\n")
-		a.h.Call(ctx, "job-manager.kill", flux.NodeidAny, map[string]any{"id": a.id, "signum": int(syscall.SIGINT)}, nil)
+		awaitReply(job.Kill(a.h, a.id, int(syscall.SIGINT))) // the eventlog says what came of it
 	}
 }
 

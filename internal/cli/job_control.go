@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
@@ -34,11 +35,7 @@ func parseJobIDs(args []string) ([]jobid.ID, error) {
 func raiseJobs(ctx context.Context, h *flux.Handle, ids []jobid.ID, typ string, severity int, note string, errw io.Writer, prog string) int {
 	futs := make([]*flux.Future, len(ids))
 	for i, id := range ids {
-		req := map[string]any{"id": id, "type": typ, "severity": severity}
-		if note != "" {
-			req["note"] = note // flux-core's clients send a note only when there is one
-		}
-		futs[i], _ = h.RPC("job-manager.raise", flux.NodeidAny, req, 0)
+		futs[i], _ = job.Raise(h, id, typ, severity, note)
 	}
 	failed := 0
 	for i, f := range futs {
@@ -184,7 +181,11 @@ func newJobKillCmd() *cobra.Command {
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
 				failed := 0
 				for _, id := range ids {
-					if err := h.Call(ctx, "job-manager.kill", flux.NodeidAny, map[string]any{"id": id, "signum": signum}, nil); err != nil {
+					f, err := job.Kill(h, id, signum)
+					if err == nil {
+						err = f.Decode(ctx, nil)
+					}
+					if err != nil {
 						failed++
 						fmt.Fprintf(cmd.ErrOrStderr(), "flux-job: kill: %s: %v\n", id.String(), err)
 					}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 	"github.com/fluxgo/fluxgo/pkg/rset"
 )
@@ -90,18 +91,12 @@ resources; a request the scheduler cannot satisfy now is an error.`,
 				req["R"] = json.RawMessage(b)
 			}
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
-				var resp struct {
-					Type      int             `json:"type"`
-					Note      string          `json:"note"`
-					RDeltaAdd json.RawMessage `json:"R_delta_add"`
-					RDeltaSub json.RawMessage `json:"R_delta_sub"`
-					R         json.RawMessage `json:"R"`
-				}
+				var resp job.ReallocResponse
 				if err := h.Call(ctx, "job-manager.realloc", flux.NodeidAny, req, &resp); err != nil {
 					return err
 				}
-				if resp.Type != 0 {
-					what := map[int]string{1: "denied", 2: "canceled", 3: "not supported by the scheduler"}[resp.Type]
+				if resp.Type != job.ReallocSuccess {
+					what := map[int]string{job.ReallocDeny: "denied", job.ReallocCancel: "canceled", job.ReallocUnsupported: "not supported by the scheduler"}[resp.Type]
 					return fmt.Errorf("%s: %s: %s", id.String(), what, resp.Note)
 				}
 				if o.quiet {

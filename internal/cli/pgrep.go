@@ -249,8 +249,10 @@ func pkill(ctx context.Context, h *flux.Handle, rows []jobRow, wait bool, prog s
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := h.Call(ctx, "job-manager.raise", flux.NodeidAny,
-				map[string]any{"id": id, "type": "cancel", "severity": 0, "note": ""}, nil)
+			f, err := job.Raise(h, id, "cancel", 0, "")
+			if err == nil {
+				err = f.Decode(ctx, nil)
+			}
 			if err == nil && wait {
 				_, err = job.WaitEvent(ctx, h, id, "eventlog", 0, job.EventNamed("clean"))
 			}

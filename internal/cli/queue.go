@@ -15,6 +15,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/flux/resource"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 )
@@ -45,12 +46,7 @@ a restart of the instance (unless --nocheckpoint).`,
 }
 
 // queueStatus is job-manager.queue-status's answer.
-type queueStatus struct {
-	Enable        bool   `json:"enable"`
-	Start         bool   `json:"start"`
-	DisableReason string `json:"disable_reason"`
-	StopReason    string `json:"stop_reason"`
-}
+type queueStatus = job.QueueStatus
 
 // queueNames returns the named queues ([] without any).
 func queueNames(ctx context.Context, h *flux.Handle) ([]string, error) {

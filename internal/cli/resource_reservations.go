@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/resource"
 )
 
 // flux resource reservations: the advance reservations sched-simple
@@ -46,16 +47,7 @@ with --setattr=reservation=NAME (the instance owner always may).`,
 }
 
 func printReservations(out io.Writer, raw json.RawMessage, now time.Time) error {
-	var resp struct {
-		Reservations []struct {
-			Name     string   `json:"name"`
-			Ranks    string   `json:"ranks"`
-			Nodelist string   `json:"nodelist"`
-			Start    float64  `json:"start"`
-			End      float64  `json:"end"`
-			Users    []uint32 `json:"users"`
-		} `json:"reservations"`
-	}
+	var resp resource.ReservationsResponse
 	if err := json.Unmarshal(raw, &resp); err != nil {
 		return fmt.Errorf("sched-simple.reservations: %w", err)
 	}

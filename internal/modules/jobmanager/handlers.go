@@ -11,6 +11,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/jobtap/builtin"
 	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	fluxjob "github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -164,12 +165,7 @@ func (m *manager) raise(j *job, typ string, severity int, note string, userid ui
 }
 
 func (m *manager) handleRaise(r *flux.Request) {
-	var req struct {
-		ID       jobid.ID `json:"id"`
-		Type     string   `json:"type"`
-		Severity int      `json:"severity"`
-		Note     string   `json:"note"`
-	}
+	var req fluxjob.RaiseRequest
 	if r.Decode(&req) != nil {
 		return
 	}
@@ -217,10 +213,7 @@ func checkException(r *flux.Request, typ string, severity int) bool {
 }
 
 func (m *manager) handleKill(r *flux.Request) {
-	var req struct {
-		ID     jobid.ID `json:"id"`
-		Signum int      `json:"signum"`
-	}
+	var req fluxjob.KillRequest
 	if r.Decode(&req) != nil {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/jobtap"
 	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	fluxjob "github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
@@ -307,12 +308,12 @@ func (q *queues) handleStatus(r *flux.Request) {
 	if !q.m.sched.ready {
 		started, stopReason = false, "Scheduler is offline"
 	}
-	resp := map[string]any{"enable": s.submission.on, "start": started}
+	resp := fluxjob.QueueStatus{Enable: s.submission.on, Start: started}
 	if !s.submission.on {
-		resp["disable_reason"] = s.submission.reason
+		resp.DisableReason = s.submission.reason
 	}
-	if !started && stopReason != "" {
-		resp["stop_reason"] = stopReason
+	if !started {
+		resp.StopReason = stopReason
 	}
 	r.Respond(resp)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	fluxjob "github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/rset"
 )
@@ -26,22 +27,6 @@ import (
 // Responses of type DENY (1) or UNSUPPORTED (3) change nothing.
 
 // Realloc response types (RFC 51).
-const (
-	reallocSuccess     = 0
-	reallocDeny        = 1
-	reallocCancel      = 2
-	reallocUnsupported = 3
-)
-
-type reallocResponse struct {
-	AllocID   uint64          `json:"alloc_id"`
-	Type      int             `json:"type"`
-	Note      string          `json:"note,omitempty"`
-	RDeltaAdd json.RawMessage `json:"R_delta_add,omitempty"`
-	RDeltaSub json.RawMessage `json:"R_delta_sub,omitempty"`
-	R         json.RawMessage `json:"R,omitempty"`
-}
-
 func (m *manager) handleRealloc(r *flux.Request) {
 	var req struct {
 		ID      jobid.ID        `json:"id"`
@@ -88,12 +73,12 @@ func (m *manager) handleRealloc(r *flux.Request) {
 			r.RespondError(fmt.Errorf("scheduler: %w", err))
 			return
 		}
-		var resp reallocResponse
+		var resp fluxjob.ReallocResponse
 		if err := json.Unmarshal(msg.JSON(), &resp); err != nil {
 			r.Errorf(syscall.EPROTO, "sched.realloc response: %v", err)
 			return
 		}
-		if resp.Type != reallocSuccess {
+		if resp.Type != fluxjob.ReallocSuccess {
 			r.Respond(resp)
 			return
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/sched"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	fluxjob "github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 	"github.com/fluxgo/fluxgo/pkg/rset"
 )
@@ -20,11 +21,6 @@ import (
 // what it gives back until the job manager frees it (sched.free with
 // final false). Nothing waits, so sched.realloc_cancel has nothing to
 // cancel.
-
-const (
-	reallocSuccess = 0
-	reallocDeny    = 1
-)
 
 func (s *scheduler) realloc(r *flux.Request) {
 	if !r.IsOwner() {
@@ -44,14 +40,14 @@ func (s *scheduler) realloc(r *flux.Request) {
 	s.reallocSeq++
 	id := s.reallocSeq
 	deny := func(format string, args ...any) {
-		r.Respond(map[string]any{"alloc_id": id, "type": reallocDeny, "note": fmt.Sprintf(format, args...)})
+		r.Respond(fluxjob.ReallocResponse{AllocID: id, Type: fluxjob.ReallocDeny, Note: fmt.Sprintf(format, args...)})
 	}
 	held := s.running[req.JobID]
 	if held == nil {
 		deny("the job holds no resources here")
 		return
 	}
-	resp := map[string]any{"alloc_id": id, "type": reallocSuccess}
+	resp := fluxjob.ReallocResponse{AllocID: id, Type: fluxjob.ReallocSuccess}
 	// what goes away is chosen first, from what the job holds now
 	var sub *sched.Alloc
 	switch {
@@ -103,11 +99,11 @@ func (s *scheduler) realloc(r *flux.Request) {
 		}
 		add.Expiration = held.Expiration
 		held.Merge(add)
-		resp["R_delta_add"] = json.RawMessage(s.pool.AppendR(nil, add))
+		resp.RDeltaAdd = s.pool.AppendR(nil, add)
 	}
 	if sub != nil {
 		sub.Start, sub.Expiration = held.Start, held.Expiration
-		resp["R_delta_sub"] = json.RawMessage(s.pool.AppendR(nil, sub))
+		resp.RDeltaSub = s.pool.AppendR(nil, sub)
 	}
 	r.Respond(resp)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/internal/sched"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	fluxresource "github.com/fluxgo/fluxgo/pkg/flux/resource"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
 	"github.com/fluxgo/fluxgo/pkg/idset"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
@@ -231,18 +232,10 @@ func (s *scheduler) checkReservationFit(e *cacheEntry) error {
 // reservationsList answers sched-simple.reservations (flux resource
 // reservations): each configured reservation with its ranks and hosts.
 func (s *scheduler) reservationsList(r *flux.Request) {
-	type entry struct {
-		Name     string   `json:"name"`
-		Ranks    string   `json:"ranks"`
-		Nodelist string   `json:"nodelist"`
-		Start    float64  `json:"start"`
-		End      float64  `json:"end"`
-		Users    []uint32 `json:"users"`
-	}
-	out := []entry{}
+	out := []fluxresource.Reservation{}
 	inv := s.pool.Inventory()
 	for name, st := range s.resvs {
-		e := entry{Name: name, Ranks: st.ranks.String(), Start: st.Start, End: st.End, Users: []uint32{}}
+		e := fluxresource.Reservation{Name: name, Ranks: st.ranks.String(), Start: st.Start, End: st.End, Users: []uint32{}}
 		if hl := inv.CopyRanks(st.ranks).Nodelist(); hl != nil {
 			e.Nodelist = hl.String()
 		}
@@ -255,5 +248,5 @@ func (s *scheduler) reservationsList(r *flux.Request) {
 	sort.Slice(out, func(i, j int) bool {
 		return out[i].Start < out[j].Start || out[i].Start == out[j].Start && out[i].Name < out[j].Name
 	})
-	r.Respond(map[string]any{"reservations": out})
+	r.Respond(fluxresource.ReservationsResponse{Reservations: out})
 }

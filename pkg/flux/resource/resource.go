@@ -219,3 +219,19 @@ func Reload(ctx context.Context, h *flux.Handle, path string, xml, force bool) e
 func AcquireMute(ctx context.Context, h *flux.Handle) error {
 	return h.Call(ctx, "resource.acquire-mute", 0, map[string]any{}, nil)
 }
+
+// Reservation is one advance reservation as sched-simple.reservations
+// lists it (flux resource reservations).
+type Reservation struct {
+	Name     string   `json:"name"`
+	Ranks    string   `json:"ranks"`
+	Nodelist string   `json:"nodelist"`
+	Start    float64  `json:"start"`
+	End      float64  `json:"end"`
+	Users    []uint32 `json:"users"`
+}
+
+// ReservationsResponse is the answer to sched-simple.reservations.
+type ReservationsResponse struct {
+	Reservations []Reservation `json:"reservations"`
+}
