@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/fluxgo/fluxgo/pkg/flux/content"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 	"github.com/fluxgo/fluxgo/pkg/jsonwire"
@@ -19,30 +20,28 @@ import (
 // then kept the whole batch's buffer alive. A request from outside the
 // broker carries the jobspecs in the payload, as flux-core's does.
 //
-// With Records (one per job), the jobs are not in the KVS yet: the job
-// manager writes each accepted job's J, jobspec and eventlog in the same
-// commit as its first events, and answers once that commit is done, with
-// its "rootseq". A job's directory is then written once at submission,
-// not twice, and a rejected job is never written. A request without
-// Records (flux-core's) names jobs job-ingest has already committed.
+// The jobs' records (SubmitJob.Record) are in the payload, in and out
+// of the broker alike.
 type SubmitAttachment struct {
-	Specs   []*jobspec.Jobspec
-	Raw     [][]byte
-	Records []SubmitRecord
+	Specs []*jobspec.Jobspec
+	Raw   [][]byte
 }
 
 // SubmitRecord names the blobs of a job's J and jobspec, already in the
-// content store.
+// content store: a job with a record ("record": {"J": REF, "jobspec":
+// REF}, a fluxgo member) is not in the KVS yet, and the job manager
+// writes its J, jobspec and eventlog in the same commit as its first
+// events and answers once that commit is done, with its "rootseq". A
+// job's directory is then written once at submission, not twice, and a
+// rejected job is never written. A request without records (flux-core's)
+// names jobs job-ingest has already committed; one request has records
+// for every job or for none.
 type SubmitRecord struct{ J, Jobspec string }
 
 // Payload returns the request's payload with each job's jobspec back in
 // its "jobspec" member, flux-core's job-manager.submit (a
-// message.Attachment). A request with Records has no wire form: its jobs
-// are not in the KVS, and a job manager elsewhere could not record them.
+// message.Attachment).
 func (a *SubmitAttachment) Payload(partial []byte) ([]byte, error) {
-	if a.Records != nil {
-		return nil, fmt.Errorf("job-manager.submit: jobs to record (attached records) cannot leave the broker")
-	}
 	b := []byte{'{'}
 	n := 0
 	err := jsonwire.Object(bytes.TrimSuffix(partial, []byte{0}), func(key, val []byte) error {
@@ -97,6 +96,9 @@ type SubmitJob struct {
 	// Jobspec is the job's jobspec text; nil leaves the member out (the
 	// jobspecs are attached, SubmitAttachment).
 	Jobspec json.RawMessage
+	// Record, when set, asks the job manager to record the job (see
+	// SubmitRecord).
+	Record *SubmitRecord
 }
 
 // AppendSubmitRequest appends the job-manager.submit payload {"jobs":
@@ -121,6 +123,13 @@ func AppendSubmitRequest(b []byte, jobs []SubmitJob) []byte {
 		if j.Jobspec != nil {
 			b = append(b, `,"jobspec":`...)
 			b = append(b, j.Jobspec...)
+		}
+		if j.Record != nil {
+			b = append(b, `,"record":{"J":`...)
+			b = jsonwire.AppendString(b, j.Record.J)
+			b = append(b, `,"jobspec":`...)
+			b = jsonwire.AppendString(b, j.Record.Jobspec)
+			b = append(b, '}')
 		}
 		b = append(b, '}')
 	}
@@ -160,6 +169,8 @@ func DecodeSubmitRequest(p []byte, jobspecsAttached bool) ([]SubmitJob, error) {
 				case "jobspec":
 					sj.Jobspec = val
 					seen |= 2
+				case "record":
+					sj.Record, err = decodeSubmitRecord(val)
 				}
 				if err != nil {
 					return fmt.Errorf("jobs: %s: %w", k, err)
@@ -177,6 +188,37 @@ func DecodeSubmitRequest(p []byte, jobspecsAttached bool) ([]SubmitJob, error) {
 		})
 	})
 	return jobs, err
+}
+
+// decodeSubmitRecord reads {"J": REF, "jobspec": REF}; both must be
+// blobrefs.
+func decodeSubmitRecord(val []byte) (*SubmitRecord, error) {
+	var rec SubmitRecord
+	err := jsonwire.Object(val, func(k, v []byte) error {
+		var s string
+		var err error
+		switch string(k) {
+		case "J":
+			s, err = jsonwire.String(v)
+			rec.J = s
+		case "jobspec":
+			s, err = jsonwire.String(v)
+			rec.Jobspec = s
+		default:
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := content.Validate(s); err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+		return nil
+	})
+	if err == nil && (rec.J == "" || rec.Jobspec == "") {
+		err = fmt.Errorf("%w: a record needs J and jobspec", jsonwire.ErrSyntax)
+	}
+	return &rec, err
 }
 
 // SubmitResponse builds the job-manager.submit response {"errors":[[id,

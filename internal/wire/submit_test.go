@@ -12,7 +12,7 @@ import (
 // builds it (AppendSubmitRequest, jobspecs attached) decodes to the same
 // jobs in the broker (the attached jobspecs filled in, as the job manager
 // does) and over a socket (the payload its attachment stands for:
-// flux-core's request); one with records has no wire form.
+// flux-core's request), records included.
 func TestSubmitConformance(t *testing.T) {
 	jobs := []SubmitJob{
 		{ID: 1, Userid: 5, Urgency: 16, TSubmit: 1.5},
@@ -45,9 +45,28 @@ func TestSubmitConformance(t *testing.T) {
 	if back, err := DecodeSubmitRequest(AppendSubmitRequest(nil, jobs), false); err != nil || !reflect.DeepEqual(back, jobs) {
 		t.Errorf("round trip: %+v, %v", back, err)
 	}
-	att.Records = []SubmitRecord{{}, {}}
-	if p, err := att.Payload(append(partial, 0)); err == nil {
-		t.Errorf("a submit with records attached has a wire form: %q", p)
+	// records travel in the payload, in and out of the broker
+	ref := "sha1-0123456789abcdef0123456789abcdef01234567"
+	for i := range jobs {
+		jobs[i].Jobspec, jobs[i].Record = nil, &SubmitRecord{J: ref, Jobspec: ref}
+	}
+	partial = AppendSubmitRequest(nil, jobs)
+	inRec, err := DecodeSubmitRequest(partial, true)
+	if err != nil || !reflect.DeepEqual(inRec, jobs) {
+		t.Fatalf("records in process: %+v, %v", inRec, err)
+	}
+	full, err = att.Payload(append(partial, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	outRec, err := DecodeSubmitRequest(full[:len(full)-1], false)
+	if err != nil || len(outRec) != 2 || !reflect.DeepEqual(outRec[1].Record, jobs[1].Record) || string(outRec[1].Jobspec) != `{"b":2}` {
+		t.Errorf("records over a socket: %+v, %v", outRec, err)
+	}
+	for _, bad := range []string{`{"J":"x","jobspec":"` + ref + `"}`, `{"J":"` + ref + `"}`, `[]`} {
+		if _, err := DecodeSubmitRequest([]byte(`{"jobs":[{"id":1,"record":`+bad+`}]}`), true); err == nil {
+			t.Errorf("record %s accepted", bad)
+		}
 	}
 	if _, err := DecodeSubmitRequest([]byte(`{"jobs":[{"userid":1}]}`), true); err == nil || !strings.Contains(err.Error(), "each job needs an id") {
 		t.Errorf("a job without an id: %v", err)

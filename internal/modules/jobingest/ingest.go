@@ -373,15 +373,14 @@ func (in *ingest) flush() {
 // committed.
 func (in *ingest) handOver(batch []*pending, refs []jobRefs) {
 	// job-manager.submit {"jobs":[{"id","userid","urgency","t_submit",
-	// "flags"}]}, the jobspecs and records attached
-	// (wire.SubmitAttachment)
+	// "flags","record"}]}, the jobspecs attached (wire.SubmitAttachment)
 	jobs := make([]wire.SubmitJob, len(batch))
-	att := &wire.SubmitAttachment{Specs: make([]*jobspec.Jobspec, len(batch)),
-		Raw: make([][]byte, len(batch)), Records: make([]wire.SubmitRecord, len(batch))}
+	att := &wire.SubmitAttachment{Specs: make([]*jobspec.Jobspec, len(batch)), Raw: make([][]byte, len(batch))}
+	records := make([]wire.SubmitRecord, len(batch))
 	for i, p := range batch {
-		jobs[i] = wire.SubmitJob{ID: p.id, Userid: p.userid, Urgency: p.urgency, TSubmit: p.tSubmit, Flags: p.flags}
+		records[i] = wire.SubmitRecord{J: refs[i].J, Jobspec: refs[i].jobspec}
+		jobs[i] = wire.SubmitJob{ID: p.id, Userid: p.userid, Urgency: p.urgency, TSubmit: p.tSubmit, Flags: p.flags, Record: &records[i]}
 		att.Specs[i], att.Raw[i] = p.spec, p.jobspec
-		att.Records[i] = wire.SubmitRecord{J: refs[i].J, Jobspec: refs[i].jobspec}
 		p.spec = nil
 	}
 	jm := wire.AppendSubmitRequest(make([]byte, 0, 16+128*len(batch)), jobs)

@@ -50,9 +50,9 @@ func (m *manager) register() {
 }
 
 // handleSubmit accepts jobs from job-ingest, runs jobtap validation, and
-// starts them on their way. fluxgo's job-ingest attaches the jobs'
-// records (SubmitAttachment.Records), written here with the first
-// events; flux-core's has recorded them in the KVS already.
+// starts them on their way. fluxgo's job-ingest sends the jobs' records
+// (wire.SubmitRecord), written here with the first events; flux-core's
+// has recorded them in the KVS already.
 func (m *manager) handleSubmit(r *flux.Request) {
 	// job-ingest hands over the jobspecs it parsed and their text
 	// (in-process only)
@@ -61,9 +61,11 @@ func (m *manager) handleSubmit(r *flux.Request) {
 	if err == nil && att != nil && (len(att.Specs) != len(jobs) || len(att.Raw) != len(jobs)) {
 		err = fmt.Errorf("%d jobs but %d jobspecs attached", len(jobs), len(att.Raw))
 	}
-	record := att != nil && att.Records != nil
-	if err == nil && record && len(att.Records) != len(jobs) {
-		err = fmt.Errorf("%d jobs but %d records attached", len(jobs), len(att.Records))
+	record := len(jobs) > 0 && jobs[0].Record != nil
+	for i := range jobs {
+		if err == nil && (jobs[i].Record != nil) != record {
+			err = fmt.Errorf("jobs: either every job has a record or none does")
+		}
 	}
 	if err != nil {
 		r.Errorf(syscall.EPROTO, "job-manager.submit: %v", err)
@@ -126,7 +128,7 @@ func (m *manager) handleSubmit(r *flux.Request) {
 		line := newEventLine(sj.TSubmit, "submit", ctx)
 		j.eventlog = append(j.eventlog, line...)
 		if record {
-			rec := att.Records[i]
+			rec := sj.Record
 			m.batch.PutTreeobj(j.kvsDir+".J", treeobj.NewValref(rec.J))
 			m.batch.PutTreeobj(j.kvsDir+".jobspec", treeobj.NewValref(rec.Jobspec))
 			m.batch.PutShared(j.eventlogKey(), line)
