@@ -193,25 +193,18 @@ func instanceRecords(q archivedb.QueryRequest) ([]archivedb.Record, error) {
 		case err != nil && !errors.Is(err, syscall.EPERM):
 			return fmt.Errorf("job archive: %w", err)
 		}
-		f, err := h.RPC("job-archive.query", flux.NodeidAny, q, flux.Streaming)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		for {
-			m, err := f.Next(ctx)
-			if err == io.EOF {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("job archive: %s", flux.ErrorText(err))
-			}
+		err = h.Stream(ctx, "job-archive.query", flux.NodeidAny, q, func(m *flux.Message) error {
 			var resp archivedb.QueryResponse
 			if err := m.UnmarshalPayload(&resp); err != nil {
 				return fmt.Errorf("job-archive.query response: %w", err)
 			}
 			recs = append(recs, resp.Records...)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("job archive: %s", flux.ErrorText(err))
 		}
+		return nil
 	})
 	return recs, err
 }

@@ -175,3 +175,26 @@ func (f *Future) Close() {
 		f.h.unregister(f.tag)
 	}
 }
+
+// Stream sends a streaming request (RFC 6) and calls fn with each
+// response until the stream ends (nil) or fails (the error), or fn
+// returns an error (that one; the rest of the stream is dropped).
+func (h *Handle) Stream(ctx context.Context, topic string, nodeid uint32, payload any, fn func(*Message) error) error {
+	f, err := h.RPC(topic, nodeid, payload, Streaming)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for {
+		m, err := f.Next(ctx)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+	}
+}

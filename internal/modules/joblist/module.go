@@ -20,6 +20,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/memo"
 	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/internal/snapfile"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -113,12 +114,12 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		return fmt.Errorf("subscribing to job-manager.online: %w", err)
 	}
 	if dir, _ := h.Attr(ctx, "statedir"); dir != "" {
-		s.snap.path = filepath.Join(dir, snapshotFile)
+		s.snap.Path = filepath.Join(dir, snapshotFile)
 	}
 	s.subscribe()
 	err = h.Serve(ctx)
 	s.stop()
-	s.finalSnapshot()
+	s.snap.Final()
 	return err
 }
 
@@ -152,11 +153,11 @@ type service struct {
 	// purgedWhileRestoring: jobs purged while the restore runs, which it
 	// must not add back
 	purgedWhileRestoring map[jobid.ID]struct{}
-	snap                 snapshotState
+	snap                 *snapfile.Keeper // snapshot_write.go
 }
 
 func newService(ctx context.Context, h *flux.Handle, log *slog.Logger, cfg Config) *service {
-	return &service{
+	s := &service{
 		ctx:     ctx,
 		h:       h,
 		log:     log,
@@ -165,6 +166,8 @@ func newService(ctx context.Context, h *flux.Handle, log *slog.Logger, cfg Confi
 		waiters: make(map[uint64][]*idWaiter),
 		specs:   memo.New[specFields](256),
 	}
+	s.snap = s.newSnapshotKeeper("")
+	return s
 }
 
 func (s *service) register() {
@@ -196,7 +199,7 @@ func (s *service) purgeEvent(m *flux.Message) {
 		if r := s.idx.jobs[id]; r != nil && r.state == job.StateInactive {
 			s.idx.remove(r)
 			s.purged++
-			s.snap.changed++
+			s.snap.Changed(1)
 		}
 	}
 }

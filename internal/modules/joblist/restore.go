@@ -102,7 +102,7 @@ func (s *service) startRestore() {
 		known[id] = struct{}{}
 	}
 	start := time.Now()
-	path := s.snap.path
+	path := s.snap.Path
 	go func() {
 		defer close(s.restoreWait)
 		snap := s.loadSnapshot(path)
@@ -112,15 +112,16 @@ func (s *service) startRestore() {
 			s.stats = st
 			s.restoring = false
 			s.purgedWhileRestoring = nil
-			s.snap.restored = ctx.Err() == nil
 			// what the snapshot lacked goes into the next one
-			s.snap.changed += st.restored - st.fromSnapshot
+			s.snap.Changed(st.restored - st.fromSnapshot)
 			s.log.Info("restored inactive jobs from the KVS", "jobs", st.restored,
 				"from_snapshot", st.fromSnapshot, "skipped", st.skipped, "errors", st.errors,
 				"elapsed", st.elapsed.String())
 			s.setReady()
 			s.checkAllWaiters()
-			s.scheduleSnapshot()
+			if ctx.Err() == nil {
+				s.snap.Whole() // the restore ran to its end
+			}
 		})
 	}()
 }

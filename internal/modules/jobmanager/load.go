@@ -34,7 +34,7 @@ const loadChunk = 1024
 // restore did not read (skip), in chunks posted to the Serve goroutine.
 func (m *manager) startLoading(ctx context.Context, max jobid.ID, skip map[jobid.ID]bool) {
 	m.load = loadState{on: true, max: max, ctx: ctx}
-	path := m.snap.path
+	path := m.snap.Path
 	go func() {
 		snap := m.readSnapshot(path)
 		var dirs []string
@@ -142,8 +142,8 @@ func (m *manager) loadDone(err error) {
 		m.log.Info(fmt.Sprintf("restored %d more jobs from the KVS while serving (%d from the snapshot)", m.load.read+m.load.fromSnapshot, m.load.fromSnapshot))
 	}
 	if err == nil && m.load.ctx.Err() == nil {
-		m.snap.changed += m.load.read // what the snapshot lacked
-		m.snapWhole()
+		m.snap.Changed(m.load.read) // what the snapshot lacked
+		m.snap.Whole()
 	}
 	after := m.load.after
 	m.load = loadState{}

@@ -10,6 +10,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/jobtap"
 	"github.com/fluxgo/fluxgo/internal/kvsbatch"
 	"github.com/fluxgo/fluxgo/internal/policy"
+	"github.com/fluxgo/fluxgo/internal/snapfile"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -36,9 +37,11 @@ type manager struct {
 	done      map[jobid.ID]inactiveRec
 	strs      strs // strings of the records in done
 	maxID     jobid.ID
-	index     indexState    // the restart index's writer (index.go)
-	snap      snapshotState // the snapshot of inactive jobs (snapshot.go)
-	load      loadState     // the inactive jobs read after a restart (load.go)
+	index     indexState       // the restart index's writer (index.go)
+	snap      *snapfile.Keeper // the snapshot of inactive jobs (snapshot.go)
+	// becameInactive counts the jobs that became inactive (for snap)
+	becameInactive uint64
+	load           loadState // the inactive jobs read after a restart (load.go)
 
 	batch   *kvsbatch.Batch
 	journal *journal
@@ -96,6 +99,7 @@ func newManager(h *flux.Handle, log *slog.Logger, owner uint32) *manager {
 	m.exec = newExecClient(m)
 	m.plugins = newPluginSet(m)
 	m.queues = newQueues(m, &policy.Config{})
+	m.snap = m.newSnapshotKeeper("")
 	return m
 }
 
@@ -441,7 +445,7 @@ func (m *manager) retire(j *job) {
 		j.dropActiveData()
 	})
 	m.inactive = append(m.inactive, j.ID)
-	m.snap.became++
+	m.becameInactive++
 	m.trimInactive()
 	m.indexChanged()
 }

@@ -74,14 +74,14 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		return err
 	}
 	if dir, _ := h.Attr(ctx, "statedir"); dir != "" {
-		m.snap.path = filepath.Join(dir, snapshotFile)
+		m.snap.Path = filepath.Join(dir, snapshotFile)
 	}
 	n, failed, err := m.restore(ctx)
 	if err != nil && ctx.Err() != nil {
 		return ctx.Err()
 	}
 	if err == nil && !m.load.on {
-		m.snapWhole() // every job was read before serving
+		m.snap.Whole() // every job was read before serving
 	}
 	switch {
 	case err != nil:
@@ -101,7 +101,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	m.finalIndex(final)
-	m.finalSnapshot()
+	m.snap.Final()
 	return err
 }
 

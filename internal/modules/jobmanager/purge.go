@@ -177,7 +177,7 @@ func (m *manager) purge(ids []jobid.ID, done func(error)) {
 		return
 	}
 	gone := make(map[jobid.ID]bool, len(ids))
-	m.snap.changed += len(ids)
+	m.snap.Changed(len(ids))
 	for _, id := range ids {
 		gone[id] = true
 		m.batch.Unlink(jobDir(id))

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"math"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/snapfile"
@@ -41,19 +40,6 @@ type snapRec struct {
 	id                jobid.ID
 	rec               inactiveRec
 	exception, result string
-}
-
-// snapshotState is the writer's bookkeeping (Serve goroutine).
-type snapshotState struct {
-	path      string // "": no statedir, no snapshot
-	became    uint64 // jobs that became inactive
-	written   uint64 // became at the last write
-	changed   int    // other changes since: purges, jobs read from the KVS
-	whole     bool   // every inactive job is in memory (restore and load done)
-	writing   bool
-	scheduled bool
-	seen      uint64 // became at the last look
-	wg        sync.WaitGroup
 }
 
 func encodeSnapshot(recs []snapRec) []byte {
@@ -122,78 +108,19 @@ func (m *manager) snapshotRecords() []snapRec {
 		}
 		out = append(out, snapRec{id: id, rec: r, exception: m.strs.get(r.exception), result: m.strs.get(r.result)})
 	}
-	m.snap.written = m.snap.became
-	m.snap.changed = 0
 	return out
 }
 
-// snapWhole notes that every inactive job is in memory: snapshots may
-// be written from now on.
-func (m *manager) snapWhole() {
-	m.snap.whole = true
-	m.scheduleSnapshot()
-}
-
-func (m *manager) scheduleSnapshot() {
-	if m.snap.path == "" || m.snap.scheduled {
-		return
-	}
-	m.snap.scheduled = true
-	time.AfterFunc(snapshotPeriod, func() {
-		m.h.Post(func() {
-			m.snap.scheduled = false
-			m.maybeSnapshot()
-			m.scheduleSnapshot()
-		})
-	})
-}
-
-func (m *manager) snapPending() int {
-	return int(m.snap.became-m.snap.written) + m.snap.changed
-}
-
-// maybeSnapshot writes the snapshot in the background when enough has
-// changed since the last write, or anything has and no job ended since
-// the last look (as job-list's).
-func (m *manager) maybeSnapshot() {
-	quiet := m.snap.became == m.snap.seen
-	m.snap.seen = m.snap.became
-	if !m.snap.whole || m.snap.writing {
-		return
-	}
-	p := m.snapPending()
-	if p == 0 || !quiet && p < max(snapshotEvery, len(m.inactive)/16) {
-		return
-	}
-	recs := m.snapshotRecords()
-	m.snap.writing = true
-	m.snap.wg.Add(1)
-	go func() {
-		defer m.snap.wg.Done()
-		err := snapfile.WriteFile(m.snap.path, encodeSnapshot(recs))
-		m.h.Post(func() {
-			m.snap.writing = false
-			if err != nil {
-				m.log.Warn("writing the job manager's snapshot", "path", m.snap.path, "err", err)
-				m.snap.changed++
-			}
-		})
-	}()
-}
-
-// finalSnapshot writes the snapshot as the module unloads (after Serve
-// returned), unless nothing changed or not every job was read.
-func (m *manager) finalSnapshot() {
-	m.snap.wg.Wait()
-	if m.snap.path == "" || !m.snap.whole {
-		return
-	}
-	if _, err := os.Stat(m.snap.path); err == nil && m.snapPending() == 0 {
-		return
-	}
-	if err := snapfile.WriteFile(m.snap.path, encodeSnapshot(m.snapshotRecords())); err != nil {
-		m.log.Warn("writing the job manager's snapshot", "path", m.snap.path, "err", err)
-	}
+// newSnapshotKeeper returns the snapshot's writer (path "": none).
+func (m *manager) newSnapshotKeeper(path string) *snapfile.Keeper {
+	return &snapfile.Keeper{Path: path, Name: "job manager's snapshot", Period: snapshotPeriod, Every: snapshotEvery,
+		Post: m.h.Post, Log: m.log,
+		Total: func() int { return len(m.inactive) },
+		Count: func() uint64 { return m.becameInactive },
+		Take: func() func() []byte {
+			recs := m.snapshotRecords()
+			return func() []byte { return encodeSnapshot(recs) }
+		}}
 }
 
 // readSnapshot reads the snapshot (nil if none, or damaged: the jobs are

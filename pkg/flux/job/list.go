@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -166,23 +165,7 @@ func ListPages(ctx context.Context, h *flux.Handle, req ListRequest, fn func(pay
 	if req.Attrs == nil {
 		req.Attrs = []string{}
 	}
-	f, err := h.RPC("job-list.list", flux.NodeidAny, req, flux.Streaming)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	for {
-		m, err := f.Next(ctx)
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := fn(m.JSON()); err != nil {
-			return err
-		}
-	}
+	return h.Stream(ctx, "job-list.list", flux.NodeidAny, req, func(m *flux.Message) error { return fn(m.JSON()) })
 }
 
 // List returns the jobs job-list.list selects, in the order it sends them
