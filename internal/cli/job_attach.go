@@ -129,13 +129,8 @@ func attachJob(h *flux.Handle, id jobid.ID, o attachOptions, stdin io.Reader, ou
 		}
 		switch ev.Name {
 		case "exception":
-			var c struct {
-				Type     string `json:"type"`
-				Severity int    `json:"severity"`
-				Note     string `json:"note"`
-			}
-			json.Unmarshal(ev.Context, &c)
-			if c.Severity == 0 && a.outcome.exception == "" {
+			c, _ := job.ExceptionOf(ev)
+			if c.Fatal() && a.outcome.exception == "" {
 				a.outcome.exception, a.outcome.note = c.Type, c.Note
 			}
 			if !o.quiet {

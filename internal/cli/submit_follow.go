@@ -10,6 +10,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/pkg/eventlog"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
@@ -61,13 +62,8 @@ func followJob(ctx context.Context, h *flux.Handle, id jobid.ID) (jobOutcome, er
 			json.Unmarshal(ev.Context, &c)
 			out.status = c.Status
 		case "exception":
-			var c struct {
-				Type     string `json:"type"`
-				Severity int    `json:"severity"`
-				Note     string `json:"note"`
-			}
-			json.Unmarshal(ev.Context, &c)
-			if c.Severity == 0 && out.exception == "" {
+			c, _ := job.ExceptionOf(ev)
+			if c.Fatal() && out.exception == "" {
 				out.exception, out.note, out.exSev = c.Type, c.Note, c.Severity
 			}
 		case "clean":

@@ -1,12 +1,12 @@
 package sched
 
 import (
-	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // AppendR appends a as a complete RFC 20 R document (version 1): R_lite
@@ -43,7 +43,7 @@ func (p *Pool) AppendR(b []byte, a *Alloc) []byte {
 		b = strconv.AppendInt(b, int64(a.Slots), 10)
 	}
 	b = append(b, `,"nodelist":[`...)
-	b = appendJSONString(b, p.nodelist(a))
+	b = jsonwire.AppendPlainString(b, p.nodelist(a))
 	b = append(b, ']')
 	b = p.appendProperties(b, a)
 	return append(b, "}}"...)
@@ -248,23 +248,10 @@ func (p *Pool) appendProperties(b []byte, a *Alloc) []byte {
 		if k > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, name)
+		b = jsonwire.AppendPlainString(b, name)
 		b = append(b, `:"`...)
 		b = appendIDs(b, byName[name])
 		b = append(b, '"')
 	}
 	return append(b, '}')
-}
-
-// appendJSONString appends s as a JSON string.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }

@@ -210,6 +210,8 @@ func TestAppendPlainString(t *testing.T) {
 		{"q\"b\\", `"q\"b\\"`},
 		{"a\nb\rc\td\be\ff\x01", `"a\nb\rc\td\be\ff\u0001"`},
 		{"é <&> \u2028", "\"é <&> \u2028\""}, // copied as is, unlike AppendString
+		{"bad\xffutf8\xe9", `"bad\ufffdutf8\ufffd"`},
+		{"\xed\xa0\x80 😀", `"\ufffd\ufffd\ufffd 😀"`}, // a surrogate is not UTF-8
 	} {
 		if got := string(AppendPlainString(nil, tc.in)); got != tc.want {
 			t.Errorf("AppendPlainString(%q) = %s, want %s", tc.in, got, tc.want)
@@ -217,9 +219,12 @@ func TestAppendPlainString(t *testing.T) {
 		if got := string(AppendPlainString(nil, []byte(tc.in))); got != tc.want {
 			t.Errorf("AppendPlainString([]byte %q) = %s, want %s", tc.in, got, tc.want)
 		}
-		var back string
-		if err := json.Unmarshal([]byte(tc.want), &back); err != nil || back != tc.in {
-			t.Errorf("%s does not decode back to %q: %q %v", tc.want, tc.in, back, err)
+		// it reads back as what encoding/json writes reads back
+		var back, std string
+		m, _ := json.Marshal(tc.in)
+		json.Unmarshal(m, &std)
+		if err := json.Unmarshal([]byte(tc.want), &back); err != nil || back != std {
+			t.Errorf("%s does not decode back to %q: %q %v", tc.want, std, back, err)
 		}
 	}
 }

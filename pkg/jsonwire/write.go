@@ -82,19 +82,35 @@ func AppendBool(dst []byte, b bool) []byte { return strconv.AppendBool(dst, b) }
 // AppendPlainString appends s as a JSON string the way jansson (and so
 // flux-core) writes one: only the quote, the backslash and control
 // characters are escaped; everything else, UTF-8 included, is copied as
-// is. Eventlogs, KVS tree objects and job output use it so their bytes
-// match flux-core's.
+// is. Eventlogs, KVS tree objects, R and job output use it so their bytes
+// match flux-core's. A byte that is not part of valid UTF-8 (which
+// jansson refuses to encode, and every JSON reader here refuses to read)
+// becomes U+FFFD, as encoding/json writes it.
 func AppendPlainString[T ~string | ~[]byte](dst []byte, s T) []byte {
 	dst = append(dst, '"')
 	start := 0
-	for i := 0; i < len(s); i++ {
+	for i := 0; i < len(s); {
 		c := s[i]
+		if c >= utf8.RuneSelf {
+			// at most 4 bytes: converted on the stack
+			if r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))])); r != utf8.RuneError || size != 1 {
+				i += size
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
 		if c >= 0x20 && c != '"' && c != '\\' {
+			i++
 			continue
 		}
 		dst = append(dst, s[start:i]...)
 		dst = appendEscaped(dst, c)
-		start = i + 1
+		i++
+		start = i
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')

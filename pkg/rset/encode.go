@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/fluxgo/fluxgo/pkg/idset"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // Encode returns r as a compact R JSON document, its keys in flux-core's
@@ -28,12 +28,12 @@ func (r *R) Encode() []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"rank":`...)
-		b = appendString(b, g.ranks.String())
+		b = jsonwire.AppendPlainString(b, g.ranks.String())
 		b = append(b, `,"children":{"core":`...)
-		b = appendString(b, g.ch.cores.String())
+		b = jsonwire.AppendPlainString(b, g.ch.cores.String())
 		if !g.ch.gpus.Empty() {
 			b = append(b, `,"gpu":`...)
-			b = appendString(b, g.ch.gpus.String())
+			b = jsonwire.AppendPlainString(b, g.ch.gpus.String())
 		}
 		b = append(b, "}}"...)
 	}
@@ -46,7 +46,7 @@ func (r *R) Encode() []byte {
 	if r.HasHostnames() {
 		b = append(b, `,"nodelist":[`...)
 		if r.names != nil {
-			b = appendString(b, r.names.encode())
+			b = jsonwire.AppendPlainString(b, r.names.encode())
 		} else {
 			b = append(b, `""`...)
 		}
@@ -58,9 +58,9 @@ func (r *R) Encode() []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, name)
+			b = jsonwire.AppendPlainString(b, name)
 			b = append(b, ':')
-			b = appendString(b, r.props[name].String())
+			b = jsonwire.AppendPlainString(b, r.props[name].String())
 		}
 		b = append(b, '}')
 	}
@@ -113,7 +113,7 @@ func bracketed(s idset.Set) string { return s.Encode(true) }
 func appendRaw(b []byte, m map[string]json.RawMessage) []byte {
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		b = append(b, ',')
-		b = appendString(b, k)
+		b = jsonwire.AppendPlainString(b, k)
 		b = append(b, ':')
 		b = append(b, m[k]...)
 	}
@@ -127,33 +127,4 @@ func appendFloat(b []byte, f float64) []byte {
 		return strconv.AppendFloat(b, f, 'f', -1, 64)
 	}
 	return strconv.AppendFloat(b, f, 'e', -1, 64)
-}
-
-// appendString writes s as a JSON string. Invalid UTF-8 becomes U+FFFD.
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c < 0x20:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
-		}
-		rn, size := utf8.DecodeRuneInString(s[i:])
-		if rn == utf8.RuneError && size == 1 {
-			b = append(b, `\ufffd`...)
-		} else {
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '"')
 }

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"strconv"
 	"syscall"
-	"unicode/utf8"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // attrList is the resolved attrs of a request, in request order (the
@@ -164,12 +164,12 @@ func appendAttr(b []byte, r *record, a job.Attr) []byte {
 		if !inactive || !r.excOccur {
 			return b
 		}
-		return appendString(appendKey(b, a), r.excType())
+		return jsonwire.AppendPlainString(appendKey(b, a), r.excType())
 	case job.AttrExceptionNote:
 		if !inactive || !r.excOccur {
 			return b
 		}
-		return appendString(appendKey(b, a), r.rare.excNote)
+		return jsonwire.AppendPlainString(appendKey(b, a), r.rare.excNote)
 	case job.AttrResult:
 		if !inactive {
 			return b
@@ -189,7 +189,7 @@ func appendAttr(b []byte, r *record, a job.Attr) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, d)
+			b = jsonwire.AppendPlainString(b, d)
 		}
 		return append(b, ']')
 	}
@@ -200,7 +200,7 @@ func appendOptString(b []byte, a job.Attr, s string) []byte {
 	if s == "" {
 		return b
 	}
-	return appendString(appendKey(b, a), s)
+	return jsonwire.AppendPlainString(appendKey(b, a), s)
 }
 
 func appendOptInt(b []byte, a job.Attr, n int32) []byte {
@@ -221,50 +221,4 @@ func appendReal(b []byte, f float64) []byte {
 		}
 	}
 	return append(b, '.', '0')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString writes s as a JSON string (UTF-8 kept as is).
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			if c < utf8.RuneSelf {
-				i++
-				continue
-			}
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				b = append(b, s[start:i]...)
-				b = append(b, `\ufffd`...)
-				i++
-				start = i
-				continue
-			}
-			i += size
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"':
-			b = append(b, '\\', '"')
-		case '\\':
-			b = append(b, '\\', '\\')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		i++
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

@@ -380,12 +380,12 @@ func (k *kvs) namespaceListRequest(r *flux.Request) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	list := make([]map[string]any, 0, len(names))
+	resp := fluxkvs.NamespaceListResponse{Namespaces: make([]fluxkvs.NamespaceInfo, 0, len(names))}
 	for _, name := range names {
 		ns := k.namespaces[name]
-		list = append(list, map[string]any{"namespace": ns.name, "owner": int64(ns.owner), "flags": ns.flags})
+		resp.Namespaces = append(resp.Namespaces, fluxkvs.NamespaceInfo{Namespace: ns.name, Owner: ns.owner, Flags: ns.flags})
 	}
-	r.Respond(map[string]any{"namespaces": list})
+	r.Respond(resp)
 }
 
 // forwardToMaster passes a request to rank 0's kvs and relays the answer.
@@ -410,10 +410,7 @@ func (k *kvs) getrootRequest(r *flux.Request) {
 			r.RespondError(err)
 			return
 		}
-		r.Respond(map[string]any{
-			"owner": int64(ns.owner), "rootseq": ns.seq, "rootref": ns.rootref,
-			"flags": ns.flags, "namespace": ns.name,
-		})
+		r.Respond(fluxkvs.RootInfo{Owner: ns.owner, Rootseq: int64(ns.seq), Rootref: ns.rootref, Flags: ns.flags, Namespace: ns.name})
 	})
 }
 

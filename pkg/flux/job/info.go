@@ -226,12 +226,8 @@ func (r *JobResult) Accumulate(ev eventlog.Event) bool {
 			r.TCleanup = ev.Timestamp
 		}
 	case "exception":
-		var c struct {
-			Type     string `json:"type"`
-			Severity int    `json:"severity"`
-			Note     string `json:"note"`
-		}
-		if ev.DecodeContext(&c) != nil {
+		c, err := ExceptionOf(ev)
+		if err != nil {
 			break
 		}
 		if !r.ExceptionOccurred || c.Severity < *r.ExceptionSeverity {

@@ -34,11 +34,14 @@ func NamespaceRemove(ctx context.Context, h *flux.Handle, name string) error {
 	return h.Call(ctx, "kvs.namespace-remove", 0, map[string]string{"namespace": name}, nil)
 }
 
+// NamespaceListResponse is the kvs.namespace-list response.
+type NamespaceListResponse struct {
+	Namespaces []NamespaceInfo `json:"namespaces"`
+}
+
 // NamespaceList lists the namespaces.
 func NamespaceList(ctx context.Context, h *flux.Handle) ([]NamespaceInfo, error) {
-	var resp struct {
-		Namespaces []NamespaceInfo `json:"namespaces"`
-	}
+	var resp NamespaceListResponse
 	err := h.Call(ctx, "kvs.namespace-list", flux.NodeidAny, nil, &resp)
 	return resp.Namespaces, err
 }
