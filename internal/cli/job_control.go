@@ -222,10 +222,8 @@ func newJobUrgencyCmd() *cobra.Command {
 				return err
 			}
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
-				var resp struct {
-					Old int `json:"old_urgency"`
-				}
-				if err := h.Call(ctx, "job-manager.urgency", flux.NodeidAny, map[string]any{"id": id, "urgency": urg}, &resp); err != nil {
+				var resp job.UrgencyResponse
+				if err := h.Call(ctx, "job-manager.urgency", flux.NodeidAny, job.UrgencyRequest{ID: id, Urgency: urg}, &resp); err != nil {
 					return err
 				}
 				if verbose {

@@ -50,9 +50,7 @@ type queueStatus = job.QueueStatus
 
 // queueNames returns the named queues ([] without any).
 func queueNames(ctx context.Context, h *flux.Handle) ([]string, error) {
-	var resp struct {
-		Queues []string `json:"queues"`
-	}
+	var resp job.QueueListResponse
 	if err := h.Call(ctx, "job-manager.queue-list", flux.NodeidAny, nil, &resp); err != nil {
 		return nil, err
 	}
@@ -61,11 +59,7 @@ func queueNames(ctx context.Context, h *flux.Handle) ([]string, error) {
 
 func getQueueStatus(ctx context.Context, h *flux.Handle, name string) (queueStatus, error) {
 	var st queueStatus
-	req := map[string]any{}
-	if name != "" {
-		req["name"] = name
-	}
-	err := h.Call(ctx, "job-manager.queue-status", flux.NodeidAny, req, &st)
+	err := h.Call(ctx, "job-manager.queue-status", flux.NodeidAny, job.QueueStatusRequest{Name: name}, &st)
 	return st, err
 }
 
@@ -232,21 +226,18 @@ queue` + map[bool]string{true: ", then the job manager's counts (see flux queue 
 				return fmt.Errorf("a queue name (%s) and --all cannot be used together", name)
 			}
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
-				req := map[string]any{"all": all}
-				if name != "" {
-					req["name"] = name
-				}
+				req := job.QueueChange{Name: name, All: all}
+				on := verb == "enable" || verb == "start"
 				topic, what := "job-manager.queue-enable", "enable"
 				switch verb {
 				case "enable":
-					req["enable"] = true
+					req.Enable = &on
 				case "disable":
-					req["enable"] = false
-					req["nocheckpoint"] = nocheckpoint
+					req.Enable, req.NoCheckpoint = &on, nocheckpoint
 					if message == "" {
 						message = defaultDisableReason
 					}
-					req["reason"] = message
+					req.Reason = message
 				case "start", "stop":
 					topic, what = "job-manager.queue-start", verb
 					// flux-core checks this before asking
@@ -259,12 +250,9 @@ queue` + map[bool]string{true: ", then the job manager's counts (see flux queue 
 							return fmt.Errorf("Named queues are defined. Specify queues or use --all.")
 						}
 					}
-					req["start"] = verb == "start"
+					req.Start = &on
 					if verb == "stop" {
-						req["nocheckpoint"] = nocheckpoint
-						if message != "" {
-							req["reason"] = message
-						}
+						req.NoCheckpoint, req.Reason = nocheckpoint, message
 					}
 				}
 				if err := h.Call(ctx, topic, flux.NodeidAny, req, nil); err != nil {

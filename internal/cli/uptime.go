@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os/user"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/resource"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 	"github.com/fluxgo/fluxgo/pkg/idset"
 )
@@ -184,25 +184,14 @@ func getUptimeInfo(ctx context.Context, h *flux.Handle) (uptimeInfo, error) {
 // drainedCount asks the resource service how many nodes are drained (0
 // when the instance has no resource service).
 func drainedCount(ctx context.Context, h *flux.Handle) (int, error) {
-	var resp struct {
-		Drain map[string]json.RawMessage `json:"drain"`
-	}
-	err := h.Call(ctx, "resource.status", 0, nil, &resp)
+	st, err := resource.GetStatus(ctx, h)
 	if errors.Is(err, syscall.ENOSYS) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, fmt.Errorf("resource.status: %w", err)
 	}
-	n := 0
-	for key := range resp.Drain {
-		ids, err := idset.Parse(key)
-		if err != nil {
-			return 0, fmt.Errorf("resource.status: drain key %q: %w", key, err)
-		}
-		n += ids.Count()
-	}
-	return n, nil
+	return st.Drained().Count(), nil
 }
 
 // offlineCount is the number of brokers not on the overlay: from the

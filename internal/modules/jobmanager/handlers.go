@@ -236,10 +236,7 @@ func (m *manager) handleKill(r *flux.Request) {
 }
 
 func (m *manager) handleUrgency(r *flux.Request) {
-	var req struct {
-		ID      jobid.ID `json:"id"`
-		Urgency int      `json:"urgency"`
-	}
+	var req fluxjob.UrgencyRequest
 	if r.Decode(&req) != nil {
 		return
 	}
@@ -262,7 +259,7 @@ func (m *manager) handleUrgency(r *flux.Request) {
 	old := j.Urgency
 	m.post(j, "urgency", map[string]any{"userid": r.Userid(), "urgency": req.Urgency})
 	m.computePriority(j)
-	m.respondDurable(r, map[string]any{"old_urgency": old})
+	m.respondDurable(r, fluxjob.UrgencyResponse{Old: old})
 }
 
 // handleUpdate changes jobspec attributes of a pending job

@@ -287,15 +287,13 @@ func (q *queues) selected(name string, all bool) ([]*queueState, error) {
 // job-manager.queue-list {} → {queues: [names]} (empty without named
 // queues).
 func (q *queues) handleList(r *flux.Request) {
-	r.Respond(map[string]any{"queues": q.pol.Names()})
+	r.Respond(fluxjob.QueueListResponse{Queues: q.pol.Names()})
 }
 
 // job-manager.queue-status {name?} → {enable, start, disable_reason?,
 // stop_reason?}. Without a scheduler the queue counts as stopped.
 func (q *queues) handleStatus(r *flux.Request) {
-	var req struct {
-		Name string `json:"name"`
-	}
+	var req fluxjob.QueueStatusRequest
 	if r.Decode(&req) != nil {
 		return
 	}
@@ -318,22 +316,11 @@ func (q *queues) handleStatus(r *flux.Request) {
 	r.Respond(resp)
 }
 
-// queueChange is a queue-enable or queue-start request: {name?,
-// enable|start, reason?, all, nocheckpoint?}.
-type queueChange struct {
-	Name         string `json:"name"`
-	Enable       *bool  `json:"enable"`
-	Start        *bool  `json:"start"`
-	Reason       string `json:"reason"`
-	All          bool   `json:"all"`
-	NoCheckpoint bool   `json:"nocheckpoint"`
-}
-
 // change decodes a queue-enable or queue-start request (key names the
 // switch), checks it and applies it to the queues it names. It answers
 // r itself and returns false when the request is refused.
 func (q *queues) change(r *flux.Request, key string, sw func(*queueState) *onOff) (on bool, ok bool) {
-	var c queueChange
+	var c fluxjob.QueueChange
 	if r.Decode(&c) != nil {
 		return false, false
 	}

@@ -61,3 +61,41 @@ type QueueStatus struct {
 	DisableReason string `json:"disable_reason,omitempty"`
 	StopReason    string `json:"stop_reason,omitempty"`
 }
+
+// QueueStatusRequest is the job-manager.queue-status payload: the queue
+// (empty: the anonymous queue, or every queue's summary).
+type QueueStatusRequest struct {
+	Name string `json:"name,omitempty"`
+}
+
+// QueueListResponse is the answer to job-manager.queue-list: the named
+// queues (empty without any).
+type QueueListResponse struct {
+	Queues []string `json:"queues"`
+}
+
+// QueueChange is the payload of job-manager.queue-enable (Enable set)
+// and job-manager.queue-start (Start set): the queue by Name, or All of
+// them; Reason says why a queue is disabled or stopped; NoCheckpoint
+// keeps the change from outliving a restart.
+type QueueChange struct {
+	Name         string `json:"name,omitempty"`
+	Enable       *bool  `json:"enable,omitempty"`
+	Start        *bool  `json:"start,omitempty"`
+	Reason       string `json:"reason,omitempty"`
+	All          bool   `json:"all"`
+	NoCheckpoint bool   `json:"nocheckpoint,omitempty"`
+}
+
+// UrgencyRequest is the job-manager.urgency payload (0 holds the job,
+// 31 expedites it).
+type UrgencyRequest struct {
+	ID      jobid.ID `json:"id"`
+	Urgency int      `json:"urgency"`
+}
+
+// UrgencyResponse is the answer to job-manager.urgency: the urgency the
+// job had.
+type UrgencyResponse struct {
+	Old int `json:"old_urgency"`
+}
