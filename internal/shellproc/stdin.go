@@ -1,11 +1,11 @@
 package shellproc
 
 import (
-	"encoding/base64"
 	"strings"
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/subprocess"
 	"github.com/fluxgo/fluxgo/pkg/idset"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
@@ -35,29 +35,16 @@ func (x *host) serviceRequest(r *flux.Request) {
 // stdinRequest forwards stdin ({stream, rank, data, eof}) to the shells
 // whose tasks it names.
 func (j *job) stdinRequest(r *flux.Request) {
-	var req struct {
-		Stream   string `json:"stream"`
-		Rank     string `json:"rank"`
-		Data     string `json:"data"`
-		Encoding string `json:"encoding"`
-		EOF      bool   `json:"eof"`
-	}
+	var req subprocess.IO // RFC 42's I/O object
 	if r.Decode(&req) != nil {
 		return
 	}
-	switch req.Encoding {
-	case "", "UTF-8":
-	case "base64":
-		b, err := base64.StdEncoding.DecodeString(req.Data)
-		if err != nil {
-			r.Errorf(syscall.EPROTO, "stdin: data is not base64: %v", err)
-			return
-		}
-		req.Data = string(b)
-	default:
-		r.Errorf(syscall.EPROTO, "stdin: unknown encoding %q", req.Encoding)
+	data, err := req.Bytes()
+	if err != nil {
+		r.Errorf(syscall.EPROTO, "stdin: %v", err)
 		return
 	}
+	req.Data = string(data)
 	var ranks []int
 	if req.Rank != "" && req.Rank != "all" {
 		set, err := idset.Parse(req.Rank)
