@@ -35,6 +35,10 @@ type ModuleSpec struct {
 	// configuration has this top-level table (an optional service that
 	// is configured to be used, e.g. [archive]).
 	IfConfig string
+	// Builtin marks a service flux-core has in the broker itself (rexec,
+	// the job shells' host): loaded even when broker.rc1_path replaces
+	// the module list, after rc1 has run.
+	Builtin bool
 }
 
 // onRank reports whether the module loads on rank r.
@@ -196,6 +200,9 @@ type Broker struct {
 	state     atomic.Value
 	rmRundir  bool
 	exitCode  int
+	// cleanup: the commands pushed for the cleanup phase (runat.go)
+	runatMu sync.Mutex
+	cleanup []string
 	// keepJobs: this shutdown leaves running jobs running (drainJobs)
 	keepJobs atomic.Bool
 }

@@ -38,7 +38,7 @@ type builtins struct {
 	cpu *cpuProfile
 }
 
-var builtinServices = []string{"broker", "attr", "service", "local", "event", "log", "module", "overlay", "config"}
+var builtinServices = []string{"broker", "attr", "service", "local", "event", "log", "module", "overlay", "config", "runat"}
 
 func newBuiltins(b *Broker) *builtins {
 	s := &builtins{b: b, done: make(chan struct{}), followers: make(map[string]*dmesgFollower), followEnd: make(chan struct{})}
@@ -76,6 +76,7 @@ func (s *builtins) start() error {
 	h.HandleFunc("local.unsub", s.unsub)
 	h.HandleFunc("event.pub", s.eventPub)
 	h.HandleFunc("log.append", s.logAppend)
+	h.HandleFunc("runat.push", s.runatPush)
 	h.HandleFunc("log.dmesg", s.dmesg)
 	h.HandleFunc("log.clear", s.logClear)
 	h.HandleFunc("log.disconnect", s.logDisconnect)

@@ -61,10 +61,20 @@ func (b *Broker) Run() (int, error) {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
-	// rc1: load the configured modules.
+	// rc1: load the configured modules, or run broker.rc1_path
 	b.state.Store("init")
 	var loaded []string
+	rc1, haveRC1 := b.rcCommand("broker.rc1_path")
+	if haveRC1 && rc1 != "" {
+		if code := b.runShell("rc1", rc1); code != 0 {
+			b.teardown()
+			return 1, fmt.Errorf("rc1: %q exited with code %d", rc1, code)
+		}
+	}
 	for _, spec := range b.cfg.Modules {
+		if haveRC1 && !spec.Builtin {
+			continue // rc1 loaded what it wanted
+		}
 		if !spec.onRank(b.rank) {
 			continue
 		}
@@ -218,11 +228,17 @@ func (b *Broker) waitModules(ctx context.Context, loaded []string) error {
 // to us while we still serve), then rc3 here, then goodbye to our parent.
 func (b *Broker) teardown() {
 	b.state.Store("shutdown")
+	if b.rank == 0 {
+		b.runCleanup() // runat.go
+	}
 	b.drainJobs()
 	b.postFinish() // startlog.go
 	b.stopping.Store(true)
 	b.overlay.shutdownChildren(b.exitCode, 30*time.Second)
 	b.state.Store("finalize")
+	if rc3, ok := b.rcCommand("broker.rc3_path"); ok && rc3 != "" {
+		b.runShell("rc3", rc3)
+	}
 	b.modules.removeAll(10 * time.Second)
 	b.svc.stop()
 	b.overlay.goodbye()
@@ -236,7 +252,7 @@ type progResult struct {
 }
 
 func (b *Broker) startInitialProgram() (*exec.Cmd, chan progResult, error) {
-	argv := b.cfg.InitialProgram
+	argv := initialArgv(b.cfg.InitialProgram) // runat.go
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), "FLUX_URI="+b.LocalURI())

@@ -21,6 +21,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/instance"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
+	"github.com/fluxgo/fluxgo/pkg/taskmap"
 )
 
 type startOptions struct {
@@ -30,7 +31,15 @@ type startOptions struct {
 	configPath  string
 	testHosts   string
 	exitTimeout string
-	verbose     bool
+	verbose     int
+	noexec      bool
+	exitMode    string // leader, any
+	startMode   string // all, leader
+	rundir      string // --rundir: made if missing, removed if made
+	testRundir  string // --test-rundir: must exist
+	rundirClean bool   // --test-rundir-cleanup
+	pmiClique   string
+	wrap        string
 }
 
 func newStartCmd() *cobra.Command {
@@ -59,7 +68,18 @@ parent Flux instance, or from a [bootstrap] table with --config-path.`,
 	f.StringVarP(&o.configPath, "config-path", "c", "", "broker configuration `PATH`")
 	f.StringVar(&o.testHosts, "test-hosts", "", "Fake hostnames for the test brokers, a `HOSTLIST` (node[0-3] or node0,node1,...)")
 	f.StringVar(&o.exitTimeout, "test-exit-timeout", "30s", "after rank 0 exits, wait this `FSD` for the other brokers")
-	f.BoolVarP(&o.verbose, "verbose", "v", false, "print what flux start does")
+	f.CountVarP(&o.verbose, "verbose", "v", "print what flux start does (may be given more than once)")
+	f.BoolVarP(&o.noexec, "noexec", "X", false, "do not execute anything (with -v: show what would run)")
+	f.StringVar(&o.rundir, "rundir", "", "(with --test-size) the instance's rundir `DIR`: made if missing, and then removed at the end")
+	f.StringVar(&o.wrap, "wrap", "", "run each broker under the comma-separated `ARGS` (a debugger, valgrind ...)")
+	f.StringVar(&o.exitMode, "test-exit-mode", "leader", "when the test instance ends: `leader` (rank 0 exits) or any (any broker exits)")
+	f.StringVar(&o.startMode, "test-start-mode", "all", "which test brokers start: `all`, or leader (rank 0 only; the others are started later)")
+	f.StringVar(&o.testRundir, "test-rundir", "", "use existing `DIR` as the test instance's rundir (kept unless --test-rundir-cleanup)")
+	f.BoolVar(&o.rundirClean, "test-rundir-cleanup", false, "remove the --test-rundir directory when flux start ends")
+	f.StringVar(&o.pmiClique, "test-pmi-clique", "single", "PMI clique `MODE`: single, per-broker, none, or an RFC 34 taskmap (fluxgo's test brokers do not bootstrap by PMI: checked, no other effect)")
+	for _, name := range []string{"test-exit-mode", "test-start-mode", "test-rundir", "test-rundir-cleanup", "test-pmi-clique"} {
+		f.MarkHidden(name) // testing options, hidden as flux-core's are
+	}
 	return cmd
 }
 
@@ -113,10 +133,17 @@ func runStart(o startOptions, args []string, stderr io.Writer) error {
 		common = append(common, "-c", o.configPath)
 	}
 	for _, bo := range o.brokerOpts {
-		// comma-separated, as flux-core's -o,-Sstatedir=DIR,-Sfoo=bar
+		// comma-separated, as flux-core's -o,-Sstatedir=DIR,-Sfoo=bar:
+		// each item is one argument, spaces and all
+		// (-o '-Sbroker.rc1_path=flux modprobe run rc1.py')
 		for _, opt := range strings.Split(bo, ",") {
-			common = append(common, strings.Fields(opt)...)
+			if opt != "" {
+				common = append(common, opt)
+			}
 		}
+	}
+	if err := o.checkTestOptions(); err != nil {
+		return err
 	}
 	if o.testSize <= 0 {
 		// A single broker: become it, so PMI and config boot see our
@@ -124,14 +151,20 @@ func runStart(o startOptions, args []string, stderr io.Writer) error {
 		argv := append([]string{exe, "broker"}, common...)
 		argv = append(argv, "--")
 		argv = append(argv, args...)
-		if o.verbose {
+		if o.verbose > 0 || o.noexec {
 			fmt.Fprintf(stderr, "flux-start: exec %s\n", strings.Join(argv, " "))
+		}
+		if o.noexec {
+			return nil
 		}
 		return syscall.Exec(exe, argv, os.Environ())
 	}
 	exitTimeout, err := fsd.ParseDuration(o.exitTimeout)
 	if err != nil {
 		return fmt.Errorf("--test-exit-timeout: %w", err)
+	}
+	if exitTimeout == 0 {
+		exitTimeout = 1<<63 - 1 // 0: no limit, as flux-core's
 	}
 	if o.configPath != "" {
 		// checked before any broker starts: a bad file is reported once
@@ -160,19 +193,38 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 	// -Srundir=DIR names the brokers' parent directory (each broker's
 	// is DIR/RANK): a stable one keeps the brokers' URIs across
 	// restarts; otherwise a temporary one
-	base, ownBase := "", true
+	base, ownBase, removeAll := "", true, false
 	attrsIn, err := instance.ParseSetattrs(o.setattrs)
 	if err != nil {
 		return err
 	}
-	if dir := attrsIn["rundir"]; dir != "" {
+	switch {
+	case o.testRundir != "":
+		// it must exist; removed (all of it) only when asked
+		if fi, err := os.Stat(o.testRundir); err != nil || !fi.IsDir() {
+			return fmt.Errorf("--test-rundir=%s: not an existing directory", o.testRundir)
+		}
+		base, ownBase, removeAll = o.testRundir, false, o.rundirClean
+		common = withoutSetattr(common, "rundir")
+	case o.rundir != "":
+		// made if missing, and then removed at the end
+		_, statErr := os.Stat(o.rundir)
+		if err := os.MkdirAll(o.rundir, 0o755); err != nil {
+			return fmt.Errorf("--rundir: %w", err)
+		}
+		base, ownBase = o.rundir, os.IsNotExist(statErr)
+		common = withoutSetattr(common, "rundir")
+	case attrsIn["rundir"] != "":
+		dir := attrsIn["rundir"]
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("rundir: %w", err)
 		}
 		base, ownBase = dir, false
 		common = withoutSetattr(common, "rundir")
-	} else if base, err = os.MkdirTemp("", "flux-"); err != nil {
-		return fmt.Errorf("creating rundir: %w", err)
+	default:
+		if base, err = os.MkdirTemp("", "flux-"); err != nil {
+			return fmt.Errorf("creating rundir: %w", err)
+		}
 	}
 	// what jobs that outlive the instance still use stays (a restart
 	// from a statedir takes them back)
@@ -180,7 +232,9 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 		for rank := 0; rank < o.testSize; rank++ {
 			broker.RemoveRundir(filepath.Join(base, strconv.Itoa(rank)))
 		}
-		if ownBase {
+		if removeAll {
+			os.RemoveAll(base)
+		} else if ownBase {
 			os.Remove(base)
 		}
 	}()
@@ -242,7 +296,8 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 			ln.Close()
 			argv = append(argv[:2], append([]string{"--boot-listen-fd", "3", "-S", "tbon.endpoint=ipc://" + endpoint}, argv[2:]...)...)
 		}
-		cmd := exec.Command(exe, argv...)
+		bin, argv := o.wrapped(exe, argv)
+		cmd := exec.Command(bin, argv...)
 		if lnFile != nil {
 			cmd.ExtraFiles = []*os.File{lnFile}
 		}
@@ -251,8 +306,14 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 			cmd.Stdin = os.Stdin
 		}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if o.verbose {
-			fmt.Fprintf(stderr, "flux-start: %s %s\n", exe, strings.Join(argv, " "))
+		if o.verbose > 0 || o.noexec {
+			fmt.Fprintf(stderr, "flux-start: %s %s\n", bin, strings.Join(argv, " "))
+		}
+		if o.noexec || (rank > 0 && o.startMode == "leader") {
+			if lnFile != nil {
+				lnFile.Close()
+			}
+			continue
 		}
 		if err := cmd.Start(); err != nil {
 			killAll(procs)
@@ -264,6 +325,9 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 		}
 	}
 
+	if o.noexec {
+		return nil
+	}
 	// Forward termination signals to the brokers; a terminal's SIGINT
 	// already reaches the initial program directly.
 	sigs := make(chan os.Signal, 4)
@@ -275,7 +339,9 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 				continue
 			}
 			for _, p := range procs {
-				p.Process.Signal(sig)
+				if p != nil {
+					p.Process.Signal(sig)
+				}
 			}
 		}
 	}()
@@ -284,6 +350,9 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 	var wg sync.WaitGroup
 	done := make(chan int, size)
 	for rank, p := range procs {
+		if p == nil {
+			continue // --test-start-mode=leader
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -292,9 +361,10 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 			done <- rank
 		}()
 	}
-	// Wait for rank 0, then give the others exitTimeout to finish.
+	// Wait for rank 0 (any broker with --test-exit-mode=any), then give
+	// the others exitTimeout to finish.
 	for r := range done {
-		if r == 0 {
+		if r == 0 || o.exitMode == "any" {
 			break
 		}
 	}
@@ -308,7 +378,10 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 	// retrying its parent): ask it to stop, then kill it after the
 	// timeout.
 	for rank, p := range procs {
-		if rank > 0 { // one that has exited already is not signalled
+		if p == nil {
+			continue
+		}
+		if rank > 0 || o.exitMode == "any" { // one that has exited already is not signalled
 			p.Process.Signal(syscall.SIGTERM)
 		}
 	}
@@ -376,4 +449,51 @@ func removeStaleSocket(path string) {
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		os.Remove(path)
 	}
+}
+
+// checkTestOptions refuses values of the testing options flux-core
+// would refuse.
+func (o startOptions) checkTestOptions() error {
+	switch o.exitMode {
+	case "leader", "any":
+	default:
+		return fmt.Errorf("--test-exit-mode=%s: must be leader or any", o.exitMode)
+	}
+	switch o.startMode {
+	case "all", "leader":
+	default:
+		return fmt.Errorf("--test-start-mode=%s: must be all or leader", o.startMode)
+	}
+	switch o.pmiClique {
+	case "single", "per-broker", "none":
+	default:
+		if _, err := taskmap.Decode([]byte(o.pmiClique)); err != nil {
+			return fmt.Errorf("--test-pmi-clique=%s: not single, per-broker, none or an RFC 34 taskmap: %v", o.pmiClique, err)
+		}
+	}
+	if o.testSize <= 0 {
+		for name, set := range map[string]bool{"--rundir": o.rundir != "", "--test-rundir": o.testRundir != "",
+			"--test-rundir-cleanup": o.rundirClean, "--wrap": o.wrap != ""} {
+			if set {
+				return fmt.Errorf("%s is only for a test instance (--test-size)", name)
+			}
+		}
+	}
+	if o.rundir != "" && o.testRundir != "" {
+		return fmt.Errorf("--rundir and --test-rundir cannot be used together")
+	}
+	if o.rundirClean && o.testRundir == "" {
+		return fmt.Errorf("--test-rundir-cleanup needs --test-rundir")
+	}
+	return nil
+}
+
+// wrapped returns the program and arguments that run a broker, under
+// --wrap's comma-separated wrapper when given.
+func (o startOptions) wrapped(exe string, argv []string) (string, []string) {
+	if o.wrap == "" {
+		return exe, argv
+	}
+	w := strings.Split(o.wrap, ",")
+	return w[0], append(append(w[1:len(w):len(w)], exe), argv...)
 }
