@@ -2,6 +2,7 @@ package jobmanager
 
 import (
 	"errors"
+	fluxjob "github.com/fluxgo/fluxgo/pkg/flux/job"
 	"io"
 	"syscall"
 
@@ -103,6 +104,14 @@ func (e *execClient) send(j *job, reattach bool) {
 	}
 	e.futures[j.ID] = f
 	f.Then(func(msg *flux.Message, err error) { e.response(j, f, msg, err) })
+	if j.Flags&fluxjob.FlagDebug != 0 {
+		// flux-core's test hooks
+		name := "debug.start-request"
+		if reattach {
+			name = "debug.exec-reattach-start"
+		}
+		m.post(j, name, nil)
+	}
 }
 
 func (e *execClient) response(j *job, f *flux.Future, msg *flux.Message, err error) {
@@ -155,11 +164,15 @@ func (e *execClient) response(j *job, f *flux.Future, msg *flux.Message, err err
 		m.log.Error("bad exec response", "err", err)
 		return
 	}
+	wasReattach := j.reattach
 	j.reattach = false
 	switch typ {
 	case "start":
 		if !j.started { // a reattach says it again
 			m.post(j, "start", nil)
+		}
+		if wasReattach && j.Flags&fluxjob.FlagDebug != 0 {
+			m.post(j, "debug.exec-reattach-finish", nil)
 		}
 	case "release":
 		m.post(j, "release", data)

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"encoding/json"
 	"errors"
+	fluxjob "github.com/fluxgo/fluxgo/pkg/flux/job"
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
@@ -126,6 +127,9 @@ func (s *schedClient) sendAlloc(j *job) {
 	s.outstanding++
 	s.futures[j.ID] = f
 	f.Then(func(msg *flux.Message, err error) { s.allocResponse(j, f, msg, err) })
+	if j.Flags&fluxjob.FlagDebug != 0 {
+		s.m.post(j, "debug.alloc-request", nil) // flux-core's test hook
+	}
 }
 
 func (s *schedClient) allocDone(j *job, f *flux.Future) {
