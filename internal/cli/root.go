@@ -162,7 +162,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootFor(args, stdin, stdout, stderr)
 	for _, c := range root.Commands() {
 		requireSubcommand(c)
+		usageOnArgErrors(c)
 	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.SetArgs(colorArgs(args))
 	cmd, err := root.ExecuteC()
 	if err == nil {
@@ -184,7 +186,37 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	if errors.As(err, new(usageError)) {
+		// as flux-core's commands do: what was wrong, then how to call it
+		fmt.Fprintf(stderr, "Usage: %s\n", cmd.UseLine())
+	}
 	return 1
+}
+
+// usageError is a command line that does not fit the command (an
+// unknown subcommand or option, a wrong number of arguments): reported
+// with the command's usage line.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// usageOnArgErrors makes the argument checks of c and its subcommands
+// return usageErrors.
+func usageOnArgErrors(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		usageOnArgErrors(sub)
+	}
+	check := c.Args
+	if check == nil {
+		return // cobra's own check: its errors are flagged in Main
+	}
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
 }
 
 // requireSubcommand makes every command group under c (a command with
@@ -201,7 +233,7 @@ func requireSubcommand(c *cobra.Command) {
 	c.Args = cobra.ArbitraryArgs
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
+			return usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
 		}
 		cmd.SetOut(cmd.ErrOrStderr())
 		_ = cmd.Usage()
