@@ -244,6 +244,8 @@ func (mh *moduleHost) load(name string, args []string) error {
 	// every module answers NAME.ping, as flux-core's do
 	rank := mh.b.rank
 	p.h.HandleFunc(mod.Name()+".ping", func(r *flux.Request) { respondPing(r, mod.Name(), rank) })
+	// and NAME.debug, the flags flux module debug sets (flux.Handle.DebugTest)
+	p.h.HandleFunc(mod.Name()+".debug", p.h.RespondDebug)
 	ctx, cancel := context.WithCancel(b.ctx)
 	p.cancel = cancel
 	log := b.log.With("module", name)

@@ -25,7 +25,7 @@ func newModuleCmd() *cobra.Command {
 of rank N with --rank=N.`,
 	}
 	cmd.AddCommand(newModuleListCmd(), newModuleLoadCmd(), newModuleRemoveCmd(),
-		newModuleReloadCmd(), newModuleStatsCmd())
+		newModuleReloadCmd(), newModuleStatsCmd(), newModuleDebugCmd())
 	return cmd
 }
 
@@ -205,6 +205,74 @@ func newModuleReloadCmd() *cobra.Command {
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "load the module even if it was not loaded")
 	moduleRankFlag(cmd, &rank)
 	return cmd
+}
+
+func newModuleDebugCmd() *cobra.Command {
+	var rank, set, setbit, clearbit string
+	var clr bool
+	cmd := &cobra.Command{
+		Use:   "debug [--clear | --set=MASK | --setbit=BIT | --clearbit=BIT] NAME",
+		Short: "Get or set a module's debug flags",
+		Long: `Get or change the debug flags of module NAME (the NAME.debug service every
+module answers) and print them as hexadecimal. What each bit does is the
+module's own: sched-simple's 0x1 denies every allocation, 0x2 annotates
+pending jobs with sched.reason_pending and sched.jobs_ahead, 0x4 refuses
+expiration updates. MASK and BIT are numbers as C reads them: 0x for
+hexadecimal, a leading 0 for octal.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			op, flags, err := moduleDebugOp(cmd, clr, set, setbit, clearbit)
+			if err != nil {
+				return err
+			}
+			return withModuleHandle(rank, func(ctx context.Context, h *flux.Handle, nodeid uint32) error {
+				topic := args[0] + ".debug"
+				var resp struct {
+					Flags int `json:"flags"`
+				}
+				if err := h.Call(ctx, topic, nodeid, map[string]any{"op": op, "flags": flags}, &resp); err != nil {
+					return fmt.Errorf("%s: %w", topic, err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "0x%x\n", resp.Flags)
+				return nil
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVarP(&clr, "clear", "C", false, "set the debug flags to 0")
+	f.StringVarP(&set, "set", "S", "", "set the debug flags to `MASK`")
+	f.StringVarP(&setbit, "setbit", "s", "", "set the debug flag(s) `BIT`")
+	f.StringVarP(&clearbit, "clearbit", "c", "", "clear the debug flag(s) `BIT`")
+	moduleRankFlag(cmd, &rank)
+	return cmd
+}
+
+// moduleDebugOp is the NAME.debug request of the flux module debug
+// options: the first of --clear, --set, --clearbit, --setbit given (as
+// flux-core's), else setbit 0, which reads the flags.
+func moduleDebugOp(cmd *cobra.Command, clr bool, set, setbit, clearbit string) (string, int, error) {
+	num := func(opt, v string) (int, error) {
+		n, err := strconv.ParseUint(v, 0, 32)
+		if err != nil {
+			return 0, fmt.Errorf("--%s=%q: want a number (0x for hexadecimal)", opt, v)
+		}
+		return int(n), nil
+	}
+	changed := cmd.Flags().Changed
+	switch {
+	case clr:
+		return "clr", 0, nil
+	case changed("set"):
+		n, err := num("set", set)
+		return "set", n, err
+	case changed("clearbit"):
+		n, err := num("clearbit", clearbit)
+		return "clrbit", n, err
+	case changed("setbit"):
+		n, err := num("setbit", setbit)
+		return "setbit", n, err
+	}
+	return "setbit", 0, nil
 }
 
 // moduleStatsOptions are the flux module stats flags.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -30,6 +31,11 @@ type testmod struct{}
 func (testmod) Name() string { return "testmod" }
 
 func (testmod) Run(ctx context.Context, h *flux.Handle, args []string) error {
+	for _, a := range args {
+		if strings.HasPrefix(a, "bad=") {
+			return fmt.Errorf("module argument %q: refused", a)
+		}
+	}
 	h.HandleFunc("testmod-extra.hello", func(r *flux.Request) { r.Respond(map[string]any{"args": args}) })
 	if err := h.RegisterService(ctx, "testmod-extra"); err != nil {
 		return err
@@ -323,5 +329,68 @@ func TestModuleCommandErrors(t *testing.T) {
 		} else if errb.Len() == 0 {
 			t.Errorf("%v: no error message", args)
 		}
+	}
+}
+
+// TestModuleDebug: flux module debug reads and changes a module's debug
+// flags (the NAME.debug service every module answers), printing them as
+// flux-core's does.
+func TestModuleDebug(t *testing.T) {
+	tb := startBrokers(t, 1, true)
+	t.Setenv("FLUX_URI", tb.uri)
+	run := func(args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		code := Main(append([]string{"module", "debug"}, args...), strings.NewReader(""), &out, &errb)
+		return out.String(), errb.String(), code
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"testmod"}, "0x0\n"},
+		{[]string{"--setbit", "0x2", "testmod"}, "0x2\n"},
+		{[]string{"--setbit=1", "testmod"}, "0x3\n"},
+		{[]string{"--clearbit", "0x1", "testmod"}, "0x2\n"},
+		{[]string{"--set", "0xff00", "testmod"}, "0xff00\n"},
+		{[]string{"-c", "0x1000", "testmod"}, "0xef00\n"},
+		{[]string{"--clear", "testmod"}, "0x0\n"},
+		{[]string{"--set", "4", "testmod"}, "0x4\n"},
+		{[]string{"-C", "testmod"}, "0x0\n"},
+	} {
+		out, errs, code := run(tt.args...)
+		if code != 0 || out != tt.want {
+			t.Errorf("flux module debug %v: exit %d, %q (stderr %q), want %q", tt.args, code, out, errs, tt.want)
+		}
+	}
+	if _, errs, code := run("--set", "zz", "testmod"); code == 0 || !strings.Contains(errs, `--set="zz"`) {
+		t.Errorf("--set zz: exit %d, stderr %q", code, errs)
+	}
+	if _, errs, code := run("nosuch"); code == 0 || !strings.Contains(errs, "nosuch.debug") {
+		t.Errorf("debug of an unloaded module: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestModuleLoadFailsAtStart: a module that refuses its arguments as it
+// starts makes flux module load fail with its reason, and is not left
+// loaded; the same module loads with good arguments afterwards.
+func TestModuleLoadFailsAtStart(t *testing.T) {
+	tb := startBrokers(t, 1, false)
+	t.Setenv("FLUX_URI", tb.uri)
+	var out, errb bytes.Buffer
+	if code := Main([]string{"module", "load", "testmod", "bad=1"}, strings.NewReader(""), &out, &errb); code == 0 ||
+		!strings.Contains(errb.String(), `module argument "bad=1": refused`) {
+		t.Fatalf("load with a refused argument: exit %d, stderr %q", code, errb.String())
+	}
+	h := tb.handle(t)
+	if got := listModules(t, h, false); strings.Contains(got, "testmod") {
+		t.Fatalf("the failed module is listed:\n%s", got)
+	}
+	errb.Reset()
+	if code := Main([]string{"module", "reload", "-f", "testmod", "bad=2"}, strings.NewReader(""), &out, &errb); code == 0 ||
+		!strings.Contains(errb.String(), `"bad=2"`) {
+		t.Fatalf("reload with a refused argument: exit %d, stderr %q", code, errb.String())
+	}
+	if err := moduleLoad(testCtx(t), h, flux.NodeidAny, "testmod", []string{"good"}); err != nil {
+		t.Fatalf("load after the failures: %v", err)
 	}
 }

@@ -71,6 +71,9 @@ type Handle struct {
 	// handle has had; a request remembers the one it came on.
 	keepServing bool
 	gen         atomic.Uint64 // read on every response: no lock
+	// debug holds the module debug flags (flux module debug; see
+	// debug.go)
+	debug atomic.Int64
 }
 
 // NewHandle wraps a connection and starts receiving on it.

@@ -144,7 +144,7 @@ func loadConfig(ctx context.Context, h *flux.Handle, args []string) (*Config, er
 			return nil, fmt.Errorf("%w: resource.noverify: %v", ErrConfig, err)
 		}
 		if b {
-			c.Verify = Verify{verifyIgnore, verifyIgnore, verifyIgnore, true}
+			c.Verify = noVerify
 		}
 	}
 	if v := attr("resource.discover-timeout"); v != "" {
@@ -154,16 +154,40 @@ func loadConfig(ctx context.Context, h *flux.Handle, args []string) (*Config, er
 		}
 		c.DiscoverTimeout = d
 	}
+	if err := c.applyArgs(args); err != nil {
+		return nil, err
+	}
+	return c, c.Validate()
+}
+
+// applyArgs applies the module arguments flux-core's resource module
+// takes:
+//
+//	monitor-force-up  every rank is up whether or not its broker runs
+//	                  (as resource.monitor-force-up=1)
+//	noverify          no rank is checked against its host (as
+//	                  resource.noverify=1)
+//	notruncate        keep the whole resource.eventlog at start-up;
+//	                  fluxgo never truncates it, so this changes nothing
+//
+// Anything else is an error naming the argument.
+func (c *Config) applyArgs(args []string) error {
 	for _, a := range args {
 		switch a {
 		case "monitor-force-up":
 			c.ForceUp = true
+		case "noverify":
+			c.Verify = noVerify
+		case "notruncate":
 		default:
-			return nil, fmt.Errorf("%w: unknown module argument %q (known: monitor-force-up)", ErrConfig, a)
+			return fmt.Errorf("%w: unknown module argument %q (known: monitor-force-up, noverify, notruncate)", ErrConfig, a)
 		}
 	}
-	return c, c.Validate()
+	return nil
 }
+
+// noVerify checks nothing (resource.noverify, the noverify argument).
+var noVerify = Verify{verifyIgnore, verifyIgnore, verifyIgnore, true}
 
 func parseBool(v string) (bool, error) {
 	switch strings.ToLower(v) {

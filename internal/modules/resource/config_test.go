@@ -197,3 +197,43 @@ func TestDiscoverSysfs(t *testing.T) {
 		t.Fatalf("%v %v", l, err)
 	}
 }
+
+// TestModuleArguments: the arguments flux-core's resource module takes
+// are accepted with its meaning; any other is refused by name.
+func TestModuleArguments(t *testing.T) {
+	for _, tt := range []struct {
+		args    []string
+		forceUp bool
+		verify  Verify
+		err     string
+	}{
+		{args: nil, verify: DefaultVerify},
+		{args: []string{"noverify"}, verify: noVerify},
+		{args: []string{"monitor-force-up"}, forceUp: true, verify: DefaultVerify},
+		{args: []string{"notruncate"}, verify: DefaultVerify},
+		{args: []string{"monitor-force-up", "noverify", "notruncate"}, forceUp: true, verify: noVerify},
+		{args: []string{"badoption"}, err: `unknown module argument "badoption" (known: monitor-force-up, noverify, notruncate)`},
+		{args: []string{"noverify=1"}, err: `unknown module argument "noverify=1"`},
+		{args: []string{"noverify", "monitor-ignore-hwloc"}, err: `unknown module argument "monitor-ignore-hwloc"`},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			c := &Config{Verify: DefaultVerify}
+			err := c.applyArgs(tt.args)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) || !errors.Is(err, ErrConfig) {
+					t.Fatalf("error %v, want a configuration error containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.ForceUp != tt.forceUp || c.Verify != tt.verify {
+				t.Fatalf("ForceUp %v Verify %+v, want %v %+v", c.ForceUp, c.Verify, tt.forceUp, tt.verify)
+			}
+			if tt.verify == noVerify && !c.Verify.off() {
+				t.Fatal("noverify leaves checks on")
+			}
+		})
+	}
+}

@@ -7,7 +7,8 @@
 //
 // At load it acquires the instance's resources (resource.acquire), learns
 // the allocations of running jobs (job-manager.sched-hello), and tells the
-// job manager it is ready in unlimited mode (job-manager.sched-ready).
+// job manager it is ready (job-manager.sched-ready) in unlimited mode, or
+// limited mode with the module argument mode=limited=N (see applyArgs).
 // Then it answers:
 //
 //	sched.alloc {id, priority, userid, t_submit, jobspec}  (streaming)
@@ -20,6 +21,7 @@
 //	sched.expiration {id, expiration} -> {}
 //	sched.resource-status -> {all, down, allocated}   (R objects)
 //	feasibility.check {jobspec} -> {} or an error saying why never
+//	sched-simple.debug {op, flags} -> {flags}  test hooks (debug.go)
 //
 // Pending jobs wait in a queue ordered by priority then submit time; each
 // scheduling pass (after an alloc, a free, a priority change or resources
@@ -36,6 +38,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -70,6 +73,14 @@ type Config struct {
 	// Policy holds the named queues, whose jobs run only on nodes with
 	// the properties the queue requires. Nil: no queues.
 	Policy *policy.Config
+	// Limit is how many alloc requests the job manager may have
+	// outstanding at the scheduler (job-manager.sched-ready limited
+	// mode, module argument mode=limited=N); 0 for all of them
+	// (unlimited mode, the default).
+	Limit int
+	// LogLevel is the least severe message the module logs (module
+	// argument log-level=NAME, a syslog severity); "" logs everything.
+	LogLevel string
 }
 
 // DefaultReservationDepth is hybrid backfill's reservation depth when
@@ -168,16 +179,120 @@ func parseConfig(ctx context.Context, h *flux.Handle, args []string) (Config, er
 			return cfg, err
 		}
 	}
-	for _, a := range args {
-		k, v, _ := strings.Cut(a, "=")
-		if k == "unlimited" {
-			continue // flux-core's flag for the (default here) unlimited mode
-		}
-		if err := cfg.setKey(k, v); err != nil {
-			return cfg, fmt.Errorf("module argument %q: %w", a, err)
-		}
+	if err := cfg.applyArgs(args); err != nil {
+		return cfg, err
 	}
 	return cfg, cfg.Validate()
+}
+
+// applyArgs applies the module arguments: the configuration keys
+// (queue-depth=N|unlimited, queue-policy=NAME, reservation-depth=N) and
+// those flux-core's sched-simple takes on its command line:
+//
+//	mode=unlimited     the job manager sends every pending job's alloc
+//	                   request; the scheduler considers all of them
+//	                   (queue-depth=unlimited)
+//	mode=limited=N     the job manager keeps at most N alloc requests
+//	                   outstanding, and the scheduler considers those N
+//	log-level=NAME     log only messages at least as severe as NAME
+//	                   (emerg, alert, crit, err, warning, notice, info,
+//	                   debug)
+//	pool-class=NAME    flux-core's choice of resource pool class
+//	                   (TreePool or Rv1Pool:Rv1Pool); fluxgo has one
+//	                   pool implementation, which serves for both
+//	test-hello-nopartial  flux-core's test switch for hello without
+//	                   partial-ok; fluxgo's hello has no partial mode
+//
+// A bare "unlimited" is taken as mode=unlimited. Anything else, or a bad
+// value, is an error naming the argument.
+func (c *Config) applyArgs(args []string) error {
+	for _, a := range args {
+		if err := c.applyArg(a); err != nil {
+			return fmt.Errorf("module argument %q: %w", a, err)
+		}
+	}
+	return nil
+}
+
+func (c *Config) applyArg(a string) error {
+	k, v, _ := strings.Cut(a, "=")
+	switch k {
+	case "unlimited":
+		if a != k {
+			return fmt.Errorf("unknown argument (known: %s)", knownArgs)
+		}
+		c.QueueDepth, c.Limit = math.MaxInt, 0
+	case "mode":
+		return c.setMode(v)
+	case "log-level":
+		if _, err := flux.ParseSeverity(v); err != nil {
+			return fmt.Errorf("unknown log level %q: use emerg, alert, crit, err, warning, notice, info or debug", v)
+		}
+		c.LogLevel = v
+	case "pool-class":
+		if !knownPoolClass(v) {
+			return fmt.Errorf("unknown pool class %q: use TreePool or Rv1Pool:Rv1Pool", v)
+		}
+	case "test-hello-nopartial":
+		if a != k {
+			return fmt.Errorf("test-hello-nopartial takes no value")
+		}
+	case "queue-depth", "queue-policy", "policy", "reservation-depth":
+		if a == k {
+			return fmt.Errorf("%s needs a value (%s=VALUE)", k, k)
+		}
+		return c.setKey(k, v)
+	default:
+		return fmt.Errorf("unknown argument (known: %s)", knownArgs)
+	}
+	return nil
+}
+
+const knownArgs = "mode=unlimited, mode=limited=N, queue-depth=N|unlimited, queue-policy=NAME, reservation-depth=N, log-level=LEVEL, pool-class=NAME, test-hello-nopartial"
+
+// setMode applies mode=unlimited or mode=limited=N.
+func (c *Config) setMode(v string) error {
+	if v == "unlimited" {
+		c.QueueDepth, c.Limit = math.MaxInt, 0
+		return nil
+	}
+	if n, ok := strings.CutPrefix(v, "limited="); ok {
+		limit, err := strconv.Atoi(n)
+		if err != nil || limit < 1 {
+			return fmt.Errorf("the limit must be a positive integer, not %q", n)
+		}
+		c.QueueDepth, c.Limit = limit, limit
+		return nil
+	}
+	return fmt.Errorf("unknown mode %q: use mode=unlimited or mode=limited=N", v)
+}
+
+// knownPoolClass reports whether v names one of flux-core's resource pool
+// classes as its pool-class= does: a module (its pool_class) or
+// module:Class, optionally under flux.resource.
+func knownPoolClass(v string) bool {
+	switch strings.TrimPrefix(v, "flux.resource.") {
+	case "TreePool", "TreePool:TreePool", "Rv1Pool:Rv1Pool":
+		return true
+	}
+	return false
+}
+
+// readyPayload is the job-manager.sched-ready request: unlimited mode,
+// or limited mode with the configured limit.
+func (c Config) readyPayload() map[string]any {
+	if c.Limit > 0 {
+		return map[string]any{"mode": "limited", "limit": c.Limit, "attached": true}
+	}
+	return map[string]any{"mode": "unlimited", "attached": true}
+}
+
+// depthString renders the queue depth as flux-core's ready message does.
+func (c Config) depthString() string {
+	if c.QueueDepth == math.MaxInt {
+		return "unlimited"
+	}
+	return strconv.Itoa(c.QueueDepth)
 }
 
 // applyTable applies the configuration's [sched-simple] table.
@@ -242,7 +357,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	s := newScheduler(h, flux.NewLogger(h, Name), cfg, cancel)
+	s := newScheduler(h, newLogger(h, cfg.LogLevel), cfg, cancel)
 	if err := s.acquire(ctx); err != nil {
 		return err
 	}
@@ -266,6 +381,50 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		return cause
 	}
 	return err
+}
+
+// newLogger returns the module's logger, dropping messages less severe
+// than level (a syslog severity name; "" keeps all).
+func newLogger(h *flux.Handle, level string) *slog.Logger {
+	l := flux.NewLogger(h, Name)
+	if level == "" {
+		return l
+	}
+	sev, _ := flux.ParseSeverity(level) // checked by applyArg
+	return slog.New(levelHandler{l.Handler(), severityLevel(sev)})
+}
+
+// severityLevel is the slog level of a syslog severity (0-7), as the
+// broker log handler maps them back: err and worse are errors, notice
+// and info are info.
+func severityLevel(sev int) slog.Level {
+	switch {
+	case sev <= 3:
+		return slog.LevelError
+	case sev == 4:
+		return slog.LevelWarn
+	case sev <= 6:
+		return slog.LevelInfo
+	}
+	return slog.LevelDebug
+}
+
+// levelHandler drops records below min.
+type levelHandler struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (l levelHandler) Enabled(ctx context.Context, lvl slog.Level) bool {
+	return lvl >= l.min && l.Handler.Enabled(ctx, lvl)
+}
+
+func (l levelHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return levelHandler{l.Handler.WithAttrs(as), l.min}
+}
+
+func (l levelHandler) WithGroup(g string) slog.Handler {
+	return levelHandler{l.Handler.WithGroup(g), l.min}
 }
 
 // errno maps a sched error kind to the errno of an RPC error.

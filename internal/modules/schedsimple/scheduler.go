@@ -72,6 +72,9 @@ type scheduler struct {
 	// estimates are the start times last announced to reserved jobs
 	// (backfill policies only)
 	estimates map[uint64]float64
+	// debugAhead is the sched.jobs_ahead last sent to each pending job
+	// (debugAnnotateReasonPending, debug.go)
+	debugAhead map[uint64]int
 }
 
 func newScheduler(h *flux.Handle, log *slog.Logger, cfg Config, fail context.CancelCauseFunc) *scheduler {
@@ -88,6 +91,7 @@ func newScheduler(h *flux.Handle, log *slog.Logger, cfg Config, fail context.Can
 		bound:       make(map[boundKey]*sched.Request),
 		held:        make(map[uint64]string),
 		victims:     make(map[uint64]uint64),
+		debugAhead:  make(map[uint64]int),
 		cache:       newRequestCache(cfg.Policy),
 		now:         func() float64 { return float64(time.Now().UnixNano()) / 1e9 },
 	}
@@ -130,6 +134,7 @@ func (s *scheduler) jmOnline(m *flux.Message) {
 	clear(s.baseReq)
 	clear(s.held)
 	clear(s.estimates)
+	clear(s.debugAhead)
 	s.ready, s.generation = false, 0
 	go s.hello(s.ctx)
 }
@@ -304,7 +309,7 @@ func (s *scheduler) hello(ctx context.Context) {
 				s.log.Error(fmt.Sprintf("hello: job %d: %v", a.ID, err))
 			}
 		}
-		f, err := s.h.RPC("job-manager.sched-ready", flux.NodeidAny, map[string]any{"mode": "unlimited", "attached": true}, 0)
+		f, err := s.h.RPC("job-manager.sched-ready", flux.NodeidAny, s.cfg.readyPayload(), 0)
 		if err != nil {
 			s.fail(fmt.Errorf("job-manager.sched-ready: %w", err))
 			return
@@ -315,7 +320,8 @@ func (s *scheduler) hello(ctx context.Context) {
 				return
 			}
 			s.ready = true
-			s.log.Debug(fmt.Sprintf("ready: %d running jobs", len(s.running)))
+			s.log.Info(fmt.Sprintf("ready: queue-depth=%s queue-policy=%s running-jobs=%d",
+				s.cfg.depthString(), s.cfg.QueuePolicy, len(s.running)))
 		})
 	})
 }
@@ -367,6 +373,11 @@ func (s *scheduler) schedule() {
 func (s *scheduler) pass() {
 	s.passDue = false
 	if s.queue.Len() == 0 {
+		clear(s.debugAhead)
+		return
+	}
+	if s.h.DebugTest(debugFailAlloc, false) {
+		s.debugFailAll()
 		return
 	}
 	now := s.now()
@@ -395,6 +406,7 @@ func (s *scheduler) pass() {
 	if len(s.preemptible) > 0 && s.queue.Len() > 0 {
 		s.preempt()
 	}
+	s.debugAnnotate()
 }
 
 // respondAlloc sends the SUCCESS response, R written straight from the
@@ -520,6 +532,9 @@ func (s *scheduler) cancel(r *flux.Request) {
 	delete(s.jobResv, req.ID)
 	if j := s.queue.Remove(req.ID); j != nil {
 		respondType(j.Data.(*flux.Request), req.ID, allocCancel, "")
+		// the jobs behind it move up: into the lookahead, and
+		// (debugAnnotateReasonPending) to a new position
+		s.schedule()
 	}
 }
 
@@ -556,6 +571,9 @@ func (s *scheduler) expiration(r *flux.Request) {
 	}
 	if !r.IsOwner() {
 		r.Errorf(syscall.EPERM, "sched.expiration is only for the instance owner")
+		return
+	}
+	if s.debugDenyExpiration(r) {
 		return
 	}
 	a := s.running[req.ID]

@@ -1,0 +1,120 @@
+package schedsimple
+
+import (
+	"context"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
+)
+
+// TestModuleArguments: the arguments flux-core's sched-simple takes
+// (and its test suite passes) are accepted with flux-core's meaning; a bad
+// one is refused with an error naming it.
+func TestModuleArguments(t *testing.T) {
+	type want struct {
+		depth, limit int
+		level        string
+	}
+	def := want{depth: 8}
+	for _, tt := range []struct {
+		args []string
+		want want
+		err  string // "" for none; else a part of the error
+	}{
+		{args: nil, want: def},
+		{args: []string{"mode=unlimited"}, want: want{depth: math.MaxInt}},
+		{args: []string{"unlimited"}, want: want{depth: math.MaxInt}},
+		{args: []string{"mode=limited=1"}, want: want{depth: 1, limit: 1}},
+		{args: []string{"mode=limited=8"}, want: want{depth: 8, limit: 8}},
+		{args: []string{"mode=limited=2", "mode=unlimited"}, want: want{depth: math.MaxInt}},
+		{args: []string{"mode=limited=1", "log-level=debug"}, want: want{depth: 1, limit: 1, level: "debug"}},
+		{args: []string{"log-level=err"}, want: want{depth: 8, level: "err"}},
+		{args: []string{"queue-depth=4"}, want: want{depth: 4}},
+		{args: []string{"queue-depth=unlimited"}, want: want{depth: math.MaxInt}},
+		{args: []string{"pool-class=TreePool"}, want: def},
+		{args: []string{"pool-class=flux.resource.TreePool"}, want: def},
+		{args: []string{"pool-class=Rv1Pool:Rv1Pool"}, want: def},
+		{args: []string{"test-hello-nopartial"}, want: def},
+		{args: []string{"queue-policy=easy"}, want: def},
+
+		{args: []string{"mode=foobar"}, err: `module argument "mode=foobar": unknown mode "foobar"`},
+		{args: []string{"mode=single"}, err: `module argument "mode=single": unknown mode "single"`},
+		{args: []string{"mode="}, err: `module argument "mode=": unknown mode ""`},
+		{args: []string{"mode"}, err: `module argument "mode"`},
+		{args: []string{"mode=limited=-1"}, err: `module argument "mode=limited=-1": the limit must be a positive integer, not "-1"`},
+		{args: []string{"mode=limited=0"}, err: `module argument "mode=limited=0"`},
+		{args: []string{"mode=limited=x"}, err: `module argument "mode=limited=x"`},
+		{args: []string{"mode=limited="}, err: `module argument "mode=limited="`},
+		{args: []string{"log-level=loud"}, err: `module argument "log-level=loud": unknown log level "loud"`},
+		{args: []string{"pool-class=Rv1Pool"}, err: `module argument "pool-class=Rv1Pool": unknown pool class`},
+		{args: []string{"pool-class=bogus"}, err: `module argument "pool-class=bogus"`},
+		{args: []string{"test-hello-nopartial=1"}, err: `module argument "test-hello-nopartial=1"`},
+		{args: []string{"unlimited=1"}, err: `module argument "unlimited=1"`},
+		{args: []string{"queue-depth"}, err: `module argument "queue-depth": queue-depth needs a value`},
+		{args: []string{"queue-depth=0"}, err: `module argument "queue-depth=0"`},
+		{args: []string{"queue-policy=bogus"}, err: `queue-policy="bogus"`},
+		{args: []string{"bogus"}, err: `module argument "bogus": unknown argument (known: mode=unlimited, mode=limited=N`},
+		{args: []string{"mode=limited=1", "policy=fcfs", "extra=1"}, err: `module argument "extra=1"`},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			cfg, err := parseConfig(context.Background(), flux.NewHandle(nopConn{}), tt.args)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := want{depth: cfg.QueueDepth, limit: cfg.Limit, level: cfg.LogLevel}
+			if got != tt.want {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestReadyPayload: limited mode tells the job manager its limit, as
+// flux-core's sched-simple does; the ready message names the queue depth
+// as flux-core's test suite looks for it.
+func TestReadyPayload(t *testing.T) {
+	for _, tt := range []struct {
+		args  []string
+		want  map[string]any
+		depth string
+	}{
+		{nil, map[string]any{"mode": "unlimited", "attached": true}, "8"},
+		{[]string{"mode=unlimited"}, map[string]any{"mode": "unlimited", "attached": true}, "unlimited"},
+		{[]string{"mode=limited=2"}, map[string]any{"mode": "limited", "limit": 2, "attached": true}, "2"},
+	} {
+		cfg, err := parseConfig(context.Background(), flux.NewHandle(nopConn{}), tt.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.readyPayload(); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%v: sched-ready %v, want %v", tt.args, got, tt.want)
+		}
+		if got := cfg.depthString(); got != tt.depth {
+			t.Errorf("%v: queue-depth=%s, want %s", tt.args, got, tt.depth)
+		}
+	}
+}
+
+// TestSeverityLevel: log-level=NAME keeps what the broker log shows at
+// that severity and above.
+func TestSeverityLevel(t *testing.T) {
+	for name, want := range map[string]string{"emerg": "ERROR", "err": "ERROR", "warning": "WARN",
+		"notice": "INFO", "info": "INFO", "debug": "DEBUG"} {
+		sev, err := flux.ParseSeverity(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := severityLevel(sev).String(); got != want {
+			t.Errorf("%s: %s, want %s", name, got, want)
+		}
+	}
+}
