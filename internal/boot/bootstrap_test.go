@@ -273,7 +273,7 @@ hosts = [{host="n0", bind="tcp://eth9:1", connect="tcp://n0:1"}, {host="n1"}]`, 
 		{"tbon bad topo", "[tbon]\ntopo = \"binomial\"\n", "a", ErrConfig, `tbon.topo: "binomial": supported topologies are kary:K and custom`},
 		{"tbon topo contradicts fanout", "[tbon]\nfanout = 3\ntopo = \"kary:2\"\n", "a", ErrConfig, `tbon.topo: "kary:2" contradicts tbon.fanout = 3`},
 		{"tbon unknown key", "[tbon]\ntorpid_maxx = \"30s\"\n", "a", ErrConfig, "tbon.torpid_maxx: unknown key"},
-		{"tbon flux-core key checked", "[tbon]\ntorpid_max = \"soon\"\n", "a", ErrConfig, "tbon.torpid_max: invalid FSD"},
+		{"tbon flux-core key checked", "[tbon]\ntorpid_max = \"soon\"\n", "a", ErrConfig, "tbon.torpid_max: invalid Flux standard duration"},
 		{"tbon bad duration", "[tbon]\nconnect_timeout = \"soon\"\n", "a", ErrConfig, "tbon.connect_timeout:"},
 		{"toml syntax", "[bootstrap\n", "a", ErrConfig, "a.toml: line 2: expected"},
 	}

@@ -74,19 +74,19 @@ func TestSubmitCommand(t *testing.T) {
 		t.Errorf("--cc dry run: code %d, %d lines", code, strings.Count(out, "\n"))
 	}
 	_, errOut, code = runJobCLI(t, "", "submit", "hostname")
-	if code != 1 || errOut != "flux-submit: cannot submit: no Flux instance (FLUX_URI not set)\n" {
+	if code != 1 || errOut != "flux-submit: ERROR: cannot submit: no Flux instance (FLUX_URI not set)\n" {
 		t.Errorf("submit: code %d stderr %q", code, errOut)
 	}
 	_, errOut, code = runJobCLI(t, "", "run", "hostname")
-	if code != 1 || errOut != "flux-run: cannot submit: no Flux instance (FLUX_URI not set)\n" {
+	if code != 1 || errOut != "flux-run: ERROR: cannot submit: no Flux instance (FLUX_URI not set)\n" {
 		t.Errorf("run: code %d stderr %q", code, errOut)
 	}
 	_, errOut, code = runJobCLI(t, "", "submit", "--dry-run", "-t", "3x", "hostname")
-	if code != 1 || !strings.HasPrefix(errOut, `flux-submit: --time-limit: invalid FSD "3x"`) {
+	if code != 1 || !strings.HasPrefix(errOut, `flux-submit: ERROR: --time-limit: invalid Flux standard duration "3x"`) {
 		t.Errorf("bad option: code %d stderr %q", code, errOut)
 	}
 	_, errOut, code = runJobCLI(t, "", "run", "--dry-run")
-	if code != 1 || errOut != "flux-run: job command and arguments are missing\n" {
+	if code != 1 || errOut != "flux-run: ERROR: job command and arguments are missing\n" {
 		t.Errorf("no command: code %d stderr %q", code, errOut)
 	}
 	// flux run has no --cc.

@@ -185,12 +185,29 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			name = "flux-" + c.Name()
 		}
 	}
-	fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	if pythonStyle[name] && !errors.As(err, new(usageError)) {
+		// flux-core writes these commands in Python, whose logger
+		// prefixes the level: scripts grep for "flux-submit: ERROR:"
+		fmt.Fprintf(stderr, "%s: ERROR: %v\n", name, err)
+	} else {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	}
 	if errors.As(err, new(usageError)) {
 		// as flux-core's commands do: what was wrong, then how to call it
 		fmt.Fprintf(stderr, "Usage: %s\n", cmd.UseLine())
 	}
 	return 1
+}
+
+// pythonStyle are the commands flux-core writes in Python (src/cmd/*.py):
+// their errors read "flux-NAME: ERROR: message".
+var pythonStyle = map[string]bool{
+	"flux-admin": true, "flux-alloc": true, "flux-batch": true, "flux-bulksubmit": true,
+	"flux-cancel": true, "flux-fortune": true, "flux-hostlist": true, "flux-housekeeping": true,
+	"flux-jobs": true, "flux-jobtap": true, "flux-modprobe": true, "flux-multi-prog": true,
+	"flux-pgrep": true, "flux-pkill": true, "flux-post-job-event": true, "flux-pstree": true,
+	"flux-queue": true, "flux-resource": true, "flux-run": true, "flux-sproc": true,
+	"flux-submit": true, "flux-update": true, "flux-uri": true, "flux-watch": true,
 }
 
 // usageError is a command line that does not fit the command (an

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -37,12 +38,15 @@ func urgencyValue(s string) (int, error) {
 
 func flagsValue(list []string) (int, error) {
 	f := 0
-	for _, name := range list {
-		bit, ok := submitFlagBits[name]
-		if !ok {
-			return 0, fmt.Errorf("--flags: unknown flag %q (want debug, waitable or novalidate)", name)
+	for _, item := range list {
+		// --flags debug,waitable: a comma-separated list, given once or more
+		for _, name := range strings.Split(item, ",") {
+			bit, ok := submitFlagBits[name]
+			if !ok {
+				return 0, fmt.Errorf("--flags: unknown flag %q (want debug, waitable or novalidate)", name)
+			}
+			f |= bit
 		}
-		f |= bit
 	}
 	return f, nil
 }

@@ -266,7 +266,7 @@ func TestBuildJobspecsErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{}, "job command and arguments are missing"},
-		{[]string{"-t", "3x", "app"}, `--time-limit: invalid FSD "3x"`},
+		{[]string{"-t", "3x", "app"}, `--time-limit: invalid Flux standard duration "3x"`},
 		{[]string{"-t", "-5", "app"}, `--time-limit: "-5": duration must not be negative`},
 		{[]string{"-t", "inf", "app"}, `--time-limit: "inf": duration must be finite`},
 		{[]string{"-n", "x", "app"}, `--ntasks: invalid int value "x"`},
@@ -281,7 +281,7 @@ func TestBuildJobspecsErrors(t *testing.T) {
 		{[]string{"--flags=fast", "app"}, `--flags: unknown flag "fast"`},
 		{[]string{"--dependency=:x", "app"}, `--dependency: invalid dependency URI ":x"`},
 		{[]string{"--begin-time=someday soon", "app"}, `--begin-time: cannot parse "someday soon"`},
-		{[]string{"--begin-time=+x", "app"}, `--begin-time: invalid FSD "x"`},
+		{[]string{"--begin-time=+x", "app"}, `--begin-time: invalid Flux standard duration "x"`},
 		{[]string{"--requires=(a", "app"}, `--requires: constraint "(a": unclosed '('`},
 		{[]string{"--requires=color:red", "app"}, `attributes.system.constraints.color: unknown constraint operator "color"`},
 		{[]string{"--setattr=duration=x", "app"}, `attributes.system.duration: must be a number of seconds, not a string`},

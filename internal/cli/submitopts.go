@@ -387,7 +387,7 @@ func (o *submitOptions) buildOne(cmd []string) (*jobspec.Jobspec, error) {
 	if _, err := urgencyValue(o.urgency); err != nil {
 		return nil, fmt.Errorf("--urgency: %w", err)
 	}
-	if _, err := parseSubmitFlags(o.flags); err != nil {
+	if _, err := flagsValue(o.flags); err != nil {
 		return nil, err
 	}
 	if err := js.ValidateV1(); err != nil {
@@ -516,49 +516,43 @@ func isPlainNumber(s string) bool {
 	return s != "" && strings.Trim(s, "0123456789.eE+-") == "" && s[0] != 'e' && s[0] != 'E'
 }
 
-// submitFlags are the job submission flags of --flags.
-type submitFlags struct{ debug, waitable, novalidate bool }
-
-func parseSubmitFlags(list []string) (submitFlags, error) {
-	var f submitFlags
-	for _, item := range list {
-		for _, name := range strings.Split(item, ",") {
-			switch name {
-			case "debug":
-				f.debug = true
-			case "waitable":
-				f.waitable = true
-			case "novalidate":
-				f.novalidate = true
-			default:
-				return f, fmt.Errorf("--flags: unknown flag %q (want debug, waitable or novalidate)", name)
-			}
-		}
-	}
-	return f, nil
-}
-
 // addFile reads a --add-file value: NAME=TEXT when TEXT holds a newline,
 // else [NAME=]PATH (NAME defaults to the file's base name, the mode is
 // the file's).
 func (o *submitOptions) addFile(v string) (string, map[string]any, error) {
+	// a \n written on the command line is a newline (file text)
+	v = strings.ReplaceAll(v, `\n`, "\n")
 	name, arg, named := strings.Cut(v, "=")
+	perm := os.FileMode(0)
 	if !named {
+		if strings.Contains(v, "\n") {
+			return "", nil, fmt.Errorf("file name missing (NAME=TEXT for text)")
+		}
 		name, arg = filepath.Base(v), v
+	} else if n, p, ok := strings.Cut(name, ":"); ok {
+		// NAME:PERMS, octal; a colon before anything else is part of NAME
+		if mode, err := strconv.ParseUint(p, 8, 32); err == nil && mode <= 0o7777 {
+			name, perm = n, os.FileMode(mode)
+		}
 	}
 	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
 		return "", nil, fmt.Errorf("file name %q must be a plain name", name)
 	}
 	if strings.Contains(arg, "\n") {
-		return name, jobspec.FileEntry([]byte(arg), 0o600), nil
+		if perm == 0 {
+			perm = 0o600
+		}
+		return name, jobspec.FileEntry([]byte(arg), perm), nil
 	}
 	data, err := o.proc.readFile(arg)
 	if err != nil {
 		return "", nil, err
 	}
-	perm := os.FileMode(0o600)
-	if fi, err := os.Stat(arg); err == nil {
-		perm = fi.Mode().Perm()
+	if perm == 0 {
+		perm = 0o600
+		if fi, err := os.Stat(arg); err == nil {
+			perm = fi.Mode().Perm()
+		}
 	}
 	return name, jobspec.FileEntry(data, perm), nil
 }

@@ -82,10 +82,10 @@ func TestUpdateErrors(t *testing.T) {
 		{[]string{"123", "=1"}, 2, `"=1": want KEY=VALUE`},
 		{[]string{"--bogus", "123", "a=1"}, 2, "unknown flag: --bogus"},
 		{[]string{"-n", "not-a-job", "a=1"}, 1, `invalid jobid "not-a-job"`},
-		{[]string{"-n", "123", "duration=foo"}, 1, `attributes.system.duration=foo: invalid FSD "foo"`},
-		{[]string{"-n", "123", "duration=-5h3"}, 1, `attributes.system.duration=-5h3: invalid FSD "5h3"`},
-		{[]string{"-n", "123", "duration=1x"}, 1, `attributes.system.duration=1x: invalid FSD "1x"`},
-		{[]string{"-n", "123", "attributes.system.duration="}, 1, `attributes.system.duration=: invalid FSD ""`},
+		{[]string{"-n", "123", "duration=foo"}, 1, `attributes.system.duration=foo: invalid Flux standard duration "foo"`},
+		{[]string{"-n", "123", "duration=-5h3"}, 1, `attributes.system.duration=-5h3: invalid Flux standard duration "5h3"`},
+		{[]string{"-n", "123", "duration=1x"}, 1, `attributes.system.duration=1x: invalid Flux standard duration "1x"`},
+		{[]string{"-n", "123", "attributes.system.duration="}, 1, `attributes.system.duration=: invalid Flux standard duration ""`},
 	} {
 		code, out, errs := runUpdateMain(tc.args...)
 		if code != tc.code || out != "" || !strings.HasPrefix(errs, "flux-update: ") || !strings.Contains(errs, tc.want) {

@@ -54,7 +54,7 @@ func TestParseDefaults(t *testing.T) {
 func TestParseErrors(t *testing.T) {
 	for conf, want := range map[string]string{
 		`{"policy": {"limits": {"duration": 3600}}}`:                                           "policy.limits.duration must be a string",
-		`{"policy": {"limits": {"duration": "soon"}}}`:                                         "policy.limits.duration: invalid FSD",
+		`{"policy": {"limits": {"duration": "soon"}}}`:                                         "policy.limits.duration: invalid Flux standard duration",
 		`{"policy": {"limits": {"job-size": {"max": {"nnodes": "8"}}}}}`:                       "policy.limits.job-size.max.nnodes must be a count",
 		`{"policy": {"limits": {"job-size": {"max": {"nodes": 8}}}}}`:                          "policy.limits.job-size.max.nodes: unknown key",
 		`{"policy": {"limits": {"job-size": {"most": {}}}}}`:                                   "policy.limits.job-size.most: unknown key",
@@ -90,7 +90,7 @@ func TestLimits(t *testing.T) {
 		t.Errorf("batch: %s %v", d, size)
 	}
 	if _, err := Parse([]byte(`{"queues": {"debug": {"policy": {"limits": {"duration": "x"}}}}}`)); err == nil ||
-		!strings.Contains(err.Error(), "queues.debug.policy.limits.duration: invalid FSD") {
+		!strings.Contains(err.Error(), "queues.debug.policy.limits.duration: invalid Flux standard duration") {
 		t.Errorf("bad queue duration: %v", err)
 	}
 }
@@ -110,7 +110,7 @@ func TestDefaultDuration(t *testing.T) {
 		t.Errorf("debug default %g", d)
 	}
 	for conf, want := range map[string]string{
-		`{"policy": {"jobspec": {"defaults": {"system": {"duration": "soon"}}}}}`:                  "policy.jobspec.defaults.system.duration: invalid FSD",
+		`{"policy": {"jobspec": {"defaults": {"system": {"duration": "soon"}}}}}`:                  "policy.jobspec.defaults.system.duration: invalid Flux standard duration",
 		`{"policy": {"jobspec": {"defaults": {"system": {"cwd": "/"}}}}}`:                          "policy.jobspec.defaults.system.cwd: unknown key",
 		`{"queues": {"a": {"policy": {"jobspec": {"defaults": {"system": {"queue": "a"}}}}}}}`:     "queues.a.policy.jobspec.defaults.system.queue: only duration may be set per queue",
 		`{"queues": {"a": {"policy": {"jobspec": {"defaults": {"system": {"duration": true}}}}}}}`: "queues.a.policy.jobspec.defaults.system.duration must be an FSD string",

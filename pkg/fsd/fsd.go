@@ -18,7 +18,7 @@ import (
 )
 
 // ErrInvalid is wrapped by every error Parse returns.
-var ErrInvalid = errors.New("invalid FSD")
+var ErrInvalid = errors.New("invalid Flux standard duration")
 
 // Infinity is the duration "infinity" and "inf" parse to.
 var Infinity = math.Inf(1)

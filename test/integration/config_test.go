@@ -99,7 +99,7 @@ policy.limits.duration = "10m"
 	if got := e.must("config", "get", "--config-path", dir, "policy.limits.duration"); got != "bogus" {
 		t.Errorf("config get --config-path: %s", got)
 	}
-	e.fail(`policy.limits.duration: invalid FSD "bogus"`, "config", "reload")
+	e.fail(`policy.limits.duration: invalid Flux standard duration "bogus"`, "config", "reload")
 	if got := e.must("config", "get", "policy.limits.duration"); got != "3h" {
 		t.Errorf("after a refused reload: policy.limits.duration %s", got)
 	}

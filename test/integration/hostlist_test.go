@@ -44,7 +44,7 @@ func TestHostlistInstanceSources(t *testing.T) {
 	}
 
 	// a job ID that names no job, e.g. a hostname like foo1
-	e.fail("flux-hostlist: job foo1 not found", "hostlist", "foo1")
+	e.fail("flux-hostlist: ERROR: job foo1 not found", "hostlist", "foo1")
 	if got := e.must("hostlist", "--fallback", "foo1", "foo2"); got != "foo[1-2]" {
 		t.Errorf("--fallback: %q", got)
 	}

@@ -52,7 +52,7 @@ func TestPurge(t *testing.T) {
 	say("purged 0 inactive jobs", "--force")
 	e.fail("batch must be", "job", "purge", "--force", "--batch=10000")
 	e.fail("num limit must be", "job", "purge", "--num-limit=-42")
-	e.fail("invalid FSD", "job", "purge", "--age-limit=soon")
+	e.fail("invalid Flux standard duration", "job", "purge", "--age-limit=soon")
 	say("use --force to purge 2 inactive jobs", "--num-limit=8")
 	say("purged 2 inactive jobs", "--force", "--num-limit=8")
 	say("purged 0 inactive jobs", "--force", "--num-limit=8")

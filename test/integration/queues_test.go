@@ -249,7 +249,7 @@ func TestQueueAnonymous(t *testing.T) {
 		t.Errorf("idle --quiet with a held job: %q", got)
 	}
 	e.fail("drain: timeout", "queue", "drain", "-t", "0.1s")
-	e.fail(`--timeout: invalid FSD "soon"`, "queue", "idle", "--timeout=soon")
+	e.fail(`--timeout: invalid Flux standard duration "soon"`, "queue", "idle", "--timeout=soon")
 	e.must("cancel", held.String())
 	e.must("queue", "drain", "-t", "30s")
 }

@@ -86,7 +86,7 @@ func TestUpdateOptions(t *testing.T) {
 		t.Errorf("duration=-inf: %s", r.Stderr)
 	}
 	e.fail("attributes.system.duration=-5m", "update", id.String(), "duration=-5m")
-	e.fail(`attributes.system.duration=soon: invalid FSD "soon"`, "update", id.String(), "duration=soon")
+	e.fail(`attributes.system.duration=soon: invalid Flux standard duration "soon"`, "update", id.String(), "duration=soon")
 	if d := jobDuration(); d != "300.0" {
 		t.Errorf("duration after refused updates: %s", d)
 	}

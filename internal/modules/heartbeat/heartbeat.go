@@ -34,7 +34,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	if v, err := h.Attr(ctx, "heartbeat.period"); err == nil {
 		d, err := fsd.ParseDuration(v)
 		if err != nil || d <= 0 {
-			flux.NewLogger(h, Name).Error("heartbeat.period: invalid FSD; using the default", "value", v, "default", DefaultPeriod)
+			flux.NewLogger(h, Name).Error("heartbeat.period: invalid Flux standard duration; using the default", "value", v, "default", DefaultPeriod)
 		} else {
 			period = d
 		}

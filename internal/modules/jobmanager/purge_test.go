@@ -55,7 +55,7 @@ func TestPurgeConfig(t *testing.T) {
 		{``, purgeLimits{-1, -1}, ""},
 		{`{"job-manager":{"inactive-age-limit":"7d","inactive-num-limit":10000}}`, purgeLimits{7 * 86400, 10000}, ""},
 		{`{"job-manager":{"inactive-age-limit":42}}`, purgeLimits{}, "expected a string"},
-		{`{"job-manager":{"inactive-age-limit":"notfsd"}}`, purgeLimits{}, "invalid FSD"},
+		{`{"job-manager":{"inactive-age-limit":"notfsd"}}`, purgeLimits{}, "invalid Flux standard duration"},
 		{`{"job-manager":{"inactive-num-limit":-42}}`, purgeLimits{}, "must be >= 0"},
 		{`{"job-manager":{"inactive-num-limit":"many"}}`, purgeLimits{}, "expected an integer"},
 	} {
