@@ -115,6 +115,17 @@ func (r *Request) Rolemask() uint32 { return r.Msg.Rolemask }
 // IsOwner reports whether the requestor holds the instance owner role.
 func (r *Request) IsOwner() bool { return r.Msg.Rolemask&message.RoleOwner != 0 }
 
+// RequireOwner answers EPERM "Request requires owner credentials" (the
+// text flux-core's message handlers answer with) unless the request is
+// the instance owner's, and reports whether it is.
+func (r *Request) RequireOwner() bool {
+	if r.IsOwner() {
+		return true
+	}
+	r.Errorf(syscall.EPERM, "Request requires owner credentials")
+	return false
+}
+
 // Handle returns the handle the request arrived on.
 func (r *Request) Handle() *Handle { return r.h }
 

@@ -196,10 +196,16 @@ func (q *queues) register() {
 	q.m.h.HandleFunc("job-manager.queue-enable", q.handleEnable)
 	q.m.h.HandleFunc("job-manager.queue-start", q.handleStart)
 	q.m.h.HandleFunc("job-manager.drain", func(r *flux.Request) {
+		if !r.RequireOwner() {
+			return
+		}
 		q.drainers = append(q.drainers, r)
 		q.checkWaiters()
 	})
 	q.m.h.HandleFunc("job-manager.idle", func(r *flux.Request) {
+		if !r.RequireOwner() {
+			return
+		}
 		q.idlers = append(q.idlers, r)
 		q.checkWaiters()
 	})
@@ -324,8 +330,7 @@ func (q *queues) change(r *flux.Request, key string, sw func(*queueState) *onOff
 	if r.Decode(&c) != nil {
 		return false, false
 	}
-	if !r.IsOwner() {
-		r.Errorf(syscall.EPERM, "only the instance owner may change a queue's state")
+	if !r.RequireOwner() {
 		return false, false
 	}
 	v := c.Enable
