@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,11 +16,15 @@ import (
 func (e *env) asTestGuest(args ...string) (string, int) {
 	e.t.Helper()
 	cmd := exec.Command(e.inst.Bin, args...)
-	cmd.Env = append(os.Environ(), "FLUX_URI="+e.inst.URI,
+	py, err := filepath.Abs("../../python")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cmd.Env = append(os.Environ(), "FLUX_URI="+e.inst.URI, "FLUXGO_PYTHONPATH="+py,
 		"FLUX_HANDLE_USERID="+strconv.Itoa(os.Getuid()+1), "FLUX_HANDLE_ROLEMASK=0x2")
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
-	err := cmd.Run()
+	err = cmd.Run()
 	if cmd.ProcessState == nil {
 		e.t.Fatalf("flux %v: %v", args, err)
 	}
@@ -42,6 +47,10 @@ func TestHandleTestingCreds(t *testing.T) {
 	}
 	if errs, code := e.asTestGuest("queue", "stop"); code == 0 || strings.Contains(e.must("queue", "status"), "stopped") {
 		t.Errorf("a refused stop stopped the queue (exit %d): %s", code, errs)
+	}
+	// the Python client honours them too
+	if errs, code := e.asTestGuest("python", "-c", `import flux; flux.Flux().rpc("job-manager.queue-start", {"start": False, "all": True}).get()`); code == 0 || !strings.Contains(errs, "requires owner credentials") {
+		t.Errorf("python as guest: exit %d: %q", code, errs)
 	}
 	// a guest may not cancel the owner's job
 	id := e.submit("--urgency=0", "true")
