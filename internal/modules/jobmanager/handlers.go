@@ -41,6 +41,7 @@ func (m *manager) register() {
 	h.HandleFunc("job-manager.alloc-query", m.sched.allocQuery)
 	h.HandleFunc("job-manager.exec-hello", m.exec.hello)
 	h.HandleFunc("job-manager.stats-get", m.handleStats)
+	h.HandleFunc("job-manager.list", m.handleList) // list.go
 	h.HandleFunc("job-manager.getinfo", func(r *flux.Request) {
 		r.Respond(map[string]any{"max_jobid": m.maxID})
 	})

@@ -1,0 +1,45 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fluxgo/fluxgo/pkg/flux"
+)
+
+// TestJobManagerList: job-manager.list (flux-core's, which its test
+// helpers read): the jobs waiting for the scheduler first, in priority
+// order, then the waitable jobs that ended and were not waited for;
+// max_entries is required; the owner only.
+func TestJobManagerList(t *testing.T) {
+	e := start(t)
+	held := e.submit("--urgency=0", "true")
+	zombie := e.submit("--flags=waitable", "true")
+	e.waitEvent(zombie, "clean")
+	h := e.inst.Handle(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var resp struct {
+		Jobs []struct {
+			ID    uint64 `json:"id"`
+			State int    `json:"state"`
+		} `json:"jobs"`
+	}
+	if err := h.Call(ctx, "job-manager.list", flux.NodeidAny, map[string]any{"max_entries": 0}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Jobs) != 2 || resp.Jobs[0].ID != uint64(held) || resp.Jobs[0].State != 8 ||
+		resp.Jobs[1].ID != uint64(zombie) || resp.Jobs[1].State != 64 {
+		t.Errorf("list: %+v, want %s SCHED (8) then %s INACTIVE (64)", resp.Jobs, held, zombie)
+	}
+	if err := h.Call(ctx, "job-manager.list", flux.NodeidAny, map[string]any{}, nil); err == nil {
+		t.Error("no max_entries accepted")
+	}
+	if err := h.Call(ctx, "job-manager.list", flux.NodeidAny, map[string]any{"max_entries": -1}, nil); err == nil {
+		t.Error("max_entries -1 accepted")
+	}
+	if errs, code := e.asTestGuest("python", "-c", `import flux; flux.Flux().rpc("job-manager.list", {"max_entries": 0}).get()`); code == 0 {
+		t.Errorf("a guest listed the job manager's jobs: %s", errs)
+	}
+}
