@@ -287,7 +287,8 @@ func TestQueueStatusAndControl(t *testing.T) {
 	e.fail("'nope' is not a valid queue", "queue", "status", "-v", "-q", "nope")
 
 	// -v: every queue, then the counts, which are real: a running job,
-	// and a job waiting in a stopped queue
+	// and a job waiting in a stopped queue, which is not queued for the
+	// scheduler (flux-core leaves it out of its alloc queue)
 	running := e.submit("--queue=debug", testDuration("600s"), "true")
 	e.waitEvent(running, "start")
 	e.must("queue", "stop", "--quiet", "batch")
@@ -295,7 +296,7 @@ func TestQueueStatusAndControl(t *testing.T) {
 	e.waitEvent(waiting, "priority")
 	want := "batch: Job submission is enabled\nbatch: Scheduling is stopped\n" +
 		"debug: Job submission is enabled\ndebug: Scheduling is started\n" +
-		"1 alloc requests queued\n0 alloc requests pending to scheduler\n1 running jobs"
+		"0 alloc requests queued\n0 alloc requests pending to scheduler\n1 running jobs"
 	e.waitFor("status -v counts", func() bool { return e.must("queue", "status", "-v") == want })
 	if got := e.must("queue", "status", "-v", "debug"); got != want {
 		t.Errorf("status -v debug: %q", got)

@@ -348,14 +348,15 @@ func (s *schedClient) readyRequest(r *flux.Request) {
 
 // allocQuery answers job-manager.alloc-query (flux queue status -v) with
 // flux-core's counts: {queue_length, alloc_pending, running}. Jobs
-// waiting for an alloc request to be sent (including those parked by a
-// stopped queue, but not held ones) are queue_length; alloc requests the
+// waiting for an alloc request to be sent (not held ones, nor those a
+// stopped queue parks: flux-core takes them out of its alloc queue) are
+// queue_length; alloc requests the
 // scheduler has not answered are alloc_pending; jobs in RUN or CLEANUP
 // are running.
 func (s *schedClient) allocQuery(r *flux.Request) {
 	waiting := 0
 	for _, j := range s.m.jobs {
-		if j.State == jobtap.StateSched && !j.allocPending && !j.hasAlloc && j.Priority > 0 {
+		if _, parked := s.m.queues.parked[j.ID]; j.State == jobtap.StateSched && !j.allocPending && !j.hasAlloc && j.Priority > 0 && !parked {
 			waiting++
 		}
 	}
