@@ -98,8 +98,8 @@ func configSchema() *schema {
 		ignoring("fluxgo always limits a guest to their own jobs", "private-mode").
 		ignoring(notUsed+" (operators are the instance owner)", "roles"))
 	top.with("archive", table("dbpath", "period").ignoring(notUsed, "busytimeout"))
-	jm := table("inactive-age-limit", "inactive-num-limit", "plugins").
-		ignoring(notUsed, "housekeeping", "stop-queues-on-restart")
+	jm := table("inactive-age-limit", "inactive-num-limit", "plugins", "stop-queues-on-restart").
+		ignoring(notUsed, "housekeeping")
 	for _, t := range []string{"prolog", "epilog", "perilog"} {
 		jm.with(t, openTable) // checked by the perilog plugin
 	}

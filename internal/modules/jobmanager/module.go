@@ -114,6 +114,9 @@ func readConfig(conf json.RawMessage) (*policy.Config, purgeLimits, error) {
 		return nil, purgeLimits{}, err
 	}
 	purge, err := purgeConfig(conf)
+	if err == nil {
+		_, err = stopQueuesOnRestart(conf)
+	}
 	return pol, purge, err
 }
 
@@ -122,11 +125,14 @@ func readConfig(conf json.RawMessage) (*policy.Config, purgeLimits, error) {
 // refuses to start with a bad one instead of running without a job
 // manager, and a reload is refused before any module takes it.
 func ValidateConfig(conf json.RawMessage) error {
+	// "error updating job-manager" as flux-core words a refused reload
 	if _, _, err := readConfig(conf); err != nil {
-		return err
+		return fmt.Errorf("error updating job-manager: %w", err)
 	}
-	_, err := parseDirectives(conf)
-	return err
+	if _, err := parseDirectives(conf); err != nil {
+		return fmt.Errorf("error updating job-manager: %w", err)
+	}
+	return nil
 }
 
 // configPlugins are the default plugins configured from the instance

@@ -139,7 +139,32 @@ func (q *queues) restore(ctx context.Context) error {
 		s.submission.set(e.Enable, e.DisableReason, false)
 		s.scheduling.set(e.Start, e.StopReason, false)
 	}
+	// [job-manager] stop-queues-on-restart: an instance that restarts
+	// holds its jobs until an admin starts the queues
+	if stop, _ := stopQueuesOnRestart(q.m.conf); stop {
+		for _, s := range q.states {
+			s.scheduling.set(false, "Automatically stopped due to restart", false)
+		}
+	}
 	return nil
+}
+
+// stopQueuesOnRestart reads [job-manager] stop-queues-on-restart, a
+// boolean (false when absent).
+func stopQueuesOnRestart(raw json.RawMessage) (bool, error) {
+	var conf struct {
+		JM struct {
+			Stop json.RawMessage `json:"stop-queues-on-restart"`
+		} `json:"job-manager"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &conf) != nil || len(conf.JM.Stop) == 0 {
+		return false, nil
+	}
+	var b bool
+	if err := json.Unmarshal(conf.JM.Stop, &b); err != nil {
+		return false, fmt.Errorf("[job-manager] stop-queues-on-restart: expected true or false, not %s", conf.JM.Stop)
+	}
+	return b, nil
 }
 
 // checkpoint writes the queues' state to the KVS and then calls done.
