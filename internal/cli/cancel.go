@@ -101,6 +101,12 @@ func runCancel(o cancelOptions, args []string, errw io.Writer) error {
 	states := "active"
 	if len(o.states) > 0 {
 		states = strings.Join(o.states, ",")
+		// flux-core's flux cancel (Python) words a bad state so
+		for _, s := range strings.Split(states, ",") {
+			if _, ok := stateBits[strings.ToLower(strings.TrimSpace(s))]; !ok {
+				return fmt.Errorf("Invalid state %s specified", s)
+			}
+		}
 	}
 	return withHandle(func(ctx context.Context, h *flux.Handle) error {
 		// one request: the job manager picks and cancels the jobs

@@ -19,6 +19,7 @@ const jobProg = "flux-job"
 func jobSubcommands() []*cobra.Command {
 	return []*cobra.Command{
 		newJobIDCmd(),
+		newJobNamespaceCmd(),
 		newJobCancelCmd(),
 		newJobRaiseCmd(),
 		newJobKillCmd(),
@@ -52,7 +53,7 @@ func newJobCmd() *cobra.Command {
 Run 'flux job COMMAND --help' for the options of a subcommand.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s: unknown subcommand %q\n", jobProg, args[0])
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: unknown subcommand %q\nUsage: %s\n", jobProg, args[0], cmd.UseLine())
 				return exitCode(1)
 			}
 			cmd.SetOut(cmd.ErrOrStderr())

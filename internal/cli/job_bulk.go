@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -23,12 +24,15 @@ func parseStatesMask(opt, list string) (int, error) {
 	for _, s := range strings.Split(list, ",") {
 		bit, ok := stateBits[strings.ToLower(strings.TrimSpace(s))]
 		if !ok {
-			return 0, fmt.Errorf("%s: unknown state %q", opt, s)
+			if strings.TrimSpace(s) == "" && list == "" {
+				return 0, fmt.Errorf("no states specified")
+			}
+			return 0, fmt.Errorf("error parsing %s: %s is unknown", opt, s)
 		}
 		mask |= bit
 	}
 	if mask&stateBits["inactive"] != 0 {
-		return 0, fmt.Errorf("%s: inactive jobs cannot be targeted", opt)
+		return 0, fmt.Errorf("Exceptions cannot be raised on inactive jobs")
 	}
 	return mask, nil
 }
@@ -128,7 +132,8 @@ func newJobKillallCmd() *cobra.Command {
 				if err := h.Call(ctx, "job-manager.killall", flux.NodeidAny, req, &resp); err != nil {
 					return fmt.Errorf("%s", flux.ErrorText(err))
 				}
-				o.report(cmd, resp.Count, resp.Errors, "Signaled")
+				// flux-core names the signal as strsignal(3) does
+				o.report(cmd, resp.Count, resp.Errors, signalDescription(sig))
 				return nil
 			})
 		}),
@@ -162,9 +167,21 @@ func (o *jobBulkOptions) raise(cmd *cobra.Command, typ string, severity int, not
 func (o *jobBulkOptions) report(cmd *cobra.Command, count, errs int, done string) {
 	switch {
 	case count == 0 && o.quiet:
+	case count == 0:
+		fmt.Fprintln(cmd.ErrOrStderr(), "flux-job: Command matched 0 jobs")
 	case !o.force:
 		fmt.Fprintf(cmd.ErrOrStderr(), "flux-job: Command matched %d jobs (-f to confirm)\n", count)
 	default:
 		fmt.Fprintf(cmd.ErrOrStderr(), "flux-job: %s %d jobs (%d errors)\n", done, count, errs)
 	}
+}
+
+// signalDescription is signal sig's description as strsignal(3) gives
+// it ("Terminated", "Killed").
+func signalDescription(sig int) string {
+	s := syscall.Signal(sig).String()
+	if s == "" {
+		return "Signaled"
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

@@ -130,7 +130,7 @@ func newJobRaiseCmd() *cobra.Command {
 func signalNumber(s string) (int, error) {
 	if n, err := strconv.Atoi(s); err == nil {
 		if n <= 0 || n > 64 {
-			return 0, fmt.Errorf("invalid signal number %d", n)
+			return 0, fmt.Errorf("Invalid signal %s", s)
 		}
 		return n, nil
 	}
@@ -140,7 +140,7 @@ func signalNumber(s string) (int, error) {
 			return int(i), nil
 		}
 	}
-	return 0, fmt.Errorf("invalid signal %q", s)
+	return 0, fmt.Errorf("Invalid signal %s", s)
 }
 
 var signalNames = map[syscall.Signal]string{
@@ -180,14 +180,15 @@ func newJobKillCmd() *cobra.Command {
 			}
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
 				failed := 0
-				for _, id := range ids {
+				for i, id := range ids {
 					f, err := job.Kill(h, id, signum)
 					if err == nil {
 						err = f.Decode(ctx, nil)
 					}
 					if err != nil {
 						failed++
-						fmt.Fprintf(cmd.ErrOrStderr(), "flux-job: kill: %s: %v\n", id.String(), err)
+						// flux-core's: the id as given, then the reason
+						fmt.Fprintf(cmd.ErrOrStderr(), "flux-job: kill %s: %s\n", args[i], flux.ErrorText(err))
 					}
 				}
 				if failed > 0 {

@@ -319,7 +319,7 @@ func TestJobBulkOps(t *testing.T) {
 	if got := e.field(run, "{state}"); got != "RUN" {
 		t.Fatalf("cancelall -S pending touched the running job: %s", got)
 	}
-	if r := e.flux("job", "killall", "-f", "-s", "SIGKILL"); r.Code != 0 || !strings.Contains(r.Stderr, "Signaled 1 jobs") {
+	if r := e.flux("job", "killall", "-f", "-s", "SIGKILL"); r.Code != 0 || !strings.Contains(r.Stderr, "Killed 1 jobs") {
 		t.Fatalf("killall: %+v", r)
 	}
 	e.waitEvent(run, "clean")

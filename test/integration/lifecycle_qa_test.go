@@ -44,7 +44,7 @@ func TestLifecycleCancelSelection(t *testing.T) {
 	}
 	e.fail("cannot be combined", "cancel", "-S", "pending", held.String())
 	e.fail("no jobs given", "cancel")
-	e.fail(`unknown state "bogus"`, "cancel", "-S", "bogus")
+	e.fail(`Invalid state bogus specified`, "cancel", "-S", "bogus")
 
 	// only the running job goes, with the message
 	if r := e.flux("cancel", "-S", "run", "-m", "run only"); r.Code != 0 || strings.TrimSpace(r.Stderr) != "flux-cancel: Canceled 1 job (0 errors)" {

@@ -20,17 +20,18 @@ const useridAll = 0xFFFFFFFF
 
 // bulkTargets returns the active jobs in states (a bitmask of RFC 21
 // states) of userid, oldest first, or answers r with an error.
-func (m *manager) bulkTargets(r *flux.Request, userid int64, states jobtap.State) ([]*job, bool) {
+// guestErr is flux-core's refusal of a guest targeting others' jobs.
+func (m *manager) bulkTargets(r *flux.Request, userid int64, states jobtap.State, guestErr string) ([]*job, bool) {
 	all := userid == -1 || userid == useridAll
 	switch {
 	case all && !r.IsOwner():
-		r.Errorf(syscall.EPERM, "only the instance owner may target every user's jobs")
+		r.Errorf(syscall.EPERM, "%s", guestErr)
 		return nil, false
 	case !all && (userid < 0 || userid > useridAll):
 		r.Errorf(syscall.EINVAL, "invalid userid %d", userid)
 		return nil, false
 	case !all && uint32(userid) != r.Userid() && !r.IsOwner():
-		r.Errorf(syscall.EPERM, "only the instance owner may target another user's jobs")
+		r.Errorf(syscall.EPERM, "%s", guestErr)
 		return nil, false
 	case states&jobtap.StateActive == 0:
 		r.Errorf(syscall.EINVAL, "states %#x names no active job state", int(states))
@@ -61,7 +62,7 @@ func (m *manager) handleRaiseAll(r *flux.Request) {
 	if !checkException(r, req.Type, req.Severity) {
 		return
 	}
-	jobs, ok := m.bulkTargets(r, req.Userid, jobtap.State(req.States))
+	jobs, ok := m.bulkTargets(r, req.Userid, jobtap.State(req.States), "guests can only raise exceptions on their own jobs")
 	if !ok {
 		return
 	}
@@ -88,7 +89,7 @@ func (m *manager) handleKillAll(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "invalid signal number %d", req.Signum)
 		return
 	}
-	jobs, ok := m.bulkTargets(r, req.Userid, jobtap.StateRunning)
+	jobs, ok := m.bulkTargets(r, req.Userid, jobtap.StateRunning, "guests can only kill their own jobs")
 	if !ok {
 		return
 	}
