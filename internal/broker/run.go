@@ -167,6 +167,12 @@ func (b *Broker) Run() (int, error) {
 		select {
 		case r := <-progDone:
 			b.exitCode = r.code
+			// FLUX_DISABLE_JOB_CLEANUP (flux-core's): running jobs
+			// outlive the end of the initial program, for the next
+			// start from the statedir to take back
+			if os.Getenv("FLUX_DISABLE_JOB_CLEANUP") != "" && b.cfg.Statedir != "" {
+				b.keepJobs.Store(true)
+			}
 			if r.err != nil {
 				b.log.Error(r.err.Error())
 			}

@@ -152,6 +152,12 @@ type Validator interface {
 	Validate(job *Job, requestorIsOwner bool) error
 }
 
+// InactiveAddHook sees each inactive job the job manager restores at
+// start-up, oldest first (flux-core's job.inactive-add).
+type InactiveAddHook interface {
+	JobInactiveAdd(job *Job)
+}
+
 // NewHook sees every job as it is created or restored (job.new).
 type NewHook interface {
 	JobNew(job *Job)

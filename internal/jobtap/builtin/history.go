@@ -3,6 +3,7 @@ package builtin
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
@@ -19,12 +20,28 @@ type History struct {
 func newHistory() *History { return &History{byUser: make(map[uint32][]jobid.ID), limit: 1000} }
 
 var (
-	_ jobtap.NewHook  = (*History)(nil)
-	_ jobtap.Servicer = (*History)(nil)
+	_ jobtap.NewHook         = (*History)(nil)
+	_ jobtap.InactiveAddHook = (*History)(nil)
+	_ jobtap.Servicer        = (*History)(nil)
 )
 
 // Name implements jobtap.Plugin.
 func (*History) Name() string { return ".history" }
+
+// JobInactiveAdd implements jobtap.InactiveAddHook: a restart keeps the
+// history of ended jobs too, in id (submission) order among the rest.
+func (hp *History) JobInactiveAdd(j *jobtap.Job) {
+	list := hp.byUser[j.Userid]
+	i, found := slices.BinarySearch(list, j.ID)
+	if found {
+		return
+	}
+	list = slices.Insert(list, i, j.ID)
+	if len(list) > hp.limit {
+		list = list[len(list)-hp.limit:]
+	}
+	hp.byUser[j.Userid] = list
+}
 
 // JobNew implements jobtap.NewHook.
 func (hp *History) JobNew(j *jobtap.Job) {

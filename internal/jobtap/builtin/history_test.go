@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -81,5 +82,19 @@ func TestHistoryKeepsTheLast1000(t *testing.T) {
 	got, err := historyGet(t, hp, "", alice, false)
 	if err != nil || len(got) != 1000 || got[0] != 1005 || got[999] != 6 {
 		t.Errorf("%d jobs (%v), first %v last %v: want 1005 down to 6", len(got), err, got[0], got[len(got)-1])
+	}
+}
+
+// TestHistoryInactiveAdd: jobs restored at a restart join the history
+// in id order among those already there, once each.
+func TestHistoryInactiveAdd(t *testing.T) {
+	hp := newHistory()
+	hp.JobNew(&jobtap.Job{ID: 30, Userid: 5})
+	for _, id := range []jobid.ID{20, 10, 20, 40} {
+		hp.JobInactiveAdd(&jobtap.Job{ID: id, Userid: 5})
+	}
+	got := hp.byUser[5]
+	if want := []jobid.ID{10, 20, 30, 40}; !slices.Equal(got, want) {
+		t.Errorf("history %v, want %v", got, want)
 	}
 }

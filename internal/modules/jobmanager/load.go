@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"syscall"
 
@@ -132,6 +133,14 @@ func (m *manager) loadDone(err error) {
 		m.log.Error("reading the inactive jobs after the restart", "err", err)
 	}
 	done := m.load.done
+	// history plugins hear of them too (flux-core's job.inactive-add)
+	byID := slices.Clone(done)
+	slices.Sort(byID)
+	for _, id := range byID {
+		if c, ok := m.done[id]; ok {
+			m.plugins.inactiveAddView(&jobtap.Job{ID: id, Userid: c.userid, State: jobtap.StateInactive})
+		}
+	}
 	sort.SliceStable(done, func(a, b int) bool { return m.done[done[a]].tInactive < m.done[done[b]].tInactive })
 	m.inactive = append(done, m.inactive...)
 	m.ncompact += len(done)

@@ -257,6 +257,16 @@ func (ps *pluginSet) validate(j *job, owner bool) error {
 	return nil
 }
 
+func (ps *pluginSet) inactiveAdd(j *job) { ps.inactiveAddView(j.view()) }
+
+func (ps *pluginSet) inactiveAddView(v *jobtap.Job) {
+	for _, p := range ps.loaded {
+		if h, ok := p.(jobtap.InactiveAddHook); ok {
+			h.JobInactiveAdd(v)
+		}
+	}
+}
+
 func (ps *pluginSet) newJob(j *job) {
 	for _, p := range ps.loaded {
 		if h, ok := p.(jobtap.NewHook); ok {

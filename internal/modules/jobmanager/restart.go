@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,6 +86,16 @@ func (m *manager) restore(ctx context.Context) (restored, failed int, err error)
 		active = append(active, j)
 	}
 	m.trimInactive()
+	// ended jobs first, in id (submission) order, then the active ones:
+	// history plugins see them in the order they were submitted
+	ended := slices.Clone(m.inactive) // m.inactive's order is purge's
+	slices.Sort(ended)
+	for _, id := range ended {
+		if j, ok := m.jobs[id]; ok {
+			m.plugins.inactiveAdd(j)
+		}
+	}
+	slices.SortFunc(active, func(a, b *job) int { return cmpID(a.ID, b.ID) })
 	for _, j := range active {
 		m.resume(j)
 	}
