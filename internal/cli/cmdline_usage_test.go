@@ -30,3 +30,22 @@ func TestUsageOnBadCommandLine(t *testing.T) {
 		t.Errorf("a missing file: exit %d, stderr %q", code, errb.String())
 	}
 }
+
+// TestOptionAbbreviations: the commands flux-core writes in Python take
+// an unambiguous prefix of a long option (argparse); an ambiguous one is
+// still an error, and what follows the job command is not touched.
+func TestOptionAbbreviations(t *testing.T) {
+	root := newRoot(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+	for _, tc := range []struct{ in, want string }{
+		{"resource list --state=up", "resource list --states=up"},
+		{"submit --time 5s app --time", "submit --time-limit 5s app --time"},
+		{"jobs --stat", "jobs --stat"},                   // --stats or --stats-only: left for the parser to refuse
+		{"kvs get --wait a", "kvs get --wait a"},         // not a Python command in flux-core
+		{"submit -- app --time", "submit -- app --time"}, // after --
+	} {
+		got := strings.Join(expandAbbrevs(root, strings.Fields(tc.in)), " ")
+		if got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

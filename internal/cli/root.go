@@ -165,7 +165,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		usageOnArgErrors(c)
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.SetArgs(colorArgs(args))
+	root.SetArgs(expandAbbrevs(root, colorArgs(args)))
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return 0
