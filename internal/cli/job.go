@@ -20,6 +20,8 @@ func jobSubcommands() []*cobra.Command {
 	return []*cobra.Command{
 		newJobIDCmd(),
 		newJobNamespaceCmd(),
+		newJobListCmd(),
+		newJobListIDsCmd(),
 		newJobCancelCmd(),
 		newJobRaiseCmd(),
 		newJobKillCmd(),

@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,4 +44,24 @@ func TestJobManagerList(t *testing.T) {
 	if errs, code := e.asTestGuest("python", "-c", `import flux; flux.Flux().rpc("job-manager.list", {"max_entries": 0}).get()`); code == 0 {
 		t.Errorf("a guest listed the job manager's jobs: %s", errs)
 	}
+}
+
+// TestJobListCommands: flux job list and list-ids print job-list's
+// objects one per line; list-ids waits for the state asked.
+func TestJobListCommands(t *testing.T) {
+	e := start(t)
+	id := e.submit("true")
+	out := e.must("job", "list-ids", "--wait-state=inactive", id.String())
+	if !strings.HasPrefix(out, fmt.Sprintf(`{"id":%d,`, uint64(id))) || !strings.Contains(out, `"state":64`) {
+		t.Errorf("list-ids: %q", out)
+	}
+	held := e.submit("--urgency=0", "true")
+	if out := e.must("job", "list"); strings.Count(out, "\n") != 0 || !strings.Contains(out, fmt.Sprintf(`"id":%d`, uint64(held))) {
+		t.Errorf("list (active jobs): %q", out)
+	}
+	if out := e.must("job", "list", "-a"); strings.Count(out, "\n") != 1 {
+		t.Errorf("list -a: %q", out)
+	}
+	e.fail("invalid job state specified", "job", "list-ids", "--wait-state=soon", id.String())
+	e.must("cancel", held.String())
 }
