@@ -65,3 +65,29 @@ func TestJobListCommands(t *testing.T) {
 	e.fail("invalid job state specified", "job", "list-ids", "--wait-state=soon", id.String())
 	e.must("cancel", held.String())
 }
+
+// TestJobListPause: job-list.job-state-pause holds what job-list hears
+// until job-state-unpause (flux-core's test hook); owner only.
+func TestJobListPause(t *testing.T) {
+	e := start(t)
+	h := e.inst.Handle(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := h.Call(ctx, "job-list.job-state-pause", flux.NodeidAny, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	id := e.submit("true")
+	e.waitEvent(id, "clean")
+	if out := e.must("jobs", "-a", "-n", "-o", "{id}"); strings.Contains(out, id.String()) {
+		t.Errorf("paused job-list lists %s: %q", id, out)
+	}
+	if err := h.Call(ctx, "job-list.job-state-unpause", flux.NodeidAny, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if out := e.must("job", "list-ids", "--wait-state=inactive", id.String()); !strings.Contains(out, `"state":64`) {
+		t.Errorf("after unpause: %q", out)
+	}
+	if errs, code := e.asTestGuest("python", "-c", `import flux; flux.Flux().rpc("job-list.job-state-pause").get()`); code == 0 {
+		t.Errorf("a guest paused job-list: %s", errs)
+	}
+}

@@ -127,6 +127,9 @@ func (s *service) applyEntry(e *journalEntry, backlog bool) {
 	if e.ID < 0 {
 		return
 	}
+	if !backlog && s.holdEntry(e) { // pause.go
+		return
+	}
 	id := jobid.ID(e.ID)
 	r := s.idx.jobs[id]
 	if r != nil && r.state == job.StateInactive {

@@ -126,11 +126,12 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 // service owns the index; every method runs on the Serve goroutine
 // except the restore workers, which hand their results over with Post.
 type service struct {
-	ctx context.Context
-	h   *flux.Handle
-	log *slog.Logger
-	cfg Config
-	idx *index
+	pause pauseState // pause.go
+	ctx   context.Context
+	h     *flux.Handle
+	log   *slog.Logger
+	cfg   Config
+	idx   *index
 
 	journal     *flux.Future
 	backlogDone bool // journal backlog (full=true) received
@@ -177,6 +178,8 @@ func (s *service) register() {
 	s.h.HandleFunc(Name+".job-stats", s.handleStats)
 	s.h.HandleFunc(Name+".stats-get", s.handleStats)
 	s.h.HandleFunc(Name+".disconnect", s.handleDisconnect)
+	s.h.HandleFunc(Name+".job-state-pause", s.handlePause)     // pause.go
+	s.h.HandleFunc(Name+".job-state-unpause", s.handleUnpause) // pause.go
 }
 
 // purgeEvent drops the jobs the job manager purged
