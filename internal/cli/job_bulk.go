@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -25,14 +26,14 @@ func parseStatesMask(opt, list string) (int, error) {
 		bit, ok := stateBits[strings.ToLower(strings.TrimSpace(s))]
 		if !ok {
 			if strings.TrimSpace(s) == "" && list == "" {
-				return 0, fmt.Errorf("no states specified")
+				return 0, statesError{fmt.Errorf("no states specified")}
 			}
-			return 0, fmt.Errorf("error parsing %s: %s is unknown", opt, s)
+			return 0, statesError{fmt.Errorf("error parsing %s: %s is unknown", opt, s)}
 		}
 		mask |= bit
 	}
 	if mask&stateBits["inactive"] != 0 {
-		return 0, fmt.Errorf("Exceptions cannot be raised on inactive jobs")
+		return 0, statesError{fmt.Errorf("Exceptions cannot be raised on inactive jobs")}
 	}
 	return mask, nil
 }
@@ -156,6 +157,12 @@ func (o *jobBulkOptions) flags(cmd *cobra.Command, states bool) {
 func (o *jobBulkOptions) raise(cmd *cobra.Command, typ string, severity int, note, done string) error {
 	return withHandle(func(ctx context.Context, h *flux.Handle) error {
 		count, errs, err := raiseAll(ctx, h, !o.force, o.user, o.states, typ, severity, note)
+		var se statesError
+		if errors.As(err, &se) {
+			// flux-core reports these without the subcommand's name
+			fmt.Fprintf(cmd.ErrOrStderr(), "flux-job: %v\n", err)
+			return exitCode(1)
+		}
 		if err != nil {
 			return err
 		}
@@ -185,3 +192,8 @@ func signalDescription(sig int) string {
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
 }
+
+// statesError is a bad --states list.
+type statesError struct{ error }
+
+func (e statesError) Unwrap() error { return e.error }

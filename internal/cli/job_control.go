@@ -129,7 +129,9 @@ func newJobRaiseCmd() *cobra.Command {
 // signalNumber parses a signal name (TERM, SIGTERM) or number.
 func signalNumber(s string) (int, error) {
 	if n, err := strconv.Atoi(s); err == nil {
-		if n <= 0 || n > 64 {
+		// a number past the last signal is the job manager's to refuse
+		// ("Invalid signal number"), as in flux-core
+		if n <= 0 || n > 1<<16 {
 			return 0, fmt.Errorf("Invalid signal %s", s)
 		}
 		return n, nil

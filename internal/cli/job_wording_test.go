@@ -14,7 +14,7 @@ func TestJobControlWording(t *testing.T) {
 			t.Errorf("states %q: %v, want %q", tc.in, err, tc.want)
 		}
 	}
-	for _, s := range []string{"SIGFAKE", "0", "99"} {
+	for _, s := range []string{"SIGFAKE", "0", "-3"} {
 		if _, err := signalNumber(s); err == nil || err.Error() != "Invalid signal "+s {
 			t.Errorf("signal %q: %v", s, err)
 		}

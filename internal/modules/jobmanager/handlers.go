@@ -229,7 +229,11 @@ func (m *manager) handleKill(r *flux.Request) {
 		return
 	}
 	if req.Signum <= 0 || req.Signum >= 65 {
-		r.Errorf(syscall.EINVAL, "invalid signal number %d", req.Signum)
+		r.Errorf(syscall.EINVAL, "Invalid signal number")
+		return
+	}
+	if j.State == jobtap.StateInactive {
+		r.Errorf(syscall.EINVAL, "job is inactive")
 		return
 	}
 	if j.State != jobtap.StateRun && j.State != jobtap.StateCleanup || !j.startSent {
