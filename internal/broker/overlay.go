@@ -478,6 +478,9 @@ func readBuffered(l *link, r *message.Reader) error {
 			return err
 		}
 		l.lastRecv.Store(time.Now().UnixNano())
+		// a message from another broker is not local to this one, as
+		// the sender's credentials may say it was where it started
+		m.Rolemask &^= message.RoleLocal
 		b.tracer.trace("rx", l.rank, m)
 		switch m.Type {
 		case message.Control:

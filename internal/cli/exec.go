@@ -22,13 +22,22 @@ import (
 
 // execOptions are flux exec's options (flux-exec(1)).
 type execOptions struct {
-	rank    string
-	exclude string
-	dir     string
-	labelIO bool
-	noInput bool
-	verbose bool
-	quiet   bool
+	rank      string
+	exclude   string
+	dir       string
+	labelIO   bool
+	noInput   bool
+	verbose   bool
+	quiet     bool
+	bg        bool
+	waitable  bool
+	attach    bool
+	label     string
+	labelSet  bool
+	service   string
+	setopt    []string
+	stdinFlow string
+	withImp   bool
 }
 
 func newExecCmd() *cobra.Command {
@@ -43,10 +52,22 @@ ours. SIGINT and SIGTERM are forwarded to the remote processes; a second
 Ctrl-C within 2 seconds forces flux exec to exit.
 
 The exit code is the largest exit code of the remote processes (128+signal
-for one a signal killed), or 68 when a rank is not in the instance.`,
-		Args:                  cobra.MinimumNArgs(1),
+for one a signal killed), or 68 when a rank is not in the instance.
+
+With --bg the processes run in the background: flux exec prints
+"RANK: PID" for each and exits; their output and exit go to the broker
+log. --waitable keeps such a process as a zombie once it ends, until
+"flux sproc wait" (or an attach) collects its status. --attach PID|LABEL
+connects to a background process instead of starting one: its output from
+then on is copied to ours and the exit code is its own; Ctrl-C detaches
+and leaves it running.`,
+		Args:                  cobra.ArbitraryArgs,
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.labelSet = cmd.Flags().Changed("label")
+			if err := o.check(args); err != nil {
+				return err
+			}
 			h, err := openHandle()
 			if err != nil {
 				return err
@@ -81,6 +102,17 @@ for one a signal killed), or 68 when a rank is not in the instance.`,
 	f.BoolVarP(&o.noInput, "noinput", "n", false, "do not forward stdin: remote stdin is at EOF")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "report each process's start and end")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "do not report per-rank errors and exit statuses")
+	f.BoolVar(&o.bg, "bg", false, "run the processes in the background, print RANK: PID for each, and exit")
+	f.BoolVar(&o.waitable, "waitable", false, "with --bg: keep each process as a zombie until its status is collected")
+	f.BoolVar(&o.attach, "attach", false, "attach to the running background process PID|LABEL (the only argument)")
+	f.StringVar(&o.label, "label", "", "name the remote process `LABEL` (unique on its broker)")
+	f.StringVar(&o.service, "service", "rexec", "subprocess server `NAME`")
+	f.StringArrayVar(&o.setopt, "setopt", nil, "set subprocess option `NAME=VALUE` (may be repeated)")
+	f.StringVar(&o.stdinFlow, "stdin-flow", "", "stdin flow control, on|off (fluxgo's client always uses the server's credits)")
+	f.BoolVar(&o.withImp, "with-imp", false, "run COMMAND under 'flux-imp run' (exec.imp from the configuration)")
+	f.MarkHidden("service")
+	f.MarkHidden("setopt")
+	f.MarkHidden("stdin-flow")
 	return cmd
 }
 
@@ -149,8 +181,11 @@ func runExec(ctx context.Context, h *flux.Handle, o execOptions, argv []string, 
 		return exNoHost
 	}
 	if targets.Empty() {
-		errorf("no ranks to run on (--rank=%s --exclude=%s)", o.rank, o.exclude)
+		errorf("No targets specified")
 		return 1
+	}
+	if o.attach {
+		return runAttach(h, o, argv[0], targets, eio)
 	}
 	dir := o.dir
 	if dir == "" {
@@ -158,12 +193,38 @@ func runExec(ctx context.Context, h *flux.Handle, o execOptions, argv []string, 
 			errorf("%v", err)
 			return 1
 		}
+	} else if dir == "none" {
+		dir = "" // the server's own working directory
 	}
 	env := make(map[string]string, len(eio.env))
 	for _, kv := range eio.env {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			env[k] = v
 		}
+	}
+	delete(env, "FLUX_PROXY_REMOTE")
+	if _, ok := env["DBUS_SESSION_BUS_ADDRESS"]; !ok {
+		// systemctl --user in the instance owner's session (as flux-core)
+		if owner, err := h.Attr(ctx, "security.owner"); err == nil {
+			env["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=/run/user/" + owner + "/bus"
+		}
+	}
+	opts, err := execSetopts(o.setopt)
+	if err != nil {
+		errorf("%v", err)
+		return 1
+	}
+	if o.withImp {
+		imp, err := execImpPath(ctx, h)
+		if err != nil {
+			errorf("--with-imp: %v", err)
+			return 1
+		}
+		argv = append([]string{imp, "run"}, argv...)
+	}
+	base := subprocess.Command{Args: argv, Env: env, Dir: dir, Opts: opts, Label: o.label, Service: o.service}
+	if o.bg {
+		return runBackground(ctx, h, base, o.waitable, targets, eio)
 	}
 
 	stdout := &syncWriter{w: eio.stdout}
@@ -173,6 +234,7 @@ func runExec(ctx context.Context, h *flux.Handle, o execOptions, argv []string, 
 		p        *subprocess.Process
 		out, err *lineWriter
 		code     int
+		status   subprocess.Status
 	}
 	var remotes []*remote
 	for r := range targets.All() {
@@ -189,14 +251,12 @@ func runExec(ctx context.Context, h *flux.Handle, o execOptions, argv []string, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, err := subprocess.Exec(ctx, h, uint32(rm.rank), subprocess.Command{
-				Args: argv, Env: env, Dir: dir, Stdout: rm.out, Stderr: rm.err,
-			})
+			c := base
+			c.Stdout, c.Stderr = rm.out, rm.err
+			p, err := subprocess.Exec(ctx, h, uint32(rm.rank), c)
 			if err != nil {
 				rm.code = execErrorCode(err)
-				if !o.quiet || rm.code == exNoHost {
-					errorf("Error: rank %d: %s", rm.rank, flux.ErrorText(err))
-				}
+				errorf("Error: rank %d: %s: %s", rm.rank, argv[0], flux.ErrorText(err))
 				return
 			}
 			rm.p = p
@@ -239,7 +299,8 @@ func runExec(ctx context.Context, h *flux.Handle, o execOptions, argv []string, 
 				errorf("Error: rank %d: %v", rm.rank, err)
 			default:
 				rm.code = st.Code()
-				if (rm.code != 0 && !o.quiet) || o.verbose {
+				rm.status = st
+				if o.verbose {
 					errorf("rank %d: %s: %s", rm.rank, argv[0], st)
 				}
 			}
@@ -268,8 +329,15 @@ func runExec(ctx context.Context, h *flux.Handle, o execOptions, argv []string, 
 		}
 	}
 	code := 0
+	var ended []exitRecord
 	for _, rm := range remotes {
 		code = max(code, rm.code)
+		if rm.p != nil && rm.status.Code() > 0 {
+			ended = append(ended, exitRecord{rank: rm.rank, status: rm.status})
+		}
+	}
+	if !o.quiet {
+		writeExitSets(eio.stderr, ended)
 	}
 	return code
 }

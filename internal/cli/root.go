@@ -47,7 +47,7 @@ var commandTable = []command{
 	{"hostlist", newHostlistCmd},
 	{"ping", newPingCmd}, {"event", newEventCmd}, {"dmesg", newDmesgCmd}, {"logger", newLoggerCmd}, {"module", newModuleCmd},
 	{"overlay", newOverlayCmd}, {"uptime", newUptimeCmd}, {"shutdown", newShutdownCmd}, {"keygen", newKeygenCmd},
-	{"exec", newExecCmd}, {"config", newConfigCmd}, {"shell", newShellCmd},
+	{"exec", newExecCmd}, {"sproc", newSprocCmd}, {"config", newConfigCmd}, {"shell", newShellCmd},
 	{"content", newContentCmd},
 	{"kvs", newKVSCmd}, {"dump", newDumpCmd}, {"restore", newRestoreCmd}, {"archive", newArchiveCmd},
 	{"resource", newResourceCmd}, {"startlog", newStartlogCmd},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -17,12 +18,14 @@ import (
 // goroutine, launched on a spawner thread, then watched by the goroutines
 // of run. Fields are marked with who may touch them.
 type proc struct {
-	s      *server
-	name   string // for logs and rexec.list (immutable)
-	label  string
-	flags  int
-	pgroup bool // in its own process group: signal the group
-	cmd    *subprocess.CommandObject
+	s        *server
+	name     string // for logs and rexec.list (immutable)
+	label    string
+	flags    int
+	pgroup   bool // in its own process group: signal the group
+	bg       bool // started in the background (immutable)
+	waitable bool // kept as a zombie once it ends, until waited on (immutable)
+	cmd      *subprocess.CommandObject
 
 	// the exec request; for streaming processes also req, and who sent
 	// it (immutable)
@@ -42,9 +45,26 @@ type proc struct {
 	pidfd *os.File // nil when the kernel has no pidfds
 
 	// Serve goroutine only.
-	seq        uint64
-	running    bool           // launched and in s.procs
-	pendingSig syscall.Signal // signal asked for before the launch ended
+	seq         uint64
+	running     bool           // launched and in s.procs
+	pendingSig  syscall.Signal // signal asked for before the launch ended
+	completed   bool           // reaped and its output drained
+	collected   bool           // its status went to a waiter or an attached client
+	waiter      *flux.Request  // a pending rexec.wait
+	waiterRoute string
+	attachRoute string // the attached client, if any
+
+	// mu guards who receives the process's output and status: the
+	// streaming exec request, or the client attached to a background
+	// process (readers, reaper and Serve goroutine).
+	mu       sync.Mutex
+	listener *flux.Request
+	lflags   int     // the listener's forwarding flags
+	eof      [2]bool // stdout, stderr reached EOF
+	reaped   bool
+	status   syscall.WaitStatus
+	retained []subprocess.IO // a waitable process's latest output
+	retSize  int
 
 	pending atomic.Int32 // goroutines still running: readers and reaper
 	exited  atomic.Bool  // reaped
@@ -95,6 +115,10 @@ func (s *server) newProc(r *flux.Request, req *subprocess.ExecRequest) (*proc, e
 	}
 	if streaming {
 		p.req, p.route, p.tag = r, r.Msg.RouteString(), r.Msg.Matchtag
+		p.listener, p.lflags = r, req.Flags
+	} else {
+		p.bg = true
+		p.waitable = req.Flags&subprocess.FlagWaitable != 0
 	}
 	devnull := s.devnull.Fd()
 	p.fds = [3]uintptr{devnull, devnull, devnull}
@@ -160,15 +184,15 @@ func (p *proc) forkExec() (int, error) {
 	if c.Cwd != "" {
 		fi, err := os.Stat(c.Cwd)
 		if err != nil {
-			return 0, fmt.Errorf("working directory %s: %w", c.Cwd, errnoOf(err))
+			return 0, launchError("working directory "+c.Cwd, errnoOf(err))
 		}
 		if !fi.IsDir() {
-			return 0, fmt.Errorf("working directory %s: %w", c.Cwd, syscall.ENOTDIR)
+			return 0, launchError("working directory "+c.Cwd, syscall.ENOTDIR)
 		}
 	}
 	path, err := lookPath(c.Cmdline[0], pathEnv)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", c.Cmdline[0], err)
+		return 0, launchError("", err)
 	}
 	pidfd := -1
 	attr := &syscall.ProcAttr{
@@ -183,7 +207,7 @@ func (p *proc) forkExec() (int, error) {
 	}
 	pid, err := syscall.ForkExec(path, c.Cmdline, attr)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", c.Cmdline[0], errnoOf(err))
+		return 0, launchError("", errnoOf(err))
 	}
 	if pidfd >= 0 {
 		if syscall.SetNonblock(pidfd, true) == nil {
@@ -193,6 +217,24 @@ func (p *proc) forkExec() (int, error) {
 		}
 	}
 	return pid, nil
+}
+
+// launchError is the error response for a process that could not be
+// started, worded as flux-core's server words it ("error launching
+// process: No such file or directory"); clients add the command name.
+func launchError(what string, err error) error {
+	en, _ := err.(syscall.Errno)
+	if en == 0 {
+		en = syscall.EINVAL
+	}
+	text := en.Error()
+	if text != "" {
+		text = strings.ToUpper(text[:1]) + text[1:]
+	}
+	if what != "" {
+		text = what + ": " + text
+	}
+	return flux.NewError(en, "error launching process: "+text)
 }
 
 func (p *proc) closeChildEnds() {
@@ -250,7 +292,7 @@ func (p *proc) readOutput(o output) {
 	buf := chunkPool.Get().(*[chunkSize]byte)
 	defer chunkPool.Put(buf)
 	var lines *lineLog
-	if p.req == nil {
+	if p.bg {
 		lines = &lineLog{p: p, stream: o.stream}
 	}
 	for {
@@ -258,9 +300,8 @@ func (p *proc) readOutput(o output) {
 		if n > 0 {
 			if lines != nil {
 				lines.write(buf[:n])
-			} else {
-				p.respondOutput(o.stream, buf[:n], false)
 			}
+			p.output(o.stream, buf[:n], false)
 		}
 		if err != nil {
 			break
@@ -269,16 +310,52 @@ func (p *proc) readOutput(o output) {
 	o.f.Close()
 	if lines != nil {
 		lines.flush()
-	} else {
-		p.respondOutput(o.stream, nil, true)
+	}
+	p.output(o.stream, nil, true)
+}
+
+// maxRetained bounds the output a waitable process keeps for its wait
+// response (the most recent, whole chunks; at least one is kept).
+const maxRetained = 8192
+
+// output hands a chunk of output (or a stream's EOF) to the listener if
+// there is one and it forwards the stream, and keeps a waitable
+// process's latest output for its wait response.
+func (p *proc) output(stream string, data []byte, eof bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if eof {
+		p.eof[streamIndex(stream)] = true
+	} else if p.waitable {
+		p.retained = append(p.retained, subprocess.EncodeIO(stream, p.s.rankStr, data, false))
+		p.retSize += len(data)
+		for p.retSize > maxRetained && len(p.retained) > 1 {
+			b, _ := p.retained[0].Bytes()
+			p.retSize -= len(b)
+			p.retained = p.retained[1:]
+		}
+	}
+	if p.listener != nil && p.forwardsLocked(stream) && !p.ended.Load() {
+		p.respondOutputLocked(stream, data, eof)
 	}
 }
 
-func (p *proc) respondOutput(stream string, data []byte, eof bool) {
-	if p.ended.Load() {
-		return
+func streamIndex(stream string) int {
+	if stream == "stderr" {
+		return 1
 	}
-	p.req.Respond(subprocess.OutputResponse{
+	return 0
+}
+
+func (p *proc) forwardsLocked(stream string) bool {
+	if stream == "stderr" {
+		return p.lflags&subprocess.FlagStderr != 0
+	}
+	return p.lflags&subprocess.FlagStdout != 0
+}
+
+func (p *proc) respondOutputLocked(stream string, data []byte, eof bool) {
+	p.listener.Respond(subprocess.OutputResponse{
 		Type: subprocess.TypeOutput,
 		Pid:  p.pid,
 		IO:   subprocess.EncodeIO(stream, p.s.rankStr, data, eof),
@@ -294,16 +371,25 @@ func (p *proc) reap() {
 		p.s.logf(sevErr, "%s[%d]: wait: %v", p.name, p.pid, err)
 		return
 	}
-	if p.req != nil {
-		if !p.ended.Load() {
-			p.req.Respond(subprocess.FinishedResponse{Type: subprocess.TypeFinished, Status: int(ws)})
-		}
+	p.mu.Lock()
+	p.reaped, p.status = true, ws
+	if p.listener != nil && !p.ended.Load() {
+		p.listener.Respond(subprocess.FinishedResponse{Type: subprocess.TypeFinished, Status: int(ws)})
+	}
+	p.mu.Unlock()
+	if !p.bg {
 		return
 	}
+	// A background process's end is logged as flux-core's server
+	// logs it: "[LABEL: ]NAME[PID]: Exit N" or "...: Killed by signal N".
+	prefix := ""
+	if p.label != "" {
+		prefix = p.label + ": "
+	}
 	if ws.Signaled() {
-		p.s.logf(sevInfo, "%s[%d]: Killed by signal %d", p.name, p.pid, int(ws.Signal()))
+		p.s.logf(sevInfo, "%s%s[%d]: Killed by signal %d", prefix, p.name, p.pid, int(ws.Signal()))
 	} else {
-		p.s.logf(sevInfo, "%s[%d]: Exit %d", p.name, p.pid, ws.ExitStatus())
+		p.s.logf(sevInfo, "%s%s[%d]: Exit %d", prefix, p.name, p.pid, ws.ExitStatus())
 	}
 }
 
@@ -352,6 +438,9 @@ func (p *proc) wait() (syscall.WaitStatus, error) {
 // and sent once the process runs (SIGKILL wins over any other). Serve
 // goroutine only.
 func (p *proc) signal(sig syscall.Signal) error {
+	if p.completed {
+		return syscall.ESRCH // a zombie: its pid may belong to another process now
+	}
 	if !p.running {
 		if p.pendingSig != syscall.SIGKILL {
 			p.pendingSig = sig
@@ -430,5 +519,9 @@ func (l *lineLog) emit(line []byte) {
 	if l.stream == "stderr" {
 		sev = sevErr
 	}
-	l.p.s.logf(sev, "%s[%d]: %s", l.p.name, l.p.pid, line)
+	name := l.p.label
+	if name == "" {
+		name = l.p.name
+	}
+	l.p.s.logf(sev, "%s[%d]: %s", name, l.p.pid, line)
 }

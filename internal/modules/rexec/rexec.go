@@ -38,6 +38,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/message"
 	"github.com/fluxgo/fluxgo/pkg/flux/subprocess"
 )
 
@@ -86,12 +87,18 @@ type server struct {
 	procs   map[int]*proc               // by pid
 	labels  map[string]*proc            // by command label
 	clients map[string]map[uint32]*proc // streaming procs by requestor route, then matchtag
+	watches map[string]map[*proc]bool   // procs a client waits on or is attached to, by route
 	wg      sync.WaitGroup              // process goroutines (safe from any goroutine)
 
 	starting int         // procs handed to the spawner, not yet launched or failed
 	halting  atomic.Bool // shutdown began: launches fail (any goroutine)
 	stopping bool
 	drained  context.CancelFunc // set while shutdown waits for procs to end
+
+	// multiuser is access.allow-guest-user: then rank 0 refuses requests
+	// that come from other brokers (as flux-core's rexec does), so that
+	// a compromised node cannot run commands on the management node.
+	multiuser bool
 }
 
 // Log severities (syslog levels, as log.append takes them).
@@ -128,9 +135,40 @@ func newServer(ctx context.Context, h *flux.Handle, cfg Config) (*server, error)
 		procs:    make(map[int]*proc),
 		labels:   make(map[string]*proc),
 		clients:  make(map[string]map[uint32]*proc),
+		watches:  make(map[string]map[*proc]bool),
 	}
 	s.baseEnv = s.environ(envMap(os.Environ()))
+	if rank == 0 {
+		var conf accessConf
+		if err := h.Call(ctx, "config.get", flux.NodeidAny, nil, &conf); err == nil {
+			s.multiuser = conf.Access.AllowGuestUser
+		}
+	}
 	return s, nil
+}
+
+// accessConf is the part of the configuration rexec reads.
+type accessConf struct {
+	Access struct {
+		AllowGuestUser bool `json:"allow-guest-user"`
+	} `json:"access"`
+}
+
+// handleConfigReload takes a new configuration (offered by the broker).
+func (s *server) handleConfigReload(r *flux.Request) {
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "only the instance owner may reload the configuration")
+		return
+	}
+	var conf accessConf
+	if err := r.Msg.UnmarshalPayload(&conf); err != nil {
+		r.Errorf(syscall.EPROTO, "rexec: configuration: %v", err)
+		return
+	}
+	if s.rank == 0 {
+		s.multiuser = conf.Access.AllowGuestUser
+	}
+	r.Respond(nil)
 }
 
 func (s *server) register() {
@@ -138,7 +176,10 @@ func (s *server) register() {
 	s.h.HandleFunc("rexec.write", s.handleWrite)
 	s.h.HandleFunc("rexec.kill", s.handleKill)
 	s.h.HandleFunc("rexec.list", s.handleList)
+	s.h.HandleFunc("rexec.wait", s.handleWait)
+	s.h.HandleFunc("rexec.attach", s.handleAttach)
 	s.h.HandleFunc("rexec.disconnect", s.handleDisconnect)
+	s.h.HandleFunc("rexec.config-reload", s.handleConfigReload)
 }
 
 // logf writes to the broker log (fire and forget).
@@ -148,20 +189,25 @@ func (s *server) logf(sev int, format string, args ...any) {
 	}, flux.NoResponse)
 }
 
-// ownerOnly answers EPERM unless the requestor is the instance owner
+// allowed answers EPERM unless the requestor is the instance owner
 // (RFC 42: the broker's server runs processes as the owner, so nobody
-// else may use it).
-func ownerOnly(r *flux.Request) bool {
-	if r.IsOwner() {
-		return true
+// else may use it) and, on rank 0 of a multi-user instance, the request
+// started on this broker.
+func (s *server) allowed(r *flux.Request) bool {
+	if !r.IsOwner() {
+		r.Errorf(syscall.EPERM, "%s: only the instance owner may use the subprocess server", r.Topic())
+		return false
 	}
-	r.Errorf(syscall.EPERM, "%s: only the instance owner may use the subprocess server", r.Topic())
-	return false
+	if s.multiuser && r.Msg.Rolemask&message.RoleLocal == 0 {
+		r.Errorf(syscall.EPERM, "Remote rexec requests are not allowed on rank 0")
+		return false
+	}
+	return true
 }
 
 func (s *server) handleExec(r *flux.Request) {
 	var req subprocess.ExecRequest
-	if r.Decode(&req) != nil || !ownerOnly(r) {
+	if r.Decode(&req) != nil || !s.allowed(r) {
 		return
 	}
 	if s.stopping {
@@ -233,8 +279,8 @@ func (s *server) validate(r *flux.Request, req *subprocess.ExecRequest) error {
 		return flux.NewError(syscall.EPROTO, "command line is empty")
 	case len(c.Channels) > 0:
 		return flux.NewError(syscall.EINVAL, "auxiliary channels are not supported")
-	case req.Flags&subprocess.FlagWaitable != 0:
-		return flux.NewError(syscall.EINVAL, "waitable subprocesses are not supported")
+	case !background && req.Flags&subprocess.FlagWaitable != 0:
+		return flux.NewError(syscall.EINVAL, "waitable flag only supported in background mode")
 	case background && req.Flags&subprocess.FlagWriteCredit != 0:
 		return flux.NewError(syscall.EINVAL, "write-credit flag is not allowed in background mode")
 	case background && req.LocalFlags&subprocess.LocalStdioFallthrough != 0:
@@ -278,17 +324,12 @@ func (s *server) handleWrite(r *flux.Request) {
 
 func (s *server) handleKill(r *flux.Request) {
 	var req subprocess.KillRequest
-	if r.Decode(&req) != nil || !ownerOnly(r) {
+	if r.Decode(&req) != nil || !s.allowed(r) {
 		return
 	}
-	var p *proc
-	if req.Label != "" {
-		if p = s.labels[req.Label]; p == nil {
-			r.Errorf(syscall.ESRCH, "label %s does not belong to any subprocess", req.Label)
-			return
-		}
-	} else if p = s.procs[req.Pid]; p == nil {
-		r.Errorf(syscall.ESRCH, "pid %d does not belong to any subprocess", req.Pid)
+	p, err := s.find(req.Pid, req.Label)
+	if err != nil {
+		r.RespondError(err)
 		return
 	}
 	if err := p.signal(syscall.Signal(req.Signum)); err != nil {
@@ -299,7 +340,7 @@ func (s *server) handleKill(r *flux.Request) {
 }
 
 func (s *server) handleList(r *flux.Request) {
-	if !ownerOnly(r) {
+	if !s.allowed(r) {
 		return
 	}
 	procs := make([]*proc, 0, len(s.procs))
@@ -315,28 +356,57 @@ func (s *server) handleList(r *flux.Request) {
 		}
 		resp.Procs = append(resp.Procs, subprocess.ProcInfo{
 			Pid: p.pid, Cmd: p.name, Label: p.label, State: state,
-			Bg: p.req == nil, Attached: p.req != nil,
+			Bg: p.bg, Waitable: p.waitable, Attached: p.attachRoute != "",
 		})
 	}
 	r.Respond(resp)
 }
 
 // handleDisconnect kills the streaming processes of a client that went
-// away (RFC 42). Background processes keep running.
+// away (RFC 42). Background processes keep running: one the client was
+// attached to goes back to the background, and its pending waits are
+// dropped.
 func (s *server) handleDisconnect(r *flux.Request) {
-	for _, p := range s.clients[r.Msg.RouteString()] {
+	route := r.Msg.RouteString()
+	for _, p := range s.clients[route] {
 		p.signal(syscall.SIGKILL)
 	}
+	for p := range s.watches[route] {
+		if p.attachRoute == route {
+			p.detach()
+		}
+		if p.waiterRoute == route {
+			p.waiter, p.waiterRoute = nil, ""
+		}
+	}
+	delete(s.watches, route)
 }
 
 // complete runs on the Serve goroutine once a process has been reaped
-// and its output drained: it forgets the process and ends its stream.
+// and its output drained: it ends the stream of whoever listens, hands
+// the status to a waiter, and forgets the process unless it is a
+// waitable one nobody has collected yet (a zombie).
 func (s *server) complete(p *proc) {
-	s.forget(p)
-	if p.req != nil {
-		p.req.EndStream()
+	p.completed = true
+	p.mu.Lock()
+	l := p.listener
+	p.listener = nil
+	p.mu.Unlock()
+	if l != nil {
+		l.EndStream()
+		if p.attachRoute != "" {
+			p.collected = true
+			s.unwatch(p.attachRoute, p)
+			p.attachRoute = ""
+		}
 	}
 	p.closeFiles()
+	if p.waiter != nil {
+		s.respondWait(p)
+	}
+	if !p.waitable || p.collected || s.stopping {
+		s.forget(p)
+	}
 	s.checkDrained()
 }
 
@@ -347,6 +417,12 @@ func (s *server) forget(p *proc) {
 	}
 	if p.label != "" && s.labels[p.label] == p {
 		delete(s.labels, p.label)
+	}
+	if p.waiterRoute != "" {
+		s.unwatch(p.waiterRoute, p)
+	}
+	if p.attachRoute != "" {
+		s.unwatch(p.attachRoute, p)
 	}
 	if p.req != nil {
 		if m := s.clients[p.route]; m[p.tag] == p {
@@ -372,6 +448,10 @@ func (s *server) shutdown() {
 	s.stopping = true
 	s.halting.Store(true)
 	for _, p := range s.procs {
+		if p.completed { // a zombie nobody collected
+			s.forget(p)
+			continue
+		}
 		p.signal(syscall.SIGKILL)
 	}
 	if len(s.procs) > 0 || s.starting > 0 {

@@ -36,6 +36,7 @@ const (
 	TypeFinished  = "finished"
 	TypeOutput    = "output"
 	TypeAddCredit = "add-credit"
+	TypeAttached  = "attached" // first response to rexec.attach
 )
 
 // DefaultCredit is the stdin buffer space a client may borrow before the
@@ -112,6 +113,38 @@ type KillRequest struct {
 	Pid    int    `json:"pid"`
 	Signum int    `json:"signum"`
 	Label  string `json:"label,omitempty"`
+}
+
+// WaitRequest is the payload of rexec.wait: the waitable background
+// process to wait for, by Label or, without one, by Pid.
+type WaitRequest struct {
+	Pid   int    `json:"pid"`
+	Label string `json:"label,omitempty"`
+}
+
+// WaitResponse is the answer to rexec.wait once the process has ended:
+// its wait status and the most recent output the server kept (bounded,
+// possibly incomplete).
+type WaitResponse struct {
+	Status int  `json:"status"`
+	Output []IO `json:"output,omitempty"`
+}
+
+// AttachRequest is the payload of the streaming rexec.attach: the
+// background process (by Label or Pid) and which streams to forward
+// (FlagStdout, FlagStderr).
+type AttachRequest struct {
+	Pid   int    `json:"pid"`
+	Label string `json:"label,omitempty"`
+	Flags int    `json:"flags"`
+}
+
+// AttachedResponse is the first response to rexec.attach; output,
+// finished and the end of the stream follow as for a streaming exec.
+type AttachedResponse struct {
+	Type string        `json:"type"` // TypeAttached
+	Pid  int           `json:"pid"`
+	Cmd  CommandObject `json:"cmd"`
 }
 
 // ListResponse is the answer to rexec.list.

@@ -48,6 +48,9 @@ type Command struct {
 	Opts map[string]string
 	// Label names the process on its server (unique there), optional.
 	Label string
+	// Service is the subprocess server's service name; empty means
+	// Service ("rexec").
+	Service string
 
 	// Stdout and Stderr receive the process's output as it arrives, in
 	// chunks of at most 4 KiB that need not end on a line boundary. A
@@ -81,6 +84,7 @@ var (
 // Process is a process started on a broker.
 type Process struct {
 	h       *flux.Handle
+	service string
 	rank    uint32
 	rankStr string
 	f       *flux.Future
@@ -114,8 +118,13 @@ func newProcess(h *flux.Handle, rank uint32, cmd *Command) (*Process, error) {
 	if len(cmd.Args) == 0 || cmd.Args[0] == "" {
 		return nil, fmt.Errorf("subprocess: empty command line: %w", syscall.EINVAL)
 	}
+	service := cmd.Service
+	if service == "" {
+		service = Service
+	}
 	p := &Process{
 		h:       h,
+		service: service,
 		rank:    rank,
 		rankStr: strconv.FormatUint(uint64(rank), 10),
 		stdout:  cmd.Stdout,
@@ -150,7 +159,7 @@ func (p *Process) send(cmd *Command) error {
 		},
 		Flags: flags,
 	}
-	f, err := p.h.RPC(Service+".exec", p.rank, req, flux.Streaming)
+	f, err := p.h.RPC(p.service+".exec", p.rank, req, flux.Streaming)
 	if err != nil {
 		return err
 	}
@@ -244,7 +253,7 @@ func (p *Process) handle(m *flux.Message, err error) bool {
 			ok := p.finished
 			p.mu.Unlock()
 			if !ok {
-				err = fmt.Errorf("%s.exec on rank %d: stream ended without a finished response: %w", Service, p.rank, syscall.EPROTO)
+				err = fmt.Errorf("%s.exec on rank %d: stream ended without a finished response: %w", p.service, p.rank, syscall.EPROTO)
 			} else {
 				err = nil
 			}
@@ -255,11 +264,11 @@ func (p *Process) handle(m *flux.Message, err error) bool {
 	var r Response
 	if err := m.UnmarshalPayload(&r); err != nil {
 		p.f.Close()
-		p.finish(fmt.Errorf("%s.exec on rank %d: %w", Service, p.rank, err))
+		p.finish(fmt.Errorf("%s.exec on rank %d: %w", p.service, p.rank, err))
 		return false
 	}
 	switch r.Type {
-	case TypeStarted:
+	case TypeStarted, TypeAttached:
 		p.mu.Lock()
 		p.pid = r.Pid
 		p.isStarted = true
@@ -347,7 +356,7 @@ func (p *Process) flushLocked() {
 		return
 	}
 	req := WriteRequest{Matchtag: p.f.Matchtag(), IO: EncodeIO("stdin", p.rankStr, p.queue[:n], eof)}
-	if _, err := p.h.RPC(Service+".write", p.rank, req, flux.NoResponse); err != nil {
+	if _, err := p.h.RPC(p.service+".write", p.rank, req, flux.NoResponse); err != nil {
 		p.queue = nil
 		return
 	}
@@ -413,7 +422,7 @@ func (p *Process) Kill(ctx context.Context, sig syscall.Signal) error {
 	if !ok {
 		return ErrNotStarted
 	}
-	return p.h.Call(ctx, Service+".kill", p.rank, KillRequest{Pid: pid, Signum: int(sig)}, nil)
+	return p.h.Call(ctx, p.service+".kill", p.rank, KillRequest{Pid: pid, Signum: int(sig)}, nil)
 }
 
 // Signal sends sig to the process without waiting for the server's
@@ -427,7 +436,7 @@ func (p *Process) signalAsync(sig syscall.Signal) {
 	if !ok {
 		return
 	}
-	if f, err := p.h.RPC(Service+".kill", p.rank, KillRequest{Pid: pid, Signum: int(sig)}, 0); err == nil {
+	if f, err := p.h.RPC(p.service+".kill", p.rank, KillRequest{Pid: pid, Signum: int(sig)}, 0); err == nil {
 		f.Close()
 	}
 }
