@@ -163,6 +163,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	for _, c := range root.Commands() {
 		requireSubcommand(c)
 		usageOnArgErrors(c)
+		if pythonStyle["flux-"+c.Name()] {
+			setArgparseHelp(c)
+		}
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.SetArgs(expandAbbrevs(root, colorArgs(args)))

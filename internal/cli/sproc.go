@@ -19,20 +19,24 @@ import (
 // flux exec --label.
 
 type sprocCommon struct {
-	rank    int64
+	rank    string
 	service string
 }
 
 func (c *sprocCommon) flags(cmd *cobra.Command) {
-	cmd.Flags().Int64VarP(&c.rank, "rank", "r", int64(flux.NodeidAny), "send the request to broker `RANK` (default: any)")
+	cmd.Flags().StringVarP(&c.rank, "rank", "r", "", "send the request to broker `RANK` (default: any)")
 	cmd.Flags().StringVarP(&c.service, "service", "s", subprocess.Service, "subprocess server `NAME`")
 }
 
 func (c *sprocCommon) nodeid() (uint32, error) {
-	if c.rank < 0 || c.rank > int64(flux.NodeidAny) {
-		return 0, usageError{fmt.Errorf("--rank=%d: not a broker rank", c.rank)}
+	if c.rank == "" {
+		return flux.NodeidAny, nil
 	}
-	return uint32(c.rank), nil
+	n, err := strconv.ParseUint(c.rank, 10, 32)
+	if err != nil || uint32(n) == flux.NodeidAny {
+		return 0, usageError{fmt.Errorf("argument -r/--rank: invalid int value: '%s'", c.rank)}
+	}
+	return uint32(n), nil
 }
 
 // sprocTarget reads PID|LABEL: an integer is a pid, anything else a

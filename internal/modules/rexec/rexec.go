@@ -333,7 +333,13 @@ func (s *server) handleKill(r *flux.Request) {
 		return
 	}
 	if err := p.signal(syscall.Signal(req.Signum)); err != nil {
-		r.RespondError(fmt.Errorf("kill %s[%d] with signal %d: %w", p.name, p.pid, req.Signum, err))
+		// flux-core answers with the errno alone ("No such process")
+		en, _ := err.(syscall.Errno)
+		if en == 0 {
+			en = syscall.EINVAL
+		}
+		text := en.Error()
+		r.Errorf(en, "%s", strings.ToUpper(text[:1])+text[1:])
 		return
 	}
 	r.Respond(nil)
