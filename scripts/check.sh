@@ -7,6 +7,11 @@ cd "$(dirname "$0")/.."
 
 ./scripts/deps.sh
 
+# flux writes job ids as "ƒ..." in a UTF-8 locale and "f..." otherwise
+# (flux-core's rule); the tests expect the former whatever the machine's
+# locale is
+export LC_ALL=C.UTF-8
+
 echo "== gofmt"
 bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$bad" ]; then

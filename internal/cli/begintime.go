@@ -41,6 +41,9 @@ var offsetUnits = map[string]time.Duration{
 	"min": time.Minute, "mins": time.Minute, "minute": time.Minute, "minutes": time.Minute,
 	"h": time.Hour, "hr": time.Hour, "hrs": time.Hour, "hour": time.Hour, "hours": time.Hour,
 	"day": 24 * time.Hour, "days": 24 * time.Hour, "week": 7 * 24 * time.Hour, "weeks": 7 * 24 * time.Hour,
+	// calendar units as parsedatetime approximates them
+	"month": 30 * 24 * time.Hour, "months": 30 * 24 * time.Hour,
+	"year": 365 * 24 * time.Hour, "years": 365 * 24 * time.Hour,
 }
 
 // countWords are the spelled-out counts of "in N UNITS".
@@ -87,7 +90,7 @@ func parseDatetime(s string, now time.Time) (time.Time, error) {
 	if t, ok := spokenTime(strings.Fields(strings.ToLower(s)), now); ok {
 		return t, nil
 	}
-	return time.Time{}, fmt.Errorf("cannot parse %q (want now, +FSD, -FSD, a date YYYY-MM-DD or today/tomorrow, a time HH:MM[:SS], 8am or noon, or \"in N minutes|hours|days\")", s)
+	return time.Time{}, fmt.Errorf("cannot parse %q (want now, +FSD, -FSD, a date YYYY-MM-DD or today/tomorrow, a time HH:MM[:SS], 8am or noon, \"in N minutes|hours|days\" or \"N hours|days ago\")", s)
 }
 
 // spokenTime reads "in N UNITS", "N UNITS from now", or a date and a
@@ -101,6 +104,12 @@ func spokenTime(words []string, now time.Time) (time.Time, bool) {
 	}
 	if n := len(words); n > 2 && words[n-2] == "from" && words[n-1] == "now" {
 		return offsetTime(words[:n-2], now)
+	}
+	if n := len(words); n > 1 && words[n-1] == "ago" {
+		if t, ok := offsetTime(words[:n-1], now); ok {
+			return now.Add(-t.Sub(now)), true
+		}
+		return time.Time{}, false
 	}
 	// "8 am" is one time of day
 	var toks []string
@@ -144,8 +153,8 @@ func offsetTime(words []string, now time.Time) (time.Time, bool) {
 		}
 	}
 	unit, ok := offsetUnits[words[1]]
-	if !ok {
-		return time.Time{}, false
+	if !ok || n*float64(unit) > 200*365*24*float64(time.Hour) {
+		return time.Time{}, false // unknown unit, or past time.Duration's range
 	}
 	return now.Add(time.Duration(n * float64(unit))), true
 }

@@ -1,20 +1,24 @@
 package cli
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"os/user"
 	"runtime"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -62,6 +66,12 @@ type jobsOptions struct {
 	userChanged   bool
 	now           time.Time
 	recurse       jobsRecursion // -R, --recurse-all, -L (jobs_recursive.go)
+	fromStdin     bool          // testing: job-list objects on stdin, one per line
+	width         int           // -w: truncate lines at N columns (0: the terminal's, -1: never)
+	filtered      bool          // a filtering option was given
+	filterSet     bool          // --filter was given
+	stderr        io.Writer
+	stdin         io.Reader
 }
 
 func newJobsCmd() *cobra.Command {
@@ -79,12 +89,23 @@ prints one as configuration to start from).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.ids = args
 			o.userChanged = cmd.Flags().Changed("user")
+			for _, name := range []string{"all", "all-users", "count", "filter", "since", "user", "name", "queue"} {
+				if cmd.Flags().Changed(name) {
+					o.filtered = true
+				}
+			}
+			o.filterSet = cmd.Flags().Changed("filter")
+			o.stderr = cmd.ErrOrStderr()
 			o.recurse.levelSet = cmd.Flags().Changed("level")
 			o.now = time.Now()
 			ctx, cancel := cmdContext()
 			defer cancel()
 			if done, err := jobsFormatSet.special(cmd.OutOrStdout(), o.format); done {
 				return err
+			}
+			if o.fromStdin && !o.stats && !o.statsOnly && !o.recurse.enabled() {
+				o.stdin = cmd.InOrStdin()
+				return runJobs(ctx, nil, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
 			h, err := openHandle()
 			if err != nil {
@@ -114,6 +135,10 @@ prints one as configuration to start from).`,
 	f.BoolVar(&o.stats, "stats", false, "Print job statistics before header")
 	f.BoolVar(&o.statsOnly, "stats-only", false, "Print job statistics only and exit")
 	addRecursionFlags(f, &o.recurse)
+	f.IntVarP(&o.width, "width", "w", -1, "truncate output at width `N` (N=0, the default without N: the terminal's width, when stdout is one)")
+	f.Lookup("width").NoOptDefVal = "0"
+	f.BoolVar(&o.fromStdin, "from-stdin", false, "read jobs from stdin as job-list JSON objects, one per line (testing; filters are ignored)")
+	f.MarkHidden("from-stdin")
 	// -A and -a are single-letter flags in flux-core; keep the long names hidden
 	f.Lookup("all-users").Hidden = true
 	return cmd
@@ -141,11 +166,15 @@ func jobsLookupUser(s string) (uint32, error) {
 	}
 	u, err := user.Lookup(s)
 	if err != nil {
-		return 0, fmt.Errorf("invalid user %s", s)
+		// a number as Python's int() reads one ("+0", " 7")
+		if n, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(s), "+"), 10, 64); err == nil && n >= 0 && n <= math.MaxUint32 {
+			return uint32(n), nil
+		}
+		return 0, fmt.Errorf("Invalid user %s specified", s)
 	}
 	n, err := strconv.ParseUint(u.Uid, 10, 32)
 	if err != nil {
-		return 0, fmt.Errorf("invalid user %s", s)
+		return 0, fmt.Errorf("Invalid user %s specified", s)
 	}
 	return uint32(n), nil
 }
@@ -185,8 +214,13 @@ func jobsConstraint(o *jobsOptions) (any, float64, error) {
 	var results job.Result
 	filters := o.filters
 	if o.all {
-		// -a adds every state to the filters given (flux-core)
-		filters = append(slices.Clone(filters), "pending", "running", "inactive")
+		if o.filterSet {
+			if o.stderr != nil {
+				fmt.Fprintln(o.stderr, "flux-jobs: WARNING: Both -a and --filter specified, ignoring -a")
+			}
+		} else {
+			filters = []string{"pending", "running", "inactive"}
+		}
 	}
 	if len(filters) == 0 {
 		filters = []string{"pending", "running"}
@@ -198,7 +232,7 @@ func jobsConstraint(o *jobsOptions) (any, float64, error) {
 			}
 			s, r, err := job.ParseStateOrResult(w)
 			if err != nil {
-				return nil, 0, fmt.Errorf("invalid filter specified: %s", w)
+				return nil, 0, fmt.Errorf("Invalid filter specified: %s", strings.ToLower(w))
 			}
 			states |= s
 			results |= r
@@ -304,19 +338,37 @@ func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Wr
 	var rows []jobRow
 	truncated := false
 	missing := 0 // ids not found: listed as errors, and the exit is 1
-	if len(o.ids) > 0 {
-		for _, s := range o.ids {
+	if o.fromStdin {
+		if rows, err = jobsFromStdin(o.stdin, now); err != nil {
+			return err
+		}
+	} else if len(o.ids) > 0 {
+		ids := make([]jobid.ID, len(o.ids))
+		for i, s := range o.ids {
 			id, err := parseJobIDArg(s)
 			if err != nil {
-				return err
+				return usageError{fmt.Errorf("argument jobids: invalid JobID value: '%s'", s)}
 			}
+			ids[i] = id
+		}
+		if o.filtered && !o.recurse.enabled() {
+			fmt.Fprintln(errw, "flux-jobs: WARNING: Filtering options ignored with jobid list")
+		}
+		for i, id := range ids {
 			j, err := job.ListID(ctx, h, id, attrs, 0)
 			if err != nil {
-				fmt.Fprintf(errw, "flux-jobs: %s: %s\n", s, flux.ErrorText(err))
-				missing++
+				// flux-core's wording, without a prefix
+				if errors.Is(err, syscall.ENOENT) {
+					fmt.Fprintf(errw, "JobID %s unknown\n", o.ids[i])
+				} else {
+					fmt.Fprintf(errw, "rpc: %s\n", flux.ErrorText(err))
+				}
 				continue
 			}
 			rows = append(rows, jobRow{Info: j, now: now})
+		}
+		if len(rows) == 0 {
+			return exitCode(1) // none found; some found is success, as in flux-core
 		}
 	} else {
 		c, since, err := jobsConstraint(&o)
@@ -366,19 +418,33 @@ func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Wr
 		}
 		return nil
 	}
-	if err := of.prepare(rows); err != nil {
+	if err := of.prepareHeader(rows, !o.noHeader); err != nil {
 		return err
+	}
+	width := o.width
+	if width == 0 {
+		if width, _, _ = terminalSize(out); width <= 0 {
+			width = -1 // no terminal: no limit
+		}
 	}
 	bw := newJobsOut(out)
 	if !o.noHeader {
-		bw.line(of.header())
+		bw.line(string(truncateLine([]byte(of.header()), width)))
 	}
 	for _, r := range rows {
 		code := ""
 		if color {
 			code = jobRowColor(r)
 		}
-		if err := bw.format(func(b []byte) ([]byte, error) { return of.appendLine(append(b, code...), r) }); err != nil {
+		if err := bw.format(func(b []byte) ([]byte, error) {
+			b = append(b, code...)
+			start := len(b)
+			b, err := of.appendLine(b, r)
+			if err == nil && width > 0 {
+				b = append(b[:start], truncateLine(b[start:], width)...)
+			}
+			return b, err
+		}); err != nil {
 			return err
 		}
 		if code != "" {
@@ -442,7 +508,7 @@ func printJobStats(ctx context.Context, h *flux.Handle, out io.Writer, queues []
 		}
 	}
 	fmt.Fprintf(out, "%d running, %d completed, %d failed, %d pending, %d inactive purged\n",
-		st.running(), st.Successful, st.failed(), st.pending(), all.InactivePurged)
+		st.running(), st.Successful, st.failed(), st.pending(), st.InactivePurged)
 	return st.pending()+st.running() > 0, nil
 }
 
@@ -454,12 +520,13 @@ type jobStats struct {
 	Failed     int            `json:"failed"`
 	Canceled   int            `json:"canceled"`
 	Timeout    int            `json:"timeout"`
+	// InactivePurged: per queue in the queues' entries
+	InactivePurged int `json:"inactive_purged"`
 }
 
 type allJobStats struct {
 	jobStats
-	InactivePurged int `json:"inactive_purged"`
-	Queues         []struct {
+	Queues []struct {
 		Name string `json:"name"`
 		jobStats
 	} `json:"queues"`
@@ -473,6 +540,7 @@ func (st *jobStats) addUp(o *jobStats) {
 	st.Failed += o.Failed
 	st.Canceled += o.Canceled
 	st.Timeout += o.Timeout
+	st.InactivePurged += o.InactivePurged
 }
 
 func getJobStats(ctx context.Context, h *flux.Handle) (*allJobStats, error) {
@@ -573,4 +641,70 @@ func (l *jobsOut) flush() error {
 // sortJobIDs orders ids newest first (for flux job last fallbacks).
 func sortJobIDs(ids []jobid.ID) {
 	sort.Slice(ids, func(a, b int) bool { return ids[a] > ids[b] })
+}
+
+// maxStdinJobLine bounds one line of --from-stdin input.
+const maxStdinJobLine = 1 << 20
+
+// jobsFromStdin reads --from-stdin's input: one job-list job object per
+// line (flux-core's testing option).
+func jobsFromStdin(r io.Reader, now float64) ([]jobRow, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), maxStdinJobLine)
+	var rows []jobRow
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		j, err := job.DecodeJob(line)
+		if err != nil {
+			return nil, fmt.Errorf("JSON input error: line %d: %v", n, err)
+		}
+		rows = append(rows, jobRow{Info: j, now: now})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("JSON input error: %v", err)
+	}
+	return rows, nil
+}
+
+// truncateLine cuts a line longer than width characters to width-1 of
+// them and a "+", as flux-core's --width does (width <= 0: no limit).
+func truncateLine(line []byte, width int) []byte {
+	if width <= 0 || utf8.RuneCount(line) <= width {
+		return line
+	}
+	n, i := 0, 0
+	for i < len(line) && n < width-1 {
+		_, size := utf8.DecodeRune(line[i:])
+		i += size
+		n++
+	}
+	return append(line[:i:i], '+')
+}
+
+// jobsWidthArgs joins "-w N" and "--width N" into "--width=N" for flux
+// jobs: the option's value is optional (argparse's nargs="?"), which the
+// flag parser only reads in the attached form.
+func jobsWidthArgs(args []string) []string {
+	if len(args) == 0 || args[0] != "jobs" {
+		return args
+	}
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if (a == "-w" || a == "--width") && i+1 < len(args) {
+			if _, err := strconv.Atoi(args[i+1]); err == nil {
+				out = append(out, "--width="+args[i+1])
+				i++
+				continue
+			}
+		}
+		out = append(out, a)
+	}
+	return out
 }

@@ -33,6 +33,7 @@ var jobHeadings = map[string]string{
 	"expiration": "EXPIRATION", "t_remaining": "T_REMAINING", "ranks": "RANKS",
 	"nodelist": "NODELIST", "success": "SUCCESS", "result": "RESULT", "result_abbrev": "RS",
 	"result_emoji": "RESULT", "t_submit": "T_SUBMIT", "t_depend": "T_DEPEND", "t_run": "T_RUN",
+	"t_priority": "T_PRIORITY", "t_sched": "T_SCHED",
 	"t_cleanup": "T_CLEANUP", "t_inactive": "T_INACTIVE", "runtime": "RUNTIME",
 	"status": "STATUS", "status_abbrev": "ST", "status_emoji": "STATUS", "waitstatus": "WSTATUS",
 	"returncode": "RC", "exception.occurred": "EXCEPTION-OCCURRED",
@@ -58,6 +59,7 @@ var jobFieldAttrs = map[string][]string{
 	"exception.type": {"exception_type"}, "exception.note": {"exception_note"},
 	"result": {"result"}, "result_abbrev": {"result"}, "result_emoji": {"result"},
 	"t_submit": {"t_submit"}, "t_depend": {"t_depend"}, "t_run": {"t_run"},
+	"t_priority": {"t_priority"}, "t_sched": {"t_sched"},
 	"t_cleanup": {"t_cleanup"}, "t_inactive": {"t_inactive"},
 	"runtime": {"t_run", "t_cleanup"}, "status": {"state", "result"},
 	"status_abbrev": {"state", "result"}, "status_emoji": {"state", "result"},
@@ -160,6 +162,46 @@ func (r jobRow) resultStr(short bool) string {
 		return r.Result.Abbrev()
 	}
 	return r.Result.String()
+}
+
+// stateEmoji is flux-core's picture of a job state (flux jobs writes
+// UTF-8 whatever the locale, as flux-core's does).
+func stateEmoji(abbrev string) string {
+	switch abbrev {
+	case "N":
+		return "\U0001f381" // wrapped gift
+	case "D":
+		return "\U0001f6d1" // stop sign
+	case "P":
+		return "\U0001f6a6" // vertical traffic light
+	case "S":
+		return "\U0001f4c5" // calendar
+	case "R":
+		return "\U0001f3c3" // person running
+	case "C":
+		return "\U0001f5d1" // wastebasket
+	case "I":
+		return "\U0001f480" // skull
+	}
+	return abbrev
+}
+
+// resultEmoji is flux-core's picture of a job result; an ideographic
+// space for a job without one.
+func resultEmoji(abbrev string) string {
+	switch abbrev {
+	case "CD":
+		return "\U0001f600" // grinning face
+	case "F":
+		return "\U0001f4a9" // pile of poo
+	case "CA":
+		return "\U0001f4a5" // collision
+	case "TO":
+		return "\u231b" // hourglass done
+	case "":
+		return "\u3000"
+	}
+	return abbrev
 }
 
 func (r jobRow) status(short bool) string {
@@ -355,16 +397,27 @@ func jobField(name string) (func(jobRow) fmtVal, error) {
 		return func(r jobRow) fmtVal { return optInt(r.Has.Has(job.AttrPriority), r.Priority) }, nil
 	case "state":
 		return func(r jobRow) fmtVal { return vStr(r.stateStr(false)) }, nil
-	case "state_single", "state_emoji":
+	case "state_single":
 		return func(r jobRow) fmtVal { return vStr(r.stateStr(true)) }, nil
+	case "state_emoji":
+		return func(r jobRow) fmtVal { return vStr(stateEmoji(r.stateStr(true))) }, nil
 	case "result":
 		return func(r jobRow) fmtVal { return vStr(r.resultStr(false)) }, nil
-	case "result_abbrev", "result_emoji":
+	case "result_abbrev":
 		return func(r jobRow) fmtVal { return vStr(r.resultStr(true)) }, nil
+	case "result_emoji":
+		return func(r jobRow) fmtVal { return vStr(resultEmoji(r.resultStr(true))) }, nil
 	case "status":
 		return func(r jobRow) fmtVal { return vStr(r.status(false)) }, nil
-	case "status_abbrev", "status_emoji":
+	case "status_abbrev":
 		return func(r jobRow) fmtVal { return vStr(r.status(true)) }, nil
+	case "status_emoji":
+		return func(r jobRow) fmtVal {
+			if r.State&job.StateActive != 0 {
+				return vStr(stateEmoji(r.stateStr(true)))
+			}
+			return vStr(resultEmoji(r.resultStr(true)))
+		}, nil
 	case "name":
 		return func(r jobRow) fmtVal { return vStr(r.Name) }, nil
 	case "cwd":
@@ -417,6 +470,10 @@ func jobField(name string) (func(jobRow) fmtVal, error) {
 		return ts(job.AttrTSubmit, func(r jobRow) float64 { return r.TSubmit }), nil
 	case "t_depend":
 		return ts(job.AttrTDepend, func(r jobRow) float64 { return r.TDepend }), nil
+	case "t_priority":
+		return ts(job.AttrTPriority, func(r jobRow) float64 { return r.TPriority }), nil
+	case "t_sched":
+		return ts(job.AttrTSched, func(r jobRow) float64 { return r.TSched }), nil
 	case "t_run":
 		return ts(job.AttrTRun, func(r jobRow) float64 { return r.TRun }), nil
 	case "t_cleanup":
@@ -469,7 +526,7 @@ var jobFieldSource = fieldSource[jobRow]{get: jobField, heading: jobHeading, pri
 // jobJSON is a job as flux jobs --json prints it (flux-core's
 // JobInfo.to_dict(): unset and empty values left out).
 func jobJSON(r jobRow) map[string]any {
-	out := map[string]any{"id": uint64(r.ID)}
+	out := map[string]any{"id": uint64(r.ID), "jobid": r.ID.String()}
 	set := func(k string, v fmtVal) {
 		switch v.kind {
 		case fmtStr:
@@ -486,7 +543,7 @@ func jobJSON(r jobRow) map[string]any {
 			out[k] = v.b
 		}
 	}
-	for _, k := range []string{"t_depend", "t_run", "t_cleanup", "t_inactive", "duration", "expiration",
+	for _, k := range []string{"t_depend", "t_priority", "t_sched", "t_run", "t_cleanup", "t_inactive", "duration", "expiration",
 		"name", "cwd", "queue", "project", "bank", "ntasks", "ncores", "nnodes", "priority", "ranks",
 		"nodelist", "success", "result", "waitstatus", "t_submit", "t_remaining", "state", "username",
 		"userid", "urgency", "runtime", "status", "returncode", "dependencies"} {

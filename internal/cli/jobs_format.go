@@ -282,7 +282,7 @@ func parseSpec(spec string, isTime bool) (fmtSpec, error) {
 	}
 	m := specRE().FindStringSubmatch(spec)
 	if m == nil {
-		return ps, fmt.Errorf("invalid format spec %q", spec)
+		return ps, fmt.Errorf("Invalid format specifier %q", spec) // Python's words
 	}
 	if m[2] != "" {
 		ps.align = m[2][0]
@@ -720,7 +720,11 @@ func (of *outputFormat[T]) value(i int, item T) (fmtVal, error) {
 
 // prepare drops "?:" fields that are empty for every item and widens
 // "+:" fields to their widest value.
-func (of *outputFormat[T]) prepare(items []T) error {
+func (of *outputFormat[T]) prepare(items []T) error { return of.prepareHeader(items, true) }
+
+// prepareHeader is prepare; with header, an expandable field is also at
+// least as wide as its heading (flux-core's OutputFormat does the same).
+func (of *outputFormat[T]) prepareHeader(items []T, header bool) error {
 	keep := make([]bool, len(of.fields))
 	for i, f := range of.fields {
 		if !f.drop {
@@ -765,6 +769,9 @@ func (of *outputFormat[T]) prepare(items []T) error {
 		raw := ps
 		raw.width, raw.precision, raw.plus = 0, -1, false
 		maxw := 0
+		if header {
+			maxw = runeLen(of.src.heading(f.name))
+		}
 		for _, it := range items {
 			v, err := of.value(i, it)
 			if err != nil {
@@ -871,7 +878,7 @@ func sortItems[T any](items []T, keys string, src fieldSource[T]) error {
 		desc := strings.HasPrefix(k, "-")
 		g, err := src.get(strings.TrimPrefix(k, "-"))
 		if err != nil {
-			return fmt.Errorf("--sort: %w", err)
+			return fmt.Errorf("Invalid sort key: %s", strings.TrimPrefix(k, "-"))
 		}
 		ks = append(ks, key{g, desc})
 	}

@@ -222,7 +222,7 @@ func runPgrep(ctx context.Context, h *flux.Handle, args []string, o pgrepOptions
 	if o.kill {
 		return pkill(ctx, h, rows, o.wait, prog, errw)
 	}
-	if err := of.prepare(rows); err != nil {
+	if err := of.prepareHeader(rows, !o.noHeader); err != nil {
 		return err
 	}
 	w := newJobsOut(out)

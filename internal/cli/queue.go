@@ -714,7 +714,7 @@ default, policy (the configured ranges) and nodes (node counts by state);
 
 // printQueueList prints the lines of flux queue list in format of.
 func printQueueList(of *outputFormat[queueLine], lines []queueLine, noHeader bool, w io.Writer) error {
-	if err := of.prepare(lines); err != nil {
+	if err := of.prepareHeader(lines, !noHeader); err != nil {
 		return err
 	}
 	if !noHeader {

@@ -576,7 +576,7 @@ func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Write
 }
 
 func printFormatted[T any](of *outputFormat[T], items []T, noHeader bool, w io.Writer) error {
-	if err := of.prepare(items); err != nil {
+	if err := of.prepareHeader(items, !noHeader); err != nil {
 		return err
 	}
 	var b strings.Builder

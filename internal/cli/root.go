@@ -168,7 +168,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.SetArgs(expandAbbrevs(root, colorArgs(args)))
+	root.SetArgs(expandAbbrevs(root, jobsWidthArgs(colorArgs(args))))
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return 0

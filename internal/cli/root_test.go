@@ -43,7 +43,7 @@ func TestRootForArgs(t *testing.T) {
 		t.Fatalf("mistyped command: code %d, output %q (want a suggestion)", code, out.String())
 	}
 	out.Reset()
-	if code := Main([]string{"help", "run"}, nil, &out, &out); code != 0 || !strings.Contains(out.String(), "flux run") {
+	if code := Main([]string{"help", "run"}, nil, &out, &out); code != 0 || !strings.Contains(out.String(), "usage: flux-run") {
 		t.Fatalf("flux help run: code %d, output %q", code, out.String())
 	}
 }

@@ -101,7 +101,7 @@ func TestPrepareError(t *testing.T) {
 		Hold:    true,
 		Prepare: func(rank, local, pid int) error { return errors.New("no containment for you") },
 	})
-	if strings.Contains(out, "ran") || ws != 127<<8 || !strings.Contains(out, "no containment for you") {
+	if strings.Contains(out, "ran") || ws != 1<<8 || !strings.Contains(out, "start failed: sh: no containment for you") {
 		t.Fatalf("status %d output %q", ws, out)
 	}
 }

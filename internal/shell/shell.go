@@ -250,18 +250,20 @@ func (s *Shell) emit(o Output) {
 
 func (s *Shell) launch(t *task) {
 	cmd := t.cmd
-	fail := func(msg string) {
-		s.emit(Output{Stream: "stderr", Rank: t.rank, Data: []byte("flux-shell: " + msg + "\n")})
+	failStatus := func(msg string, code int) {
+		msg = fmt.Sprintf("task %d (host %s): %s", t.rank, shellHostname(), msg)
+		s.emit(Output{Stream: "stderr", Rank: t.rank, Data: []byte("flux-shell: FATAL: " + msg + "\n")})
 		s.emit(Output{Stream: "stdout", Rank: t.rank, EOF: true})
 		s.emit(Output{Stream: "stderr", Rank: t.rank, EOF: true})
 		s.mu.Lock()
-		t.exited, t.status = true, 127<<8
-		e := TaskExit{Rank: t.rank, LocalID: t.localID, WaitStatus: 127 << 8, Err: msg}
+		t.exited, t.status = true, code<<8
+		e := TaskExit{Rank: t.rank, LocalID: t.localID, WaitStatus: code << 8, Err: msg}
 		s.exits = append(s.exits, e)
 		s.mu.Unlock()
 		s.taskExited(e)
 		s.taskDone()
 	}
+	fail := func(msg string) { failStatus(msg, 1) }
 	// files Setup gave the task: the child has its copies once started
 	var stdinFile *os.File
 	closeFiles := func() {
@@ -295,7 +297,7 @@ func (s *Shell) launch(t *task) {
 	err := startTask(t)
 	closeFiles()
 	if err != nil {
-		fail(execError(cmd.Args[0], err))
+		failStatus(execError(cmd.Args[0], err))
 		return
 	}
 	// two goroutines per task: one copies stderr, the other stdout,

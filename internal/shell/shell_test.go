@@ -125,7 +125,7 @@ func TestSignalAndNotFound(t *testing.T) {
 		}
 	}})
 	<-s2.Done()
-	if s2.Status() != 127<<8 || !strings.Contains(errText, "command not found") {
+	if s2.Status() != 127<<8 || !strings.Contains(errText, "start failed: no-such-command-xyz: No such file or directory") {
 		t.Fatalf("status %d err %q", s2.Status(), errText)
 	}
 }

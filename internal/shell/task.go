@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -97,12 +98,29 @@ func waitStatusOf(cmd *exec.Cmd, err error) int {
 
 // execError explains why a task could not be started, the way a shell
 // would (command not found, permission denied).
-func execError(argv0 string, err error) string {
+// It returns flux-core's text ("start failed: CMD: No such file or
+// directory") and the shell's exit code for it: 127 for a command not
+// found, 126 for one that may not be run, 1 otherwise.
+func execError(argv0 string, err error) (string, int) {
 	switch {
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, os.ErrNotExist):
-		return fmt.Sprintf("%s: command not found", argv0)
+		return fmt.Sprintf("start failed: %s: No such file or directory", argv0), 127
 	case errors.Is(err, os.ErrPermission):
-		return fmt.Sprintf("%s: permission denied", argv0)
+		return fmt.Sprintf("start failed: %s: Permission denied", argv0), 126
 	}
-	return fmt.Sprintf("%s: %v", argv0, err)
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		text := en.Error()
+		return fmt.Sprintf("start failed: %s: %s", argv0, strings.ToUpper(text[:1])+text[1:]), 1
+	}
+	return fmt.Sprintf("start failed: %s: %v", argv0, err), 1
 }
+
+// shellHostname is this node's name for messages.
+var shellHostname = sync.OnceValue(func() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "unknown"
+	}
+	return h
+})

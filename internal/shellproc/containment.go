@@ -538,6 +538,17 @@ func oomNote(ranks []int, limit int64) string {
 // exception on the job (so it is in the eventlog before the finish),
 // the job's cgroups go, then next runs.
 func (j *job) tasksDone(next func()) {
+	if f := j.execRaise; f != nil {
+		// the exception goes in the eventlog before the job's finish
+		j.execRaise = nil
+		f.Then(func(_ *flux.Message, err error) {
+			if err != nil {
+				j.x.log.Error("cannot raise exec exception", "job", j.id.String(), "err", err)
+			}
+			j.tasksDone(next)
+		})
+		return
+	}
 	jc := j.contained
 	if jc == nil {
 		next()

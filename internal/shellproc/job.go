@@ -52,6 +52,7 @@ type job struct {
 	exitSent            bool            // the exit response is going out
 	firstExit           *shell.TaskExit // the first task to end here
 	firstExitSent       bool            // job-exec was told of it
+	execRaise           *flux.Future    // the exec exception of a task that could not start
 
 	// said is everything sent on the start stream, in order, and ended
 	// whether the stream's end was: a new stream (attach, after the
@@ -427,6 +428,17 @@ func processMapping(p *shell.Plan) string { return p.Map.EncodePMI() }
 // taskExited tells job-exec of this shell's first task exit (it applies
 // the exit-timeout and exit-on-error shell options job-wide).
 func (j *job) taskExited(e shell.TaskExit) {
+	if e.Err != "" && j.execRaise == nil {
+		// a task that could not be started is fatal to the job, as in
+		// flux-core (the shell's "exec" exception)
+		f, err := j.x.h.RPC("job-manager.raise", 0, map[string]any{
+			"id": j.id, "type": "exec", "severity": 0, "note": e.Err}, 0)
+		if err != nil {
+			j.x.log.Error("cannot raise exec exception", "job", j.id.String(), "err", err)
+		} else {
+			j.execRaise = f
+		}
+	}
 	if j.firstExit != nil {
 		return
 	}

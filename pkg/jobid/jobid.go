@@ -26,8 +26,10 @@ package jobid
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ID is a Flux job ID (an RFC 19 FLUID).
@@ -107,8 +109,28 @@ func (id ID) Generator() uint16 { return uint16(uint64(id) >> SequenceBits & Max
 // Sequence returns the sequence number within id's millisecond.
 func (id ID) Sequence() uint16 { return uint16(uint64(id) & MaxSequence) }
 
-// String returns the F58 encoding, e.g. "ƒuZZybuNNy".
-func (id ID) String() string { return id.F58(false) }
+// String returns the F58 encoding, e.g. "ƒuZZybuNNy" ("fuZZybuNNy"
+// where the locale is not UTF-8: see ASCIIF58).
+func (id ID) String() string { return id.F58(ASCIIF58()) }
+
+// ASCIIF58 reports whether F58 ids are written with the ASCII "f", as
+// Flux writes them when FLUX_F58_FORCE_ASCII is set or the locale is
+// not UTF-8: the first of LC_ALL, LC_CTYPE and LANG that is set names a
+// locale without "UTF-8" in it ("C", "POSIX", "en_US.ISO-8859-1"). With
+// none set the prefix is "ƒ", as Python's commands write it (Python
+// turns the default C locale into C.UTF-8).
+var ASCIIF58 = sync.OnceValue(func() bool {
+	if os.Getenv("FLUX_F58_FORCE_ASCII") != "" {
+		return true
+	}
+	for _, k := range []string{"LC_ALL", "LC_CTYPE", "LANG"} {
+		if v := os.Getenv(k); v != "" {
+			v = strings.ToLower(v)
+			return !strings.Contains(v, "utf-8") && !strings.Contains(v, "utf8")
+		}
+	}
+	return false
+})
 
 // Encode returns id in the named encoding (see [Encodings]).
 func (id ID) Encode(enc string) (string, error) {
@@ -124,7 +146,7 @@ func (id ID) Encode(enc string) (string, error) {
 	case Words:
 		return encodeWords(id), nil
 	case F58:
-		return id.F58(false), nil
+		return id.F58(ASCIIF58()), nil
 	case F58Plain:
 		return id.F58(true), nil
 	case Emoji:

@@ -3,7 +3,10 @@ package jobid
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -322,6 +325,37 @@ func TestRFCExamplesRoundTrip(t *testing.T) {
 		}
 		if got, _ := id.Encode(tt.enc); got != tt.s {
 			t.Errorf("Parse(%q) = %d, which encodes as %q", tt.s, id, got)
+		}
+	}
+}
+
+// TestASCIIF58Locale: the ASCII prefix follows the locale, as flux-core's
+// does, in a child process (the choice is made once per process).
+func TestASCIIF58Locale(t *testing.T) {
+	if os.Getenv("JOBID_LOCALE_CHILD") != "" {
+		fmt.Print(ID(1).String())
+		return
+	}
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"LC_ALL=C"}, "f2"},
+		{[]string{"LC_ALL=", "LANG=C"}, "f2"},
+		{[]string{"LC_ALL=", "LANG=en_US.UTF-8"}, "ƒ2"},
+		{[]string{"LC_ALL=C.utf8"}, "ƒ2"},
+		{[]string{"LC_ALL=", "LC_CTYPE=", "LANG="}, "ƒ2"},
+		{[]string{"LC_ALL=C.UTF-8", "FLUX_F58_FORCE_ASCII=1"}, "f2"},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestASCIIF58Locale$")
+		cmd.Env = append(os.Environ(), "JOBID_LOCALE_CHILD=1", "LC_CTYPE=", "FLUX_F58_FORCE_ASCII=")
+		cmd.Env = append(cmd.Env, tc.env...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%v: %v", tc.env, err)
+		}
+		if got, _, _ := strings.Cut(string(out), "PASS"); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.env, got, tc.want)
 		}
 	}
 }

@@ -381,7 +381,7 @@ func (j *execJob) setExpiration(expiration float64) {
 			return
 		}
 		j.exception("timeout", 0, "resource allocation expired")
-		j.kill(syscall.SIGTERM)
+		j.kill(syscall.SIGALRM) // as flux-core: tasks that do not catch it end with 128+14
 	}))
 }
 

@@ -90,6 +90,16 @@ func appendAttr(b []byte, r *record, a job.Attr) []byte {
 			return b
 		}
 		return appendReal(appendKey(b, a), r.tDepend)
+	case job.AttrTPriority:
+		if r.statesMask&job.StatePriority == 0 {
+			return b
+		}
+		return appendReal(appendKey(b, a), r.tPriority)
+	case job.AttrTSched:
+		if r.statesMask&job.StateSched == 0 {
+			return b
+		}
+		return appendReal(appendKey(b, a), r.tSched)
 	case job.AttrTRun:
 		if r.statesMask&job.StateRun == 0 {
 			return b

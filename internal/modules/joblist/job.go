@@ -20,6 +20,7 @@ type record struct {
 	id jobid.ID
 
 	tSubmit, tDepend, tRun, tCleanup, tInactive float64
+	tPriority, tSched                           float64
 	priority                                    int64
 	duration                                    float64 // -1: unset
 	expiration                                  float64 // -1: unset
@@ -176,6 +177,10 @@ func (r *record) enter(s job.State, ts float64) bool {
 	switch s {
 	case job.StateDepend:
 		r.tDepend = ts
+	case job.StatePriority:
+		r.tPriority = ts
+	case job.StateSched:
+		r.tSched = ts
 	case job.StateRun:
 		r.tRun = ts
 	case job.StateCleanup:

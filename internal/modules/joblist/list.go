@@ -354,6 +354,11 @@ func (s *service) handleStats(r *flux.Request) {
 			qs.add(rec)
 		}
 	}
+	for q := range s.purgedByQueue {
+		if queues[q] == nil {
+			queues[q] = new(jobStats)
+		}
+	}
 	names := make([]string, 0, len(queues))
 	for q := range queues {
 		names = append(names, q)
@@ -363,6 +368,7 @@ func (s *service) handleStats(r *flux.Request) {
 	for _, q := range names {
 		m := queues[q].payload()
 		m["name"] = q
+		m["inactive_purged"] = s.purgedByQueue[q]
 		qlist = append(qlist, m)
 	}
 	resp := all.payload()
@@ -398,7 +404,7 @@ func (st *jobStats) add(rec *record) {
 }
 
 // payload is the counts as job-list.job-stats gives them (flux-core's
-// keys); inactive_purged is only counted for all jobs.
+// keys); the caller adds inactive_purged.
 func (st *jobStats) payload() map[string]any {
 	states := map[string]int{}
 	total := 0

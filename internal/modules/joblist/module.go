@@ -147,6 +147,7 @@ type service struct {
 	waiters         map[uint64][]*idWaiter
 	retryDelay      float64
 	purged          int // inactive jobs dropped on job-purge-inactive
+	purgedByQueue   map[string]int
 	stopRestore     context.CancelFunc
 	restoreWait     chan struct{}
 	stats           restoreStats
@@ -200,6 +201,12 @@ func (s *service) purgeEvent(m *flux.Message) {
 			s.purgedWhileRestoring[id] = struct{}{}
 		}
 		if r := s.idx.jobs[id]; r != nil && r.state == job.StateInactive {
+			if q := r.lab().queue; q != "" {
+				if s.purgedByQueue == nil {
+					s.purgedByQueue = make(map[string]int)
+				}
+				s.purgedByQueue[q]++
+			}
 			s.idx.remove(r)
 			s.purged++
 			s.snap.Changed(1)

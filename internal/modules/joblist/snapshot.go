@@ -29,11 +29,11 @@ import (
 // records (encodeSnapshot has the fields' order).
 const (
 	snapshotFile    = "job-list.snapshot"
-	snapshotMagic   = "fluxgo job-list snapshot 1\n"
+	snapshotMagic   = "fluxgo job-list snapshot 2\n" // 2: t_priority, t_sched
 	snapshotEvery   = 2048
 	maxSnapshotDeps = 1 << 16
 	// minRecordSize is the fewest bytes a record takes.
-	minRecordSize = 60
+	minRecordSize = 76
 )
 
 // encodeSnapshot returns the snapshot of recs (inactive records; they
@@ -43,7 +43,7 @@ func encodeSnapshot(recs []*record) []byte {
 	w.Uvarint(uint64(len(recs)))
 	for _, r := range recs {
 		w.Uvarint(uint64(r.id))
-		for _, f := range []float64{r.tSubmit, r.tDepend, r.tRun, r.tCleanup, r.tInactive, r.duration, r.expiration} {
+		for _, f := range []float64{r.tSubmit, r.tDepend, r.tPriority, r.tSched, r.tRun, r.tCleanup, r.tInactive, r.duration, r.expiration} {
 			w.Float(f)
 		}
 		w.Varint(r.priority)
@@ -99,7 +99,7 @@ func decodeSnapshot(data []byte) ([]*record, error) {
 	for i := range slab {
 		rec := &slab[i]
 		rec.id = jobid.ID(r.Uvarint())
-		for _, f := range []*float64{&rec.tSubmit, &rec.tDepend, &rec.tRun, &rec.tCleanup, &rec.tInactive, &rec.duration, &rec.expiration} {
+		for _, f := range []*float64{&rec.tSubmit, &rec.tDepend, &rec.tPriority, &rec.tSched, &rec.tRun, &rec.tCleanup, &rec.tInactive, &rec.duration, &rec.expiration} {
 			*f = r.Float()
 		}
 		rec.priority = r.Varint()

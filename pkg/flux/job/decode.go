@@ -224,6 +224,10 @@ func lookupAttr(key []byte) (Attr, bool) {
 		return AttrTSubmit, true
 	case "t_depend":
 		return AttrTDepend, true
+	case "t_priority":
+		return AttrTPriority, true
+	case "t_sched":
+		return AttrTSched, true
 	case "t_run":
 		return AttrTRun, true
 	case "t_cleanup":
@@ -307,6 +311,10 @@ func (d *decoder) field(j *Info, key, val []byte) error {
 		j.TSubmit, err = jsonwire.Float(val)
 	case AttrTDepend:
 		j.TDepend, err = jsonwire.Float(val)
+	case AttrTPriority:
+		j.TPriority, err = jsonwire.Float(val)
+	case AttrTSched:
+		j.TSched, err = jsonwire.Float(val)
 	case AttrTRun:
 		j.TRun, err = jsonwire.Float(val)
 	case AttrTCleanup:

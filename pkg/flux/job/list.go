@@ -49,6 +49,8 @@ const (
 	AttrAnnotations
 	AttrWaitstatus
 	AttrDependencies
+	AttrTPriority // flux-core's later additions
+	AttrTSched
 	numAttrs
 )
 
@@ -64,6 +66,7 @@ var attrNames = [numAttrs]string{
 	AttrExceptionSeverity: "exception_severity", AttrExceptionNote: "exception_note",
 	AttrResult: "result", AttrExpiration: "expiration", AttrAnnotations: "annotations",
 	AttrWaitstatus: "waitstatus", AttrDependencies: "dependencies",
+	AttrTPriority: "t_priority", AttrTSched: "t_sched",
 }
 
 // String returns the attribute's wire name ("t_submit").
@@ -119,6 +122,8 @@ type Info struct {
 	Priority          int64
 	TSubmit           float64
 	TDepend           float64
+	TPriority         float64
+	TSched            float64
 	TRun              float64
 	TCleanup          float64
 	TInactive         float64
