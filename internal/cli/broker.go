@@ -64,6 +64,10 @@ func runBroker(o brokerOptions, args []string) error {
 	if err != nil {
 		return err
 	}
+	if o.configPath == "" && !o.jobConfig {
+		// flux-core's broker reads FLUX_CONF_DIR when -c is not given
+		o.configPath = os.Getenv("FLUX_CONF_DIR")
+	}
 	opts := instance.Options{Attrs: attrs, ConfigPath: o.configPath, JobConfig: o.jobConfig, InitialProgram: args}
 	if o.bootRank >= 0 {
 		p := &instance.Placement{Rank: o.bootRank, Size: o.bootSize, Parent: o.bootParent}

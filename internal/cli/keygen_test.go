@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"os"
@@ -12,7 +13,11 @@ import (
 func TestKeygen(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "curve.cert")
-	if err := keygen(path, "cluster1", false); err != nil {
+	meta, err := keygenMeta("cluster1", []string{"mammal=chinchilla,reptile=chamelion", "smurf=", "bare", "keygen.hostname=myhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := keygen(path, meta); err != nil {
 		t.Fatal(err)
 	}
 	st, err := os.Stat(path)
@@ -23,7 +28,17 @@ func TestKeygen(t *testing.T) {
 		t.Errorf("mode %v, want 0600", st.Mode().Perm())
 	}
 	first, _ := os.ReadFile(path)
-	block, rest := pem.Decode(first)
+	for _, want := range []string{`name = "cluster1"`, `mammal = "chinchilla"`, `reptile = "chamelion"`,
+		`smurf = ""`, `bare = ""`, `keygen.hostname = "myhost"`, "secret-key = ", "public-key = "} {
+		if !strings.Contains(string(first), want) {
+			t.Errorf("certificate lacks %q:\n%s", want, first)
+		}
+	}
+	// the broker reads the PEM pair past the header
+	if _, err := tls.X509KeyPair(first, first); err != nil {
+		t.Fatalf("key pair: %v", err)
+	}
+	block, _ := pem.Decode(first)
 	if block == nil || block.Type != "CERTIFICATE" {
 		t.Fatalf("no certificate in %s", first)
 	}
@@ -31,38 +46,43 @@ func TestKeygen(t *testing.T) {
 	if err != nil || cert.Subject.CommonName != "cluster1" {
 		t.Errorf("certificate name %q, %v", cert.Subject.CommonName, err)
 	}
-	if key, _ := pem.Decode(rest); key == nil || !strings.Contains(key.Type, "PRIVATE KEY") {
-		t.Error("no private key after the certificate")
-	}
-
-	err = keygen(path, "cluster1", false)
-	if err == nil || !strings.Contains(err.Error(), "--force") {
-		t.Errorf("overwrite without --force: %v", err)
-	}
-	if again, _ := os.ReadFile(path); string(again) != string(first) {
-		t.Error("refused overwrite changed the file")
-	}
-
+	// an existing file is replaced, and made private again
 	os.Chmod(path, 0o644)
-	if err := keygen(path, "cluster1", true); err != nil {
+	if err := keygen(path, meta); err != nil {
 		t.Fatal(err)
 	}
 	st, _ = os.Stat(path)
 	if again, _ := os.ReadFile(path); string(again) == string(first) || st.Mode().Perm() != 0o600 {
-		t.Errorf("--force: new key %v, mode %v", string(again) != string(first), st.Mode().Perm())
+		t.Errorf("overwrite: new key %v, mode %v", string(again) != string(first), st.Mode().Perm())
+	}
+	// metadata that could break the file is refused
+	for _, bad := range []string{`x="y"`, "a b=c", "k=-----BEGIN"} {
+		if _, err := keygenMeta("", []string{bad}); err == nil {
+			t.Errorf("--meta %q accepted", bad)
+		}
 	}
 }
 
 func TestKeygenCommand(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
-	for _, want := range []int{0, 1} {
-		var out, errb strings.Builder
-		if code := Main([]string{"keygen"}, strings.NewReader(""), &out, &errb); code != want {
-			t.Fatalf("exit %d, want %d: %s", code, want, errb.String())
-		}
+	var out, errb strings.Builder
+	if code := Main([]string{"keygen"}, strings.NewReader(""), &out, &errb); code != 0 || !strings.Contains(errb.String(), "WARNING: add PATH argument") {
+		t.Fatalf("keygen without PATH: exit %d: %s", code, errb.String())
 	}
-	if _, err := os.Stat(filepath.Join(dir, defaultKeyPath)); err != nil {
-		t.Error(err)
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("keygen without PATH wrote %v", ents)
+	}
+	if code := Main([]string{"keygen", "a", "b"}, strings.NewReader(""), &out, &errb); code == 0 {
+		t.Error("two paths accepted")
+	}
+	if code := Main([]string{"keygen", "--force", "k"}, strings.NewReader(""), &out, &errb); code == 0 {
+		t.Error("--force accepted (flux-core has no such option)")
+	}
+	if code := Main([]string{"keygen", "--name=testcert", "cert2"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("keygen --name: %s", errb.String())
+	}
+	if b, _ := os.ReadFile("cert2"); !strings.Contains(string(b), "testcert") {
+		t.Error("--name not in the certificate")
 	}
 }

@@ -46,7 +46,14 @@ func (p *Pool) AppendR(b []byte, a *Alloc) []byte {
 	b = jsonwire.AppendPlainString(b, p.nodelist(a))
 	b = append(b, ']')
 	b = p.appendProperties(b, a)
-	return append(b, "}}"...)
+	b = append(b, '}')
+	if len(p.scheduling) > 0 {
+		// the instance R's scheduling key goes with every allocation,
+		// as flux-core's sched-simple copies it
+		b = append(b, `,"scheduling":`...)
+		b = append(b, p.scheduling...)
+	}
+	return append(b, '}')
 }
 
 // appendGroup appends one R_lite entry.
@@ -229,6 +236,9 @@ func (p *Pool) appendProperties(b []byte, a *Alloc) []byte {
 	for k := range a.Nodes {
 		nd := &p.nodes[a.Nodes[k].node]
 		for _, name := range nd.props {
+			if strings.HasPrefix(name, "+") {
+				continue // instance-local: not passed to jobs (flux-core)
+			}
 			if byName == nil {
 				byName = make(map[string][]uint32)
 			}

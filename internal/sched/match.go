@@ -100,7 +100,7 @@ func (p *Pool) find(v view, req *Request, m *mask, picks []pick) []pick {
 }
 
 // Allocate finds resources for req among the free resources of available
-// nodes, first fit in rank order, and takes them. The allocation starts at
+// nodes, placed by the pool's Fit (SetFit), and takes them. The allocation starts at
 // now and expires after req.Duration, or at the pool's expiration if that
 // comes first. It fails with ErrBusy if req does not fit now (whether it
 // ever can is Feasible's question) and ErrInvalid for a malformed request
@@ -114,7 +114,7 @@ func (p *Pool) Allocate(req *Request, now float64) (*Alloc, error) {
 		return nil, err
 	}
 	var buf [4]pick
-	picks := p.find(p.current(), req, m, buf[:0])
+	picks := p.findFit(p.current(), req, m, buf[:0])
 	if picks == nil {
 		return nil, errorf(ErrBusy, "%s", req)
 	}

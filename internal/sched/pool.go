@@ -35,6 +35,10 @@ type Pool struct {
 	expiration            float64
 
 	masks map[string]*mask // compiled constraints, by their JSON
+
+	scheduling []byte // the inventory's "scheduling" value, copied into allocations
+	fit        Fit    // how Allocate places requests
+	uniform    bool   // every node has the same number of cores and of GPUs
 }
 
 type node struct {
@@ -60,6 +64,16 @@ func NewPool(r *rset.R) *Pool {
 		props:  make(map[string]bitset),
 		masks:  make(map[string]*mask),
 	}
+	p.scheduling = r.Scheduling()
+	defer func() {
+		p.uniform = true
+		for i := range p.nodes {
+			if len(p.nodes[i].cores) != len(p.nodes[0].cores) || len(p.nodes[i].gpus) != len(p.nodes[0].gpus) {
+				p.uniform = false
+				break
+			}
+		}
+	}()
 	shared := make(map[string][]uint32)
 	idList := func(s idset.Set) []uint32 {
 		key := s.String()

@@ -50,7 +50,7 @@ func TestHostileSubmissions(t *testing.T) {
 		"submit", `--setattr=system.alloc-bypass.R={"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0"}}]}}`, "true")
 	// an unknown id is an error, with a non-zero exit
 	r := e.flux("jobs", "ƒ4fr")
-	if r.Code == 0 || !strings.Contains(r.Stderr, "not found") {
+	if r.Code == 0 || !strings.Contains(r.Stderr, "JobID ƒ4fr unknown") {
 		t.Errorf("flux jobs of an unknown id: %+v", r)
 	}
 	if out := e.must("run", "echo", "ok"); out != "ok" {

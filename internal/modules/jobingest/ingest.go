@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -70,8 +71,12 @@ type ingest struct {
 	inflight bool
 	kicked   bool
 	feasible bool // a scheduler answers feasibility.check
-	policy   *policy.Config
-	specs    *specCache
+	// noValidate: loaded with disable-validator (flux-core's option):
+	// jobspecs are not checked against RFC 25 nor for feasibility here,
+	// the scheduler refuses what it cannot run
+	noValidate bool
+	policy     *policy.Config
+	specs      *specCache
 	// envelopes: J texts unwrapped lately (identical jobs carry the
 	// same J when it is signed with the none mechanism)
 	envelopes *memo.Cache[*sign.Envelope]
@@ -87,6 +92,10 @@ type ingest struct {
 
 // Run implements module.Module.
 func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
+	noValidate, err := parseArgs(args)
+	if err != nil {
+		return err
+	}
 	ownerStr, err := h.Attr(ctx, "security.owner")
 	if err != nil {
 		return err
@@ -99,6 +108,8 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	in := &ingest{h: h, log: flux.NewLogger(h, "job-ingest"), owner: uint32(owner), feasible: true,
 		specs: newSpecCache(), envelopes: memo.New[*sign.Envelope](specCacheSize), hashName: hashName, stored: memo.New[struct{}](storedRefsMax),
 		refs: memo.New[string](specCacheSize), feasibleAt: memo.New[time.Time](specCacheSize)}
+	in.noValidate = noValidate
+	in.feasible = !noValidate
 	if err := in.initGenerator(ctx); err != nil {
 		return err
 	}
@@ -115,6 +126,24 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	h.HandleFunc("job-ingest.disconnect", func(*flux.Request) {})
 	h.HandleFunc("job-ingest.config-reload", in.configReload)
 	return h.Serve(ctx)
+}
+
+// parseArgs reads the module's arguments, flux-core's: disable-validator,
+// and validator-plugins=, validator-args= and batch-count=, which fluxgo
+// accepts and has no use for (its validation is built in, its batching
+// timed).
+func parseArgs(args []string) (noValidate bool, err error) {
+	for _, a := range args {
+		k, _, _ := strings.Cut(a, "=")
+		switch {
+		case a == "disable-validator":
+			noValidate = true
+		case k == "validator-plugins" || k == "validator-args" || k == "batch-count":
+		default:
+			return false, fmt.Errorf("job-ingest: unknown option %q (want disable-validator, validator-plugins=, validator-args= or batch-count=)", a)
+		}
+	}
+	return noValidate, nil
 }
 
 // configReload takes a new instance configuration (flux config reload):
@@ -234,7 +263,7 @@ func (in *ingest) submit(r *flux.Request) {
 		r.Errorf(syscall.EPERM, "only the instance owner can submit with FLUX_JOB_NOVALIDATE")
 		return
 	}
-	spec, err := in.specs.check(env.Payload, req.Flags&flagNoValidate != 0)
+	spec, err := in.specs.check(env.Payload, in.noValidate || req.Flags&flagNoValidate != 0)
 	if err != nil {
 		r.Errorf(syscall.EINVAL, "%v", err)
 		return

@@ -395,6 +395,12 @@ func (m *manager) cleanup(j *job, prev jobtap.State) {
 		}
 		return
 	}
+	if j.startSent && !j.releasedAll && !j.started && !j.reattach && !j.allocRestored && m.exec.futures[j.ID] == nil {
+		// the start request was never sent (no execution service is
+		// loaded): nothing runs, nothing is owed back (flux-core's
+		// job-manager likewise frees such a job)
+		j.startSent = false
+	}
 	if j.startSent && !j.releasedAll {
 		if j.fatal && !j.finished && !j.killSent {
 			// the executor escalates to SIGKILL after its kill timeout

@@ -95,7 +95,20 @@ func (c *Config) Validate() error {
 // loadConfig reads the configuration from broker attributes.
 func loadConfig(ctx context.Context, h *flux.Handle, args []string) (*Config, error) {
 	c := &Config{DiscoverTimeout: DefaultDiscoverTimeout, Verify: DefaultVerify}
+	// the [resource] table of the configuration as it is now (a reload
+	// since the broker started counts at the module's next load), over
+	// the broker attributes the start-up configuration set
+	var current map[string]string
+	var conf map[string]any
+	if err := h.Call(ctx, "config.get", flux.NodeidAny, nil, &conf); err == nil {
+		if current, err = TableAttrs(conf); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+	}
 	attr := func(name string) string {
+		if v, ok := current[name]; ok {
+			return v
+		}
 		v, err := h.Attr(ctx, name)
 		if err != nil {
 			return ""

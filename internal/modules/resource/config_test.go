@@ -1,9 +1,11 @@
 package resource
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -235,5 +237,31 @@ func TestModuleArguments(t *testing.T) {
 				t.Fatal("noverify leaves checks on")
 			}
 		})
+	}
+}
+
+// TestTableAttrsFromJSON: the [resource] table as config.get returns it
+// (JSON: arrays of tables as []any) gives the same attributes as the
+// TOML-decoded one.
+func TestTableAttrsFromJSON(t *testing.T) {
+	toml := map[string]any{"resource": map[string]any{
+		"noverify": true,
+		"config":   []map[string]any{{"hosts": "n[0-1]", "cores": "0-3"}},
+	}}
+	want, err := TableAttrs(toml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(toml)
+	var fromJSON map[string]any
+	if err := json.Unmarshal(b, &fromJSON); err != nil {
+		t.Fatal(err)
+	}
+	got, err := TableAttrs(fromJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("from JSON %v, from TOML %v", got, want)
 	}
 }

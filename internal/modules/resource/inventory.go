@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
 	"github.com/fluxgo/fluxgo/pkg/idset"
 	"github.com/fluxgo/fluxgo/pkg/rset"
@@ -20,6 +21,7 @@ import (
 const (
 	methodConfig    = "configuration"
 	methodDiscovery = "dynamic-discovery"
+	methodKVS       = "kvs"
 )
 
 // inventory is rank 0's state: the instance R and the state of every
@@ -101,7 +103,20 @@ func (inv *inventory) start(ctx context.Context, hostname string) error {
 			return err
 		}
 		return inv.defineVerified(R, methodConfig, hostname)
-	case inv.cfg.JobID != "" && inv.cfg.ParentURI != "":
+	}
+	// an R already in the KVS (the module reloaded, the instance
+	// restarted, or a test put one there) is used as it is, as in
+	// flux-core; configuration wins over it
+	if data, err := kvs.GetRaw(ctx, inv.h, kvs.PrimaryNamespace, rKey); err == nil {
+		R, err := rset.Parse(data)
+		if err != nil {
+			return fmt.Errorf("%s in the KVS: %w", rKey, err)
+		}
+		return inv.defineVerified(R, methodKVS, hostname)
+	} else if !errors.Is(err, syscall.ENOENT) {
+		return fmt.Errorf("reading %s: %w", rKey, err)
+	}
+	if inv.cfg.JobID != "" && inv.cfg.ParentURI != "" {
 		if R := inv.jobR(ctx); R != nil {
 			return inv.defineVerified(R, methodJob, hostname)
 		}

@@ -54,12 +54,21 @@ func (m *member) register() {
 	rank0 := func(name string, fn flux.HandlerFunc) {
 		h.HandleFunc(name, func(r *flux.Request) {
 			if m.inv == nil {
-				r.Errorf(syscall.EPROTO, "%s only works on rank 0", name)
+				r.Errorf(syscall.EPROTO, "%s: this RPC only works on rank 0", name)
 				return
 			}
 			fn(r)
 		})
 	}
+	h.HandleFunc("resource.topo-get", m.topoGet)
+	h.HandleFunc("resource.expiration-update", func(r *flux.Request) {
+		if m.inv == nil {
+			r.Errorf(syscall.EPROTO, "resource.expiration-update is only available on rank 0")
+			return
+		}
+		m.inv.expirationUpdate(r)
+	})
+	rank0("resource.status", func(r *flux.Request) { m.inv.status(r) })
 	rank0("resource.hello", func(r *flux.Request) { m.inv.hello(r) })
 	rank0("resource.acquire", func(r *flux.Request) { m.inv.acquire(r) })
 	rank0("resource.drain", func(r *flux.Request) { m.inv.drain(r) })
@@ -76,7 +85,6 @@ func (m *member) register() {
 			m.forward(r, 0)
 		})
 	}
-	forwarded("resource.status", func(r *flux.Request) { m.inv.status(r) })
 	forwarded("resource.sched-status", func(r *flux.Request) { m.inv.schedStatus(r) })
 }
 

@@ -206,7 +206,11 @@ func TestDiscoveryAndMonitoring(t *testing.T) {
 	if u := acq.next(); str(u["down"]) != "1" {
 		t.Fatalf("update %v", u)
 	}
-	st := getStatus(t, h, 2) // forwarded from rank 2
+	// flux-core's resource.status is for rank 0 only
+	if err := h.Call(ctx, "resource.status", 2, nil, nil); err == nil || !strings.Contains(err.Error(), "only works on rank 0") {
+		t.Fatalf("resource.status on rank 2: %v", err)
+	}
+	st := getStatus(t, h, 0)
 	if d, ok := st.Drain["1"]; !ok || d.Reason != "bad fan" || d.Timestamp == 0 {
 		t.Fatalf("drain info %+v", st.Drain)
 	}

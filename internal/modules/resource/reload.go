@@ -54,7 +54,8 @@ func (inv *inventory) reload(r *flux.Request) {
 	}
 	if last, ok := R.Ranks().Last(); ok && last >= uint(inv.size) {
 		if !req.Force {
-			r.Errorf(syscall.EINVAL, "%s has ranks up to %d, but the instance has %d (override with -f)", req.Path, last, inv.size)
+			// flux-core's words, its spelling included
+			r.Errorf(syscall.EINVAL, "resource object contains ranks execeeding size=%d (override with -f): %s has ranks up to %d", inv.size, req.Path, last)
 			return
 		}
 		inv.log.Warn(fmt.Sprintf("reloaded resources have ranks up to %d, beyond size=%d", last, inv.size))

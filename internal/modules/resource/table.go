@@ -54,6 +54,18 @@ func TableAttrs(table map[string]any) (map[string]string, error) {
 			return nil, fmt.Errorf("resource.%s: unknown key (the [resource] table may hold %s)", k, strings.Join(keys, ", "))
 		case k == "config":
 			entries, ok := v.([]map[string]any)
+			if list, isList := v.([]any); isList {
+				// the same table read back as JSON (config.get)
+				entries, ok = make([]map[string]any, 0, len(list)), true
+				for _, e := range list {
+					m, isMap := e.(map[string]any)
+					if !isMap {
+						ok = false
+						break
+					}
+					entries = append(entries, m)
+				}
+			}
 			if !ok {
 				return nil, fmt.Errorf("resource.config: want an array of tables ([[resource.config]]), not %s", valuekind.Of(v))
 			}

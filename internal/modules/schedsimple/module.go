@@ -81,6 +81,9 @@ type Config struct {
 	// LogLevel is the least severe message the module logs (module
 	// argument log-level=NAME, a syslog severity); "" logs everything.
 	LogLevel string
+	// Fit places jobs on nodes (module argument alloc-mode=worst-fit,
+	// first-fit or best-fit; worst-fit, flux-core's, by default).
+	Fit sched.Fit
 }
 
 // DefaultReservationDepth is hybrid backfill's reservation depth when
@@ -89,7 +92,7 @@ const DefaultReservationDepth = 8
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{QueueDepth: sched.DefaultQueueDepth, QueuePolicy: "fcfs", ReservationDepth: DefaultReservationDepth}
+	return Config{QueueDepth: sched.DefaultQueueDepth, QueuePolicy: "fcfs", ReservationDepth: DefaultReservationDepth, Fit: sched.WorstFit}
 }
 
 // Validate checks the configuration.
@@ -197,6 +200,11 @@ func parseConfig(ctx context.Context, h *flux.Handle, args []string) (Config, er
 //	log-level=NAME     log only messages at least as severe as NAME
 //	                   (emerg, alert, crit, err, warning, notice, info,
 //	                   debug)
+//	alloc-mode=MODE    how jobs are placed: worst-fit (the default, the
+//	                   nodes with the most free cores first), first-fit
+//	                   (the lowest ranks first) or best-fit (the fullest
+//	                   nodes that fit first); the legacy C sched-simple's
+//	                   option
 //	pool-class=NAME    flux-core's choice of resource pool class
 //	                   (TreePool or Rv1Pool:Rv1Pool); fluxgo has one
 //	                   pool implementation, which serves for both
@@ -229,6 +237,12 @@ func (c *Config) applyArg(a string) error {
 			return fmt.Errorf("unknown log level %q: use emerg, alert, crit, err, warning, notice, info or debug", v)
 		}
 		c.LogLevel = v
+	case "alloc-mode":
+		f, err := sched.ParseFit(v)
+		if err != nil {
+			return err
+		}
+		c.Fit = f
 	case "pool-class":
 		if !knownPoolClass(v) {
 			return fmt.Errorf("unknown pool class %q: use TreePool or Rv1Pool:Rv1Pool", v)
@@ -248,7 +262,7 @@ func (c *Config) applyArg(a string) error {
 	return nil
 }
 
-const knownArgs = "mode=unlimited, mode=limited=N, queue-depth=N|unlimited, queue-policy=NAME, reservation-depth=N, log-level=LEVEL, pool-class=NAME, test-hello-nopartial"
+const knownArgs = "mode=unlimited, mode=limited=N, queue-depth=N|unlimited, queue-policy=NAME, reservation-depth=N, log-level=LEVEL, alloc-mode=MODE, pool-class=NAME, test-hello-nopartial"
 
 // setMode applies mode=unlimited or mode=limited=N.
 func (c *Config) setMode(v string) error {

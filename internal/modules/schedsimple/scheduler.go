@@ -232,6 +232,7 @@ func (s *scheduler) acquire(ctx context.Context) error {
 		return fmt.Errorf("resource.acquire: up: %w", err)
 	}
 	s.pool = sched.NewPool(r)
+	s.pool.SetFit(s.cfg.Fit)
 	s.pool.SetAvailable(up, true)
 	cores, _, gpus, _ := s.pool.Counts()
 	s.log.Debug(fmt.Sprintf("acquired %d nodes, %d cores, %d gpus; up: %s", r.NNodes(), cores, gpus, up))
