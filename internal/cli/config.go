@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -129,7 +130,7 @@ func builtinValue(name, exe string) string {
 }
 
 func newConfigBuiltinCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "builtin [NAME]",
 		Short: "Print compiled-in configuration values",
 		Long: `Print the compiled-in value of NAME, or every NAME=VALUE. The keys are
@@ -142,6 +143,9 @@ the flux Python package (as flux python finds it). Available to all
 users.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("installed") && cmd.Flags().Changed("intree") {
+				return usageError{errors.New("--installed and --intree: give one")}
+			}
 			out, exe := cmd.OutOrStdout(), fluxExecutable()
 			if len(args) == 0 {
 				for _, k := range builtinKeys {
@@ -156,6 +160,11 @@ users.`,
 			return nil
 		},
 	}
+	// flux-core's: the installed or the build tree's value; fluxgo has
+	// one layout, so both give the same
+	cmd.Flags().Bool("installed", false, "print the installed value (fluxgo's only one)")
+	cmd.Flags().Bool("intree", false, "print the build tree's value (the same in fluxgo)")
+	return cmd
 }
 
 // readConfigText reads a configuration object from r: JSON when it

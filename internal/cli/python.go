@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 )
 
 // newPythonCmd is flux python: run a Python interpreter with fluxgo's
@@ -25,7 +26,14 @@ the python directory next to the flux executable's directory (../python,
 ../lib/fluxgo/python or ../share/fluxgo/python relative to bin/flux).`,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 && (args[0] == "--get-path" || args[0] == "--path") {
+			if len(args) >= 1 && args[0] == "--list-versions" {
+				// flux-core: the flux-pythonX.Y commands on the exec path
+				for _, name := range pythonVersions() {
+					fmt.Fprintln(cmd.OutOrStdout(), name)
+				}
+				return nil
+			}
+			if len(args) >= 1 && (args[0] == "--get-path" || args[0] == "--path") {
 				dir, err := pythonPackageDir()
 				if err != nil {
 					return err
@@ -106,4 +114,36 @@ func runPython(cmd *cobra.Command, args []string) error {
 		return exitCode(ee.ExitCode())
 	}
 	return err
+}
+
+// pythonVersions lists the executables named flux-python<digit>... in
+// FLUX_EXEC_PATH_PREPEND's directories and beside the flux binary, less
+// their "flux-" prefix (flux python --list-versions).
+func pythonVersions() []string {
+	var dirs []string
+	if p := os.Getenv("FLUX_EXEC_PATH_PREPEND"); p != "" {
+		dirs = append(dirs, filepath.SplitList(p)...)
+	}
+	if exe := fluxExecutable(); exe != "" {
+		dirs = append(dirs, filepath.Dir(exe))
+	}
+	var out []string
+	for _, d := range dirs {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			name := e.Name()
+			rest, ok := strings.CutPrefix(name, "flux-python")
+			if !ok || rest == "" || rest[0] < '0' || rest[0] > '9' {
+				continue
+			}
+			if unix.Access(filepath.Join(d, name), unix.X_OK) != nil {
+				continue
+			}
+			out = append(out, strings.TrimPrefix(name, "flux-"))
+		}
+	}
+	return out
 }

@@ -51,7 +51,7 @@ var commandTable = []command{
 	{"content", newContentCmd},
 	{"kvs", newKVSCmd}, {"dump", newDumpCmd}, {"restore", newRestoreCmd}, {"archive", newArchiveCmd},
 	{"resource", newResourceCmd}, {"startlog", newStartlogCmd},
-	{"python", newPythonCmd}, {"env", newEnvCmd}, {"modprobe", newModprobeCmd},
+	{"python", newPythonCmd}, {"env", newEnvCmd}, {"modprobe", newModprobeCmd}, {"fortune", newFortuneCmd},
 }
 
 // commands builds every top-level subcommand.

@@ -39,6 +39,9 @@ func TestModuleArguments(t *testing.T) {
 		{args: []string{"pool-class=Rv1Pool:Rv1Pool"}, want: def},
 		{args: []string{"test-hello-nopartial"}, want: def},
 		{args: []string{"queue-policy=easy"}, want: def},
+		{args: []string{"alloc-mode=first-fit"}, want: def},
+		{args: []string{"alloc-mode=best-fit"}, want: def},
+		{args: []string{"alloc-mode=random"}, err: `module argument "alloc-mode=random": invalid request: alloc-mode "random": want worst-fit, first-fit or best-fit`},
 
 		{args: []string{"mode=foobar"}, err: `module argument "mode=foobar": unknown mode "foobar"`},
 		{args: []string{"mode=single"}, err: `module argument "mode=single": unknown mode "single"`},

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fluxgo/fluxgo/internal/wire"
 	"log/slog"
 	"math"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/fluxgo/fluxgo/internal/wire"
 
 	"github.com/fluxgo/fluxgo/internal/memo"
 	"github.com/fluxgo/fluxgo/internal/policy"
@@ -674,6 +676,15 @@ func (c *requestCache) get(raw []byte, p *sched.Pool) *cacheEntry {
 func (c *requestCache) parse(raw []byte, p *sched.Pool) *cacheEntry {
 	e := &cacheEntry{}
 	js, err := jobspec.ParseV1(raw)
+	if err != nil {
+		// flux-core's sched-simple words these two (t2300-sched-simple)
+		switch msg := err.Error(); {
+		case strings.Contains(msg, "attributes.system: is required"):
+			err = fmt.Errorf("getting duration: Object item not found: system (%w)", err)
+		case strings.Contains(msg, "attributes.system.duration: is required"):
+			err = fmt.Errorf("getting duration: Object item not found: duration (%w)", err)
+		}
+	}
 	if err == nil {
 		e.req, err = sched.FromJobspec(js)
 	}

@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestFortune: every category prints something; a bad one is refused.
+func TestFortune(t *testing.T) {
+	for _, c := range fortuneCategories {
+		var out, errb strings.Builder
+		if code := Main([]string{"fortune", "-c", c}, strings.NewReader(""), &out, &errb); code != 0 || strings.TrimSpace(out.String()) == "" {
+			t.Errorf("fortune -c %s: exit %d, %q %q", c, code, out.String(), errb.String())
+		}
+	}
+	var out, errb strings.Builder
+	if code := Main([]string{"fortune", "-c", "gloom"}, strings.NewReader(""), &out, &errb); code == 0 || !strings.Contains(errb.String(), "invalid choice: 'gloom'") {
+		t.Errorf("fortune -c gloom: exit %d, %q", code, errb.String())
+	}
+	out.Reset()
+	if Main([]string{"fortune", "--help"}, strings.NewReader(""), &out, &errb); !strings.Contains(out.String(), "category") {
+		t.Errorf("fortune --help lacks category: %q", out.String())
+	}
+}
+
+// TestPythonListVersions: flux-python<digits> executables on
+// FLUX_EXEC_PATH_PREPEND are listed without their prefix; others not.
+func TestPythonListVersions(t *testing.T) {
+	dir := t.TempDir()
+	for name, mode := range map[string]os.FileMode{"flux-python0.0": 0o755, "flux-python0.1": 0o644, "flux-pythonx": 0o755} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("FLUX_EXEC_PATH_PREPEND", dir)
+	var out, errb strings.Builder
+	if code := Main([]string{"python", "--list-versions"}, strings.NewReader(""), &out, &errb); code != 0 || out.String() != "python0.0\n" {
+		t.Errorf("python --list-versions: exit %d, %q %q", code, out.String(), errb.String())
+	}
+	out.Reset()
+	Main([]string{"python", "--get-path"}, strings.NewReader(""), &out, &errb)
+	var inst strings.Builder
+	if code := Main([]string{"config", "builtin", "--installed", "python_path"}, strings.NewReader(""), &inst, &errb); code != 0 || inst.String() != out.String() {
+		t.Errorf("config builtin --installed python_path %q, flux python --get-path %q", inst.String(), out.String())
+	}
+}
