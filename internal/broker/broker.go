@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -23,7 +24,9 @@ import (
 	"github.com/fluxgo/fluxgo/internal/size"
 	"github.com/fluxgo/fluxgo/internal/version"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
+	"github.com/fluxgo/fluxgo/pkg/idset"
 	"github.com/fluxgo/fluxgo/pkg/taskmap"
+	"golang.org/x/sys/unix"
 )
 
 // ModuleSpec names a module rc1 loads and the ranks that load it.
@@ -252,6 +255,9 @@ func New(cfg Config) (*Broker, error) {
 			return nil, fmt.Errorf("statedir: %w", err)
 		}
 	}
+	if err := b.checkCommandLineAttrs(); err != nil {
+		return nil, err
+	}
 	b.attrs = newAttrTable()
 	if err := b.initAttrs(); err != nil {
 		return nil, err
@@ -263,7 +269,65 @@ func New(cfg Config) (*Broker, error) {
 }
 
 // LocalURI returns the URI of this broker's local socket.
-func (b *Broker) LocalURI() string { return "local://" + filepath.Join(b.cfg.Rundir, "local") }
+func (b *Broker) LocalURI() string { return "local://" + b.localPath() }
+
+// localPath is the local socket's path: rundir/local, or the path of
+// the local-uri attribute given on the command line.
+func (b *Broker) localPath() string {
+	if u, ok := b.cfg.Attrs["local-uri"]; ok {
+		return strings.TrimPrefix(u, "local://")
+	}
+	return filepath.Join(b.cfg.Rundir, "local")
+}
+
+// maxSocketPath is the longest path a unix socket address holds.
+const maxSocketPath = 107
+
+// brokerOwnedAttrs are attributes only the broker sets: giving one on
+// the command line is an error, as in flux-core.
+var brokerOwnedAttrs = []string{"broker.pid", "broker.state", "broker.uptime", "broker.starttime",
+	"version", "security.owner", "tbon.level", "tbon.maxlevel", "tbon.descendants"}
+
+// checkCommandLineAttrs refuses command-line attributes the broker owns
+// and checks those it takes (local-uri, broker.critical-ranks).
+func (b *Broker) checkCommandLineAttrs() error {
+	for _, k := range brokerOwnedAttrs {
+		if _, ok := b.cfg.Attrs[k]; ok {
+			return fmt.Errorf("%s: attribute is immutable (set by the broker)", k)
+		}
+	}
+	if u, ok := b.cfg.Attrs["local-uri"]; ok {
+		path, found := strings.CutPrefix(u, "local://")
+		if !found || path == "" {
+			return fmt.Errorf("local-uri=%s: malformed local-uri (want local://PATH)", u)
+		}
+		if len(path) > maxSocketPath {
+			return fmt.Errorf("local-uri=%s: the socket path is longer than %d bytes", u, maxSocketPath)
+		}
+		dir := filepath.Dir(path)
+		fi, err := os.Stat(dir)
+		switch {
+		case err != nil:
+			return fmt.Errorf("local-uri=%s: %s: %w", u, dir, err)
+		case !fi.IsDir():
+			return fmt.Errorf("local-uri=%s: %s: not a directory", u, dir)
+		case unix.Access(dir, unix.W_OK|unix.X_OK) != nil:
+			return fmt.Errorf("local-uri=%s: %s: %w", u, dir, syscall.EACCES)
+		}
+	} else if p := filepath.Join(b.cfg.Rundir, "local"); len(p) > maxSocketPath {
+		return fmt.Errorf("rundir=%s: the local socket path %s is longer than %d bytes", b.cfg.Rundir, p, maxSocketPath)
+	}
+	if v, ok := b.cfg.Attrs["broker.critical-ranks"]; ok {
+		ranks, err := idset.Parse(v)
+		if err != nil {
+			return fmt.Errorf("broker.critical-ranks=%s: %w", v, err)
+		}
+		if last, ok := ranks.Last(); ok && last >= uint(b.size) {
+			return fmt.Errorf("broker.critical-ranks=%s: rank %d is not in the instance (size %d)", v, last, b.size)
+		}
+	}
+	return nil
+}
 
 func (b *Broker) initAttrs() error {
 	a := b.attrs

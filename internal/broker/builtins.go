@@ -572,6 +572,23 @@ func (s *builtins) moduleStats(r *flux.Request) {
 	if r.Decode(&req) != nil {
 		return
 	}
+	if req.Name == "overlay" {
+		// flux-core's overlay is a broker component with module-style
+		// stats; fluxgo's is built into the broker too
+		kids := s.b.overlay.childStates()
+		connected := 0
+		for _, cs := range kids {
+			if cs.state == "full" || cs.state == "partial" || cs.state == "degraded" {
+				connected++
+			}
+		}
+		parents := 0
+		if s.b.overlay.hasParent() {
+			parents = 1
+		}
+		r.Respond(map[string]any{"child-count": len(kids), "child-connected": connected, "parent-count": parents})
+		return
+	}
 	st, err := s.b.modules.stats(req.Name)
 	if err != nil {
 		r.RespondError(err)

@@ -23,7 +23,7 @@ func (b *Broker) Run() (int, error) {
 	if b.rmRundir {
 		defer RemoveRundir(b.cfg.Rundir)
 	}
-	lc, err := listenLocal(b, filepath.Join(b.cfg.Rundir, "local"))
+	lc, err := listenLocal(b, b.localPath())
 	if err != nil {
 		return 1, err
 	}
@@ -157,7 +157,7 @@ func (b *Broker) Run() (int, error) {
 		prog, progDone, err = b.startInitialProgram()
 		if err != nil {
 			b.log.Error(err.Error())
-			b.exitCode = 127
+			b.exitCode = execFailureCode(err)
 			fmt.Fprintf(os.Stderr, "flux-broker: %v\n", err)
 			b.teardown()
 			return b.exitCode, nil
@@ -382,4 +382,14 @@ func (b *Broker) drainJobs() {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// execFailureCode is the shell's exit code for a program that could not
+// be started: 126 when it exists but cannot be run (permission, not an
+// executable format), 127 otherwise.
+func execFailureCode(err error) int {
+	if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.ENOEXEC) || errors.Is(err, syscall.EPERM) {
+		return 126
+	}
+	return 127
 }

@@ -23,6 +23,7 @@ type brokerOptions struct {
 	bootHosts  string
 	bootListen int
 	fromStart  bool
+	verbose    int
 }
 
 func newBrokerCmd() *cobra.Command {
@@ -51,6 +52,7 @@ every broker has joined, and the instance exits with its exit code.`,
 	f.StringVar(&o.bootHosts, "boot-hosts", "", "test boot: comma-separated hostname of each rank")
 	f.BoolVar(&o.fromStart, "boot-from-start", false, "started by flux start (ignore terminal SIGINT)")
 	f.IntVar(&o.bootListen, "boot-listen-fd", -1, "test boot: inherited overlay listening socket `FD`")
+	f.CountVarP(&o.verbose, "verbose", "v", "log more of the broker's start-up (debug messages to stderr)")
 	for _, n := range []string{"boot-rank", "boot-size", "boot-parent", "boot-hosts", "boot-from-start", "boot-listen-fd"} {
 		f.MarkHidden(n)
 	}
@@ -63,6 +65,9 @@ func runBroker(o brokerOptions, args []string) error {
 	attrs, err := instance.ParseSetattrs(o.setattrs)
 	if err != nil {
 		return err
+	}
+	if _, ok := attrs["log-stderr-level"]; !ok && o.verbose > 0 {
+		attrs["log-stderr-level"] = "7" // -v: the broker's debug messages too
 	}
 	if o.configPath == "" && !o.jobConfig {
 		// flux-core's broker reads FLUX_CONF_DIR when -c is not given

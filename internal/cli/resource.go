@@ -37,7 +37,8 @@ resource updates before shutdown (acquire-mute).`,
 	}
 	cmd.AddCommand(newResourceListCmd(), newResourceInfoCmd(), newResourceRCmd(),
 		newResourceStatusCmd(), newResourceDrainCmd(), newResourceUndrainCmd(),
-		newResourceReloadCmd(), newResourceAcquireMuteCmd(), newResourceReservationsCmd())
+		newResourceReloadCmd(), newResourceAcquireMuteCmd(), newResourceReservationsCmd(),
+		newResourceEventlogCmd())
 	return cmd
 }
 
@@ -613,6 +614,10 @@ func runResourceR(ss *resource.SchedStatus, o resourceListOptions, w io.Writer) 
 			return err
 		}
 		out = out.Union(set)
+	}
+	if ss.All != nil {
+		// the instance's validity window (flux-core prints it)
+		out.SetTimes(ss.All.StartTime(), ss.All.Expiration())
 	}
 	_, err = fmt.Fprintf(w, "%s\n", out.Encode())
 	return err

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/fluxgo/fluxgo/internal/broker"
 	"github.com/fluxgo/fluxgo/internal/instance"
@@ -25,6 +26,7 @@ import (
 )
 
 type startOptions struct {
+	changed     map[string]bool // the options given on the command line
 	testSize    int
 	brokerOpts  []string
 	setattrs    []string
@@ -57,6 +59,8 @@ taking its rank and size from PMI when launched by mpiexec, srun or a
 parent Flux instance, or from a [bootstrap] table with --config-path.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.changed = map[string]bool{}
+			cmd.Flags().Visit(func(f *pflag.Flag) { o.changed[f.Name] = true })
 			return runStart(o, args, cmd.ErrOrStderr())
 		},
 	}
@@ -117,8 +121,13 @@ func runStart(o startOptions, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if _, err := os.Getwd(); err != nil {
+		// run from a removed directory: nothing started could find it
+		return fmt.Errorf("getcwd: %w", err)
+	}
 	putSelfOnPath(exe)
-	if len(args) == 0 {
+	implicitShell := len(args) == 0
+	if implicitShell {
 		shell := os.Getenv("SHELL")
 		if shell == "" {
 			shell = "/bin/sh"
@@ -149,15 +158,37 @@ func runStart(o startOptions, args []string, stderr io.Writer) error {
 		// A single broker: become it, so PMI and config boot see our
 		// environment and the exit code passes straight through.
 		argv := append([]string{exe, "broker"}, common...)
-		argv = append(argv, "--")
-		argv = append(argv, args...)
-		if o.verbose > 0 || o.noexec {
-			fmt.Fprintf(stderr, "flux-start: exec %s\n", strings.Join(argv, " "))
+		if alt := execPathBroker(); alt != "" {
+			argv = append([]string{alt}, argv[2:]...)
+			exe = alt
 		}
+		if args[0] == "" || args[0][0] == '-' {
+			argv = append(argv, "--") // a program named like an option
+		}
+		if o.verbose > 0 || o.noexec {
+			// the broker's command, as flux-core prints it (the default
+			// shell is the broker's initial program, not shown)
+			shown := argv
+			if !implicitShell {
+				shown = append(shown[:len(shown):len(shown)], args...)
+			}
+			fmt.Fprintf(stderr, "flux-start: %s\n", strings.Join(shown, " "))
+		}
+		argv = append(argv, args...)
 		if o.noexec {
 			return nil
 		}
-		return syscall.Exec(exe, argv, os.Environ())
+		bin, wargv := o.wrapped(exe, argv[1:])
+		if bin != exe {
+			if p, err := exec.LookPath(bin); err == nil {
+				bin = p
+			}
+			argv = append([]string{bin}, wargv...)
+		}
+		if err := syscall.Exec(bin, argv, os.Environ()); err != nil {
+			return fmt.Errorf("exec %s: %w", bin, err)
+		}
+		return nil
 	}
 	exitTimeout, err := fsd.ParseDuration(o.exitTimeout)
 	if err != nil {
@@ -201,8 +232,14 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 	switch {
 	case o.testRundir != "":
 		// it must exist; removed (all of it) only when asked
-		if fi, err := os.Stat(o.testRundir); err != nil || !fi.IsDir() {
-			return fmt.Errorf("--test-rundir=%s: not an existing directory", o.testRundir)
+		if fi, err := os.Stat(o.testRundir); err != nil {
+			var en syscall.Errno
+			if errors.As(err, &en) {
+				return fmt.Errorf("%s: %s", o.testRundir, strerror(en))
+			}
+			return err
+		} else if !fi.IsDir() {
+			return fmt.Errorf("%s: not a directory", o.testRundir)
 		}
 		base, ownBase, removeAll = o.testRundir, false, o.rundirClean
 		common = withoutSetattr(common, "rundir")
@@ -296,7 +333,11 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 			ln.Close()
 			argv = append(argv[:2], append([]string{"--boot-listen-fd", "3", "-S", "tbon.endpoint=ipc://" + endpoint}, argv[2:]...)...)
 		}
-		bin, argv := o.wrapped(exe, argv)
+		brokerExe := exe
+		if alt := execPathBroker(); alt != "" {
+			brokerExe, argv = alt, argv[1:]
+		}
+		bin, argv := o.wrapped(brokerExe, argv)
 		cmd := exec.Command(bin, argv...)
 		if lnFile != nil {
 			cmd.ExtraFiles = []*os.File{lnFile}
@@ -473,9 +514,14 @@ func (o startOptions) checkTestOptions() error {
 	}
 	if o.testSize <= 0 {
 		for name, set := range map[string]bool{"--rundir": o.rundir != "", "--test-rundir": o.testRundir != "",
-			"--test-rundir-cleanup": o.rundirClean, "--wrap": o.wrap != ""} {
+			"--test-rundir-cleanup": o.rundirClean} {
 			if set {
 				return fmt.Errorf("%s is only for a test instance (--test-size)", name)
+			}
+		}
+		for _, name := range []string{"test-pmi-clique", "test-hosts", "test-exit-timeout", "test-exit-mode", "test-start-mode"} {
+			if o.changed[name] {
+				return fmt.Errorf("--%s is only for a test instance (--test-size)", name)
 			}
 		}
 	}
@@ -490,6 +536,26 @@ func (o startOptions) checkTestOptions() error {
 
 // wrapped returns the program and arguments that run a broker, under
 // --wrap's comma-separated wrapper when given.
+// execPathBroker returns an executable flux-broker in a directory of
+// FLUX_EXEC_PATH_PREPEND, which flux start runs instead of its own
+// broker (flux-core finds its broker on the exec path the same way), or
+// "".
+func execPathBroker() string {
+	for _, d := range filepath.SplitList(os.Getenv("FLUX_EXEC_PATH_PREPEND")) {
+		if d == "" {
+			continue
+		}
+		p := filepath.Join(d, "flux-broker")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			if abs, err := filepath.Abs(p); err == nil {
+				return abs
+			}
+			return p
+		}
+	}
+	return ""
+}
+
 func (o startOptions) wrapped(exe string, argv []string) (string, []string) {
 	if o.wrap == "" {
 		return exe, argv

@@ -123,6 +123,9 @@ func Run(o Options) (code int, err error) {
 	}
 	cfg.CheckTOML = CheckConfig
 	cfg.NoteTOML = ConfigNotes
+	if m, ok := attrs["broker.boot-method"]; ok && !knownBootMethods[m] {
+		return 1, fmt.Errorf("broker.boot-method=%s: unknown boot method (want config, simple, single, libpmi or pmix)", m)
+	}
 	if o.Test == nil {
 		// Not placed by flux start --test-size: boot from the [bootstrap]
 		// configuration, from PMI, or as a standalone broker.
@@ -138,6 +141,15 @@ func Run(o Options) (code int, err error) {
 		}
 		defer cleanup()
 	} else {
+		if _, ok := cfg.Attrs["broker.boot-method"]; !ok {
+			// flux start --test-size hands out PMI-1 ranks ("simple"),
+			// unless the PMI client is told to be a singleton
+			method := "simple"
+			if os.Getenv("FLUX_PMI_CLIENT_METHODS") == "single" {
+				method = "single"
+			}
+			cfg.Attrs["broker.boot-method"] = method
+		}
 		cfg.Rank = uint32(o.Test.Rank)
 		cfg.Size = uint32(o.Test.Size)
 		cfg.ParentURI = o.Test.Parent
@@ -147,7 +159,13 @@ func Run(o Options) (code int, err error) {
 			cfg.BindURI = attrs["tbon.endpoint"]
 		}
 	}
-	enc := detectEnclosing()
+	var enc *enclosing
+	if o.Test == nil {
+		// brokers of flux start --test-size are not the job's brokers,
+		// even inside a job: no parent-uri (as flux-core's PMI from
+		// flux start, not from the job shell)
+		enc = detectEnclosing()
+	}
 	if enc != nil {
 		enc.apply(&cfg)
 	}
@@ -177,3 +195,6 @@ func Run(o Options) (code int, err error) {
 	}
 	return b.Run()
 }
+
+// knownBootMethods are the broker.boot-method values flux-core takes.
+var knownBootMethods = map[string]bool{"config": true, "simple": true, "single": true, "libpmi": true, "pmix": true, "pmi": true}

@@ -158,7 +158,13 @@ func (p *Pool) Expiration() float64 { return p.expiration }
 // SetExpiration changes the pool's expiration (resource.acquire reports
 // updates of the instance's own expiration). Later allocations end no
 // later than it.
-func (p *Pool) SetExpiration(t float64) { p.expiration = t }
+func (p *Pool) SetExpiration(t float64) {
+	p.expiration = t
+	// the inventory (what flux resource R prints) ends then too
+	if p.inv != nil && p.inv.SetTimes(p.inv.StartTime(), t) != nil {
+		p.inv.SetTimes(0, t)
+	}
+}
 
 // SetAvailable marks the nodes of ranks usable (up) or not (down or
 // drained). Ranks not in the pool are ignored. It returns the ranks whose

@@ -118,11 +118,33 @@ func TestStartConventions(t *testing.T) {
 		if out, code := fluxStart(t, dir, "-s1", "-X", "-v", "true"); code != 0 || !strings.Contains(out, "flux-start: ") {
 			t.Errorf("-X -v: exit %d, %q", code, out)
 		}
+		// flux-core's conventions of a single broker (no --test-size)
+		if out, code := fluxStart(t, dir, "--wrap=/bin/echo,start:", "arg0", "arg1"); code != 0 || !strings.HasPrefix(out, "start: ") || !strings.HasSuffix(out, " broker arg0 arg1\n") {
+			t.Errorf("--wrap without --test-size: exit %d, %q", code, out)
+		}
+		for _, opt := range []string{"--test-pmi-clique=none", "--test-hosts=foo", "--test-exit-timeout=10s", "--test-exit-mode=any", "--test-start-mode=all"} {
+			if out, code := fluxStart(t, dir, opt, "true"); code == 0 || !strings.Contains(out, "is only for a test instance") {
+				t.Errorf("%s without --test-size: exit %d, %q", opt, code, out)
+			}
+		}
+		if out, code := fluxStart(t, dir, "-s1", "flux getattr broker.boot-method"); code != 0 || out != "simple\n" {
+			t.Errorf("broker.boot-method under --test-size: exit %d, %q", code, out)
+		}
+		sock := filepath.Join(dir, "meep")
+		if out, code := fluxStart(t, dir, "-Slocal-uri=local://"+sock, "printenv FLUX_URI"); code != 0 || out != "local://"+sock+"\n" {
+			t.Errorf("local-uri override: exit %d, %q", code, out)
+		}
 		for _, bad := range [][]string{
 			{"--test-exit-mode=sometimes", "must be leader or any"},
 			{"--test-start-mode=some", "must be all or leader"},
 			{"--test-pmi-clique=[[bad", "RFC 34 taskmap"},
-			{"--test-rundir=" + filepath.Join(dir, "nope"), "not an existing directory"},
+			{"--test-rundir=" + filepath.Join(dir, "nope"), "nope: No such file or directory"},
+			{"--test-rundir=/etc/passwd", "/etc/passwd: not a directory"},
+			{"-Sbroker.boot-method=unknown", "unknown boot method"},
+			{"-Sbroker.pid=1", "broker.pid: attribute is immutable"},
+			{"-Sbroker.critical-ranks=0-1", "rank 1 is not in the instance"},
+			{"-Slocal-uri=baduri", "malformed local-uri"},
+			{"-Slocal-uri=local:///fluxgo-noexist/x", "/fluxgo-noexist: stat /fluxgo-noexist: no such file"},
 		} {
 			out, code := fluxStart(t, dir, "-s1", bad[0], "true")
 			if code == 0 || !strings.Contains(out, bad[1]) {

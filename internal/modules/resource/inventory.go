@@ -325,9 +325,10 @@ func (inv *inventory) hello(r *flux.Request) {
 	r.Respond(nil)
 	if inv.R == nil {
 		inv.reports[req.Rank] = req
-	} else if !inv.ranks.Contains(uint(req.Rank)) {
-		inv.log.Warn(fmt.Sprintf("rank %d (%s) has no resources in the inventory", req.Rank, req.Hostname))
 	} else {
+		if !inv.ranks.Contains(uint(req.Rank)) {
+			inv.log.Warn(fmt.Sprintf("rank %d (%s) has no resources in the inventory", req.Rank, req.Hostname))
+		}
 		inv.verifyRank(req)
 	}
 	inv.watch(req.Rank)

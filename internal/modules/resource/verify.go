@@ -152,14 +152,22 @@ func (inv *inventory) verifyRank(rep helloPayload) {
 	if inv.R == nil || inv.cfg.Verify.off() || inv.cfg.ForceUp { // force-up: a fake inventory
 		return
 	}
-	if inv.method != methodConfig && !(inv.method == methodJob && inv.cfg.Verify.Explicit) {
+	switch inv.method {
+	case methodConfig, methodKVS, methodReload:
+	case methodJob:
+		if !inv.cfg.Verify.Explicit {
+			return
+		}
+	default: // discovered: it is what the ranks reported
 		return
 	}
-	node, ok := inv.R.Node(uint(rep.Rank))
-	if !ok {
-		return
+	var reason string
+	if node, ok := inv.R.Node(uint(rep.Rank)); ok {
+		reason = inv.cfg.Verify.check(node, rep)
+	} else {
+		// flux-core's rank drains itself when R has nothing for it
+		reason = fmt.Sprintf("rank %d not found in R", rep.Rank)
 	}
-	reason := inv.cfg.Verify.check(node, rep)
 	if reason == "" {
 		return
 	}
