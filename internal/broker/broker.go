@@ -302,7 +302,7 @@ func (b *Broker) checkCommandLineAttrs() error {
 			return fmt.Errorf("local-uri=%s: malformed local-uri (want local://PATH)", u)
 		}
 		if len(path) > maxSocketPath {
-			return fmt.Errorf("local-uri=%s: the socket path is longer than %d bytes", u, maxSocketPath)
+			return fmt.Errorf("local-uri=%s: the socket path exceeds max length %d", u, maxSocketPath)
 		}
 		dir := filepath.Dir(path)
 		fi, err := os.Stat(dir)
@@ -315,7 +315,7 @@ func (b *Broker) checkCommandLineAttrs() error {
 			return fmt.Errorf("local-uri=%s: %s: %w", u, dir, syscall.EACCES)
 		}
 	} else if p := filepath.Join(b.cfg.Rundir, "local"); len(p) > maxSocketPath {
-		return fmt.Errorf("rundir=%s: the local socket path %s is longer than %d bytes", b.cfg.Rundir, p, maxSocketPath)
+		return fmt.Errorf("rundir=%s: the local socket path %s exceeds max length %d", b.cfg.Rundir, p, maxSocketPath)
 	}
 	if v, ok := b.cfg.Attrs["broker.critical-ranks"]; ok {
 		ranks, err := idset.Parse(v)

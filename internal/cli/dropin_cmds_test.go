@@ -2,9 +2,12 @@ package cli
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fluxgo/fluxgo/internal/testinstance"
 )
 
 // TestFortune: every category prints something; a bad one is refused.
@@ -44,5 +47,27 @@ func TestPythonListVersions(t *testing.T) {
 	var inst strings.Builder
 	if code := Main([]string{"config", "builtin", "--installed", "python_path"}, strings.NewReader(""), &inst, &errb); code != 0 || inst.String() != out.String() {
 		t.Errorf("config builtin --installed python_path %q, flux python --get-path %q", inst.String(), out.String())
+	}
+}
+
+// TestHelpExtras: flux help lists the commands of FLUX_CMDHELP_PATTERN
+// files; flux /path/prog runs prog with MANPATH ending in ':' and the rc
+// path lists without repeats.
+func TestHelpExtras(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "t.json"), []byte(`[{"name":"test","description":"test commands","commands":[{"name":"test","description":"a test"}]}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FLUX_CMDHELP_PATTERN", filepath.Join(dir, "*.json"))
+	var out, errb strings.Builder
+	if code := Main([]string{"help"}, strings.NewReader(""), &out, &errb); code != 0 || !strings.Contains(out.String(), "\ntest commands\n") || !strings.Contains(out.String(), "a test") {
+		t.Errorf("flux help with FLUX_CMDHELP_PATTERN: exit %d, %q", code, out.String())
+	}
+	bin := testinstance.Binary(t)
+	cmd := exec.Command(bin, "/usr/bin/printenv", "MANPATH", "FLUX_RC_EXTRA")
+	cmd.Env = append(os.Environ(), "MANPATH=", "FLUX_RC_EXTRA=/foo:/bar:/foo")
+	got, err := cmd.Output()
+	if err != nil || string(got) != ":\n/foo:/bar\n" {
+		t.Errorf("flux /usr/bin/printenv: %q, %v", got, err)
 	}
 }

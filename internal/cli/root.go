@@ -22,6 +22,14 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 // extra message.
 func exitCode(code int) error { return exitError{code: code} }
 
+// exitCodeOrNil is exitCode, nil for 0.
+func exitCodeOrNil(code int) error {
+	if code == 0 {
+		return nil
+	}
+	return exitCode(code)
+}
+
 // command is a top-level subcommand: its name and its constructor.
 type command struct {
 	name string
@@ -117,12 +125,27 @@ func newHelpCmd() *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			root := c.Root()
 			if len(args) == 0 {
-				return root.Help()
+				err := root.Help()
+				writeCmdhelp(c.OutOrStdout())
+				return err
+			}
+			if len(args) == 1 && strings.Contains(args[0], "_") {
+				// an API call's page (flux help flux_open)
+				if code, ok := manHelp(args[0], true); ok {
+					return exitCodeOrNil(code)
+				}
 			}
 			cmd, rest, err := root.Find(args)
 			if err != nil || cmd == nil || cmd == root || len(rest) > 0 {
+				// flux-core shows man flux-CMD, and exits as man does
+				if code, ok := manHelp("flux-"+strings.Join(args, "-"), true); ok {
+					return exitCodeOrNil(code)
+				}
 				fmt.Fprintf(c.ErrOrStderr(), "flux-help: no help for %q: unknown command (flux help lists the commands)\n", strings.Join(args, " "))
 				return exitCode(1)
+			}
+			if code, ok := manHelp("flux-"+strings.Join(args, "-"), false); ok {
+				return exitCodeOrNil(code)
 			}
 			return cmd.Help()
 		},
@@ -159,6 +182,13 @@ func colorArgs(args []string) []string {
 
 // Main runs the flux command line with args and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && strings.Contains(args[0], "/") {
+		// flux /path/to/prog: run it in flux's environment
+		if err := execPathCommand(args); err != nil {
+			fmt.Fprintf(stderr, "flux: %v\n", err)
+			return 127
+		}
+	}
 	root := newRootFor(args, stdin, stdout, stderr)
 	for _, c := range root.Commands() {
 		requireSubcommand(c)
