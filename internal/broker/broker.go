@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -302,17 +303,19 @@ func (b *Broker) checkCommandLineAttrs() error {
 			return fmt.Errorf("local-uri=%s: malformed local-uri (want local://PATH)", u)
 		}
 		if len(path) > maxSocketPath {
-			return fmt.Errorf("local-uri=%s: the socket path exceeds max length %d", u, maxSocketPath)
+			return fmt.Errorf("local-uri=%s: the socket path exceeds max length %d (buffer overflow)", u, maxSocketPath)
 		}
 		dir := filepath.Dir(path)
 		fi, err := os.Stat(dir)
 		switch {
 		case err != nil:
-			return fmt.Errorf("local-uri=%s: %s: %w", u, dir, err)
+			var en syscall.Errno
+			errors.As(err, &en)
+			return fmt.Errorf("local-uri=%s: cannot stat %s: %s", u, dir, strerrorText(en, err))
 		case !fi.IsDir():
-			return fmt.Errorf("local-uri=%s: %s: not a directory", u, dir)
-		case unix.Access(dir, unix.W_OK|unix.X_OK) != nil:
-			return fmt.Errorf("local-uri=%s: %s: %w", u, dir, syscall.EACCES)
+			return fmt.Errorf("local-uri=%s: %s: Not a directory", u, dir)
+		case fi.Mode().Perm()&0o200 == 0 || unix.Access(dir, unix.W_OK|unix.X_OK) != nil:
+			return fmt.Errorf("local-uri=%s: directory %s is not writable: check its permissions", u, dir)
 		}
 	} else if p := filepath.Join(b.cfg.Rundir, "local"); len(p) > maxSocketPath {
 		return fmt.Errorf("rundir=%s: the local socket path %s exceeds max length %d", b.cfg.Rundir, p, maxSocketPath)
@@ -531,4 +534,13 @@ func (b *Broker) Shutdown(code int) {
 
 func compressHosts(hosts []string) string {
 	return hostlist.New(hosts...).String() // RFC 29 form: node[0-3]
+}
+
+// strerrorText is the C library's words for en (err's text without one).
+func strerrorText(en syscall.Errno, err error) string {
+	if en == 0 {
+		return err.Error()
+	}
+	t := en.Error()
+	return strings.ToUpper(t[:1]) + t[1:]
 }

@@ -133,6 +133,11 @@ func (b *Broker) Run() (int, error) {
 		b.teardown()
 		return 1, fmt.Errorf("rc1: %w", rc1Err)
 	}
+	if err := b.runRCExtra("rc1"); err != nil {
+		b.log.Error(err.Error())
+		b.teardown()
+		return 1, err
+	}
 	close(b.rc1Done)
 	b.state.Store("quorum")
 	if b.rank == 0 {
@@ -242,6 +247,9 @@ func (b *Broker) teardown() {
 	b.stopping.Store(true)
 	b.overlay.shutdownChildren(b.exitCode, 30*time.Second)
 	b.state.Store("finalize")
+	if err := b.runRCExtra("rc3"); err != nil {
+		b.log.Error(err.Error())
+	}
 	if rc3, ok := b.rcCommand("broker.rc3_path"); ok && rc3 != "" {
 		b.runShell("rc3", rc3)
 	}

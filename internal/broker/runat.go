@@ -197,3 +197,40 @@ func (s *builtins) runatPush(r *flux.Request) {
 	}
 	r.Respond(nil)
 }
+
+// runRCExtra runs the site's extra rc scripts of phase (rc1 or rc3): the
+// executable files of rc1.d (rc3.d) in each directory of FLUX_RC_EXTRA,
+// in name order, as flux-core's rc scripts do. An rc1 script that fails
+// fails the broker's start; rc3 failures are reported.
+func (b *Broker) runRCExtra(phase string) error {
+	extra := os.Getenv("FLUX_RC_EXTRA")
+	if extra == "" {
+		return nil
+	}
+	var failed []string
+	for _, dir := range filepath.SplitList(extra) {
+		if dir == "" {
+			continue
+		}
+		d := filepath.Join(dir, phase+".d")
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents { // ReadDir sorts by name
+			p := filepath.Join(d, e.Name())
+			fi, err := os.Stat(p)
+			if err != nil || !fi.Mode().IsRegular() || unix.Access(p, unix.X_OK) != nil {
+				continue
+			}
+			quoted := "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+			if code := b.runShell(phase, quoted); code != 0 {
+				failed = append(failed, fmt.Sprintf("%s (exit %d)", p, code))
+			}
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%s: FLUX_RC_EXTRA scripts failed: %s", phase, strings.Join(failed, ", "))
+	}
+	return nil
+}

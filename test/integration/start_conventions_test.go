@@ -14,6 +14,12 @@ import (
 // and exit code.
 func fluxStart(t *testing.T, dir string, args ...string) (string, int) {
 	t.Helper()
+	return fluxStartEnv(t, dir, nil, args...)
+}
+
+// fluxStartEnv is fluxStart with extra environment.
+func fluxStartEnv(t *testing.T, dir string, env []string, args ...string) (string, int) {
+	t.Helper()
 	bin := testinstance.Binary(t)
 	cmd := exec.Command(bin, append([]string{"start"}, args...)...)
 	cmd.Dir = dir
@@ -22,6 +28,7 @@ func fluxStart(t *testing.T, dir string, args ...string) (string, int) {
 		t.Fatal(err)
 	}
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"), "FLUXGO_PYTHONPATH="+py)
+	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -130,6 +137,13 @@ func TestStartConventions(t *testing.T) {
 		if out, code := fluxStart(t, dir, "-s1", "flux getattr broker.boot-method"); code != 0 || out != "simple\n" {
 			t.Errorf("broker.boot-method under --test-size: exit %d, %q", code, out)
 		}
+		// FLUX_RC_EXTRA: the rc1.d scripts of each directory run at start
+		rcd := filepath.Join(dir, "rcextra", "rc1.d")
+		os.MkdirAll(rcd, 0o755)
+		os.WriteFile(filepath.Join(rcd, "one"), []byte("#!/bin/sh\necho rc-one\n"), 0o755)
+		if out, code := fluxStartEnv(t, dir, []string{"FLUX_RC_EXTRA=" + filepath.Join(dir, "rcextra")}, "-Slog-stderr-level=6", "echo rc-main"); code != 0 || !strings.Contains(out, "rc1: rc-one") || !strings.Contains(out, "rc-main") {
+			t.Errorf("FLUX_RC_EXTRA rc1.d: exit %d, %q", code, out)
+		}
 		sock := filepath.Join(dir, "meep")
 		if out, code := fluxStart(t, dir, "-Slocal-uri=local://"+sock, "printenv FLUX_URI"); code != 0 || out != "local://"+sock+"\n" {
 			t.Errorf("local-uri override: exit %d, %q", code, out)
@@ -144,7 +158,7 @@ func TestStartConventions(t *testing.T) {
 			{"-Sbroker.pid=1", "broker.pid: attribute is immutable"},
 			{"-Sbroker.critical-ranks=0-1", "rank 1 is not in the instance"},
 			{"-Slocal-uri=baduri", "malformed local-uri"},
-			{"-Slocal-uri=local:///fluxgo-noexist/x", "/fluxgo-noexist: stat /fluxgo-noexist: no such file"},
+			{"-Slocal-uri=local:///fluxgo-noexist/x", "cannot stat /fluxgo-noexist: No such file or directory"},
 		} {
 			out, code := fluxStart(t, dir, "-s1", bad[0], "true")
 			if code == 0 || !strings.Contains(out, bad[1]) {
