@@ -24,6 +24,7 @@ type brokerOptions struct {
 	bootListen int
 	fromStart  bool
 	verbose    int
+	conf       []string
 }
 
 func newBrokerCmd() *cobra.Command {
@@ -45,6 +46,7 @@ every broker has joined, and the instance exits with its exit code.`,
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.setattrs, "setattr", "S", nil, "set broker attribute `NAME=VALUE`")
 	f.StringVarP(&o.configPath, "config-path", "c", "", "load TOML configuration from `PATH` (file or directory)")
+	f.StringArrayVar(&o.conf, "conf", nil, "update the configuration from `VALUE`: KEY=VAL, inline JSON or TOML, or a .json or TOML file (may be repeated)")
 	f.BoolVar(&o.jobConfig, "job-config", false, "load the configuration the enclosing job carries (flux batch/alloc --conf)")
 	f.IntVar(&o.bootRank, "boot-rank", -1, "test boot: this broker's rank")
 	f.IntVar(&o.bootSize, "boot-size", 0, "test boot: instance size")
@@ -73,7 +75,7 @@ func runBroker(o brokerOptions, args []string) error {
 		// flux-core's broker reads FLUX_CONF_DIR when -c is not given
 		o.configPath = os.Getenv("FLUX_CONF_DIR")
 	}
-	opts := instance.Options{Attrs: attrs, ConfigPath: o.configPath, JobConfig: o.jobConfig, InitialProgram: args}
+	opts := instance.Options{Attrs: attrs, ConfigPath: o.configPath, Conf: o.conf, JobConfig: o.jobConfig, InitialProgram: args}
 	if o.bootRank >= 0 {
 		p := &instance.Placement{Rank: o.bootRank, Size: o.bootSize, Parent: o.bootParent}
 		if o.bootHosts != "" {

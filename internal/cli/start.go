@@ -27,6 +27,7 @@ import (
 
 type startOptions struct {
 	changed     map[string]bool // the options given on the command line
+	conf        []string
 	testSize    int
 	brokerOpts  []string
 	setattrs    []string
@@ -70,6 +71,7 @@ parent Flux instance, or from a [bootstrap] table with --config-path.`,
 	f.StringArrayVarP(&o.brokerOpts, "broker-opts", "o", nil, "Pass `OPTIONS` (separated by commas) to each broker")
 	f.StringArrayVarP(&o.setattrs, "setattr", "S", nil, "set broker attribute `NAME=VALUE` on every broker")
 	f.StringVarP(&o.configPath, "config-path", "c", "", "broker configuration `PATH`")
+	f.StringArrayVar(&o.conf, "conf", nil, "update the broker configuration from `VALUE` (KEY=VAL, inline JSON or TOML, or a file; may be repeated)")
 	f.StringVar(&o.testHosts, "test-hosts", "", "Fake hostnames for the test brokers, a `HOSTLIST` (node[0-3] or node0,node1,...)")
 	f.StringVar(&o.exitTimeout, "test-exit-timeout", "30s", "after rank 0 exits, wait this `FSD` for the other brokers")
 	f.CountVarP(&o.verbose, "verbose", "v", "print what flux start does (may be given more than once)")
@@ -140,6 +142,9 @@ func runStart(o startOptions, args []string, stderr io.Writer) error {
 	}
 	if o.configPath != "" {
 		common = append(common, "-c", o.configPath)
+	}
+	for _, c := range o.conf {
+		common = append(common, "--conf="+c)
 	}
 	for _, bo := range o.brokerOpts {
 		// comma-separated, as flux-core's -o,-Sstatedir=DIR,-Sfoo=bar:

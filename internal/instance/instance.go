@@ -27,6 +27,9 @@ type Options struct {
 	Attrs map[string]string
 	// ConfigPath is the TOML configuration (a file or a directory).
 	ConfigPath string
+	// Conf are --conf values applied over the configuration, in order
+	// (confopt.go).
+	Conf []string
 	// JobConfig loads the configuration the enclosing job carries
 	// (flux batch/alloc --conf) instead.
 	JobConfig bool
@@ -119,6 +122,26 @@ func Run(o Options) (code int, err error) {
 				return nil, err
 			}
 			return conf.Table, nil
+		}
+	}
+	if len(o.Conf) > 0 {
+		table := cfg.TOML
+		if table == nil {
+			table = map[string]any{}
+		}
+		for _, v := range o.Conf {
+			if err := applyConf(table, v); err != nil {
+				return 1, fmt.Errorf("--conf=%s: %w", v, err)
+			}
+		}
+		if err := CheckConfig(table); err != nil {
+			return 1, fmt.Errorf("--conf: %w", err)
+		}
+		cfg.TOML = table
+		applyConfigAttrs(table, cfg.Attrs)
+		if cfg.ReloadTOML == nil {
+			// no files to read again: a reload keeps what --conf gave
+			cfg.ReloadTOML = func() (map[string]any, error) { return table, nil }
 		}
 	}
 	cfg.CheckTOML = CheckConfig
