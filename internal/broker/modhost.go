@@ -371,11 +371,18 @@ func (mh *moduleHost) remove(name string, timeout time.Duration) error {
 }
 
 // removeAll unloads every module in reverse load order (rc3).
-func (mh *moduleHost) removeAll(timeout time.Duration) {
+func (mh *moduleHost) removeAll(timeout time.Duration) { mh.removeAllBut(timeout, nil) }
+
+// removeAllBut removes the modules in reverse load order, except those
+// keep says to keep.
+func (mh *moduleHost) removeAllBut(timeout time.Duration, keep func(name string) bool) {
 	mh.mu.Lock()
 	names := append([]string(nil), mh.order...)
 	mh.mu.Unlock()
 	for i := len(names) - 1; i >= 0; i-- {
+		if keep != nil && keep(names[i]) {
+			continue
+		}
 		if err := mh.remove(names[i], timeout); err != nil {
 			mh.b.log.Warn("rc3: " + err.Error())
 		}

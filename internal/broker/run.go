@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -253,6 +254,12 @@ func (b *Broker) teardown() {
 	if rc3, ok := b.rcCommand("broker.rc3_path"); ok && rc3 != "" {
 		b.runShell("rc3", rc3)
 	}
+	if dump, _, err := b.attrs.get("content.dump"); err == nil && dump != "" && b.rank == 0 {
+		// flux-core's rc3: with everything but the content store
+		// unloaded (their last state checkpointed), dump the KVS
+		b.modules.removeAllBut(10*time.Second, func(name string) bool { return strings.HasPrefix(name, "content") })
+		b.dumpContent(dump)
+	}
 	b.modules.removeAll(10 * time.Second)
 	b.svc.stop()
 	b.overlay.goodbye()
@@ -400,4 +407,18 @@ func execFailureCode(err error) int {
 		return 126
 	}
 	return 127
+}
+
+// dumpContent writes the KVS checkpoint to path (the content.dump
+// attribute) with flux dump.
+func (b *Broker) dumpContent(path string) {
+	exe, err := os.Executable()
+	if err != nil {
+		b.log.Error("content.dump: " + err.Error())
+		return
+	}
+	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+	if code := b.runShell("rc3", q(exe)+" dump --quiet --checkpoint "+q(path)); code != 0 {
+		b.log.Error(fmt.Sprintf("content.dump: flux dump %s exited with code %d", path, code))
+	}
 }

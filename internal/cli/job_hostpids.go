@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -72,7 +73,11 @@ and is an error.`,
 						out = append(out, fmt.Sprintf("%s:%d", t.host, t.pid))
 					}
 				}
-				fmt.Fprintln(cmd.OutOrStdout(), strings.Join(out, o.delimiter))
+				delim := o.delimiter
+				if u, err := strconv.Unquote(`"` + delim + `"`); err == nil {
+					delim = u // "\n", "\t" as flux-core reads them
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), strings.Join(out, delim))
 				return nil
 			})
 		}),

@@ -281,10 +281,8 @@ func jobTimeleft(ctx context.Context, h *flux.Handle, args []string) (float64, e
 		arg = env
 	}
 	if arg == "" {
-		// inside a nested instance: the allocation it runs in
-		if _, err := h.Attr(ctx, "jobid"); err != nil {
-			return 0, fmt.Errorf("not running in a Flux job: give a job ID")
-		}
+		// the instance's own time left: its resources' expiration (the
+		// allocation a nested instance runs in; none for a root one)
 		var raw json.RawMessage
 		if err := kvs.GetJSON(ctx, h, "", "resource.R", &raw); err != nil {
 			return 0, fmt.Errorf("this instance's resource.R: %s", flux.ErrorText(err))
