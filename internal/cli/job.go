@@ -21,7 +21,7 @@ func jobSubcommands() []*cobra.Command {
 		newJobIDCmd(),
 		newJobNamespaceCmd(),
 		newJobListCmd(),
-		newJobListIDsCmd(),
+		newJobListIDsCmd(), newJobListInactiveCmd(), newJobStatsCmd(),
 		newJobCancelCmd(),
 		newJobRaiseCmd(),
 		newJobKillCmd(),

@@ -58,6 +58,9 @@ func newJobListCmd() *cobra.Command {
 					return err
 				}
 				userid = u
+				if u < 0 {
+					userid = 0xFFFFFFFF // --user=all: FLUX_USERID_UNKNOWN
+				}
 			}
 			req := map[string]any{"max_entries": count, "attrs": []string{"all"},
 				"constraint": map[string]any{"and": []any{map[string]any{"userid": []int64{userid}}, map[string]any{"states": []int{mask}}}}}

@@ -314,13 +314,29 @@ func moduleStats(ctx context.Context, h *flux.Handle, nodeid uint32, name string
 		// Modules run inside the broker process: its usage is theirs.
 		topic, req = "broker.rusage", nil
 	}
-	f, err := h.RPC(topic, nodeid, req, 0)
-	if err != nil {
-		return err
+	var m *flux.Message
+	if !o.rusage && name != "overlay" {
+		// the module's own statistics (NAME.stats-get, as flux-core
+		// asks), else the broker's view of the module
+		f, err := h.RPC(name+".stats-get", nodeid, nil, 0)
+		if err != nil {
+			return err
+		}
+		if m, err = f.Get(ctx); err != nil {
+			if !errors.Is(err, syscall.ENOSYS) {
+				return fmt.Errorf("%s.stats-get: %w", name, err)
+			}
+			m = nil
+		}
 	}
-	m, err := f.Get(ctx)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", topic, name, err)
+	if m == nil {
+		f, err := h.RPC(topic, nodeid, req, 0)
+		if err != nil {
+			return err
+		}
+		if m, err = f.Get(ctx); err != nil {
+			return fmt.Errorf("%s %s: %w", topic, name, err)
+		}
 	}
 	out, err := selectStat(m.JSON(), o)
 	if err != nil {

@@ -138,8 +138,10 @@ class TestRPC(fluxtest.InstanceTestCase):
             flags=C.FLUX_RPC_STREAMING,
         )
         chunks = list(fut)
-        self.assertGreaterEqual(len(chunks), 1)
-        self.assertIn("jobs", chunks[0])
+        # an instance without jobs streams no page at all, just the end
+        # (flux-core's job-list)
+        for chunk in chunks:
+            self.assertIn("jobs", chunk)
         # the stream has ended: ENODATA
         with self.assertRaises(OSError) as cm:
             fut.get()

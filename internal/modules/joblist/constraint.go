@@ -205,7 +205,7 @@ func compileOp(op string, val json.RawMessage) (*constraint, error) {
 	case "ranks":
 		var items []string
 		if err := json.Unmarshal(val, &items); err != nil {
-			return nil, constraintErr("ranks value must be an array of strings")
+			return nil, constraintErr("ranks value must be a string (in an array of strings)")
 		}
 		var want idset.Set
 		for _, s := range items {

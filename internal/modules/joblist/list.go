@@ -161,7 +161,8 @@ loop:
 			}
 		}
 	}
-	if inChunk > 0 || first {
+	if inChunk > 0 || (first && !streaming) {
+		// a stream with no jobs is just its end (flux-core)
 		flush()
 	}
 	if streaming {
@@ -180,6 +181,20 @@ type idWaiter struct {
 	r     *flux.Request
 	attrs attrList
 	state job.State
+}
+
+// handleModuleStats answers job-list.stats-get (flux module stats
+// job-list): flux-core's idsync counters, the list-id requests waiting
+// for their job now (waits), with the jobs being indexed and restored.
+func (s *service) handleModuleStats(r *flux.Request) {
+	waits := 0
+	for _, ws := range s.waiters {
+		waits += len(ws)
+	}
+	r.Respond(map[string]any{
+		"idsync": map[string]any{"waits": waits},
+		"jobs":   len(s.idx.jobs),
+	})
 }
 
 // handleListID answers job-list.list-id, waiting for the job if job-list
@@ -242,7 +257,7 @@ func (s *service) checkExists(id jobid.ID, w *idWaiter) {
 		}
 		if err != nil {
 			if flux.ErrnoOf(err) == syscall.ENOENT {
-				w.r.Errorf(syscall.ENOENT, "job id %s not found", id.String())
+				w.r.Errorf(syscall.ENOENT, "job id %s not found: No such file or directory", id.String())
 			} else {
 				w.r.RespondError(err)
 			}

@@ -177,7 +177,7 @@ func (s *service) register() {
 	s.h.HandleFunc(Name+".list-id", s.handleListID)
 	s.h.HandleFunc(Name+".list-attrs", s.handleListAttrs)
 	s.h.HandleFunc(Name+".job-stats", s.handleStats)
-	s.h.HandleFunc(Name+".stats-get", s.handleStats)
+	s.h.HandleFunc(Name+".stats-get", s.handleModuleStats)
 	s.h.HandleFunc(Name+".disconnect", s.handleDisconnect)
 	s.h.HandleFunc(Name+".job-state-pause", s.handlePause)     // pause.go
 	s.h.HandleFunc(Name+".job-state-unpause", s.handleUnpause) // pause.go
