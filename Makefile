@@ -10,6 +10,7 @@ all: build
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/flux ./cmd/flux
+	ln -sf flux bin/flux-capacitor
 
 # Quick start, step 1: build and run a demo instance.
 demo: build

@@ -9,6 +9,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -26,7 +27,13 @@ func main() {
 	if path := os.Getenv("FLUXGO_CPUPROFILE"); path != "" {
 		os.Exit(profiled(path))
 	}
-	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	args := os.Args[1:]
+	if name, ok := strings.CutPrefix(filepath.Base(os.Args[0]), "flux-"); ok && name != "" {
+		// flux-capacitor (a link to flux): flux capacitor, as seed
+		// 004 spells it
+		args = append([]string{name}, args...)
+	}
+	os.Exit(cli.Main(args, os.Stdin, os.Stdout, os.Stderr))
 }
 
 // profiled runs the command with the CPU profiler on.

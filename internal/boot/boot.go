@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/fluxgo/fluxgo/internal/broker"
@@ -45,6 +46,11 @@ var (
 type Options struct {
 	// ConfigPath is the -c PATH (a TOML file or directory); "" for none.
 	ConfigPath string
+	// BootFile is -S boot.config_file with -S boot.method=config, the
+	// 2018 spelling (flux-core 0.11): a TOML file of bootstrap keys at
+	// its top level (session-id, tbon-endpoints ...), read as the
+	// [bootstrap] table.
+	BootFile string
 	// CertPath is -S tbon.cert; it overrides bootstrap.curve_cert.
 	CertPath string
 	// Fanout is -S tbon.fanout; 0 defers to [tbon] or the default, 2.
@@ -104,6 +110,19 @@ func Decide(ctx context.Context, o Options) (*Plan, error) {
 		var err error
 		if conf, err = LoadConfig(o.ConfigPath); err != nil {
 			return nil, err
+		}
+	}
+	if o.BootFile != "" {
+		bc, err := loadBootFile(o.BootFile)
+		if err != nil {
+			return nil, err
+		}
+		if conf == nil {
+			conf = bc
+		} else if _, dup := conf.Table["bootstrap"]; dup {
+			return nil, fmt.Errorf("%w: boot.config_file=%s and a [bootstrap] table in the configuration: give one", ErrConfig, o.BootFile)
+		} else {
+			conf.Table["bootstrap"] = bc.Table["bootstrap"]
 		}
 	}
 	tbonTable, _, err := conf.Section("tbon")
@@ -191,4 +210,24 @@ func Configure(ctx context.Context, cfg *broker.Config, o Options) (cleanup func
 	}
 	p.Apply(cfg)
 	return p.Cleanup, nil
+}
+
+// loadBootFile reads a boot.config_file (the keys of [bootstrap] at the
+// top level of the file) as a configuration with that [bootstrap] table.
+func loadBootFile(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: boot.config_file: %w", ErrConfig, err)
+	}
+	c, err := ParseConfig(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if _, nested := c.Table["bootstrap"]; nested {
+		return c, nil // written with the [bootstrap] header: as it is
+	}
+	bs := c.Table
+	c.Table = map[string]any{"bootstrap": bs}
+	c.Dir = filepath.Dir(path)
+	return c, nil
 }

@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -217,6 +218,11 @@ func newModuleHost(b *Broker, reg *module.Registry) *moduleHost {
 func (mh *moduleHost) load(name string, args []string) error {
 	factory, ok := mh.reg.Lookup(name)
 	if !ok {
+		if strings.HasPrefix(name, "sched.") {
+			// seed 004's "flux module load sched.io-aware": flux-sched
+			// 0.x's plugins, which no scheduler takes today
+			return fmt.Errorf("no module named %q: %s is a flux-sched 0.x (2018) scheduler plugin; fluxgo's scheduler is sched-simple, whose policy is set with queue-policy=fcfs|easy|hybrid|conservative (flux module reload sched-simple queue-policy=easy): %w", name, name, syscall.ENOENT)
+		}
 		return fmt.Errorf("no module named %q (see flux module list --all): %w", name, syscall.ENOENT)
 	}
 	mh.mu.Lock()

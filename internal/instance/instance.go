@@ -152,8 +152,13 @@ func Run(o Options) (code int, err error) {
 	if o.Test == nil {
 		// Not placed by flux start --test-size: boot from the [bootstrap]
 		// configuration, from PMI, or as a standalone broker.
+		bootFile, err := legacyBootFile(attrs)
+		if err != nil {
+			return 1, err
+		}
 		cleanup, err := boot.Configure(context.Background(), &cfg, boot.Options{
 			ConfigPath:    o.ConfigPath,
+			BootFile:      bootFile,
 			CertPath:      cfg.CertPath,
 			Fanout:        cfg.Fanout,
 			InterfaceHint: attrs["tbon.interface-hint"],
@@ -221,3 +226,23 @@ func Run(o Options) (code int, err error) {
 
 // knownBootMethods are the broker.boot-method values flux-core takes.
 var knownBootMethods = map[string]bool{"config": true, "simple": true, "single": true, "libpmi": true, "pmix": true, "pmi": true}
+
+// legacyBootFile reads flux-core 0.11's -S boot.method and -S
+// boot.config_file (seed 004's "flux broker -Sboot.method=config
+// -Sboot.config_file=boot.conf"): the file to boot from, or "".
+// Today's spelling is -c PATH with a [bootstrap] table.
+func legacyBootFile(attrs map[string]string) (string, error) {
+	method, haveMethod := attrs["boot.method"]
+	file, haveFile := attrs["boot.config_file"]
+	switch {
+	case !haveMethod && !haveFile:
+		return "", nil
+	case haveMethod && method != "config" && method != "pmi":
+		return "", fmt.Errorf("boot.method=%s: unknown (flux-core 0.11 took config or pmi; today use -c PATH with a [bootstrap] table, or PMI)", method)
+	case method == "config" && file == "":
+		return "", fmt.Errorf("boot.method=config needs boot.config_file=FILE (a TOML file with session-id and tbon-endpoints; today's spelling is -c PATH with a [bootstrap] table)")
+	case haveFile && method != "config":
+		return "", fmt.Errorf("boot.config_file=%s needs boot.method=config", file)
+	}
+	return file, nil
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/modules/jobshell"
 	"github.com/fluxgo/fluxgo/internal/modules/kvs"
 	"github.com/fluxgo/fluxgo/internal/modules/kvswatch"
+	"github.com/fluxgo/fluxgo/internal/modules/pymod"
 	"github.com/fluxgo/fluxgo/internal/modules/resource"
 	"github.com/fluxgo/fluxgo/internal/modules/rexec"
 	"github.com/fluxgo/fluxgo/internal/modules/schedsimple"
@@ -53,6 +54,7 @@ func builtin() map[string]module.Factory {
 		jobarchive.Name:    jobarchive.New,
 		"job-exec":         jobexec.New,
 		"job-shell":        jobshell.New,
+		pymod.Name:         pymod.New,
 	}
 }
 

@@ -36,4 +36,10 @@ def __getattr__(name):
         import importlib
 
         return importlib.import_module("flux." + name)
+    if name.startswith("FLUX_"):
+        # 2018's flux.FLUX_MSGTYPE_REQUEST (seed 004): today in flux.constants
+        from flux import constants  # pylint: disable=import-outside-toplevel
+
+        if hasattr(constants, name):
+            return getattr(constants, name)
     raise AttributeError("module 'flux' has no attribute %r" % name)

@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -182,10 +183,35 @@ func parseConfig(ctx context.Context, h *flux.Handle, args []string) (Config, er
 			return cfg, err
 		}
 	}
+	if err := cfg.applySchedOpts(os.Getenv("FLUX_SCHED_OPTS")); err != nil {
+		return cfg, err
+	}
 	if err := cfg.applyArgs(args); err != nil {
 		return cfg, err
 	}
 	return cfg, cfg.Validate()
+}
+
+// applySchedOpts reads FLUX_SCHED_OPTS, flux-sched 0.x's (2018) way to
+// choose a scheduler plugin ("plugin=sched.fcfs", seed 004): its FCFS
+// and backfill plugins are sched-simple's queue-policy=fcfs and easy.
+// Anything else is refused with what replaced it, not ignored.
+func (c *Config) applySchedOpts(opts string) error {
+	for _, o := range strings.Fields(strings.ReplaceAll(opts, ",", " ")) {
+		k, v, _ := strings.Cut(o, "=")
+		if k != "plugin" {
+			return fmt.Errorf("FLUX_SCHED_OPTS=%q: %s: unknown (flux-sched 0.x's options are gone; use sched-simple's queue-policy=fcfs|easy|hybrid|conservative)", opts, o)
+		}
+		switch v {
+		case "sched.fcfs":
+			c.QueuePolicy = "fcfs"
+		case "sched.backfill":
+			c.QueuePolicy = "easy"
+		default:
+			return fmt.Errorf("FLUX_SCHED_OPTS=%q: plugin %s: flux-sched 0.x's plugins are gone; sched-simple takes queue-policy=fcfs|easy|hybrid|conservative (sched.fcfs is fcfs, sched.backfill easy)", opts, v)
+		}
+	}
+	return nil
 }
 
 // applyArgs applies the module arguments: the configuration keys

@@ -12,6 +12,7 @@ are queued for ``event_recv()`` and message watchers.
 
 import collections
 import errno
+import json
 import fnmatch
 import os
 import select
@@ -294,6 +295,23 @@ class Flux:
     def _unregister_rpc(self, tag):
         self._rpcs.pop(tag, None)
 
+    def rpc_send(self, topic, payload=None, nodeid=C.FLUX_NODEID_ANY, flags=0):
+        """Send a request and wait for its response; return the decoded
+        payload (None if it has none). The 2018 API (seed 004).
+
+        rpc_send("job.submit", json.dumps({"nnodes":, "ntasks":,
+        "walltime":, "cmdline": [...]})), 2018's job request, submits the
+        job as today's flux.job.submit() would and answers {"jobid",
+        "state", "kvs_dir"}."""
+        if topic == "job.submit":
+            from flux.job.legacy import submit_jobreq  # pylint: disable=import-outside-toplevel
+
+            return submit_jobreq(self, payload)
+        resp = self.rpc(topic, payload, nodeid, flags).get_str()
+        if not resp:
+            return None
+        return json.loads(resp)
+
     def rpc(self, topic, payload=None, nodeid=C.FLUX_NODEID_ANY, flags=0):
         """Send a request and return its RPC future.
 
@@ -391,9 +409,18 @@ class Flux:
         resp.matchtag = message.matchtag
         return resp
 
-    def respond(self, message, payload=None):
+    def respond(self, message, payload=None, *legacy):
         """Answer request message: payload a dict/list (JSON), str, bytes or
-        None. Nothing is sent if the request asked for no response."""
+        None. Nothing is sent if the request asked for no response.
+
+        The 2018 form respond(message, errnum, payload) (seed 004's
+        modules) is accepted too: errnum 0 answers with payload, another
+        answers with that error."""
+        if legacy and isinstance(payload, int) and not isinstance(payload, bool):
+            errnum, payload = payload, legacy[0]
+            if errnum:
+                self.respond_error(message, errnum, payload if isinstance(payload, str) else None)
+                return
         if message.flags & C.FLUX_MSGFLAG_NORESPONSE:
             return
         resp = self._response_to(message)
@@ -470,7 +497,12 @@ class Flux:
     ):
         """A MessageWatcher calling callback(handle, watcher, msg, args) for
         received events (and requests) matching type_mask and topic_glob.
-        Call .start() on it; it runs from reactor_run()."""
+        Call .start() on it; it runs from reactor_run().
+
+        The 2018 argument order msg_watcher_create(type_mask, callback,
+        topic_glob, args=...) (seed 004) is accepted too."""
+        if isinstance(callback, int) and callable(type_mask):
+            callback, type_mask = type_mask, callback
         return MessageWatcher(self, type_mask, callback, topic_glob, args, match_tag)
 
     def timer_watcher_create(self, after, callback, repeat=0.0, args=None):
@@ -527,6 +559,11 @@ class Flux:
         if not deadlines:
             return None
         return max(0.0, min(deadlines) - time.monotonic())
+
+    def get_reactor(self):
+        """The handle's reactor, for reactor_run(f.get_reactor(), 0) (the
+        2018 spelling): the handle runs its own, so this is the handle."""
+        return self
 
     def reactor_run(self, reactor=None, flags=0):
         """Run then() callbacks and watchers until none is active, or until
