@@ -361,7 +361,7 @@ func (b *Broker) initAttrs() error {
 	// place from its command line (flux broker sets these from the job
 	// shell's environment; see internal/cli/broker_nested.go).
 	a.set("instance-level", attrOr(b.cfg.Attrs, "instance-level", "0"), imm)
-	for _, k := range []string{"parent-uri", "jobid"} {
+	for _, k := range []string{"parent-uri", "jobid", "parent-kvs-namespace"} {
 		if v := b.cfg.Attrs[k]; v != "" {
 			a.set(k, v, imm)
 		}

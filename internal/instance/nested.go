@@ -31,6 +31,8 @@ type enclosing struct {
 	uri   string   // local URI of the enclosing instance's broker on this node
 	id    jobid.ID // the job this instance runs as (0: not a job)
 	level int      // this instance's instance-level
+	// kvsNamespace is the job's KVS namespace in the enclosing instance
+	kvsNamespace string
 }
 
 // jobEnvVars are cleared from a broker's environment so the initial
@@ -51,6 +53,7 @@ const parentLevelTimeout = 10 * time.Second
 func detectEnclosing() *enclosing {
 	uri := os.Getenv("FLUX_URI")
 	idStr := os.Getenv("FLUX_JOB_ID")
+	ns := os.Getenv("FLUX_KVS_NAMESPACE")
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, "PMI_") || strings.HasPrefix(name, "SLURM_") {
@@ -77,7 +80,7 @@ func detectEnclosing() *enclosing {
 	if err != nil {
 		return nil
 	}
-	enc := &enclosing{uri: uri, level: 1}
+	enc := &enclosing{uri: uri, level: 1, kvsNamespace: ns}
 	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
 		enc.level = n + 1
 	}
@@ -98,6 +101,13 @@ func (e *enclosing) apply(cfg *broker.Config) {
 	cfg.Attrs["instance-level"] = strconv.Itoa(e.level)
 	if e.id != 0 {
 		cfg.Attrs["jobid"] = e.id.String()
+		// the job's namespace in the enclosing instance, named as
+		// flux-core names it
+		ns := e.kvsNamespace
+		if ns == "" {
+			ns = "job-" + strconv.FormatUint(uint64(e.id), 10)
+		}
+		cfg.Attrs["parent-kvs-namespace"] = ns
 	}
 }
 
