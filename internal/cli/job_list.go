@@ -99,12 +99,18 @@ func newJobListIDsCmd() *cobra.Command {
 				return err
 			}
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
-				for _, id := range ids {
+				// every request at once (job-list waits for each job in
+				// parallel), the answers printed in the order given
+				futures := make([]*flux.Future, len(ids))
+				for i, id := range ids {
 					f, err := h.RPC("job-list.list-id", flux.NodeidAny, map[string]any{"id": id, "attrs": []string{"all"}, "state": state}, 0)
 					if err != nil {
 						return err
 					}
-					m, err := f.Get(ctx)
+					futures[i] = f
+				}
+				for i, id := range ids {
+					m, err := futures[i].Get(ctx)
 					if err != nil {
 						return fmt.Errorf("%s: %s", id.String(), flux.ErrorText(err))
 					}
