@@ -677,6 +677,18 @@ func (c *requestCache) parse(raw []byte, p *sched.Pool) *cacheEntry {
 	e := &cacheEntry{}
 	js, err := jobspec.ParseV1(raw)
 	if err != nil {
+		// flux-core's sched-simple reads the duration first: a jobspec
+		// without attributes.system is refused for that
+		var top struct {
+			Attributes *struct {
+				System json.RawMessage `json:"system"`
+			} `json:"attributes"`
+		}
+		if json.Unmarshal(raw, &top) == nil && (top.Attributes == nil || top.Attributes.System == nil) {
+			err = fmt.Errorf("getting duration: Object item not found: system (%w)", err)
+		}
+	}
+	if err != nil && !strings.HasPrefix(err.Error(), "getting duration") {
 		// flux-core's sched-simple words these two (t2300-sched-simple)
 		switch msg := err.Error(); {
 		case strings.Contains(msg, "attributes.system: is required"):
