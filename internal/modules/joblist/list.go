@@ -184,15 +184,13 @@ type idWaiter struct {
 }
 
 // handleModuleStats answers job-list.stats-get (flux module stats
-// job-list): flux-core's idsync counters, the list-id requests waiting
-// for their job now (waits), with the jobs being indexed and restored.
+// job-list): flux-core's idsync counters, the jobs list-id requests are
+// waiting for now (waits), and how many jobs job-list holds.
 func (s *service) handleModuleStats(r *flux.Request) {
-	waits := 0
-	for _, ws := range s.waiters {
-		waits += len(ws)
-	}
+	// waits counts the jobs waited for (several requests for one job
+	// are one wait, as in flux-core)
 	r.Respond(map[string]any{
-		"idsync": map[string]any{"waits": waits},
+		"idsync": map[string]any{"waits": len(s.waiters)},
 		"jobs":   len(s.idx.jobs),
 	})
 }
