@@ -225,7 +225,7 @@ func compileOp(op string, val json.RawMessage) (*constraint, error) {
 			got, err := idset.Parse(r.ranks)
 			return err == nil && !got.Intersect(want).Empty()
 		}, states: allStates}, nil
-	case "t_submit", "t_depend", "t_run", "t_cleanup", "t_inactive":
+	case "t_submit", "t_depend", "t_priority", "t_sched", "t_run", "t_cleanup", "t_inactive":
 		return compileTime(op, val)
 	}
 	return nil, constraintErr("unknown constraint operator %q", op)
@@ -290,6 +290,10 @@ func compileTime(op string, val json.RawMessage) (*constraint, error) {
 		get = func(r *record) float64 { return r.tSubmit }
 	case "t_depend":
 		get, need = func(r *record) float64 { return r.tDepend }, job.StateDepend
+	case "t_priority":
+		get, need = func(r *record) float64 { return r.tPriority }, job.StatePriority
+	case "t_sched":
+		get, need = func(r *record) float64 { return r.tSched }, job.StateSched
 	case "t_run":
 		get, need = func(r *record) float64 { return r.tRun }, job.StateRun
 	case "t_cleanup":

@@ -14,7 +14,7 @@ import (
 // clients send instead of a constraint.
 type listRequest struct {
 	MaxEntries *int            `json:"max_entries"`
-	Attrs      []string        `json:"attrs"`
+	Attrs      json.RawMessage `json:"attrs"`
 	Since      float64         `json:"since"`
 	Constraint json.RawMessage `json:"constraint"`
 
@@ -50,6 +50,24 @@ func (q *listRequest) legacyConstraint() json.RawMessage {
 	return b
 }
 
+// attrNames reads a request's attrs: an array (EPROTO otherwise) of
+// strings (EINVAL otherwise), flux-core's errors.
+func attrNames(r *flux.Request, raw json.RawMessage) ([]string, bool) {
+	var list []json.RawMessage
+	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &list) != nil {
+		protoErr(r, "attrs must be an array")
+		return nil, false
+	}
+	names := make([]string, len(list))
+	for i, v := range list {
+		if json.Unmarshal(v, &names[i]) != nil {
+			r.Errorf(syscall.EINVAL, "attr has no string value")
+			return nil, false
+		}
+	}
+	return names, true
+}
+
 func protoErr(r *flux.Request, msg string) {
 	r.Errorf(syscall.EPROTO, "invalid payload: %s", msg)
 }
@@ -74,15 +92,15 @@ func (s *service) handleList(r *flux.Request) {
 		protoErr(r, "max_entries < 0 not allowed")
 		return
 	}
-	if q.Attrs == nil {
-		protoErr(r, "attrs must be an array")
+	names, ok := attrNames(r, q.Attrs)
+	if !ok {
 		return
 	}
 	if q.Since < 0 {
 		protoErr(r, "since < 0.0 not allowed")
 		return
 	}
-	attrs, err := parseAttrs(q.Attrs)
+	attrs, err := parseAttrs(names)
 	if err != nil {
 		r.RespondError(err)
 		return
@@ -189,9 +207,20 @@ type idWaiter struct {
 func (s *service) handleModuleStats(r *flux.Request) {
 	// waits counts the jobs waited for (several requests for one job
 	// are one wait, as in flux-core)
+	var pending, running, inactive int
+	for _, rec := range s.idx.jobs {
+		switch {
+		case rec.state&job.StatePending != 0:
+			pending++
+		case rec.state&job.StateRunning != 0:
+			running++
+		case rec.state == job.StateInactive:
+			inactive++
+		}
+	}
 	r.Respond(map[string]any{
-		"idsync": map[string]any{"waits": len(s.waiters)},
-		"jobs":   len(s.idx.jobs),
+		"idsync": map[string]any{"lookups": s.idLookups, "waits": len(s.waiters)},
+		"jobs":   map[string]any{"pending": pending, "running": running, "inactive": inactive},
 	})
 }
 
@@ -204,7 +233,7 @@ func (s *service) handleListID(r *flux.Request) {
 	}
 	var q struct {
 		ID    *jobid.ID `json:"id"`
-		Attrs []string  `json:"attrs"`
+		Attrs json.RawMessage `json:"attrs"`
 		State job.State `json:"state"`
 	}
 	if r.Decode(&q) != nil {
@@ -214,19 +243,20 @@ func (s *service) handleListID(r *flux.Request) {
 		protoErr(r, "id is required")
 		return
 	}
-	if q.Attrs == nil {
-		protoErr(r, "attrs must be an array")
+	names, ok := attrNames(r, q.Attrs)
+	if !ok {
 		return
 	}
 	if q.State&^(job.StateActive|job.StateInactive) != 0 {
 		protoErr(r, "invalid state specified")
 		return
 	}
-	attrs, err := parseAttrs(q.Attrs)
+	attrs, err := parseAttrs(names)
 	if err != nil {
 		r.RespondError(err)
 		return
 	}
+	s.idLookups++
 	w := &idWaiter{r: r, attrs: attrs, state: q.State}
 	if s.answerWaiter(*q.ID, w) {
 		return

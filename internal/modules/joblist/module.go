@@ -148,6 +148,7 @@ type service struct {
 	retryDelay      float64
 	purged          int // inactive jobs dropped on job-purge-inactive
 	purgedByQueue   map[string]int
+	idLookups       int // list-id requests (flux module stats job-list)
 	stopRestore     context.CancelFunc
 	restoreWait     chan struct{}
 	stats           restoreStats
