@@ -232,9 +232,9 @@ func (s *service) handleListID(r *flux.Request) {
 		return
 	}
 	var q struct {
-		ID    *jobid.ID `json:"id"`
+		ID    *jobid.ID       `json:"id"`
 		Attrs json.RawMessage `json:"attrs"`
-		State job.State `json:"state"`
+		State job.State       `json:"state"`
 	}
 	if r.Decode(&q) != nil {
 		return
