@@ -38,6 +38,11 @@ func TestPythonListVersions(t *testing.T) {
 		}
 	}
 	t.Setenv("FLUX_EXEC_PATH_PREPEND", dir)
+	py, err := filepath.Abs("../../python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FLUXGO_PYTHONPATH", py)
 	var out, errb strings.Builder
 	if code := Main([]string{"python", "--list-versions"}, strings.NewReader(""), &out, &errb); code != 0 || out.String() != "python0.0\n" {
 		t.Errorf("python --list-versions: exit %d, %q %q", code, out.String(), errb.String())
