@@ -572,6 +572,10 @@ func (s *builtins) moduleStats(r *flux.Request) {
 	if r.Decode(&req) != nil {
 		return
 	}
+	if req.Name == "log" {
+		r.Respond(s.b.ring.stats()) // the broker's log ring, as flux-core's log component
+		return
+	}
 	if req.Name == "overlay" {
 		// flux-core's overlay is a broker component with module-style
 		// stats; fluxgo's is built into the broker too

@@ -120,6 +120,18 @@ func (r *logRing) append(e flux.LogEntry) {
 }
 
 // snapshot returns the buffered entries, oldest first.
+// stats is the ring's counters for flux module stats log (flux-core's
+// names): messages logged, entries held, the ring's size.
+func (r *logRing) stats() map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	used := r.next
+	if r.full {
+		used = len(r.entries)
+	}
+	return map[string]any{"count": r.seq, "ring-used": used, "ring-size": len(r.entries)}
+}
+
 func (r *logRing) snapshot() []flux.LogEntry {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -76,3 +76,24 @@ func TestHelpExtras(t *testing.T) {
 		t.Errorf("flux /usr/bin/printenv: %q, %v", got, err)
 	}
 }
+
+// TestPingPadAndLogStats: --pad takes a size suffix; the broker's log
+// ring has module-style stats (flux module stats log), as in flux-core.
+func TestPingPadAndLogStats(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an instance")
+	}
+	inst := testinstance.Start(t, testinstance.Options{Size: 1})
+	if out := inst.MustRun(t, "ping", "--pad", "10K", "--count", "1", "--interval", "0", "0"); !strings.Contains(out, "pad=10240") {
+		t.Errorf("ping --pad 10K: %q", out)
+	}
+	if r := inst.Run(t, "ping", "--pad", "1G", "-c", "1", "0"); r.Code == 0 || !strings.Contains(r.Stderr, "want 0 to 64M") {
+		t.Errorf("ping --pad 1G: %+v", r)
+	}
+	before := strings.TrimSpace(inst.MustRun(t, "module", "stats", "--parse", "count", "log"))
+	inst.MustRun(t, "logger", "hello")
+	after := strings.TrimSpace(inst.MustRun(t, "module", "stats", "--parse", "count", "log"))
+	if before == after || before == "" {
+		t.Errorf("log count %q then %q", before, after)
+	}
+}

@@ -315,7 +315,7 @@ func moduleStats(ctx context.Context, h *flux.Handle, nodeid uint32, name string
 		topic, req = "broker.rusage", nil
 	}
 	var m *flux.Message
-	if !o.rusage && name != "overlay" {
+	if !o.rusage && name != "overlay" && name != "log" {
 		// the module's own statistics (NAME.stats-get, as flux-core
 		// asks), else the broker's view of the module
 		f, err := h.RPC(name+".stats-get", nodeid, nil, 0)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fluxgo/fluxgo/internal/size"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
@@ -28,7 +29,7 @@ type pingOptions struct {
 
 func newPingCmd() *cobra.Command {
 	var o pingOptions
-	var interval string
+	var interval, pad string
 	cmd := &cobra.Command{
 		Use:   "ping [OPTIONS] TARGET",
 		Short: "Measure round-trip latency to a Flux service or broker",
@@ -45,6 +46,11 @@ itself ("1") pings that broker (1!broker).`,
 				return fmt.Errorf("--interval: %w", err)
 			}
 			o.interval = d
+			n, err := size.Bounded(pad, 0, maxPingPad)
+			if err != nil {
+				return fmt.Errorf("--pad=%s: %v", pad, err)
+			}
+			o.pad = int(n)
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -59,7 +65,7 @@ itself ("1") pings that broker (1!broker).`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.rank, "rank", "r", "", "send to broker `N` (a rank, hostname, \"any\" or \"upstream\")")
-	f.IntVarP(&o.pad, "pad", "p", 0, "include a string of `N` bytes in the payload")
+	f.StringVarP(&pad, "pad", "p", "0", "include a string of `N` bytes in the payload (suffix k, M: 10K, 1M)")
 	f.StringVarP(&interval, "interval", "i", "1", "delay `FSD` between requests (0: none)")
 	f.IntVarP(&o.count, "count", "c", 0, "stop after `N` responses (default: until interrupted)")
 	f.BoolVarP(&o.batch, "batch", "b", false, "send all requests before reading responses (needs --count)")
@@ -353,3 +359,6 @@ func (s *latencyStats) summary() string {
 	}
 	return fmt.Sprintf("time min/avg/max/stddev = %.3f/%.3f/%.3f/%.3f ms", ms(s.min), s.mean, ms(s.max), s.stddev())
 }
+
+// maxPingPad bounds --pad.
+const maxPingPad = 64 << 20
