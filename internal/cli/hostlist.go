@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/resource"
@@ -215,6 +218,9 @@ func resolveSources(sources []string, stdin io.Reader, fallback bool) ([]*hostli
 			hl := hostlist.New()
 			if !stdinRead {
 				stdinRead = true
+				if err := waitStdin(stdin); err != nil {
+					return nil, err
+				}
 				if err := readHostlists(stdin, hl); err != nil {
 					return nil, err
 				}
@@ -568,4 +574,41 @@ func findHosts(out io.Writer, hl *hostlist.Hostlist, arg string) error {
 	}
 	fmt.Fprintln(out, strings.Join(idx, " "))
 	return nil
+}
+
+// waitStdin waits until a file stdin has input (or EOF), for at most
+// $FLUX_HOSTLIST_STDIN_TIMEOUT seconds (default 15), as flux-core's
+// flux hostlist does: a forgotten pipe is an error, not a hang.
+func waitStdin(stdin io.Reader) error {
+	f, ok := stdin.(*os.File)
+	if !ok {
+		return nil
+	}
+	timeout := 15.0
+	if v := os.Getenv("FLUX_HOSTLIST_STDIN_TIMEOUT"); v != "" {
+		t, err := strconv.ParseFloat(v, 64)
+		if err != nil || t < 0 || t > 1e6 {
+			return fmt.Errorf("FLUX_HOSTLIST_STDIN_TIMEOUT=%s: want seconds", v)
+		}
+		timeout = t
+	}
+	fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLIN}}
+	deadline := time.Now().Add(time.Duration(timeout * float64(time.Second)))
+	for {
+		ms := int(time.Until(deadline) / time.Millisecond)
+		if ms < 0 {
+			ms = 0
+		}
+		n, err := unix.Poll(fds, ms)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil // not pollable (a regular file): just read it
+		}
+		if n > 0 {
+			return nil
+		}
+		return fmt.Errorf("timeout after %gs waiting for stdin", timeout)
+	}
 }

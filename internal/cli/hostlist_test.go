@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 )
@@ -104,5 +105,21 @@ func TestRunHostlistStdinReadOnce(t *testing.T) {
 	}
 	if got, want := out.String(), "n1,x\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestHostlistStdinTimeout: a stdin that never delivers is an error
+// after FLUX_HOSTLIST_STDIN_TIMEOUT seconds, not a hang (flux-core).
+func TestHostlistStdinTimeout(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	t.Setenv("FLUX_HOSTLIST_STDIN_TIMEOUT", "0.05")
+	var out strings.Builder
+	if err := runHostlist(hostlistOptions{}, nil, r, &out); err == nil || !strings.Contains(err.Error(), "timeout after 0.05s waiting for stdin") {
+		t.Fatalf("got %v", err)
 	}
 }
