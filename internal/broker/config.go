@@ -117,10 +117,10 @@ func withReals(v any) any {
 	return v
 }
 
-// typedNumbers returns v, decoded with json.Decoder.UseNumber, with its
+// TypedNumbers returns v, decoded with json.Decoder.UseNumber, with its
 // numbers as TOML decoding makes them: int64 for an integer, float64 for
 // a real (one written with a fraction or exponent).
-func typedNumbers(v any) any {
+func TypedNumbers(v any) any {
 	switch x := v.(type) {
 	case json.Number:
 		if !strings.ContainsAny(string(x), ".eE") {
@@ -132,11 +132,11 @@ func typedNumbers(v any) any {
 		return f
 	case map[string]any:
 		for k, e := range x {
-			x[k] = typedNumbers(e)
+			x[k] = TypedNumbers(e)
 		}
 	case []any:
 		for i, e := range x {
-			x[i] = typedNumbers(e)
+			x[i] = TypedNumbers(e)
 		}
 	}
 	return v
@@ -174,7 +174,7 @@ func (s *builtins) configLoad(r *flux.Request) {
 		r.Errorf(syscall.EPROTO, "config load: %v", err)
 		return
 	}
-	typedNumbers(table)
+	TypedNumbers(table)
 	if table == nil {
 		r.Errorf(syscall.EPROTO, "config load: the configuration must be a JSON object")
 		return

@@ -229,20 +229,7 @@ func runExec(ctx context.Context, h *flux.Handle, o execOptions, argv []string, 
 
 	stdout := &syncWriter{w: eio.stdout}
 	stderr := &syncWriter{w: eio.stderr}
-	type remote struct {
-		rank     uint
-		p        *subprocess.Process
-		out, err *lineWriter
-		code     int
-		status   subprocess.Status
-	}
-	var remotes []*remote
-	for r := range targets.All() {
-		rm := &remote{rank: r}
-		rm.out = newLineWriter(stdout, r, o.labelIO)
-		rm.err = newLineWriter(stderr, r, o.labelIO)
-		remotes = append(remotes, rm)
-	}
+	remotes := newExecRemotes(targets, stdout, stderr, o.labelIO)
 
 	// Start every copy at once.
 	start := time.Now()
@@ -267,12 +254,7 @@ func runExec(ctx context.Context, h *flux.Handle, o execOptions, argv []string, 
 		}()
 	}
 	wg.Wait()
-	var running []*subprocess.Process
-	for _, rm := range remotes {
-		if rm.p != nil {
-			running = append(running, rm.p)
-		}
-	}
+	running := runningRemotes(remotes)
 
 	// Broadcast stdin.
 	if eio.stdin == nil {
@@ -284,29 +266,13 @@ func runExec(ctx context.Context, h *flux.Handle, o execOptions, argv []string, 
 	}
 
 	// Wait for the copies, forwarding signals meanwhile.
-	allDone := make(chan struct{})
-	go func() {
-		for _, rm := range remotes {
-			if rm.p == nil {
-				continue
-			}
-			st, err := rm.p.Wait(context.Background())
-			rm.out.flush()
-			rm.err.flush()
-			switch {
-			case err != nil:
-				rm.code = 1
-				errorf("Error: rank %d: %v", rm.rank, err)
-			default:
-				rm.code = st.Code()
-				rm.status = st
-				if o.verbose {
-					errorf("rank %d: %s: %s", rm.rank, argv[0], st)
-				}
-			}
+	allDone := waitRemotes(remotes, func(rm *execRemote, st subprocess.Status, err error) {
+		if err != nil {
+			errorf("Error: rank %d: %v", rm.rank, err)
+		} else if o.verbose {
+			errorf("rank %d: %s: %s", rm.rank, argv[0], st)
 		}
-		close(allDone)
-	}()
+	})
 	var lastInt time.Time
 	for done := false; !done; {
 		select {
@@ -328,18 +294,7 @@ func runExec(ctx context.Context, h *flux.Handle, o execOptions, argv []string, 
 			}
 		}
 	}
-	code := 0
-	var ended []exitRecord
-	for _, rm := range remotes {
-		code = max(code, rm.code)
-		if rm.p != nil && rm.status.Code() > 0 {
-			ended = append(ended, exitRecord{rank: rm.rank, status: rm.status})
-		}
-	}
-	if !o.quiet {
-		writeExitSets(eio.stderr, ended)
-	}
-	return code
+	return finishRemotes(remotes, o.quiet, eio.stderr)
 }
 
 // execErrorCode maps a failure to start a process to an exit code.

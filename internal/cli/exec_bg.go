@@ -130,19 +130,11 @@ func runAttach(h *flux.Handle, o execOptions, arg string, targets idset.Set, eio
 	}
 	stdout := &syncWriter{w: eio.stdout}
 	stderr := &syncWriter{w: eio.stderr}
-	type remote struct {
-		rank     uint
-		p        *subprocess.Process
-		out, err *lineWriter
-		code     int
-		status   subprocess.Status
-	}
-	var remotes []*remote
+	remotes := newExecRemotes(targets, stdout, stderr, o.labelIO)
 	var wg sync.WaitGroup
 	ctx := context.Background()
-	for r := range targets.All() {
-		rm := &remote{rank: r, out: newLineWriter(stdout, r, o.labelIO), err: newLineWriter(stderr, r, o.labelIO)}
-		remotes = append(remotes, rm)
+	for _, rm := range remotes {
+		r := rm.rank
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -159,30 +151,12 @@ func runAttach(h *flux.Handle, o execOptions, arg string, targets idset.Set, eio
 		}()
 	}
 	wg.Wait()
-	allDone := make(chan struct{})
-	go func() {
-		for _, rm := range remotes {
-			if rm.p == nil {
-				continue
-			}
-			st, err := rm.p.Wait(ctx)
-			rm.out.flush()
-			rm.err.flush()
-			if err != nil {
-				rm.code = 1
-				fmt.Fprintf(stderr, "flux-exec: Error: rank %d: %v\n", rm.rank, err)
-				continue
-			}
-			rm.code, rm.status = st.Code(), st
+	allDone := waitRemotes(remotes, func(rm *execRemote, _ subprocess.Status, err error) {
+		if err != nil {
+			fmt.Fprintf(stderr, "flux-exec: Error: rank %d: %v\n", rm.rank, err)
 		}
-		close(allDone)
-	}()
-	var running []*subprocess.Process
-	for _, rm := range remotes {
-		if rm.p != nil {
-			running = append(running, rm.p)
-		}
-	}
+	})
+	running := runningRemotes(remotes)
 	for done := false; !done; {
 		select {
 		case <-allDone:
@@ -198,6 +172,64 @@ func runAttach(h *flux.Handle, o execOptions, arg string, targets idset.Set, eio
 			}
 		}
 	}
+	return finishRemotes(remotes, o.quiet, eio.stderr)
+}
+
+// execRemote is one rank's process of flux exec (run or attached).
+type execRemote struct {
+	rank     uint
+	p        *subprocess.Process // nil: it could not be started
+	out, err *lineWriter
+	code     int
+	status   subprocess.Status
+}
+
+func newExecRemotes(targets idset.Set, stdout, stderr io.Writer, label bool) []*execRemote {
+	var remotes []*execRemote
+	for r := range targets.All() {
+		remotes = append(remotes, &execRemote{rank: r, out: newLineWriter(stdout, r, label), err: newLineWriter(stderr, r, label)})
+	}
+	return remotes
+}
+
+func runningRemotes(remotes []*execRemote) []*subprocess.Process {
+	var running []*subprocess.Process
+	for _, rm := range remotes {
+		if rm.p != nil {
+			running = append(running, rm.p)
+		}
+	}
+	return running
+}
+
+// waitRemotes waits for every started process in turn (flushing its
+// output), records its code and status, tells ended about it, and closes
+// the returned channel once all have ended.
+func waitRemotes(remotes []*execRemote, ended func(rm *execRemote, st subprocess.Status, err error)) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, rm := range remotes {
+			if rm.p == nil {
+				continue
+			}
+			st, err := rm.p.Wait(context.Background())
+			rm.out.flush()
+			rm.err.flush()
+			if err != nil {
+				rm.code = 1
+			} else {
+				rm.code, rm.status = st.Code(), st
+			}
+			ended(rm, st, err)
+		}
+	}()
+	return done
+}
+
+// finishRemotes returns flux exec's exit code (the largest) after the
+// end-of-run summary (unless quiet).
+func finishRemotes(remotes []*execRemote, quiet bool, stderr io.Writer) int {
 	code := 0
 	var ended []exitRecord
 	for _, rm := range remotes {
@@ -206,8 +238,8 @@ func runAttach(h *flux.Handle, o execOptions, arg string, targets idset.Set, eio
 			ended = append(ended, exitRecord{rank: rm.rank, status: rm.status})
 		}
 	}
-	if !o.quiet {
-		writeExitSets(eio.stderr, ended)
+	if !quiet {
+		writeExitSets(stderr, ended)
 	}
 	return code
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/fluxgo/fluxgo/internal/broker"
 )
 
 // The broker's --conf=VALUE (flux-broker(1)): configuration applied over
@@ -38,7 +39,7 @@ func applyConf(table map[string]any, value string) error {
 		if err := dec.Decode(&v); err != nil || dec.More() {
 			v = val
 		}
-		return setDotted(table, strings.Split(key, "."), confNumbers(v))
+		return setDotted(table, strings.Split(key, "."), broker.TypedNumbers(v))
 	}
 	data, err := readConfFile(value)
 	if err != nil {
@@ -68,7 +69,7 @@ func mergeJSONConf(table map[string]any, data []byte) error {
 	if err := dec.Decode(&m); err != nil {
 		return fmt.Errorf("JSON: %w", err)
 	}
-	mergeConf(table, confNumbers(m).(map[string]any))
+	mergeConf(table, broker.TypedNumbers(m).(map[string]any))
 	return nil
 }
 
@@ -116,36 +117,4 @@ func setDotted(table map[string]any, path []string, v any) error {
 		table = next
 	}
 	return nil
-}
-
-// confNumbers turns JSON numbers into the int64 and float64 a TOML
-// configuration holds.
-func confNumbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if !strings.ContainsAny(string(x), ".eE") {
-			if n, err := x.Int64(); err == nil {
-				return n
-			}
-		}
-		f, _ := x.Float64()
-		return f
-	case map[string]any:
-		for k, e := range x {
-			x[k] = confNumbers(e)
-		}
-	case []any:
-		// an array of tables is what TOML gives as []map[string]any
-		tables := make([]map[string]any, 0, len(x))
-		for i, e := range x {
-			x[i] = confNumbers(e)
-			if m, ok := x[i].(map[string]any); ok {
-				tables = append(tables, m)
-			}
-		}
-		if len(tables) == len(x) && len(x) > 0 {
-			return tables
-		}
-	}
-	return v
 }

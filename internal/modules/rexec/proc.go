@@ -227,14 +227,20 @@ func launchError(what string, err error) error {
 	if en == 0 {
 		en = syscall.EINVAL
 	}
-	text := en.Error()
-	if text != "" {
-		text = strings.ToUpper(text[:1]) + text[1:]
-	}
+	text := strerror(en)
 	if what != "" {
 		text = what + ": " + text
 	}
 	return flux.NewError(en, "error launching process: "+text)
+}
+
+// strerror is the C library's words for en ("No such process").
+func strerror(en syscall.Errno) string {
+	text := en.Error()
+	if text == "" {
+		return text
+	}
+	return strings.ToUpper(text[:1]) + text[1:]
 }
 
 func (p *proc) closeChildEnds() {

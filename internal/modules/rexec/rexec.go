@@ -338,8 +338,7 @@ func (s *server) handleKill(r *flux.Request) {
 		if en == 0 {
 			en = syscall.EINVAL
 		}
-		text := en.Error()
-		r.Errorf(en, "%s", strings.ToUpper(text[:1])+text[1:])
+		r.Errorf(en, "%s", strerror(en))
 		return
 	}
 	r.Respond(nil)

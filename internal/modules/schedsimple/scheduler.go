@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -677,25 +676,7 @@ func (c *requestCache) parse(raw []byte, p *sched.Pool) *cacheEntry {
 	e := &cacheEntry{}
 	js, err := jobspec.ParseV1(raw)
 	if err != nil {
-		// flux-core's sched-simple reads the duration first: a jobspec
-		// without attributes.system is refused for that
-		var top struct {
-			Attributes *struct {
-				System json.RawMessage `json:"system"`
-			} `json:"attributes"`
-		}
-		if json.Unmarshal(raw, &top) == nil && (top.Attributes == nil || top.Attributes.System == nil) {
-			err = fmt.Errorf("getting duration: Object item not found: system (%w)", err)
-		}
-	}
-	if err != nil && !strings.HasPrefix(err.Error(), "getting duration") {
-		// flux-core's sched-simple words these two (t2300-sched-simple)
-		switch msg := err.Error(); {
-		case strings.Contains(msg, "attributes.system: is required"):
-			err = fmt.Errorf("getting duration: Object item not found: system (%w)", err)
-		case strings.Contains(msg, "attributes.system.duration: is required"):
-			err = fmt.Errorf("getting duration: Object item not found: duration (%w)", err)
-		}
+		err = durationFirst(raw, err)
 	}
 	if err == nil {
 		e.req, err = sched.FromJobspec(js)
@@ -723,4 +704,26 @@ func (c *requestCache) parse(raw []byte, p *sched.Pool) *cacheEntry {
 	}
 	e.err = err
 	return e
+}
+
+// durationFirst words a refused jobspec as flux-core's sched-simple does
+// when the duration is what it lacks (it reads attributes.system.duration
+// before anything else; t2300-sched-simple greps the words): err is
+// kept, wrapped.
+func durationFirst(raw []byte, err error) error {
+	var top struct {
+		Attributes *struct {
+			System map[string]json.RawMessage `json:"system"`
+		} `json:"attributes"`
+	}
+	if json.Unmarshal(raw, &top) != nil {
+		return err
+	}
+	switch {
+	case top.Attributes == nil || top.Attributes.System == nil:
+		return fmt.Errorf("getting duration: Object item not found: system (%w)", err)
+	case top.Attributes.System["duration"] == nil:
+		return fmt.Errorf("getting duration: Object item not found: duration (%w)", err)
+	}
+	return err
 }

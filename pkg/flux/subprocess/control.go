@@ -50,20 +50,7 @@ func Background(ctx context.Context, h *flux.Handle, rank uint32, cmd Command, w
 	if waitable {
 		flags |= FlagWaitable
 	}
-	env, opts := cmd.Env, cmd.Opts
-	if env == nil {
-		env = map[string]string{}
-	}
-	if opts == nil {
-		opts = map[string]string{}
-	}
-	req := ExecRequest{
-		Cmd: CommandObject{
-			Cwd: cmd.Dir, Cmdline: cmd.Args, Env: env, Opts: opts,
-			Channels: []string{}, Label: cmd.Label,
-		},
-		Flags: flags,
-	}
+	req := cmd.request(flags)
 	var resp Response
 	if err := h.Call(ctx, Target{Service: cmd.Service}.service()+".exec", rank, req, &resp); err != nil {
 		return 0, err

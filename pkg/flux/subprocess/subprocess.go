@@ -136,6 +136,25 @@ func newProcess(h *flux.Handle, rank uint32, cmd *Command) (*Process, error) {
 	return p, nil
 }
 
+// request is cmd's exec request with flags (RFC 42: env and opts are
+// objects, channels an array, even when empty).
+func (cmd *Command) request(flags int) ExecRequest {
+	env, opts := cmd.Env, cmd.Opts
+	if env == nil {
+		env = map[string]string{}
+	}
+	if opts == nil {
+		opts = map[string]string{}
+	}
+	return ExecRequest{
+		Cmd: CommandObject{
+			Cwd: cmd.Dir, Cmdline: cmd.Args, Env: env, Opts: opts,
+			Channels: []string{}, Label: cmd.Label,
+		},
+		Flags: flags,
+	}
+}
+
 func (p *Process) send(cmd *Command) error {
 	flags := FlagWriteCredit
 	if cmd.Stdout != nil {
@@ -144,21 +163,7 @@ func (p *Process) send(cmd *Command) error {
 	if cmd.Stderr != nil {
 		flags |= FlagStderr
 	}
-	env := cmd.Env
-	if env == nil {
-		env = map[string]string{}
-	}
-	opts := cmd.Opts
-	if opts == nil {
-		opts = map[string]string{}
-	}
-	req := ExecRequest{
-		Cmd: CommandObject{
-			Cwd: cmd.Dir, Cmdline: cmd.Args, Env: env, Opts: opts,
-			Channels: []string{}, Label: cmd.Label,
-		},
-		Flags: flags,
-	}
+	req := cmd.request(flags)
 	f, err := p.h.RPC(p.service+".exec", p.rank, req, flux.Streaming)
 	if err != nil {
 		return err
