@@ -101,13 +101,12 @@ func (e *enclosing) apply(cfg *broker.Config) {
 	cfg.Attrs["instance-level"] = strconv.Itoa(e.level)
 	if e.id != 0 {
 		cfg.Attrs["jobid"] = e.id.String()
-		// the job's namespace in the enclosing instance, named as
-		// flux-core names it
-		ns := e.kvsNamespace
-		if ns == "" {
-			ns = "job-" + strconv.FormatUint(uint64(e.id), 10)
+		if e.kvsNamespace != "" {
+			// the job's KVS namespace in the enclosing instance, when
+			// its shell gave it one (fluxgo's shells do not make one
+			// yet, so no name is invented)
+			cfg.Attrs["parent-kvs-namespace"] = e.kvsNamespace
 		}
-		cfg.Attrs["parent-kvs-namespace"] = ns
 	}
 }
 
