@@ -31,6 +31,13 @@ type testInstance struct {
 
 func startInProcess(t *testing.T, size int, fanout uint32, reg *module.Registry, mods []ModuleSpec) *testInstance {
 	t.Helper()
+	return startInProcessWith(t, size, fanout, reg, mods, nil)
+}
+
+// startInProcessWith is startInProcess with each broker's Config passed
+// through edit (if not nil) before it is made.
+func startInProcessWith(t *testing.T, size int, fanout uint32, reg *module.Registry, mods []ModuleSpec, edit func(*Config)) *testInstance {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "fb")
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +58,9 @@ func startInProcess(t *testing.T, size int, fanout uint32, reg *module.Registry,
 		if r > 0 {
 			p := (uint32(r) - 1) / fanout
 			cfg.ParentURI = "ipc://" + filepath.Join(dir, strconv.Itoa(int(p)), "tbon")
+		}
+		if edit != nil {
+			edit(&cfg)
 		}
 		b, err := New(cfg)
 		if err != nil {

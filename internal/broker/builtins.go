@@ -43,6 +43,10 @@ var builtinServices = []string{"broker", "attr", "service", "local", "event", "l
 func newBuiltins(b *Broker) *builtins {
 	s := &builtins{b: b, done: make(chan struct{}), followers: make(map[string]*dmesgFollower), followEnd: make(chan struct{})}
 	s.conf.table = b.cfg.TOML
+	s.conf.synced = make(chan struct{})
+	if b.rank == 0 {
+		close(s.conf.synced)
+	}
 	return s
 }
 
@@ -97,6 +101,9 @@ func (s *builtins) start() error {
 		defer close(s.done)
 		h.Serve(ctx)
 	}()
+	if b.rank > 0 {
+		go s.followConfig(ctx) // config.go
+	}
 	return nil
 }
 

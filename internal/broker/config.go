@@ -31,9 +31,13 @@ import (
 // the old one back, the broker keeps the old one, and the requestor gets
 // the module's error: a reload changes everything or nothing.
 //
-// Only this broker is reloaded (flux exec -r all flux config reload
-// reloads every rank). Tables read once at start, such as [bootstrap]
-// and [resource], take effect at the next start.
+// The configuration changes on rank 0 only, as in flux-core: the other
+// brokers refuse reload and load, take their parent's configuration when
+// they join (syncConfig, before their modules load), and follow rank 0's
+// changes through the config.updated event, which rank 0 publishes
+// before it answers, so a request sent after the answer finds every
+// broker with the new configuration stored. Tables read once at start,
+// such as [bootstrap] and [resource], take effect at the next start.
 
 // moduleReloadTimeout bounds how long a module may take to answer
 // config-reload.
@@ -44,6 +48,10 @@ type configState struct {
 	reloading sync.Mutex // held across a whole reload: one at a time
 	mu        sync.Mutex // guards table
 	table     map[string]any
+	offered   []byte // the configuration a follower offered its modules last
+	// synced is closed once a follower has its parent's configuration
+	// (at once on rank 0); config.get waits for it
+	synced chan struct{}
 }
 
 func (c *configState) get() map[string]any {
@@ -61,6 +69,20 @@ func (c *configState) set(t map[string]any) {
 // configGet answers the instance's TOML configuration as a JSON object
 // (flux-core's config.get; empty when the instance has none).
 func (s *builtins) configGet(r *flux.Request) {
+	select {
+	case <-s.conf.synced:
+	default:
+		// a follower answers with its parent's configuration only
+		go func() {
+			select {
+			case <-s.conf.synced:
+				s.configGet(r)
+			case <-s.b.ctx.Done():
+				r.Errorf(syscall.ENOSYS, "broker is shutting down")
+			}
+		}()
+		return
+	}
 	cfg := s.conf.get()
 	if cfg == nil {
 		cfg = map[string]any{}
@@ -144,7 +166,7 @@ func TypedNumbers(v any) any {
 
 // configReload reads the configuration path again (flux config reload).
 func (s *builtins) configReload(r *flux.Request) {
-	if !requireOwner(r) {
+	if !requireOwner(r) || !s.onLeader(r) {
 		return
 	}
 	go func() {
@@ -164,7 +186,7 @@ func (s *builtins) configReload(r *flux.Request) {
 // configLoad replaces the configuration with the request's object (flux
 // config load).
 func (s *builtins) configLoad(r *flux.Request) {
-	if !requireOwner(r) {
+	if !requireOwner(r) || !s.onLeader(r) {
 		return
 	}
 	var table map[string]any
@@ -220,12 +242,106 @@ func (s *builtins) applyConfig(r *flux.Request, table map[string]any) {
 	s.b.applyAccess(table)
 	s.b.log.Info("configuration updated")
 	s.noteConfig(table)
+	if ev, err := ConfigJSON(table); err == nil {
+		if err := s.h.Publish(configUpdatedTopic, json.RawMessage(ev), false); err != nil {
+			s.b.log.Error("publishing the new configuration to the other brokers", "err", err)
+		}
+	}
 	for _, t := range startOnlyTables {
 		if !reflect.DeepEqual(old[t], table[t]) {
 			s.b.log.Warn(fmt.Sprintf("configuration: the [%s] table changed; it takes effect when the broker restarts", t))
 		}
 	}
 	r.Respond(nil)
+}
+
+// onLeader answers EINVAL and returns false on a broker other than rank 0.
+func (s *builtins) onLeader(r *flux.Request) bool {
+	if s.b.rank != 0 {
+		r.Errorf(syscall.EINVAL, "configuration can only be changed on rank 0")
+		return false
+	}
+	return true
+}
+
+// configUpdatedTopic is the event rank 0 publishes with each new
+// configuration.
+const configUpdatedTopic = "config.updated"
+
+// followConfig makes a broker other than rank 0 take each configuration
+// rank 0 publishes.
+func (s *builtins) followConfig(ctx context.Context) {
+	err := s.h.OnOwnerEvent(ctx, configUpdatedTopic, func(m *flux.Message) {
+		table, err := decodeConfig(m.JSON())
+		if err != nil {
+			s.b.log.Error("config.updated: " + err.Error())
+			return
+		}
+		s.conf.set(table) // at once: a config.get that follows sees it
+		go s.offerFollowed()
+	})
+	if err != nil && ctx.Err() == nil {
+		s.b.log.Error("subscribing to configuration updates", "err", err)
+	}
+}
+
+// offerFollowed offers the configuration stored last to this broker's
+// modules (a follower's, which cannot refuse what rank 0 took: a module
+// that does is logged).
+func (s *builtins) offerFollowed() {
+	s.conf.reloading.Lock()
+	defer s.conf.reloading.Unlock()
+	table := s.conf.get()
+	payload, err := json.Marshal(table)
+	if err != nil || bytes.Equal(payload, s.conf.offered) {
+		return
+	}
+	s.conf.offered = payload
+	s.b.applyAccess(table)
+	if _, err := s.offerConfig(s.b.modules.services(), payload); err != nil {
+		s.b.log.Error("configuration from rank 0 refused", "err", err)
+		return
+	}
+	s.b.log.Info("configuration updated from rank 0")
+}
+
+// syncConfig replaces a follower's configuration with its parent's, as
+// it joins and before its modules load.
+func (s *builtins) syncConfig() error {
+	defer close(s.conf.synced)
+	ctx, cancel := context.WithTimeout(s.b.ctx, moduleReloadTimeout)
+	defer cancel()
+	f, err := s.h.RPCRaw("config.get", flux.NodeidUpstream, nil, 0)
+	if err != nil {
+		return err
+	}
+	m, err := f.Get(ctx)
+	if err != nil {
+		return err
+	}
+	table, err := decodeConfig(m.JSON())
+	if err != nil {
+		return err
+	}
+	s.conf.set(table)
+	s.b.applyAccess(table)
+	return nil
+}
+
+// decodeConfig decodes a configuration object as config.get answers it,
+// TOML's number types kept.
+func decodeConfig(payload []byte) (map[string]any, error) {
+	var table map[string]any
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	if err := dec.Decode(&table); err != nil {
+		return nil, fmt.Errorf("configuration: %v", err)
+	}
+	if table == nil {
+		return nil, errors.New("configuration: not a JSON object")
+	}
+	TypedNumbers(table)
+	return table, nil
 }
 
 // noteConfig logs what the configuration sets that is not acted on.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"syscall"
@@ -187,5 +188,62 @@ func TestConfigLoadRollbackReachesNewModules(t *testing.T) {
 	mu.Unlock()
 	if got != `{"bad":true} {"x":1}` {
 		t.Fatalf("late saw %s, want the refused configuration at start, then the old one back", got)
+	}
+}
+
+// TestConfigFollowsRankZero: a follower starts with its parent's
+// configuration rather than its own, refuses load and reload, and takes
+// each configuration rank 0 loads, offering it to its modules.
+func TestConfigFollowsRankZero(t *testing.T) {
+	var mu sync.Mutex
+	var taken []string
+	reg := module.NewRegistry()
+	reg.Register("taker", func() module.Module { return confModule{name: "taker", mu: &mu, seen: &taken} })
+	ti := startInProcessWith(t, 4, 2, reg, nil, func(c *Config) {
+		c.TOML = map[string]any{"who": fmt.Sprintf("rank %d", c.Rank)}
+	})
+	get := func(rank int) string {
+		t.Helper()
+		var c json.RawMessage
+		if err := ti.handle(rank).Call(ctx(t), "config.get", flux.NodeidAny, nil, &c); err != nil {
+			t.Fatal(err)
+		}
+		return string(c)
+	}
+	if got := get(3); got != `{"who":"rank 0"}` {
+		t.Fatalf("rank 3 started with %s, want rank 0's configuration", got)
+	}
+	h3 := ti.handle(3)
+	if err := h3.Call(ctx(t), "module.load", flux.NodeidAny, map[string]any{"name": "taker"}, nil); err != nil {
+		t.Fatalf("loading taker on rank 3: %v", err)
+	}
+	for start := time.Now(); h3.Call(ctx(t), "taker.ok", flux.NodeidAny, nil, nil) != nil; time.Sleep(5 * time.Millisecond) {
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("taker did not load on rank 3")
+		}
+	}
+	for _, method := range []string{"config.load", "config.reload"} {
+		err := ti.handle(1).Call(ctx(t), method, flux.NodeidAny, map[string]any{"x": 1}, nil)
+		if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "only be changed on rank 0") {
+			t.Errorf("%s on rank 1: %v, want EINVAL", method, err)
+		}
+	}
+	if err := ti.handle(0).Call(ctx(t), "config.load", flux.NodeidAny, map[string]any{"x": 2}, nil); err != nil {
+		t.Fatalf("config.load on rank 0: %v", err)
+	}
+	// the event reaches rank 3 through rank 1; this handle's request
+	// does not follow it, so wait for it
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		got := strings.Join(taken, " ")
+		mu.Unlock()
+		if got == `{"x":2}` && get(3) == `{"x":2}` {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rank 3: config %s, taker offered %q; want {\"x\":2}", get(3), got)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -53,6 +53,9 @@ func (b *Broker) Run() (int, error) {
 			b.overlay.close()
 			return 1, err
 		}
+		if err := b.svc.syncConfig(); err != nil { // config.go
+			b.log.Warn("keeping this broker's own configuration: fetching its parent's", "err", err)
+		}
 	}
 	stopKA := make(chan struct{})
 	go b.overlay.keepalive(stopKA)

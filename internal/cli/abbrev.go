@@ -7,9 +7,10 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// expandAbbrevs lets the commands flux-core writes in Python take an
-// unambiguous prefix of a long option, as Python's argparse does
-// (flux resource list --state for --states): each such prefix in args
+// expandAbbrevs lets every command take an unambiguous prefix of a long
+// option, as flux-core's do (Python's argparse and getopt_long both
+// allow it: flux resource list --state for --states, flux job attach
+// --show-event for --show-events): each such prefix in args
 // is replaced by the option's full name. Options after the first
 // argument of a command that stops there (flux submit's job command) and
 // after "--" are left alone (expansion stops at the first argument).
@@ -18,12 +19,8 @@ func expandAbbrevs(root *cobra.Command, args []string) []string {
 	if err != nil || cmd == root {
 		return args
 	}
-	top := cmd
-	for top.Parent() != nil && top.Parent() != root {
-		top = top.Parent()
-	}
-	if !pythonStyle["flux-"+top.Name()] {
-		return args
+	if cmd.DisableFlagParsing {
+		return args // its arguments are another program's
 	}
 	// skip the command path (flux resource list: two words)
 	depth := 0

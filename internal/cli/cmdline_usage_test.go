@@ -31,16 +31,17 @@ func TestUsageOnBadCommandLine(t *testing.T) {
 	}
 }
 
-// TestOptionAbbreviations: the commands flux-core writes in Python take
-// an unambiguous prefix of a long option (argparse); an ambiguous one is
+// TestOptionAbbreviations: commands take an unambiguous prefix of a long
+// option (argparse and getopt_long both do); an ambiguous one is
 // still an error, and what follows the job command is not touched.
 func TestOptionAbbreviations(t *testing.T) {
 	root := newRoot(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
 	for _, tc := range []struct{ in, want string }{
 		{"resource list --state=up", "resource list --states=up"},
 		{"submit --time 5s app --time", "submit --time-limit 5s app --time"},
-		{"jobs --stat", "jobs --stat"},                   // --stats or --stats-only: left for the parser to refuse
-		{"kvs get --wait a", "kvs get --wait a"},         // not a Python command in flux-core
+		{"jobs --stat", "jobs --stat"},                 // --stats or --stats-only: left for the parser to refuse
+		{"kvs get --wait a", "kvs get --waitcreate a"}, // getopt_long abbreviates too
+		{"job attach --show-event f1", "job attach --show-events f1"},
 		{"submit -- app --time", "submit -- app --time"}, // after --
 	} {
 		got := strings.Join(expandAbbrevs(root, strings.Fields(tc.in)), " ")

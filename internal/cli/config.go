@@ -31,30 +31,48 @@ module of the broker: the job manager takes new [policy] limits, [queues]
 and [job-manager] purge limits, job-ingest new queues and jobspec
 defaults, sched-simple the nodes queues require. If a module refuses it,
 nothing changes. Tables read only at start ([bootstrap], [resource])
-take effect at the next start. Only the local broker changes: use
-flux exec -r all flux config reload for every rank.`,
+take effect at the next start. The configuration changes on rank 0 only
+(set, unset, load, reload): every other broker takes rank 0's when it
+joins and follows each change.`,
 	}
-	cmd.AddCommand(newConfigGetCmd(), newConfigReloadCmd(), newConfigLoadCmd(), newConfigBuiltinCmd())
+	cmd.AddCommand(newConfigGetCmd(), newConfigSetCmd(), newConfigUnsetCmd(), newConfigReloadCmd(), newConfigLoadCmd(), newConfigBuiltinCmd())
 	return cmd
 }
 
 func newConfigReloadCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "reload",
-		Short: "Read the broker's configuration path again (instance owner only)",
-		Args:  cobra.NoArgs,
+	var followerNoop bool
+	cmd := &cobra.Command{
+		Use:   "reload [OPTIONS]",
+		Short: "Reload broker configuration from files",
+		Long: `Read the broker's configuration path again and offer the result to its
+modules (instance owner only, rank 0 only: the other brokers follow).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
-				return h.Call(ctx, "config.reload", flux.NodeidAny, nil, nil)
+				if followerNoop {
+					rank, err := h.Attr(ctx, "rank")
+					if err != nil {
+						return err
+					}
+					if rank != "0" {
+						return nil
+					}
+				}
+				if err := h.Call(ctx, "config.reload", flux.NodeidAny, nil, nil); err != nil {
+					return fmt.Errorf("reload: %s", flux.ErrorText(err))
+				}
+				return nil
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&followerNoop, "follower-noop", false, "Do nothing if run on a non-leader broker (for systemd use)")
+	return cmd
 }
 
 func newConfigLoadCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "load [PATH]",
-		Short: "Replace the configuration (instance owner only)",
+		Short: "Load broker configuration from stdin or PATH",
 		Long: `Replace the broker's configuration with the *.toml files of directory
 PATH, the TOML file PATH, or, without PATH, a JSON object or TOML text read
 from standard input.`,
@@ -78,7 +96,10 @@ from standard input.`,
 				return err
 			}
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
-				return h.Call(ctx, "config.load", flux.NodeidAny, json.RawMessage(payload), nil)
+				if err := h.Call(ctx, "config.load", flux.NodeidAny, json.RawMessage(payload), nil); err != nil {
+					return fmt.Errorf("load: %s", flux.ErrorText(err))
+				}
+				return nil
 			})
 		},
 	}
@@ -91,7 +112,7 @@ from standard input.`,
 // library or man pages. Those keys print an empty value.
 var builtinKeys = []string{
 	"rc1_path", "rc3_path", "shell_path", "shell_pluginpath", "shell_initrc",
-	"jobtap_pluginpath", "rundir", "bindir", "lua_cpath_add", "lua_path_add",
+	"jobtap_pluginpath", "rundir", "confdir", "libexecdir", "bindir", "lua_cpath_add", "lua_path_add",
 	"python_path", "man_path", "exec_path", "connector_path", "module_path",
 	"pmi_library_path", "cmdhelp_pattern", "no_docs_path",
 }
@@ -115,7 +136,9 @@ func builtinValue(name, exe string) string {
 	switch name {
 	case "shell_path": // flux shell, and the job-shell module in the broker
 		return exe
-	case "bindir", "exec_path":
+	case "confdir": // where a system instance keeps its configuration
+		return "/etc/flux"
+	case "bindir", "exec_path", "libexecdir":
 		if exe == "" {
 			return ""
 		}
@@ -131,32 +154,25 @@ func builtinValue(name, exe string) string {
 
 func newConfigBuiltinCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "builtin [NAME]",
-		Short: "Print compiled-in configuration values",
-		Long: `Print the compiled-in value of NAME, or every NAME=VALUE. The keys are
+		Use:   "builtin NAME",
+		Short: "Print compiled-in Flux configuration values",
+		Long: `Print the compiled-in value of NAME. The keys are
 flux-core's (flux-config(1)): ` + strings.Join(builtinKeys, ", ") + `.
 fluxgo builds its modules, rc1/rc3, jobtap plugins, connectors and job
 shell into the one flux binary, so the paths for them print empty;
-shell_path is the flux binary, bindir and exec_path its directory,
-rundir where flux start puts its brokers' run directories, python_path
-the flux Python package (as flux python finds it). Available to all
-users.`,
-		Args: cobra.MaximumNArgs(1),
+shell_path is the flux binary, bindir, libexecdir and exec_path its
+directory, rundir where flux start puts its brokers' run directories,
+confdir /etc/flux, python_path the flux Python package (as flux python
+finds it). Available to all users.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("installed") && cmd.Flags().Changed("intree") {
 				return usageError{errors.New("--installed and --intree: give one")}
 			}
-			out, exe := cmd.OutOrStdout(), fluxExecutable()
-			if len(args) == 0 {
-				for _, k := range builtinKeys {
-					fmt.Fprintf(out, "%s=%s\n", k, builtinValue(k, exe))
-				}
-				return nil
-			}
 			if !slices.Contains(builtinKeys, args[0]) {
-				return fmt.Errorf("%s: unknown builtin configuration key (valid: %s)", args[0], strings.Join(builtinKeys, ", "))
+				return fmt.Errorf("%s is invalid (valid: %s)", args[0], strings.Join(builtinKeys, ", "))
 			}
-			fmt.Fprintln(out, builtinValue(args[0], exe))
+			fmt.Fprintln(cmd.OutOrStdout(), builtinValue(args[0], fluxExecutable()))
 			return nil
 		},
 	}
@@ -198,8 +214,10 @@ func newConfigGetCmd() *cobra.Command {
 	var quiet bool
 	cmd := &cobra.Command{
 		Use:   "get [OPTIONS] [NAME]",
-		Short: "Print the configuration, or the value of key NAME",
-		Long: `Print the whole configuration as a JSON object, or the value of NAME, a
+		Short: "Query broker configuration values",
+		Long: `Query broker configuration values.
+
+Print the whole configuration as a JSON object, or the value of NAME, a
 period-delimited TOML key (policy.limits.duration). Strings print without
 quotes, other values as JSON. A NAME that is not set is an error, unless
 --default is given.`,
@@ -210,7 +228,7 @@ quotes, other values as JSON. A NAME that is not set is an error, unless
 				typ = ""
 			}
 			if typ != "" && !slices.Contains(configTypes, typ) {
-				return fmt.Errorf("--type=%s: unknown type (valid: %s)", typ, strings.Join(configTypes, ", "))
+				return fmt.Errorf("Unknown type: %s (valid: %s)", typ, strings.Join(configTypes, ", "))
 			}
 			raw, err := readConfigJSON(path)
 			if err != nil {

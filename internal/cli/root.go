@@ -212,12 +212,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	// errors are reported by the top-level command: flux-event, not
 	// flux-pub
-	name := "flux"
-	for c := cmd; c != nil && c != root; c = c.Parent() {
-		if c.Parent() == root {
-			name = "flux-" + c.Name()
-		}
-	}
+	name := topName(cmd)
 	if pythonStyle[name] && !errors.As(err, new(usageError)) {
 		// flux-core writes these commands in Python, whose logger
 		// prefixes the level: scripts grep for "flux-submit: ERROR:"
@@ -269,6 +264,18 @@ func usageOnArgErrors(c *cobra.Command) {
 	}
 }
 
+// topName is the name a command reports its errors under: that of its
+// top-level command (flux-event, not flux-pub), or flux.
+func topName(cmd *cobra.Command) string {
+	name := "flux"
+	for c := cmd; c != nil && c.HasParent(); c = c.Parent() {
+		if !c.Parent().HasParent() {
+			name = "flux-" + c.Name()
+		}
+	}
+	return name
+}
+
 // requireSubcommand makes every command group under c (a command with
 // subcommands and no action of its own) refuse an unknown subcommand,
 // and print its usage to stderr with exit code 1 when given none; cobra
@@ -284,6 +291,10 @@ func requireSubcommand(c *cobra.Command) {
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 {
 			return usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
+		}
+		if name := topName(cmd); !pythonStyle[name] {
+			// flux-core's optparse says what was wrong first
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: missing subcommand\n", name)
 		}
 		cmd.SetOut(cmd.ErrOrStderr())
 		_ = cmd.Usage()
