@@ -34,6 +34,11 @@ type attachOptions struct {
 	showExec   bool
 	readOnly   bool
 	stdinRanks string
+	showStatus bool
+	waitEvent  string
+	tail       int // entries of output already written to show; -1: all
+	unbuffered bool
+	queueCheck int // seconds between queue checks of the status line
 }
 
 func newJobAttachCmd() *cobra.Command {
@@ -46,6 +51,12 @@ func newJobAttachCmd() *cobra.Command {
 			id, err := jobid.Parse(args[0])
 			if err != nil {
 				return fmt.Errorf("invalid jobid %q", args[0])
+			}
+			if cmd.Flags().Changed("tail") && o.tail < 0 {
+				return fmt.Errorf("invalid tail argument: %d (NUM is 0 or more)", o.tail)
+			}
+			if o.queueCheck <= 0 {
+				return fmt.Errorf("--queue-check-interval=%d: must be 1 or more", o.queueCheck)
 			}
 			h, err := openHandle()
 			if err != nil {
@@ -70,6 +81,13 @@ func newJobAttachCmd() *cobra.Command {
 	f.BoolVarP(&o.showExec, "show-exec", "X", false, "show exec events on stderr")
 	f.BoolVarP(&o.readOnly, "read-only", "r", false, "do not forward stdin")
 	f.StringVarP(&o.stdinRanks, "stdin-ranks", "i", "all", "send stdin only to these task `RANKS`")
+	f.BoolVar(&o.showStatus, "show-status", false, "Show job status line while pending")
+	f.StringVarP(&o.waitEvent, "wait-event", "w", "clean", "Wait for event `NAME` before detaching from eventlog")
+	f.IntVar(&o.tail, "tail", -1, "Output only the last `NUM` lines of job output (default 10)")
+	f.Lookup("tail").NoOptDefVal = "10"
+	f.BoolVarP(&o.unbuffered, "unbuffered", "u", false, "Disable buffering of stdin (attach sends what it reads at once either way)")
+	f.IntVar(&o.queueCheck, "queue-check-interval", 60, "Set interval to check queue state for testing (`SECONDS`)")
+	f.MarkHidden("queue-check-interval")
 	return cmd
 }
 
@@ -88,7 +106,8 @@ type attacher struct {
 	// progress counts the events of the exec and output logs taken, so
 	// the end of an attach waits as long as they keep coming
 	progress atomic.Int64
-	writing  atomic.Bool // copying an event out (a slow reader is no stall)
+	writing  atomic.Bool   // copying an event out (a slow reader is no stall)
+	status   *attachStatus // nil without a status line
 }
 
 // attachStall is how long the logs of an inactive job may bring nothing
@@ -109,6 +128,10 @@ func attachJob(h *flux.Handle, id jobid.ID, o attachOptions, stdin io.Reader, ou
 	sigintHandled.Store(true)
 	defer sigintHandled.Store(false)
 	go a.interrupts(ctx, sigs)
+	if show, delay := attachStatusMode(o, stdin, out, errw); show {
+		a.status = &attachStatus{h: h, id: id, w: errw, interval: o.queueCheck, stop: make(chan struct{})}
+		go a.status.run(ctx, delay)
+	}
 
 	// The exec and output eventlogs are watched from the start, beside
 	// the main one (job-info waits for them to appear while the job is
@@ -124,7 +147,7 @@ func attachJob(h *flux.Handle, id jobid.ID, o attachOptions, stdin io.Reader, ou
 			a.t0 = ev.Timestamp
 		}
 		a.mu.Unlock()
-		if o.showEvents || o.verbose {
+		if (o.showEvents || o.verbose) && ev.Name != "exception" {
 			fmt.Fprintf(errw, "%.3fs: job.%s %s\n", ev.Timestamp-a.t0, ev.Name, ev.Context)
 		}
 		switch ev.Name {
@@ -133,12 +156,15 @@ func attachJob(h *flux.Handle, id jobid.ID, o attachOptions, stdin io.Reader, ou
 			if c.Fatal() && a.outcome.exception == "" {
 				a.outcome.exception, a.outcome.note = c.Type, c.Note
 			}
+			if a.status != nil {
+				a.status.exception(c.Fatal())
+			}
 			if !o.quiet {
 				note := ""
 				if c.Note != "" {
 					note = " " + c.Note
 				}
-				fmt.Fprintf(errw, "%.3fs: job.exception type=%s severity=%d%s\n", ev.Timestamp-a.t0, c.Type, c.Severity, note)
+				fmt.Fprintf(errw, "%.3fs: job.exception %s type=%s severity=%d%s\n", ev.Timestamp-a.t0, id.String(), c.Type, c.Severity, note)
 			}
 		case "finish":
 			var c struct {
@@ -148,10 +174,11 @@ func attachJob(h *flux.Handle, id jobid.ID, o attachOptions, stdin io.Reader, ou
 			a.mu.Lock()
 			a.outcome.status = c.Status
 			a.mu.Unlock()
-		case "clean":
-			return true
 		}
-		return false
+		if a.status != nil {
+			a.status.event(ctx, ev)
+		}
+		return ev.Name == o.waitEvent || ev.Name == "clean"
 	})
 	if err != nil {
 		return 1, err
@@ -249,12 +276,41 @@ func (a *attacher) followExec(ctx context.Context) error {
 	return err
 }
 
-// followOutput copies the output eventlog to our stdout/stderr.
+// followOutput copies the output eventlog to our stdout/stderr (with
+// --tail, only the last lines of what was written before attach).
 func (a *attacher) followOutput(ctx context.Context) error {
+	var tail *outputTail
+	if a.o.tail >= 0 {
+		n, err := outputEntries(ctx, a.h, a.id)
+		if err != nil {
+			return err
+		}
+		tail = &outputTail{keep: a.o.tail, before: n}
+	}
 	err := watchEventlogPath(ctx, a.h, a.id, "guest.output", func(ev eventlog.Event) bool {
 		a.progress.Add(1)
 		a.writing.Store(true)
 		defer a.writing.Store(false)
+		if tail != nil && tail.seen < tail.before {
+			tail.seen++
+			if ev.Name == "data" {
+				if o, err := job.DecodeOutput(ev.Context); err == nil {
+					if data, err := o.Bytes(); err == nil {
+						tail.add(o.Stream, o.Rank, string(data))
+					}
+				}
+			}
+			if tail.seen == tail.before {
+				for _, l := range tail.lines {
+					w := a.out
+					if l.stream == "stderr" {
+						w = a.errw
+					}
+					a.write(w, l.stream, l.rank, l.text)
+				}
+			}
+			return false
+		}
 		if ev.Name != "data" {
 			return false
 		}
