@@ -68,16 +68,15 @@ func newHostlistCmd() *cobra.Command {
 compact RFC 29 form, optionally combined by set operations, sorted,
 filtered or expanded.
 
-SOURCES are literal hostlists ("node[1-4],login1") or "stdin" / "-" to read
-hostlists from standard input, one or more per line separated by white
-space. Standard input is the default when no SOURCE is given.
-
-Other SOURCES need the enclosing Flux instance ($FLUX_URI):
+SOURCES may include:
+  hosts        a literal hostlist ("node[1-4],login1")
+  stdin, -     hostlists read from standard input, one or more per line
+               separated by white space (the default with no SOURCE)
   instance     hosts from the broker 'hostlist' attribute
-  JOBID        hosts assigned to a job
+  JOBID        hosts assigned to a job (none while it is pending)
   local        hosts of the job in FLUX_JOB_ID if set, otherwise 'instance'
   avail[able]  'instance' minus the hosts that are down, drained or excluded
-An argument that is a valid job ID is looked up as a job; --fallback
+The last four need the enclosing Flux instance ($FLUX_URI). An argument that is a valid job ID is looked up as a job; --fallback
 reads it as a hostname when no such job exists (e.g. hosts "f1", "foo3").`,
 		SilenceUsage:          true,
 		DisableFlagsInUseLine: true,
@@ -376,6 +375,10 @@ func (r *hostlistResolver) job(arg string, id jobid.ID) (*hostlist.Hostlist, err
 	}
 	if err := h.Call(r.ctx, "job-info.lookup", flux.NodeidAny, map[string]any{"id": id, "keys": []string{"R"}, "flags": 0}, &resp); err != nil {
 		if errors.Is(err, syscall.ENOENT) {
+			// no R: a job not allocated yet has no hosts
+			if h.Call(r.ctx, "job-info.lookup", flux.NodeidAny, map[string]any{"id": id, "keys": []string{"jobspec"}, "flags": 0}, nil) == nil {
+				return hostlist.New(), nil
+			}
 			return nil, jobNotFound(arg)
 		}
 		return nil, fmt.Errorf("job %s: %s", arg, flux.ErrorText(err))

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -297,8 +296,10 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 		}
 	}
 	size := o.testSize
-	procs := make([]*exec.Cmd, size)
-	for rank := 0; rank < size; rank++ {
+	startURI := "local://" + filepath.Join(base, "start")
+	// launch builds and starts rank's broker; start.run (startctl run)
+	// calls it again for a rank that exited
+	launch := func(rank int) (*exec.Cmd, error) {
 		rundir := filepath.Join(base, strconv.Itoa(rank))
 		argv := []string{"broker", "--boot-from-start",
 			"--boot-rank", strconv.Itoa(rank), "--boot-size", strconv.Itoa(size),
@@ -316,26 +317,25 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 			argv = append(argv, args...)
 		}
 		var lnFile *os.File
-		if rank*fanout+1 < size {
+		if rank*fanout+1 < size && !o.noexec {
 			// Bind the overlay socket here so children can connect before
 			// their parent broker has started.
 			endpoint := filepath.Join(rundir, "tbon")
 			if err := os.MkdirAll(rundir, 0o755); err != nil {
-				killAll(procs)
-				return err
+				return nil, err
 			}
 			removeStaleSocket(endpoint) // a broker killed with this rundir
 			ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: endpoint, Net: "unix"})
 			if err != nil {
-				killAll(procs)
-				return fmt.Errorf("overlay socket for rank %d: %w", rank, err)
+				return nil, fmt.Errorf("overlay socket for rank %d: %w", rank, err)
 			}
-			if lnFile, err = ln.File(); err != nil {
-				killAll(procs)
-				return err
-			}
+			lnFile, err = ln.File()
 			ln.SetUnlinkOnClose(false)
 			ln.Close()
+			if err != nil {
+				return nil, err
+			}
+			defer lnFile.Close()
 			argv = append(argv[:2], append([]string{"--boot-listen-fd", "3", "-S", "tbon.endpoint=ipc://" + endpoint}, argv[2:]...)...)
 		}
 		brokerExe := exe
@@ -347,6 +347,7 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 		if lnFile != nil {
 			cmd.ExtraFiles = []*os.File{lnFile}
 		}
+		cmd.Env = append(os.Environ(), "FLUX_START_URI="+startURI)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if rank == 0 {
 			cmd.Stdin = os.Stdin
@@ -355,25 +356,42 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 		if o.verbose > 0 || o.noexec {
 			fmt.Fprintf(stderr, "flux-start: %s %s\n", bin, strings.Join(argv, " "))
 		}
-		if o.noexec || (rank > 0 && o.startMode == "leader") {
-			if lnFile != nil {
-				lnFile.Close()
-			}
-			continue
+		if o.noexec {
+			return cmd, nil
 		}
 		if err := cmd.Start(); err != nil {
-			killAll(procs)
-			return fmt.Errorf("starting broker rank %d: %w", rank, err)
+			return nil, fmt.Errorf("starting broker rank %d: %w", rank, err)
 		}
-		procs[rank] = cmd
-		if lnFile != nil {
-			lnFile.Close()
+		return cmd, nil
+	}
+	if o.noexec {
+		for rank := 0; rank < size; rank++ {
+			if _, err := launch(rank); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	procs := newStartProcs(size, launch)
+	srv, err := procs.serveStart(filepath.Join(base, "start"))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		srv.Close()
+		os.Remove(filepath.Join(base, "start"))
+	}()
+	for rank := 0; rank < size; rank++ {
+		if rank > 0 && o.startMode == "leader" {
+			continue // started by startctl run, if at all
+		}
+		if err := procs.start(rank); err != nil {
+			procs.signal(syscall.SIGKILL, true)
+			procs.waitAll()
+			return err
 		}
 	}
 
-	if o.noexec {
-		return nil
-	}
 	// Forward termination signals to the brokers; a terminal's SIGINT
 	// already reaches the initial program directly.
 	sigs := make(chan os.Signal, 4)
@@ -384,72 +402,39 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 			if sig == syscall.SIGINT {
 				continue
 			}
-			for _, p := range procs {
-				if p != nil {
-					p.Process.Signal(sig)
-				}
-			}
+			procs.signal(sig, true)
 		}
 	}()
 
-	codes := make([]int, size)
-	var wg sync.WaitGroup
-	done := make(chan int, size)
-	for rank, p := range procs {
-		if p == nil {
-			continue // --test-start-mode=leader
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := p.Wait()
-			codes[rank] = cmdExitCode(p, err)
-			done <- rank
-		}()
-	}
 	// Wait for rank 0 (any broker with --test-exit-mode=any), then give
-	// the others exitTimeout to finish.
-	for r := range done {
+	// the others exitTimeout to finish. A rank other than 0 that exits
+	// may be started again (startctl run).
+	for r := range procs.done {
 		if r == 0 || o.exitMode == "any" {
 			break
 		}
 	}
 	allDone := make(chan struct{})
 	go func() {
-		wg.Wait()
+		procs.waitAll()
 		close(allDone)
 	}()
 	// Rank 0 leaves last in a shutdown: a broker still running now is
 	// cut off (rank 0 failed before it joined, say, and it would go on
 	// retrying its parent): ask it to stop, then kill it after the
 	// timeout.
-	for rank, p := range procs {
-		if p == nil {
-			continue
-		}
-		if rank > 0 || o.exitMode == "any" { // one that has exited already is not signalled
-			p.Process.Signal(syscall.SIGTERM)
-		}
-	}
+	procs.signal(syscall.SIGTERM, o.exitMode == "any")
 	select {
 	case <-allDone:
 	case <-time.After(exitTimeout):
 		fmt.Fprintf(stderr, "flux-start: brokers did not exit within %v; killing them\n", exitTimeout)
-		killAll(procs)
+		procs.signal(syscall.SIGKILL, true)
 		<-allDone
 	}
-	if codes[0] != 0 {
-		return exitCode(codes[0])
+	if code := procs.exitCode(0); code != 0 {
+		return exitCode(code)
 	}
 	return nil
-}
-
-func killAll(procs []*exec.Cmd) {
-	for _, p := range procs {
-		if p != nil && p.Process != nil {
-			p.Process.Kill()
-		}
-	}
 }
 
 // cmdExitCode converts a finished process to a shell-style exit code.

@@ -3,6 +3,7 @@ import from there: Flux Standard Duration (RFC 23) parsing and
 formatting, dotted-key dictionary access, a main() wrapper for command
 line tools, and payload/topic encoding."""
 
+import argparse
 import base64
 import json
 import logging
@@ -132,6 +133,17 @@ def del_treedict(in_dict, key, remove_empty=False):
     del_treedict(in_dict[first], rest, remove_empty=remove_empty)
     if remove_empty and isinstance(in_dict[first], dict) and not in_dict[first]:
         del in_dict[first]
+
+
+def help_formatter(argwidth=40, raw_description=False):
+    """Return an argparse formatter_class whose option column is up to
+    argwidth wide; raw_description keeps the description's line breaks."""
+    base = argparse.RawDescriptionHelpFormatter if raw_description else argparse.HelpFormatter
+
+    def make(prog):
+        return base(prog, max_help_position=argwidth)
+
+    return make
 
 
 class CLIMain:
