@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 // The instance configuration at run time (flux-config(1)).
@@ -96,27 +97,11 @@ func ConfigJSON(table map[string]any) ([]byte, error) {
 	return json.Marshal(withReals(table))
 }
 
-// jsonReal is a floating point configuration value, encoded as a JSON
-// real even when it is integral (5.0, not 5), so that clients can tell
-// a TOML float from an integer (flux config get -t real/integer).
-type jsonReal float64
-
-func (f jsonReal) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(float64(f))
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.ContainsAny(b, ".eE") {
-		b = append(b, ".0"...)
-	}
-	return b, nil
-}
-
-// withReals returns a copy of v with its float64 values as jsonReal.
+// withReals returns a copy of v with its float64 values as jsonwire.Real.
 func withReals(v any) any {
 	switch x := v.(type) {
 	case float64:
-		return jsonReal(x)
+		return jsonwire.Real(x)
 	case map[string]any:
 		m := make(map[string]any, len(x))
 		for k, e := range x {

@@ -36,7 +36,8 @@ type attachOptions struct {
 	stdinRanks string
 	showStatus bool
 	waitEvent  string
-	tail       int // entries of output already written to show; -1: all
+	tail       bool // show only the last tailLines of the output written before attach
+	tailLines  int
 	unbuffered bool
 	queueCheck int // seconds between queue checks of the status line
 }
@@ -52,8 +53,9 @@ func newJobAttachCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("invalid jobid %q", args[0])
 			}
-			if cmd.Flags().Changed("tail") && o.tail < 0 {
-				return fmt.Errorf("invalid tail argument: %d (NUM is 0 or more)", o.tail)
+			o.tail = cmd.Flags().Changed("tail")
+			if o.tail && o.tailLines < 0 {
+				return fmt.Errorf("invalid tail argument: %d (NUM is 0 or more)", o.tailLines)
 			}
 			if o.queueCheck <= 0 {
 				return fmt.Errorf("--queue-check-interval=%d: must be 1 or more", o.queueCheck)
@@ -83,7 +85,7 @@ func newJobAttachCmd() *cobra.Command {
 	f.StringVarP(&o.stdinRanks, "stdin-ranks", "i", "all", "send stdin only to these task `RANKS`")
 	f.BoolVar(&o.showStatus, "show-status", false, "Show job status line while pending")
 	f.StringVarP(&o.waitEvent, "wait-event", "w", "clean", "Wait for event `NAME` before detaching from eventlog")
-	f.IntVar(&o.tail, "tail", -1, "Output only the last `NUM` lines of job output (default 10)")
+	f.IntVar(&o.tailLines, "tail", 10, "Output only the last `NUM` lines of job output")
 	f.Lookup("tail").NoOptDefVal = "10"
 	f.BoolVarP(&o.unbuffered, "unbuffered", "u", false, "Disable buffering of stdin (attach sends what it reads at once either way)")
 	f.IntVar(&o.queueCheck, "queue-check-interval", 60, "Set interval to check queue state for testing (`SECONDS`)")
@@ -280,12 +282,12 @@ func (a *attacher) followExec(ctx context.Context) error {
 // --tail, only the last lines of what was written before attach).
 func (a *attacher) followOutput(ctx context.Context) error {
 	var tail *outputTail
-	if a.o.tail >= 0 {
+	if a.o.tail {
 		n, err := outputEntries(ctx, a.h, a.id)
 		if err != nil {
 			return err
 		}
-		tail = &outputTail{keep: a.o.tail, before: n}
+		tail = &outputTail{keep: a.o.tailLines, before: n}
 	}
 	err := watchEventlogPath(ctx, a.h, a.id, "guest.output", func(ev eventlog.Event) bool {
 		a.progress.Add(1)

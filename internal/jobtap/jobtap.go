@@ -193,11 +193,19 @@ type AllocHook interface {
 }
 
 // UpdateHook allows (or refuses) a job update of key (job.update.KEY);
-// it returns the value to store (possibly changed) or an error.
+// it returns the value to store (possibly changed) or an error. The job
+// manager then validates the updated job as a submitted one
+// (Validators), unless every hook of the update returned its value as
+// Validated.
 type UpdateHook interface {
 	UpdateKeys() []string
 	Update(job *Job, key string, value any, requestorIsOwner bool) (any, error)
 }
+
+// Validated is an UpdateHook's value that needs no validation of the
+// updated job (flux-core's "validated" out argument: the instance owner
+// may go beyond limits).
+type Validated struct{ Value any }
 
 // QueueUpdateHook vets moving a pending job to another queue (flux
 // update ID queue=NAME), e.g. against the new queue's limits; job is the

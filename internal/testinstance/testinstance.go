@@ -59,7 +59,17 @@ func Binary(t testing.TB) string {
 			buildErr = err
 			return
 		}
-		binPath = filepath.Join(own, "flux")
+		// laid out as an install: own/bin/flux finds the Python package
+		// at own/python (a link to the tree's), as bin/flux does
+		if err := os.MkdirAll(filepath.Join(own, "bin"), 0o755); err != nil {
+			buildErr = err
+			return
+		}
+		if err := os.Symlink(filepath.Join(root, "python"), filepath.Join(own, "python")); err != nil && !os.IsExist(err) {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(own, "bin", "flux")
 		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/flux")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

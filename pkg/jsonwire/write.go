@@ -70,6 +70,27 @@ func AppendFloat(dst []byte, f float64) []byte {
 	return dst
 }
 
+// Real is a float64 that encodes as a JSON real even when it is
+// integral (3600.0, not 3600), as jansson writes a real: readers that
+// tell a real from an integer (a TOML float, a jobspec duration) see the
+// type it had.
+type Real float64
+
+// MarshalJSON implements json.Marshaler.
+func (r Real) MarshalJSON() ([]byte, error) {
+	f := float64(r)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, fmt.Errorf("json: unsupported value: %v", f)
+	}
+	b := AppendFloat(nil, f)
+	for _, c := range b {
+		if c == '.' || c == 'e' || c == 'E' {
+			return b, nil
+		}
+	}
+	return append(b, ".0"...), nil
+}
+
 // AppendInt appends an integer.
 func AppendInt(dst []byte, n int64) []byte { return strconv.AppendInt(dst, n, 10) }
 

@@ -47,7 +47,7 @@ func TestConfigReload(t *testing.T) {
 	if got := e.must("config", "get", "-d", "none", "queues.batch"); got != "none" {
 		t.Errorf("config get -d: %s", got)
 	}
-	e.fail("--type=float: unknown type", "config", "get", "-t", "float", "policy")
+	e.fail("Unknown type: float", "config", "get", "-t", "float", "policy")
 	guest := canRunAsGuest(e)
 	if guest {
 		if r := e.asGuest("submit", "--urgency=hold", "-t", "2h", "true"); r.Code == 0 || !strings.Contains(r.Stderr, "requested duration (2h) exceeds policy limit of 1h") {

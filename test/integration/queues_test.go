@@ -171,7 +171,11 @@ func TestQueuesFromConfig(t *testing.T) {
 
 	// flux update ID queue=NAME moves a pending job, with flux-core's
 	// refusals; the scheduler must be able to run it in its new queue
-	moving := e.submit(testDuration("0.01"), "--urgency=hold", "-N2", "-n2", "true")
+	// (checked against the new queue's limits, the owner's job too)
+	big := e.submit(testDuration("0.01"), "--urgency=hold", "-N2", "-n2", "true")
+	e.fail("requested nnodes (2) exceeds policy limit of 1 for queue debug", "update", big.String(), "queue=debug")
+	e.must("cancel", big.String())
+	moving := e.submit(testDuration("0.01"), "--urgency=hold", "-t", "5m", "-N1", "-n2", "true")
 	e.must("update", moving.String(), "queue=debug")
 	e.fail("job queue is already set to debug", "update", moving.String(), "queue=debug")
 	e.fail("'nope' is not a valid queue", "update", moving.String(), "queue=nope")
@@ -180,10 +184,10 @@ func TestQueuesFromConfig(t *testing.T) {
 	e.must("queue", "enable", "batch")
 	e.must("job", "urgency", moving.String(), "default")
 	e.waitEvent(moving, "clean")
-	if got := e.must("jobs", "-n", "-o", "{queue} {nodelist}", moving.String()); got != "debug node[2-3]" {
+	if got := e.must("jobs", "-n", "-o", "{queue} {nodelist}", moving.String()); got != "debug node2" && got != "debug node3" {
 		t.Errorf("moved job: %q", got)
 	}
-	pinned := e.submit("--urgency=hold", "--requires=host:node0", "true")
+	pinned := e.submit("--urgency=hold", "-t", "5m", "--requires=host:node0", "true")
 	e.fail("no node satisfies the constraints", "update", pinned.String(), "queue=debug")
 	e.must("cancel", pinned.String())
 

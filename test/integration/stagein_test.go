@@ -170,7 +170,7 @@ func TestStageInErrors(t *testing.T) {
 			mark := filepath.Join(t.TempDir(), "ran")
 			args := append(append([]string{"run", "-N2", "-n2"}, tt.opts...), "touch", mark)
 			r := e.fail(tt.want, args...)
-			if !strings.Contains(r.Stderr, "exception type=exec") {
+			if !strings.Contains(r.Stderr, " type=exec severity=0 ") {
 				t.Errorf("no exec exception on stderr (a shell that failed by itself is not a node failure): %q", r.Stderr)
 			}
 			if _, err := os.Stat(mark); err == nil {

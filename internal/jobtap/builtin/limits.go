@@ -7,7 +7,6 @@ import (
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
-	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 )
 
@@ -150,7 +149,6 @@ type LimitDuration struct {
 
 var (
 	_ jobtap.Validator       = (*LimitDuration)(nil)
-	_ jobtap.UpdateHook      = (*LimitDuration)(nil)
 	_ jobtap.QueueUpdateHook = (*LimitDuration)(nil)
 )
 
@@ -258,35 +256,4 @@ func (l *LimitDuration) Validate(j *jobtap.Job, _ bool) error {
 		return nil
 	}
 	return l.QueueUpdate(j, j.Jobspec.Queue(), false)
-}
-
-// UpdateKeys implements jobtap.UpdateHook.
-func (*LimitDuration) UpdateKeys() []string { return []string{"attributes.system.duration"} }
-
-// Update implements jobtap.UpdateHook.
-func (l *LimitDuration) Update(j *jobtap.Job, _ string, v any, owner bool) (any, error) {
-	var d float64
-	switch x := v.(type) {
-	case float64:
-		d = x
-	case string:
-		var err error
-		if d, err = fsd.Parse(x); err != nil {
-			return nil, flux.NewError(syscall.EINVAL, err.Error())
-		}
-	default:
-		return nil, flux.NewError(syscall.EINVAL, "duration must be a number of seconds or an FSD string")
-	}
-	if d < 0 {
-		return nil, flux.NewError(syscall.EINVAL, "duration must not be negative")
-	}
-	if math.IsInf(d, 1) {
-		d = 0 // RFC 23 infinity: jobspec's unlimited
-	}
-	if !owner {
-		if err := l.check(d, l.limitFor(j), queueOf(j)); err != nil {
-			return nil, flux.NewError(syscall.EPERM, err.Error())
-		}
-	}
-	return d, nil
 }

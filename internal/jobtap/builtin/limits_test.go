@@ -85,23 +85,35 @@ func TestLimitsHoldForOwner(t *testing.T) {
 	if err := dur.Validate(limitJob(t, 1, 0, 7200, ""), true); err == nil {
 		t.Error("owner's 2h job accepted under a 1h limit")
 	}
-	if v, err := dur.Update(limitJob(t, 1, 0, 60, ""), "attributes.system.duration", 7200.0, true); err != nil || v != 7200.0 {
+	upd := &UpdateDuration{}
+	if err := upd.Load(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := upd.Update(limitJob(t, 1, 0, 60, ""), "attributes.system.duration", 7200.0, true); err != nil || v != (jobtap.Validated{Value: 7200.0}) {
 		t.Errorf("owner's update to 2h: %v %v", v, err)
 	}
 }
 
-// TestDurationUpdateRefusal: a guest's update beyond the limit is refused
-// with EPERM and the limit message alone (no errno text appended).
+// TestDurationUpdateRefusal: a running job's duration is the instance
+// owner's to change; a guest's pending job's is checked by validation
+// (the value is not vouched for), a negative one refused here.
 func TestDurationUpdateRefusal(t *testing.T) {
-	dur := &LimitDuration{}
-	if err := dur.Load(nil, []byte(`{"duration":"1h"}`)); err != nil {
+	upd := &UpdateDuration{}
+	if err := upd.Load(nil, []byte(`{"owner-allow-any":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := dur.Update(limitJob(t, 1, 0, 60, "batch"), "attributes.system.duration", "2h", false)
-	if !errors.Is(err, syscall.EPERM) || flux.ErrorText(err) != "requested duration (2h) exceeds policy limit of 1h for queue batch" {
-		t.Errorf("guest update to 2h: %q (%v)", flux.ErrorText(err), err)
+	running := limitJob(t, 1, 0, 60, "batch")
+	running.State = jobtap.StateRun
+	if _, err := upd.Update(running, "attributes.system.duration", "2h", false); !errors.Is(err, syscall.EPERM) || flux.ErrorText(err) != "duration update of running job requires instance owner privileges" {
+		t.Errorf("guest update of a running job: %q (%v)", flux.ErrorText(err), err)
 	}
-	if _, err := dur.Update(limitJob(t, 1, 0, 60, ""), "attributes.system.duration", -1.0, false); !errors.Is(err, syscall.EINVAL) || flux.ErrorText(err) != "duration must not be negative" {
+	if v, err := upd.Update(limitJob(t, 1, 0, 60, ""), "attributes.system.duration", "2h", false); err != nil || v != 7200.0 {
+		t.Errorf("guest update of a pending job: %v %v (want 7200, not vouched for)", v, err)
+	}
+	if _, err := upd.Update(limitJob(t, 1, 0, 60, ""), "attributes.system.duration", -1.0, false); !errors.Is(err, syscall.EINVAL) || flux.ErrorText(err) != "duration must not be negative" {
 		t.Errorf("negative duration: %v", err)
+	}
+	if err := upd.Load(nil, []byte(`{"owner-allow-any":2}`)); err == nil {
+		t.Error("owner-allow-any=2 accepted")
 	}
 }

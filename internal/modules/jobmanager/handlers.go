@@ -16,6 +16,7 @@ import (
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
 func (m *manager) register() {
@@ -282,7 +283,11 @@ func (m *manager) handleUpdate(r *flux.Request) {
 		return
 	}
 	j := m.lookup(r, req.ID)
-	if j == nil || !authorize(r, j) {
+	if j == nil {
+		return
+	}
+	if !r.IsOwner() && r.Userid() != j.Userid {
+		r.Errorf(syscall.EPERM, "guests may only update their own jobs")
 		return
 	}
 	if len(req.Updates) == 0 {
@@ -290,6 +295,10 @@ func (m *manager) handleUpdate(r *flux.Request) {
 		return
 	}
 	running := j.State == jobtap.StateRun
+	if j.State == jobtap.StateInactive {
+		r.Errorf(syscall.EINVAL, "job is inactive")
+		return
+	}
 	if j.State&jobtap.StatePending == 0 && !running {
 		r.Errorf(syscall.EINVAL, "job %s is %s: only pending and running jobs can be updated", j.ID.String(), j.State)
 		return
@@ -300,6 +309,7 @@ func (m *manager) handleUpdate(r *flux.Request) {
 		return
 	}
 	applied := make(map[string]any, len(req.Updates))
+	validate := false // unless every hook vouched for its value
 	for key, val := range req.Updates {
 		if !strings.HasPrefix(key, "attributes.") {
 			r.Errorf(syscall.EINVAL, "update key %q: only attributes.* keys can be updated", key)
@@ -316,8 +326,6 @@ func (m *manager) handleUpdate(r *flux.Request) {
 			}
 		case running && key != durationKey:
 			err = fmt.Errorf("job %s is running: only its name and duration can be updated: %w", j.ID.String(), syscall.EINVAL)
-		case running && !r.IsOwner():
-			err = fmt.Errorf("only the instance owner may change the duration of a running job: %w", syscall.EPERM)
 		case key == queueKey:
 			v, err = m.queues.update(j, val, r.IsOwner())
 		default:
@@ -326,6 +334,11 @@ func (m *manager) handleUpdate(r *flux.Request) {
 		if err != nil {
 			r.RespondError(fmt.Errorf("update %s: %w", key, err))
 			return
+		}
+		if vv, ok := v.(jobtap.Validated); ok {
+			v = vv.Value
+		} else {
+			validate = true
 		}
 		applied[key] = v
 	}
@@ -343,6 +356,14 @@ func (m *manager) handleUpdate(r *flux.Request) {
 	if err != nil {
 		r.Errorf(syscall.EINVAL, "updated jobspec is invalid: %v", err)
 		return
+	}
+	if validate {
+		v := *j.view()
+		v.Jobspec = m.leanSpec(spec)
+		if err := m.plugins.validateView(&v, r.IsOwner()); err != nil {
+			r.RespondError(err)
+			return
+		}
 	}
 	// the instance owner changing a guest's job: the guest may not
 	// change it any more (what the owner allowed may be beyond limits)
@@ -464,7 +485,14 @@ func (m *manager) applyUpdate(j *job, raw []byte, spec *jobspec.Jobspec, applied
 	j.Raw, j.Jobspec = raw, m.leanSpec(spec)
 	m.setExempt(j)
 	m.batch.PutShared(j.kvsDir+".jobspec", raw)
-	m.post(j, "jobspec-update", applied)
+	ctx := make(map[string]any, len(applied))
+	for k, v := range applied {
+		if f, ok := v.(float64); ok && k == durationKey {
+			v = jsonwire.Real(f) // a duration stays a real: 3600.0
+		}
+		ctx[k] = v
+	}
+	m.post(j, "jobspec-update", ctx)
 }
 
 func setPath(doc map[string]any, path []string, val any) {

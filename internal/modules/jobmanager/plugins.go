@@ -247,9 +247,15 @@ func (ps *pluginSet) validate(j *job, owner bool) error {
 		// scheduled as usual, the job would run elsewhere than its R says
 		return fmt.Errorf("attributes.system.alloc-bypass.R: the alloc-bypass jobtap plugin is not loaded (flux jobtap load alloc-bypass.so)")
 	}
+	return ps.validateView(j.view(), owner)
+}
+
+// validateView runs the validators on v: a submitted job, or one as an
+// update would leave it.
+func (ps *pluginSet) validateView(v *jobtap.Job, owner bool) error {
 	for _, p := range ps.loaded {
-		if v, ok := p.(jobtap.Validator); ok {
-			if err := v.Validate(j.view(), owner); err != nil {
+		if val, ok := p.(jobtap.Validator); ok {
+			if err := val.Validate(v, owner); err != nil {
 				return err
 			}
 		}
