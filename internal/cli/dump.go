@@ -44,6 +44,7 @@ type dumpOptions struct {
 	key            string  // restore --key
 	sizeLimit      string  // restore --size-limit
 	limit          float64 // parsed size limit (0: none)
+	maxreqs        int     // restore: content stores in flight at most
 }
 
 func (o *dumpOptions) contentFlags() content.Flags {
@@ -74,6 +75,7 @@ last checkpoint in the content backing store) to OUTFILE, a tar archive
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "don't show a periodic count of dumped keys")
 	f.BoolVar(&o.checkpoint, "checkpoint", false, "dump the last KVS checkpoint instead of the current root")
 	f.BoolVar(&o.noCache, "no-cache", false, "bypass the broker content cache")
+	f.IntVar(&o.maxreqs, "maxreqs", 2, "accepted as flux-core's (`N` concurrent loads); fluxgo's dump reads one blob at a time")
 	return cmd
 }
 
@@ -99,6 +101,7 @@ the KVS checkpoint (--checkpoint; unload the kvs module first).`,
 	f.StringVar(&o.key, "key", "", "make the restored root the directory `NAME`")
 	f.BoolVar(&o.noCache, "no-cache", false, "bypass the broker content cache")
 	f.StringVar(&o.sizeLimit, "size-limit", "", "skip keys larger than `SIZE` (suffix b, k, M, G)")
+	f.IntVar(&o.maxreqs, "maxreqs", storeWindow, "Max concurrent content store requests (`N`)")
 	return cmd
 }
 
@@ -132,6 +135,9 @@ func (p *progress) done() {
 }
 
 func runDump(ctx context.Context, h *flux.Handle, o dumpOptions, path string, stdout, stderr io.Writer) error {
+	if o.maxreqs <= 0 {
+		return fmt.Errorf("--maxreqs=%d: invalid value for maxreqs", o.maxreqs)
+	}
 	var rootref string
 	mtime := time.Now()
 	if o.checkpoint {
@@ -315,8 +321,8 @@ func (r *restorer) store(data []byte) (string, error) {
 		return "", err
 	}
 	r.pending = append(r.pending, f)
-	if len(r.pending) >= storeWindow {
-		if err := r.drain(storeWindow / 2); err != nil {
+	if len(r.pending) >= r.o.maxreqs {
+		if err := r.drain(r.o.maxreqs / 2); err != nil {
 			return "", err
 		}
 	}
@@ -369,8 +375,13 @@ func (r *restorer) unroll(dir *treeobj.Object) (string, error) {
 }
 
 func runRestore(ctx context.Context, h *flux.Handle, o dumpOptions, path string, stdin io.Reader, stderr io.Writer) error {
-	if o.checkpoint == (o.key != "") {
-		return errors.New("one of --checkpoint or --key=NAME is required")
+	switch {
+	case !o.checkpoint && o.key == "":
+		return errors.New("Please specify a restore target with --checkpoint or --key")
+	case o.checkpoint && o.key != "":
+		return errors.New("--checkpoint and --key are mutually exclusive")
+	case o.maxreqs <= 0 || o.maxreqs > 1<<16:
+		return fmt.Errorf("--maxreqs=%d: invalid value for maxreqs (1-65536)", o.maxreqs)
 	}
 	if o.sizeLimit != "" {
 		n, err := size.Parse(o.sizeLimit)

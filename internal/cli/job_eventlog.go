@@ -168,6 +168,7 @@ func orderedObject(raw []byte) ([]keyVal, error) {
 type eventlogOptions struct {
 	format, timeFormat, color, path string
 	human                           bool
+	follow                          bool // flux job eventlog -F
 }
 
 func addEventlogFormatFlags(cmd *cobra.Command, o *eventlogOptions) {
@@ -193,6 +194,7 @@ func newJobEventlogCmd() *cobra.Command {
 		}),
 	}
 	addEventlogFormatFlags(cmd, &o)
+	cmd.Flags().BoolVarP(&o.follow, "follow", "F", false, "Follow events until job is inactive.")
 	return cmd
 }
 
@@ -207,15 +209,37 @@ func jobEventlog(ctx context.Context, h *flux.Handle, idArg string, o eventlogOp
 		return err
 	}
 	path := job.EventlogPath(o.path)
+	notFound := func(err error) error {
+		if !errors.Is(err, syscall.ENOENT) {
+			return err
+		}
+		if path == "eventlog" {
+			return fmt.Errorf("job %s not found", idArg)
+		}
+		return fmt.Errorf("eventlog path %s not found", path)
+	}
+	if o.follow {
+		// each event as it comes, until the log is complete
+		var werr error
+		err := watchEventlogPath(ctx, h, id, path, func(ev eventlog.Event) bool {
+			line, err := ef.format(ev)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "%s: failed to print eventlog entry: %v\n", jobProg, err)
+				return false
+			}
+			if _, werr = io.WriteString(out, line+"\n"); werr != nil {
+				return true
+			}
+			return false
+		})
+		if err != nil {
+			return notFound(err)
+		}
+		return werr
+	}
 	s, err := job.LookupString(ctx, h, id, path, 0)
 	if err != nil {
-		if errors.Is(err, syscall.ENOENT) {
-			if path == "eventlog" {
-				return fmt.Errorf("job %s not found", idArg)
-			}
-			return fmt.Errorf("eventlog path %s not found", path)
-		}
-		return err
+		return notFound(err)
 	}
 	events, err := eventlog.Parse([]byte(s))
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -34,7 +33,13 @@ guest.exec.eventlog, guest.output, J ...
 jobspec and R are the current versions (with updates posted to the
 eventlog applied) unless --base is given; --original prints the jobspec
 as submitted.`,
-		Args: cobra.MinimumNArgs(2),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 {
+				io.WriteString(cmd.ErrOrStderr(), jobInfoUsage)
+				return exitCode(1)
+			}
+			return nil
+		},
 		RunE: jobRun(func(cmd *cobra.Command, args []string) error {
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
 				return jobInfo(ctx, h, args[0], args[1:], o, cmd.OutOrStdout())
@@ -45,6 +50,20 @@ as submitted.`,
 	cmd.Flags().BoolVarP(&o.base, "base", "b", false, "For jobspec or R, return the base version, prior to any updates")
 	return cmd
 }
+
+// jobInfoUsage is what flux job info without ID and KEY prints (the
+// keys worth knowing, as flux-core lists them).
+const jobInfoUsage = `Usage: flux job info id key
+some useful keys are:
+  J                    - signed jobspec
+  R                    - allocated resources
+  eventlog             - primary job eventlog
+  jobspec              - job specification
+  guest.exec.eventlog  - execution eventlog
+  guest.input          - job input log
+  guest.output         - job output log
+Use flux job info -h to list available options
+`
 
 // unwrapJ returns the jobspec inside a signed J (RFC 39 "none"
 // mechanism: header.payload.signature, base64).
@@ -76,10 +95,7 @@ func jobInfo(ctx context.Context, h *flux.Handle, idArg string, keys []string, o
 		}
 		s, err := job.LookupString(ctx, h, id, lookup, flags)
 		if err != nil {
-			if errors.Is(err, syscall.ENOENT) {
-				return fmt.Errorf("job %s id or key (%s) not found", idArg, key)
-			}
-			return fmt.Errorf("%s: %s", key, flux.ErrorText(err))
+			return errors.New(flux.ErrorText(err)) // "invalid job id", "KEY: key not found"
 		}
 		if lookup == "J" && key == "jobspec" {
 			if s, err = unwrapJ(s); err != nil {

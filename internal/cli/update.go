@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	fluxjob "github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
@@ -258,7 +259,7 @@ func currentDuration(ctx context.Context, h *flux.Handle, id jobid.ID) (float64,
 	var resp struct {
 		Jobspec string `json:"jobspec"`
 	}
-	if err := h.Call(ctx, "job-info.lookup", flux.NodeidAny, map[string]any{"id": id, "keys": []string{"jobspec"}, "flags": 0}, &resp); err != nil {
+	if err := h.Call(ctx, "job-info.lookup", flux.NodeidAny, map[string]any{"id": id, "keys": []string{"jobspec"}, "flags": fluxjob.LookupCurrent}, &resp); err != nil {
 		return 0, fmt.Errorf("reading jobspec of %s: %w", id.String(), err)
 	}
 	js, err := jobspec.Parse([]byte(resp.Jobspec))

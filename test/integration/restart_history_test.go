@@ -29,3 +29,23 @@ func TestRestartKeepsHistoryAndJobs(t *testing.T) {
 		t.Errorf("restart: exit %d, %q (want %s first in history, RUN)", code, out, running)
 	}
 }
+
+// TestRestartKeepsJobspecUpdates: the KVS keeps a job's jobspec as
+// submitted and the eventlog its updates, so a pending job updated
+// before a restart is scheduled with its updated jobspec after it.
+func TestRestartKeepsJobspecUpdates(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	os.Mkdir(state, 0o700)
+	out, code := fluxStart(t, dir, "-s1", "-Sstatedir="+state,
+		`id=$(flux submit --urgency=hold -t 1m --job-name=before true) && flux update $id duration=2m name=after >/dev/null && echo $id`)
+	if code != 0 {
+		t.Fatalf("first start: exit %d: %s", code, out)
+	}
+	id := strings.TrimSpace(out)
+	out, code = fluxStart(t, dir, "-s1", "-Sstatedir="+state,
+		`flux job urgency `+id+` default && flux job wait-event `+id+` clean >/dev/null && flux jobs -no "{name} {duration}" `+id+` && flux job info --base `+id+` jobspec | jq -c .attributes.system.duration && flux job info `+id+` R | jq -c ".execution.expiration - .execution.starttime | round"`)
+	if code != 0 || strings.TrimSpace(out) != "after 120.0\n60\n120" {
+		t.Errorf("after the restart: exit %d, %q (want the updated name and duration, the submitted jobspec kept)", code, out)
+	}
+}

@@ -89,9 +89,9 @@ func (s *service) fetch(id jobid.ID, keys []string, done func(vals map[string][]
 				failed = true
 				if flux.ErrnoOf(err) == syscall.ENOENT {
 					if k == "eventlog" {
-						err = flux.NewError(syscall.ENOENT, fmt.Sprintf("job %s not found", id.String()))
+						err = flux.NewError(syscall.ENOENT, "invalid job id") // flux-core's words
 					} else {
-						err = flux.NewError(syscall.ENOENT, fmt.Sprintf("job %s: key %s not found", id.String(), k))
+						err = flux.NewError(syscall.ENOENT, k+": key not found")
 					}
 				}
 				done(nil, err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -92,16 +93,19 @@ func (s *service) handleWatch(r *flux.Request) {
 			w.fail(err)
 			return
 		}
+		// a guest log ends with the job; any other path (one a user
+		// appended to the job's directory) is watched as the KVS key it is
 		inactive := hasEvent(vals["eventlog"], "clean")
+		guest := strings.HasPrefix(w.path, "guest.")
 		flags := kvsWatch | kvsWatchAppend
-		if w.path != "eventlog" && !inactive {
+		if guest && !inactive {
 			flags |= kvsWaitCreate
 		}
 		if q.Flags&job.WatchWaitCreate != 0 {
 			flags |= kvsWaitCreate
 		}
-		w.once = w.path != "eventlog" && inactive && q.Flags&job.WatchWaitCreate == 0
-		w.start(flags, w.path != "eventlog" && !inactive)
+		w.once = guest && inactive && q.Flags&job.WatchWaitCreate == 0
+		w.start(flags, guest && !inactive)
 	})
 }
 

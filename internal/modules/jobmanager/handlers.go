@@ -482,9 +482,10 @@ func (m *manager) updateExpiration(r *flux.Request, j *job, duration float64, do
 
 // applyUpdate stores a job's updated jobspec and posts jobspec-update.
 func (m *manager) applyUpdate(j *job, raw []byte, spec *jobspec.Jobspec, applied map[string]any) {
+	// the KVS keeps the jobspec as submitted (flux job info --base);
+	// the eventlog's jobspec-update events make the current one
 	j.Raw, j.Jobspec = raw, m.leanSpec(spec)
 	m.setExempt(j)
-	m.batch.PutShared(j.kvsDir+".jobspec", raw)
 	ctx := make(map[string]any, len(applied))
 	for k, v := range applied {
 		if f, ok := v.(float64); ok && k == durationKey {

@@ -201,10 +201,14 @@ func (m *manager) replay(ctx context.Context, dir string, raw []byte, err error)
 	}
 	j := newJob(id, sub.Userid, sub.Urgency, sub.Flags, evs[0].Timestamp)
 	j.eventlog = raw
+	var updates []map[string]any // jobspec-update contexts, in order
 	for _, ev := range evs[1:] {
 		var ctx map[string]any
 		if len(ev.Context) > 0 {
 			json.Unmarshal(ev.Context, &ctx)
+		}
+		if ev.Name == "jobspec-update" && ctx != nil {
+			updates = append(updates, ctx)
 		}
 		m.apply(j, ev.Name, ctx)
 		if ev.Name == "clean" {
@@ -218,6 +222,9 @@ func (m *manager) replay(ctx context.Context, dir string, raw []byte, err error)
 	spec, err := kvs.GetRaw(ctx, m.h, "", dir+".jobspec")
 	if err != nil {
 		return nil, err
+	}
+	if spec, err = applyJobspecUpdates(spec, updates); err != nil {
+		return nil, fmt.Errorf("%s.jobspec: %w", dir, err)
 	}
 	j.Raw = spec
 	parsed, err := jobspec.Parse(spec)
@@ -311,4 +318,23 @@ func (m *manager) endRestarted(j *job) {
 	}
 	j.resuming = false
 	m.cleanup(j, j.State)
+}
+
+// applyJobspecUpdates returns the submitted jobspec spec with the
+// eventlog's jobspec-update events applied (the KVS keeps it as
+// submitted).
+func applyJobspecUpdates(spec []byte, updates []map[string]any) ([]byte, error) {
+	if len(updates) == 0 {
+		return spec, nil
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(spec, &doc); err != nil {
+		return nil, err
+	}
+	for _, u := range updates {
+		for key, val := range u {
+			setPath(doc, strings.Split(key, "."), val)
+		}
+	}
+	return json.Marshal(doc)
 }
