@@ -281,7 +281,8 @@ func TestUpdate(t *testing.T) {
 		t.Fatalf("job with its time limit extended: %s", got)
 	}
 	e.fail("before the update", "update", run.String(), "duration=1s")
-	e.fail("only its name and duration", "update", run.String(), "queue=other")
+	e.fail("update of queue for running job not supported", "update", run.String(), "queue=other")
+	e.fail("only its name and duration", "update", run.String(), "attributes.system.exec.test.run_duration=1")
 	e.must("cancel", run.String())
 	e.waitEvent(run, "clean")
 }

@@ -43,6 +43,7 @@ const (
 	encodingDeflate = 1
 	encodingZstd    = 2
 	encodingS2      = 3
+	encodingS2Dict  = 4 // s2 with a dictionary (dict.go)
 )
 
 // compressThreshold: blobs smaller than this are never compressed.
@@ -103,6 +104,7 @@ type Store struct {
 	inflater io.ReadCloser
 	zenc     *zstd.Encoder
 	zdec     *zstd.Decoder
+	dicts    dictState
 }
 
 // storeRows is how many blobs StoreAll inserts per statement: a
@@ -217,6 +219,9 @@ func (s *Store) init() error {
 	if err := s.db.QueryRowContext(ctx, "SELECT count(1) FROM objects").Scan(&s.count); err != nil {
 		return err
 	}
+	if err := s.loadDicts(ctx); err != nil {
+		return err
+	}
 	for _, p := range []struct {
 		stmt **sql.Stmt
 		sql  string
@@ -272,6 +277,10 @@ type Tx struct {
 	cpPut   *sql.Stmt
 	added   int64
 	scratch bytes.Buffer
+	// dictionaries made in this transaction (dict.go): the last one's
+	// id, and the store's current one and its use before them
+	madeDict, prevDict uint64
+	prevUsed           int
 }
 
 // Begin starts a transaction.
@@ -296,7 +305,10 @@ func (t *Tx) Commit() error {
 }
 
 // Rollback abandons the transaction.
-func (t *Tx) Rollback() { t.tx.Rollback() }
+func (t *Tx) Rollback() {
+	t.tx.Rollback()
+	t.undoDicts()
+}
 
 // StoreAll adds the blobs (those not already there) and returns their
 // digests, in order. known, if not nil, holds digests computed by the
@@ -352,7 +364,9 @@ func (t *Tx) appendRow(args []any, digest, data []byte) []any {
 				obj, enc = z, encodingZstd
 			}
 		case "s2":
-			if z := s2.Encode(nil, data); len(z) < len(data) {
+			if z, ok := t.dictEncode(data); ok {
+				obj, enc = z, encodingS2Dict
+			} else if z := s2.Encode(nil, data); len(z) < len(data) {
 				obj, enc = z, encodingS2
 			}
 		}
@@ -454,6 +468,11 @@ func (s *Store) decode(enc int, obj []byte, size int64) ([]byte, error) {
 		}
 		if data, err = s2.Decode(nil, obj); err != nil {
 			return nil, fmt.Errorf("s2: %v", err)
+		}
+	case encodingS2Dict:
+		var err error
+		if data, err = s.dictDecode(obj, size); err != nil {
+			return nil, err
 		}
 	case encodingZstd:
 		var err error

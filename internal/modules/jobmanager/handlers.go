@@ -324,6 +324,8 @@ func (m *manager) handleUpdate(r *flux.Request) {
 			} else {
 				v = name
 			}
+		case running && key == queueKey:
+			err = fmt.Errorf("update of queue for running job not supported: %w", syscall.EINVAL)
 		case running && key != durationKey:
 			err = fmt.Errorf("job %s is running: only its name and duration can be updated: %w", j.ID.String(), syscall.EINVAL)
 		case key == queueKey:
