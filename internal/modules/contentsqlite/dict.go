@@ -30,6 +30,10 @@ const (
 	dictSampleMax = 16 << 10
 	dictFirst     = 32 << 10
 	dictRetrain   = 1 << 16
+	// dictSampleLast: blobs are sampled only for the first dictionary
+	// and in the last this many before the next (copying every blob into
+	// the samples cost as much as compressing it)
+	dictSampleLast = 1024
 )
 
 const dictSchema = `CREATE TABLE IF NOT EXISTS dicts (
@@ -89,30 +93,39 @@ func (ds *dictState) sample(data []byte) {
 }
 
 // dictEncode compresses data with the current dictionary (making one
-// first when it is time) and reports whether that made it smaller.
-func (t *Tx) dictEncode(data []byte) ([]byte, bool) {
+// first when it is time) and reports whether that made it smaller, and
+// whether there was a dictionary to try (what it cannot shrink, s2
+// alone does not either: a blob is compressed once).
+func (t *Tx) dictEncode(data []byte) (z []byte, smaller, tried bool) {
 	ds := &t.s.dicts
-	ds.sample(data)
+	if ds.cur == 0 || ds.used >= dictRetrain-dictSampleLast {
+		ds.sample(data)
+	}
 	if (ds.cur == 0 && len(ds.samples) >= dictFirst) || (ds.cur != 0 && ds.used >= dictRetrain) {
-		if err := t.makeDict(); err != nil {
-			return nil, false // plain s2 then; the next blob tries again
+		if err := t.makeDict(); err != nil && ds.cur == 0 {
+			return nil, false, false // plain s2 then; the next blob tries again
 		}
 	}
 	d := ds.byID[ds.cur]
 	if d == nil {
-		return nil, false
+		return nil, false, false
 	}
+	// encoded into the transaction's scratch buffer, then copied out at
+	// its (small) size
+	if need := s2.MaxEncodedLen(len(data)); cap(t.dictBuf) < need {
+		t.dictBuf = make([]byte, need)
+	}
+	enc := d.Encode(t.dictBuf[:cap(t.dictBuf)], data)
 	var hdr [binary.MaxVarintLen64]byte
 	n := binary.PutUvarint(hdr[:], ds.cur)
-	out := make([]byte, n, n+s2.MaxEncodedLen(len(data)))
-	copy(out, hdr[:n])
-	z := d.Encode(out[n:cap(out)], data)
-	out = out[:n+len(z)]
-	if len(out) >= len(data) {
-		return nil, false
+	if n+len(enc) >= len(data) {
+		return nil, false, true
 	}
+	z = make([]byte, n+len(enc))
+	copy(z, hdr[:n])
+	copy(z[n:], enc)
 	ds.used++
-	return out, true
+	return z, true, true
 }
 
 // makeDict makes the next dictionary from the samples, in t.

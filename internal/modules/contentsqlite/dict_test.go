@@ -72,10 +72,20 @@ func TestDictCompression(t *testing.T) {
 	if withDict < 150 || dictBytes*10 > plain {
 		t.Errorf("%d of 200 blobs with a dictionary, %d bytes for %d (want most, under a tenth)", withDict, dictBytes, plain)
 	}
+	// after dictRetrain blobs, the next dictionary (from recent samples)
+	st.dicts.used = dictRetrain
+	blobs = append(blobs, jobLikeBlob(1000))
+	digests = append(digests, storeAll(t, st, blobs[len(blobs)-1])...)
+	if st.dicts.cur != 2 {
+		t.Errorf("dictionary %d after %d blobs with dictionary 1", st.dicts.cur, dictRetrain)
+	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
 	st = openT(t, Options{Path: path, Hash: "sha1", Compress: "s2"})
+	if st.dicts.cur != 2 || len(st.dicts.byID) != 2 {
+		t.Errorf("reopened with dictionary %d of %d", st.dicts.cur, len(st.dicts.byID))
+	}
 	defer st.Close()
 	for i, d := range digests {
 		got, err := st.Load(d)
@@ -90,5 +100,41 @@ func TestDictCompression(t *testing.T) {
 	st.dicts.byID = map[uint64]*s2.Dict{}
 	if _, err := st.Load(digests[len(digests)-1]); err == nil {
 		t.Error("a blob read without its dictionary")
+	}
+}
+
+// BenchmarkEncodeJobBlob: the cost of compressing one jobspec-shaped
+// blob with s2 alone and with a dictionary (the store's appendRow).
+func BenchmarkEncodeJobBlob(b *testing.B) {
+	var samples [][]byte
+	for i := 0; i < 64; i++ {
+		samples = append(samples, jobLikeBlob(i))
+	}
+	for _, mode := range []string{"s2", "s2+dict"} {
+		b.Run(mode, func(b *testing.B) {
+			st := &Store{opts: Options{Compress: "s2"}}
+			st.dicts.byID = map[uint64]*s2.Dict{}
+			if mode == "s2+dict" {
+				for _, s := range samples {
+					st.dicts.sample(s)
+				}
+				d := s2.MakeDict(st.dicts.samples, nil)
+				st.dicts.byID[1], st.dicts.cur = s2.NewDict(d.Bytes()), 1
+			}
+			t := &Tx{s: st}
+			var out int
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				blob := samples[i%len(samples)]
+				if mode == "s2" {
+					out += len(s2.Encode(nil, blob))
+					continue
+				}
+				st.dicts.used = 0
+				args := t.appendRow(nil, nil, blob)
+				out += len(args[3].([]byte))
+			}
+			b.ReportMetric(float64(out)/float64(b.N), "B/blob")
+		})
 	}
 }

@@ -281,6 +281,7 @@ type Tx struct {
 	// id, and the store's current one and its use before them
 	madeDict, prevDict uint64
 	prevUsed           int
+	dictBuf            []byte // dictEncode's scratch
 }
 
 // Begin starts a transaction.
@@ -364,8 +365,10 @@ func (t *Tx) appendRow(args []any, digest, data []byte) []any {
 				obj, enc = z, encodingZstd
 			}
 		case "s2":
-			if z, ok := t.dictEncode(data); ok {
+			if z, smaller, tried := t.dictEncode(data); smaller {
 				obj, enc = z, encodingS2Dict
+			} else if tried {
+				break // stored as it is
 			} else if z := s2.Encode(nil, data); len(z) < len(data) {
 				obj, enc = z, encodingS2
 			}
