@@ -65,6 +65,9 @@ last checkpoint in the content backing store) to OUTFILE, a tar archive
 "/" separators; symlinks stay symlinks.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.maxreqs <= 0 {
+				return fmt.Errorf("--maxreqs=%d: invalid value for maxreqs", o.maxreqs)
+			}
 			return dumpRun(cmd, func(ctx context.Context, h *flux.Handle) error {
 				return runDump(ctx, h, o, args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
 			})
@@ -89,6 +92,9 @@ store its content and make it either the directory KVS key NAME (--key) or
 the KVS checkpoint (--checkpoint; unload the kvs module first).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.maxreqs <= 0 || o.maxreqs > 1<<16 {
+				return fmt.Errorf("--maxreqs=%d: invalid value for maxreqs (1-65536)", o.maxreqs)
+			}
 			return dumpRun(cmd, func(ctx context.Context, h *flux.Handle) error {
 				return runRestore(ctx, h, o, args[0], cmd.InOrStdin(), cmd.ErrOrStderr())
 			})
@@ -135,9 +141,6 @@ func (p *progress) done() {
 }
 
 func runDump(ctx context.Context, h *flux.Handle, o dumpOptions, path string, stdout, stderr io.Writer) error {
-	if o.maxreqs <= 0 {
-		return fmt.Errorf("--maxreqs=%d: invalid value for maxreqs", o.maxreqs)
-	}
 	var rootref string
 	mtime := time.Now()
 	if o.checkpoint {
@@ -380,8 +383,9 @@ func runRestore(ctx context.Context, h *flux.Handle, o dumpOptions, path string,
 		return errors.New("Please specify a restore target with --checkpoint or --key")
 	case o.checkpoint && o.key != "":
 		return errors.New("--checkpoint and --key are mutually exclusive")
-	case o.maxreqs <= 0 || o.maxreqs > 1<<16:
-		return fmt.Errorf("--maxreqs=%d: invalid value for maxreqs (1-65536)", o.maxreqs)
+	}
+	if o.maxreqs == 0 {
+		o.maxreqs = storeWindow // a caller's zero options: the default
 	}
 	if o.sizeLimit != "" {
 		n, err := size.Parse(o.sizeLimit)

@@ -263,8 +263,12 @@ func (o *submitOptions) applyEnvRules(env, proc map[string]string, rules []strin
 				continue
 			}
 			v, err := expandEnvTemplate(val, env, proc)
-			if err != nil {
-				return fmt.Errorf("--env=%s: %w", rule, err)
+			var nf envVarNotFound
+			switch {
+			case errors.As(err, &nf): // flux-core's words
+				return fmt.Errorf("--env: Variable '%s' not found in %s", string(nf), rule)
+			case err != nil:
+				return fmt.Errorf("--env: Unable to substitute %s (%v)", rule, err)
 			}
 			env[name] = v
 		}
@@ -292,6 +296,11 @@ func envPattern(pat string) (func(string) bool, error) {
 		return ok
 	}, nil
 }
+
+// envVarNotFound is expandEnvTemplate's error for a variable set nowhere.
+type envVarNotFound string
+
+func (e envVarNotFound) Error() string { return fmt.Sprintf("variable %q not found", string(e)) }
 
 // expandEnvTemplate substitutes $VAR and ${VAR} in s from env, falling
 // back to the process environment; $$ is a literal $.
@@ -336,7 +345,7 @@ func expandEnvTemplate(s string, env, proc map[string]string) (string, error) {
 		v, ok := env[name]
 		if !ok {
 			if v, ok = proc[name]; !ok {
-				return "", fmt.Errorf("variable %q not found", name)
+				return "", envVarNotFound(name)
 			}
 		}
 		b.WriteString(v)

@@ -79,7 +79,12 @@ func followJob(ctx context.Context, h *flux.Handle, id jobid.ID) (jobOutcome, er
 func followJobs(ctx context.Context, h *flux.Handle, o *submitOptions, ids []jobid.ID, out io.Writer) (int, error) {
 	worst := 0
 	if o.cmdName == "run" && len(ids) == 1 && o.waitEvent == "" {
-		ao := attachOptions{labelIO: o.labelIO, stdinRanks: "all", readOnly: false}
+		// -v: the job ID on stderr, -vv its events, -vvv its exec events
+		ao := attachOptions{labelIO: o.labelIO, stdinRanks: "all", readOnly: false,
+			showEvents: o.verbose > 1, showExec: o.verbose > 2}
+		if o.verbose > 0 {
+			fmt.Fprintf(os.Stderr, "jobid: %s\n", ids[0].String())
+		}
 		if o.input != "" {
 			if _, err := parseIDs(o.input); err == nil {
 				ao.stdinRanks = o.input // --input=RANKS

@@ -411,6 +411,10 @@ func intOpt(name, val string) (int, error) {
 	return n, nil
 }
 
+// intErr reports whether err is positiveOpt's range error (the value
+// was an integer).
+func intErr(err error) bool { return !strings.Contains(err.Error(), "invalid int value") }
+
 // positiveOpt parses a numeric option that must be >= 1 when given.
 func positiveOpt(name, val string) (int, error) {
 	n, err := intOpt(name, val)
@@ -430,6 +434,17 @@ func (o *submitOptions) resources(cmd []string) (*jobspec.Jobspec, error) {
 		{"cores", o.cores}, {"tasks-per-node", o.tasksPerNode}, {"tasks-per-core", o.tasksPerCore},
 	} {
 		if n[i], err = positiveOpt(opt.name, opt.val); err != nil {
+			// flux-core's words for the per-resource counts
+			switch opt.name {
+			case "tasks-per-node", "tasks-per-core":
+				if n[i] < 1 && intErr(err) {
+					err = fmt.Errorf("--%s must be >= 1", opt.name)
+				}
+			case "cores":
+				if n[i] < 1 && intErr(err) {
+					err = errors.New("ncores must be an integer >= 1")
+				}
+			}
 			return nil, err
 		}
 	}
@@ -443,20 +458,20 @@ func (o *submitOptions) resources(cmd []string) (*jobspec.Jobspec, error) {
 	}
 	gpn, err := intOpt("gpus-per-node", o.gpusPerNode)
 	if err == nil && gpn < 0 {
-		err = fmt.Errorf("--gpus-per-node: must be >= 0, not %d", gpn)
+		err = errors.New("gpus_per_node must be an integer >= 0")
 	}
 	if err != nil {
 		return nil, err
 	}
 	if tpn > 0 && tpc > 0 {
-		return nil, errors.New("do not specify both the number of tasks per node and per core")
+		return nil, errors.New("Do not specify both the number of tasks per node and per core")
 	}
 	if gpn > 0 && nodes == 0 {
 		return nil, errors.New("--gpus-per-node requires --nodes")
 	}
 	if tpn > 0 || tpc > 0 || o.gpusPerNode != "" || o.cores != "" {
 		if o.ntasks != "" || o.coresPerTask != "" || gpt > 0 {
-			return nil, errors.New("per-resource options (--cores, --tasks-per-node, --tasks-per-core, --gpus-per-node) can't be used with per-task options (-n, -c, -g)")
+			return nil, errors.New("Per-resource options (--cores, --tasks-per-node, --tasks-per-core, --gpus-per-node) can't be used with per-task options (-n, -c, -g)")
 		}
 		pr := jobspec.PerResourceOptions{NCores: cores, NNodes: nodes, GPUsPerNode: gpn, Exclusive: o.exclusive}
 		if nodes > 0 && cores == 0 {
@@ -478,7 +493,7 @@ func (o *submitOptions) resources(cmd []string) (*jobspec.Jobspec, error) {
 		return nil, errors.New("--exclusive can only be used with --nodes")
 	}
 	if nodes > 0 && co.NTasks > 0 && nodes > co.NTasks {
-		return nil, fmt.Errorf("--nodes (%d) must not be greater than the number of tasks (%d)", nodes, co.NTasks)
+		return nil, fmt.Errorf("node count must not be greater than task count (--nodes=%d, --ntasks=%d)", nodes, co.NTasks)
 	}
 	return jobspec.FromCommand(cmd, co)
 }

@@ -112,10 +112,10 @@ func FromPerResource(command []string, o PerResourceOptions) (*Jobspec, error) {
 	switch {
 	case o.NNodes > 0 && o.NCores > 0:
 		if o.NCores < o.NNodes {
-			return nil, builderErr("number of cores cannot be less than the number of nodes")
+			return nil, builderErr("number of cores cannot be less than nnodes")
 		}
 		if o.NCores%o.NNodes != 0 {
-			return nil, builderErr("number of cores must be evenly divisible by the node count")
+			return nil, builderErr("number of cores must be evenly divisible by node count")
 		}
 		nslots, slotSize = 1, o.NCores/o.NNodes
 	case o.NCores > 0:
@@ -126,7 +126,7 @@ func FromPerResource(command []string, o PerResourceOptions) (*Jobspec, error) {
 		}
 		nslots = 1
 	default:
-		return nil, builderErr("a node or core count is required with per-resource options")
+		return nil, builderErr("must specify node or core count with per_resource")
 	}
 	slotWith := []Resource{{Type: "core", Count: FixedCount(slotSize)}}
 	if o.GPUsPerNode > 0 {
