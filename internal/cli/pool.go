@@ -355,7 +355,8 @@ func newPoolPullCmd() *cobra.Command {
 take jobs from the pool NAME of the instance this one runs in, run them
 here, report each one's result back, and take more as they finish, until
 the pool is closed and empty and every job taken has ended. At most
---window jobs are taken at a time (default: this instance's cores).`,
+--window jobs are unfinished here at a time (default: 4 per core of this
+instance, at least 8); more are asked for once a quarter of that is free.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := wire.CheckPoolName(o.pool); err != nil {
@@ -367,7 +368,7 @@ the pool is closed and empty and every job taken has ended. At most
 		},
 	}
 	poolFlag(cmd, &o.pool)
-	cmd.Flags().IntVar(&o.window, "window", 0, "at most `N` pulled jobs unfinished at a time (default: this instance's core count)")
+	cmd.Flags().IntVar(&o.window, "window", 0, "at most `N` pulled jobs unfinished at a time (default: 4 per core, at least 8)")
 	cmd.Flags().StringVar(&o.parent, "parent", "", "pull from the instance at `URI` (default: the enclosing instance, attribute parent-uri)")
 	cmd.Flags().CountVarP(&o.verbose, "verbose", "v", "print each job taken and its result on stderr")
 	return cmd
@@ -388,10 +389,11 @@ type pulled struct {
 
 // pullEvent is what the pull loop waits for.
 type pullEvent struct {
-	items  []pulled // a pull answered
-	err    error    // ... or failed (ENODATA: closed and empty)
-	done   *pullDone
-	isPull bool
+	items    []pulled // a pull answered
+	err      error    // ... or failed (ENODATA: closed and empty)
+	done     *pullDone
+	isPull   bool
+	isReport bool // a job-pool.done answered (err: refused)
 }
 
 type pullDone struct {
@@ -419,10 +421,13 @@ func pullJobs(ctx context.Context, h *flux.Handle, o pullOptions, errw io.Writer
 		return fmt.Errorf("--window=%d: want a positive count", window)
 	}
 	if window == 0 {
-		if window, err = instanceCores(ctx, h); err != nil {
+		cores, err := instanceCores(ctx, h)
+		if err != nil {
 			return fmt.Errorf("--window not given and this instance's size is unknown: %w", err)
 		}
+		window = defaultWindow(cores)
 	}
+	refill := max(1, window/4)
 	child := "pid " + fmt.Sprint(os.Getpid())
 	if id, err := h.Attr(ctx, "jobid"); err == nil {
 		child = "job " + id
@@ -449,21 +454,23 @@ func pullJobs(ctx context.Context, h *flux.Handle, o pullOptions, errw io.Writer
 			events <- pullEvent{isPull: true, items: resp.Items, err: err}
 		}()
 	}
-	report := func(d pullDone) {
-		req := map[string]any{"pool": o.pool, "id": d.item, "result": d.result}
-		if err := ph.Call(ctx, "job-pool.done", 0, req, nil); err != nil {
-			failed = fmt.Errorf("reporting pool item %d: %w", d.item, err)
-			fmt.Fprintf(errw, "flux-pool: %v\n", failed)
+	// Results go back in batches, one job-pool.done in flight at a time
+	// and never in the way of the loop: what ends while one is out goes
+	// in the next.
+	var unreported, reporting []wire.PoolReport
+	report := func() {
+		reporting, unreported = unreported, nil
+		req := map[string]any{"pool": o.pool, "results": reporting}
+		f, err := ph.RPC("job-pool.done", 0, req, 0)
+		if err != nil {
+			events <- pullEvent{isReport: true, err: err}
 			return
 		}
-		reported++
-		if o.verbose > 0 {
-			fmt.Fprintf(errw, "flux-pool: item %d: %s %s %s\n", d.item, orDash(d.result.Jobid), d.result.Result, d.result.Note)
-		}
+		go func() { events <- pullEvent{isReport: true, err: f.Decode(ctx, nil)} }()
 	}
 	uid := uint32(os.Getuid())
 	pull()
-	for pullOut || inflight > 0 {
+	for pullOut || inflight > 0 || reporting != nil || len(unreported) > 0 {
 		var ev pullEvent
 		select {
 		case ev = <-events:
@@ -484,11 +491,28 @@ func pullJobs(ctx context.Context, h *flux.Handle, o pullOptions, errw io.Writer
 				inflight++
 				go runPulled(ctx, h, it, uid, events, o.verbose, errw)
 			}
+		case ev.isReport:
+			if ev.err != nil {
+				failed = fmt.Errorf("reporting %d pool results: %s", len(reporting), flux.ErrorText(ev.err))
+				fmt.Fprintf(errw, "flux-pool: %v\n", failed)
+			} else {
+				reported += len(reporting)
+			}
+			reporting = nil
 		case ev.done != nil:
 			inflight--
-			report(*ev.done)
+			unreported = append(unreported, wire.PoolReport{ID: ev.done.item, Result: &ev.done.result})
+			if o.verbose > 0 {
+				r := ev.done.result
+				fmt.Fprintf(errw, "flux-pool: item %d: %s %s %s\n", ev.done.item, orDash(r.Jobid), r.Result, r.Note)
+			}
 		}
-		if pullOut || inflight >= window {
+		if reporting == nil && len(unreported) > 0 {
+			report()
+		}
+		// ask for more in batches: once a quarter of the window is free
+		// (each pull costs the parent a commit of the items it hands out)
+		if pullOut || window-inflight < refill && !(closed && inflight == 0) {
 			continue
 		}
 		// room for more: ask, unless the pool said it is closed and empty
@@ -540,6 +564,13 @@ func runPulled(ctx context.Context, h *flux.Handle, it pulled, uid uint32, event
 		}
 	}
 }
+
+// defaultWindow is how many pulled jobs a child keeps unfinished by
+// default: enough to have the next job queued here for each core when
+// one ends (a window of one per core leaves every core idle for a pull
+// and a submission between jobs), and not so many that one child holds
+// work another could run: four per core, 8 at least.
+func defaultWindow(cores int) int { return max(8, 4*cores) }
 
 func orDash(s string) string {
 	if s == "" {

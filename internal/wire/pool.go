@@ -31,6 +31,18 @@ type PoolResult struct {
 	Note string `json:"note,omitempty"`
 }
 
+// PoolReport is one item's result in a job-pool.done request: a child
+// reports the items that ended since its last report in one request
+// ({"pool": NAME, "results": [PoolReport...]}; {"pool", "id", "result"}
+// reports one).
+type PoolReport struct {
+	ID     int64       `json:"id"`
+	Result *PoolResult `json:"result"`
+}
+
+// MaxPoolReports bounds the results of one job-pool.done request.
+const MaxPoolReports = 100000
+
 // PoolItem is one pooled jobspec and what became of it.
 type PoolItem struct {
 	ID      int64           `json:"id"`

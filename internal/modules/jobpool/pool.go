@@ -37,8 +37,17 @@ import (
 // Name is the module (and service) name.
 const Name = "job-pool"
 
-// kvsDir is where pools are kept: kvsDir.UID.NAME.{meta,items.ID}.
+// kvsDir is where pools are kept: kvsDir.UID.NAME.meta, an item's state
+// at .items.B.ID and its jobspec (written once) at .jobspecs.B.ID, where
+// B is ID/bucketSize: a commit then rewrites two small directories, not
+// one holding every item of the pool (which made a 10,000-job pool's
+// every pull and result cost a hash of a 10,000-entry directory).
+// Pools written before the buckets (.items.ID with the jobspec inside)
+// are read too.
 const kvsDir = "job-pool"
+
+// bucketSize is how many items share a KVS directory.
+const bucketSize = 1000
 
 // MaxAdd bounds the jobspecs of one add request.
 const MaxAdd = 100000
@@ -149,21 +158,8 @@ func (s *service) restore(ctx context.Context) error {
 			if err := kvs.GetJSON(ctx, s.h, "", base+".meta", &p.meta); err != nil {
 				return fmt.Errorf("pool %s of user %d: %w", name, uid, err)
 			}
-			items, err := kvs.Dir(ctx, s.h, "", base+".items")
-			if err != nil && !errors.Is(err, syscall.ENOENT) {
-				return err
-			}
-			if err == nil {
-				for _, n := range items.Names() {
-					it := &Item{}
-					if err := kvs.GetJSON(ctx, s.h, "", items.KeyAt(n), it); err != nil {
-						return fmt.Errorf("pool %s of user %d, item %s: %w", name, uid, n, err)
-					}
-					if it.State == StateAssigned {
-						it.State = StatePending
-					}
-					p.items[it.ID] = it
-				}
+			if err := s.restoreItems(ctx, p, base); err != nil {
+				return fmt.Errorf("pool %s of user %d: %w", name, uid, err)
 			}
 			for id, it := range p.items {
 				if it.State == StatePending {
@@ -177,19 +173,79 @@ func (s *service) restore(ctx context.Context) error {
 	return nil
 }
 
+// restoreItems reads a pool's items: bucket directories of state
+// records with their jobspecs beside them, or (an older layout) records
+// holding their jobspec.
+func (s *service) restoreItems(ctx context.Context, p *pool, base string) error {
+	items, err := kvs.Dir(ctx, s.h, "", base+".items")
+	if errors.Is(err, syscall.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	load := func(key string) error {
+		it := &Item{}
+		if err := kvs.GetJSON(ctx, s.h, "", key, it); err != nil {
+			return fmt.Errorf("item %s: %w", key, err)
+		}
+		if it.State == StateAssigned {
+			it.State = StatePending
+		}
+		p.items[it.ID] = it
+		return nil
+	}
+	for _, n := range items.Names() {
+		if e := items.Entry(n); e == nil || !e.IsDir() {
+			if err := load(items.KeyAt(n)); err != nil {
+				return err
+			}
+			continue
+		}
+		bucket, err := kvs.Dir(ctx, s.h, "", items.KeyAt(n))
+		if err != nil {
+			return err
+		}
+		for _, id := range bucket.Names() {
+			if err := load(bucket.KeyAt(id)); err != nil {
+				return err
+			}
+		}
+	}
+	for id, it := range p.items {
+		if it.Jobspec != nil {
+			continue
+		}
+		raw, err := kvs.Get(ctx, s.h, "", p.itemKey("jobspecs", id))
+		if err != nil {
+			return fmt.Errorf("item %d: jobspec: %w", id, err)
+		}
+		it.Jobspec = json.RawMessage(raw)
+	}
+	return nil
+}
+
+// itemKey is where item id's record of the given kind is kept.
+func (p *pool) itemKey(kind string, id int64) string {
+	return p.base() + "." + kind + "." + strconv.FormatInt(id/bucketSize, 10) + "." + strconv.FormatInt(id, 10)
+}
+
 func now() float64 { return float64(time.Now().UnixNano()) / 1e9 }
 
 func (p *pool) base() string {
 	return kvsDir + "." + strconv.FormatUint(uint64(p.userid), 10) + "." + p.name
 }
 
-// save queues an item's record for the KVS.
+// save queues an item's state record for the KVS (its jobspec is
+// written once, by add).
 func (s *service) save(p *pool, it *Item) {
-	b, err := json.Marshal(it)
+	rec := it.PoolItem
+	rec.Jobspec = nil
+	b, err := json.Marshal(&rec)
 	if err != nil {
 		return // an Item always encodes
 	}
-	s.batch.Put(p.base()+".items."+strconv.FormatInt(it.ID, 10), b)
+	s.batch.Put(p.itemKey("items", it.ID), b)
 }
 
 func (s *service) saveMeta(p *pool) {
@@ -287,6 +343,7 @@ func (s *service) add(r *flux.Request) {
 		p.items[it.ID] = it
 		p.pending = append(p.pending, it.ID)
 		ids[i] = it.ID
+		s.batch.Put(p.itemKey("jobspecs", it.ID), js)
 		s.save(p, it)
 	}
 	s.saveMeta(p)
@@ -355,35 +412,72 @@ func (s *service) serve(p *pool) {
 	}
 }
 
-// done records the result of an item the sender pulled.
+// done records the results of items the sender pulled: one ({"id",
+// "result"}) or a batch ({"results": [...]}, what a child reports after
+// each round). A batch's good results are recorded even if some are
+// refused; the answer (once they are checkpointed) is then an error
+// naming the refused ones.
 func (s *service) done(r *flux.Request) {
 	var req struct {
-		Pool   string  `json:"pool"`
-		ID     int64   `json:"id"`
-		Result *Result `json:"result"`
+		Pool    string            `json:"pool"`
+		ID      int64             `json:"id"`
+		Result  *Result           `json:"result"`
+		Results []wire.PoolReport `json:"results"`
 	}
 	if r.Decode(&req) != nil {
 		return
+	}
+	batch := req.Results != nil
+	switch {
+	case batch && (req.ID != 0 || req.Result != nil):
+		r.Errorf(syscall.EPROTO, "done: give either id and result or results, not both")
+		return
+	case batch && (len(req.Results) == 0 || len(req.Results) > wire.MaxPoolReports):
+		r.Errorf(syscall.EPROTO, "done: want 1 to %d results, got %d", wire.MaxPoolReports, len(req.Results))
+		return
+	case !batch:
+		req.Results = []wire.PoolReport{{ID: req.ID, Result: req.Result}}
 	}
 	p := s.lookup(r, req.Pool, false)
 	if p == nil {
 		return
 	}
-	it := p.items[req.ID]
-	switch {
-	case it == nil:
-		r.Errorf(syscall.ENOENT, "pool %q has no item %d", p.name, req.ID)
-		return
-	case it.State != StateAssigned:
-		r.Errorf(syscall.EINVAL, "pool %q item %d is %s, not assigned", p.name, req.ID, it.State)
-		return
-	case req.Result == nil || req.Result.Result == "":
-		r.Errorf(syscall.EPROTO, "done: result.result is missing")
+	var refused []string
+	var errno syscall.Errno
+	t := now()
+	for _, d := range req.Results {
+		it := p.items[d.ID]
+		var why string
+		switch {
+		case it == nil:
+			why, errno = fmt.Sprintf("pool %q has no item %d", p.name, d.ID), syscall.ENOENT
+		case it.State != StateAssigned:
+			why, errno = fmt.Sprintf("pool %q item %d is %s, not assigned", p.name, d.ID, it.State), syscall.EINVAL
+		case d.Result == nil || d.Result.Result == "":
+			why, errno = fmt.Sprintf("done: item %d: result.result is missing", d.ID), syscall.EPROTO
+		case it.route != "" && it.route != r.Msg.RouteString():
+			why, errno = fmt.Sprintf("pool %q item %d is held by another client (%s)", p.name, d.ID, it.Child), syscall.EPERM
+		}
+		if why != "" {
+			refused = append(refused, why)
+			continue
+		}
+		it.State, it.Result, it.TDone, it.route = StateDone, d.Result, t, ""
+		s.save(p, it)
+	}
+	if len(refused) == 0 {
+		s.durable(r, map[string]any{})
 		return
 	}
-	it.State, it.Result, it.TDone, it.route = StateDone, req.Result, now(), ""
-	s.save(p, it)
-	s.durable(r, map[string]any{})
+	if len(refused) == len(req.Results) && len(refused) == 1 {
+		r.Errorf(errno, "%s", refused[0])
+		return
+	}
+	msg := fmt.Sprintf("%d of %d results refused: %s", len(refused), len(req.Results), refused[0])
+	if len(refused) > 1 {
+		msg += fmt.Sprintf(" (and %d more)", len(refused)-1)
+	}
+	s.batch.AfterDurable(func(error) { r.Errorf(errno, "%s", msg) })
 }
 
 // close stops a pool taking jobs: its pullers get ENODATA once nothing is
