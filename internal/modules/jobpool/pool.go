@@ -195,11 +195,13 @@ func (s *service) restoreItems(ctx context.Context, p *pool, base string) error 
 		p.items[it.ID] = it
 		return nil
 	}
+	var old []string // records of the older layout, moved below
 	for _, n := range items.Names() {
 		if e := items.Entry(n); e == nil || !e.IsDir() {
 			if err := load(items.KeyAt(n)); err != nil {
 				return err
 			}
+			old = append(old, items.KeyAt(n))
 			continue
 		}
 		bucket, err := kvs.Dir(ctx, s.h, "", items.KeyAt(n))
@@ -221,6 +223,17 @@ func (s *service) restoreItems(ctx context.Context, p *pool, base string) error 
 			return fmt.Errorf("item %d: jobspec: %w", id, err)
 		}
 		it.Jobspec = json.RawMessage(raw)
+	}
+	// an older record left beside its bucket would be read again, stale,
+	// at the next restart: move each into the buckets
+	for _, k := range old {
+		s.batch.Unlink(k)
+	}
+	if len(old) > 0 {
+		for _, it := range p.items {
+			s.batch.Put(p.itemKey("jobspecs", it.ID), it.Jobspec)
+			s.save(p, it)
+		}
 	}
 	return nil
 }
@@ -477,7 +490,13 @@ func (s *service) done(r *flux.Request) {
 	if len(refused) > 1 {
 		msg += fmt.Sprintf(" (and %d more)", len(refused)-1)
 	}
-	s.batch.AfterDurable(func(error) { r.Errorf(errno, "%s", msg) })
+	s.batch.AfterDurable(func(err error) {
+		if err != nil {
+			r.Errorf(syscall.EIO, "%s: %v", r.Topic(), err)
+			return
+		}
+		r.Errorf(errno, "%s", msg)
+	})
 }
 
 // close stops a pool taking jobs: its pullers get ENODATA once nothing is

@@ -3,6 +3,7 @@ package jobpool
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/modules/content"
 	"github.com/fluxgo/fluxgo/internal/modules/kvs"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	kvsapi "github.com/fluxgo/fluxgo/pkg/flux/kvs"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 )
 
@@ -159,5 +161,62 @@ func TestDisconnectReturnsItems(t *testing.T) {
 	}
 	if err := h.Call(ctx, Name+".pull", 0, map[string]any{"pool": "p", "max": 3}, &got); err != nil || len(got.Items) != 3 || got.Items[0].ID != 1 {
 		t.Fatalf("pull after the disconnect: %+v %v", got.Items, err)
+	}
+}
+
+// TestRestoreMovesOldLayout checks a pool written before the buckets
+// (items.ID holding the jobspec) comes back whole after a reload, is
+// moved into the buckets (no stale record left to be read again), and a
+// batch of results naming a bad item records the good ones.
+func TestRestoreMovesOldLayout(t *testing.T) {
+	inst := start(t)
+	h := inst.Handle(0)
+	ctx := brokertest.Ctx(t)
+	js := spec(t, "true")
+	var txn kvsapi.Txn
+	txn.Put("job-pool.0.old.meta", []byte(`{"closed":false,"next":3}`))
+	for _, id := range []string{"1", "2"} {
+		txn.Put("job-pool.0.old.items."+id, []byte(`{"id":`+id+`,"jobspec":`+string(js)+`,"state":"pending","t_add":1}`))
+	}
+	if _, err := kvsapi.Commit(ctx, h, "", 0, &txn); err != nil {
+		t.Fatal(err)
+	}
+	reload := func() {
+		if err := h.Call(ctx, "module.remove", 0, map[string]string{"name": Name}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Call(ctx, "module.load", 0, map[string]any{"name": Name, "args": []string{}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reload()
+	var got pulledItems
+	if err := h.Call(ctx, Name+".pull", 0, map[string]any{"pool": "old", "max": 1, "child": "c"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Items) != 1 || got.Items[0].ID != 1 || string(got.Items[0].Jobspec) != string(js) {
+		t.Fatalf("pull after restore: %+v", got)
+	}
+	res := map[string]any{"result": "COMPLETED"}
+	err := h.Call(ctx, Name+".done", 0, map[string]any{"pool": "old", "results": []map[string]any{
+		{"id": 1, "result": res}, {"id": 2, "result": res}}}, nil)
+	if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "1 of 2 results refused") {
+		t.Fatalf("batch with an unassigned item: %v", err)
+	}
+	reload()
+	if _, err := kvsapi.Get(ctx, h, "", "job-pool.0.old.items.1"); err == nil {
+		t.Fatal("the old record items.1 is still there")
+	}
+	var info struct {
+		Items []struct {
+			ID    int64  `json:"id"`
+			State string `json:"state"`
+		} `json:"items"`
+	}
+	if err := h.Call(ctx, Name+".list", 0, map[string]any{"pool": "old"}, &info); err != nil {
+		t.Fatal(err)
+	}
+	if len(info.Items) != 2 || info.Items[0].State != "done" || info.Items[1].State != "pending" {
+		t.Fatalf("after a second restore: %+v", info.Items)
 	}
 }
