@@ -50,6 +50,10 @@ type node struct {
 	coreFree, gpuFree bitset
 	nCores, nGPUs     int32 // free counts
 	props             []string
+	// gone marks the place of a node Shrink removed while an allocated
+	// node above it kept its index (pool_grow.go): it has no resources
+	// and is in no index.
+	gone bool
 }
 
 // NewPool builds a pool from the instance inventory r. Every resource
@@ -139,11 +143,12 @@ func carve(b []uint64, n int) (bitset, []uint64) {
 	return bitset(b[:w:w]), b[w:]
 }
 
-// Inventory returns the R the pool was built from.
+// Inventory returns the R the pool was built from, with the nodes Grow
+// added and without those Shrink removed.
 func (p *Pool) Inventory() *rset.R { return p.inv }
 
 // NumNodes returns the number of nodes.
-func (p *Pool) NumNodes() int { return len(p.nodes) }
+func (p *Pool) NumNodes() int { return len(p.byRank) }
 
 // Counts returns the total and currently free (on available nodes)
 // numbers of cores and GPUs.
@@ -205,7 +210,7 @@ func (p *Pool) Available() idset.Set {
 func (p *Pool) Unavailable() idset.Set {
 	var s idset.Set
 	for i := range p.nodes {
-		if !p.avail.has(i) {
+		if !p.avail.has(i) && !p.nodes[i].gone {
 			s.Add(uint(p.nodes[i].rank))
 		}
 	}
