@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fluxgo/fluxgo/pkg/eventlog"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
@@ -30,7 +31,9 @@ type inventory struct {
 	h    *flux.Handle
 	log  *slog.Logger
 	cfg  *Config
-	size uint32
+	size uint32 // brokers expected: attrSize, or more to cover grown ranks
+	// attrSize is the broker attribute size at load
+	attrSize uint32
 
 	method  string
 	R       *rset.R   // nil until defined
@@ -51,6 +54,15 @@ type inventory struct {
 	wentOnline, wentOffline idset.Set
 
 	reslog *reslog
+
+	// dynamic resources (grow.go, nest.go): the grow and shrink events
+	// replayed from the eventlog until the inventory is defined, the
+	// method of the eventlog's first resource-define, the highest
+	// parent-seq recorded, and the enclosing job's watch
+	replayed    []eventlog.Event
+	firstMethod string
+	parentSeq   int
+	nest        *nest
 }
 
 // acquirer is an open resource.acquire stream and what it was last told.
@@ -71,6 +83,7 @@ func newInventory(h *flux.Handle, log *slog.Logger, cfg *Config, size uint32) *i
 		log:      log,
 		cfg:      cfg,
 		size:     size,
+		attrSize: size,
 		drained:  make(map[uint]drainInfo),
 		reports:  make(map[uint32]helloPayload),
 		monitors: make(map[uint32]*flux.Future),
@@ -163,6 +176,7 @@ func (inv *inventory) defineVerified(R *rset.R, method, hostname string) error {
 }
 
 func (inv *inventory) stop() {
+	inv.stopNest()
 	if inv.timer != nil {
 		inv.timer.Stop()
 	}
@@ -234,6 +248,12 @@ func containsEmpty(l []string) bool {
 
 // define makes R the inventory and serves whoever waited for it.
 func (inv *inventory) define(R *rset.R, method string) error {
+	grown := false
+	if method == methodReload {
+		inv.replayed = nil
+	} else {
+		R, grown = inv.applyReplayed(R)
+	}
 	exclude, err := excludeRanks(inv.cfg.Exclude, R)
 	if err != nil {
 		return err
@@ -244,6 +264,9 @@ func (inv *inventory) define(R *rset.R, method string) error {
 		}
 	}
 	inv.R, inv.method, inv.ranks, inv.exclude = R, method, R.Ranks(), exclude
+	if grown {
+		inv.followSize()
+	}
 	for rank := range inv.drained {
 		if !inv.ranks.Contains(rank) || exclude.Contains(rank) {
 			delete(inv.drained, rank) // excluded nodes cannot be drained
@@ -271,6 +294,7 @@ func (inv *inventory) define(R *rset.R, method string) error {
 	for _, r := range waiting {
 		dispatchAgain(inv, r)
 	}
+	inv.startNest(method)
 	return nil
 }
 

@@ -33,12 +33,17 @@
 //	resource.acquire-mute: resource.acquire streams get no more updates
 //	    (sent before shutdown)
 //	resource.hello {rank, hostname, cores, gpus} (from other ranks)
+//	resource.grow {R} / resource.shrink {ranks}: dynamic resources, with
+//	    acquire responses {resources: R} and {shrink: idset} beyond
+//	    RFC 28's (grow.go); a nested instance follows its job's
+//	    R_delta_add and R_delta_sub the same way (nest.go)
 //
 // The module does not track torpid (unresponsive) nodes: resource.status
 // always reports an empty torpid set.
 //
 // The module keeps RFC 44 events in the KVS resource.eventlog
-// (resource-define, drain, undrain, online, offline) and the inventory in
+// (resource-define, drain, undrain, online, offline, and resource-grow
+// and resource-shrink of grow.go) and the inventory in
 // resource.R when a KVS is loaded, and replays drains from the eventlog
 // when it starts, so drained nodes stay drained across restarts.
 package resource

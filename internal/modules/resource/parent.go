@@ -20,7 +20,8 @@ const jobLookupTimeout = 30 * time.Second
 
 // jobR returns the inventory of a nested instance: the R of the job it
 // runs as (job-info.lookup in the enclosing instance), with its ranks
-// renumbered 0, 1, 2 ... in ascending order. That numbering is the
+// renumbered 0, 1, 2 ... in ascending order (as it was when the job
+// started: see fetchJobR). That numbering is the
 // nested instance's: its brokers are the job's tasks, one per node of
 // R, and the job shell gives task ranks (which PMI boot turns into broker
 // ranks) in ascending order of the job's ranks. The expiration carries
@@ -44,7 +45,9 @@ func (inv *inventory) jobR(ctx context.Context) *rset.R {
 	return R.Remap()
 }
 
-// fetchJobR looks up job id's R at uri.
+// fetchJobR returns job id's original R at uri: its R less the changes
+// its eventlog records since it started (nest.go), so that a job that
+// grew or shrank still gives this instance's ranks 0..n-1.
 func fetchJobR(ctx context.Context, uri, id string) (*rset.R, error) {
 	jid, err := jobid.Parse(id)
 	if err != nil {
@@ -57,16 +60,13 @@ func fetchJobR(ctx context.Context, uri, id string) (*rset.R, error) {
 		return nil, err
 	}
 	defer h.Close()
-	var resp struct {
-		R string `json:"R"`
-	}
-	req := map[string]any{"id": jid, "keys": []string{"R"}, "flags": 0}
-	if err := h.Call(ctx, "job-info.lookup", flux.NodeidAny, req, &resp); err != nil {
-		return nil, fmt.Errorf("job-info.lookup at %s: %w", uri, err)
-	}
-	R, err := rset.Parse([]byte(resp.R))
+	R, events, err := lookupJob(ctx, h, jid)
 	if err != nil {
-		return nil, fmt.Errorf("job R: %w", err)
+		return nil, fmt.Errorf("%s: %w", uri, err)
 	}
-	return R, nil
+	changes, err := jobChanges(events)
+	if err != nil {
+		return nil, fmt.Errorf("job eventlog: %w", err)
+	}
+	return originalR(R, changes), nil
 }

@@ -15,14 +15,19 @@ import (
 	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
-// fakeJobInfo answers job-info.lookup for one job's R.
+// fakeJobInfo answers job-info.lookup for one job's R and eventlog and
+// streams its eventlog to job-info.eventlog-watch requests. The test
+// appends an event with job-info.test-append {event, R}: R (optional) is
+// the job's R after it, as the job manager would store it.
 type fakeJobInfo struct {
-	id jobid.ID
-	R  string
+	id       jobid.ID
+	R        string
+	eventlog string
 }
 
 func (*fakeJobInfo) Name() string { return "job-info" }
 func (f *fakeJobInfo) Run(ctx context.Context, h *flux.Handle, _ []string) error {
+	var watchers []*flux.Request
 	h.HandleFunc("job-info.lookup", func(r *flux.Request) {
 		var req struct {
 			ID   jobid.ID `json:"id"`
@@ -31,21 +36,101 @@ func (f *fakeJobInfo) Run(ctx context.Context, h *flux.Handle, _ []string) error
 		if r.Decode(&req) != nil {
 			return
 		}
-		if req.ID != f.id || len(req.Keys) != 1 || req.Keys[0] != "R" {
-			r.Errorf(syscall.ENOENT, "no such job or key")
+		if req.ID != f.id {
+			r.Errorf(syscall.ENOENT, "no such job")
 			return
 		}
-		r.Respond(map[string]any{"id": req.ID, "R": f.R})
+		resp := map[string]any{"id": req.ID}
+		for _, k := range req.Keys {
+			switch k {
+			case "R":
+				resp["R"] = f.R
+			case "eventlog":
+				resp["eventlog"] = f.eventlog
+			default:
+				r.Errorf(syscall.ENOENT, "no such key %s", k)
+				return
+			}
+		}
+		r.Respond(resp)
+	})
+	h.HandleFunc("job-info.eventlog-watch", func(r *flux.Request) {
+		var req struct {
+			ID    jobid.ID `json:"id"`
+			Path  string   `json:"path"`
+			Flags int      `json:"flags"`
+		}
+		if r.Decode(&req) != nil {
+			return
+		}
+		if req.ID != f.id || req.Path != "eventlog" || req.Flags != 0 || !r.Msg.IsStreaming() {
+			r.Errorf(syscall.EPROTO, "unexpected eventlog-watch %+v", req)
+			return
+		}
+		for _, line := range strings.SplitAfter(f.eventlog, "\n") {
+			if line != "" {
+				r.Respond(map[string]any{"event": line})
+			}
+		}
+		watchers = append(watchers, r)
+	})
+	h.HandleFunc("job-info.eventlog-watch-cancel", func(r *flux.Request) {
+		var req struct {
+			Matchtag uint32 `json:"matchtag"`
+		}
+		r.Decode(&req)
+		out := watchers[:0]
+		for _, w := range watchers {
+			if w.Msg.Matchtag == req.Matchtag && w.Msg.RouteString() == r.Msg.RouteString() {
+				w.Errorf(syscall.ENODATA, "canceled")
+				continue
+			}
+			out = append(out, w)
+		}
+		watchers = out
+	})
+	h.HandleFunc("job-info.disconnect", func(r *flux.Request) {
+		out := watchers[:0]
+		for _, w := range watchers {
+			if w.Msg.RouteString() != r.Msg.RouteString() {
+				out = append(out, w)
+			}
+		}
+		watchers = out
+	})
+	h.HandleFunc("job-info.test-append", func(r *flux.Request) {
+		var req struct {
+			Event string `json:"event"`
+			R     string `json:"R"`
+		}
+		if r.Decode(&req) != nil {
+			return
+		}
+		f.eventlog += req.Event
+		if req.R != "" {
+			f.R = req.R
+		}
+		for _, w := range watchers {
+			w.Respond(map[string]any{"event": req.Event})
+		}
+		r.Respond(nil)
 	})
 	return h.Serve(ctx)
 }
 
 // parentInstance runs an instance whose job-info knows job id's R.
 func parentInstance(t *testing.T, id jobid.ID, R string) string {
+	uri, _ := parentJob(t, &fakeJobInfo{id: id, R: R})
+	return uri
+}
+
+// parentJob runs an instance with f as its job-info and returns its URI
+// and a handle on it.
+func parentJob(t *testing.T, f *fakeJobInfo) (string, *flux.Handle) {
 	reg := module.NewRegistry()
-	reg.Register("job-info", func() module.Module { return &fakeJobInfo{id: id, R: R} })
+	reg.Register("job-info", func() module.Module { return f })
 	inst := brokertest.Start(t, brokertest.Options{Size: 1, Registry: reg, Modules: []broker.ModuleSpec{{Name: "job-info"}}})
-	return inst.Brokers[0].LocalURI()
+	return inst.Brokers[0].LocalURI(), inst.Handle(0)
 }
 
 // TestInventoryFromJob: a nested instance's inventory is its job's R,

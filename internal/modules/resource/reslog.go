@@ -162,7 +162,7 @@ func (inv *inventory) replay(ctx context.Context) {
 			Reason    string `json:"reason"`
 			Overwrite int    `json:"overwrite"`
 		}
-		if ev.Name != "drain" && ev.Name != "undrain" {
+		if inv.replayGrowth(ev) || ev.Name != "drain" && ev.Name != "undrain" {
 			continue
 		}
 		if err := ev.DecodeContext(&c); err != nil {
