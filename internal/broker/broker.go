@@ -68,9 +68,15 @@ type Config struct {
 	// Rundir/local. Created (and removed at exit) when empty.
 	Rundir   string
 	Statedir string
-	// ParentURI is the parent's overlay endpoint (ranks > 0).
+	// ParentURI is the parent's overlay endpoint (ranks > 0). A broker
+	// joining a running instance beyond its size (growing it, see
+	// resize.go) is configured as any other: Rank R, the Size it
+	// believes in (greater than R), and the endpoint of rank
+	// (R-1)/Fanout here.
 	ParentURI string
-	// BindURI is where this broker accepts its children.
+	// BindURI is where this broker accepts its children; empty means
+	// ipc://Rundir/tbon. Every broker listens, a leaf too, so a broker
+	// can join below it later.
 	BindURI string
 	// ListenFile, when set, is an already-bound listening socket for
 	// BindURI inherited from flux start (children can connect before this
@@ -145,6 +151,9 @@ func (c *Config) Validate() error {
 	if c.Rank >= c.Size {
 		return fmt.Errorf("rank %d is not less than size %d", c.Rank, c.Size)
 	}
+	if c.Size > maxInstanceSize {
+		return fmt.Errorf("size %d is larger than an instance may be (%d)", c.Size, maxInstanceSize)
+	}
 	if c.Rank > 0 && c.ParentURI == "" {
 		return fmt.Errorf("rank %d needs a parent URI", c.Rank)
 	}
@@ -159,10 +168,19 @@ const coarseTick = 100 * time.Millisecond
 
 // Broker is one running broker.
 type Broker struct {
-	cfg   Config
-	rank  uint32
-	size  uint32
+	cfg  Config
+	rank uint32
+	// size is the instance's current size: it grows as brokers join
+	// beyond it and shrinks by overlay.shrink (resize.go). Read it with
+	// Size or topo; change it only through resize.go under sizeMu.
+	size  atomic.Uint32
 	owner uint32
+	// sizeMu serializes changes of size and hosts (resize.go). Lock
+	// order: sizeMu, then overlay.mu, router.evmu or attrs.
+	sizeMu sync.Mutex
+	hosts  []string // every rank's hostname, in rank order (under sizeMu)
+	// shrinking is set while overlay.shrink runs (rank 0)
+	shrinking atomic.Bool
 	// maxUserConns bounds each guest's local connections at once
 	// (access.max-user-connections)
 	maxUserConns atomic.Int64
@@ -170,7 +188,6 @@ type Broker struct {
 	// arriving (access.max-user-pending)
 	maxUserPending atomic.Int64
 	access         atomic.Pointer[accessConfig] // the [access] table (applyAccess)
-	topo           topology
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -226,14 +243,13 @@ func New(cfg Config) (*Broker, error) {
 	b := &Broker{
 		cfg:       cfg,
 		rank:      cfg.Rank,
-		size:      cfg.Size,
 		owner:     uint32(os.Getuid()),
-		topo:      topology{size: cfg.Size, fanout: cfg.Fanout},
 		started:   time.Now(),
 		shutdownC: make(chan int, 1),
 		running:   make(chan struct{}),
 		rc1Done:   make(chan struct{}),
 	}
+	b.size.Store(cfg.Size)
 	b.access.Store(&access)
 	b.state.Store("join")
 	b.ctx, b.cancel = context.WithCancel(context.Background())
@@ -325,8 +341,8 @@ func (b *Broker) checkCommandLineAttrs() error {
 		if err != nil {
 			return fmt.Errorf("broker.critical-ranks=%s: %w", v, err)
 		}
-		if last, ok := ranks.Last(); ok && last >= uint(b.size) {
-			return fmt.Errorf("broker.critical-ranks=%s: rank %d is not in the instance (size %d)", v, last, b.size)
+		if last, ok := ranks.Last(); ok && last >= uint(b.Size()) {
+			return fmt.Errorf("broker.critical-ranks=%s: rank %d is not in the instance (size %d)", v, last, b.Size())
 		}
 	}
 	return nil
@@ -336,26 +352,24 @@ func (b *Broker) initAttrs() error {
 	a := b.attrs
 	imm := attrImmutable
 	hostname, _ := os.Hostname()
-	hosts := b.cfg.Hostlist
+	hosts := append([]string(nil), b.cfg.Hostlist...)
 	if len(hosts) == 0 {
-		hosts = make([]string, b.size)
+		hosts = make([]string, b.Size())
 		for i := range hosts {
 			hosts[i] = hostname
 		}
 	}
+	b.hosts = hosts
 	a.set("rank", strconv.FormatUint(uint64(b.rank), 10), imm)
-	a.set("size", strconv.FormatUint(uint64(b.size), 10), imm)
 	a.set("rundir", b.cfg.Rundir, imm)
 	a.set("local-uri", b.LocalURI(), imm)
 	a.set("broker.pid", strconv.Itoa(os.Getpid()), imm)
 	a.set("version", version.Version, imm)
 	a.set("tbon.fanout", strconv.FormatUint(uint64(b.cfg.Fanout), 10), imm)
-	a.set("tbon.level", strconv.Itoa(b.topo.depth(b.rank)), imm)
-	a.set("tbon.maxlevel", strconv.Itoa(b.topo.depth(b.size-1)), imm)
-	a.set("tbon.descendants", strconv.Itoa(len(b.topo.subtree(b.rank))-1), imm)
+	a.set("tbon.level", strconv.Itoa(b.topo().depth(b.rank)), imm)
 	a.set("tbon.timeout", b.cfg.TBONTimeout.String(), imm)
-	a.set("hostlist", compressHosts(hosts), imm)
 	a.set("hostname", hosts[b.rank], imm)
+	b.setSizeAttrs(b.Size(), hosts) // size, hostlist, tbon.maxlevel ... (resize.go)
 	a.set("security.owner", strconv.FormatUint(uint64(b.owner), 10), imm)
 	// A broker of an instance running as a job of another learns its
 	// place from its command line (flux broker sets these from the job
@@ -366,7 +380,7 @@ func (b *Broker) initAttrs() error {
 			a.set(k, v, imm)
 		}
 	}
-	if p, ok := b.topo.parent(b.rank); ok {
+	if p, ok := b.topo().parent(b.rank); ok {
 		a.set("tbon.parent-endpoint", b.cfg.ParentURI, imm)
 		a.set("tbon.parent-rank", strconv.FormatUint(uint64(p), 10), imm)
 	}
@@ -383,9 +397,6 @@ func (b *Broker) initAttrs() error {
 	// Seconds since the epoch, two decimals as flux-core writes it
 	// (flux jobs --since and flux uptime read it as a float).
 	a.set("broker.starttime", strconv.FormatFloat(float64(b.started.UnixNano())/1e9, 'f', 2, 64), imm)
-	if m := brokerMapping(hosts); m != "" {
-		a.set("broker.mapping", m, imm)
-	}
 	b.initLogAttrs()
 	for k, v := range b.cfg.Attrs {
 		if _, flags, err := a.get(k); err == nil {

@@ -90,8 +90,10 @@ func (s *builtins) start() error {
 	h.HandleFunc("module.stats", s.moduleStats)
 	h.HandleFunc("overlay.status", s.overlayStatus)
 	h.HandleFunc("overlay.disconnect-subtree", s.overlayDisconnectSubtree)
-	h.HandleFunc("overlay.trace", s.overlayTrace)           // overlay_trace.go
-	h.HandleFunc("overlay.disconnect", s.overlayDisconnect) // ends its traces
+	h.HandleFunc("overlay.shrink", s.overlayShrink)                  // resize.go
+	h.HandleFunc("overlay.shrink-children", s.overlayShrinkChildren) // resize.go
+	h.HandleFunc("overlay.trace", s.overlayTrace)                    // overlay_trace.go
+	h.HandleFunc("overlay.disconnect", s.overlayDisconnect)          // ends its traces
 	for _, name := range []string{"attr", "service", "local", "event", "module"} {
 		h.HandleFunc(name+".disconnect", func(*flux.Request) {})
 	}
@@ -366,6 +368,10 @@ func (s *builtins) eventPub(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "event.pub: topic must not be empty")
 		return
 	}
+	if req.Topic == resizeTopic {
+		r.Errorf(syscall.EPERM, "event.pub: %s is published by the broker only (resizing the instance: overlay.shrink, or a broker joining)", req.Topic)
+		return
+	}
 	// A service's events (resource.rehello, job-manager.online ...) are
 	// its own: modules ignore a guest's anyway, but tools following them
 	// would be misled.
@@ -615,6 +621,6 @@ func (s *builtins) overlayStatus(r *flux.Request) {
 	}
 	host, _, _ := s.b.attrs.get("hostname")
 	state, _ := s.b.state.Load().(string)
-	r.Respond(flux.OverlayStatus{Rank: s.b.rank, Size: s.b.size, Hostname: host, State: state,
+	r.Respond(flux.OverlayStatus{Rank: s.b.rank, Size: s.b.Size(), Hostname: host, State: state,
 		Children: kids, Uptime: time.Since(s.b.started).Seconds()})
 }

@@ -1,11 +1,13 @@
 package broker
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +26,7 @@ const (
 	ctlShutdown  = 3 // parent -> child: shut down your subtree
 	ctlGoodbye   = 4 // child -> parent: leaving cleanly
 	ctlReady     = 5 // child -> parent: my whole subtree has joined and started its modules
+	ctlGrown     = 6 // child -> parent: a broker joined below, beyond the size or with a new hostname (resize.go)
 )
 
 // Child broker states as flux overlay status reports them.
@@ -161,6 +164,7 @@ type overlay struct {
 	parent   *link
 	joined   chan struct{} // closed when every child has joined once (quorum)
 	changed  chan struct{} // signalled when a child's state changes
+	gen      chan struct{} // closed and replaced when a child's state changes (any number of waiters)
 	shutdown chan int      // receives an exit code when the parent says shut down
 	timeout  time.Duration
 	interval time.Duration
@@ -174,11 +178,12 @@ func newOverlay(b *Broker) *overlay {
 		children: make(map[uint32]*childState),
 		joined:   make(chan struct{}),
 		changed:  make(chan struct{}, 1),
+		gen:      make(chan struct{}),
 		shutdown: make(chan int, 1),
 		timeout:  b.cfg.TBONTimeout,
 		interval: b.cfg.TBONTimeout / 5,
 	}
-	for _, c := range b.topo.children(b.rank) {
+	for _, c := range b.topo().children(b.rank) {
 		o.children[c] = &childState{rank: c, state: stateOffline, since: time.Now()}
 	}
 	if len(o.children) == 0 {
@@ -263,8 +268,33 @@ func (o *overlay) listen(uri string, inherited *os.File) error {
 
 type helloPayload struct {
 	Rank    uint32 `json:"rank"`
-	Size    uint32 `json:"size"`
+	Size    uint32 `json:"size"` // the instance size the child believes in
 	Version string `json:"version"`
+	// Hostname is the child's host, for the hostlist attribute of an
+	// instance it grows (empty from an older broker).
+	Hostname string `json:"hostname,omitempty"`
+}
+
+// admitChild decides whether this broker takes rank as a child: the
+// k-ary tree (which does not depend on the size) must make this broker
+// its parent, and rank must be inside the size the child believes in
+// (or, when its hello gives none, the size here). A child beyond this
+// broker's size grows the instance (resize.go). Called with b.sizeMu
+// held.
+func (o *overlay) admitChild(rank, helloSize uint32) (syscall.Errno, string) {
+	b := o.b
+	topo := b.topo()
+	if p, ok := topo.parent(rank); !ok || p != b.rank {
+		return syscall.EINVAL, fmt.Sprintf("rank %d is not a child of rank %d (fanout %d)", rank, b.rank, topo.fanout)
+	}
+	size := helloSize
+	if size == 0 {
+		size = topo.size
+	}
+	if rank >= size {
+		return syscall.EINVAL, fmt.Sprintf("rank %d is not less than the size %d its hello gives", rank, size)
+	}
+	return 0, ""
 }
 
 func (o *overlay) acceptChild(c net.Conn) {
@@ -287,22 +317,25 @@ func (o *overlay) acceptChild(c net.Conn) {
 	_ = json.Unmarshal(m.JSON(), &hello)
 	rank := m.CtlStatus
 	reply := &message.Message{Type: message.Control, CtlType: ctlHello}
+	b.sizeMu.Lock()
+	errnum, why := o.admitChild(rank, hello.Size)
 	o.mu.Lock()
 	cs := o.children[rank]
-	switch {
-	case cs == nil:
-		reply.CtlStatus = uint32(syscall.EINVAL)
-	case cs.link != nil:
-		reply.CtlStatus = uint32(syscall.EEXIST)
-	case hello.Size != 0 && hello.Size != b.size:
-		reply.CtlStatus = uint32(syscall.EINVAL)
+	if errnum == 0 && cs != nil && cs.link != nil {
+		errnum, why = syscall.EEXIST, fmt.Sprintf("rank %d is already connected", rank)
 	}
-	if reply.CtlStatus != 0 {
+	if errnum != 0 {
 		o.mu.Unlock()
-		b.log.Warn("overlay: refusing child", "rank", rank, "err", syscall.Errno(reply.CtlStatus))
+		b.sizeMu.Unlock()
+		b.log.Warn("overlay: refusing child", "rank", rank, "size", hello.Size, "err", errnum, "why", why)
+		reply.CtlStatus = uint32(errnum)
 		reply.WriteTo(c)
 		c.Close()
 		return
+	}
+	if cs == nil { // a rank beyond this broker's size
+		cs = &childState{rank: rank, state: stateOffline, since: time.Now()}
+		o.children[rank] = cs
 	}
 	l := &link{o: o, conn: c, q: newSendQueue(b.refuseDetached), rank: rank, pk: peerChild,
 		ident: strconv.FormatUint(uint64(rank), 10), inflight: make(map[inflightID]*message.Message)}
@@ -319,6 +352,11 @@ func (o *overlay) acceptChild(c net.Conn) {
 	cs.since = time.Now()
 	o.mu.Unlock()
 	b.router.addPeer(l)
+	grown := b.childJoinedLocked(rank, hello.Size, hello.Hostname) // resize.go
+	b.sizeMu.Unlock()
+	if grown != nil {
+		b.reportGrown(grown)
+	}
 	if wasLost {
 		b.log.Info("overlay: child rejoined", "rank", rank)
 	} else {
@@ -351,7 +389,7 @@ func (o *overlay) acceptChild(c net.Conn) {
 	}
 	o.mu.Unlock()
 	b.router.removePeer(l)
-	why := fmt.Sprintf("broker rank %d is offline", rank)
+	why = fmt.Sprintf("broker rank %d is offline", rank)
 	if !graceful {
 		why = fmt.Sprintf("broker rank %d was lost", rank)
 		b.log.Error("overlay: child lost", "rank", rank, "err", err)
@@ -378,6 +416,8 @@ func (o *overlay) notifyChanged() {
 			close(o.joined)
 		}
 	}
+	close(o.gen)
+	o.gen = make(chan struct{})
 	o.mu.Unlock()
 	select {
 	case o.changed <- struct{}{}:
@@ -393,7 +433,7 @@ func (o *overlay) connectParent(uri string) error {
 		return fmt.Errorf("overlay: connect to parent %s: %w", uri, err)
 	}
 	hello := &message.Message{Type: message.Control, CtlType: ctlHello, CtlStatus: b.rank}
-	hello.MarshalPayload(helloPayload{Rank: b.rank, Size: b.size, Version: versionString()})
+	hello.MarshalPayload(helloPayload{Rank: b.rank, Size: b.Size(), Version: versionString(), Hostname: b.hostname()})
 	if _, err := hello.WriteTo(c); err != nil {
 		c.Close()
 		return fmt.Errorf("overlay: hello to parent: %w", err)
@@ -414,7 +454,7 @@ func (o *overlay) connectParent(uri string) error {
 		return fmt.Errorf("overlay: parent %s refused rank %d: %w", uri, b.rank, syscall.Errno(m.CtlStatus))
 	}
 	_ = c.SetReadDeadline(time.Time{})
-	prank, _ := b.topo.parent(b.rank)
+	prank, _ := b.topo().parent(b.rank)
 	// Route ids on the overlay are ranks: a request from the parent
 	// carries its rank, as one from a child carries the child's.
 	l := &link{o: o, conn: c, q: newSendQueue(b.refuseDetached), rank: prank, pk: peerParent, ident: strconv.FormatUint(uint64(prank), 10),
@@ -513,6 +553,10 @@ func (o *overlay) control(l *link, m *message.Message) {
 			}
 			o.mu.Unlock()
 			o.notifyChanged()
+		}
+	case ctlGrown:
+		if l.pk == peerChild {
+			o.b.grownBelow(m) // resize.go
 		}
 	case ctlGoodbye:
 		if l.pk == peerChild {
@@ -625,10 +669,10 @@ func (o *overlay) childStates() []childState {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	out := make([]childState, 0, len(o.children))
-	for _, r := range o.b.topo.children(o.b.rank) {
-		cs := o.children[r]
+	for _, cs := range o.children {
 		out = append(out, childState{rank: cs.rank, state: cs.state, err: cs.err, since: cs.since})
 	}
+	slices.SortFunc(out, func(a, b childState) int { return cmp.Compare(a.rank, b.rank) })
 	return out
 }
 

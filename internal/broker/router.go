@@ -161,7 +161,14 @@ func (r *router) route(m *message.Message, from peer) {
 		r.routeResponse(m)
 	case message.Event:
 		if from.kind() == peerParent {
+			if m.Topic == resizeTopic {
+				r.b.resizeFromParent(m) // resize.go: before anyone below sees it
+			}
 			r.distribute(m)
+			return
+		}
+		if m.Topic == resizeTopic {
+			r.b.log.Warn("dropped an event only the broker publishes", "topic", m.Topic, "userid", m.Userid)
 			return
 		}
 		if m.Rolemask&message.RoleOwner == 0 && r.b.serviceTopic(m.Topic) {
@@ -248,11 +255,12 @@ func (r *router) toParent(m *message.Message) {
 // the rank is below us, otherwise up.
 func (r *router) toRank(m *message.Message) {
 	b := r.b
-	if m.Nodeid >= b.size {
-		r.respondError(m, syscall.EHOSTUNREACH, fmt.Sprintf("rank %d is not in this instance (size %d)", m.Nodeid, b.size))
+	topo := b.topo()
+	if m.Nodeid >= topo.size {
+		r.respondError(m, syscall.EHOSTUNREACH, fmt.Sprintf("rank %d is not in this instance (size %d)", m.Nodeid, topo.size))
 		return
 	}
-	if child, ok := b.topo.childToward(b.rank, m.Nodeid); ok {
+	if child, ok := topo.childToward(b.rank, m.Nodeid); ok {
 		if !b.overlay.sendChild(child, m) {
 			r.respondError(m, syscall.EHOSTUNREACH, fmt.Sprintf("rank %d is unreachable (broker %d is offline)", m.Nodeid, child))
 		}

@@ -37,16 +37,23 @@ func (b *Broker) Run() (int, error) {
 		return 1, err
 	}
 
-	if len(b.topo.children(b.rank)) > 0 {
-		bind := b.cfg.BindURI
-		if bind == "" {
-			bind = "ipc://" + filepath.Join(b.cfg.Rundir, "tbon")
-			b.cfg.BindURI = bind
-			b.attrs.set("tbon.endpoint", bind, attrImmutable)
-		}
-		if err := b.overlay.listen(bind, b.cfg.ListenFile); err != nil {
+	// Every broker listens for children, a leaf too: a broker joining
+	// beyond the instance's size connects to the rank the k-ary tree
+	// makes its parent (resize.go). A leaf's own socket failing is
+	// logged, not fatal: the instance as booted does not need it.
+	needBind := b.cfg.BindURI != "" || len(b.topo().children(b.rank)) > 0
+	bind := b.cfg.BindURI
+	if bind == "" {
+		bind = "ipc://" + filepath.Join(b.cfg.Rundir, "tbon")
+	}
+	if err := b.overlay.listen(bind, b.cfg.ListenFile); err != nil {
+		if needBind {
 			return 1, err
 		}
+		b.log.Warn("overlay: no endpoint for brokers joining later", "err", err)
+	} else if b.cfg.BindURI == "" {
+		b.cfg.BindURI = bind
+		b.attrs.set("tbon.endpoint", bind, attrImmutable)
 	}
 	if b.rank > 0 {
 		if err := b.overlay.connectParent(b.cfg.ParentURI); err != nil {
@@ -158,7 +165,7 @@ func (b *Broker) Run() (int, error) {
 	b.postStart() // startlog.go
 	b.state.Store("run")
 	close(b.running)
-	b.log.Debug("broker running", "rank", b.rank, "size", b.size)
+	b.log.Debug("broker running", "rank", b.rank, "size", b.Size())
 
 	var progDone chan progResult
 	var prog *exec.Cmd
