@@ -243,12 +243,13 @@ func (s *scheduler) acquire(ctx context.Context) error {
 }
 
 // acquireUpdate applies a later resource.acquire response: {up}, {down},
-// {expiration}.
+// {expiration}, or {resources} / {shrink} (grow.go).
 func (s *scheduler) acquireUpdate(m *flux.Message, err error) {
 	if err != nil {
 		s.fail(fmt.Errorf("resource.acquire stream ended: %w", err))
 		return
 	}
+	s.acquireGrowth(m)
 	var resp struct {
 		Up         *string  `json:"up"`
 		Down       *string  `json:"down"`
