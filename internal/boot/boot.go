@@ -73,7 +73,7 @@ type Plan struct {
 	Size      uint32
 	Fanout    uint32
 	ParentURI string   // ranks > 0
-	BindURI   string   // ranks with children
+	BindURI   string   // where children connect (PMI boot: every rank; [bootstrap]: ranks with children)
 	Hostlist  []string // hostname of every rank, in rank order
 	CertPath  string
 	// ConnectTimeout is [tbon] connect_timeout (0 if not set).

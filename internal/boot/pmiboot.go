@@ -29,13 +29,20 @@ type pmiParams struct {
 //
 //  1. init; rank and size come from the process manager;
 //  2. put flux.host.RANK = hostname; barrier; get every rank's hostname;
-//  3. if this rank has children in the tree, choose its endpoint: when
+//  3. choose this rank's endpoint, a leaf's too (a broker joining the
+//     running instance later connects below any rank, and finds its
+//     parent's URI in the PMI KVS: internal/broker/resize.go): when
 //     every rank is on the same host, ipc://RUNDIR/tbon (a unix socket,
 //     authenticated by the kernel, no key needed); otherwise
 //     tcp://ADDR:PORT on the address tbon.interface-hint selects, with a
 //     port the kernel picks, which needs the instance key (tbon.cert);
 //  4. put flux.uri.RANK; barrier; get the parent's URI;
 //  5. finalize.
+//
+// A broker joining beyond the booted size boots the same way: its
+// process manager gives it its rank R and the new size, and its parent's
+// flux.uri key is already in the KVS. A singleton goes through every
+// step too, so that it has an endpoint to grow by.
 //
 // Every rank takes the ipc/tcp decision from the same exchanged data, so
 // a missing key fails all of them alike. On any failure after init the
@@ -59,13 +66,6 @@ func planPMI(ctx context.Context, c *pmi.Client, h Host, pp pmiParams) (_ *Plan,
 			c.Abort(1)
 		}
 	}()
-	if size == 1 {
-		p.Hostlist = []string{h.Name}
-		if err := c.Finalize(ctx); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrPMI, err)
-		}
-		return p, nil
-	}
 	if err := c.Put(ctx, hostKey(rank), h.Name); err != nil {
 		return nil, fmt.Errorf("%w: hostname %q: %w", ErrPMI, h.Name, err)
 	}
@@ -87,23 +87,21 @@ func planPMI(ctx context.Context, c *pmi.Client, h Host, pp pmiParams) (_ *Plan,
 			"fluxgo does not generate a key and pass it through PMI, because the process manager's KVS is not guaranteed to be private to this job",
 			ErrNeedCert, size)
 	}
-	if hasChildren(rank, k, size) {
-		if oneHost {
-			if p.BindURI, p.Rundir, p.cleanup, err = ipcEndpoint(pp.rundir); err != nil {
-				return nil, err
-			}
-		} else if p.BindURI, err = tcpEndpoint(h, pp.hint); err != nil {
+	if oneHost {
+		if p.BindURI, p.Rundir, p.cleanup, err = ipcEndpoint(pp.rundir); err != nil {
 			return nil, err
 		}
-		if err := c.Put(ctx, uriKey(rank), p.BindURI); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrPMI, err)
-		}
+	} else if p.BindURI, err = tcpEndpoint(h, pp.hint); err != nil {
+		return nil, err
+	}
+	if err := c.Put(ctx, uriKey(rank), p.BindURI); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPMI, err)
 	}
 	if err := c.Barrier(ctx); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPMI, err)
 	}
 	if rank > 0 {
-		parent := parentOf(rank, k)
+		parent := parentOf(rank, k) // the k-ary tree's, whatever the size
 		if p.ParentURI, err = c.Get(ctx, uriKey(parent)); err != nil {
 			return nil, fmt.Errorf("%w: rank %d's overlay URI: %w", ErrPMI, parent, err)
 		}

@@ -75,9 +75,11 @@ func TestPMIBootOneHostUsesIPC(t *testing.T) {
 			t.Errorf("rank %d: bind %q rundir %q", r, p.BindURI, p.Rundir)
 		}
 	}
+	// leaves bind too: a broker joining later may connect below them
 	for _, r := range []int{2, 3} {
-		if plans[r].BindURI != "" || plans[r].Rundir != "" {
-			t.Errorf("leaf rank %d binds %q", r, plans[r].BindURI)
+		p := plans[r]
+		if p.Rundir == "" || p.BindURI != "ipc://"+filepath.Join(p.Rundir, "tbon") {
+			t.Errorf("leaf rank %d: bind %q rundir %q", r, p.BindURI, p.Rundir)
 		}
 	}
 	if plans[1].ParentURI != plans[0].BindURI || plans[2].ParentURI != plans[0].BindURI || plans[3].ParentURI != plans[1].BindURI {
@@ -113,7 +115,7 @@ func TestPMIBootHostsTCP(t *testing.T) {
 			t.Errorf("rank %d bind %q", r, plans[r].BindURI)
 		}
 	}
-	if plans[2].BindURI != "" || plans[1].ParentURI != plans[0].BindURI || plans[2].ParentURI != plans[1].BindURI {
+	if !strings.HasPrefix(plans[2].BindURI, "tcp://127.0.0.1:") || plans[1].ParentURI != plans[0].BindURI || plans[2].ParentURI != plans[1].BindURI {
 		t.Errorf("chain: %+v %+v %+v", plans[0], plans[1], plans[2])
 	}
 	if plans[0].CertPath != "/some/key" || strings.Join(plans[2].Hostlist, ",") != "node0,node1,node2" {
@@ -144,8 +146,57 @@ func TestPMIBootSingleton(t *testing.T) {
 	if errs[0] != nil {
 		t.Fatal(errs[0])
 	}
-	if p := plans[0]; p.Size != 1 || p.BindURI != "" || p.Hostlist[0] != "solo" {
+	if p := plans[0]; p.Size != 1 || !strings.HasPrefix(p.BindURI, "ipc://") || p.Hostlist[0] != "solo" {
 		t.Fatalf("%+v", p)
+	}
+}
+
+// TestPMIBootJoiners: brokers joining a running instance (ranks 2 and 3
+// of a new size 4, after an instance of 2 booted) boot through a PMI
+// group of their own whose KVS holds the first brokers' keys: each
+// finds its parent's URI there, rank 3 a leaf's of the instance booted.
+func TestPMIBootJoiners(t *testing.T) {
+	first, errs := pmiGroup(t, 2, func(int) string { return "node0" }, func(int) pmiParams { return pmiParams{} })
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	kvs := pmi.NewMemKVS(2) // the joiners' group: ranks 2 and 3
+	for r, p := range first {
+		kvs.Preput(hostKey(r), "node0")
+		kvs.Preput(uriKey(r), p.BindURI)
+	}
+	s := &pmi.Server{Info: pmi.Info{Size: 4, KVSName: "boot-grow"}, KVS: kvs}
+	plans := make([]*Plan, 4)
+	var wg sync.WaitGroup
+	for _, r := range []int{2, 3} {
+		cc, sc := net.Pipe()
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			s.ServeConn(ctx, sc, r)
+			sc.Close()
+		}()
+		go func() {
+			defer wg.Done()
+			plans[r], errs[r-2] = planPMI(ctx, pmi.NewClient(cc, r, 4), *fakeHost("node0"), pmiParams{})
+		}()
+	}
+	wg.Wait()
+	t.Cleanup(func() { plans[2].Cleanup(); plans[3].Cleanup() })
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if plans[2].Rank != 2 || plans[2].Size != 4 || plans[2].ParentURI != first[0].BindURI {
+		t.Errorf("rank 2: %+v, want parent %s", plans[2], first[0].BindURI)
+	}
+	if plans[3].Rank != 3 || plans[3].Size != 4 || plans[3].ParentURI != first[1].BindURI {
+		t.Errorf("rank 3: %+v, want parent %s (rank 1, a leaf at size 2)", plans[3], first[1].BindURI)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 // Instance is a set of in-process brokers.
 type Instance struct {
 	t       testing.TB
+	o       Options
 	Brokers []*broker.Broker
 	done    []chan int
 	dir     string
@@ -48,41 +49,9 @@ func Start(t testing.TB, o Options) *Instance {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := &Instance{t: t, dir: dir}
+	inst := &Instance{t: t, o: o, dir: dir}
 	for r := 0; r < o.Size; r++ {
-		cfg := broker.Config{
-			Rank:           uint32(r),
-			Size:           uint32(o.Size),
-			Fanout:         o.Fanout,
-			Rundir:         filepath.Join(dir, strconv.Itoa(r)),
-			Registry:       o.Registry,
-			Modules:        o.Modules,
-			Attrs:          o.Attrs,
-			TBONTimeout:    3 * time.Second,
-			ConnectTimeout: 10 * time.Second,
-			LogStderrLevel: logLevel(),
-		}
-		if r == 0 {
-			cfg.Statedir = o.Statedir
-		}
-		if r > 0 {
-			p := (uint32(r) - 1) / o.Fanout
-			cfg.ParentURI = "ipc://" + filepath.Join(dir, strconv.Itoa(int(p)), "tbon")
-		}
-		b, err := broker.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		inst.Brokers = append(inst.Brokers, b)
-		done := make(chan int, 1)
-		inst.done = append(inst.done, done)
-		go func() {
-			code, err := b.Run()
-			if err != nil {
-				t.Errorf("broker %d: %v", b.Rank(), err)
-			}
-			done <- code
-		}()
+		inst.run(r, o.Size)
 	}
 	for i, b := range inst.Brokers {
 		select {
@@ -93,6 +62,77 @@ func Start(t testing.TB, o Options) *Instance {
 	}
 	t.Cleanup(inst.Stop)
 	return inst
+}
+
+// config is the Config of rank's broker in an instance of size.
+func (inst *Instance) config(rank, size int) broker.Config {
+	o := inst.o
+	cfg := broker.Config{
+		Rank:           uint32(rank),
+		Size:           uint32(size),
+		Fanout:         o.Fanout,
+		Rundir:         filepath.Join(inst.dir, strconv.Itoa(rank)),
+		Registry:       o.Registry,
+		Modules:        o.Modules,
+		Attrs:          o.Attrs,
+		TBONTimeout:    3 * time.Second,
+		ConnectTimeout: 10 * time.Second,
+		LogStderrLevel: logLevel(),
+	}
+	if rank == 0 {
+		cfg.Statedir = o.Statedir
+	}
+	if rank > 0 {
+		p := (uint32(rank) - 1) / o.Fanout
+		cfg.ParentURI = "ipc://" + filepath.Join(inst.dir, strconv.Itoa(int(p)), "tbon")
+	}
+	return cfg
+}
+
+// run starts rank's broker.
+func (inst *Instance) run(rank, size int) *broker.Broker {
+	b, err := broker.New(inst.config(rank, size))
+	if err != nil {
+		inst.t.Fatal(err)
+	}
+	inst.Brokers = append(inst.Brokers, b)
+	done := make(chan int, 1)
+	inst.done = append(inst.done, done)
+	go func() {
+		code, err := b.Run()
+		if err != nil {
+			inst.t.Errorf("broker %d: %v", b.Rank(), err)
+		}
+		done <- code
+	}()
+	return b
+}
+
+// Join starts a broker of rank joining the running instance, which it
+// grows to size (rank < size; its parent is rank (rank-1)/fanout), and
+// waits until it runs. It is appended to Brokers; Exited reports its
+// exit.
+func (inst *Instance) Join(rank, size int) *broker.Broker {
+	inst.t.Helper()
+	b := inst.run(rank, size)
+	select {
+	case <-b.Running():
+	case <-time.After(30 * time.Second):
+		inst.t.Fatalf("joining broker %d did not reach run state in 30s", rank)
+	}
+	return b
+}
+
+// Exited waits (up to 30 s) for Brokers[i] to exit, as overlay.shrink
+// has it do, and returns its exit code.
+func (inst *Instance) Exited(i int) (int, bool) {
+	select {
+	case code := <-inst.done[i]:
+		inst.done[i] <- code // for Stop
+		return code, true
+	case <-time.After(30 * time.Second):
+		return 0, false
+	}
 }
 
 // Stop shuts the instance down and waits for every broker.
