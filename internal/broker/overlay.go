@@ -275,6 +275,11 @@ type helloPayload struct {
 	Hostname string `json:"hostname,omitempty"`
 }
 
+// helloRefusal is the payload of a refused hello's answer: why.
+type helloRefusal struct {
+	Error string `json:"error"`
+}
+
 // admitChild decides whether this broker takes rank as a child: the
 // k-ary tree (which does not depend on the size) must make this broker
 // its parent, and rank must be inside the size the child believes in
@@ -329,6 +334,7 @@ func (o *overlay) acceptChild(c net.Conn) {
 		b.sizeMu.Unlock()
 		b.log.Warn("overlay: refusing child", "rank", rank, "size", hello.Size, "err", errnum, "why", why)
 		reply.CtlStatus = uint32(errnum)
+		reply.MarshalPayload(helloRefusal{Error: why})
 		reply.WriteTo(c)
 		c.Close()
 		return
@@ -451,6 +457,10 @@ func (o *overlay) connectParent(uri string) error {
 	}
 	if m.CtlStatus != 0 {
 		c.Close()
+		var why helloRefusal
+		if json.Unmarshal(m.JSON(), &why) == nil && why.Error != "" {
+			return fmt.Errorf("overlay: parent %s refused rank %d: %s: %w", uri, b.rank, why.Error, syscall.Errno(m.CtlStatus))
+		}
 		return fmt.Errorf("overlay: parent %s refused rank %d: %w", uri, b.rank, syscall.Errno(m.CtlStatus))
 	}
 	_ = c.SetReadDeadline(time.Time{})

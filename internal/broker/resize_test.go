@@ -44,7 +44,13 @@ func (ti *testInstance) brokerRundir(rank uint32) string {
 // Its exit code arrives on ti.done like the others'.
 func (ti *testInstance) join(rank, size, fanout uint32) *Broker {
 	ti.t.Helper()
-	b, err := New(ti.joinConfig(rank, size, fanout))
+	return ti.joinWith(ti.joinConfig(rank, size, fanout))
+}
+
+func (ti *testInstance) joinWith(cfg Config) *Broker {
+	ti.t.Helper()
+	rank := cfg.Rank
+	b, err := New(cfg)
 	if err != nil {
 		ti.t.Fatal(err)
 	}
@@ -132,8 +138,15 @@ func TestGrowAndShrink(t *testing.T) {
 	// 2 -> 5: rank 2 under 0, ranks 3 and 4 under rank 1 (a leaf until now)
 	ti.join(2, 3, k)
 	ti.join(3, 5, k)
-	ti.join(4, 5, k)
+	cfg := ti.joinConfig(4, 5, k)
+	cfg.Hostlist = []string{"a", "b", "c", "d", "joiner4"} // its own entry is what it reports
+	ti.joinWith(cfg)
 	allSize(t, ti.brokers, 5)
+	for _, b := range ti.brokers[:4] {
+		waitFor(t, "rank "+strconv.Itoa(int(b.rank))+" knows rank 4's host", func() bool {
+			return strings.HasSuffix(attrOf(b, "hostlist"), ",joiner4")
+		})
+	}
 	for _, b := range ti.brokers {
 		if got := attrOf(b, "tbon.maxlevel"); got != "2" {
 			t.Errorf("rank %d: tbon.maxlevel = %s, want 2", b.rank, got)
@@ -168,17 +181,18 @@ func TestGrowAndShrink(t *testing.T) {
 		}
 	}
 
+	ti.brokers[0].shrinking.Store(true) // as while one runs
+	err = h0.Call(c, "overlay.shrink", 0, map[string]int{"size": 3}, nil)
+	if !errors.Is(err, syscall.EBUSY) || !strings.Contains(err.Error(), "already in progress") {
+		t.Errorf("overlay.shrink while one runs: %v, want EBUSY", err)
+	}
+	ti.brokers[0].shrinking.Store(false)
+	if err := ti.handle(1).Call(c, "overlay.shrink", 1, map[string]int{"size": 3}, nil); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("overlay.shrink sent to rank 1: %v, want EINVAL", err)
+	}
+
 	// 5 -> 2: ranks 2..4 exit 0, the rest have size 2
-	f, err := h0.RPC("overlay.shrink", 0, map[string]int{"size": 2}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h0.Call(c, "overlay.shrink", 0, map[string]int{"size": 3}, nil); err == nil ||
-		!errors.Is(err, syscall.EBUSY) && !errors.Is(err, syscall.EINVAL) {
-		// EINVAL if the first shrink has already finished
-		t.Errorf("a second overlay.shrink while one runs: %v, want EBUSY", err)
-	}
-	if _, err := f.Get(c); err != nil {
+	if err := h0.Call(c, "overlay.shrink", 0, map[string]int{"size": 2}, nil); err != nil {
 		t.Fatalf("overlay.shrink 2: %v", err)
 	}
 	for r := 2; r < 5; r++ {
@@ -222,10 +236,11 @@ func TestJoinRefused(t *testing.T) {
 		rank, size uint32
 		parent     uint32
 		want       syscall.Errno
+		why        string
 	}{
-		{"not the parent's child", 2, 3, 1, syscall.EINVAL},
-		{"duplicate rank", 1, 2, 0, syscall.EEXIST},
-		{"a root's grandchild", 3, 4, 0, syscall.EINVAL},
+		{"not the parent's child", 2, 3, 1, syscall.EINVAL, "rank 2 is not a child of rank 1 (fanout 2)"},
+		{"duplicate rank", 1, 2, 0, syscall.EEXIST, "rank 1 is already connected"},
+		{"a root's grandchild", 3, 4, 0, syscall.EINVAL, "rank 3 is not a child of rank 0"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -237,8 +252,8 @@ func TestJoinRefused(t *testing.T) {
 			}
 			b.ring.stderr = nil
 			_, err = b.Run()
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("rank %d joining rank %d: %v, want %v", tc.rank, tc.parent, err, tc.want)
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.why) {
+				t.Fatalf("rank %d joining rank %d: %v, want %v: %s", tc.rank, tc.parent, err, tc.want, tc.why)
 			}
 		})
 	}
