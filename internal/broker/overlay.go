@@ -299,6 +299,9 @@ func (o *overlay) admitChild(rank, helloSize uint32) (syscall.Errno, string) {
 	if rank >= size {
 		return syscall.EINVAL, fmt.Sprintf("rank %d is not less than the size %d its hello gives", rank, size)
 	}
+	if size > maxInstanceSize {
+		return syscall.EINVAL, fmt.Sprintf("size %d is larger than an instance may be (%d)", size, maxInstanceSize)
+	}
 	return 0, ""
 }
 
@@ -343,6 +346,15 @@ func (o *overlay) acceptChild(c net.Conn) {
 		cs = &childState{rank: rank, state: stateOffline, since: time.Now()}
 		o.children[rank] = cs
 	}
+	o.mu.Unlock()
+	// The size and hostlist, grown by this child if it believes in a
+	// larger one, go back with the answer: a child that believes in a
+	// smaller size (one restarted as it was booted) learns this one.
+	// Holding sizeMu since the admission keeps a second hello for this
+	// rank out.
+	grown := b.childJoinedLocked(rank, hello.Size, hello.Hostname) // resize.go
+	reply.MarshalPayload(resizeEvent{Size: b.Size(), Hostlist: compressHosts(b.hosts)})
+	o.mu.Lock()
 	l := &link{o: o, conn: c, q: newSendQueue(b.refuseDetached), rank: rank, pk: peerChild,
 		ident: strconv.FormatUint(uint64(rank), 10), inflight: make(map[inflightID]*message.Message)}
 	l.lastRecv.Store(time.Now().UnixNano())
@@ -358,7 +370,6 @@ func (o *overlay) acceptChild(c net.Conn) {
 	cs.since = time.Now()
 	o.mu.Unlock()
 	b.router.addPeer(l)
-	grown := b.childJoinedLocked(rank, hello.Size, hello.Hostname) // resize.go
 	b.sizeMu.Unlock()
 	if grown != nil {
 		b.reportGrown(grown)
@@ -455,7 +466,12 @@ func (o *overlay) connectParent(uri string) error {
 		c.Close()
 		return fmt.Errorf("overlay: parent %s answered hello with %v", uri, m.Type)
 	}
-	if m.CtlStatus != 0 {
+	if m.CtlStatus == 0 {
+		var ev resizeEvent
+		if json.Unmarshal(m.JSON(), &ev) == nil && ev.Size != 0 {
+			b.resize(ev) // the parent's size, if larger (resize.go)
+		}
+	} else {
 		c.Close()
 		var why helloRefusal
 		if json.Unmarshal(m.JSON(), &why) == nil && why.Error != "" {

@@ -211,8 +211,19 @@ func (b *Broker) publishResizeLocked(shrink bool) {
 // before it goes on to the children and local subscribers.
 func (b *Broker) resizeFromParent(m *message.Message) {
 	var ev resizeEvent
-	if err := json.Unmarshal(m.JSON(), &ev); err != nil || ev.Size == 0 || ev.Size > maxInstanceSize {
+	if err := json.Unmarshal(m.JSON(), &ev); err != nil || ev.Size == 0 {
 		b.log.Warn(fmt.Sprintf("overlay: ignoring a malformed %s event", resizeTopic), "err", err)
+		return
+	}
+	b.resize(ev)
+}
+
+// resize applies a size and hostlist from above (a resizeTopic event,
+// or the parent's answer to this broker's hello): a shrink sets the
+// size, anything else only grows it.
+func (b *Broker) resize(ev resizeEvent) {
+	if ev.Size > maxInstanceSize {
+		b.log.Warn(fmt.Sprintf("overlay: ignoring size %d: larger than %d", ev.Size, maxInstanceSize))
 		return
 	}
 	var hosts []string

@@ -67,6 +67,9 @@ func (ti *testInstance) joinWith(cfg Config) *Broker {
 	}()
 	select {
 	case <-b.Running():
+	case code := <-done:
+		done <- code
+		ti.t.Fatalf("joining broker %d exited (%d) instead of running", rank, code)
 	case <-time.After(30 * time.Second):
 		ti.t.Fatalf("joining broker %d did not reach run state in 30s", rank)
 	}
@@ -265,5 +268,36 @@ func TestJoinRefused(t *testing.T) {
 	}
 	if got, err := rankOf(ctx(t), ti.handle(0), 1); err != nil || got != "1" {
 		t.Fatalf("rank 0 -> 1 after refused joins: %q, %v", got, err)
+	}
+}
+
+// TestRejoinLearnsSize: a broker restarted as it was booted (believing
+// in the boot size) learns the grown size from its parent's answer.
+func TestRejoinLearnsSize(t *testing.T) {
+	const k = 2
+	ti := startInProcess(t, 3, k, nil, nil)
+	ti.join(3, 4, k)
+	allSize(t, ti.brokers, 4)
+	ti.brokers[2].Shutdown(0)
+	select {
+	case code := <-ti.done[2]:
+		ti.done[2] <- code
+	case <-time.After(30 * time.Second):
+		t.Fatal("rank 2 did not exit")
+	}
+	waitFor(t, "rank 0 sees rank 2 leave", func() bool {
+		for _, cs := range ti.brokers[0].overlay.childStates() {
+			if cs.rank == 2 {
+				return cs.state == stateOffline
+			}
+		}
+		return false
+	})
+	b := ti.join(2, 3, k)
+	if b.Size() != 4 || attrOf(b, "size") != "4" {
+		t.Fatalf("rank 2 rejoined with size %d (attribute %s), want 4", b.Size(), attrOf(b, "size"))
+	}
+	if got, err := rankOf(ctx(t), ti.handle(len(ti.brokers)-1), 3); err != nil || got != "3" {
+		t.Fatalf("rejoined rank 2 -> 3: %q, %v", got, err)
 	}
 }

@@ -115,8 +115,12 @@ func (inst *Instance) run(rank, size int) *broker.Broker {
 func (inst *Instance) Join(rank, size int) *broker.Broker {
 	inst.t.Helper()
 	b := inst.run(rank, size)
+	done := inst.done[len(inst.done)-1]
 	select {
 	case <-b.Running():
+	case code := <-done:
+		done <- code
+		inst.t.Fatalf("joining broker %d exited (%d) instead of running", rank, code)
 	case <-time.After(30 * time.Second):
 		inst.t.Fatalf("joining broker %d did not reach run state in 30s", rank)
 	}
