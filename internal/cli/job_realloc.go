@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/fluxgo/fluxgo/pkg/eventlog"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 	"github.com/fluxgo/fluxgo/pkg/rset"
 )
@@ -21,28 +25,46 @@ import (
 type jobReallocOptions struct {
 	addNodes, addCores, removeNodes int
 	removeR                         string
-	quiet                           bool
+	quiet, noWait, noRelease        bool
 }
 
 func newJobReallocCmd() *cobra.Command {
 	var o jobReallocOptions
 	cmd := &cobra.Command{
-		Use:   "realloc [--add-nodes=N | --add-cores=N] [--remove-nodes=N | --remove=R-FILE] ID",
+		Use:   "realloc [--add-nodes=N | --add-cores=N] [--remove-nodes=N | --remove=R-FILE] [--no-wait] [ID]",
 		Short: "Grow or shrink a running job's resources (RFC 51)",
 		Long: `Ask the scheduler for more resources for running job ID (--add-nodes
 whole nodes, or --add-cores cores), or give some back: its last nodes
 (--remove-nodes) or the resources in an R file (--remove, "-" for
-standard input). The job's R, its eventlog (resource-update) and flux
-jobs show the change; resources given back are freed at once, so give
-back only what the job no longer uses. Prints what changed and the job's
-resources; a request the scheduler cannot satisfy now is an error.`,
-		Args: cobra.ExactArgs(1),
+standard input). A request that cannot be met now waits in the queue,
+as a pending job would, until it can (interrupt to cancel it), unless
+--no-wait is given. Resources given back are taken from the job at once:
+its tasks on those nodes are stopped (--no-release leaves that to the
+job, through its shell's release method). The job's R, its eventlog
+(alloc, resource-update, release, free) and flux jobs show the change.
+Prints what changed and the job's resources.
+
+Without ID, inside a job (FLUX_JOB_ID is set), the job asks for itself
+through its job shell (the shell's realloc and release methods), as an
+application would.`,
+		Args: cobra.RangeArgs(0, 1),
 		RunE: jobRun(func(cmd *cobra.Command, args []string) error {
-			id, err := parseJobIDArg(args[0])
-			if err != nil {
+			viaShell := len(args) == 0
+			var id jobid.ID
+			var err error
+			if viaShell {
+				env := os.Getenv("FLUX_JOB_ID")
+				if env == "" {
+					return fmt.Errorf("give a job ID (or run inside a job, where FLUX_JOB_ID names it)")
+				}
+				if id, err = jobid.Parse(env); err != nil {
+					return fmt.Errorf("FLUX_JOB_ID=%s: %w", env, err)
+				}
+			} else if id, err = parseJobIDArg(args[0]); err != nil {
 				return err
 			}
-			req := map[string]any{"id": id}
+			uid := uint32(os.Getuid())
+			var req job.ReallocRequest
 			switch {
 			case o.addNodes < 0 || o.addCores < 0 || o.removeNodes < 0:
 				return fmt.Errorf("counts must be positive")
@@ -61,17 +83,17 @@ resources; a request the scheduler cannot satisfy now is an error.`,
 				return js.MarshalJSON()
 			}
 			if o.addNodes > 0 {
-				if req["spec_add"], err = spec(jobspec.CommandOptions{NTasks: o.addNodes, NNodes: o.addNodes, Exclusive: true}); err != nil {
+				if req.SpecAdd, err = spec(jobspec.CommandOptions{NTasks: o.addNodes, NNodes: o.addNodes, Exclusive: true}); err != nil {
 					return err
 				}
 			}
 			if o.addCores > 0 {
-				if req["spec_add"], err = spec(jobspec.CommandOptions{NTasks: o.addCores}); err != nil {
+				if req.SpecAdd, err = spec(jobspec.CommandOptions{NTasks: o.addCores}); err != nil {
 					return err
 				}
 			}
 			if o.removeNodes > 0 {
-				if req["spec_sub"], err = spec(jobspec.CommandOptions{NTasks: o.removeNodes, NNodes: o.removeNodes}); err != nil {
+				if req.SpecSub, err = spec(jobspec.CommandOptions{NTasks: o.removeNodes, NNodes: o.removeNodes}); err != nil {
 					return err
 				}
 			}
@@ -85,19 +107,59 @@ resources; a request the scheduler cannot satisfy now is an error.`,
 				if err != nil {
 					return err
 				}
-				if _, err := rset.Parse(b); err != nil {
+				r, err := rset.Parse(b)
+				if err != nil {
 					return fmt.Errorf("--remove=%s: %w", o.removeR, err)
 				}
-				req["R"] = json.RawMessage(b)
+				n := max(r.NNodes(), 1)
+				if req.SpecSub, err = spec(jobspec.CommandOptions{NTasks: n, NNodes: n}); err != nil {
+					return err
+				}
+				req.R = json.RawMessage(b)
 			}
+			req.NoWait = o.noWait
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
-				var resp job.ReallocResponse
-				if err := h.Call(ctx, "job-manager.realloc", flux.NodeidAny, req, &resp); err != nil {
+				ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				var resp *job.ReallocResponse
+				if viaShell {
+					resp, err = job.ShellRealloc(ctx, h, uid, id, req)
+				} else {
+					resp, err = job.Realloc(ctx, h, id, req)
+				}
+				if err != nil {
 					return err
 				}
 				if resp.Type != job.ReallocSuccess {
-					what := map[int]string{job.ReallocDeny: "denied", job.ReallocCancel: "canceled", job.ReallocUnsupported: "not supported by the scheduler"}[resp.Type]
-					return fmt.Errorf("%s: %s: %s", id.String(), what, resp.Note)
+					return fmt.Errorf("%s: %s: %s", id.String(), job.ReallocTypeName(resp.Type), resp.Note)
+				}
+				if len(resp.RDeltaSub) > 0 && !o.noRelease {
+					sub, err := rset.Parse(resp.RDeltaSub)
+					if err != nil {
+						return fmt.Errorf("R_delta_sub: %w", err)
+					}
+					rctx := context.WithoutCancel(ctx)
+					ranks := sub.Ranks().String()
+					if viaShell {
+						err = job.ShellRelease(rctx, h, uid, id, resp.RDeltaSub)
+					} else {
+						err = h.Call(rctx, "job-exec.release", flux.NodeidAny, map[string]any{"id": id, "ranks": ranks}, nil)
+					}
+					if err != nil {
+						return fmt.Errorf("giving back %s: %w", sub.String(), err)
+					}
+					// done once the scheduler has them (free)
+					if _, err := job.WaitEvent(rctx, h, id, "eventlog", 0, func(ev eventlog.Event) bool {
+						var c struct {
+							Ranks string `json:"ranks"`
+						}
+						return ev.Name == "free" && ev.DecodeContext(&c) == nil && c.Ranks == ranks
+					}); err != nil {
+						return fmt.Errorf("giving back %s: %w", sub.String(), err)
+					}
+					if cur, err := rset.Parse(resp.R); err == nil {
+						resp.R = cur.Difference(sub).Encode()
+					}
 				}
 				if o.quiet {
 					return nil
@@ -123,6 +185,8 @@ resources; a request the scheduler cannot satisfy now is an error.`,
 	f.IntVar(&o.addCores, "add-cores", 0, "add `N` cores")
 	f.IntVar(&o.removeNodes, "remove-nodes", 0, "give back the job's last `N` nodes")
 	f.StringVar(&o.removeR, "remove", "", "give back the resources in R `FILE` (- for standard input)")
+	f.BoolVar(&o.noWait, "no-wait", false, "fail if the resources cannot be had now, instead of waiting for them")
+	f.BoolVar(&o.noRelease, "no-release", false, "do not stop the job's tasks on the resources given back: the job releases them itself (shell release)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing")
 	return cmd
 }

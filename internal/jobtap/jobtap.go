@@ -202,6 +202,20 @@ type UpdateHook interface {
 	Update(job *Job, key string, value any, requestorIsOwner bool) (any, error)
 }
 
+// Size counts resources: a job's, or a change of them.
+type Size struct{ Nodes, Cores, GPUs int }
+
+// ReallocHook holds a running job's growth (RFC 51 realloc) to the same
+// limits as a new job, and follows the job's size as it changes.
+// ReallocCheck is asked before the scheduler: the job holds cur and asks
+// for add more (Nodes is 0 when the request names cores only); an error
+// denies the request and should name the limit. Resized reports what the
+// job gained (positive) or gave back (negative), from its R.
+type ReallocHook interface {
+	ReallocCheck(job *Job, cur, add Size) error
+	Resized(job *Job, delta Size)
+}
+
 // Validated is an UpdateHook's value that needs no validation of the
 // updated job (flux-core's "validated" out argument: the instance owner
 // may go beyond limits).

@@ -8,6 +8,7 @@ package shell
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -20,8 +21,8 @@ import (
 
 // Plan says how a job's tasks are spread over its nodes.
 type Plan struct {
-	// Ranks are the broker ranks of the job, ascending; shell i runs on
-	// Ranks[i].
+	// Ranks are the broker ranks of the job, ascending (for a job that
+	// grew, Grow: ascending within each part); shell i runs on Ranks[i].
 	Ranks []uint
 	// Counts[i] is the number of tasks on shell i.
 	Counts []int
@@ -45,6 +46,12 @@ func (p *Plan) Index(r uint) int {
 	i := sort.Search(len(p.Ranks), func(i int) bool { return p.Ranks[i] >= r })
 	if i < len(p.Ranks) && p.Ranks[i] == r {
 		return i
+	}
+	// a plan that grew (Grow) is ascending only in parts
+	for i, x := range p.Ranks {
+		if x == r {
+			return i
+		}
 	}
 	return -1
 }
@@ -259,4 +266,46 @@ func MakePlan(js *jobspec.Jobspec, R *rset.R, o PlanOptions) (*Plan, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// Grow returns the plan of a job that was given the nodes of add while
+// it ran (RFC 51): the nodes of p keep their shells and tasks, and the
+// new ones follow in ascending rank order, shell indexes and task ranks
+// after p's. A new node runs the tasks the jobspec puts on each of its
+// slots, or, for a job that asked for a total count of tasks, as many
+// as p's first node. Only block task maps can grow this way.
+func (p *Plan) Grow(js *jobspec.Jobspec, add *rset.R, o PlanOptions) (*Plan, error) {
+	if o.CyclicStride > 0 || o.Manual != nil {
+		return nil, fmt.Errorf("a job with a cyclic or manual taskmap cannot grow")
+	}
+	for n := range add.All() {
+		if p.Index(n.Rank) >= 0 {
+			return nil, fmt.Errorf("rank %d is the job's already", n.Rank)
+		}
+	}
+	d, err := MakePlan(js, add, o)
+	if err != nil {
+		return nil, err
+	}
+	if js.Tasks[0].Count.Total > 0 && o.PerResourceType == "" {
+		for i := range d.Counts {
+			d.Counts[i] = max(p.Counts[0], 1)
+		}
+	}
+	g := &Plan{
+		Ranks:  append(slices.Clone(p.Ranks), d.Ranks...),
+		Counts: append(slices.Clone(p.Counts), d.Counts...),
+		Cores:  append(slices.Clone(p.Cores), d.Cores...),
+		GPUs:   append(slices.Clone(p.GPUs), d.GPUs...),
+	}
+	for _, c := range g.Counts {
+		g.NTasks += c
+	}
+	if g.NTasks > MaxTasks {
+		return nil, fmt.Errorf("the job would have more than %d tasks", MaxTasks)
+	}
+	if g.Map, err = taskmap.BlockCounts(g.Counts); err != nil {
+		return nil, err
+	}
+	return g, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/pmi"
 	"github.com/fluxgo/fluxgo/internal/shell"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	fluxjob "github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 	"github.com/fluxgo/fluxgo/pkg/jsonwire"
@@ -26,6 +27,7 @@ type job struct {
 	x       *host
 	id      jobid.ID
 	userid  uint32
+	R       json.RawMessage // as job-exec gave it (before any growth)
 	js      *jobspec.Jobspec
 	plan    *shell.Plan
 	idx     int
@@ -68,12 +70,17 @@ type job struct {
 	contained *jobContainment     // containment.go
 	cgroups   *ModuleCgroups      // made for it by the job-shell module
 	stage     *stageIn            // stagein.go: files being staged, tasks not started
+	realloc   *reallocPending     // realloc.go: a realloc request relayed
+	// group is the part of the job this shell belongs to: the shells
+	// it started with, or those of one growth (realloc.go); its PMI
+	// barriers are the group's
+	group shellGroup
 }
 
 func newJob(x *host, req startRequest, js *jobspec.Jobspec, plan *shell.Plan, idx int, r *flux.Request) *job {
 	dothex, _ := req.ID.Encode("dothex")
 	ctx, cancel := context.WithCancel(context.Background())
-	return &job{x: x, id: req.ID, userid: req.Userid, js: js, plan: plan, idx: idx, req: r,
+	return &job{x: x, id: req.ID, userid: req.Userid, R: req.R, js: js, plan: plan, idx: idx, req: r,
 		dir: "job." + dothex, ctx: ctx, cancel: cancel, cgroups: req.Cgroups}
 }
 
@@ -81,9 +88,7 @@ func (j *job) leader() bool { return j.idx == 0 }
 
 // ServiceName is the job shell's service for a job: flux-core names it
 // "<userid>-shell-<jobid f58>" so that a guest may register it.
-func ServiceName(userid uint32, id jobid.ID) string {
-	return fmt.Sprintf("%d-shell-%s", userid, id.F58(true))
-}
+func ServiceName(userid uint32, id jobid.ID) string { return fluxjob.ShellService(userid, id) }
 
 // execEvent encodes an exec eventlog event for job-exec to write.
 func (j *job) execEvent(dst []byte, t time.Time, name string, ctx any) []byte {

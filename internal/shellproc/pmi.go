@@ -79,7 +79,7 @@ func (k *shellKVS) exchange(puts []pmi.KeyValue) {
 	}
 	leader := uint32(j.plan.Ranks[0])
 	f, err := j.x.h.RPC("job-shell.pmi-fence", leader, map[string]any{
-		"id": j.id, "index": j.idx, "nshells": len(j.plan.Ranks), "puts": kv,
+		"id": j.id, "index": j.idx, "nshells": j.group.size(len(j.plan.Ranks)), "group": j.group.n, "puts": kv,
 	}, 0)
 	if err != nil {
 		k.complete(nil, err)
@@ -112,6 +112,17 @@ func (k *shellKVS) complete(puts [][2]string, err error) {
 	k.mu.Unlock()
 }
 
+// all returns every key put so far.
+func (k *shellKVS) all() [][2]string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make([][2]string, 0, len(k.vals))
+	for key, v := range k.vals {
+		out = append(out, [2]string{key, v})
+	}
+	return out
+}
+
 // Get implements pmi.KVS.
 func (k *shellKVS) Get(_ context.Context, _ int, key string) (string, error) {
 	k.mu.Lock()
@@ -126,6 +137,13 @@ func (k *shellKVS) Get(_ context.Context, _ int, key string) (string, error) {
 // Abort implements pmi.Aborter.
 func (k *shellKVS) Abort(rank, exitcode int, msg string) {
 	k.j.abort(rank, exitcode, msg)
+}
+
+// fenceKey names a barrier round being gathered: the job and the group
+// of its shells (0: those it started with; n: those of its nth growth).
+type fenceKey struct {
+	id    jobid.ID
+	group int
 }
 
 // leaderFence gathers one barrier round at the leader shell.
@@ -143,6 +161,7 @@ func (x *host) pmiFence(r *flux.Request) {
 		ID      jobid.ID    `json:"id"`
 		Index   int         `json:"index"`
 		NShells int         `json:"nshells"`
+		Group   int         `json:"group"`
 		Puts    [][2]string `json:"puts"`
 	}
 	if r.Decode(&req) != nil {
@@ -152,10 +171,11 @@ func (x *host) pmiFence(r *flux.Request) {
 		r.Errorf(syscall.EPERM, "pmi-fence is for job shells only")
 		return
 	}
-	lf := x.fences[req.ID]
+	key := fenceKey{req.ID, req.Group}
+	lf := x.fences[key]
 	if lf == nil {
 		lf = &leaderFence{nshells: req.NShells, seen: map[int]bool{}}
-		x.fences[req.ID] = lf
+		x.fences[key] = lf
 	}
 	if lf.seen[req.Index] {
 		r.RespondError(errors.New("duplicate pmi-fence from one shell"))
@@ -167,8 +187,15 @@ func (x *host) pmiFence(r *flux.Request) {
 	if len(lf.waiting) < lf.nshells {
 		return
 	}
-	delete(x.fences, req.ID)
-	resp := map[string]any{"puts": lf.puts}
+	delete(x.fences, key)
+	puts := lf.puts
+	if j := x.jobs[req.ID]; req.Group > 0 && j != nil && j.kvs != nil {
+		// the shells of a growth join a job whose other shells are past
+		// their barriers: they get everything those put (the leader has
+		// it all), then their own
+		puts = append(j.kvs.all(), puts...)
+	}
+	resp := map[string]any{"puts": puts}
 	for _, w := range lf.waiting {
 		w.Respond(resp)
 	}

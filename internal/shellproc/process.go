@@ -86,7 +86,7 @@ type host struct {
 	// that restarted before it recorded that end asks again (attach)
 	ended map[jobid.ID]*job
 	// fences being gathered by leader shells, by job
-	fences map[jobid.ID]*leaderFence
+	fences map[fenceKey]*leaderFence
 	// services maps the leader shells' stdin services to their jobs
 	services map[string]*job
 	contain  *containment // containment.go
@@ -119,7 +119,7 @@ func Run(ctx context.Context, opts Options) error {
 		svc:    ProcessService(uint32(os.Getuid()), os.Getpid()),
 		jobs:   make(map[jobid.ID]*job),
 		ended:  make(map[jobid.ID]*job),
-		fences: make(map[jobid.ID]*leaderFence),
+		fences: make(map[fenceKey]*leaderFence),
 
 		services: make(map[string]*job),
 		stop:     stop,
@@ -153,6 +153,7 @@ func Run(ctx context.Context, opts Options) error {
 		"pmi-fence": x.pmiFence,
 		"output":    x.outputRequest, // output.go
 		"lost":      x.lostRequest,
+		"grow":      x.growRequest, // realloc.go
 		"pids":      x.pids,
 		"exit":      x.exitRequest,
 		"hello": func(r *flux.Request) {
@@ -289,6 +290,9 @@ type startRequest struct {
 	// Cgroups: the job's task cgroups on this node, made by the
 	// job-shell module for a guest shell (containment.go)
 	Cgroups *ModuleCgroups `json:"cgroups,omitempty"`
+	// Grow: the resources the job was given while it ran (RFC 51), in
+	// order, for a shell on one of those nodes (R is the original R)
+	Grow []json.RawMessage `json:"grow,omitempty"`
 }
 
 // start runs this node's part of a job. Responses: {type:"start", rank,
@@ -328,6 +332,11 @@ func (x *host) start(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "%v", err)
 		return
 	}
+	plan, groups, err := growPlan(js, plan, po, req.Grow) // realloc.go
+	if err != nil {
+		r.Errorf(syscall.EINVAL, "%v", err)
+		return
+	}
 	idx := plan.Index(x.rank)
 	if idx < 0 {
 		r.Errorf(syscall.EINVAL, "rank %d is not in job %s's resources", x.rank, req.ID.String())
@@ -340,6 +349,7 @@ func (x *host) start(r *flux.Request) {
 	}
 	delete(x.ended, req.ID)
 	j := newJob(x, req, js, plan, idx, r)
+	j.group = groupOf(groups, idx)
 	x.jobs[req.ID] = j
 	if err := j.run(cred); err != nil {
 		x.forget(j)

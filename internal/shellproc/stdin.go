@@ -26,7 +26,14 @@ func (x *host) serviceRequest(r *flux.Request) {
 	switch method {
 	case "stdin":
 		j.stdinRequest(r)
+	case "realloc": // realloc.go (RFC 51)
+		j.reallocRequest(r)
+	case "realloc-cancel":
+		j.reallocCancel(r)
+	case "release":
+		j.releaseRequest(r)
 	case "disconnect":
+		j.reallocDisconnect(r.Msg.RouteString())
 	default:
 		r.Errorf(syscall.ENOSYS, "job shell has no method %q", method)
 	}

@@ -85,3 +85,12 @@ func appendRawOrNull(b, raw []byte) []byte {
 	}
 	return append(b, raw...)
 }
+
+// ExecGrow is the job manager's <executor>.grow request (RFC 51): a
+// running job was given RDeltaAdd, and R is its allocation now. The
+// executor starts the job's shells on the nodes added.
+type ExecGrow struct {
+	ID        jobid.ID        `json:"id"`
+	RDeltaAdd json.RawMessage `json:"R_delta_add"`
+	R         json.RawMessage `json:"R"`
+}

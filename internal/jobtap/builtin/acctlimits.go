@@ -471,3 +471,50 @@ func (a *AccountLimits) Query() any {
 	sort.Slice(out, func(i, j int) bool { return out[i].Association < out[j].Association })
 	return map[string]any{"associations": out}
 }
+
+// ReallocCheck implements jobtap.ReallocHook: growth counts against the
+// association's max-nodes and max-cores as the job's own size does, both
+// for the job alone and for everything the association runs.
+func (a *AccountLimits) ReallocCheck(j *jobtap.Job, cur, add jobtap.Size) error {
+	aj := a.jobs[j.ID]
+	if aj == nil || j.Exempt {
+		return nil
+	}
+	_, _, maxNodes, maxCores := a.limits(aj.key)
+	u := a.use(aj.key)
+	for _, c := range []struct {
+		what            string
+		job, total, add int
+		max             int
+	}{
+		{"nodes", cur.Nodes, u.Nodes, add.Nodes, maxNodes},
+		{"cores", cur.Cores, u.Cores, add.Cores, maxCores},
+	} {
+		switch {
+		case c.max <= 0 || c.add <= 0:
+		case c.job+c.add > c.max:
+			return fmt.Errorf("growing the job to %d %s exceeds max-%s for %s (%d)", c.job+c.add, c.what, c.what, aj.key, c.max)
+		case c.total+c.add > c.max:
+			return fmt.Errorf("%s runs %d %s: %d more exceeds max-%s (%d)", aj.key, c.total, c.what, c.add, c.what, c.max)
+		}
+	}
+	return nil
+}
+
+// Resized implements jobtap.ReallocHook: the job counts at its new size.
+func (a *AccountLimits) Resized(j *jobtap.Job, d jobtap.Size) {
+	aj := a.jobs[j.ID]
+	if aj == nil {
+		return
+	}
+	aj.nodes += d.Nodes
+	aj.cores += d.Cores
+	if aj.released {
+		u := a.use(aj.key)
+		u.Nodes += d.Nodes
+		u.Cores += d.Cores
+		if d.Nodes < 0 || d.Cores < 0 {
+			a.release(aj.key) // room for the association's held jobs
+		}
+	}
+}

@@ -257,3 +257,32 @@ func (l *LimitDuration) Validate(j *jobtap.Job, _ bool) error {
 	}
 	return l.QueueUpdate(j, j.Jobspec.Queue(), false)
 }
+
+// ReallocCheck implements jobtap.ReallocHook: a running job may grow only
+// within the maximum sizes of its queue (the minimums held at submit).
+func (l *LimitJobSize) ReallocCheck(j *jobtap.Job, cur, add jobtap.Size) error {
+	if j.Jobspec == nil || j.Exempt {
+		return nil
+	}
+	queue := j.Jobspec.Queue()
+	b := &l.sizeBounds
+	if qb, ok := l.Queues[queue]; ok {
+		b = qb
+	}
+	for _, c := range []struct {
+		what         string
+		cur, add, hi int
+	}{
+		{"nnodes", cur.Nodes, add.Nodes, b.Max.NNodes},
+		{"ncores", cur.Cores, add.Cores, b.Max.NCores},
+		{"ngpus", cur.GPUs, add.GPUs, b.Max.NGPUs},
+	} {
+		if c.hi > 0 && c.add > 0 && c.cur+c.add > c.hi {
+			return fmt.Errorf("growing the job to %s %d (%d + %d) exceeds policy limit of %d%s", c.what, c.cur+c.add, c.cur, c.add, c.hi, forQueue(queue))
+		}
+	}
+	return nil
+}
+
+// Resized implements jobtap.ReallocHook (the size limits need no count).
+func (*LimitJobSize) Resized(*jobtap.Job, jobtap.Size) {}

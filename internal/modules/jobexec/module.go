@@ -137,6 +137,8 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	h.HandleFunc("job-exec.list", x.handleList)
 	h.HandleFunc("job-exec.expiration", x.handleExpiration)
 	h.HandleFunc("job-exec.critical-ranks", x.handleCriticalRanks)
+	h.HandleFunc("job-exec.grow", x.handleGrow)       // realloc.go (RFC 51)
+	h.HandleFunc("job-exec.release", x.handleRelease) // realloc.go
 	h.HandleFunc("job-exec.disconnect", x.disconnect)
 	// a job manager loaded again (flux module reload job-manager) asks
 	// for hellos: see jmOnline

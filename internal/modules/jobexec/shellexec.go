@@ -27,6 +27,7 @@ type shellExec struct{}
 // shellJob tracks the shells of one job.
 type shellJob struct {
 	plan    *shell.Plan
+	origR   json.RawMessage // R at the start (realloc.go)
 	started int
 	exited  int
 	status  int
@@ -62,6 +63,13 @@ type shellJob struct {
 	// to a shell that comes back
 	lastSig      syscall.Signal
 	reattachDone bool // every shell of a reattached job answered
+
+	// RFC 51 (realloc.go): grows are the R_delta_add the job was given
+	// while it ran, in order (plan has their shells); released marks the
+	// shells given back, releases the requests waiting for them to go.
+	grows    []json.RawMessage
+	released map[uint]bool
+	releases []*releaseWait
 }
 
 // defaultExitTimeout is how long a job's other tasks may run on after
@@ -226,7 +234,7 @@ func newShellJob(j *execJob) (*shellJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &shellJob{plan: plan, futs: make(map[uint]*flux.Future), gone: make(map[uint]bool),
+	return &shellJob{plan: plan, origR: j.R, futs: make(map[uint]*flux.Future), gone: make(map[uint]bool),
 		exitTimeout: exitTimeout, exitOnError: exitOnError,
 		startedRanks: make(map[uint]bool), detached: make(map[uint]time.Time)}, nil
 }
@@ -260,7 +268,15 @@ func (s *shellExec) startShells(j *execJob, ranks []uint) {
 	req = append(req, `,"userid":`...)
 	req = strconv.AppendUint(req, uint64(j.userid), 10)
 	req = append(append(req, `,"jobspec":`...), j.jobspec...)
-	req = append(append(req, `,"R":`...), j.R...)
+	if len(sj.grows) > 0 {
+		// a shell on a node the job was given later: the original R
+		// and each growth, from which it works out the job's plan
+		req = append(append(req, `,"R":`...), sj.origR...)
+		g, _ := json.Marshal(sj.grows)
+		req = append(append(req, `,"grow":`...), g...)
+	} else {
+		req = append(append(req, `,"R":`...), j.R...)
+	}
 	req = append(req, '}')
 	for _, rank := range ranks {
 		f, err := x.h.RPC("job-shell.start", uint32(rank), req, flux.Streaming)
@@ -378,6 +394,10 @@ func (s *shellExec) shellFailed(j *execJob, rank uint, err error) {
 	if sj.gone[rank] {
 		return // it had reported its exit already
 	}
+	if sj.released[rank] {
+		s.shellExited(j, rank, 0) // given back: it was being stopped
+		return
+	}
 	if rank == sj.plan.Ranks[0] && !sj.restStarted {
 		defer func() {
 			sj.restStarted = true
@@ -425,8 +445,11 @@ func (s *shellExec) shellExited(j *execJob, rank uint, status int) {
 	}
 	sj.gone[rank] = true
 	sj.exited++
-	if status > sj.status && sj.isCritical(rank) {
+	if status > sj.status && sj.isCritical(rank) && !sj.released[rank] {
 		sj.status = status
+	}
+	if len(sj.releases) > 0 {
+		defer s.checkReleases(j)
 	}
 	if sj.exited < len(sj.plan.Ranks) {
 		return

@@ -175,6 +175,10 @@ func (e *execClient) response(j *job, f *flux.Future, msg *flux.Message, err err
 			m.post(j, "debug.exec-reattach-finish", nil)
 		}
 	case "release":
+		if final, ok := data["final"].(bool); ok && !final {
+			m.partialRelease(j, data) // realloc.go (RFC 51)
+			return
+		}
 		m.post(j, "release", data)
 		m.cleanup(j, j.State)
 	case "finish":

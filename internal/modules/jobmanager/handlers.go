@@ -23,7 +23,8 @@ func (m *manager) register() {
 	h := m.h
 	h.HandleFunc("job-manager.submit", m.handleSubmit)
 	h.HandleFunc("job-manager.raise", m.handleRaise)
-	h.HandleFunc("job-manager.realloc", m.handleRealloc) // realloc.go
+	h.HandleFunc("job-manager.realloc", m.handleRealloc)              // realloc.go
+	h.HandleFunc("job-manager.realloc-cancel", m.handleReallocCancel) // realloc.go
 	h.HandleFunc("job-manager.memo", m.handleMemo)
 	h.HandleFunc("job-manager.raiseall", m.handleRaiseAll)
 	h.HandleFunc("job-manager.killall", m.handleKillAll)
@@ -604,6 +605,7 @@ func (m *manager) handleDisconnect(r *flux.Request) {
 	m.journal.disconnect(route)
 	m.waitDisconnect(route)
 	m.queues.disconnect(route)
+	m.reallocDisconnect(route)
 }
 
 // jobBank is the bank a job is charged to ("" for none).

@@ -29,7 +29,8 @@ type manager struct {
 	owner      uint32
 
 	jobs     map[jobid.ID]*job
-	inactive []jobid.ID // in order of becoming inactive, for purge
+	reallocs map[jobid.ID]*job // jobs with a realloc request with the scheduler (realloc.go)
+	inactive []jobid.ID        // in order of becoming inactive, for purge
 	// forgotten: inactive jobs older than inactive[0], beyond
 	// inactiveLimit, oldest first (inactive.go)
 	forgotten []forgottenJob
@@ -78,6 +79,7 @@ func newManager(h *flux.Handle, log *slog.Logger, owner uint32) *manager {
 		log:           log,
 		owner:         owner,
 		jobs:          make(map[jobid.ID]*job),
+		reallocs:      make(map[jobid.ID]*job),
 		inState:       make(map[jobtap.State]int),
 		done:          make(map[jobid.ID]inactiveRec),
 		inactiveLimit: 100000,
@@ -237,7 +239,10 @@ func (m *manager) apply(j *job, name string, ctx map[string]any) {
 			}
 		}
 	case "free":
-		j.hasAlloc = false
+		// a part given back (RFC 51) says final false
+		if final, ok := ctx["final"].(bool); !ok || final {
+			j.hasAlloc = false
+		}
 	case "clean":
 		j.State = jobtap.StateInactive
 		// plugins see the result along with the INACTIVE state

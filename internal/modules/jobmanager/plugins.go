@@ -357,6 +357,27 @@ func (ps *pluginSet) queueUpdate(j *job, queue string, owner bool) error {
 	return nil
 }
 
+// reallocCheck asks the plugins whether j may grow by add (RFC 51).
+func (ps *pluginSet) reallocCheck(j *job, cur, add jobtap.Size) error {
+	for _, p := range ps.loaded {
+		if h, ok := p.(jobtap.ReallocHook); ok {
+			if err := h.ReallocCheck(j.view(), cur, add); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// resized tells the plugins that j's resources changed by delta.
+func (ps *pluginSet) resized(j *job, delta jobtap.Size) {
+	for _, p := range ps.loaded {
+		if h, ok := p.(jobtap.ReallocHook); ok {
+			h.Resized(j.view(), delta)
+		}
+	}
+}
+
 // jobtap.Host
 
 func (ps *pluginSet) get(id jobid.ID) (*job, error) {

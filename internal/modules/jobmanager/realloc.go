@@ -2,39 +2,125 @@ package jobmanager
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	fluxjob "github.com/fluxgo/fluxgo/pkg/flux/job"
+	"github.com/fluxgo/fluxgo/pkg/idset"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
 	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
-// Dynamic resources (RFC 51, seed 000): a running job's owner (its shell
-// or a tool such as flux job realloc) asks job-manager.realloc for
-// resources to add (spec_add, a jobspec) or to give back (spec_sub, a
-// jobspec, or R, the very resources). The job manager forwards the
-// request to the scheduler (sched.realloc) and, on SUCCESS, applies it:
-// the job's R in the KVS becomes R ∪ R_delta_add − R_delta_sub, a
-// resource-update event records the deltas (so replaying the eventlog
-// and the job's R agree), and resources given back are released (a
-// release event with final false) and freed to the scheduler
-// (sched.free, final false) at once: a job asks to shrink once it has
-// stopped using them. The requestor gets the scheduler's answer
-// ({alloc_id, type, R_delta_add?, R_delta_sub?}) plus the job's new R.
-// Responses of type DENY (1) or UNSUPPORTED (3) change nothing.
+// Dynamic resources (RFC 51, seed 000). A running job's shell (its
+// realloc method), or its owner through flux job realloc, sends
+// job-manager.realloc {id, spec_add?, spec_sub?, R?, nowait?}: at least
+// one of spec_add (a jobspec of what to add) and spec_sub (a jobspec of
+// what to give back; R names the very resources). The plugins vet the
+// growth (jobtap.ReallocHook: the same limits as a new job); the request
+// goes on to the scheduler as sched.realloc with the job's priority and
+// user, and waits there, as a pending job would, unless nowait is set.
+// The requestor gets the scheduler's answer {alloc_id, type, note?,
+// R_delta_add?, R_delta_sub?} plus the job's R:
+//
+//   - SUCCESS with R_delta_add: the job's R in the KVS becomes R ∪ add,
+//     and the eventlog gets alloc {alloc_id} then resource-update
+//     {alloc_id, R_delta_add}; the executor is told (job-exec.grow), and
+//     starts the job's shells on the new nodes.
+//   - SUCCESS with R_delta_sub: nothing changes yet. The job stops using
+//     those resources, then says so through its shell (shell.release);
+//     the executor, once the shells there have exited, sends release
+//     {ranks, final: false} on the job's start stream (RFC 32). Then the
+//     job's R loses them (resource-update {R_delta_sub}), release is
+//     posted, the scheduler gets them back (sched.free, final false) and
+//     free {ranks, final: false} follows its answer.
+//   - DENY, CANCEL: nothing changes. A scheduler without realloc
+//     (ENOSYS) is answered UNSUPPORTED (3) here.
+//
+// A waiting request ends with CANCEL when its requestor disconnects or
+// asks job-manager.realloc-cancel {id}: the job manager sends
+// sched.realloc_cancel {matchtag} (RFC 51, RFC 6).
 
-// Realloc response types (RFC 51).
-func (m *manager) handleRealloc(r *flux.Request) {
-	var req struct {
-		ID      jobid.ID        `json:"id"`
-		SpecAdd json.RawMessage `json:"spec_add"`
-		SpecSub json.RawMessage `json:"spec_sub"`
-		R       json.RawMessage `json:"R"`
+// pendingRealloc is a job's request with the scheduler.
+type pendingRealloc struct {
+	r     *flux.Request
+	f     *flux.Future
+	route string // the requestor's, for disconnect
+}
+
+// reallocRequest is job-manager.realloc's payload.
+type reallocRequest struct {
+	ID      jobid.ID
+	SpecAdd json.RawMessage
+	SpecSub json.RawMessage
+	R       json.RawMessage
+	NoWait  bool
+}
+
+// decodeReallocRequest checks each key, naming the one that is wrong.
+func decodeReallocRequest(p []byte) (*reallocRequest, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(p, &raw); err != nil {
+		return nil, fmt.Errorf("payload is not a JSON object: %v", err)
 	}
-	if r.Decode(&req) != nil {
+	if raw["id"] == nil {
+		return nil, fmt.Errorf("id is required")
+	}
+	req := &reallocRequest{}
+	for key, v := range raw {
+		var err error
+		switch key {
+		case "id":
+			err = json.Unmarshal(v, &req.ID)
+		case "spec_add":
+			req.SpecAdd, err = v, checkJobspec(v)
+		case "spec_sub":
+			req.SpecSub, err = v, checkJobspec(v)
+		case "R":
+			if _, perr := rset.Parse(v); perr != nil {
+				err = perr
+			}
+			req.R = v
+		case "nowait":
+			err = json.Unmarshal(v, &req.NoWait)
+		default:
+			err = fmt.Errorf("unknown key (RFC 51 has id, spec_add, spec_sub, R; fluxgo adds nowait)")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", key, err)
+		}
+	}
+	if req.SpecAdd == nil && req.SpecSub == nil {
+		return nil, fmt.Errorf("at least one of spec_add and spec_sub is required (RFC 51)")
+	}
+	return req, nil
+}
+
+func checkJobspec(v json.RawMessage) error {
+	if len(v) == 0 || v[0] != '{' {
+		return fmt.Errorf("must be a jobspec (a JSON object)")
+	}
+	_, err := jobspec.Parse(v)
+	return err
+}
+
+// sizeOf counts the resources of an R (the zero Size if it is not one).
+func sizeOf(R json.RawMessage) jobtap.Size {
+	r, err := rset.Parse(R)
+	if err != nil {
+		return jobtap.Size{}
+	}
+	return jobtap.Size{Nodes: r.NNodes(), Cores: r.NCores(), GPUs: r.NGPUs()}
+}
+
+func (m *manager) handleRealloc(r *flux.Request) {
+	req, err := decodeReallocRequest(r.Msg.JSON())
+	if err != nil {
+		r.Errorf(syscall.EPROTO, "realloc: %v", err)
 		return
 	}
 	j := m.lookup(r, req.ID)
@@ -42,106 +128,156 @@ func (m *manager) handleRealloc(r *flux.Request) {
 		return
 	}
 	switch {
-	case len(req.SpecAdd) == 0 && len(req.SpecSub) == 0 && len(req.R) == 0:
-		r.Errorf(syscall.EPROTO, "realloc: give spec_add, spec_sub or R")
-		return
 	case j.State != jobtap.StateRun || j.fatal:
 		r.Errorf(syscall.EINVAL, "job %s is %s: only running jobs can change their resources", j.ID.String(), j.State)
 		return
 	case j.bypass:
 		r.Errorf(syscall.EINVAL, "job %s brought its own R (alloc-bypass): the scheduler cannot change it", j.ID.String())
 		return
-	case j.realloc:
+	case j.realloc != nil:
 		r.Errorf(syscall.EBUSY, "job %s already has a realloc request in progress", j.ID.String())
 		return
 	}
-	fwd := map[string]any{"job_id": j.ID}
+	if req.SpecAdd != nil {
+		js, _ := jobspec.Parse(req.SpecAdd)
+		add := jobtap.Size{Nodes: js.NNodes(), Cores: js.NSlots() * js.CoresPerSlot(), GPUs: js.ResourceCount("gpu")}
+		if err := m.plugins.reallocCheck(j, sizeOf(j.R), add); err != nil {
+			r.Respond(fluxjob.ReallocResponse{Type: fluxjob.ReallocDeny, Note: err.Error(), R: j.R})
+			return
+		}
+	}
+	fwd := map[string]any{"job_id": j.ID, "priority": j.Priority, "userid": j.Userid}
 	for k, v := range map[string]json.RawMessage{"spec_add": req.SpecAdd, "spec_sub": req.SpecSub, "R": req.R} {
-		if len(v) > 0 {
+		if v != nil {
 			fwd[k] = v
 		}
+	}
+	if req.NoWait {
+		fwd["nowait"] = true
 	}
 	f, err := m.h.RPC("sched.realloc", flux.NodeidAny, fwd, 0)
 	if err != nil {
 		r.RespondError(err)
 		return
 	}
-	j.realloc = true
+	j.realloc = &pendingRealloc{r: r, f: f, route: r.Msg.RouteString()}
+	m.reallocs[j.ID] = j
 	f.Then(func(msg *flux.Message, err error) {
-		j.realloc = false
+		j.realloc = nil
+		delete(m.reallocs, j.ID)
+		m.reallocAnswer(j, r, msg, err)
+	})
+}
+
+// reallocAnswer applies and relays the scheduler's answer.
+func (m *manager) reallocAnswer(j *job, r *flux.Request, msg *flux.Message, err error) {
+	if errors.Is(err, syscall.ENOSYS) {
+		r.Respond(fluxjob.ReallocResponse{Type: fluxjob.ReallocUnsupported, Note: "the scheduler does not support realloc", R: j.R})
+		return
+	}
+	if err != nil {
+		r.RespondError(fmt.Errorf("scheduler: %w", err))
+		return
+	}
+	var resp fluxjob.ReallocResponse
+	if err := json.Unmarshal(msg.JSON(), &resp); err != nil {
+		r.Errorf(syscall.EPROTO, "sched.realloc response: %v", err)
+		return
+	}
+	if resp.Type != fluxjob.ReallocSuccess {
+		resp.R = j.R
+		r.Respond(resp)
+		return
+	}
+	if len(resp.RDeltaAdd) == 0 && len(resp.RDeltaSub) == 0 {
+		m.log.Error("realloc: the scheduler answered SUCCESS with neither R_delta_add nor R_delta_sub", "id", j.ID.String())
+		r.Errorf(syscall.EPROTO, "realloc: the scheduler answered SUCCESS with neither R_delta_add nor R_delta_sub")
+		return
+	}
+	if j.State != jobtap.StateRun || j.fatal {
+		// it ended meanwhile: what it was given goes back at once
+		if len(resp.RDeltaAdd) > 0 {
+			m.reallocFree(j, resp.RDeltaAdd, "")
+		}
+		r.Respond(fluxjob.ReallocResponse{AllocID: resp.AllocID, Type: fluxjob.ReallocCancel, Note: "the job ended during the request"})
+		return
+	}
+	if len(resp.RDeltaAdd) > 0 {
+		before := sizeOf(j.R)
+		newR, err := applyDelta(j.R, resp.RDeltaAdd, true)
 		if err != nil {
-			r.RespondError(fmt.Errorf("scheduler: %w", err))
-			return
-		}
-		var resp fluxjob.ReallocResponse
-		if err := json.Unmarshal(msg.JSON(), &resp); err != nil {
-			r.Errorf(syscall.EPROTO, "sched.realloc response: %v", err)
-			return
-		}
-		if resp.Type != fluxjob.ReallocSuccess {
-			r.Respond(resp)
-			return
-		}
-		if j.State != jobtap.StateRun || j.fatal {
-			// it ended meanwhile: what it was given goes back at once
-			if len(resp.RDeltaAdd) > 0 {
-				m.reallocFree(j, resp.RDeltaAdd)
-			}
-			r.Errorf(syscall.EINVAL, "job %s ended during the realloc request", j.ID.String())
-			return
-		}
-		newR, subRanks, err := applyDeltas(j.R, resp.RDeltaAdd, resp.RDeltaSub)
-		if err != nil {
-			m.log.Error("realloc: the scheduler's answer does not apply", "id", j.ID.String(), "err", err)
-			r.Errorf(syscall.EPROTO, "realloc: %v", err)
+			m.log.Error("realloc: the scheduler's R_delta_add does not apply", "id", j.ID.String(), "err", err)
+			m.reallocFree(j, resp.RDeltaAdd, "")
+			r.Errorf(syscall.EPROTO, "realloc: R_delta_add: %v", err)
 			return
 		}
 		j.R = newR
 		m.batch.PutShared(j.kvsDir+".R", newR)
-		ctx := map[string]any{"alloc_id": resp.AllocID}
-		if len(resp.RDeltaAdd) > 0 {
-			ctx["R_delta_add"] = resp.RDeltaAdd
-		}
-		if len(resp.RDeltaSub) > 0 {
-			ctx["R_delta_sub"] = resp.RDeltaSub
-		}
-		m.post(j, "resource-update", ctx)
-		if len(resp.RDeltaSub) > 0 {
-			m.post(j, "release", map[string]any{"ranks": subRanks, "final": false})
-			m.reallocFree(j, resp.RDeltaSub)
-		}
-		resp.R = newR
-		m.respondDurable(r, resp)
-	})
+		m.post(j, "alloc", map[string]any{"alloc_id": resp.AllocID})
+		m.post(j, "resource-update", map[string]any{"alloc_id": resp.AllocID, "R_delta_add": resp.RDeltaAdd})
+		m.plugins.resized(j, diffSize(sizeOf(newR), before))
+		m.exec.grow(j, resp.RDeltaAdd)
+	}
+	resp.R = j.R
+	m.respondDurable(r, resp)
 }
 
-// applyDeltas returns R ∪ add − sub, and the ranks sub names.
-func applyDeltas(R, add, sub json.RawMessage) (json.RawMessage, string, error) {
+func diffSize(a, b jobtap.Size) jobtap.Size {
+	return jobtap.Size{Nodes: a.Nodes - b.Nodes, Cores: a.Cores - b.Cores, GPUs: a.GPUs - b.GPUs}
+}
+
+// applyDelta returns R ∪ delta (add) or R − delta.
+func applyDelta(R, delta json.RawMessage, add bool) (json.RawMessage, error) {
 	cur, err := rset.Parse(R)
 	if err != nil {
-		return nil, "", fmt.Errorf("the job's R: %w", err)
+		return nil, fmt.Errorf("the job's R: %w", err)
 	}
-	if len(add) > 0 {
-		a, err := rset.Parse(add)
-		if err != nil {
-			return nil, "", fmt.Errorf("R_delta_add: %w", err)
-		}
-		cur = cur.Union(a)
+	d, err := rset.Parse(delta)
+	if err != nil {
+		return nil, err
 	}
-	ranks := ""
-	if len(sub) > 0 {
-		s, err := rset.Parse(sub)
-		if err != nil {
-			return nil, "", fmt.Errorf("R_delta_sub: %w", err)
-		}
-		cur = cur.Difference(s)
-		ranks = s.Ranks().String()
+	if add {
+		cur = cur.Union(d)
+	} else {
+		cur = cur.Difference(d)
 	}
-	return cur.Encode(), ranks, nil
+	return cur.Encode(), nil
 }
 
-// reallocFree gives resources back to the scheduler (not the job's last).
-func (m *manager) reallocFree(j *job, R json.RawMessage) {
+// partialRelease handles the executor's release {ranks, final: false}:
+// the shells on those ranks are gone, so their resources leave the job.
+func (m *manager) partialRelease(j *job, data map[string]any) {
+	ranks, _ := data["ranks"].(string)
+	ids, err := idset.Parse(ranks)
+	if err != nil || ids.Empty() {
+		m.log.Error("exec release final=false: bad ranks", "id", j.ID.String(), "ranks", ranks)
+		return
+	}
+	cur, err := rset.Parse(j.R)
+	if err != nil {
+		m.log.Error("exec release: the job's R", "id", j.ID.String(), "err", err)
+		return
+	}
+	part := cur.CopyRanks(ids)
+	if part.Empty() || part.NNodes() == cur.NNodes() {
+		m.log.Error("exec release final=false: the ranks are not a part of the job's", "id", j.ID.String(), "ranks", ranks)
+		return
+	}
+	before := sizeOf(j.R)
+	sub := part.Encode()
+	j.R = cur.ExcludeRanks(ids).Encode()
+	m.batch.PutShared(j.kvsDir+".R", j.R)
+	ranks = part.Ranks().String()
+	m.post(j, "resource-update", map[string]any{"R_delta_sub": json.RawMessage(sub)})
+	m.post(j, "release", map[string]any{"ranks": ranks, "final": false})
+	m.plugins.resized(j, diffSize(sizeOf(j.R), before))
+	m.reallocFree(j, sub, ranks)
+}
+
+// reallocFree gives resources back to the scheduler (not the job's
+// last); with ranks set, free {ranks, final: false} is posted once the
+// scheduler has them.
+func (m *manager) reallocFree(j *job, R json.RawMessage, ranks string) {
 	f, err := m.h.RPC("sched.free", flux.NodeidAny, map[string]any{"id": j.ID, "R": R, "final": false}, 0)
 	if err != nil {
 		m.log.Error("realloc: sched.free", "id", j.ID.String(), "err", err)
@@ -150,6 +286,61 @@ func (m *manager) reallocFree(j *job, R json.RawMessage) {
 	f.Then(func(_ *flux.Message, err error) {
 		if err != nil {
 			m.log.Error("realloc: sched.free", "id", j.ID.String(), "err", err)
+			return
+		}
+		if ranks != "" && j.State < jobtap.StateInactive {
+			m.post(j, "free", map[string]any{"ranks": ranks, "final": false})
+		}
+	})
+}
+
+// handleReallocCancel: job-manager.realloc-cancel {id} ends the job's
+// waiting request (answered CANCEL); no response of its own.
+func (m *manager) handleReallocCancel(r *flux.Request) {
+	var req struct {
+		ID jobid.ID `json:"id"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	j := m.lookup(r, req.ID)
+	if j == nil || !authorize(r, j) {
+		return
+	}
+	if j.realloc == nil {
+		r.Errorf(syscall.ENOENT, "job %s has no realloc request waiting", j.ID.String())
+		return
+	}
+	m.cancelRealloc(j)
+	r.Respond(nil)
+}
+
+func (m *manager) cancelRealloc(j *job) {
+	m.h.RPC("sched.realloc_cancel", flux.NodeidAny, map[string]any{"matchtag": j.realloc.f.Matchtag()}, flux.NoResponse)
+}
+
+// reallocDisconnect cancels the requests of a requestor that went away.
+func (m *manager) reallocDisconnect(route string) {
+	for _, j := range m.reallocs {
+		if j.realloc != nil && j.realloc.route == route {
+			m.cancelRealloc(j)
+		}
+	}
+}
+
+// grow tells the executor about resources added to a running job.
+func (e *execClient) grow(j *job, add json.RawMessage) {
+	if e.service == "" || !j.startSent {
+		return
+	}
+	f, err := e.m.h.RPC(e.service+".grow", flux.NodeidAny, wire.ExecGrow{ID: j.ID, RDeltaAdd: add, R: j.R}, 0)
+	if err != nil {
+		e.m.log.Error("realloc: "+e.service+".grow", "id", j.ID.String(), "err", err)
+		return
+	}
+	f.Then(func(_ *flux.Message, err error) {
+		if err != nil && !errors.Is(err, syscall.ENOSYS) {
+			e.m.log.Error("realloc: "+e.service+".grow", "id", j.ID.String(), "err", err)
 		}
 	})
 }

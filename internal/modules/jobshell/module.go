@@ -129,7 +129,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	h.HandleFunc("job-shell.hello", m.hello)
 	h.HandleFunc("job-shell.list", m.list)
 	h.HandleFunc("job-shell.pids", m.pids)
-	for _, method := range []string{"kill", "stdin", "pmi-fence", "output", "lost"} {
+	for _, method := range []string{"kill", "stdin", "pmi-fence", "output", "lost", "grow"} {
 		h.HandleFunc("job-shell."+method, m.relayByJob)
 	}
 	h.HandleFunc("job-shell.disconnect", m.disconnect)

@@ -4,6 +4,7 @@ import (
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	fluxjob "github.com/fluxgo/fluxgo/pkg/flux/job"
 )
 
 // Debug bits (flux module debug --setbit N sched-simple, or the RPC
@@ -35,6 +36,10 @@ func (s *scheduler) debugFailAll() {
 		ids = append(ids, j.ID)
 	}
 	for _, id := range ids {
+		if isRealloc(id) {
+			s.endRealloc(id, fluxjob.ReallocDeny, "DEBUG_FAIL_ALLOC")
+			continue
+		}
 		j := s.queue.Remove(id)
 		delete(s.jobResv, id)
 		delete(s.held, id)
@@ -54,7 +59,7 @@ func (s *scheduler) debugAnnotate() {
 	ahead := 0
 	for j := range s.queue.All() {
 		seen[j.ID] = true
-		if _, held := s.held[j.ID]; held {
+		if _, held := s.held[j.ID]; held || isRealloc(j.ID) {
 			ahead++
 			continue
 		}

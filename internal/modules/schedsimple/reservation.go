@@ -9,6 +9,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/internal/sched"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	fluxjob "github.com/fluxgo/fluxgo/pkg/flux/job"
 	fluxresource "github.com/fluxgo/fluxgo/pkg/flux/resource"
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
 	"github.com/fluxgo/fluxgo/pkg/idset"
@@ -175,6 +176,10 @@ func (s *scheduler) applyReservations(now float64) {
 		if s.resvs[name] == nil {
 			note = fmt.Sprintf("reservation %s no longer exists", name)
 		}
+		if isRealloc(j.ID) {
+			s.endRealloc(j.ID, fluxjob.ReallocDeny, note)
+			continue
+		}
 		s.queue.Remove(j.ID)
 		delete(s.jobResv, j.ID)
 		respondType(j.Data.(*flux.Request), j.ID, allocDeny, note)
@@ -205,7 +210,7 @@ func (s *scheduler) holdReason(id uint64, reason string) {
 		s.held[id] = reason
 	}
 	j := s.queue.Get(id)
-	if j == nil {
+	if j == nil || isRealloc(id) {
 		return
 	}
 	var v any

@@ -68,8 +68,14 @@ type scheduler struct {
 	// to (0: none yet; see jmOnline)
 	generation int64
 	ctx        context.Context
-	// reallocSeq numbers RFC 51 realloc answers (alloc_id)
-	reallocSeq uint64
+	// reallocSeq numbers RFC 51 realloc answers (alloc_id); reallocs
+	// are the requests waiting in the queue (by queue id), reallocByJob
+	// their jobs' ids, runResv the reservation a running job started in
+	// (its growth may use it too); realloc.go
+	reallocSeq   uint64
+	reallocs     map[uint64]*pendingRealloc
+	reallocByJob map[uint64]uint64
+	runResv      map[uint64]string
 	// estimates are the start times last announced to reserved jobs
 	// (backfill policies only)
 	estimates map[uint64]float64
@@ -80,21 +86,24 @@ type scheduler struct {
 
 func newScheduler(h *flux.Handle, log *slog.Logger, cfg Config, fail context.CancelCauseFunc) *scheduler {
 	s := &scheduler{
-		h:           h,
-		log:         log,
-		cfg:         cfg,
-		fail:        fail,
-		queue:       sched.NewQueue(),
-		running:     make(map[uint64]*sched.Alloc),
-		preemptible: make(map[uint64]bool),
-		jobResv:     make(map[uint64]string),
-		baseReq:     make(map[uint64]*sched.Request),
-		bound:       make(map[boundKey]*sched.Request),
-		held:        make(map[uint64]string),
-		victims:     make(map[uint64]uint64),
-		debugAhead:  make(map[uint64]int),
-		cache:       newRequestCache(cfg.Policy),
-		now:         func() float64 { return float64(time.Now().UnixNano()) / 1e9 },
+		h:            h,
+		log:          log,
+		cfg:          cfg,
+		fail:         fail,
+		queue:        sched.NewQueue(),
+		running:      make(map[uint64]*sched.Alloc),
+		preemptible:  make(map[uint64]bool),
+		jobResv:      make(map[uint64]string),
+		baseReq:      make(map[uint64]*sched.Request),
+		bound:        make(map[boundKey]*sched.Request),
+		held:         make(map[uint64]string),
+		victims:      make(map[uint64]uint64),
+		debugAhead:   make(map[uint64]int),
+		reallocs:     make(map[uint64]*pendingRealloc),
+		reallocByJob: make(map[uint64]uint64),
+		runResv:      make(map[uint64]string),
+		cache:        newRequestCache(cfg.Policy),
+		now:          func() float64 { return float64(time.Now().UnixNano()) / 1e9 },
 	}
 	s.policy = cfg.NewPolicy()
 	if b, ok := s.policy.(*sched.Backfill); ok {
@@ -118,6 +127,8 @@ func (s *scheduler) jmOnline(m *flux.Message) {
 		return
 	}
 	s.log.Warn("the job manager was reloaded: starting over with the new one")
+	s.forgetReallocs(nil)
+	clear(s.runResv)
 	var ids []uint64
 	for j := range s.queue.All() {
 		ids = append(ids, j.ID)
@@ -166,7 +177,7 @@ func (s *scheduler) annotateReservations(resv []sched.Reservation) {
 // job's alloc request: its estimated start, or none (t < 0).
 func (s *scheduler) annotate(id uint64, t float64) {
 	j := s.queue.Get(id)
-	if j == nil {
+	if j == nil || isRealloc(id) {
 		return
 	}
 	r := j.Data.(*flux.Request)
@@ -353,6 +364,7 @@ func (s *scheduler) claim(id uint64, R json.RawMessage) error {
 // when they exit: with an error, which makes the job manager suspend
 // scheduling until a scheduler says sched-ready again.
 func (s *scheduler) shutdown() {
+	s.forgetReallocs(fmt.Errorf("sched-simple is unloading: %w", syscall.ENOSYS))
 	for j := range s.queue.All() {
 		if r, ok := j.Data.(*flux.Request); ok {
 			r.Errorf(syscall.ENOSYS, "sched-simple is unloading")
@@ -389,7 +401,14 @@ func (s *scheduler) pass() {
 	}
 	started := s.policy.Schedule(s.queue, s.pool, now)
 	for _, d := range started {
+		if isRealloc(d.Job.ID) {
+			s.grantRealloc(d.Job.ID, d.Alloc) // realloc.go
+			continue
+		}
 		s.queue.Remove(d.Job.ID)
+		if name := s.jobResv[d.Job.ID]; name != "" {
+			s.runResv[d.Job.ID] = name
+		}
 		delete(s.jobResv, d.Job.ID)
 		s.running[d.Job.ID] = d.Alloc
 		if d.Job.Preemptible {
@@ -402,6 +421,9 @@ func (s *scheduler) pass() {
 	// so another pass follows (after the messages already queued) until
 	// a pass starts nothing. Without it a burst of requests would be
 	// served queue-depth jobs per incoming message batch.
+	if len(s.reallocs) > 0 {
+		s.denyNoWait()
+	}
 	if len(started) > 0 && s.queue.Len() > 0 {
 		s.schedule()
 		return
@@ -493,6 +515,8 @@ func (s *scheduler) release(req freeRequest) error {
 	if req.Final {
 		delete(s.preemptible, req.ID)
 		delete(s.victims, req.ID)
+		delete(s.runResv, req.ID)
+		s.cancelJobReallocs(req.ID)
 	}
 	if req.Final && held != nil {
 		delete(s.running, req.ID)
