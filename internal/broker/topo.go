@@ -2,6 +2,9 @@ package broker
 
 // topology is the k-ary tree over ranks 0..size-1 (rank 0 at the root):
 // the parent of rank r is (r-1)/k and its children are k*r+1 .. k*r+k.
+// A rank's parent does not depend on the size, so an instance grows and
+// shrinks by its highest ranks without moving any other (resize.go); a
+// topology is a value, taken from Broker.topo at the size of the moment.
 type topology struct {
 	size   uint32
 	fanout uint32
