@@ -38,7 +38,7 @@ resource updates before shutdown (acquire-mute).`,
 	cmd.AddCommand(newResourceListCmd(), newResourceInfoCmd(), newResourceRCmd(),
 		newResourceStatusCmd(), newResourceDrainCmd(), newResourceUndrainCmd(),
 		newResourceReloadCmd(), newResourceAcquireMuteCmd(), newResourceReservationsCmd(),
-		newResourceEventlogCmd())
+		newResourceEventlogCmd(), newResourceGrowCmd(), newResourceShrinkCmd())
 	return cmd
 }
 

@@ -364,3 +364,34 @@ func (n *nest) shrink(sub *rset.R, seq int, done bool) {
 	}
 	n.parent = n.parent[:first]
 }
+
+// enclosingRanks answers resource.enclosing-ranks {ranks}: the enclosing
+// instance's ranks of this instance's ranks (flux resource shrink gives
+// those back to the enclosing job).
+func (inv *inventory) enclosingRanks(r *flux.Request) {
+	var req struct {
+		Ranks string `json:"ranks"`
+	}
+	if r.Decode(&req) != nil {
+		return
+	}
+	n := inv.nest
+	if n == nil || n.parent == nil {
+		r.Errorf(syscall.EINVAL, "this instance does not follow an enclosing job's resources (not a nested instance, or its inventory is not the job's)")
+		return
+	}
+	ids, err := idset.Parse(req.Ranks)
+	if err != nil {
+		r.Errorf(syscall.EINVAL, "ranks %q: %v", req.Ranks, err)
+		return
+	}
+	var out idset.Set
+	for rank := range ids.All() {
+		if int(rank) >= len(n.parent) {
+			r.Errorf(syscall.EINVAL, "rank %d is not in this instance (ranks 0-%d)", rank, len(n.parent)-1)
+			return
+		}
+		out.Add(n.parent[rank])
+	}
+	r.Respond(map[string]string{"ranks": out.String()})
+}
