@@ -76,8 +76,8 @@ func (m *member) register() {
 	rank0("resource.reload", func(r *flux.Request) { m.inv.reload(r) })
 	rank0("resource.acquire-mute", func(r *flux.Request) { m.inv.acquireMute(r) })
 	rank0("resource.enclosing-ranks", func(r *flux.Request) { m.inv.enclosingRanks(r) }) // nest.go
-	rank0("resource.grow", func(r *flux.Request) { m.inv.growRequest(r) })     // grow.go
-	rank0("resource.shrink", func(r *flux.Request) { m.inv.shrinkRequest(r) }) // grow.go
+	rank0("resource.grow", func(r *flux.Request) { m.inv.growRequest(r) })               // grow.go
+	rank0("resource.shrink", func(r *flux.Request) { m.inv.shrinkRequest(r) })           // grow.go
 	// read-only views are forwarded to rank 0 from other ranks
 	forwarded := func(name string, fn flux.HandlerFunc) {
 		h.HandleFunc(name, func(r *flux.Request) {
