@@ -3,13 +3,18 @@ package integration
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
+	"github.com/fluxgo/fluxgo/pkg/flux/resource"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
+	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
 // TestRealloc (RFC 51): a running job grows by whole nodes and by cores,
@@ -219,5 +224,165 @@ exec sleep 300`
 	e.must("cancel", id.String(), blocker.String())
 	if got := e.result(id); got != "CANCELED" {
 		t.Errorf("job result %s", got)
+	}
+}
+
+// inInstance runs the flux command against the instance at uri (a nested
+// one), with the flux binary first in PATH.
+func (e *env) inInstance(uri string, args ...string) (string, error) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.inst.Bin, args...)
+	cmd.Env = append(os.Environ(), "FLUX_URI="+uri, "PATH="+filepath.Dir(e.inst.Bin)+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// TestReallocNested: a nested instance (flux alloc) grows from 1 to 3
+// nodes of its parent, runs a 3-node job on them, then gives 2 back: its
+// brokers stop and the parent has the nodes free again, with the events
+// of RFC 21/51 in order in the parent's eventlog.
+func TestReallocNested(t *testing.T) {
+	e := start(t)
+	idText := e.must("alloc", "--bg", "-N1")
+	id, err := jobid.Parse(idText)
+	if err != nil {
+		t.Fatalf("flux alloc --bg printed %q", idText)
+	}
+	uri := e.must("uri", "--local", id.String())
+	child := func(args ...string) string {
+		t.Helper()
+		out, err := e.inInstance(uri, args...)
+		if err != nil {
+			t.Fatalf("flux %s in the child: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	if out := child("resource", "grow", "--nodes=2"); !strings.Contains(out, "grew by 2 node(s)") {
+		t.Errorf("grow printed %q", out)
+	}
+	if got := child("getattr", "size"); got != "3" {
+		t.Errorf("child size %s after growing, want 3", got)
+	}
+	if out := child("run", "-N3", "hostname"); len(strings.Fields(out)) != 3 {
+		t.Errorf("a 3-node job in the grown child printed %q", out)
+	}
+	if got := e.field(id, "{nnodes}"); got != "3" {
+		t.Errorf("the parent's job has %s nodes, want 3", got)
+	}
+	// a job on the nodes to give back: shrink waits for it
+	busy := child("submit", "-N3", "sleep", "1")
+	if out := child("resource", "shrink", "--nodes=2"); !strings.Contains(out, "gave back 2 node(s)") {
+		t.Errorf("shrink printed %q", out)
+	}
+	if st := child("jobs", "-n", "-o", "{result}", busy); st != "COMPLETED" {
+		t.Errorf("the job on the nodes given back: %s (shrink must wait for it)", st)
+	}
+	if got := child("getattr", "size"); got != "1" {
+		t.Errorf("child size %s after shrinking, want 1", got)
+	}
+	if got := child("resource", "list", "-s", "all", "-n", "-o", "{nnodes}"); got != "1" {
+		t.Errorf("child inventory %s nodes after shrinking, want 1", got)
+	}
+	if got := e.field(id, "{nnodes}"); got != "1" {
+		t.Errorf("the parent's job has %s nodes, want 1", got)
+	}
+	if got := e.must("resource", "list", "-s", "free", "-n", "-o", "{nnodes}"); got != "3" {
+		t.Errorf("the parent has %s nodes free, want 3", got)
+	}
+	var seq []string
+	for _, ev := range e.events(id) {
+		c := ctxOf(t, ev)
+		switch {
+		case ev.Name == "alloc" && c["alloc_id"] != nil:
+			seq = append(seq, "alloc")
+		case ev.Name == "resource-update" && c["R_delta_add"] != nil:
+			seq = append(seq, "update+")
+		case ev.Name == "resource-update" && c["R_delta_sub"] != nil:
+			seq = append(seq, "update-")
+		case (ev.Name == "release" || ev.Name == "free") && c["final"] == false:
+			seq = append(seq, ev.Name)
+		}
+	}
+	if got := strings.Join(seq, " "); got != "alloc update+ update- release free" {
+		t.Errorf("the parent job's realloc events: %s", got)
+	}
+	e.must("cancel", id.String())
+	e.waitEvent(id, "clean")
+}
+
+// TestReallocCycles: 1,000 grow/shrink cycles of a running job leave the
+// scheduler, the job manager (the job's R) and job-list agreeing, and
+// nothing allocated once the job ends.
+func TestReallocCycles(t *testing.T) {
+	e := start(t)
+	id := e.submit("-N1", "-x", testDuration("600s"), "true")
+	e.waitEvent(id, "start")
+	h := e.inst.Handle(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	one := func(opts jobspec.CommandOptions) []byte {
+		js, err := jobspec.FromCommand([]string{"realloc"}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := js.MarshalJSON()
+		return b
+	}
+	add := one(jobspec.CommandOptions{NTasks: 2, NNodes: 2, Exclusive: true})
+	sub := one(jobspec.CommandOptions{NTasks: 2, NNodes: 2})
+	const cycles = 1000
+	for i := 0; i < cycles; i++ {
+		resp, err := job.Realloc(ctx, h, id, job.ReallocRequest{SpecAdd: add})
+		if err != nil || resp.Type != job.ReallocSuccess {
+			t.Fatalf("cycle %d: grow: %+v %v", i, resp, err)
+		}
+		resp, err = job.Realloc(ctx, h, id, job.ReallocRequest{SpecSub: sub})
+		if err != nil || resp.Type != job.ReallocSuccess {
+			t.Fatalf("cycle %d: shrink: %+v %v", i, resp, err)
+		}
+		R, err := rset.Parse(resp.RDeltaSub)
+		if err != nil {
+			t.Fatalf("cycle %d: R_delta_sub: %v", i, err)
+		}
+		if err := h.Call(ctx, "job-exec.release", flux.NodeidAny, map[string]any{"id": id, "ranks": R.Ranks().String()}, nil); err != nil {
+			t.Fatalf("cycle %d: release: %v", i, err)
+		}
+	}
+	// the last release is the job manager's to finish: wait for its free
+	e.waitFor("the last free", func() bool {
+		n := 0
+		for _, ev := range e.events(id) {
+			if ev.Name == "free" {
+				n++
+			}
+		}
+		return n == cycles
+	})
+	var info struct {
+		R string `json:"R"`
+	}
+	if err := h.Call(ctx, "job-info.lookup", flux.NodeidAny, map[string]any{"id": id, "keys": []string{"R"}, "flags": 0}, &info); err != nil {
+		t.Fatal(err)
+	}
+	jobR, err := rset.Parse([]byte(info.R))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := resource.GetSchedStatus(ctx, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ss.Allocated.String(), jobR.String(); got != want {
+		t.Errorf("after %d cycles the scheduler has %s allocated, the job manager's R is %s", cycles, got, want)
+	}
+	if got := e.field(id, "{nnodes} {ranks}"); got != "1 0" {
+		t.Errorf("after %d cycles job-list says %q, want 1 node, rank 0", cycles, got)
+	}
+	e.must("cancel", id.String())
+	e.waitEvent(id, "clean")
+	if got := e.must("resource", "list", "-s", "allocated", "-n", "-o", "{nnodes}"); got != "0" {
+		t.Errorf("%s nodes still allocated after the job ended", got)
 	}
 }
