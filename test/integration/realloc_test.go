@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/testinstance"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/flux/resource"
@@ -385,4 +387,62 @@ func TestReallocCycles(t *testing.T) {
 	if got := e.must("resource", "list", "-s", "allocated", "-n", "-o", "{nnodes}"); got != "0" {
 		t.Errorf("%s nodes still allocated after the job ended", got)
 	}
+}
+
+// TestReallocPolicy: growth is held to the limits of new jobs (the
+// accounting limit plugin counts the job's size as it changes) and keeps
+// off nodes reserved for others; a request for reserved nodes waits.
+func TestReallocPolicy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an instance")
+	}
+	conf := t.TempDir()
+	text := fmt.Sprintf(`
+[accounting]
+max-nodes = 2
+[reservations.other]
+ranks = "3"
+start = %d
+duration = "1h"
+users = ["nobody"]
+`, time.Now().Unix()-60)
+	if err := os.WriteFile(filepath.Join(conf, "policy.toml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 4, Args: []string{"--config-path", conf}})}
+	id := e.submit("-N1", "-x", "-t", "10m", testDuration("600s"), "true")
+	e.waitEvent(id, "start")
+	e.fail("exceeds max-nodes", "job", "realloc", "--no-wait", id.String(), "--add-nodes=2")
+	e.must("job", "realloc", "--no-wait", id.String(), "--add-nodes=1")
+	q := e.must("jobtap", "query", ".accounting-limits")
+	if !strings.Contains(q, `"nodes":2`) {
+		t.Errorf("the limit plugin does not count the grown job's 2 nodes:\n%s", q)
+	}
+	e.fail("exceeds max-nodes", "job", "realloc", "--no-wait", id.String(), "--add-nodes=1")
+	e.must("job", "realloc", id.String(), "--remove-nodes=1")
+	// an exempt job takes rank 1 or 2, so only the other and the
+	// reserved rank 3 are left: growth takes the free one, then waits
+	other := e.submit("-N1", "-x", "--setattr=system.exempt=true", testDuration("600s"), "true")
+	e.waitEvent(other, "start")
+	e.must("job", "realloc", "--no-wait", id.String(), "--add-nodes=1")
+	if r := e.field(id, "{ranks}"); strings.Contains(r, "3") {
+		t.Errorf("growth took rank 3, reserved for another user: %s", r)
+	}
+	e.must("job", "realloc", id.String(), "--remove-nodes=1")
+	third := e.submit("-N1", "-x", "--setattr=system.exempt=true", testDuration("600s"), "true")
+	e.waitEvent(third, "start")
+	e.fail("denied: no free resources", "job", "realloc", "--no-wait", id.String(), "--add-nodes=1")
+	h := e.inst.Handle(t)
+	js, err := jobspec.FromCommand([]string{"realloc"}, jobspec.CommandOptions{NTasks: 1, NNodes: 1, Exclusive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := js.MarshalJSON()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	resp, err := job.Realloc(ctx, h, id, job.ReallocRequest{SpecAdd: spec})
+	if err != nil || resp.Type != job.ReallocCancel {
+		t.Errorf("a request for the reserved node was answered %+v %v; want it to wait (then be cancelled)", resp, err)
+	}
+	e.must("cancel", id.String(), other.String(), third.String())
 }

@@ -117,3 +117,28 @@ func TestDurationUpdateRefusal(t *testing.T) {
 		t.Error("owner-allow-any=2 accepted")
 	}
 }
+
+// TestLimitJobSizeRealloc: a running job grows only within its queue's
+// maximum sizes; exempt jobs and shrinking pass.
+func TestLimitJobSizeRealloc(t *testing.T) {
+	size := &LimitJobSize{}
+	if err := size.Load(nil, []byte(`{"max":{"nnodes":3},"queues":{"debug":{"max":{"nnodes":1}}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	j := limitJob(t, 2, 2, 60, "")
+	if err := size.ReallocCheck(j, jobtap.Size{Nodes: 2, Cores: 2}, jobtap.Size{Nodes: 1}); err != nil {
+		t.Errorf("growing to the limit: %v", err)
+	}
+	err := size.ReallocCheck(j, jobtap.Size{Nodes: 2, Cores: 2}, jobtap.Size{Nodes: 2})
+	if err == nil || err.Error() != "growing the job to nnodes 4 (2 + 2) exceeds policy limit of 3" {
+		t.Errorf("growing past the limit: %v", err)
+	}
+	dbg := limitJob(t, 1, 1, 60, "debug")
+	if err := size.ReallocCheck(dbg, jobtap.Size{Nodes: 1}, jobtap.Size{Nodes: 1}); err == nil || err.Error() != "growing the job to nnodes 2 (1 + 1) exceeds policy limit of 1 for queue debug" {
+		t.Errorf("the debug queue's limit: %v", err)
+	}
+	j.Exempt = true
+	if err := size.ReallocCheck(j, jobtap.Size{Nodes: 2}, jobtap.Size{Nodes: 9}); err != nil {
+		t.Errorf("an exempt job: %v", err)
+	}
+}
