@@ -112,6 +112,15 @@ func (k *shellKVS) complete(puts [][2]string, err error) {
 	k.mu.Unlock()
 }
 
+// merge adds puts made by the shells of a growth (leader).
+func (k *shellKVS) merge(puts [][2]string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, p := range puts {
+		k.vals[p[0]] = p[1]
+	}
+}
+
 // all returns every key put so far.
 func (k *shellKVS) all() [][2]string {
 	k.mu.Lock()
@@ -192,8 +201,10 @@ func (x *host) pmiFence(r *flux.Request) {
 	if j := x.jobs[req.ID]; req.Group > 0 && j != nil && j.kvs != nil {
 		// the shells of a growth join a job whose other shells are past
 		// their barriers: they get everything those put (the leader has
-		// it all), then their own
+		// it all), then their own, which the leader keeps for the shells
+		// of later growths
 		puts = append(j.kvs.all(), puts...)
+		j.kvs.merge(lf.puts)
 	}
 	resp := map[string]any{"puts": puts}
 	for _, w := range lf.waiting {

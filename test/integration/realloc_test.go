@@ -242,7 +242,8 @@ func (e *env) inInstance(uri string, args ...string) (string, error) {
 }
 
 // TestReallocNested: a nested instance (flux alloc) grows from 1 to 3
-// nodes of its parent, runs a 3-node job on them, then gives 2 back: its
+// nodes of its parent, runs a 3-node job on them, grows to 4, then gives
+// 3 back: its
 // brokers stop and the parent has the nodes free again, with the events
 // of RFC 21/51 in order in the parent's eventlog.
 func TestReallocNested(t *testing.T) {
@@ -270,12 +271,16 @@ func TestReallocNested(t *testing.T) {
 	if out := child("run", "-N3", "hostname"); len(strings.Fields(out)) != 3 {
 		t.Errorf("a 3-node job in the grown child printed %q", out)
 	}
-	if got := e.field(id, "{nnodes}"); got != "3" {
-		t.Errorf("the parent's job has %s nodes, want 3", got)
+	// a second growth: its broker finds the first growth's in PMI
+	if out := child("resource", "grow", "--nodes=1"); !strings.Contains(out, "grew by 1 node(s): ranks 3-3") {
+		t.Errorf("second grow printed %q", out)
+	}
+	if got := e.field(id, "{nnodes}"); got != "4" {
+		t.Errorf("the parent's job has %s nodes, want 4", got)
 	}
 	// a job on the nodes to give back: shrink waits for it
-	busy := child("submit", "-N3", "sleep", "1")
-	if out := child("resource", "shrink", "--nodes=2"); !strings.Contains(out, "gave back 2 node(s)") {
+	busy := child("submit", "-N4", "sleep", "1")
+	if out := child("resource", "shrink", "--nodes=3"); !strings.Contains(out, "gave back 3 node(s)") {
 		t.Errorf("shrink printed %q", out)
 	}
 	if st := child("jobs", "-n", "-o", "{result}", busy); st != "COMPLETED" {
@@ -307,7 +312,7 @@ func TestReallocNested(t *testing.T) {
 			seq = append(seq, ev.Name)
 		}
 	}
-	if got := strings.Join(seq, " "); got != "alloc update+ update- release free" {
+	if got := strings.Join(seq, " "); got != "alloc update+ alloc update+ update- release free" {
 		t.Errorf("the parent job's realloc events: %s", got)
 	}
 	e.must("cancel", id.String())
