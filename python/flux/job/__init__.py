@@ -1,4 +1,5 @@
-"""Jobs: build jobspecs, submit, watch eventlogs, list, wait, cancel."""
+"""Jobs: build jobspecs, submit, watch eventlogs, list, wait, cancel,
+reallocate (RFC 51)."""
 
 from flux.job.JobID import JobID, id_encode, id_parse
 from flux.job.Jobspec import Jobspec, JobspecV1, parse_fsd, validate_jobspec
@@ -48,6 +49,22 @@ from flux.job.kill import (
     raise_job,
     set_urgency,
     set_urgency_async,
+)
+from flux.job.realloc import (
+    REALLOC_CANCEL,
+    REALLOC_DENY,
+    REALLOC_SUCCESS,
+    REALLOC_UNSUPPORTED,
+    ReallocFuture,
+    realloc,
+    realloc_async,
+    realloc_cancel,
+    realloc_cancel_async,
+    realloc_spec,
+    realloc_type_name,
+    shell_release,
+    shell_release_async,
+    shell_service,
 )
 from flux.job.kvslookup import JobInfoLookupRPC, job_info_lookup
 from flux.job.kvs import job_kvs, job_kvs_guest
