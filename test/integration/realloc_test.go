@@ -92,13 +92,19 @@ func TestRealloc(t *testing.T) {
 		}{
 			{map[string]any{"id": id}, "at least one of spec_add and spec_sub"},
 			{map[string]any{"id": id, "spec_add": "two nodes"}, "spec_add: must be a jobspec"},
-			{map[string]any{"id": id, "spec_sub": map[string]any{}, "bogus": 1}, "bogus: unknown key"},
+			{map[string]any{"id": id, "bogus": 1}, "bogus: unknown key"},
 			{map[string]any{"spec_add": map[string]any{}}, "id is required"},
 		} {
 			err := h.Call(ctx, "job-manager.realloc", 0, c.payload, nil)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%v: got %v, want an error with %q", c.payload, err, c.want)
 			}
+		}
+		// the scheduler takes changes from the job manager only, which
+		// keeps the job's R: a direct request would leave them disagreeing
+		err := h.Call(ctx, "sched.realloc", 0, map[string]any{"job_id": id, "spec_sub": map[string]any{"version": 1}}, nil)
+		if err == nil || !strings.Contains(err.Error(), "ask job-manager.realloc") {
+			t.Errorf("a direct sched.realloc: %v", err)
 		}
 	})
 	t.Run("wait and cancel", func(t *testing.T) {

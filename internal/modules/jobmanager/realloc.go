@@ -146,7 +146,7 @@ func (m *manager) handleRealloc(r *flux.Request) {
 			return
 		}
 	}
-	fwd := map[string]any{"job_id": j.ID, "priority": j.Priority, "userid": j.Userid}
+	fwd := map[string]any{"job_id": j.ID, "priority": j.Priority, "userid": j.Userid, "generation": m.generation}
 	for k, v := range map[string]json.RawMessage{"spec_add": req.SpecAdd, "spec_sub": req.SpecSub, "R": req.R} {
 		if v != nil {
 			fwd[k] = v

@@ -33,7 +33,8 @@ import (
 //     response to the cancel itself), is answered CANCEL (2).
 //
 // Extension keys the job manager adds: priority (the job's), userid,
-// nowait. Unknown keys are ignored; a key of the wrong type is an error
+// nowait, and generation (the job manager's, from sched-hello: a request
+// from anyone else is refused, since the job manager keeps the job's R). Unknown keys are ignored; a key of the wrong type is an error
 // (EPROTO) naming it.
 
 // reallocBit marks the queue ids of waiting realloc requests, which
@@ -53,13 +54,14 @@ func isRealloc(id uint64) bool { return id&reallocBit != 0 }
 
 // reallocRequest is sched.realloc's payload.
 type reallocRequest struct {
-	JobID    uint64
-	SpecAdd  json.RawMessage
-	SpecSub  json.RawMessage
-	R        json.RawMessage
-	Priority int64
-	Userid   uint32
-	NoWait   bool
+	JobID      uint64
+	SpecAdd    json.RawMessage
+	SpecSub    json.RawMessage
+	R          json.RawMessage
+	Priority   int64
+	Userid     uint32
+	NoWait     bool
+	Generation int64
 }
 
 // decodeReallocRequest checks each key's type, naming the one that is
@@ -94,6 +96,8 @@ func decodeReallocRequest(p []byte) (*reallocRequest, error) {
 			err = json.Unmarshal(v, &req.Userid)
 		case "nowait":
 			err = json.Unmarshal(v, &req.NoWait)
+		case "generation":
+			err = json.Unmarshal(v, &req.Generation)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", key, err)
@@ -116,6 +120,12 @@ func (s *scheduler) realloc(r *flux.Request) {
 	req, err := decodeReallocRequest(r.Msg.JSON())
 	if err != nil {
 		r.Errorf(syscall.EPROTO, "sched.realloc: %v", err)
+		return
+	}
+	if req.Generation != s.generation || s.generation == 0 {
+		// the job manager keeps the job's R: a change it did not ask
+		// for would leave the two disagreeing until the job ends
+		r.Errorf(syscall.EPERM, "sched.realloc is the job manager's (it names its generation); ask job-manager.realloc (flux job realloc)")
 		return
 	}
 	s.reallocSeq++
