@@ -18,6 +18,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/modules/modtest"
 	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	fluxjob "github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 )
@@ -643,5 +644,26 @@ func TestJournalFilter(t *testing.T) {
 	}
 	if names, js := read(noAlloc, id); !eq(names, "submit", "validate", "depend", "priority", "start", "finish", "release", "free", "clean") || !js {
 		t.Fatalf("deny alloc: %v (jobspec %v)", names, js)
+	}
+}
+
+// TestReallocUnsupported: a scheduler without sched.realloc makes
+// job-manager.realloc answer UNSUPPORTED (RFC 51), and a request without
+// spec_add or spec_sub is refused naming the keys.
+func TestReallocUnsupported(t *testing.T) {
+	e := start(t, false)
+	id := e.submit("sleep", 16, nil)
+	e.waitEvent(id, "start")
+	spec := jobspecFor("realloc", nil)
+	var resp fluxjob.ReallocResponse
+	if err := e.h.Call(brokertest.Ctx(t), "job-manager.realloc", flux.NodeidAny, map[string]any{"id": id, "spec_add": spec}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Type != fluxjob.ReallocUnsupported {
+		t.Errorf("realloc with a scheduler that has none: %+v, want UNSUPPORTED", resp)
+	}
+	err := e.h.Call(brokertest.Ctx(t), "job-manager.realloc", flux.NodeidAny, map[string]any{"id": id}, nil)
+	if err == nil || !strings.Contains(err.Error(), "at least one of spec_add and spec_sub") {
+		t.Errorf("realloc without spec_add or spec_sub: %v", err)
 	}
 }
