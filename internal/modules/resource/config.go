@@ -399,8 +399,12 @@ func setScheduling(R *rset.R, path string) error {
 	if err != nil {
 		return fmt.Errorf("%w: resource.scheduling: %v", ErrConfig, err)
 	}
+	discovered, _ := R.NUMA() // from hwloc (numa.go): kept unless the file has its own
 	if err := R.SetScheduling(data); err != nil {
 		return fmt.Errorf("%w: resource.scheduling %s: %v", ErrConfig, path, err)
+	}
+	if own, err := R.NUMA(); discovered != nil && err == nil && own == nil {
+		_ = R.SetNUMA(discovered) // fails only for a value that is not an object: it wins as it is
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/fluxgo/fluxgo/pkg/idset"
+	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
 // local is what one rank has: cores and GPUs, numbered 0..n-1 as Flux
@@ -18,6 +19,10 @@ import (
 type local struct {
 	Cores idset.Set
 	GPUs  idset.Set
+	// NUMA is the node's NUMA domains with the cores and GPUs local to
+	// each (numa.go), nil unless the topology has two or more domains
+	// with cores.
+	NUMA []rset.NUMADomain
 }
 
 // cpuOnlinePath is where Linux lists the online CPUs.
@@ -59,6 +64,12 @@ type hwlocTopology struct {
 	// controlD*) are not counted: they describe display nodes, and the
 	// same GPUs appear through the vendor libraries.
 	GPUs map[string]int
+
+	// Where things are (numa.go): the CPU set of every core (of every
+	// PU when there are no Core objects) in document order, of every
+	// NUMA node with CPUs, and the locality of every GPU by backend.
+	coreSets, puSets, numaSets []cpuset
+	gpuDevs                    map[string][]gpuDev
 }
 
 // hwloc OS device types (hwloc_obj_osdev_type_e).
@@ -87,15 +98,19 @@ func (t hwlocTopology) local() local {
 	if g > 0 {
 		l.GPUs = idset.Range(0, uint(g-1))
 	}
+	l.NUMA = t.domains()
 	return l
 }
 
 // parseHwloc reads an hwloc XML topology (hwloc 1.x or 2.x format) and
 // counts its Core and PU objects and its GPU OS devices.
 func parseHwloc(r io.Reader) (hwlocTopology, error) {
-	t := hwlocTopology{GPUs: make(map[string]int)}
+	t := hwlocTopology{GPUs: make(map[string]int), gpuDevs: make(map[string][]gpuDev)}
 	dec := xml.NewDecoder(r)
 	sawTopology := false
+	// the CPU sets of the open objects, innermost last (nil for I/O
+	// objects, which have none)
+	var open []cpuset
 	for {
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
@@ -103,6 +118,10 @@ func parseHwloc(r io.Reader) (hwlocTopology, error) {
 		}
 		if err != nil {
 			return t, fmt.Errorf("malformed hwloc XML: %w", err)
+		}
+		if ee, ok := tok.(xml.EndElement); ok && ee.Name.Local == "object" && len(open) > 0 {
+			open = open[:len(open)-1]
+			continue
 		}
 		se, ok := tok.(xml.StartElement)
 		if !ok {
@@ -131,9 +150,16 @@ func parseHwloc(r io.Reader) (hwlocTopology, error) {
 			continue
 		}
 		var typ, name, subtype string
+		var cpus cpuset
 		osdev := -1
 		for _, a := range se.Attr {
 			switch a.Name.Local {
+			case "cpuset":
+				c, err := parseCpuset(a.Value)
+				if err != nil {
+					return t, fmt.Errorf("malformed hwloc XML: %w", err)
+				}
+				cpus = c
 			case "type":
 				typ = a.Value
 			case "name":
@@ -151,13 +177,21 @@ func parseHwloc(r io.Reader) (hwlocTopology, error) {
 		switch typ {
 		case "Core":
 			t.Cores++
+			t.coreSets = append(t.coreSets, cpus)
 		case "PU":
 			t.PUs++
+			t.puSets = append(t.puSets, cpus)
+		case "NUMANode":
+			if !cpus.empty() {
+				t.numaSets = append(t.numaSets, cpus)
+			}
 		case "OSDev":
 			if b := gpuBackend(osdev, name, subtype); b != "" {
 				t.GPUs[b]++
+				t.gpuDevs[b] = append(t.gpuDevs[b], gpuDev{name: name, near: locality(open)})
 			}
 		}
+		open = append(open, cpus)
 	}
 	if !sawTopology {
 		return t, fmt.Errorf("not an hwloc topology: no <topology> element")

@@ -138,7 +138,7 @@ func (inv *inventory) start(ctx context.Context, hostname string) error {
 	if err != nil {
 		return err
 	}
-	inv.reports[0] = helloPayload{Rank: 0, Hostname: hostname, Cores: l.Cores.String(), GPUs: l.GPUs.String()}
+	inv.reports[0] = helloPayload{Rank: 0, Hostname: hostname, Cores: l.Cores.String(), GPUs: l.GPUs.String(), NUMA: l.NUMA}
 	if uint32(len(inv.reports)) == inv.size {
 		return inv.defineDiscovered()
 	}
@@ -232,6 +232,9 @@ func (inv *inventory) defineDiscovered() error {
 		if err != nil {
 			return fmt.Errorf("building the discovered inventory: %w", err)
 		}
+	}
+	if err := setDiscoveredNUMA(R, inv.reports); err != nil { // numa.go
+		return err
 	}
 	inv.reports = nil
 	return inv.define(R, methodDiscovery)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
 // member is the part of the module every rank runs: it reports this
@@ -35,6 +36,9 @@ type helloPayload struct {
 	Hostname string `json:"hostname"`
 	Cores    string `json:"cores"`
 	GPUs     string `json:"gpus"`
+	// NUMA is the rank's NUMA domains when its hwloc topology has them
+	// (numa.go): recorded in R's scheduling key for the scheduler.
+	NUMA []rset.NUMADomain `json:"numa,omitempty"`
 }
 
 func (m *member) register() {
@@ -139,7 +143,7 @@ func (m *member) helloLoop(ctx context.Context) {
 					if err != nil {
 						m.log.Error(fmt.Sprintf("discovery failed; reporting no resources: %v", err))
 					}
-					payload.Cores, payload.GPUs = l.Cores.String(), l.GPUs.String()
+					payload.Cores, payload.GPUs, payload.NUMA = l.Cores.String(), l.GPUs.String(), l.NUMA
 				}
 			}
 			m.sayHello(ctx, payload)

@@ -1,0 +1,179 @@
+package rset
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/fluxgo/fluxgo/pkg/idset"
+)
+
+// NUMAKey is the key of R's "scheduling" object under which fluxgo
+// records the NUMA domains of its nodes. RFC 20 leaves "scheduling" to
+// the scheduler and R_lite has no level between a rank and its cores, so
+// the domains live there:
+//
+//	"scheduling": {"fluxgo.numa": [
+//	  {"ranks": "0-3", "domains": [{"cores": "0-23", "gpus": "0-3"},
+//	                               {"cores": "24-47", "gpus": "4-7"}]}
+//	]}
+//
+// One entry per group of ranks with identical domains; the core and GPU
+// ids are R_lite's (logical, per rank). "gpus" is left out for a domain
+// without GPUs. A rank in no entry has no domain information and is
+// matched without it. Other keys of "scheduling" are kept as they are.
+const NUMAKey = "fluxgo.numa"
+
+// NUMADomain is one NUMA domain of a node: the cores and GPUs local to
+// it.
+type NUMADomain struct {
+	Cores idset.Set
+	GPUs  idset.Set
+}
+
+// NUMAGroup is a set of ranks whose nodes have the same domains.
+type NUMAGroup struct {
+	Ranks   idset.Set
+	Domains []NUMADomain
+}
+
+// the wire form of a NUMADomain (idset.Set has no "empty" for omitempty)
+type numaDomainJSON struct {
+	Cores string `json:"cores"`
+	GPUs  string `json:"gpus,omitempty"`
+}
+
+type numaGroupJSON struct {
+	Ranks   string           `json:"ranks"`
+	Domains []numaDomainJSON `json:"domains"`
+}
+
+// MarshalJSON writes d in its wire form.
+func (d NUMADomain) MarshalJSON() ([]byte, error) {
+	return json.Marshal(numaDomainJSON{Cores: d.Cores.String(), GPUs: d.GPUs.String()})
+}
+
+// UnmarshalJSON reads d from its wire form.
+func (d *NUMADomain) UnmarshalJSON(b []byte) error {
+	var w numaDomainJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	cores, err := idset.Parse(w.Cores)
+	if err != nil {
+		return fmt.Errorf("cores: %w", err)
+	}
+	gpus, err := idset.Parse(w.GPUs)
+	if err != nil {
+		return fmt.Errorf("gpus: %w", err)
+	}
+	*d = NUMADomain{Cores: cores, GPUs: gpus}
+	return nil
+}
+
+// MarshalJSON writes g in its wire form.
+func (g NUMAGroup) MarshalJSON() ([]byte, error) {
+	w := numaGroupJSON{Ranks: g.Ranks.String(), Domains: make([]numaDomainJSON, len(g.Domains))}
+	for i, d := range g.Domains {
+		w.Domains[i] = numaDomainJSON{Cores: d.Cores.String(), GPUs: d.GPUs.String()}
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads g from its wire form.
+func (g *NUMAGroup) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Ranks   string       `json:"ranks"`
+		Domains []NUMADomain `json:"domains"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	ranks, err := idset.Parse(w.Ranks)
+	if err != nil {
+		return fmt.Errorf("ranks: %w", err)
+	}
+	*g = NUMAGroup{Ranks: ranks, Domains: w.Domains}
+	return nil
+}
+
+// NUMA returns the NUMA domains recorded in r's scheduling key (see
+// NUMAKey), nil if there are none. It fails with ErrInvalid if the key
+// is there but malformed.
+func (r *R) NUMA() ([]NUMAGroup, error) {
+	raw := numaRaw(r.scheduling)
+	if raw == nil {
+		return nil, nil
+	}
+	var groups []NUMAGroup
+	if err := json.Unmarshal(raw, &groups); err != nil {
+		return nil, errorf(ErrInvalid, "scheduling.%s: %v", NUMAKey, err)
+	}
+	return groups, nil
+}
+
+// numaRaw returns the value of NUMAKey in a scheduling value, nil when
+// there is none (or the value is not an object).
+func numaRaw(sched json.RawMessage) json.RawMessage {
+	if !bytes.Contains(sched, []byte(`"`+NUMAKey+`"`)) {
+		return nil // the common case, without a decode
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(sched, &obj) != nil {
+		return nil
+	}
+	return obj[NUMAKey]
+}
+
+// SetNUMA records groups in r's scheduling key, keeping its other keys;
+// nil or empty groups remove the record. It fails with ErrInvalid if the
+// scheduling value is there and is not a JSON object.
+func (r *R) SetNUMA(groups []NUMAGroup) error {
+	obj := make(map[string]json.RawMessage)
+	if len(r.scheduling) > 0 {
+		if err := json.Unmarshal(r.scheduling, &obj); err != nil || obj == nil {
+			return errorf(ErrInvalid, "scheduling is not an object: cannot add %s", NUMAKey)
+		}
+	}
+	if len(groups) == 0 {
+		delete(obj, NUMAKey)
+	} else {
+		b, err := json.Marshal(groups)
+		if err != nil {
+			return errorf(ErrInvalid, "scheduling.%s: %v", NUMAKey, err)
+		}
+		obj[NUMAKey] = b
+	}
+	if len(obj) == 0 {
+		r.scheduling = nil
+		return nil
+	}
+	b, err := json.Marshal(obj) // keys sorted: the same R encodes the same
+	if err != nil {
+		return errorf(ErrInvalid, "scheduling: %v", err)
+	}
+	return r.SetScheduling(b)
+}
+
+// SchedulingWithoutNUMA returns a scheduling value without its NUMAKey
+// (nil when nothing else is left); any other value is returned as it
+// is. A job's R leaves the instance's domains out: their ranks are the
+// instance's, not those of an instance the job may start.
+func SchedulingWithoutNUMA(sched json.RawMessage) json.RawMessage {
+	if numaRaw(sched) == nil {
+		return sched
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(sched, &obj) != nil {
+		return sched
+	}
+	delete(obj, NUMAKey)
+	if len(obj) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return sched
+	}
+	return b
+}
