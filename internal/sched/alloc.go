@@ -107,6 +107,22 @@ func newAlloc(n int) *Alloc {
 // a.Nodes[slot]; all of them when whole is set.
 func (p *Pool) take(a *Alloc, slot int, i int, k, g int, whole bool) {
 	nd := &p.nodes[i]
+	if whole {
+		k, g = len(nd.cores), len(nd.gpus)
+	}
+	na := p.prepare(a, slot, i, g > 0)
+	cores := nd.coreFree.takeLowest(na.cores, k)
+	gpus := 0
+	if g > 0 {
+		gpus = nd.gpuFree.takeLowest(na.gpus, g)
+	}
+	p.taken(i, cores, gpus)
+}
+
+// prepare points a.Nodes[slot] at node i with empty core (and, with
+// gpus, GPU) sets to take into.
+func (p *Pool) prepare(a *Alloc, slot int, i int, gpus bool) *NodeAlloc {
+	nd := &p.nodes[i]
 	na := &a.Nodes[slot]
 	na.node = int32(i)
 	inline := len(a.Nodes) == 1 && len(nd.cores) <= 64 && len(nd.gpus) <= 64
@@ -115,25 +131,24 @@ func (p *Pool) take(a *Alloc, slot int, i int, k, g int, whole bool) {
 	} else {
 		na.cores = newBitset(len(nd.cores))
 	}
-	if whole {
-		k, g = len(nd.cores), len(nd.gpus)
-	}
-	moved := nd.coreFree.takeLowest(na.cores, k)
-	nd.nCores -= int32(moved)
-	if p.avail.has(i) {
-		p.nFreeCores -= moved
-	}
-	if g > 0 {
+	if gpus {
 		if inline {
 			na.gpus = bitset(a.words[1:2:2])
 		} else {
 			na.gpus = newBitset(len(nd.gpus))
 		}
-		moved = nd.gpuFree.takeLowest(na.gpus, g)
-		nd.nGPUs -= int32(moved)
-		if p.avail.has(i) {
-			p.nFreeGPUs -= moved
-		}
+	}
+	return na
+}
+
+// taken accounts for cores and GPUs just taken from node i.
+func (p *Pool) taken(i int, cores, gpus int) {
+	nd := &p.nodes[i]
+	nd.nCores -= int32(cores)
+	nd.nGPUs -= int32(gpus)
+	if p.avail.has(i) {
+		p.nFreeCores -= cores
+		p.nFreeGPUs -= gpus
 	}
 	p.update(i)
 }

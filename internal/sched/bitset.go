@@ -95,4 +95,23 @@ func (b bitset) takeLowest(dst bitset, k int) int {
 	return moved
 }
 
+// takeLowestIn is takeLowest among the members of b that are also in
+// mask (which has b's size).
+func (b bitset) takeLowestIn(dst, mask bitset, k int) int {
+	moved := 0
+	for wi := range b {
+		for b[wi]&mask[wi] != 0 && moved < k {
+			w := b[wi] & mask[wi]
+			low := w & -w
+			b[wi] &^= low
+			dst[wi] |= low
+			moved++
+		}
+		if moved == k {
+			break
+		}
+	}
+	return moved
+}
+
 func trailingZeros(w uint64) int { return bits.TrailingZeros64(w) }

@@ -50,6 +50,8 @@ type node struct {
 	coreFree, gpuFree bitset
 	nCores, nGPUs     int32 // free counts
 	props             []string
+	// doms is the node's NUMA domains (numa.go), nil without them.
+	doms []domain
 	// gone marks the place of a node Shrink removed while an allocated
 	// node above it kept its index (pool_grow.go): it has no resources
 	// and is in no index.
@@ -68,7 +70,7 @@ func NewPool(r *rset.R) *Pool {
 		props:  make(map[string]bitset),
 		masks:  make(map[string]*mask),
 	}
-	p.scheduling = r.Scheduling()
+	p.scheduling = rset.SchedulingWithoutNUMA(r.Scheduling())
 	defer func() {
 		p.uniform = true
 		for i := range p.nodes {
@@ -134,6 +136,7 @@ func NewPool(r *rset.R) *Pool {
 		p.totCores.set(i, int32(len(p.nodes[i].cores)))
 		p.totGPUs.set(i, int32(len(p.nodes[i].gpus)))
 	}
+	p.setDomains(r)
 	p.expiration = r.Expiration()
 	return p
 }

@@ -1,0 +1,157 @@
+package sched
+
+import (
+	"math/bits"
+	"slices"
+
+	"github.com/fluxgo/fluxgo/pkg/rset"
+)
+
+// NUMA domains (issue 24): a node whose R carries its domains in the
+// scheduling key (rset.NUMAKey, written by the resource module from hwloc)
+// gets each slot's cores and GPUs from one domain when one has room:
+//
+//   - the node is chosen exactly as without domains (the pool's Fit over
+//     free counts), so the search and its cost do not change;
+//   - on the node, each slot goes to a domain with at least the slot's
+//     free cores and free GPUs: the one with the fewest free cores (then
+//     the fewest free GPUs) that fits, so big holes stay big; under
+//     WorstFit, which spreads, the one with the most. Ties go to the
+//     lowest domain. Within the domain the lowest free cores and GPUs are
+//     taken;
+//   - a slot no domain can hold (bigger than any domain, or the remainders
+//     are too small) takes the node's lowest free cores and GPUs, as
+//     without domains;
+//   - a node-exclusive request takes the whole node, as always.
+//
+// A node without domains costs one length check in Allocate. The
+// domains of the inventory are not copied into allocations' R (their
+// ranks are the instance's, not those of an instance a job starts).
+
+// domain is one NUMA domain of a node: its cores and GPUs by position
+// in the node's lists. Nodes with the same layout share one slice.
+type domain struct {
+	cores, gpus bitset
+}
+
+// setDomains reads the inventory's NUMA domains into the nodes. Ids a
+// node does not have are ignored; a malformed record is ignored as a
+// whole (the nodes are matched without domains).
+func (p *Pool) setDomains(r *rset.R) {
+	groups, err := r.NUMA()
+	if err != nil || len(groups) == 0 {
+		return
+	}
+	// nodes with the same lists share them (NewPool), so a list's first
+	// element names it
+	type layout struct {
+		group       int
+		cores, gpus *uint32
+	}
+	first := func(l []uint32) *uint32 {
+		if len(l) == 0 {
+			return nil
+		}
+		return &l[0]
+	}
+	shared := make(map[layout][]domain)
+	for gi, g := range groups {
+		if len(g.Domains) < 2 {
+			continue // one domain holds every slot: nothing to choose
+		}
+		for rank := range g.Ranks.All() {
+			i, ok := p.byRank[uint32(rank)]
+			if !ok {
+				continue
+			}
+			nd := &p.nodes[i]
+			key := layout{gi, first(nd.cores), first(nd.gpus)}
+			doms, ok := shared[key]
+			if !ok {
+				doms = domainsOf(nd, g.Domains)
+				shared[key] = doms
+			}
+			nd.doms = doms
+		}
+	}
+}
+
+// domainsOf converts domains by id to positions in nd's lists.
+func domainsOf(nd *node, in []rset.NUMADomain) []domain {
+	out := make([]domain, len(in))
+	for k, d := range in {
+		out[k] = domain{cores: newBitset(len(nd.cores)), gpus: newBitset(len(nd.gpus))}
+		for id := range d.Cores.All() {
+			if pos, ok := slices.BinarySearch(nd.cores, uint32(id)); ok {
+				out[k].cores.set(pos)
+			}
+		}
+		for id := range d.GPUs.All() {
+			if pos, ok := slices.BinarySearch(nd.gpus, uint32(id)); ok {
+				out[k].gpus.set(pos)
+			}
+		}
+	}
+	return out
+}
+
+// pickDomain returns the domain of nd that should hold a slot of c cores
+// and g GPUs (see above), nil if none can.
+func (p *Pool) pickDomain(nd *node, c, g int) *domain {
+	var best *domain
+	var bestC, bestG int
+	for k := range nd.doms {
+		d := &nd.doms[k]
+		fc := countAnd(nd.coreFree, d.cores)
+		if fc < c {
+			continue
+		}
+		fg := 0
+		if g > 0 {
+			if fg = countAnd(nd.gpuFree, d.gpus); fg < g {
+				continue
+			}
+		}
+		better := best == nil
+		if !better && p.fit == WorstFit {
+			better = fc > bestC || fc == bestC && fg > bestG
+		} else if !better {
+			better = fc < bestC || fc == bestC && fg < bestG
+		}
+		if better {
+			best, bestC, bestG = d, fc, fg
+		}
+	}
+	return best
+}
+
+// takeDomains is take for a node with domains: slots slots of c cores
+// and g GPUs each, each from one domain when one has room.
+func (p *Pool) takeDomains(a *Alloc, slot int, i int, slots, c, g int) {
+	nd := &p.nodes[i]
+	na := p.prepare(a, slot, i, g > 0)
+	cores, gpus := 0, 0
+	for range slots {
+		if d := p.pickDomain(nd, c, g); d != nil {
+			cores += nd.coreFree.takeLowestIn(na.cores, d.cores, c)
+			if g > 0 {
+				gpus += nd.gpuFree.takeLowestIn(na.gpus, d.gpus, g)
+			}
+			continue
+		}
+		cores += nd.coreFree.takeLowest(na.cores, c)
+		if g > 0 {
+			gpus += nd.gpuFree.takeLowest(na.gpus, g)
+		}
+	}
+	p.taken(i, cores, gpus)
+}
+
+// countAnd returns the number of members of both a and b.
+func countAnd(a, b bitset) int {
+	n := 0
+	for w := range b {
+		n += bits.OnesCount64(a[w] & b[w])
+	}
+	return n
+}
