@@ -181,6 +181,14 @@ func TestDiscoveryAndMonitoring(t *testing.T) {
 	if str(first["up"]) != "0-3" {
 		t.Fatalf("up %s", first["up"])
 	}
+	// every rank reported sierra's two NUMA domains in its hello: one
+	// group in R's scheduling key (numa.go)
+	if wantGPUs != "" {
+		want := `{"fluxgo.numa":[{"ranks":"0-3","domains":[{"cores":"0-21","gpus":"0-1"},{"cores":"22-43","gpus":"2-3"}]}]}`
+		if got := string(R.Scheduling()); got != want {
+			t.Fatalf("scheduling %s\nwant       %s", got, want)
+		}
+	}
 
 	// rank 3's module goes away: down; it comes back: up
 	if err := h.Call(ctx, "module.remove", 3, map[string]any{"name": Name}, nil); err != nil {
