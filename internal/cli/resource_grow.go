@@ -113,8 +113,10 @@ command ends once their resources are up here.`,
 					case <-time.After(50 * time.Millisecond):
 					}
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "grew by %d node(s): ranks %d-%d (%s); %d nodes\n", add.NNodes(),
-					before.R.NNodes(), want-1, add.Nodelist().String(), st.R.NNodes())
+				var ranks idset.Set
+				ranks.AddRange(uint(before.R.NNodes()), uint(want-1))
+				fmt.Fprintf(cmd.OutOrStdout(), "grew by %d node(s): ranks %s (%s); %d nodes\n", add.NNodes(),
+					ranks.String(), add.Nodelist().String(), st.R.NNodes())
 				return nil
 			})
 		},

@@ -309,3 +309,31 @@ func (p *Plan) Grow(js *jobspec.Jobspec, add *rset.R, o PlanOptions) (*Plan, err
 	}
 	return g, nil
 }
+
+// Truncate returns the plan without its last n shells (a job giving
+// back the nodes it got last, RFC 51): the other tasks keep their ranks,
+// and a later Grow numbers its tasks after them. Only block task maps
+// can be cut this way.
+func (p *Plan) Truncate(n int) (*Plan, error) {
+	if n < 1 || n >= len(p.Ranks) {
+		return nil, fmt.Errorf("cannot give back %d of the job's %d shells", n, len(p.Ranks))
+	}
+	if block, err := taskmap.BlockCounts(p.Counts); err != nil || block.Encode() != p.Map.Encode() {
+		return nil, fmt.Errorf("a job with a cyclic or manual taskmap cannot give back nodes")
+	}
+	k := len(p.Ranks) - n
+	t := &Plan{
+		Ranks:  slices.Clone(p.Ranks[:k]),
+		Counts: slices.Clone(p.Counts[:k]),
+		Cores:  slices.Clone(p.Cores[:k]),
+		GPUs:   slices.Clone(p.GPUs[:k]),
+	}
+	for _, c := range t.Counts {
+		t.NTasks += c
+	}
+	var err error
+	if t.Map, err = taskmap.BlockCounts(t.Counts); err != nil {
+		return nil, err
+	}
+	return t, nil
+}

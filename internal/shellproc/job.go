@@ -75,6 +75,9 @@ type job struct {
 	// it started with, or those of one growth (realloc.go); its PMI
 	// barriers are the group's
 	group shellGroup
+	// groups (leader, once the job changed): every group as it is now;
+	// the leader counts a barrier's shells from it
+	groups []shellGroup
 }
 
 func newJob(x *host, req startRequest, js *jobspec.Jobspec, plan *shell.Plan, idx int, r *flux.Request) *job {

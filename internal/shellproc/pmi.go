@@ -183,7 +183,15 @@ func (x *host) pmiFence(r *flux.Request) {
 	key := fenceKey{req.ID, req.Group}
 	lf := x.fences[key]
 	if lf == nil {
-		lf = &leaderFence{nshells: req.NShells, seen: map[int]bool{}}
+		n := req.NShells
+		if j := x.jobs[req.ID]; j != nil {
+			for _, g := range j.groups {
+				if g.n == req.Group {
+					n = g.count // the group now: some of its shells may be gone
+				}
+			}
+		}
+		lf = &leaderFence{nshells: n, seen: map[int]bool{}}
 		x.fences[key] = lf
 	}
 	if lf.seen[req.Index] {

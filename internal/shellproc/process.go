@@ -28,6 +28,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/kvsbatch"
 	"github.com/fluxgo/fluxgo/internal/shell"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
@@ -290,9 +291,9 @@ type startRequest struct {
 	// Cgroups: the job's task cgroups on this node, made by the
 	// job-shell module for a guest shell (containment.go)
 	Cgroups *ModuleCgroups `json:"cgroups,omitempty"`
-	// Grow: the resources the job was given while it ran (RFC 51), in
-	// order, for a shell on one of those nodes (R is the original R)
-	Grow []json.RawMessage `json:"grow,omitempty"`
+	// Changes: how the job grew and shrank while it ran (RFC 51), in
+	// order, for a shell on a node it got later (R is the original R)
+	Changes []wire.PlanChange `json:"changes,omitempty"`
 }
 
 // start runs this node's part of a job. Responses: {type:"start", rank,
@@ -332,7 +333,7 @@ func (x *host) start(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "%v", err)
 		return
 	}
-	plan, groups, err := growPlan(js, plan, po, req.Grow) // realloc.go
+	plan, groups, err := growPlan(js, plan, po, req.Changes) // realloc.go
 	if err != nil {
 		r.Errorf(syscall.EINVAL, "%v", err)
 		return

@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/shell"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/idset"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -137,27 +138,43 @@ func (g shellGroup) size(all int) int {
 	return g.count
 }
 
-// growPlan extends the plan of the job's original R by each growth, and
-// returns the groups of shells: the original ones, then one per growth.
-func growPlan(js *jobspec.Jobspec, plan *shell.Plan, po shell.PlanOptions, grow []json.RawMessage) (*shell.Plan, []shellGroup, error) {
+// growPlan applies the job's changes to the plan of its original R, and
+// returns the groups of shells: the original ones, then one per growth
+// (numbered by its place among the changes).
+func growPlan(js *jobspec.Jobspec, plan *shell.Plan, po shell.PlanOptions, changes []wire.PlanChange) (*shell.Plan, []shellGroup, error) {
 	groups := []shellGroup{{n: 0, first: 0, count: len(plan.Ranks)}}
-	for i, g := range grow {
-		R, err := rset.Parse(g)
-		if err != nil {
-			return nil, nil, fmt.Errorf("grow[%d]: %v", i, err)
+	for i, c := range changes {
+		var err error
+		switch {
+		case c.Add != nil:
+			R, perr := rset.Parse(c.Add)
+			if perr != nil {
+				return nil, nil, fmt.Errorf("changes[%d]: %v", i, perr)
+			}
+			first := len(plan.Ranks)
+			if plan, err = plan.Grow(js, R, po); err != nil {
+				return nil, nil, fmt.Errorf("changes[%d]: %v", i, err)
+			}
+			groups = append(groups, shellGroup{n: i + 1, first: first, count: len(plan.Ranks) - first})
+		case c.Sub != "":
+			ranks, perr := idset.Parse(c.Sub)
+			if perr != nil {
+				return nil, nil, fmt.Errorf("changes[%d]: %v", i, perr)
+			}
+			if plan, err = plan.Truncate(ranks.Count()); err != nil {
+				return nil, nil, fmt.Errorf("changes[%d]: %v", i, err)
+			}
+			for g := range groups {
+				groups[g].count = max(0, min(groups[g].count, len(plan.Ranks)-groups[g].first))
+			}
 		}
-		first := len(plan.Ranks)
-		if plan, err = plan.Grow(js, R, po); err != nil {
-			return nil, nil, fmt.Errorf("grow[%d]: %v", i, err)
-		}
-		groups = append(groups, shellGroup{n: i + 1, first: first, count: len(plan.Ranks) - first})
 	}
 	return plan, groups, nil
 }
 
 func groupOf(groups []shellGroup, idx int) shellGroup {
-	for _, g := range groups {
-		if idx >= g.first && (g.count == 0 || idx < g.first+g.count) {
+	for i := len(groups) - 1; i >= 0; i-- {
+		if g := groups[i]; idx >= g.first && idx < g.first+g.count {
 			return g
 		}
 	}
@@ -170,8 +187,8 @@ func groupOf(groups []shellGroup, idx int) shellGroup {
 // output and serves their barriers.
 func (x *host) growRequest(r *flux.Request) {
 	var req struct {
-		ID   jobid.ID          `json:"id"`
-		Grow []json.RawMessage `json:"grow"`
+		ID      jobid.ID          `json:"id"`
+		Changes []wire.PlanChange `json:"changes"`
 	}
 	if r.Decode(&req) != nil {
 		return
@@ -196,32 +213,57 @@ func (x *host) growRequest(r *flux.Request) {
 		return
 	}
 	plan, err := shell.MakePlan(j.js, R, po)
+	var groups []shellGroup
 	if err == nil {
-		plan, _, err = growPlan(j.js, plan, po, req.Grow)
+		plan, groups, err = growPlan(j.js, plan, po, req.Changes)
 	}
 	if err != nil {
 		r.Errorf(syscall.EINVAL, "%v", err)
 		return
 	}
-	added := plan.NTasks - j.plan.NTasks
+	old := j.plan.NTasks
+	if j.out != nil {
+		// a shell given back: its forwarding count goes with it, so a
+		// new shell on that node later starts afresh
+		for _, r := range j.plan.Ranks {
+			if plan.Index(r) < 0 {
+				delete(j.out.fwdSeq, r)
+			}
+		}
+	}
 	j.plan = plan
-	if j.out != nil && added > 0 {
-		j.out.grow(added)
+	j.groups = groups
+	j.group = groupOf(groups, j.idx)
+	if j.out != nil {
+		j.out.resize(old, plan.NTasks)
 	}
 	r.Respond(nil)
 }
 
-// grow makes room for n more tasks' output (a growth's), which the
-// leader now waits for too.
-func (o *outputLog) grow(n int) {
-	first := len(o.open)
-	for range n {
-		o.open = append(o.open, 3)
+// resize follows the job's task count from old to n: tasks given back
+// (their streams ended when their shell exited) are dropped, the tasks
+// of a growth (their ranks may be those of tasks given back before) are
+// waited for.
+func (o *outputLog) resize(old, n int) {
+	if n < len(o.open) {
+		for _, bits := range o.open[n:] {
+			if bits != 0 {
+				o.nopen--
+			}
+		}
+		o.open = o.open[:n]
+		return
 	}
-	o.nopen += n
-	for si, ft := range o.files {
-		if ft != nil {
-			for i := first; i < len(o.open); i++ {
+	for len(o.open) < n {
+		o.open = append(o.open, 0)
+	}
+	for i := old; i < n; i++ {
+		if o.open[i] == 0 {
+			o.open[i] = 3
+			o.nopen++
+		}
+		for si, ft := range o.files {
+			if ft != nil {
 				o.closeStream(i, si)
 			}
 		}

@@ -94,3 +94,12 @@ type ExecGrow struct {
 	RDeltaAdd json.RawMessage `json:"R_delta_add"`
 	R         json.RawMessage `json:"R"`
 }
+
+// PlanChange is one change of a running job's shells (RFC 51), as
+// job-exec tells the shells it starts later and the leader shell: Add,
+// the R of nodes added (their shells follow the job's), or Sub, the
+// ranks (an idset) of the job's last shells, given back.
+type PlanChange struct {
+	Add json.RawMessage `json:"add,omitempty"`
+	Sub string          `json:"sub,omitempty"`
+}

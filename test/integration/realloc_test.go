@@ -74,6 +74,10 @@ func TestRealloc(t *testing.T) {
 	e.fail("denied: no free resources", "job", "realloc", "--no-wait", id.String(), "--add-nodes=3")
 	e.fail("can never be met", "job", "realloc", id.String(), "--add-nodes=9")
 	e.fail("cannot give back 2", "job", "realloc", id.String(), "--remove-nodes=2")
+	// whole nodes, the last ones the job got
+	part := filepath.Join(t.TempDir(), "part.R")
+	os.WriteFile(part, []byte(`{"version":1,"execution":{"R_lite":[{"rank":"1","children":{"core":"0"}}]}}`), 0o644)
+	e.fail("a job gives back whole nodes", "job", "realloc", id.String(), "--remove="+part)
 	e.fail("nothing to do", "job", "realloc", id.String())
 	pending := e.submit("--urgency=hold", "true")
 	e.fail("only running jobs", "job", "realloc", pending.String(), "--add-cores=1")
@@ -184,6 +188,9 @@ flux job realloc --no-wait --add-nodes=1; echo deny=$?
 while [ ! -e ` + dir + `/shrink ]; do sleep 0.1; done
 flux job realloc --remove-nodes=2 || exit 2
 echo shrunk
+while [ ! -e ` + dir + `/regrow ]; do sleep 0.1; done
+flux job realloc --add-nodes=1 || exit 3
+echo regrew
 exec sleep 300`
 	id := e.submit("-N1", "sh", "-c", script)
 	read := func(rank string) string {
@@ -229,7 +236,18 @@ exec sleep 300`
 	if got := e.field(other, "{ranks}"); got != "[2-3]" {
 		t.Errorf("the next job ran on %s, want [2-3]", got)
 	}
+	// growing again after giving nodes back: the new task takes the
+	// first free task rank again
+	if err := os.WriteFile(filepath.Join(dir, "regrow"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the job to grow again", func() bool { return strings.Contains(read("0"), "regrew") })
+	e.waitFor("its task on the new node", func() bool { return strings.Contains(read("1"), "grown task 1 of 2") })
 	e.must("cancel", id.String(), blocker.String())
+	if r := e.flux("job", "wait-event", "-t", "30", id.String(), "clean"); r.Code != 0 {
+		t.Fatalf("the job did not end after flux cancel:\n%s\n%s\n%s", e.flux("job", "eventlog", id.String()).Stdout,
+			e.flux("job", "eventlog", "-p", "exec", id.String()).Stdout, e.flux("dmesg").Stdout)
+	}
 	if got := e.result(id); got != "CANCELED" {
 		t.Errorf("job result %s", got)
 	}
@@ -278,7 +296,7 @@ func TestReallocNested(t *testing.T) {
 		t.Errorf("a 3-node job in the grown child printed %q", out)
 	}
 	// a second growth: its broker finds the first growth's in PMI
-	if out := child("resource", "grow", "--nodes=1"); !strings.Contains(out, "grew by 1 node(s): ranks 3-3") {
+	if out := child("resource", "grow", "--nodes=1"); !strings.Contains(out, "grew by 1 node(s): ranks 3 ") {
 		t.Errorf("second grow printed %q", out)
 	}
 	if got := e.field(id, "{nnodes}"); got != "4" {
@@ -304,6 +322,17 @@ func TestReallocNested(t *testing.T) {
 	if got := e.must("resource", "list", "-s", "free", "-n", "-o", "{nnodes}"); got != "3" {
 		t.Errorf("the parent has %s nodes free, want 3", got)
 	}
+	// and grows again onto nodes it gave back: new brokers take the
+	// ranks the old ones left
+	if out := child("resource", "grow", "--nodes=2", "--timeout=30s"); !strings.Contains(out, "grew by 2 node(s): ranks 1-2") {
+		t.Errorf("growing again printed %q", out)
+	}
+	if out := child("run", "-N3", "true"); out != "" {
+		t.Errorf("a 3-node job after growing again printed %q", out)
+	}
+	if out := child("resource", "shrink", "--nodes=2"); !strings.Contains(out, "gave back 2 node(s)") {
+		t.Errorf("second shrink printed %q", out)
+	}
 	var seq []string
 	for _, ev := range e.events(id) {
 		c := ctxOf(t, ev)
@@ -318,7 +347,7 @@ func TestReallocNested(t *testing.T) {
 			seq = append(seq, ev.Name)
 		}
 	}
-	if got := strings.Join(seq, " "); got != "alloc update+ alloc update+ update- release free" {
+	if got := strings.Join(seq, " "); got != "alloc update+ alloc update+ update- release free alloc update+ update- release free" {
 		t.Errorf("the parent job's realloc events: %s", got)
 	}
 	e.must("cancel", id.String())

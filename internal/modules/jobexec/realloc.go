@@ -84,10 +84,10 @@ func (x *executor) handleGrow(r *flux.Request) {
 	}
 	first := len(sj.plan.Ranks)
 	sj.plan = plan
-	sj.grows = append(sj.grows, req.RDeltaAdd)
+	sj.changes = append(sj.changes, wire.PlanChange{Add: req.RDeltaAdd})
 	j.R = req.R
 	leader := sj.plan.Ranks[0]
-	f, err := x.h.RPC("job-shell.grow", uint32(leader), map[string]any{"id": j.id, "grow": sj.grows}, 0)
+	f, err := x.h.RPC("job-shell.grow", uint32(leader), map[string]any{"id": j.id, "changes": sj.changes}, 0)
 	if err != nil {
 		r.RespondError(err)
 		return
@@ -144,6 +144,19 @@ func (x *executor) handleRelease(r *flux.Request) {
 		r.Respond(nil)
 		return
 	}
+	n := ranks.Count()
+	if n >= len(sj.plan.Ranks) {
+		r.Errorf(syscall.EINVAL, "job-exec.release: job %s has %d shells: it cannot give back %d (it ends instead)", j.id.String(), len(sj.plan.Ranks), n)
+		return
+	}
+	if last := idset.New(sj.plan.Ranks[len(sj.plan.Ranks)-n:]...); !last.Equal(ranks) {
+		r.Errorf(syscall.EINVAL, "job-exec.release: ranks %s are not job %s's last shells (%s): a job gives back the nodes it got last first", ranks.String(), j.id.String(), last.String())
+		return
+	}
+	if _, err := sj.plan.Truncate(n); err != nil {
+		r.Errorf(syscall.EINVAL, "job-exec.release: %v", err)
+		return
+	}
 	for rank := range ranks.All() {
 		switch {
 		case sj.plan.Index(rank) < 0:
@@ -169,7 +182,8 @@ func (x *executor) handleRelease(r *flux.Request) {
 	sj.releases = append(sj.releases, &releaseWait{r: r, ranks: ranks})
 	j.after(x.killTimeout, func() {
 		for rank := range ranks.All() {
-			if !sj.gone[rank] {
+			// (a rank given back and got again has a new shell)
+			if sj.released[rank] && !sj.gone[rank] {
 				x.h.RPC("job-shell.kill", uint32(rank), map[string]any{"id": j.id, "signum": int(syscall.SIGKILL)}, flux.NoResponse)
 			}
 		}
@@ -191,6 +205,7 @@ func (s *shellExec) checkReleases(j *execJob) {
 		case sj.exited == len(sj.plan.Ranks):
 			w.r.Errorf(syscall.EINVAL, "job %s ended: its resources go back with it", j.id.String())
 		case done:
+			s.dropShells(j, w.ranks)
 			j.respond("release", releaseData(w.ranks))
 			w.r.Respond(nil)
 		default:
@@ -222,4 +237,45 @@ func checkRanksOf(R json.RawMessage, ranks idset.Set) error {
 		return fmt.Errorf("the job cannot give back all its ranks (it ends instead)")
 	}
 	return nil
+}
+
+// dropShells takes the shells of ranks, all gone, out of the job: the
+// plan loses them (they are its last: handleRelease checked), so a
+// later growth numbers its tasks from there, and they no longer count
+// among the job's shells; the leader shell is told.
+func (s *shellExec) dropShells(j *execJob, ranks idset.Set) {
+	sj := j.aux.(*shellJob)
+	plan, err := sj.plan.Truncate(ranks.Count())
+	if err != nil {
+		j.x.log.Error("release: the job's plan", "id", j.id.String(), "err", err)
+		return
+	}
+	sj.plan = plan
+	sj.changes = append(sj.changes, wire.PlanChange{Sub: ranks.String()})
+	for rank := range ranks.All() {
+		if sj.gone[rank] {
+			sj.exited--
+		}
+		if sj.startedRanks[rank] {
+			sj.started--
+		}
+		delete(sj.gone, rank)
+		delete(sj.startedRanks, rank)
+		delete(sj.released, rank)
+		delete(sj.detached, rank)
+		if f := sj.futs[rank]; f != nil {
+			f.Close()
+			delete(sj.futs, rank)
+		}
+	}
+	leader := sj.plan.Ranks[0]
+	f, err := j.x.h.RPC("job-shell.grow", uint32(leader), map[string]any{"id": j.id, "changes": sj.changes}, 0)
+	if err != nil {
+		return
+	}
+	f.Then(func(_ *flux.Message, err error) {
+		if err != nil {
+			j.x.log.Error("job-shell.grow", "id", j.id.String(), "err", err)
+		}
+	})
 }

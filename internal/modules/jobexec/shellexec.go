@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fluxgo/fluxgo/internal/shell"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/eventlog"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
@@ -64,10 +65,10 @@ type shellJob struct {
 	lastSig      syscall.Signal
 	reattachDone bool // every shell of a reattached job answered
 
-	// RFC 51 (realloc.go): grows are the R_delta_add the job was given
-	// while it ran, in order (plan has their shells); released marks the
-	// shells given back, releases the requests waiting for them to go.
-	grows    []json.RawMessage
+	// RFC 51 (realloc.go): changes are the job's growths and shrinks
+	// while it ran, in order (plan is the result); released marks the
+	// shells being given back, releases the requests waiting for them.
+	changes  []wire.PlanChange
 	released map[uint]bool
 	releases []*releaseWait
 }
@@ -268,12 +269,12 @@ func (s *shellExec) startShells(j *execJob, ranks []uint) {
 	req = append(req, `,"userid":`...)
 	req = strconv.AppendUint(req, uint64(j.userid), 10)
 	req = append(append(req, `,"jobspec":`...), j.jobspec...)
-	if len(sj.grows) > 0 {
+	if len(sj.changes) > 0 {
 		// a shell on a node the job was given later: the original R
-		// and each growth, from which it works out the job's plan
+		// and each change, from which it works out the job's plan
 		req = append(append(req, `,"R":`...), sj.origR...)
-		g, _ := json.Marshal(sj.grows)
-		req = append(append(req, `,"grow":`...), g...)
+		g, _ := json.Marshal(sj.changes)
+		req = append(append(req, `,"changes":`...), g...)
 	} else {
 		req = append(append(req, `,"R":`...), j.R...)
 	}
@@ -373,6 +374,9 @@ func (s *shellExec) response(j *execJob, f *flux.Future, rank uint, m *flux.Mess
 		}
 		s.shellExited(j, rank, resp.Status)
 	case "task-exit":
+		if sj.released[rank] {
+			return // stopped because the job gave its node back
+		}
 		s.taskExited(j, resp.Rank, resp.Status)
 	case "abort":
 		if j.killed {

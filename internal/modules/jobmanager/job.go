@@ -35,6 +35,7 @@ type job struct {
 	hasAlloc     bool            // resources allocated (until free)
 	bypass       bool            // allocated by a jobtap AllocHook
 	realloc      *pendingRealloc // a job-manager.realloc request is with the scheduler (realloc.go)
+	rankOrder    []uint          // the job's nodes in the order it got them, once known (realloc.go)
 	reattach     bool            // restored running: waiting for the executor to reattach it
 	schedKnows   bool            // listed in a sched-hello response
 	// allocRestored: the job held resources when the job manager

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/jobtap"
 	"github.com/fluxgo/fluxgo/internal/wire"
+	"github.com/fluxgo/fluxgo/pkg/eventlog"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	fluxjob "github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/idset"
@@ -138,6 +140,12 @@ func (m *manager) handleRealloc(r *flux.Request) {
 		r.Errorf(syscall.EBUSY, "job %s already has a realloc request in progress", j.ID.String())
 		return
 	}
+	if req.SpecSub != nil {
+		if err := m.chooseSub(j, req); err != nil {
+			r.Errorf(syscall.EINVAL, "realloc: %v", err)
+			return
+		}
+	}
 	if req.SpecAdd != nil {
 		js, _ := jobspec.Parse(req.SpecAdd)
 		add := jobtap.Size{Nodes: js.NNodes(), Cores: js.NSlots() * js.CoresPerSlot(), GPUs: js.ResourceCount("gpu")}
@@ -216,6 +224,11 @@ func (m *manager) reallocAnswer(j *job, r *flux.Request, msg *flux.Message, err 
 		m.post(j, "alloc", map[string]any{"alloc_id": resp.AllocID})
 		m.post(j, "resource-update", map[string]any{"alloc_id": resp.AllocID, "R_delta_add": resp.RDeltaAdd})
 		m.plugins.resized(j, diffSize(sizeOf(newR), before))
+		if order, err := m.rankOrder(j); err == nil {
+			if add, err := rset.Parse(resp.RDeltaAdd); err == nil {
+				j.rankOrder = appendNew(order, slices.Collect(add.Ranks().All()))
+			}
+		}
 		m.exec.grow(j, resp.RDeltaAdd)
 	}
 	resp.R = j.R
@@ -264,6 +277,9 @@ func (m *manager) partialRelease(j *job, data map[string]any) {
 		return
 	}
 	before := sizeOf(j.R)
+	if order, err := m.rankOrder(j); err == nil {
+		j.rankOrder = slices.DeleteFunc(slices.Clone(order), func(r uint) bool { return ids.Contains(r) })
+	}
 	sub := part.Encode()
 	j.R = cur.ExcludeRanks(ids).Encode()
 	m.batch.PutShared(j.kvsDir+".R", j.R)
@@ -343,4 +359,127 @@ func (e *execClient) grow(j *job, add json.RawMessage) {
 			e.m.log.Error("realloc: "+e.service+".grow", "id", j.ID.String(), "err", err)
 		}
 	})
+}
+
+// rankOrder returns the job's nodes in the order it got them: those of
+// its first R in ascending order, then each growth's. A job gives back
+// the nodes it got last first (LIFO): its shells, and a nested
+// instance's brokers, are numbered in that order, so what goes is always
+// the end of their numbering. Kept in memory once known; after a
+// restart it is rebuilt from the eventlog (the first R is the current
+// one less what was added, plus what was given back, undone last to
+// first).
+func (m *manager) rankOrder(j *job) ([]uint, error) {
+	if j.rankOrder != nil {
+		return j.rankOrder, nil
+	}
+	cur, err := rset.Parse(j.R)
+	if err != nil {
+		return nil, fmt.Errorf("the job's R: %w", err)
+	}
+	type change struct {
+		add   bool
+		ranks []uint
+	}
+	var changes []change
+	evs, _ := eventlog.Parse(j.eventlog)
+	for _, ev := range evs {
+		if ev.Name != "resource-update" {
+			continue
+		}
+		var c struct {
+			Add json.RawMessage `json:"R_delta_add"`
+			Sub json.RawMessage `json:"R_delta_sub"`
+		}
+		if ev.DecodeContext(&c) != nil {
+			continue
+		}
+		for _, d := range []struct {
+			raw json.RawMessage
+			add bool
+		}{{c.Add, true}, {c.Sub, false}} {
+			if len(d.raw) == 0 {
+				continue
+			}
+			r, err := rset.Parse(d.raw)
+			if err != nil {
+				return nil, fmt.Errorf("resource-update: %w", err)
+			}
+			changes = append(changes, change{add: d.add, ranks: slices.Collect(r.Ranks().All())})
+		}
+	}
+	set := cur.Ranks()
+	for i := len(changes) - 1; i >= 0; i-- {
+		for _, r := range changes[i].ranks {
+			if changes[i].add {
+				set.Remove(r)
+			} else {
+				set.Add(r)
+			}
+		}
+	}
+	order := slices.Collect(set.All())
+	for _, c := range changes {
+		if c.add {
+			order = appendNew(order, c.ranks)
+		} else {
+			order = slices.DeleteFunc(order, func(r uint) bool { return slices.Contains(c.ranks, r) })
+		}
+	}
+	j.rankOrder = order
+	return order, nil
+}
+
+// appendNew appends the ranks not in order yet (a growth by cores on a
+// node the job has does not move it).
+func appendNew(order, ranks []uint) []uint {
+	for _, r := range ranks {
+		if !slices.Contains(order, r) {
+			order = append(order, r)
+		}
+	}
+	return order
+}
+
+// chooseSub works out what a shrink gives back: whole nodes, the ones
+// the job got last. With R, R must be exactly that; without, spec_sub's
+// node count picks them, and R is filled in for the scheduler. Requests
+// the scheduler will deny anyway (no node count, all of the job) pass.
+func (m *manager) chooseSub(j *job, req *reallocRequest) error {
+	order, err := m.rankOrder(j)
+	if err != nil {
+		return err
+	}
+	cur, err := rset.Parse(j.R)
+	if err != nil {
+		return err
+	}
+	if req.R != nil {
+		r, err := rset.Parse(req.R)
+		if err != nil {
+			return fmt.Errorf("R: %w", err)
+		}
+		ranks := r.Ranks()
+		if whole := cur.CopyRanks(ranks); whole.String() != r.String() {
+			return fmt.Errorf("R names %s, part of the job's %s: a job gives back whole nodes", r.String(), whole.String())
+		}
+		n := ranks.Count()
+		if n >= len(order) {
+			return nil
+		}
+		if last := idset.New(order[len(order)-n:]...); !last.Equal(ranks) {
+			return fmt.Errorf("R names ranks %s, but a job gives back the nodes it got last first (LIFO): its last %d are %s", ranks.String(), n, last.String())
+		}
+		return nil
+	}
+	js, err := jobspec.Parse(req.SpecSub)
+	if err != nil {
+		return fmt.Errorf("spec_sub: %w", err)
+	}
+	n := js.NNodes()
+	if n < 1 || n >= len(order) {
+		return nil
+	}
+	req.R = cur.CopyRanks(idset.New(order[len(order)-n:]...)).Encode()
+	return nil
 }
