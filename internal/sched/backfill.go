@@ -36,6 +36,13 @@ type Backfill struct {
 	// (for status reports and tests).
 	Reservations func([]Reservation)
 	name         string
+
+	// buffers of the reservation search, kept between passes
+	shadow shadow
+	due    []*Alloc
+	later  []release
+	// search, when set, replaces earliest (tests compare the two)
+	search func(p *Pool, j *Job, now float64, running []*Alloc, resv []Reservation) (Reservation, bool)
 }
 
 // Reservation is a pending job's place in the future: when it is
@@ -98,6 +105,9 @@ func (b *Backfill) Schedule(q *Queue, p *Pool, now float64) []Decision {
 		if j.Hold {
 			continue
 		}
+		if p.freeCores.max() == 0 && b.Reserve >= 0 && len(resv) >= b.Reserve {
+			break // nothing free anywhere and no reservation to make: no job can start
+		}
 		if a, ok := p.placeAvoiding(j, now, resv); ok {
 			out = append(out, Decision{Job: j, Alloc: a})
 			continue
@@ -105,7 +115,7 @@ func (b *Backfill) Schedule(q *Queue, p *Pool, now float64) []Decision {
 		if b.Reserve >= 0 && len(resv) >= b.Reserve {
 			continue
 		}
-		if r, ok := p.earliest(j, now, running, resv); ok {
+		if r, ok := b.earliest(p, j, now, running, resv); ok {
 			resv = append(resv, r)
 		}
 	}
@@ -135,65 +145,125 @@ func (p *Pool) placeAvoiding(j *Job, t float64, resv []Reservation) (*Alloc, boo
 	return a, err == nil
 }
 
-// earliest finds when j could start after now: at each time a running
-// job ends or a reservation ends, in order, with the running jobs ended
-// by then released and the reservations overlapping j's run kept off
-// limits, it tries to place j. The pool is left as it was.
-func (p *Pool) earliest(j *Job, now float64, running []*Alloc, resv []Reservation) (Reservation, bool) {
-	type release struct {
-		at float64
-		a  *Alloc
+// earliest finds when j could start after now: at now, with the
+// running jobs past their expiration released, and then at each time a
+// running job ends or a reservation ends, in order, with the running
+// jobs ended by then released and the reservations overlapping j's run
+// kept off limits. The search runs in a copy of the pool's free state
+// (shadow.go), so the pool is not touched: the jobs already past their
+// expiration are released in one sweep, and the later ones come off a
+// heap one end time at a time, only as far as the search goes.
+func (b *Backfill) earliest(p *Pool, j *Job, now float64, running []*Alloc, resv []Reservation) (Reservation, bool) {
+	if b.search != nil {
+		return b.search(p, j, now, running, resv)
 	}
-	var rel []release
-	times := []float64{now} // placed elsewhere, it may fit now
+	// one sweep over the running jobs: those past their expiration go
+	// back into the shadow as they are met (their memory is read once),
+	// the others onto the heap of later releases
+	s := b.shadow.of(p)
+	later := b.later[:0]
 	for _, a := range running {
-		if a.Expiration > now {
-			rel = append(rel, release{a.Expiration, a})
-			times = append(times, a.Expiration)
-		} else if a.Expiration > 0 {
+		switch {
+		case a.Expiration > now:
+			later = append(later, release{a.Expiration, a})
+		case a.Expiration > 0:
 			// past its expiration but not freed yet: it ends any moment
-			rel = append(rel, release{now, a})
-			times = append(times, now)
+			b.shadow.put(a)
 		}
 	}
+	b.shadow.refresh()
+	var ends []float64
 	for _, r := range resv {
 		if !math.IsInf(r.End, 1) && r.End > now {
-			times = append(times, r.End)
+			ends = append(ends, r.End)
 		}
 	}
-	slices.SortFunc(rel, func(x, y release) int {
-		switch {
-		case x.at < y.at:
-			return -1
-		case x.at > y.at:
-			return 1
-		}
-		return 0
-	})
-	slices.Sort(times)
-	times = slices.Compact(times)
-	var freed []*Alloc
+	slices.Sort(ends)
+	due := b.due[:0]
 	defer func() {
-		for _, a := range freed {
-			p.Claim(a) // back as it was: these were allocated
-		}
+		clear(due) // keep no running job alive through the buffers
+		clear(later)
+		b.due, b.later = due[:0], later[:0]
 	}()
-	next := 0
-	for _, t := range times {
-		for next < len(rel) && rel[next].at <= t {
-			if p.Free(rel[next].a) == nil {
-				freed = append(freed, rel[next].a)
-			}
-			next++
-		}
-		a, ok := p.placeAvoiding(j, t, resv)
+	found := func(t float64) (Reservation, bool) {
+		a, ok := s.placeAvoiding(j, t, resv)
 		if !ok {
-			continue
+			return Reservation{}, false
 		}
-		p.Free(a)
 		return Reservation{Job: j, Start: t, End: endOf(t, j.Req.Duration), Alloc: a}, true
 	}
+	if r, ok := found(now); ok { // placed elsewhere, it may fit now
+		return r, true
+	}
+	h := releaseHeap(later)
+	h.init()
+	for len(h) > 0 || len(ends) > 0 {
+		t := math.Inf(1)
+		if len(h) > 0 {
+			t = h[0].at
+		}
+		if len(ends) > 0 && ends[0] < t {
+			t = ends[0]
+		}
+		for len(ends) > 0 && ends[0] <= t {
+			ends = ends[1:]
+		}
+		due = due[:0]
+		for len(h) > 0 && h[0].at <= t {
+			due = append(due, h.pop().a)
+		}
+		b.shadow.release(due)
+		if r, ok := found(t); ok {
+			return r, true
+		}
+	}
 	return Reservation{}, false
+}
+
+// release is a running job's end time and what it frees then.
+type release struct {
+	at float64
+	a  *Alloc
+}
+
+// releaseHeap is a min-heap of releases by time: building it costs one
+// pass over the running jobs, and the search pops only the ends it
+// reaches.
+type releaseHeap []release
+
+func (h releaseHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *releaseHeap) pop() release {
+	old := *h
+	top := old[0]
+	n := len(old) - 1
+	old[0] = old[n]
+	old[n] = release{}
+	*h = old[:n]
+	h.down(0)
+	return top
+}
+
+func (h releaseHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h[r].at < h[l].at {
+			m = r
+		}
+		if h[i].at <= h[m].at {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
 }
 
 // claimFree marks allocated the part of a that is free now and returns
