@@ -20,9 +20,14 @@ import (
 // or uses other resources. Jobs without a time limit (and running jobs
 // without an expiration) are taken to run forever.
 //
-// Reservations are remade every pass (nothing is remembered between
-// passes), so they follow completions, cancellations and priority
-// changes. Like FCFS, a Backfill holds no goroutines and does no I/O.
+// Reservations are remade every pass (no reservation is remembered
+// between passes), so they follow completions, cancellations and
+// priority changes. The search for one runs in a scratch copy of the
+// pool's free state and leaves the pool alone; what it costs is a copy
+// of the free bits and one sweep over the running jobs, or, for a
+// policy told of starts and ends (Started, Ended), the copy and the
+// changes since the last pass. Like FCFS, a Backfill holds no goroutines
+// and does no I/O.
 type Backfill struct {
 	// Depth is how many pending jobs a pass considers (<= 0: the
 	// default queue depth).
@@ -30,7 +35,8 @@ type Backfill struct {
 	// Reserve is the reservation depth (see above).
 	Reserve int
 	// Running returns the allocations of the running jobs, with their
-	// Expiration (0: none). Nil means nothing is running.
+	// Expiration (0: none). Nil means nothing is running. A policy told
+	// of starts and ends (Started, Ended) does not call it.
 	Running func() []*Alloc
 	// Reservations, when set, receives the reservations of each pass
 	// (for status reports and tests).
@@ -41,6 +47,8 @@ type Backfill struct {
 	shadow shadow
 	due    []*Alloc
 	later  []release
+	run    *runningJobs // set by Started and Ended
+	walk   laterEnds
 	// search, when set, replaces earliest (tests compare the two)
 	search func(p *Pool, j *Job, now float64, running []*Alloc, resv []Reservation) (Reservation, bool)
 }
@@ -69,6 +77,30 @@ func NewBackfill(name string, depth, reserve int) *Backfill {
 
 var _ Policy = (*Backfill)(nil)
 
+// Started tells b that a job started with the resources of a, to end
+// at a.Expiration (0: never). Once told of a start or an end, b plans
+// with what it was told instead of calling Running, and keeps the
+// running jobs' ends in order between passes, so a pass costs what
+// changed rather than a sweep over every running job. The pass's own
+// decisions are running jobs too: tell b of them when they start. An
+// allocation's Expiration must not change while b tracks it: end it and
+// start it again.
+func (b *Backfill) Started(a *Alloc) {
+	if b.run == nil {
+		b.run = newRunningJobs()
+	}
+	b.run.add(a)
+}
+
+// Ended tells b that the job holding a ended (its resources were freed,
+// or are being); see Started.
+func (b *Backfill) Ended(a *Alloc) {
+	if b.run == nil {
+		b.run = newRunningJobs()
+	}
+	b.run.remove(a)
+}
+
 // Name implements Policy.
 func (b *Backfill) Name() string {
 	if b.name != "" {
@@ -91,7 +123,7 @@ func (b *Backfill) Schedule(q *Queue, p *Pool, now float64) []Decision {
 		depth = DefaultQueueDepth
 	}
 	var running []*Alloc
-	if b.Running != nil {
+	if b.Running != nil && b.run == nil {
 		running = b.Running()
 	}
 	var out []Decision
@@ -150,26 +182,49 @@ func (p *Pool) placeAvoiding(j *Job, t float64, resv []Reservation) (*Alloc, boo
 // running job ends or a reservation ends, in order, with the running
 // jobs ended by then released and the reservations overlapping j's run
 // kept off limits. The search runs in a copy of the pool's free state
-// (shadow.go), so the pool is not touched: the jobs already past their
-// expiration are released in one sweep, and the later ones come off a
-// heap one end time at a time, only as far as the search goes.
+// (shadow.go), so the pool is not touched. The running jobs come from
+// what Started and Ended told (running.go: the jobs past their
+// expiration are given back node by node, the later ends are walked in
+// order as far as the search goes), or else from Running, swept once:
+// the jobs past their expiration are given back as they are met, the
+// others go onto a heap.
 func (b *Backfill) earliest(p *Pool, j *Job, now float64, running []*Alloc, resv []Reservation) (Reservation, bool) {
 	if b.search != nil {
 		return b.search(p, j, now, running, resv)
 	}
-	// one sweep over the running jobs: those past their expiration go
-	// back into the shadow as they are met (their memory is read once),
-	// the others onto the heap of later releases
 	s := b.shadow.of(p)
-	later := b.later[:0]
-	for _, a := range running {
-		switch {
-		case a.Expiration > now:
-			later = append(later, release{a.Expiration, a})
-		case a.Expiration > 0:
-			// past its expiration but not freed yet: it ends any moment
-			b.shadow.put(a)
+	var next endQueue
+	if b.run != nil {
+		b.run.advance(now)
+		if !b.run.putDue(&b.shadow) {
+			s = b.shadow.of(p)
+			for _, e := range b.run.jobs {
+				if e.pos == posDue {
+					b.shadow.put(e.a)
+				}
+			}
 		}
+		b.walk.reset(b.run.later)
+		next = &b.walk
+	} else {
+		later := b.later[:0]
+		for _, a := range running {
+			switch {
+			case a.Expiration > now:
+				later = append(later, release{a.Expiration, a})
+			case a.Expiration > 0:
+				// past its expiration but not freed yet: it ends any
+				// moment
+				b.shadow.put(a)
+			}
+		}
+		defer func() {
+			clear(later) // keep no running job alive through the buffer
+			b.later = later[:0]
+		}()
+		h := releaseHeap(later)
+		h.init()
+		next = &h
 	}
 	b.shadow.refresh()
 	var ends []float64
@@ -179,12 +234,6 @@ func (b *Backfill) earliest(p *Pool, j *Job, now float64, running []*Alloc, resv
 		}
 	}
 	slices.Sort(ends)
-	due := b.due[:0]
-	defer func() {
-		clear(due) // keep no running job alive through the buffers
-		clear(later)
-		b.due, b.later = due[:0], later[:0]
-	}()
 	found := func(t float64) (Reservation, bool) {
 		a, ok := s.placeAvoiding(j, t, resv)
 		if !ok {
@@ -195,29 +244,40 @@ func (b *Backfill) earliest(p *Pool, j *Job, now float64, running []*Alloc, resv
 	if r, ok := found(now); ok { // placed elsewhere, it may fit now
 		return r, true
 	}
-	h := releaseHeap(later)
-	h.init()
-	for len(h) > 0 || len(ends) > 0 {
-		t := math.Inf(1)
-		if len(h) > 0 {
-			t = h[0].at
+	due := b.due[:0]
+	defer func() {
+		clear(due)
+		b.due = due[:0]
+	}()
+	for {
+		t, ok := next.peek()
+		if !ok {
+			t = math.Inf(1)
 		}
 		if len(ends) > 0 && ends[0] < t {
 			t = ends[0]
+		}
+		if math.IsInf(t, 1) {
+			return Reservation{}, false
 		}
 		for len(ends) > 0 && ends[0] <= t {
 			ends = ends[1:]
 		}
 		due = due[:0]
-		for len(h) > 0 && h[0].at <= t {
-			due = append(due, h.pop().a)
+		for at, ok := next.peek(); ok && at <= t; at, ok = next.peek() {
+			due = append(due, next.pop())
 		}
 		b.shadow.release(due)
 		if r, ok := found(t); ok {
 			return r, true
 		}
 	}
-	return Reservation{}, false
+}
+
+// endQueue yields running jobs' releases in time order.
+type endQueue interface {
+	peek() (float64, bool) // the next end, false if none is left
+	pop() *Alloc           // the job that ends then
 }
 
 // release is a running job's end time and what it frees then.
@@ -237,7 +297,14 @@ func (h releaseHeap) init() {
 	}
 }
 
-func (h *releaseHeap) pop() release {
+func (h *releaseHeap) peek() (float64, bool) {
+	if len(*h) == 0 {
+		return 0, false
+	}
+	return (*h)[0].at, true
+}
+
+func (h *releaseHeap) pop() *Alloc {
 	old := *h
 	top := old[0]
 	n := len(old) - 1
@@ -245,7 +312,7 @@ func (h *releaseHeap) pop() release {
 	old[n] = release{}
 	*h = old[:n]
 	h.down(0)
-	return top
+	return top.a
 }
 
 func (h releaseHeap) down(i int) {

@@ -24,6 +24,10 @@ type shadow struct {
 // cache) and copies what allocating and freeing change: the free bits
 // and counts and the capacity indexes.
 func (s *shadow) of(p *Pool) *Pool {
+	for _, i := range s.dirty {
+		s.touched.clear(int(i))
+	}
+	s.dirty = s.dirty[:0]
 	s.p = *p
 	s.nodes = append(s.nodes[:0], p.nodes...)
 	words := 0

@@ -9,16 +9,18 @@ import (
 // BenchmarkEasySearch is BenchmarkNUMAEasy's 4-domain case (16,384
 // nodes × 64 cores, 4 GPUs, 1,000 jobs pending, EASY of depth 32; one
 // iteration frees the oldest running job, runs a pass and tops the
-// queue up) with the reservation search of this build ("new") and the
-// one before shadow.go ("old"), so both figures come from one run (use
-// -count 2 or more to alternate them). The figure depends on the number
+// queue up) with the reservation search before shadow.go ("old"), this
+// build's with Running swept each pass ("new", what BenchmarkNUMAEasy
+// and the scheduler module use), and this build's told of starts and
+// ends ("tracked"), so the figures come from one run (use -count 2 or
+// more to alternate them). The figure depends on the number
 // of passes: the machine is filled with jobs whose expirations pass
 // while they keep running, so later passes have more of them to release.
 func BenchmarkEasySearch(b *testing.B) {
 	for _, tc := range []struct {
 		name string
-		old  bool
-	}{{"old", true}, {"new", false}} {
+		kind searchKind
+	}{{"old", oldSearch}, {"new", sweepSearch}, {"tracked", trackedSearch}} {
 		b.Run(tc.name, func(b *testing.B) {
 			p, _ := numaPool(b, 16384, "0-63", "0-3", numa4)
 			rng := rand.New(rand.NewPCG(1, 2))
@@ -38,9 +40,15 @@ func BenchmarkEasySearch(b *testing.B) {
 				id++
 			}
 			pol := NewBackfill("easy", 32, 0)
-			if tc.old {
+			switch tc.kind {
+			case oldSearch:
 				legacy(pol)
+			case trackedSearch:
+				for _, a := range running {
+					pol.Started(a)
+				}
 			}
+			tracked := tc.kind == trackedSearch
 			pol.Running = func() []*Alloc { return running }
 			decisions := 0
 			start := time.Now()
@@ -48,11 +56,17 @@ func BenchmarkEasySearch(b *testing.B) {
 			for b.Loop() {
 				if len(running) > 0 {
 					p.Free(running[0])
+					if tracked {
+						pol.Ended(running[0])
+					}
 					running = running[1:]
 				}
 				for _, d := range pol.Schedule(q, p, now) {
 					q.Remove(d.Job.ID)
 					running = append(running, d.Alloc)
+					if tracked {
+						pol.Started(d.Alloc)
+					}
 					decisions++
 				}
 				for q.Len() < 1000 {

@@ -21,9 +21,18 @@ type backfillSim struct {
 	pol     *Backfill
 	running []*Alloc
 	resv    []Reservation
+	tracked bool // told of starts and ends instead of Running
 }
 
-func newBackfillSim(t *testing.T, name string, reserve int, domains bool, fit Fit, old bool) *backfillSim {
+type searchKind int
+
+const (
+	oldSearch     searchKind = iota // earliestLegacy
+	sweepSearch                     // shadow, Running swept each pass
+	trackedSearch                   // shadow, Started and Ended
+)
+
+func newBackfillSim(t *testing.T, name string, reserve int, domains bool, fit Fit, kind searchKind) *backfillSim {
 	p, _ := numaPool(t, 48, "0-15", "0-3", numa16)
 	if !domains {
 		for i := range p.nodes {
@@ -33,10 +42,15 @@ func newBackfillSim(t *testing.T, name string, reserve int, domains bool, fit Fi
 	p.SetFit(fit)
 	p.SetAvailable(idset.MustParse("5,17"), false)
 	s := &backfillSim{p: p, q: NewQueue(), pol: NewBackfill(name, 24, reserve)}
-	if old {
+	switch kind {
+	case oldSearch:
 		legacy(s.pol)
+	case trackedSearch:
+		s.tracked = true
 	}
-	s.pol.Running = func() []*Alloc { return s.running }
+	if !s.tracked {
+		s.pol.Running = func() []*Alloc { return s.running }
+	}
 	s.pol.Reservations = func(r []Reservation) { s.resv = r }
 	return s
 }
@@ -73,6 +87,9 @@ func (s *backfillSim) pass(now float64) string {
 	for _, d := range s.pol.Schedule(s.q, s.p, now) {
 		s.q.Remove(d.Job.ID)
 		s.running = append(s.running, d.Alloc)
+		if s.tracked {
+			s.pol.Started(d.Alloc)
+		}
 		fmt.Fprintf(&b, "start %d %s [%g-%g]\n", d.Job.ID, s.p.Summary(d.Alloc), d.Alloc.Start, d.Alloc.Expiration)
 	}
 	for _, r := range s.resv {
@@ -97,15 +114,20 @@ func TestEarliestMatchesLegacy(t *testing.T) {
 		for _, fit := range []Fit{FirstFit, BestFit, WorstFit} {
 			for _, domains := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/%s/domains=%v", pol.name, fit, domains), func(t *testing.T) {
-					sims := [2]*backfillSim{
-						newBackfillSim(t, pol.name, pol.reserve, domains, fit, true),
-						newBackfillSim(t, pol.name, pol.reserve, domains, fit, false),
+					sims := [3]*backfillSim{
+						newBackfillSim(t, pol.name, pol.reserve, domains, fit, oldSearch),
+						newBackfillSim(t, pol.name, pol.reserve, domains, fit, sweepSearch),
+						newBackfillSim(t, pol.name, pol.reserve, domains, fit, trackedSearch),
 					}
 					rng := rand.New(rand.NewPCG(7, uint64(fit)))
 					id := uint64(1)
 					now := 1.0
 					reserved := 0
-					for step := range 400 {
+					steps := 400
+					if pol.name == "conservative" {
+						steps = 150 // every pass makes up to 24 reservations
+					}
+					for step := range steps {
 						// free some jobs: those past their expiration
 						// only sometimes (they linger, as a job being
 						// killed does), others early at times
@@ -116,6 +138,9 @@ func TestEarliestMatchesLegacy(t *testing.T) {
 								for _, s := range sims {
 									if err := s.p.Free(s.running[k]); err != nil {
 										t.Fatal(err)
+									}
+									if s.tracked {
+										s.pol.Ended(s.running[k])
 									}
 								}
 								continue
@@ -141,10 +166,20 @@ func TestEarliestMatchesLegacy(t *testing.T) {
 								}
 							}
 						}
-						old, cur := sims[0].pass(now), sims[1].pass(now)
-						if old != cur {
-							t.Fatalf("step %d at %g:\nold search:\n%snew search:\n%s", step, now, old, cur)
+						if rng.IntN(25) == 0 { // a node goes down or comes back
+							ids := idset.MustParse(fmt.Sprint(rng.IntN(48)))
+							up := rng.IntN(2) == 0
+							for _, s := range sims {
+								s.p.SetAvailable(ids, up)
+							}
 						}
+						old := sims[0].pass(now)
+						for k, s := range sims[1:] {
+							if cur := s.pass(now); cur != old {
+								t.Fatalf("step %d at %g:\nold search:\n%snew search (%s):\n%s", step, now, old, [...]string{"swept", "tracked"}[k], cur)
+							}
+						}
+						cur := old
 						reserved += strings.Count(cur, "resv ")
 						now += float64(1 + rng.IntN(15))
 					}
@@ -196,5 +231,50 @@ func TestShadowRelease(t *testing.T) {
 		if !slices.Equal(tr[0].t, tr[1].t) {
 			t.Errorf("shadow index differs from the pool's")
 		}
+	}
+}
+
+// TestTrackedOddCallers: a policy told of starts and ends answers as one
+// sweeping Running does when the caller frees a job past its expiration
+// without saying so (the due jobs are then given back one by one, and
+// the freed one is skipped as Free refuses it), and when the clock goes
+// back.
+func TestTrackedOddCallers(t *testing.T) {
+	sims := [2]*backfillSim{
+		newBackfillSim(t, "easy", 0, true, FirstFit, sweepSearch),
+		newBackfillSim(t, "easy", 0, true, FirstFit, trackedSearch),
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for id := uint64(1); id <= 300; id++ {
+		j := randomJob(rng, id)
+		for _, s := range sims {
+			c, r := *j, *j.Req
+			c.Req = &r
+			if s.p.Feasible(c.Req) == nil {
+				s.q.Add(&c)
+			}
+		}
+	}
+	reserved := 0
+	for _, now := range []float64{1, 50, 400, 30, 500, 600} {
+		if now == 500 {
+			// free a job past its expiration without telling
+			for k, a := range sims[0].running {
+				if a.Expiration > 0 && a.Expiration <= now {
+					for _, s := range sims {
+						s.p.Free(s.running[k])
+					}
+					break
+				}
+			}
+		}
+		want := sims[0].pass(now)
+		if got := sims[1].pass(now); got != want {
+			t.Fatalf("at %g:\nswept:\n%stracked:\n%s", now, want, got)
+		}
+		reserved += strings.Count(want, "resv ")
+	}
+	if reserved == 0 {
+		t.Error("no reservation was made")
 	}
 }
