@@ -76,7 +76,8 @@ func controllersOf(dir string) ([]string, error) {
 type cgroupMount struct {
 	root, point string
 	v2          bool
-	memory      bool // v1 only: the memory controller is in this hierarchy
+	memory      bool     // v1 only: the memory controller is in this hierarchy
+	controllers []string // v1 only: the hierarchy's controllers
 }
 
 // parseMountinfo returns the cgroup mounts (proc(5) mountinfo format).
@@ -101,10 +102,8 @@ func parseMountinfo(mi []byte) []cgroupMount {
 		case "cgroup2":
 			m.v2 = true
 		case "cgroup":
-			m.memory = contains(strings.Split(f[sep+3], ","), "memory")
-			if !m.memory {
-				continue
-			}
+			m.controllers = strings.Split(f[sep+3], ",")
+			m.memory = contains(m.controllers, "memory")
 		default:
 			continue
 		}
@@ -238,6 +237,10 @@ func (r *CgroupRoot) NewBrokerCgroup() (*Cgroup, error) {
 			os.Remove(g.Path)
 			return nil, fmt.Errorf("%w: %v", ErrNoCgroup, err)
 		}
+		// job cgroups get cpusets where the controller is to be had
+		if EnableController(r.Dir, "cpuset") {
+			EnableController(g.Path, "cpuset")
+		}
 	}
 	return g, nil
 }
@@ -249,6 +252,7 @@ func (r *CgroupRoot) OpenCgroup(name string) (*Cgroup, error) {
 		if err := enableMemory(r.Dir); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrNoCgroup, err)
 		}
+		EnableController(r.Dir, "cpuset")
 	}
 	g := &Cgroup{Path: r.Dir, Version: r.Version}
 	c, err := g.OpenChild(name, true)
@@ -292,6 +296,7 @@ func (g *Cgroup) Child(name string, sub bool) (*Cgroup, error) {
 			os.Remove(c.Path)
 			return nil, err
 		}
+		EnableController(c.Path, "cpuset")
 	}
 	return c, nil
 }
@@ -307,6 +312,7 @@ func (g *Cgroup) OpenChild(name string, sub bool) (*Cgroup, error) {
 		if err := enableMemory(c.Path); err != nil {
 			return nil, err
 		}
+		EnableController(c.Path, "cpuset")
 	}
 	return c, nil
 }

@@ -30,6 +30,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -40,10 +41,11 @@ import (
 	"github.com/fluxgo/fluxgo/internal/valuekind"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/idset"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
 // ContainConfig is the job-shell module's containment configuration,
-// from broker attributes.
+// from the [job-shell] table and broker attributes.
 type ContainConfig struct {
 	// MemoryDefault is the per-task memory limit of jobs that set none
 	// (job-shell.memory-default, a size; default none).
@@ -53,11 +55,32 @@ type ContainConfig struct {
 	// refused, and one asking none gets MemoryDefault, or MemoryMax
 	// without a default, so the maximum binds every job.
 	MemoryMax int64
+	// MemoryJobMax, MemoryPerCore and MemoryNodeShare are the most a
+	// job's tasks on a node may use together (job-shell.memory-job-max,
+	// a size; job-shell.memory-per-core, a size times the job's cores on
+	// the node; job-shell.memory-node-share, a fraction of the node's
+	// memory, 0 < share <= 1): the least of those set is the limit of
+	// the job's cgroup on the node, which a job asking more per task
+	// (times its tasks there) cannot start beyond. Default none.
+	MemoryJobMax    int64
+	MemoryPerCore   int64
+	MemoryNodeShare float64
 	// Cgroup is where job cgroups go (job-shell.cgroup): "auto" (the
 	// default) finds this broker's memory cgroup, "off" never uses
 	// cgroups, anything else is the directory of a cgroup to use.
 	Cgroup string
+	// NoCpuset turns off the job cpusets (job-shell.cpuset=off; on by
+	// default where the cpuset controller is to be had).
+	NoCpuset bool
+	// GPUDevices are the patterns of the GPU device nodes a job may open
+	// only its own GPUs' of (job-shell.gpu-devices, comma-separated;
+	// nil: shell.DefaultGPUDevices; empty, "off": no device control).
+	GPUDevices []string
 }
+
+// containKeys are the [job-shell] keys (and job-shell.* attributes).
+var containKeys = []string{"cgroup", "cpuset", "gpu-devices", "memory-default", "memory-job-max",
+	"memory-max", "memory-node-share", "memory-per-core"}
 
 // Validate checks the configuration.
 func (c *ContainConfig) Validate() error {
@@ -68,6 +91,17 @@ func (c *ContainConfig) Validate() error {
 		return fmt.Errorf("job-shell.memory-default=%s is more than job-shell.memory-max=%s",
 			size.Format(c.MemoryDefault), size.Format(c.MemoryMax))
 	}
+	if c.MemoryJobMax < 0 || c.MemoryPerCore < 0 {
+		return fmt.Errorf("job-shell.memory-job-max, memory-per-core: must be positive sizes")
+	}
+	if c.MemoryNodeShare < 0 || c.MemoryNodeShare > 1 {
+		return fmt.Errorf("job-shell.memory-node-share=%g: want a fraction of the node's memory, more than 0 and at most 1", c.MemoryNodeShare)
+	}
+	for _, p := range c.GPUDevices {
+		if err := shell.CheckGPUDevicePattern(p); err != nil {
+			return fmt.Errorf("job-shell.gpu-devices: %v", err)
+		}
+	}
 	switch {
 	case c.Cgroup == "auto", c.Cgroup == "off":
 	case strings.HasPrefix(c.Cgroup, "/"):
@@ -76,6 +110,94 @@ func (c *ContainConfig) Validate() error {
 		}
 	default:
 		return fmt.Errorf("job-shell.cgroup=%q: want auto, off or an absolute cgroup directory", c.Cgroup)
+	}
+	return nil
+}
+
+// set sets one key from a configuration value (TOML: a size is a string
+// or a number, cpuset a boolean or on/off, gpu-devices a string or a
+// list of strings) or a broker attribute (a string).
+func (c *ContainConfig) set(k string, v any) error {
+	switch k {
+	case "memory-default", "memory-max", "memory-job-max", "memory-per-core":
+		n, err := size.Parse(v)
+		if err != nil {
+			return err
+		}
+		switch k {
+		case "memory-default":
+			c.MemoryDefault = n
+		case "memory-max":
+			c.MemoryMax = n
+		case "memory-job-max":
+			c.MemoryJobMax = n
+		default:
+			c.MemoryPerCore = n
+		}
+	case "memory-node-share":
+		var f float64
+		switch x := v.(type) {
+		case float64:
+			f = x
+		case int64:
+			f = float64(x)
+		case string:
+			var err error
+			if f, err = strconv.ParseFloat(x, 64); err != nil {
+				return fmt.Errorf("%q: want a fraction such as 0.9", x)
+			}
+		default:
+			return fmt.Errorf("want a fraction such as 0.9, not %s", valuekind.Of(v))
+		}
+		if f <= 0 || f > 1 {
+			return fmt.Errorf("%g: want a fraction of the node's memory, more than 0 and at most 1", f)
+		}
+		c.MemoryNodeShare = f
+	case "cgroup":
+		s, ok := v.(string)
+		if !ok || s == "" {
+			return fmt.Errorf("want auto, off or a cgroup directory, not %s", valuekind.Of(v))
+		}
+		c.Cgroup = s
+	case "cpuset":
+		switch v {
+		case true, "on", "true", "1":
+			c.NoCpuset = false
+		case false, "off", "false", "0":
+			c.NoCpuset = true
+		default:
+			return fmt.Errorf("want on or off (true or false), not %v", v)
+		}
+	case "gpu-devices":
+		var list []string
+		switch x := v.(type) {
+		case string:
+			if x != "off" {
+				for _, p := range strings.Split(x, ",") {
+					if p = strings.TrimSpace(p); p != "" {
+						list = append(list, p)
+					}
+				}
+			}
+		case []any:
+			for _, e := range x {
+				s, ok := e.(string)
+				if !ok {
+					return fmt.Errorf("want device node patterns, not %s", valuekind.Of(e))
+				}
+				list = append(list, s)
+			}
+		default:
+			return fmt.Errorf("want device node patterns (a string or a list), not %s", valuekind.Of(v))
+		}
+		for _, p := range list {
+			if err := shell.CheckGPUDevicePattern(p); err != nil {
+				return err
+			}
+		}
+		c.GPUDevices = append([]string{}, list...) // empty, not nil: none
+	default:
+		return fmt.Errorf("unknown key (known: %s)", strings.Join(containKeys, ", "))
 	}
 	return nil
 }
@@ -109,7 +231,7 @@ func checkCgroupDir(dir string) error {
 
 // CheckTable checks the [job-shell] table of a configuration (flux start
 // and flux config reload check it before the module reads it): only
-// memory-default, memory-max and cgroup, each valid.
+// the keys of ContainConfig, each valid.
 func CheckTable(top map[string]any) error {
 	raw, ok := top["job-shell"]
 	if !ok {
@@ -121,80 +243,40 @@ func CheckTable(top map[string]any) error {
 	}
 	c := ContainConfig{Cgroup: "auto"}
 	for k, v := range t {
-		switch k {
-		case "memory-default", "memory-max":
-			n, err := size.Parse(v)
-			if err != nil {
-				return fmt.Errorf("[job-shell] %s: %v", k, err)
-			}
-			if k == "memory-max" {
-				c.MemoryMax = n
-			} else {
-				c.MemoryDefault = n
-			}
-		case "cgroup":
-			s, ok := v.(string)
-			if !ok || s == "" {
-				return fmt.Errorf("[job-shell] cgroup: want auto, off or a cgroup directory, not %s", valuekind.Of(v))
-			}
-			c.Cgroup = s
-		default:
-			return fmt.Errorf("[job-shell] %s: unknown key (known: cgroup, memory-default, memory-max)", k)
+		if err := c.set(k, v); err != nil {
+			return fmt.Errorf("[job-shell] %s: %v", k, err)
 		}
 	}
 	return c.Validate()
 }
 
 // LoadContainConfig reads the configuration: the [job-shell] table of
-// the configuration files (memory-default, memory-max, cgroup), then the
-// broker attributes of the same names, which win (-S on the command
-// line). A guest's shell may not read the configuration: the job-shell
-// module decides its jobs' limits (ModuleCgroups.Memory).
+// the configuration files, then the broker attributes of the same
+// names, which win (-S on the command line). A guest's shell may not
+// read the configuration: the job-shell module decides its jobs' limits
+// (ModuleCgroups).
 func LoadContainConfig(ctx context.Context, h *flux.Handle) (ContainConfig, error) {
 	c := ContainConfig{Cgroup: "auto"}
 	var conf struct {
-		JobShell *struct {
-			MemoryDefault any    `json:"memory-default"`
-			MemoryMax     any    `json:"memory-max"`
-			Cgroup        string `json:"cgroup"`
-		} `json:"job-shell"`
+		JobShell map[string]any `json:"job-shell"`
 	}
-	if err := h.Call(ctx, "config.get", flux.NodeidAny, nil, &conf); err == nil && conf.JobShell != nil {
-		js := conf.JobShell
-		for _, k := range []struct {
-			name string
-			v    any
-			dst  *int64
-		}{{"memory-default", js.MemoryDefault, &c.MemoryDefault}, {"memory-max", js.MemoryMax, &c.MemoryMax}} {
-			if k.v == nil {
+	if err := h.Call(ctx, "config.get", flux.NodeidAny, nil, &conf); err == nil {
+		for _, k := range containKeys {
+			v, ok := conf.JobShell[k]
+			if !ok || v == nil {
 				continue
 			}
-			n, err := size.Parse(k.v)
-			if err != nil {
-				return c, fmt.Errorf("[job-shell] %s: %v", k.name, err)
+			if err := c.set(k, v); err != nil {
+				return c, fmt.Errorf("[job-shell] %s: %v", k, err)
 			}
-			*k.dst = n
-		}
-		if js.Cgroup != "" {
-			c.Cgroup = js.Cgroup
 		}
 	}
-	if v, err := h.Attr(ctx, "job-shell.memory-default"); err == nil && v != "" {
-		n, err := size.Parse(v)
-		if err != nil {
-			return c, fmt.Errorf("job-shell.memory-default: %v", err)
+	for _, k := range containKeys {
+		if v, err := h.Attr(ctx, "job-shell."+k); err == nil && v != "" {
+			if err := c.set(k, v); err != nil {
+				return c, fmt.Errorf("job-shell.%s: %v", k, err)
+			}
 		}
-		c.MemoryDefault = n
-	}
-	if v, err := h.Attr(ctx, "job-shell.memory-max"); err == nil && v != "" {
-		n, err := size.Parse(v)
-		if err != nil {
-			return c, fmt.Errorf("job-shell.memory-max: %v", err)
-		}
-		c.MemoryMax = n
-	}
-	if v, err := h.Attr(ctx, "job-shell.cgroup"); err == nil && v != "" {
-		c.Cgroup = v
 	}
 	return c, c.Validate()
 }
@@ -205,6 +287,12 @@ type containment struct {
 	root   *shell.CgroupRoot // nil: cgroups are not used
 	broker *shell.Cgroup     // this broker's cgroup, made at first use
 	said   bool              // the fallback has been logged
+	// v1 (a machine without the unified hierarchy's memory controller):
+	// this broker's cgroups in the cpuset, devices and cpuacct
+	// hierarchies, made at first use
+	v1      []*shell.Cgroup
+	v1tried bool
+	gpus    map[uint][]shell.Device // the GPU device nodes, found at first use
 }
 
 // newContainment finds the cgroup root as configured; without one it
@@ -246,6 +334,52 @@ func CgroupRootFor(cfg ContainConfig) (*shell.CgroupRoot, error) {
 	return root, nil
 }
 
+// V1Controllers are the cgroup v1 hierarchies a job has a cgroup in
+// besides the memory hierarchy (those the machine has, as the
+// configuration wants them): on a machine whose memory cgroups are v2
+// (or with job-shell.cgroup=off) none.
+func V1Controllers(cfg ContainConfig, root *shell.CgroupRoot) []string {
+	if cfg.Cgroup == "off" || root != nil && root.Version == 2 {
+		return nil
+	}
+	list := []string{"cpuacct"}
+	if !cfg.NoCpuset {
+		list = append(list, "cpuset")
+	}
+	if cfg.GPUDevices == nil || len(cfg.GPUDevices) > 0 {
+		list = append(list, "devices")
+	}
+	return list
+}
+
+// WantDevices says whether job cgroups below parent (v2) or v1 (the
+// v1 devices hierarchy) confine GPU devices.
+func WantDevices(cfg ContainConfig, parent *shell.Cgroup, v1 []*shell.Cgroup) bool {
+	if cfg.GPUDevices != nil && len(cfg.GPUDevices) == 0 {
+		return false
+	}
+	if parent != nil && parent.Version == 2 {
+		return true
+	}
+	for _, g := range v1 {
+		if g.HasDevices() {
+			return true
+		}
+	}
+	return false
+}
+
+// GPUPatterns are the configured GPU device node patterns.
+func (c *ContainConfig) GPUPatterns() []string {
+	if c.GPUDevices == nil {
+		return shell.DefaultGPUDevices
+	}
+	return c.GPUDevices
+}
+
+// v1Seq numbers the v1 cgroup directories made by one process.
+var v1Seq atomic.Int64
+
 // fallback logs, once, that there is no memory cgroup.
 func (c *containment) fallback(x *host, why error) {
 	if c.said {
@@ -274,32 +408,246 @@ func (c *containment) brokerCgroup(x *host) *shell.Cgroup {
 	return c.broker
 }
 
-// close removes the broker's cgroup (at module unload).
+// v1Cgroups returns this broker's cgroups in the other v1 hierarchies,
+// made at first use (those that cannot be are logged and left out).
+func (c *containment) v1Cgroups(x *host) []*shell.Cgroup {
+	if c.v1tried {
+		return c.v1
+	}
+	c.v1tried = true
+	name := fmt.Sprintf("fluxgo-%d-v1-%d", os.Getpid(), v1Seq.Add(1))
+	for _, ctl := range V1Controllers(c.cfg, c.root) {
+		dir, err := shell.FindV1Cgroup(ctl)
+		if err == nil {
+			var g *shell.Cgroup
+			if g, err = shell.NewV1Cgroup(dir, name); err == nil {
+				c.v1 = append(c.v1, g)
+				x.log.Info("containment: job cgroups of the v1 " + ctl + " hierarchy in " + g.Path)
+				continue
+			}
+		}
+		x.log.Info(fmt.Sprintf("containment: no v1 %s cgroups for jobs: %v", ctl, err))
+	}
+	return c.v1
+}
+
+// gpuDevices returns the node's GPU device nodes, found at first use.
+func (c *containment) gpuDevices() map[uint][]shell.Device {
+	if c.gpus == nil {
+		c.gpus = shell.GPUDeviceNodes(c.cfg.GPUPatterns())
+	}
+	return c.gpus
+}
+
+// close removes the broker's cgroups (at module unload).
 func (c *containment) close() {
 	if c.broker != nil {
 		c.broker.Remove(2 * time.Second)
 	}
+	for _, g := range c.v1 {
+		g.Remove(2 * time.Second)
+	}
 }
 
-// ModuleCgroups are a job's task cgroups on one node made by the
-// job-shell module for a shell that runs as the job's user (a guest
-// cannot make cgroups): the limits in them are the module's, and only
-// their cgroup.procs is the user's, so the shell can place its tasks but
-// never change a limit. The module removes them when the job ends here.
+// ModuleCgroups are a job's cgroups on one node. The job-shell module
+// makes them for a shell that runs as the job's user (a guest cannot
+// make cgroups): the limits in them are the module's, and only their
+// cgroup.procs is the user's, so the shell can place its tasks but
+// never change a limit; the module removes them when the job ends here.
+// An owner's shell makes them itself the same way (MakeJobCgroups).
 type ModuleCgroups struct {
-	Version int      `json:"version"` // 0: no cgroups (the limit is RLIMIT_DATA)
+	Version int      `json:"version"` // 0: no memory cgroups (the limit is RLIMIT_DATA)
 	Memory  int64    `json:"memory"`  // the per-task limit set in each
-	Tasks   []string `json:"tasks"`   // by local task id
+	Tasks   []string `json:"tasks"`   // by local task id; none: the tasks go in Job
+	// Job is the job's cgroup (v2, or the v1 memory hierarchy): its
+	// usage is read there, and it holds the tasks without Tasks.
+	Job string `json:"job,omitempty"`
+	// JobMemory is the limit of Job (0: none), from JobMemorySetting.
+	JobMemory        int64  `json:"job_memory,omitempty"`
+	JobMemorySetting string `json:"job_memory_setting,omitempty"`
+	// V1 are the job's cgroups in the v1 cpuset, devices and cpuacct
+	// hierarchies: every task goes in each.
+	V1 []string `json:"v1,omitempty"`
+	// Cpuset says the tasks' CPUs are confined (their affinity is reset
+	// to the cpuset as they are placed, and given back).
+	Cpuset bool `json:"cpuset,omitempty"`
+}
+
+// Procs are the cgroups the job's tasks are placed in (those whose
+// cgroup.procs a guest gets until its tasks are placed).
+func (mc *ModuleCgroups) Procs() []string {
+	out := append([]string(nil), mc.Tasks...)
+	if len(mc.Tasks) == 0 && mc.Job != "" {
+		out = append(out, mc.Job)
+	}
+	return append(out, mc.V1...)
+}
+
+// JobCgroupSpec is what a job's cgroups on a node hold.
+type JobCgroupSpec struct {
+	Name             string // job-<id>
+	Tasks            int    // local tasks
+	TaskMemory       int64  // per-task limit (0: no task cgroups)
+	JobMemory        int64  // the job's limit here (0: none)
+	JobMemorySetting string
+	CPUs, Mems       []int          // the cpuset (no CPUs: none)
+	Deny             []shell.Device // devices the tasks may not open
+}
+
+// JobCgroupSpecFor is a job's JobCgroupSpec on shell index idx of its
+// plan: taskMem its per-task limit, jobMem its job limit and setting,
+// cfg says whether cpusets and GPU devices are confined, gpus are the
+// node's GPU device nodes.
+func JobCgroupSpecFor(name string, plan *shell.Plan, idx int, taskMem, jobMem int64, why string, cfg ContainConfig, gpus map[uint][]shell.Device) JobCgroupSpec {
+	s := JobCgroupSpec{Name: name, Tasks: plan.Counts[idx], TaskMemory: taskMem, JobMemory: jobMem, JobMemorySetting: why}
+	if !cfg.NoCpuset {
+		s.CPUs = shell.JobCPUs(plan, idx)
+		if len(s.CPUs) > 0 {
+			s.Mems = shell.MemoryNodesOf(s.CPUs)
+		}
+	}
+	if len(gpus) > 0 {
+		mine := map[uint]bool{}
+		for id := range plan.GPUs[idx].All() {
+			mine[id] = true
+		}
+		s.Deny = shell.OtherGPUDevices(gpus, mine)
+	}
+	return s
+}
+
+// MakeJobCgroups makes a job's cgroups below parent (the memory or v2
+// cgroup of the broker or the user; nil: none) and the v1 parents
+// (cpuset, devices, cpuacct hierarchies), as spec says; delegate (nil:
+// none) gives the job's user the cgroups tasks are placed in. On an
+// error what was made is removed.
+func MakeJobCgroups(parent *shell.Cgroup, v1 []*shell.Cgroup, spec JobCgroupSpec, delegate func(*shell.Cgroup) error) (mc *ModuleCgroups, err error) {
+	mc = &ModuleCgroups{Memory: spec.TaskMemory, JobMemory: spec.JobMemory, JobMemorySetting: spec.JobMemorySetting}
+	var made []*shell.Cgroup
+	defer func() {
+		if err != nil {
+			for _, g := range made {
+				g.Remove(10 * time.Second)
+			}
+			mc = nil
+		}
+	}()
+	place := func(g *shell.Cgroup) error {
+		if delegate != nil {
+			return delegate(g)
+		}
+		return nil
+	}
+	if parent != nil {
+		perTask := spec.TaskMemory > 0
+		// v2: a cgroup whose children have controllers holds no process
+		jg, err := parent.OpenChild(spec.Name, perTask)
+		if err != nil {
+			return nil, fmt.Errorf("job cgroup: %w", err)
+		}
+		made = append(made, jg)
+		mc.Version, mc.Job = jg.Version, jg.Path
+		if spec.JobMemory > 0 {
+			if err := jg.SetMemoryLimit(spec.JobMemory); err != nil {
+				return nil, fmt.Errorf("job memory limit: %w", err)
+			}
+		}
+		if jg.Version == 2 && len(spec.CPUs) > 0 && jg.HasCpuset() {
+			if err := jg.SetCpuset(spec.CPUs, spec.Mems); err != nil {
+				return nil, fmt.Errorf("job cpuset: %w", err)
+			}
+			mc.Cpuset = true
+		}
+		if jg.Version == 2 && len(spec.Deny) > 0 {
+			if err := jg.DenyDevices(spec.Deny); err != nil { // an eBPF program
+				return nil, fmt.Errorf("job devices: %w", err)
+			}
+		}
+		if !perTask {
+			if err := place(jg); err != nil {
+				return nil, err
+			}
+		}
+		for local := 0; perTask && local < spec.Tasks; local++ {
+			tg, err := jg.OpenChild("task-"+strconv.Itoa(local), false)
+			if err == nil {
+				err = tg.SetMemoryLimit(spec.TaskMemory)
+			}
+			if err == nil {
+				err = place(tg)
+			}
+			if err != nil {
+				return nil, err
+			}
+			mc.Tasks = append(mc.Tasks, tg.Path)
+		}
+	}
+	for _, p := range v1 {
+		switch {
+		case p.HasCpuset() && len(spec.CPUs) == 0:
+			continue
+		case p.HasDevices() && len(spec.Deny) == 0:
+			continue
+		}
+		g, err := shell.NewV1Cgroup(p.Path, spec.Name)
+		if err != nil {
+			return nil, err
+		}
+		made = append(made, g)
+		switch {
+		case g.HasCpuset():
+			if err := g.SetCpuset(spec.CPUs, spec.Mems); err != nil {
+				return nil, fmt.Errorf("job cpuset: %w", err)
+			}
+			mc.Cpuset = true
+		case g.HasDevices():
+			if err := g.DenyDevices(spec.Deny); err != nil {
+				return nil, fmt.Errorf("job devices: %w", err)
+			}
+		}
+		if err := place(g); err != nil {
+			return nil, err
+		}
+		mc.V1 = append(mc.V1, g.Path)
+	}
+	return mc, nil
+}
+
+// RemoveJobCgroups removes the job's cgroups (killing what is left in
+// them), in the background.
+func (mc *ModuleCgroups) Remove() {
+	var gs []*shell.Cgroup
+	if mc.Job != "" {
+		gs = append(gs, &shell.Cgroup{Path: mc.Job, Version: mc.Version})
+	}
+	for _, p := range mc.V1 {
+		gs = append(gs, &shell.Cgroup{Path: p, Version: 1})
+	}
+	if len(gs) == 0 {
+		return
+	}
+	go func() {
+		for _, g := range gs {
+			g.Remove(10 * time.Second)
+		}
+	}()
 }
 
 // jobContainment is what one job's shell applies to its tasks here.
 type jobContainment struct {
-	memory  int64           // per-task limit, 0: none
-	cwd     string          // replacement working directory, or ""
-	cg      *shell.Cgroup   // the job's cgroup the shell made, or nil
-	version int             // of the task cgroups (0: none)
-	tasks   []*shell.Cgroup // by local task id
+	memory  int64          // per-task limit, 0: none
+	cwd     string         // replacement working directory, or ""
+	mc      *ModuleCgroups // the job's cgroups, or nil
+	own     bool           // the shell made mc (and removes it)
+	version int            // of the memory cgroups (0: none)
+	tasks   []*shell.Cgroup
+	job     *shell.Cgroup   // the job's memory (or v2) cgroup, or nil
+	v1      []*shell.Cgroup // the job's other v1 cgroups
 	fds     []int           // v2 directory descriptors, by local task id
+	// usage, read when the tasks are done
+	peak    int64
+	cpu     time.Duration
+	haveCPU bool
 }
 
 // MemoryLimit returns a job's per-task memory limit (0: none) under the
@@ -323,15 +671,83 @@ func MemoryLimit(opts map[string]any, c ContainConfig) (int64, error) {
 	return n, nil
 }
 
+// nodeMemory returns the node's memory in bytes (a variable for tests).
+var nodeMemory = func() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n << 10 // kB
+			}
+		}
+	}
+	return 0
+}
+
+// JobMemoryLimit returns the most a job's tasks on a node may use
+// together under the instance's policy (0: no limit) and the setting
+// it comes from: the least of memory-job-max, memory-per-core times
+// the job's cores there and memory-node-share of the node's memory.
+func JobMemoryLimit(c ContainConfig, cores int) (int64, string) {
+	var limit int64
+	why := ""
+	take := func(n int64, s string) {
+		if n > 0 && (limit == 0 || n < limit) {
+			limit, why = n, s
+		}
+	}
+	take(c.MemoryJobMax, "job-shell.memory-job-max="+size.Format(c.MemoryJobMax))
+	if c.MemoryPerCore > 0 && cores > 0 {
+		take(c.MemoryPerCore*int64(cores), fmt.Sprintf("job-shell.memory-per-core=%s x %s", size.Format(c.MemoryPerCore), plural(cores, "core")))
+	}
+	if c.MemoryNodeShare > 0 {
+		if mem := nodeMemory(); mem > 0 {
+			take(int64(float64(mem)*c.MemoryNodeShare), fmt.Sprintf("job-shell.memory-node-share=%g of %s", c.MemoryNodeShare, size.Format(mem)))
+		}
+	}
+	return limit, why
+}
+
+// CheckJobMemory refuses a job that asked (opts' memory) for more per
+// task, times its tasks here, than its limit on the node.
+func CheckJobMemory(opts map[string]any, taskMem int64, tasks int, jobMem int64, why string) error {
+	if _, asked := opts["memory"]; !asked || jobMem == 0 || taskMem == 0 {
+		return nil
+	}
+	if total := taskMem * int64(tasks); total > jobMem {
+		return fmt.Errorf("%w: memory=%s per task (%s here) is more than the instance's maximum of %s per job on this node (%s)",
+			shell.ErrBadOption, size.Format(taskMem), plural(tasks, "task"), size.Format(jobMem), why)
+	}
+	return nil
+}
+
+// plural is "1 core", "2 cores".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
+
 // contain sets up the job's containment and hooks it into cfg.
 func (j *job) contain(cfg *shell.Config) error {
 	x := j.x
 	opts := j.js.ShellOptions()
+	cores := j.plan.Cores[j.idx].Count()
 	mem, err := MemoryLimit(opts, x.contain.cfg)
+	jobMem, why := JobMemoryLimit(x.contain.cfg, cores)
+	if err == nil {
+		err = CheckJobMemory(opts, mem, j.plan.Counts[j.idx], jobMem, why)
+	}
 	if j.cgroups != nil {
-		// the module decided the limit (it reads the configuration a
+		// the module decided the limits (it reads the configuration a
 		// guest's shell may not)
-		mem, err = j.cgroups.Memory, nil
+		mem, jobMem, why, err = j.cgroups.Memory, j.cgroups.JobMemory, j.cgroups.JobMemorySetting, nil
 	}
 	if err != nil {
 		return err
@@ -357,14 +773,12 @@ func (j *job) contain(cfg *shell.Config) error {
 			}
 		}
 	}
-	if mem > 0 {
-		if err := jc.makeCgroups(x, j); err != nil {
-			jc.remove()
-			return err
-		}
+	if err := jc.makeCgroups(x, j, jobMem, why); err != nil {
+		jc.remove()
+		return err
 	}
 	gpus := gpuAff != "on" && j.plan.GPUs[j.idx].Count() > 0
-	if mem == 0 && len(rl) == 0 && jc.cwd == "" && !gpus {
+	if mem == 0 && jobMem == 0 && jc.mc == nil && len(rl) == 0 && jc.cwd == "" && !gpus {
 		return nil
 	}
 	j.contained = jc
@@ -392,11 +806,24 @@ func (j *job) contain(cfg *shell.Config) error {
 		return nil
 	}
 	lims := rl
-	if mem > 0 && jc.version == 0 {
-		lims = append(append([]shell.Rlimit(nil), rl...), shell.MemoryRlimits(mem)...)
+	if jc.version == 0 {
+		// no memory cgroup: the limit is each task's RLIMIT_DATA (the
+		// job's whole limit when there is no per-task one)
+		if m := mem; m > 0 || jobMem > 0 {
+			if m == 0 {
+				m = jobMem
+			}
+			lims = append(append([]shell.Rlimit(nil), rl...), shell.MemoryRlimits(m)...)
+		}
 	}
-	v1 := jc.version == 1
-	if len(lims) == 0 && !v1 {
+	// the cpuset resets a task's CPU affinity as it enters it: per-task
+	// binding is given back (v2 places at clone, so it too must hold)
+	var taskCPUs [][]int
+	if jc.mc != nil && jc.mc.Cpuset && cfg.Affinity == "per-task" {
+		taskCPUs = cfg.TaskCPUs(ntasks)
+	}
+	v1 := jc.version == 1 || len(jc.v1) > 0
+	if len(lims) == 0 && !v1 && taskCPUs == nil {
 		return nil
 	}
 	// placement and limits must hold from the task's first instruction:
@@ -404,10 +831,15 @@ func (j *job) contain(cfg *shell.Config) error {
 	// come after it has read or hit it)
 	cfg.Hold = true
 	cfg.Prepare = func(rank, local, pid int) error {
-		if v1 {
-			if err := jc.tasks[local].AddProcess(pid); err != nil {
-				return fmt.Errorf("placing task %d in its memory cgroup: %w", rank, err)
+		if err := jc.place(local, pid); err != nil {
+			return fmt.Errorf("placing task %d in its cgroups: %w", rank, err)
+		}
+		if taskCPUs != nil && len(taskCPUs[local]) > 0 {
+			var set unix.CPUSet
+			for _, c := range taskCPUs[local] {
+				set.Set(c)
 			}
+			unix.SchedSetaffinity(pid, &set)
 		}
 		if err := shell.ApplyRlimits(pid, lims); err != nil {
 			// the task runs without the limits it could not get
@@ -416,6 +848,27 @@ func (j *job) contain(cfg *shell.Config) error {
 			})
 		}
 		return nil
+	}
+	return nil
+}
+
+// place moves a held task into its v1 cgroups.
+func (jc *jobContainment) place(local, pid int) error {
+	if jc.version == 1 {
+		g := jc.job
+		if len(jc.tasks) > 0 {
+			g = jc.tasks[local]
+		}
+		if g != nil {
+			if err := g.AddProcess(pid); err != nil {
+				return err
+			}
+		}
+	}
+	for _, g := range jc.v1 {
+		if err := g.AddProcess(pid); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -434,57 +887,65 @@ func setEnv(env []string, name, val string, keep bool) []string {
 	return out
 }
 
-// makeCgroups makes the job's cgroup and one per local task with the
-// memory limit, or takes those the module made (a guest shell); without
-// cgroups it leaves jc.version 0 (rlimit fallback).
-func (jc *jobContainment) makeCgroups(x *host, j *job) error {
+// makeCgroups makes the job's cgroups (the job's, one per local task
+// with a per-task limit, the v1 cpuset, devices and cpuacct ones), or
+// takes those the module made (a guest shell); without memory cgroups
+// it leaves jc.version 0 (rlimit fallback).
+func (jc *jobContainment) makeCgroups(x *host, j *job, jobMem int64, why string) error {
 	n := j.plan.Counts[j.idx]
-	if mc := j.cgroups; mc != nil {
-		if mc.Version == 0 {
-			return nil // a limit, but no cgroups: RLIMIT_DATA
+	mc := j.cgroups
+	if mc == nil {
+		if x.guest || x.contain.cfg.Cgroup == "off" {
+			// no cgroups from the module: it has none it may use (it said so)
+			return nil
 		}
-		if len(mc.Tasks) != n || mc.Memory != jc.memory || (mc.Version != 1 && mc.Version != 2) {
-			return fmt.Errorf("the job-shell module's cgroups (%d, limit %d) do not match the job's %d tasks here (limit %d)",
-				len(mc.Tasks), mc.Memory, n, jc.memory)
+		parent := x.contain.brokerCgroup(x) // every job's: its usage is read there
+		v1 := x.contain.v1Cgroups(x)
+		if parent == nil && len(v1) == 0 {
+			return nil
 		}
-		jc.version = mc.Version
-		for _, path := range mc.Tasks {
-			tg := &shell.Cgroup{Path: path, Version: mc.Version}
-			jc.tasks = append(jc.tasks, tg)
-			if mc.Version == 2 {
-				fd, err := tg.OpenFD()
-				if err != nil {
-					return err
-				}
-				jc.fds = append(jc.fds, fd)
-			}
+		var gpus map[uint][]shell.Device
+		if WantDevices(x.contain.cfg, parent, v1) {
+			gpus = x.contain.gpuDevices()
 		}
-		return nil
-	}
-	if x.guest {
-		// no cgroups from the module: it has none it may use (it said so)
-		return nil
-	}
-	bg := x.contain.brokerCgroup(x)
-	if bg == nil {
-		return nil
-	}
-	cg, err := bg.Child("job-"+strconv.FormatUint(uint64(j.id), 10), true)
-	if err != nil {
-		return fmt.Errorf("job cgroup: %w", err)
-	}
-	jc.cg = cg
-	jc.version = cg.Version
-	for local := 0; local < n; local++ {
-		tg, err := cg.Child("task-"+strconv.Itoa(local), false)
-		if err != nil {
+		spec := JobCgroupSpecFor(jobCgroupName(j.id), j.plan, j.idx, jc.memory, jobMem, why, x.contain.cfg, gpus)
+		var err error
+		if mc, err = MakeJobCgroups(parent, v1, spec, nil); err != nil {
 			return err
 		}
-		jc.tasks = append(jc.tasks, tg)
-		if err := tg.SetMemoryLimit(jc.memory); err != nil {
-			return fmt.Errorf("memory limit: %w", err)
+		jc.own = true
+	}
+	jc.mc = mc
+	if mc.Version == 0 && len(mc.V1) == 0 {
+		return nil // a limit, but no cgroups: RLIMIT_DATA
+	}
+	if mc.Version != 0 && mc.Version != 1 && mc.Version != 2 ||
+		len(mc.Tasks) != 0 && len(mc.Tasks) != n || mc.Memory != jc.memory || len(mc.Tasks) == 0 && mc.Memory > 0 && mc.Version != 0 {
+		return fmt.Errorf("the job-shell module's cgroups (%d, limit %d) do not match the job's %d tasks here (limit %d)",
+			len(mc.Tasks), mc.Memory, n, jc.memory)
+	}
+	jc.version = mc.Version
+	if mc.Job != "" {
+		jc.job = &shell.Cgroup{Path: mc.Job, Version: mc.Version}
+	}
+	for _, p := range mc.V1 {
+		jc.v1 = append(jc.v1, &shell.Cgroup{Path: p, Version: 1})
+	}
+	for _, path := range mc.Tasks {
+		jc.tasks = append(jc.tasks, &shell.Cgroup{Path: path, Version: mc.Version})
+	}
+	if mc.Version == 2 {
+		if len(jc.tasks) == 0 && jc.job != nil {
+			fd, err := jc.job.OpenFD()
+			if err != nil {
+				return err
+			}
+			for range n {
+				jc.fds = append(jc.fds, fd)
+			}
+			return nil
 		}
-		if cg.Version == 2 {
+		for _, tg := range jc.tasks {
 			fd, err := tg.OpenFD()
 			if err != nil {
 				return err
@@ -495,9 +956,13 @@ func (jc *jobContainment) makeCgroups(x *host, j *job) error {
 	return nil
 }
 
+// jobCgroupName is the name of a job's cgroups.
+func jobCgroupName(id jobid.ID) string { return "job-" + strconv.FormatUint(uint64(id), 10) }
+
 // oomRanks returns the global ranks of the tasks the kernel killed for
-// going over their memory limit.
-func (jc *jobContainment) oomRanks(j *job) []int {
+// going over their memory limit, and the limit: a task's own, or the
+// job's (then the tasks killed by a signal).
+func (jc *jobContainment) oomRanks(j *job) ([]int, int64, string) {
 	var out []int
 	ranks := j.plan.Tasks(j.idx)
 	for local, tg := range jc.tasks {
@@ -505,27 +970,83 @@ func (jc *jobContainment) oomRanks(j *job) []int {
 			out = append(out, ranks[local])
 		}
 	}
-	return out
+	if len(out) > 0 || jc.job == nil || jc.mc.JobMemory == 0 {
+		return out, jc.memory, ""
+	}
+	if n, err := jc.job.OOMKills(); err != nil || n == 0 {
+		return nil, 0, ""
+	}
+	for _, e := range j.sh.Exits() {
+		if ws := syscall.WaitStatus(e.WaitStatus); ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			out = append(out, e.Rank)
+		}
+	}
+	if len(out) == 0 {
+		out = ranks
+	}
+	return out, jc.mc.JobMemory, jc.mc.JobMemorySetting
+}
+
+// readUsage reads the job's peak memory and CPU time here.
+func (jc *jobContainment) readUsage() {
+	if jc.job != nil {
+		jc.peak = jc.job.PeakMemory()
+		if jc.version == 2 {
+			jc.cpu, jc.haveCPU = jc.job.CPUTime()
+		}
+	}
+	for _, g := range jc.v1 {
+		if d, ok := g.CPUTime(); ok {
+			jc.cpu, jc.haveCPU = d, true
+		}
+	}
 }
 
 // remove closes descriptors and removes the job's cgroups, killing
 // anything left in them (in the background: it may wait for processes).
 func (jc *jobContainment) remove() {
+	seen := map[int]bool{}
 	for _, fd := range jc.fds {
-		syscall.Close(fd)
+		if !seen[fd] {
+			seen[fd] = true
+			syscall.Close(fd)
+		}
 	}
 	jc.fds = nil
-	if cg := jc.cg; cg != nil {
-		jc.cg = nil
-		go cg.Remove(10 * time.Second)
+	if jc.own && jc.mc != nil {
+		jc.mc.Remove()
+		jc.own = false
 	}
 }
 
-// oomNote says which tasks went over their limit.
-func oomNote(ranks []int, limit int64) string {
+// appendShellExit appends the shell-exit event with the job's usage on
+// this node when it is known: peak_memory (bytes) and cpu_time
+// (seconds) of its cgroups.
+func (j *job) appendShellExit(b []byte, t time.Time, rank uint, status int) []byte {
+	jc := j.contained
+	if jc == nil || jc.peak == 0 && !jc.haveCPU {
+		return appendShellExit(b, t, rank, status)
+	}
+	ctx := map[string]any{"rank": rank, "wait_status": status}
+	if jc.peak > 0 {
+		ctx["peak_memory"] = jc.peak
+	}
+	if jc.haveCPU {
+		ctx["cpu_time"] = jc.cpu.Seconds()
+	}
+	return j.execEvent(b, t, "shell-exit", ctx)
+}
+
+// oomNote says which tasks went over their limit: their own, or (with
+// the setting it comes from) the job's on the node.
+func oomNote(ranks []int, limit int64, setting string) string {
 	var s idset.Set
 	for _, r := range ranks {
 		s.Add(uint(r))
+	}
+	if setting != "" {
+		return fmt.Sprintf("%s %s exceeded the job's memory limit of %s on this node (%s)",
+			map[bool]string{true: "task", false: "tasks"}[len(ranks) == 1], s.String(), size.Format(limit), setting)
 	}
 	if len(ranks) == 1 {
 		return fmt.Sprintf("task %s exceeded its memory limit of %s", s.String(), size.Format(limit))
@@ -554,13 +1075,14 @@ func (j *job) tasksDone(next func()) {
 		next()
 		return
 	}
-	ranks := jc.oomRanks(j)
+	ranks, limit, setting := jc.oomRanks(j)
+	jc.readUsage()
 	jc.remove()
 	if len(ranks) == 0 {
 		next()
 		return
 	}
-	note := oomNote(ranks, jc.memory)
+	note := oomNote(ranks, limit, setting)
 	j.x.log.Info(fmt.Sprintf("job %s: %s", j.id.String(), note))
 	f, err := j.x.h.RPC("job-manager.raise", 0, map[string]any{
 		"id": j.id, "type": "oom", "severity": 0, "note": note}, 0)

@@ -481,7 +481,7 @@ func (j *job) finished() {
 	}
 	j.status = j.sh.Status()
 	j.ntasks = len(exits)
-	j.exitExec = appendShellExit(j.exitExec, now, x.rank, j.status)
+	j.exitExec = j.appendShellExit(j.exitExec, now, x.rank, j.status) // containment.go: with usage
 	j.tasksEnded = true
 	j.maybeReportExit()
 }

@@ -41,6 +41,11 @@ type cgroupState struct {
 	root *shell.CgroupRoot // nil: none to use
 	base *shell.Cgroup     // made at first use
 	said bool              // that there are none has been logged
+	// the module's directories in the v1 cpuset, devices and cpuacct
+	// hierarchies, made at first use
+	v1base  []*shell.Cgroup
+	v1tried bool
+	gpus    map[uint][]shell.Device // the GPU device nodes, found at first use
 }
 
 // initCgroups reads the containment configuration.
@@ -119,20 +124,54 @@ func (m *manager) shellCgroupFD(uid uint32) int {
 	return fd
 }
 
-// jobCgroups decides the memory limit of a guest's job on this node (the
-// module reads the configuration; a guest's shell may not) and makes its
-// task cgroups: nil for no limit, a limit without cgroups when there are
-// none to use (the shell uses RLIMIT_DATA), an error for a limit over
-// the maximum. A jobspec or R the shell would refuse gets nil: the shell
-// says what is wrong.
+// userV1Cgroups returns u<UID> below the module's directories in the
+// v1 cpuset, devices and cpuacct hierarchies, made if need be (those
+// that cannot be are left out).
+func (m *manager) userV1Cgroups(uid uint32) []*shell.Cgroup {
+	c := &m.cg
+	if !c.v1tried {
+		c.v1tried = true
+		for _, ctl := range shellproc.V1Controllers(c.cfg, c.root) {
+			dir, err := shell.FindV1Cgroup(ctl)
+			if err == nil {
+				var g *shell.Cgroup
+				if g, err = shell.NewV1Cgroup(dir, c.baseName(m)); err == nil {
+					c.v1base = append(c.v1base, g)
+					continue
+				}
+			}
+			m.log.Info(fmt.Sprintf("containment of guests' jobs: no v1 %s cgroups: %v", ctl, err))
+		}
+	}
+	var out []*shell.Cgroup
+	for _, base := range c.v1base {
+		if g, err := shell.NewV1Cgroup(base.Path, "u"+strconv.FormatUint(uint64(uid), 10)); err == nil {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// gpuDevices returns the node's GPU device nodes, found at first use.
+func (c *cgroupState) gpuDevices() map[uint][]shell.Device {
+	if c.gpus == nil {
+		c.gpus = shell.GPUDeviceNodes(c.cfg.GPUPatterns())
+	}
+	return c.gpus
+}
+
+// jobCgroups decides the memory limits of a guest's job on this node
+// (the module reads the configuration; a guest's shell may not) and
+// makes its cgroups: the job's, one per task with a per-task limit, and
+// on v1 its cpuset, devices and cpuacct ones. It returns nil for no
+// containment, limits without cgroups when there are none to use (the
+// shell uses RLIMIT_DATA), an error for a limit over a maximum. A
+// jobspec or R the shell would refuse gets nil: the shell says what is
+// wrong.
 func (m *manager) jobCgroups(id jobid.ID, uid uint32, payload []byte) (*shellproc.ModuleCgroups, error) {
 	var req struct {
 		Jobspec json.RawMessage `json:"jobspec"`
 		R       json.RawMessage `json:"R"`
-	}
-	// most jobs have no memory limit at all: nothing to decode then
-	if m.cg.cfg.MemoryDefault == 0 && m.cg.cfg.MemoryMax == 0 && !bytes.Contains(payload, []byte(`"memory"`)) {
-		return nil, nil
 	}
 	if json.Unmarshal(payload, &req) != nil {
 		return nil, nil
@@ -140,20 +179,6 @@ func (m *manager) jobCgroups(id jobid.ID, uid uint32, payload []byte) (*shellpro
 	js, err := jobspec.Parse(req.Jobspec)
 	if err != nil {
 		return nil, nil
-	}
-	mem, err := shellproc.MemoryLimit(js.ShellOptions(), m.cg.cfg)
-	if err != nil {
-		return nil, err // over the maximum: the job fails, as an owner's would
-	}
-	if mem == 0 {
-		return nil, nil
-	}
-	ug, err := m.userCgroup(uid)
-	if err != nil {
-		return nil, err
-	}
-	if ug == nil {
-		return &shellproc.ModuleCgroups{Memory: mem}, nil // no cgroups: RLIMIT_DATA
 	}
 	R, err := rset.Parse(req.R)
 	if err != nil {
@@ -171,48 +196,67 @@ func (m *manager) jobCgroups(id jobid.ID, uid uint32, payload []byte) (*shellpro
 	if idx < 0 {
 		return nil, nil
 	}
-	jg, err := ug.OpenChild(jobCgroupName(id), true)
+	cfg := m.cg.cfg
+	opts := js.ShellOptions()
+	mem, err := shellproc.MemoryLimit(opts, cfg)
+	if err != nil {
+		return nil, err // over the maximum: the job fails, as an owner's would
+	}
+	jobMem, why := shellproc.JobMemoryLimit(cfg, plan.Cores[idx].Count())
+	if err := shellproc.CheckJobMemory(opts, mem, plan.Counts[idx], jobMem, why); err != nil {
+		return nil, err
+	}
+	limits := &shellproc.ModuleCgroups{Memory: mem, JobMemory: jobMem, JobMemorySetting: why}
+	if cfg.Cgroup == "off" {
+		if mem == 0 && jobMem == 0 {
+			return nil, nil
+		}
+		return limits, nil // RLIMIT_DATA
+	}
+	ug, err := m.userCgroup(uid)
 	if err != nil {
 		return nil, err
 	}
-	gid := m.gidOf(uid)
-	mc := &shellproc.ModuleCgroups{Version: jg.Version, Memory: mem}
-	for local := 0; local < plan.Counts[idx]; local++ {
-		tg, err := jg.OpenChild("task-"+strconv.Itoa(local), false)
-		if err == nil {
-			err = tg.SetMemoryLimit(mem)
+	v1 := m.userV1Cgroups(uid)
+	if ug == nil && len(v1) == 0 {
+		if mem == 0 && jobMem == 0 {
+			return nil, nil
 		}
-		if err == nil {
-			err = tg.Delegate(int(uid), gid)
-		}
-		if err != nil {
-			go jg.Remove(10 * time.Second)
-			return nil, err
-		}
-		mc.Tasks = append(mc.Tasks, tg.Path)
+		return limits, nil // no cgroups: RLIMIT_DATA
 	}
-	return mc, nil
+	var gpus map[uint][]shell.Device
+	if shellproc.WantDevices(cfg, ug, v1) {
+		gpus = m.cg.gpuDevices()
+	}
+	gid := m.gidOf(uid)
+	spec := shellproc.JobCgroupSpecFor(jobCgroupName(id), plan, idx, mem, jobMem, why, cfg, gpus)
+	return shellproc.MakeJobCgroups(ug, v1, spec, func(g *shell.Cgroup) error { return g.Delegate(int(uid), gid) })
 }
 
 func jobCgroupName(id jobid.ID) string { return "job-" + strconv.FormatUint(uint64(id), 10) }
 
-// removeJobCgroup removes a guest's job's cgroup here once the job has
-// ended, if the module made one (this module or one before it).
+// removeJobCgroup removes a guest's job's cgroups here once the job has
+// ended, if the module made them (this module or one before it).
 func (m *manager) removeJobCgroup(id jobid.ID, uid uint32) {
-	if uid == m.owner || m.cg.base == nil && m.cg.root == nil {
+	if uid == m.owner || m.cg.base == nil && m.cg.root == nil && len(m.cg.v1base) == 0 {
 		return
 	}
-	if m.cg.base == nil {
-		if ug, _ := m.userCgroup(uid); ug == nil {
-			return
+	if m.cg.base == nil && m.cg.root != nil {
+		m.userCgroup(uid)
+	}
+	var bases []*shell.Cgroup
+	if m.cg.base != nil {
+		bases = append(bases, m.cg.base)
+	}
+	bases = append(bases, m.cg.v1base...)
+	for _, base := range bases {
+		path := filepath.Join(base.Path, "u"+strconv.FormatUint(uint64(uid), 10), jobCgroupName(id))
+		if _, err := os.Stat(path); err != nil {
+			continue
 		}
+		g := &shell.Cgroup{Path: path, Version: base.Version}
+		go g.Remove(10 * time.Second)
 	}
-	path := filepath.Join(m.cg.base.Path, "u"+strconv.FormatUint(uint64(uid), 10), jobCgroupName(id))
-	if _, err := os.Stat(path); err != nil {
-		return
-	}
-	g := &shell.Cgroup{Path: path, Version: m.cg.base.Version}
-	go g.Remove(10 * time.Second)
 }
 
 // withCgroups adds the cgroups to a job-shell.start payload.
@@ -231,10 +275,21 @@ func withCgroups(payload []byte, mc *shellproc.ModuleCgroups) []byte {
 // jobs still running hold processes and stay, and a later module finds
 // them under the same name.
 func (m *manager) dropCgroups() {
-	if m.cg.root == nil {
-		return
+	var bases []string
+	if m.cg.root != nil {
+		bases = append(bases, filepath.Join(m.cg.root.Dir, m.cg.baseName(m)))
 	}
-	base := filepath.Join(m.cg.root.Dir, m.cg.baseName(m))
+	for _, g := range m.cg.v1base {
+		bases = append(bases, g.Path)
+	}
+	for _, base := range bases {
+		dropCgroupDir(base)
+	}
+}
+
+// dropCgroupDir removes the empty cgroups of one of the module's
+// directories, and it when it is left empty.
+func dropCgroupDir(base string) {
 	users, _ := os.ReadDir(base)
 	for _, u := range users {
 		if !u.IsDir() || !strings.HasPrefix(u.Name(), "u") {
@@ -265,6 +320,8 @@ func (m *manager) dropCgroups() {
 // not move into another job's cgroups of its user's.
 func revoke(paths []string) {
 	for _, path := range paths {
-		(&shell.Cgroup{Path: path}).Delegate(0, 0)
+		// v1's tasks, v2's cgroup.threads: whichever the cgroup has
+		(&shell.Cgroup{Path: path, Version: 1}).Delegate(0, 0)
+		(&shell.Cgroup{Path: path, Version: 2}).Delegate(0, 0)
 	}
 }

@@ -242,7 +242,7 @@ func (m *manager) start(r *flux.Request) {
 		}
 		if mc != nil {
 			payload = withCgroups(payload, mc)
-			cgroups = mc.Tasks
+			cgroups = mc.Procs() // cgroups.go: revoked at the start
 		}
 	}
 	p := m.take(req.Userid) // pool.go: a shell of the job's user
