@@ -15,6 +15,13 @@ package shellproc
 // the limit is enforced with RLIMIT_DATA instead: allocations over it
 // fail, and there is no exception.
 //
+// The admin's limit per job per node (job-shell.memory-job-max,
+// memory-per-core, memory-node-share) is the limit of the job's cgroup,
+// which every job has where there are cgroups; its cpuset is the job's
+// cores here, its device rules keep the tasks off other jobs' GPUs,
+// and its peak memory and CPU time go in the shell-exit event (see
+// internal/shell/cgroup_job.go and docs/CONTAINMENT.md).
+//
 // Resource limits: the rlimit shell option (flux submit --rlimit) sets
 // each task's soft limits.
 //
@@ -449,188 +456,20 @@ func (c *containment) close() {
 	}
 }
 
-// ModuleCgroups are a job's cgroups on one node. The job-shell module
-// makes them for a shell that runs as the job's user (a guest cannot
-// make cgroups): the limits in them are the module's, and only their
-// cgroup.procs is the user's, so the shell can place its tasks but
-// never change a limit; the module removes them when the job ends here.
-// An owner's shell makes them itself the same way (MakeJobCgroups).
-type ModuleCgroups struct {
-	Version int      `json:"version"` // 0: no memory cgroups (the limit is RLIMIT_DATA)
-	Memory  int64    `json:"memory"`  // the per-task limit set in each
-	Tasks   []string `json:"tasks"`   // by local task id; none: the tasks go in Job
-	// Job is the job's cgroup (v2, or the v1 memory hierarchy): its
-	// usage is read there, and it holds the tasks without Tasks.
-	Job string `json:"job,omitempty"`
-	// JobMemory is the limit of Job (0: none), from JobMemorySetting.
-	JobMemory        int64  `json:"job_memory,omitempty"`
-	JobMemorySetting string `json:"job_memory_setting,omitempty"`
-	// V1 are the job's cgroups in the v1 cpuset, devices and cpuacct
-	// hierarchies: every task goes in each.
-	V1 []string `json:"v1,omitempty"`
-	// Cpuset says the tasks' CPUs are confined (their affinity is reset
-	// to the cpuset as they are placed, and given back).
-	Cpuset bool `json:"cpuset,omitempty"`
-}
+// ModuleCgroups are a job's cgroups on one node (shell.JobCgroups):
+// the job-shell module makes them for a shell that runs as the job's
+// user (a guest cannot make cgroups), with only their cgroup.procs the
+// user's, so the shell can place its tasks but never change a limit;
+// the module removes them when the job ends here. An owner's shell
+// makes them itself the same way.
+type ModuleCgroups = shell.JobCgroups
 
-// Procs are the cgroups the job's tasks are placed in (those whose
-// cgroup.procs a guest gets until its tasks are placed).
-func (mc *ModuleCgroups) Procs() []string {
-	out := append([]string(nil), mc.Tasks...)
-	if len(mc.Tasks) == 0 && mc.Job != "" {
-		out = append(out, mc.Job)
-	}
-	return append(out, mc.V1...)
-}
-
-// JobCgroupSpec is what a job's cgroups on a node hold.
-type JobCgroupSpec struct {
-	Name             string // job-<id>
-	Tasks            int    // local tasks
-	TaskMemory       int64  // per-task limit (0: no task cgroups)
-	JobMemory        int64  // the job's limit here (0: none)
-	JobMemorySetting string
-	CPUs, Mems       []int          // the cpuset (no CPUs: none)
-	Deny             []shell.Device // devices the tasks may not open
-}
-
-// JobCgroupSpecFor is a job's JobCgroupSpec on shell index idx of its
-// plan: taskMem its per-task limit, jobMem its job limit and setting,
-// cfg says whether cpusets and GPU devices are confined, gpus are the
-// node's GPU device nodes.
-func JobCgroupSpecFor(name string, plan *shell.Plan, idx int, taskMem, jobMem int64, why string, cfg ContainConfig, gpus map[uint][]shell.Device) JobCgroupSpec {
-	s := JobCgroupSpec{Name: name, Tasks: plan.Counts[idx], TaskMemory: taskMem, JobMemory: jobMem, JobMemorySetting: why}
-	if !cfg.NoCpuset {
-		s.CPUs = shell.JobCPUs(plan, idx)
-		if len(s.CPUs) > 0 {
-			s.Mems = shell.MemoryNodesOf(s.CPUs)
-		}
-	}
-	if len(gpus) > 0 {
-		mine := map[uint]bool{}
-		for id := range plan.GPUs[idx].All() {
-			mine[id] = true
-		}
-		s.Deny = shell.OtherGPUDevices(gpus, mine)
-	}
-	return s
-}
-
-// MakeJobCgroups makes a job's cgroups below parent (the memory or v2
-// cgroup of the broker or the user; nil: none) and the v1 parents
-// (cpuset, devices, cpuacct hierarchies), as spec says; delegate (nil:
-// none) gives the job's user the cgroups tasks are placed in. On an
-// error what was made is removed.
-func MakeJobCgroups(parent *shell.Cgroup, v1 []*shell.Cgroup, spec JobCgroupSpec, delegate func(*shell.Cgroup) error) (mc *ModuleCgroups, err error) {
-	mc = &ModuleCgroups{Memory: spec.TaskMemory, JobMemory: spec.JobMemory, JobMemorySetting: spec.JobMemorySetting}
-	var made []*shell.Cgroup
-	defer func() {
-		if err != nil {
-			for _, g := range made {
-				g.Remove(10 * time.Second)
-			}
-			mc = nil
-		}
-	}()
-	place := func(g *shell.Cgroup) error {
-		if delegate != nil {
-			return delegate(g)
-		}
-		return nil
-	}
-	if parent != nil {
-		perTask := spec.TaskMemory > 0
-		// v2: a cgroup whose children have controllers holds no process
-		jg, err := parent.OpenChild(spec.Name, perTask)
-		if err != nil {
-			return nil, fmt.Errorf("job cgroup: %w", err)
-		}
-		made = append(made, jg)
-		mc.Version, mc.Job = jg.Version, jg.Path
-		if spec.JobMemory > 0 {
-			if err := jg.SetMemoryLimit(spec.JobMemory); err != nil {
-				return nil, fmt.Errorf("job memory limit: %w", err)
-			}
-		}
-		if jg.Version == 2 && len(spec.CPUs) > 0 && jg.HasCpuset() {
-			if err := jg.SetCpuset(spec.CPUs, spec.Mems); err != nil {
-				return nil, fmt.Errorf("job cpuset: %w", err)
-			}
-			mc.Cpuset = true
-		}
-		if jg.Version == 2 && len(spec.Deny) > 0 {
-			if err := jg.DenyDevices(spec.Deny); err != nil { // an eBPF program
-				return nil, fmt.Errorf("job devices: %w", err)
-			}
-		}
-		if !perTask {
-			if err := place(jg); err != nil {
-				return nil, err
-			}
-		}
-		for local := 0; perTask && local < spec.Tasks; local++ {
-			tg, err := jg.OpenChild("task-"+strconv.Itoa(local), false)
-			if err == nil {
-				err = tg.SetMemoryLimit(spec.TaskMemory)
-			}
-			if err == nil {
-				err = place(tg)
-			}
-			if err != nil {
-				return nil, err
-			}
-			mc.Tasks = append(mc.Tasks, tg.Path)
-		}
-	}
-	for _, p := range v1 {
-		switch {
-		case p.HasCpuset() && len(spec.CPUs) == 0:
-			continue
-		case p.HasDevices() && len(spec.Deny) == 0:
-			continue
-		}
-		g, err := shell.NewV1Cgroup(p.Path, spec.Name)
-		if err != nil {
-			return nil, err
-		}
-		made = append(made, g)
-		switch {
-		case g.HasCpuset():
-			if err := g.SetCpuset(spec.CPUs, spec.Mems); err != nil {
-				return nil, fmt.Errorf("job cpuset: %w", err)
-			}
-			mc.Cpuset = true
-		case g.HasDevices():
-			if err := g.DenyDevices(spec.Deny); err != nil {
-				return nil, fmt.Errorf("job devices: %w", err)
-			}
-		}
-		if err := place(g); err != nil {
-			return nil, err
-		}
-		mc.V1 = append(mc.V1, g.Path)
-	}
-	return mc, nil
-}
-
-// RemoveJobCgroups removes the job's cgroups (killing what is left in
-// them), in the background.
-func (mc *ModuleCgroups) Remove() {
-	var gs []*shell.Cgroup
-	if mc.Job != "" {
-		gs = append(gs, &shell.Cgroup{Path: mc.Job, Version: mc.Version})
-	}
-	for _, p := range mc.V1 {
-		gs = append(gs, &shell.Cgroup{Path: p, Version: 1})
-	}
-	if len(gs) == 0 {
-		return
-	}
-	go func() {
-		for _, g := range gs {
-			g.Remove(10 * time.Second)
-		}
-	}()
+// JobCgroupSpecFor is a job's shell.JobCgroupSpec on shell index idx of
+// its plan: taskMem its per-task limit, jobMem its job limit and
+// setting, cfg says whether cpusets are made, gpus are the node's GPU
+// device nodes (nil: no device control).
+func JobCgroupSpecFor(name string, plan *shell.Plan, idx int, taskMem, jobMem int64, why string, cfg ContainConfig, gpus map[uint][]shell.Device) shell.JobCgroupSpec {
+	return shell.JobCgroupSpecFor(name, plan, idx, taskMem, jobMem, why, !cfg.NoCpuset, gpus)
 }
 
 // jobContainment is what one job's shell applies to its tasks here.
@@ -910,7 +749,7 @@ func (jc *jobContainment) makeCgroups(x *host, j *job, jobMem int64, why string)
 		}
 		spec := JobCgroupSpecFor(jobCgroupName(j.id), j.plan, j.idx, jc.memory, jobMem, why, x.contain.cfg, gpus)
 		var err error
-		if mc, err = MakeJobCgroups(parent, v1, spec, nil); err != nil {
+		if mc, err = shell.MakeJobCgroups(parent, v1, spec, nil); err != nil {
 			return err
 		}
 		jc.own = true

@@ -230,7 +230,7 @@ func (m *manager) jobCgroups(id jobid.ID, uid uint32, payload []byte) (*shellpro
 	}
 	gid := m.gidOf(uid)
 	spec := shellproc.JobCgroupSpecFor(jobCgroupName(id), plan, idx, mem, jobMem, why, cfg, gpus)
-	return shellproc.MakeJobCgroups(ug, v1, spec, func(g *shell.Cgroup) error { return g.Delegate(int(uid), gid) })
+	return shell.MakeJobCgroups(ug, v1, spec, func(g *shell.Cgroup) error { return g.Delegate(int(uid), gid) })
 }
 
 func jobCgroupName(id jobid.ID) string { return "job-" + strconv.FormatUint(uint64(id), 10) }
