@@ -19,6 +19,7 @@ func TestCheckTableContainment(t *testing.T) {
 		{"cpuset-bool", map[string]any{"cpuset": false}, ""},
 		{"cpuset-word", map[string]any{"cpuset": "off"}, ""},
 		{"cpuset-bad", map[string]any{"cpuset": "maybe"}, "[job-shell] cpuset: want on or off"},
+		{"share-string", map[string]any{"memory-node-share": "0.9"}, ""},
 		{"share-too-big", map[string]any{"memory-node-share": 1.5}, "[job-shell] memory-node-share: 1.5: want a fraction"},
 		{"share-zero", map[string]any{"memory-node-share": int64(0)}, "want a fraction"},
 		{"per-core-bad", map[string]any{"memory-per-core": "lots"}, "[job-shell] memory-per-core:"},

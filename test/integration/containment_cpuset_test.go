@@ -254,3 +254,29 @@ func TestShellExitUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryNodeShare: with job-shell.memory-node-share a job asking
+// for more than that share of the node's memory fails, naming it; one
+// asking less runs.
+func TestMemoryNodeShare(t *testing.T) {
+	needCgroups(t, "memory")
+	e := start(t, "job-shell.memory-node-share=0.5")
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		t.Skip(err)
+	}
+	var kb int64
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			fmt.Sscan(rest, &kb)
+		}
+	}
+	if kb == 0 {
+		t.Skip("no MemTotal")
+	}
+	r := e.flux("run", "-n1", "-o", fmt.Sprintf("memory=%d", kb<<10), "true")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "per job on this node (job-shell.memory-node-share=0.5 of ") {
+		t.Errorf("a job asking for the whole node: %+v", r)
+	}
+	e.must("run", "-n1", "-o", "memory=32M", "true")
+}
