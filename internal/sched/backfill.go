@@ -83,8 +83,8 @@ var _ Policy = (*Backfill)(nil)
 // running jobs' ends in order between passes, so a pass costs what
 // changed rather than a sweep over every running job. The pass's own
 // decisions are running jobs too: tell b of them when they start. An
-// allocation's Expiration must not change while b tracks it: end it and
-// start it again.
+// allocation must not change while b tracks it (a partial release, a
+// grow, a new Expiration): end it, change it, and start it again.
 func (b *Backfill) Started(a *Alloc) {
 	if b.run == nil {
 		b.run = newRunningJobs()

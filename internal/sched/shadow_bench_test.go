@@ -77,6 +77,15 @@ func BenchmarkEasySearch(b *testing.B) {
 			}
 			b.ReportMetric(float64(decisions)/time.Since(start).Seconds(), "decisions/s")
 			b.ReportMetric(float64(decisions)/float64(b.N), "decisions/pass")
+			overdue := 0
+			for _, a := range running {
+				if a.Expiration <= now {
+					overdue++
+				}
+			}
+			b.ReportMetric(float64(len(running)), "running")
+			b.ReportMetric(float64(overdue), "past-expiration")
 		})
 	}
 }
+
