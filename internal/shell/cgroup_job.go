@@ -10,7 +10,11 @@ package shell
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 )
 
@@ -193,4 +197,39 @@ func (mc *JobCgroups) Remove() {
 			g.Remove(10 * time.Second)
 		}
 	}()
+}
+
+// SweepStale removes the empty cgroups a broker that is gone left in
+// dir (fluxgo-<pid>-..., a broker killed before it could remove them):
+// those of a process that no longer exists, children first. A cgroup
+// still holding processes stays.
+func SweepStale(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), "fluxgo-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pid, _, _ := strings.Cut(rest, "-")
+		n, err := strconv.Atoi(pid)
+		if err != nil || n <= 0 {
+			continue // fluxgo-shells-...: the job-shell module's own
+		}
+		if _, err := os.Stat("/proc/" + pid); err == nil {
+			continue
+		}
+		var dirs []string
+		filepath.WalkDir(filepath.Join(dir, e.Name()), func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			syscall.Rmdir(dirs[i])
+		}
+	}
 }

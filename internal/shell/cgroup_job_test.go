@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,26 @@ func TestMakeJobCgroupsV1(t *testing.T) {
 				t.Fatalf("%s not removed", p)
 			}
 			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+func TestSweepStale(t *testing.T) {
+	dir := t.TempDir()
+	gone := filepath.Join(dir, "fluxgo-999999999-1", "job-1", "task-0")
+	live := filepath.Join(dir, "fluxgo-"+strconv.Itoa(os.Getpid())+"-1", "job-2")
+	module := filepath.Join(dir, "fluxgo-shells-abc", "u1")
+	full := filepath.Join(dir, "fluxgo-999999998-1", "job-3")
+	for _, d := range []string{gone, live, module, full} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(full, "cgroup.procs"), []byte("1\n"), 0o644) // a plain directory: not empty
+	SweepStale(dir)
+	for d, want := range map[string]bool{filepath.Join(dir, "fluxgo-999999999-1"): false, live: true, module: true, full: true} {
+		if _, err := os.Stat(d); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", d, err == nil, want)
 		}
 	}
 }

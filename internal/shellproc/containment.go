@@ -403,6 +403,7 @@ func (c *containment) brokerCgroup(x *host) *shell.Cgroup {
 		return nil
 	}
 	if c.broker == nil {
+		shell.SweepStale(c.root.Dir) // what killed brokers left
 		g, err := c.root.NewBrokerCgroup()
 		if err != nil {
 			c.root = nil
@@ -426,6 +427,7 @@ func (c *containment) v1Cgroups(x *host) []*shell.Cgroup {
 	for _, ctl := range V1Controllers(c.cfg, c.root) {
 		dir, err := shell.FindV1Cgroup(ctl)
 		if err == nil {
+			shell.SweepStale(dir)
 			var g *shell.Cgroup
 			if g, err = shell.NewV1Cgroup(dir, name); err == nil {
 				c.v1 = append(c.v1, g)
