@@ -88,4 +88,3 @@ func BenchmarkEasySearch(b *testing.B) {
 		})
 	}
 }
-
