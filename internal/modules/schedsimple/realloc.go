@@ -225,7 +225,9 @@ func (s *scheduler) grantRealloc(key uint64, add *sched.Alloc) {
 		return
 	}
 	add.Start, add.Expiration = held.Start, held.Expiration
+	s.ended(held)
 	held.Merge(add)
+	s.started(held)
 	s.respondRealloc(p.r, p.allocID, fluxjob.ReallocSuccess, add, p.sub, "")
 }
 

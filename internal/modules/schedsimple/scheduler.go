@@ -137,6 +137,7 @@ func (s *scheduler) jmOnline(m *flux.Message) {
 		s.queue.Remove(id)
 	}
 	for _, a := range s.running {
+		s.ended(a)
 		s.pool.Free(a)
 	}
 	clear(s.running)
@@ -357,6 +358,7 @@ func (s *scheduler) claim(id uint64, R json.RawMessage) error {
 		return err
 	}
 	s.running[id] = a
+	s.started(a)
 	return nil
 }
 
@@ -411,6 +413,7 @@ func (s *scheduler) pass() {
 		}
 		delete(s.jobResv, d.Job.ID)
 		s.running[d.Job.ID] = d.Alloc
+		s.started(d.Alloc)
 		if d.Job.Preemptible {
 			s.preemptible[d.Job.ID] = true
 		}
@@ -520,6 +523,7 @@ func (s *scheduler) release(req freeRequest) error {
 	}
 	if req.Final && held != nil {
 		delete(s.running, req.ID)
+		s.ended(held)
 		return s.pool.Free(held)
 	}
 	if req.R == nil {
@@ -537,9 +541,12 @@ func (s *scheduler) release(req freeRequest) error {
 		return err
 	}
 	if held != nil {
+		s.ended(held)
 		held.Remove(part)
 		if req.Final || held.Empty() {
 			delete(s.running, req.ID)
+		} else {
+			s.started(held)
 		}
 	}
 	return nil
@@ -612,7 +619,9 @@ func (s *scheduler) expiration(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "expiration %g is before the job's start %g", req.Expiration, a.Start)
 		return
 	}
+	s.ended(a) // a tracked allocation changes only between its end and start
 	a.Expiration = req.Expiration
+	s.started(a)
 	r.Respond(map[string]any{})
 }
 
@@ -751,4 +760,21 @@ func durationFirst(raw []byte, err error) error {
 		return fmt.Errorf("getting duration: Object item not found: duration (%w)", err)
 	}
 	return err
+}
+
+// started and ended tell a backfill policy of the running jobs as they
+// change (sched.Backfill.Started/Ended), so a pass plans from what
+// changed instead of sweeping every running job; an allocation changes
+// (partial free, growth, new expiration) only between an ended and a
+// started.
+func (s *scheduler) started(a *sched.Alloc) {
+	if b, ok := s.policy.(*sched.Backfill); ok {
+		b.Started(a)
+	}
+}
+
+func (s *scheduler) ended(a *sched.Alloc) {
+	if b, ok := s.policy.(*sched.Backfill); ok {
+		b.Ended(a)
+	}
 }
