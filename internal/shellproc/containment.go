@@ -30,6 +30,7 @@ package shellproc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -860,22 +861,28 @@ func (jc *jobContainment) remove() {
 	}
 }
 
-// appendShellExit appends the shell-exit event with the job's usage on
-// this node when it is known: peak_memory (bytes) and cpu_time
-// (seconds) of its cgroups.
-func (j *job) appendShellExit(b []byte, t time.Time, rank uint, status int) []byte {
+// appendUsage appends ,"usage":{...} with the job's usage on this node
+// when its cgroups know it: peak_memory (bytes) and cpu_time (seconds).
+// It goes in the exit response, not in the shell-exit event, whose
+// context keeps flux-core's keys; job-exec records it in the job's
+// guest.usage.
+func (j *job) appendUsage(b []byte) []byte {
 	jc := j.contained
 	if jc == nil || jc.peak == 0 && !jc.haveCPU {
-		return appendShellExit(b, t, rank, status)
+		return b
 	}
-	ctx := map[string]any{"rank": rank, "wait_status": status}
+	u := map[string]any{}
 	if jc.peak > 0 {
-		ctx["peak_memory"] = jc.peak
+		u["peak_memory"] = jc.peak
 	}
 	if jc.haveCPU {
-		ctx["cpu_time"] = jc.cpu.Seconds()
+		u["cpu_time"] = jc.cpu.Seconds()
 	}
-	return j.execEvent(b, t, "shell-exit", ctx)
+	enc, err := json.Marshal(u)
+	if err != nil {
+		return b
+	}
+	return append(append(b, `,"usage":`...), enc...)
 }
 
 // oomNote says which tasks went over their limit: their own, or (with

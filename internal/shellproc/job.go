@@ -481,7 +481,7 @@ func (j *job) finished() {
 	}
 	j.status = j.sh.Status()
 	j.ntasks = len(exits)
-	j.exitExec = j.appendShellExit(j.exitExec, now, x.rank, j.status) // containment.go: with usage
+	j.exitExec = appendShellExit(j.exitExec, now, x.rank, j.status)
 	j.tasksEnded = true
 	j.maybeReportExit()
 }
@@ -530,7 +530,9 @@ func (j *job) reportExit(outputLog []byte) {
 	}
 	b = jsonwire.AppendUint(append(b, `,"rank":`...), uint64(x.rank))
 	b = jsonwire.AppendInt(append(b, `,"status":`...), int64(j.status))
-	j.say(json.RawMessage(append(b, `,"type":"exit"}`...)))
+	b = append(b, `,"type":"exit"`...)
+	b = j.appendUsage(b) // containment.go
+	j.say(json.RawMessage(append(b, '}')))
 	j.endStream()
 	j.abandon()
 	x.forget(j)

@@ -208,30 +208,31 @@ func TestGPUDeviceNodes(t *testing.T) {
 	}
 }
 
-// TestShellExitUsage: the shell-exit event of a job's exec eventlog
-// has the peak memory (bytes) and the CPU time (seconds) of its tasks
-// on the node.
+// TestShellExitUsage: a job's guest.usage has, for each node, the peak
+// memory (bytes) and the CPU time (seconds) of its tasks there (the
+// shell-exit event keeps flux-core's keys).
 func TestShellExitUsage(t *testing.T) {
 	needCgroups(t, "memory")
 	e := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 1})}
 	usage := func(e *env, id jobid.ID) (peak, cpu float64) {
 		t.Helper()
-		for _, line := range strings.Split(e.must("job", "eventlog", "-p", "exec", "-f", "json", id.String()), "\n") {
-			var ev struct {
-				Name    string         `json:"name"`
-				Context map[string]any `json:"context"`
-			}
-			if json.Unmarshal([]byte(line), &ev) == nil && ev.Name == "shell-exit" {
-				p, _ := ev.Context["peak_memory"].(float64)
-				c, ok := ev.Context["cpu_time"].(float64)
-				if !ok {
-					t.Errorf("shell-exit without cpu_time: %s", line)
-				}
-				return p, c
-			}
+		dir := e.must("job", "id", "--to=kvs", id.String())
+		text := e.must("kvs", "get", dir+".guest.usage")
+		var u map[string]struct {
+			Peak *float64 `json:"peak_memory"`
+			CPU  *float64 `json:"cpu_time"`
 		}
-		t.Fatalf("job %s has no shell-exit event", id)
-		return 0, 0
+		if err := json.Unmarshal([]byte(text), &u); err != nil {
+			t.Fatalf("guest.usage %q: %v", text, err)
+		}
+		r, ok := u["0"]
+		if !ok || r.CPU == nil {
+			t.Fatalf("guest.usage of rank 0 without cpu_time: %s", text)
+		}
+		if r.Peak != nil {
+			peak = *r.Peak
+		}
+		return peak, *r.CPU
 	}
 	id := e.submit("-n1", "dd", "if=/dev/zero", "of=/dev/null", "bs=32M", "count=8")
 	e.waitEvent(id, "clean")

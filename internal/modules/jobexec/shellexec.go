@@ -68,7 +68,9 @@ type shellJob struct {
 	// RFC 51 (realloc.go): changes are the job's growths and shrinks
 	// while it ran, in order (plan is the result); released marks the
 	// shells being given back, releases the requests waiting for them.
-	changes  []wire.PlanChange
+	changes []wire.PlanChange
+	// usage: each shell's report of the job's usage on its node
+	usage    map[uint]json.RawMessage
 	released map[uint]bool
 	releases []*releaseWait
 }
@@ -338,6 +340,9 @@ func (s *shellExec) response(j *execJob, f *flux.Future, rank uint, m *flux.Mess
 		// eventlog (see above).
 		Exec   string `json:"exec"`
 		Output string `json:"output"`
+		// Usage: the job's peak memory and CPU time on the node, from
+		// its cgroups (written to guest.usage with the job's end)
+		Usage json.RawMessage `json:"usage"`
 	}
 	if err := m.UnmarshalPayload(&resp); err != nil {
 		s.shellFailed(j, rank, err)
@@ -371,6 +376,12 @@ func (s *shellExec) response(j *execJob, f *flux.Future, rank uint, m *flux.Mess
 		}
 		if resp.Exec != "" && !sj.rec.hasExit(rank) {
 			j.x.appendExec(j, []byte(resp.Exec))
+		}
+		if len(resp.Usage) > 0 {
+			if sj.usage == nil {
+				sj.usage = make(map[uint]json.RawMessage)
+			}
+			sj.usage[rank] = resp.Usage
 		}
 		s.shellExited(j, rank, resp.Status)
 	case "task-exit":
@@ -465,6 +476,16 @@ func (s *shellExec) shellExited(j *execJob, rank uint, status int) {
 	if sj.rec == nil || !sj.rec.done {
 		x.execEvent(j, "complete", map[string]any{"status": sj.status})
 		x.execEvent(j, "done", nil)
+	}
+	if len(sj.usage) > 0 {
+		// {"<rank>": {peak_memory, cpu_time}, ...}, once, with the end
+		u := make(map[string]json.RawMessage, len(sj.usage))
+		for rank, v := range sj.usage {
+			u[strconv.FormatUint(uint64(rank), 10)] = v
+		}
+		if b, err := json.Marshal(u); err == nil {
+			x.batch.Put(jobDir(j)+".guest.usage", b)
+		}
 	}
 	x.batch.AfterCommit(func(error) {
 		j.finish(sj.status)
