@@ -77,8 +77,10 @@ type ContainConfig struct {
 	// default) finds this broker's memory cgroup, "off" never uses
 	// cgroups, anything else is the directory of a cgroup to use.
 	Cgroup string
-	// NoCpuset turns off the job cpusets (job-shell.cpuset=off; on by
-	// default where the cpuset controller is to be had).
+	// NoCpuset turns off the job cpusets: the default, as in Slurm
+	// (ConstrainCores=no) and flux-core; job-shell.cpuset=on turns them
+	// on where the cpuset controller is to be had (they cost a job 2-3 ms
+	// of CPU on a cgroup v1 machine: bench/README.md).
 	NoCpuset bool
 	// GPUDevices are the patterns of the GPU device nodes a job may open
 	// only its own GPUs' of (job-shell.gpu-devices, comma-separated;
@@ -249,7 +251,7 @@ func CheckTable(top map[string]any) error {
 	if !ok {
 		return fmt.Errorf("[job-shell]: want a table, not %v", raw)
 	}
-	c := ContainConfig{Cgroup: "auto"}
+	c := ContainConfig{Cgroup: "auto", NoCpuset: true}
 	for k, v := range t {
 		if err := c.set(k, v); err != nil {
 			return fmt.Errorf("[job-shell] %s: %v", k, err)
@@ -264,7 +266,7 @@ func CheckTable(top map[string]any) error {
 // read the configuration: the job-shell module decides its jobs' limits
 // (ModuleCgroups).
 func LoadContainConfig(ctx context.Context, h *flux.Handle) (ContainConfig, error) {
-	c := ContainConfig{Cgroup: "auto"}
+	c := ContainConfig{Cgroup: "auto", NoCpuset: true}
 	var conf struct {
 		JobShell map[string]any `json:"job-shell"`
 	}

@@ -63,9 +63,9 @@ func allowedCPUs(t *testing.T, out string) idset.Set {
 	return s
 }
 
-// TestCpusetAffinityOff: with cpu-affinity=off a 1-core task still sees
-// only its core (its job's cpuset), the owner's and a guest's alike;
-// job-shell.cpuset=off turns the cpusets off.
+// TestCpusetAffinityOff: with job-shell.cpuset=on and cpu-affinity=off a
+// 1-core task still sees only its core (its job's cpuset), the owner's
+// and a guest's alike; without it (the default) there are no cpusets.
 func TestCpusetAffinityOff(t *testing.T) {
 	needCgroups(t, "cpuset")
 	self, err := os.ReadFile("/proc/self/status")
@@ -81,7 +81,7 @@ func TestCpusetAffinityOff(t *testing.T) {
 	if all.Count() < 2 {
 		t.Skipf("this process may run on %d CPU: a cpuset of one shows nothing", all.Count())
 	}
-	e := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 1})}
+	e := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 1, Attrs: map[string]string{"job-shell.cpuset": "on"}})}
 	got := allowedCPUs(t, e.must("run", "-n1", "-o", "cpu-affinity=off", "grep", "Cpus_allowed_list", "/proc/self/status"))
 	if got.Count() != 1 {
 		t.Errorf("a 1-core task with cpu-affinity=off may run on CPUs %s, want one", got)
@@ -102,9 +102,9 @@ func TestCpusetAffinityOff(t *testing.T) {
 		}
 	}
 
-	off := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 1, Attrs: map[string]string{"job-shell.cpuset": "off"}})}
+	off := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 1})}
 	if got := allowedCPUs(t, off.must("run", "-n1", "-o", "cpu-affinity=off", "grep", "Cpus_allowed_list", "/proc/self/status")); got.Count() < 2 {
-		t.Errorf("with job-shell.cpuset=off a task with cpu-affinity=off may run on CPUs %s only", got)
+		t.Errorf("without job-shell.cpuset=on a task with cpu-affinity=off may run on CPUs %s only", got)
 	}
 }
 
