@@ -55,6 +55,9 @@ func TestRealloc(t *testing.T) {
 				seq = append(seq, "update+")
 			} else if c["R_delta_sub"] != nil {
 				seq = append(seq, "update-")
+				if c["alloc_id"] == nil {
+					t.Errorf("resource-update R_delta_sub without the alloc_id of its request: %s", ev.Context)
+				}
 			}
 		case "release", "free":
 			if c["final"] == false {

@@ -30,14 +30,15 @@ type job struct {
 	flagSet  map[string]bool
 
 	R            json.RawMessage
-	allocPending bool            // sched.alloc outstanding
-	cancelSent   bool            // sched.cancel sent for the outstanding alloc
-	hasAlloc     bool            // resources allocated (until free)
-	bypass       bool            // allocated by a jobtap AllocHook
-	realloc      *pendingRealloc // a job-manager.realloc request is with the scheduler (realloc.go)
-	rankOrder    []uint          // the job's nodes in the order it got them, once known (realloc.go)
-	reattach     bool            // restored running: waiting for the executor to reattach it
-	schedKnows   bool            // listed in a sched-hello response
+	allocPending bool              // sched.alloc outstanding
+	cancelSent   bool              // sched.cancel sent for the outstanding alloc
+	hasAlloc     bool              // resources allocated (until free)
+	bypass       bool              // allocated by a jobtap AllocHook
+	realloc      *pendingRealloc   // a job-manager.realloc request is with the scheduler (realloc.go)
+	rankOrder    []uint            // the job's nodes in the order it got them, once known (realloc.go)
+	subGrants    map[string]uint64 // alloc_id of each shrink granted, by its ranks, until released (realloc.go)
+	reattach     bool              // restored running: waiting for the executor to reattach it
+	schedKnows   bool              // listed in a sched-hello response
 	// allocRestored: the job held resources when the job manager
 	// started (restored from the KVS)
 	allocRestored bool

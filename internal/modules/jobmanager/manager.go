@@ -112,6 +112,7 @@ var contextKeyOrder = map[string][]string{
 	"submit":    {"userid", "urgency", "flags", "version"},
 	"exception": {"type", "severity", "note", "userid"},
 	"release":   {"ranks", "final"},
+	"free":      {"ranks", "final"},
 }
 
 func encodeContext(name string, ctx map[string]any) json.RawMessage {

@@ -231,6 +231,15 @@ func (m *manager) reallocAnswer(j *job, r *flux.Request, msg *flux.Message, err 
 		}
 		m.exec.grow(j, resp.RDeltaAdd)
 	}
+	if len(resp.RDeltaSub) > 0 {
+		// the release that follows names the request it ends
+		if sub, err := rset.Parse(resp.RDeltaSub); err == nil {
+			if j.subGrants == nil {
+				j.subGrants = make(map[string]uint64)
+			}
+			j.subGrants[sub.Ranks().String()] = resp.AllocID
+		}
+	}
 	resp.R = j.R
 	m.respondDurable(r, resp)
 }
@@ -284,7 +293,12 @@ func (m *manager) partialRelease(j *job, data map[string]any) {
 	j.R = cur.ExcludeRanks(ids).Encode()
 	m.batch.PutShared(j.kvsDir+".R", j.R)
 	ranks = part.Ranks().String()
-	m.post(j, "resource-update", map[string]any{"R_delta_sub": json.RawMessage(sub)})
+	ctx := map[string]any{"R_delta_sub": json.RawMessage(sub)}
+	if id, ok := j.subGrants[ranks]; ok {
+		ctx["alloc_id"] = id
+		delete(j.subGrants, ranks)
+	}
+	m.post(j, "resource-update", ctx)
 	m.post(j, "release", map[string]any{"ranks": ranks, "final": false})
 	m.plugins.resized(j, diffSize(sizeOf(j.R), before))
 	m.reallocFree(j, sub, ranks)
