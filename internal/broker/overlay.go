@@ -329,7 +329,13 @@ func (o *overlay) acceptChild(c net.Conn) {
 	errnum, why := o.admitChild(rank, hello.Size)
 	o.mu.Lock()
 	cs := o.children[rank]
-	if errnum == 0 && cs != nil && cs.link != nil {
+	switch {
+	case errnum != 0 || cs == nil || cs.link == nil:
+	case cs.state == stateOffline:
+		// it said goodbye and its link is being torn down: a broker
+		// coming straight back tries again (joinParent)
+		errnum, why = syscall.EAGAIN, fmt.Sprintf("rank %d is still leaving", rank)
+	default:
 		errnum, why = syscall.EEXIST, fmt.Sprintf("rank %d is already connected", rank)
 	}
 	if errnum != 0 {

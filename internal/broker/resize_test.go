@@ -285,14 +285,16 @@ func TestRejoinLearnsSize(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("rank 2 did not exit")
 	}
-	// gone for good: its goodbye marks it offline before its link is
-	// torn down, and a hello in between is refused as a duplicate
-	waitFor(t, "rank 0 to drop rank 2's link", func() bool {
-		o := ti.brokers[0].overlay
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		cs := o.children[2]
-		return cs != nil && cs.state == stateOffline && cs.link == nil
+	// its goodbye marks it offline before its link is torn down: a
+	// hello in between is refused as a duplicate, and the joining broker
+	// tries again (joinParent)
+	waitFor(t, "rank 0 sees rank 2 leave", func() bool {
+		for _, cs := range ti.brokers[0].overlay.childStates() {
+			if cs.rank == 2 {
+				return cs.state == stateOffline
+			}
+		}
+		return false
 	})
 	b := ti.join(2, 3, k)
 	if b.Size() != 4 || attrOf(b, "size") != "4" {

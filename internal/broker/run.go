@@ -56,7 +56,7 @@ func (b *Broker) Run() (int, error) {
 		b.attrs.set("tbon.endpoint", bind, attrImmutable)
 	}
 	if b.rank > 0 {
-		if err := b.overlay.connectParent(b.cfg.ParentURI); err != nil {
+		if err := b.joinParent(); err != nil {
 			b.overlay.close()
 			return 1, err
 		}
@@ -430,5 +430,25 @@ func (b *Broker) dumpContent(path string) {
 	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 	if code := b.runShell("rc3", q(exe)+" dump --quiet --checkpoint "+q(path)); code != 0 {
 		b.log.Error(fmt.Sprintf("content.dump: flux dump %s exited with code %d", path, code))
+	}
+}
+
+// rejoinWait bounds how long a broker retries a parent that says this
+// rank is still leaving (EAGAIN): a broker that left and comes straight
+// back may say hello before its parent has torn down the old link (its
+// goodbye marks it offline first). A rank that is connected (EEXIST) is
+// refused at once.
+const rejoinWait = 5 * time.Second
+
+// joinParent connects to the parent, retrying while it still tears
+// down this rank's old link.
+func (b *Broker) joinParent() error {
+	deadline := time.Now().Add(rejoinWait)
+	for delay := 20 * time.Millisecond; ; delay = min(2*delay, 500*time.Millisecond) {
+		err := b.overlay.connectParent(b.cfg.ParentURI)
+		if err == nil || !errors.Is(err, syscall.EAGAIN) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(delay)
 	}
 }
