@@ -165,23 +165,8 @@ func (p *Pool) Free(a *Alloc) error {
 			return errorf(ErrConflict, "rank %d gpu %d is not allocated", nd.rank, nd.gpus[w])
 		}
 	}
-	for _, na := range a.Nodes {
-		i := int(na.node)
-		nd := &p.nodes[i]
-		c := na.cores.count()
-		nd.coreFree.or(na.cores)
-		nd.nCores += int32(c)
-		g := 0
-		if na.gpus != nil {
-			g = na.gpus.count()
-			nd.gpuFree.or(na.gpus)
-			nd.nGPUs += int32(g)
-		}
-		if p.avail.has(i) {
-			p.nFreeCores += c
-			p.nFreeGPUs += g
-		}
-		p.update(i)
+	for k := range a.Nodes {
+		p.update(p.giveBack(&a.Nodes[k]))
 	}
 	return nil
 }
@@ -368,4 +353,26 @@ func (a *Alloc) Contains(b *Alloc) bool {
 		}
 	}
 	return true
+}
+
+// giveBack marks na's cores and GPUs free again and counts them, without
+// refreshing the node's indexes (the caller does, now or in a batch); it
+// returns the node's index.
+func (p *Pool) giveBack(na *NodeAlloc) int {
+	i := int(na.node)
+	nd := &p.nodes[i]
+	c := na.cores.count()
+	nd.coreFree.or(na.cores)
+	nd.nCores += int32(c)
+	g := 0
+	if na.gpus != nil {
+		g = na.gpus.count()
+		nd.gpuFree.or(na.gpus)
+		nd.nGPUs += int32(g)
+	}
+	if p.avail.has(i) {
+		p.nFreeCores += c
+		p.nFreeGPUs += g
+	}
+	return i
 }

@@ -97,22 +97,7 @@ func (s *shadow) put(a *Alloc) {
 		return
 	}
 	for k := range a.Nodes {
-		na := &a.Nodes[k]
-		i := int(na.node)
-		nd := &p.nodes[i]
-		c := na.cores.count()
-		nd.coreFree.or(na.cores)
-		nd.nCores += int32(c)
-		g := 0
-		if na.gpus != nil {
-			g = na.gpus.count()
-			nd.gpuFree.or(na.gpus)
-			nd.nGPUs += int32(g)
-		}
-		if p.avail.has(i) {
-			p.nFreeCores += c
-			p.nFreeGPUs += g
-		}
+		i := p.giveBack(&a.Nodes[k])
 		if !s.touched.has(i) {
 			s.touched.set(i)
 			s.dirty = append(s.dirty, int32(i))
