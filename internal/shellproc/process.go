@@ -27,7 +27,6 @@ import (
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/kvsbatch"
-	"github.com/fluxgo/fluxgo/internal/shell"
 	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -323,17 +322,7 @@ func (x *host) start(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "R: %v", err)
 		return
 	}
-	po, err := shell.PlanOptionsFrom(js)
-	if err != nil {
-		r.Errorf(syscall.EINVAL, "%v", err)
-		return
-	}
-	plan, err := shell.MakePlan(js, R, po)
-	if err != nil {
-		r.Errorf(syscall.EINVAL, "%v", err)
-		return
-	}
-	plan, groups, err := growPlan(js, plan, po, req.Changes) // realloc.go
+	plan, groups, err := jobPlan(js, R, req.Changes) // realloc.go
 	if err != nil {
 		r.Errorf(syscall.EINVAL, "%v", err)
 		return

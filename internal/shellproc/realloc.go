@@ -138,6 +138,20 @@ func (g shellGroup) size(all int) int {
 	return g.count
 }
 
+// jobPlan is the plan of a job that started on R and then changed as
+// changes say, with its groups of shells (growPlan).
+func jobPlan(js *jobspec.Jobspec, R *rset.R, changes []wire.PlanChange) (*shell.Plan, []shellGroup, error) {
+	po, err := shell.PlanOptionsFrom(js)
+	if err != nil {
+		return nil, nil, err
+	}
+	plan, err := shell.MakePlan(js, R, po)
+	if err != nil {
+		return nil, nil, err
+	}
+	return growPlan(js, plan, po, changes)
+}
+
 // growPlan applies the job's changes to the plan of its original R, and
 // returns the groups of shells: the original ones, then one per growth
 // (numbered by its place among the changes).
@@ -207,16 +221,7 @@ func (x *host) growRequest(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "R: %v", err)
 		return
 	}
-	po, err := shell.PlanOptionsFrom(j.js)
-	if err != nil {
-		r.Errorf(syscall.EINVAL, "%v", err)
-		return
-	}
-	plan, err := shell.MakePlan(j.js, R, po)
-	var groups []shellGroup
-	if err == nil {
-		plan, groups, err = growPlan(j.js, plan, po, req.Changes)
-	}
+	plan, groups, err := jobPlan(j.js, R, req.Changes)
 	if err != nil {
 		r.Errorf(syscall.EINVAL, "%v", err)
 		return

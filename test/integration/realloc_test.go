@@ -210,7 +210,8 @@ exec sleep 300`
 	}
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(read("0"), "deny="); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for DENY and CANCEL; task 0 printed:\n%s\n%s", read("0"), e.flux("dmesg").Stdout)
+			t.Fatalf("timed out waiting for DENY and CANCEL; task 0 printed:\n%s\n%s\n%s", read("0"),
+				e.flux("job", "eventlog", id.String()).Stdout, e.flux("dmesg").Stdout)
 		}
 	}
 	log0 := read("0")

@@ -6,12 +6,10 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/fluxgo/fluxgo/internal/shell"
 	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/idset"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
-	"github.com/fluxgo/fluxgo/pkg/jobspec"
 	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
@@ -67,17 +65,7 @@ func (x *executor) handleGrow(r *flux.Request) {
 		r.Errorf(syscall.EPROTO, "job-exec.grow: R_delta_add: %v", err)
 		return
 	}
-	js, err := jobspec.Parse(j.jobspec)
-	if err != nil {
-		r.Errorf(syscall.EINVAL, "jobspec: %v", err)
-		return
-	}
-	po, err := shell.PlanOptionsFrom(js)
-	if err != nil {
-		r.Errorf(syscall.EINVAL, "%v", err)
-		return
-	}
-	plan, err := sj.plan.Grow(js, add, po)
+	plan, err := sj.plan.Grow(sj.js, add, sj.po)
 	if err != nil {
 		r.Errorf(syscall.EINVAL, "job %s cannot start shells on its new nodes: %v", j.id.String(), err)
 		return

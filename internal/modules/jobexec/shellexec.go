@@ -28,6 +28,8 @@ type shellExec struct{}
 // shellJob tracks the shells of one job.
 type shellJob struct {
 	plan    *shell.Plan
+	js      *jobspec.Jobspec // parsed once, for the plan's growth (realloc.go)
+	po      shell.PlanOptions
 	origR   json.RawMessage // R at the start (realloc.go)
 	started int
 	exited  int
@@ -237,7 +239,7 @@ func newShellJob(j *execJob) (*shellJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &shellJob{plan: plan, origR: j.R, futs: make(map[uint]*flux.Future), gone: make(map[uint]bool),
+	return &shellJob{plan: plan, js: js, po: po, origR: j.R, futs: make(map[uint]*flux.Future), gone: make(map[uint]bool),
 		exitTimeout: exitTimeout, exitOnError: exitOnError,
 		startedRanks: make(map[uint]bool), detached: make(map[uint]time.Time)}, nil
 }
