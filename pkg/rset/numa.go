@@ -22,13 +22,45 @@ import (
 // ids are R_lite's (logical, per rank). "gpus" is left out for a domain
 // without GPUs. A rank in no entry has no domain information and is
 // matched without it. Other keys of "scheduling" are kept as they are.
+//
+// A domain may also say which socket holds it and which network
+// interfaces are local to it, when the source knows (hwloc's Package
+// and network/OpenFabrics OS devices, sysfs, the configuration):
+//
+//	{"cores": "0-23", "gpus": "0-3", "socket": 0, "nics": ["mlx5_0", "hsi0"]}
+//
+// "socket" is the socket's logical id on the node (0..n-1 in the
+// node's order), left out when unknown; "nics" is left out when there
+// are none. Readers ignore keys they do not know, so a record with these
+// keys reads as before where they are not understood.
 const NUMAKey = "fluxgo.numa"
 
 // NUMADomain is one NUMA domain of a node: the cores and GPUs local to
-// it.
+// it, and where known the socket holding it and the network interfaces
+// local to it.
 type NUMADomain struct {
 	Cores idset.Set
 	GPUs  idset.Set
+	// Socket is the logical id of the socket holding the domain, nil
+	// when unknown.
+	Socket *int
+	// NICs are the names of the network interfaces local to the domain
+	// (mlx5_0, hfi1_0, ib0, ...), in the order the source lists them.
+	NICs []string
+}
+
+// SocketID returns the domain's socket and whether it is known.
+func (d NUMADomain) SocketID() (int, bool) {
+	if d.Socket == nil {
+		return 0, false
+	}
+	return *d.Socket, true
+}
+
+// WithSocket returns d with its socket set to id.
+func (d NUMADomain) WithSocket(id int) NUMADomain {
+	d.Socket = &id
+	return d
 }
 
 // NUMAGroup is a set of ranks whose nodes have the same domains.
@@ -39,8 +71,14 @@ type NUMAGroup struct {
 
 // the wire form of a NUMADomain (idset.Set has no "empty" for omitempty)
 type numaDomainJSON struct {
-	Cores string `json:"cores"`
-	GPUs  string `json:"gpus,omitempty"`
+	Cores  string   `json:"cores"`
+	GPUs   string   `json:"gpus,omitempty"`
+	Socket *int     `json:"socket,omitempty"`
+	NICs   []string `json:"nics,omitempty"`
+}
+
+func (d NUMADomain) wire() numaDomainJSON {
+	return numaDomainJSON{Cores: d.Cores.String(), GPUs: d.GPUs.String(), Socket: d.Socket, NICs: d.NICs}
 }
 
 type numaGroupJSON struct {
@@ -50,7 +88,7 @@ type numaGroupJSON struct {
 
 // MarshalJSON writes d in its wire form.
 func (d NUMADomain) MarshalJSON() ([]byte, error) {
-	return json.Marshal(numaDomainJSON{Cores: d.Cores.String(), GPUs: d.GPUs.String()})
+	return json.Marshal(d.wire())
 }
 
 // UnmarshalJSON reads d from its wire form.
@@ -67,7 +105,10 @@ func (d *NUMADomain) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("gpus: %w", err)
 	}
-	*d = NUMADomain{Cores: cores, GPUs: gpus}
+	if w.Socket != nil && *w.Socket < 0 {
+		return fmt.Errorf("socket %d: want a logical id of 0 or more", *w.Socket)
+	}
+	*d = NUMADomain{Cores: cores, GPUs: gpus, Socket: w.Socket, NICs: w.NICs}
 	return nil
 }
 
@@ -75,7 +116,7 @@ func (d *NUMADomain) UnmarshalJSON(b []byte) error {
 func (g NUMAGroup) MarshalJSON() ([]byte, error) {
 	w := numaGroupJSON{Ranks: g.Ranks.String(), Domains: make([]numaDomainJSON, len(g.Domains))}
 	for i, d := range g.Domains {
-		w.Domains[i] = numaDomainJSON{Cores: d.Cores.String(), GPUs: d.GPUs.String()}
+		w.Domains[i] = d.wire()
 	}
 	return json.Marshal(w)
 }
@@ -176,4 +217,57 @@ func SchedulingWithoutNUMA(sched json.RawMessage) json.RawMessage {
 		return sched
 	}
 	return b
+}
+
+// RestrictNUMA returns the part of groups on ranks: each group keeps
+// only those of its ranks, and a group left without ranks is dropped.
+func RestrictNUMA(groups []NUMAGroup, ranks idset.Set) []NUMAGroup {
+	var out []NUMAGroup
+	for _, g := range groups {
+		if r := g.Ranks.Intersect(ranks); !r.Empty() {
+			out = append(out, NUMAGroup{Ranks: r, Domains: g.Domains})
+		}
+	}
+	return out
+}
+
+// MergeNUMA returns the groups of a with those of b over them: a rank
+// b names has b's domains, the others keep a's. Groups with the same
+// domains become one, in the order they first appear.
+func MergeNUMA(a, b []NUMAGroup) []NUMAGroup {
+	var inB idset.Set
+	for _, g := range b {
+		inB = inB.Union(g.Ranks)
+	}
+	var out []NUMAGroup
+	byKey := make(map[string]int)
+	add := func(g NUMAGroup) {
+		if g.Ranks.Empty() {
+			return
+		}
+		key := domainsKey(g.Domains)
+		if i, ok := byKey[key]; ok {
+			out[i].Ranks = out[i].Ranks.Union(g.Ranks)
+			return
+		}
+		byKey[key] = len(out)
+		out = append(out, NUMAGroup{Ranks: g.Ranks, Domains: g.Domains})
+	}
+	for _, g := range a {
+		add(NUMAGroup{Ranks: g.Ranks.Difference(inB), Domains: g.Domains})
+	}
+	for _, g := range b {
+		add(g)
+	}
+	return out
+}
+
+// domainsKey is a key equal for equal domain lists.
+func domainsKey(doms []NUMADomain) string {
+	w := make([]numaDomainJSON, len(doms))
+	for i, d := range doms {
+		w[i] = d.wire()
+	}
+	b, _ := json.Marshal(w)
+	return string(b)
 }

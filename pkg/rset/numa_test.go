@@ -1,6 +1,7 @@
 package rset
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/fluxgo/fluxgo/pkg/idset"
@@ -52,5 +53,60 @@ func TestNUMARoundTrip(t *testing.T) {
 	bad, _ := Parse([]byte(`{"version":1,"execution":{"R_lite":[]},"scheduling":{"fluxgo.numa":[{"ranks":"x"}]}}`))
 	if _, err := bad.NUMA(); err == nil {
 		t.Fatal("accepted a malformed domain list")
+	}
+}
+
+// TestNUMASocketNICs: the socket and NIC keys round-trip, are left out
+// when unknown, and a record without them reads as before.
+func TestNUMASocketNICs(t *testing.T) {
+	d := NUMADomain{Cores: idset.MustParse("0-3"), NICs: []string{"mlx5_0", "hsi0"}}.WithSocket(1)
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"cores":"0-3","socket":1,"nics":["mlx5_0","hsi0"]}`; string(b) != want {
+		t.Fatalf("encoded %s, want %s", b, want)
+	}
+	var back NUMADomain
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := back.SocketID(); !ok || s != 1 || len(back.NICs) != 2 || back.NICs[1] != "hsi0" {
+		t.Fatalf("decoded %+v", back)
+	}
+	// socket 0 is a socket, not "unknown"
+	b, _ = json.Marshal(NUMADomain{Cores: idset.MustParse("0")}.WithSocket(0))
+	if want := `{"cores":"0","socket":0}`; string(b) != want {
+		t.Fatalf("socket 0 encoded %s, want %s", b, want)
+	}
+	var old NUMADomain
+	if err := json.Unmarshal([]byte(`{"cores":"0-1","future":true}`), &old); err != nil {
+		t.Fatalf("unknown key refused: %v", err)
+	}
+	if _, ok := old.SocketID(); ok || old.NICs != nil {
+		t.Fatalf("a record without socket or nics: %+v", old)
+	}
+	if err := json.Unmarshal([]byte(`{"cores":"0","socket":-1}`), &old); err == nil {
+		t.Fatal("accepted socket -1")
+	}
+}
+
+func TestMergeRestrictNUMA(t *testing.T) {
+	two := []NUMADomain{{Cores: idset.MustParse("0-1")}, {Cores: idset.MustParse("2-3")}}
+	other := []NUMADomain{{Cores: idset.MustParse("0-3"), GPUs: idset.MustParse("0")}, {Cores: idset.MustParse("4-7")}}
+	a := []NUMAGroup{{Ranks: idset.MustParse("0-3"), Domains: two}}
+	b := []NUMAGroup{{Ranks: idset.MustParse("3-4"), Domains: other}, {Ranks: idset.MustParse("5"), Domains: two}}
+	got := MergeNUMA(a, b)
+	js, _ := json.Marshal(got)
+	want := `[{"ranks":"0-2,5","domains":[{"cores":"0-1"},{"cores":"2-3"}]},{"ranks":"3-4","domains":[{"cores":"0-3","gpus":"0"},{"cores":"4-7"}]}]`
+	if string(js) != want {
+		t.Fatalf("merged %s\nwant   %s", js, want)
+	}
+	js, _ = json.Marshal(RestrictNUMA(got, idset.MustParse("0,5")))
+	if want := `[{"ranks":"0,5","domains":[{"cores":"0-1"},{"cores":"2-3"}]}]`; string(js) != want {
+		t.Fatalf("restricted %s\nwant       %s", js, want)
+	}
+	if RestrictNUMA(got, idset.MustParse("9")) != nil {
+		t.Fatal("restricting to no known rank left groups")
 	}
 }
