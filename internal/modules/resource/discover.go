@@ -67,15 +67,20 @@ type hwlocTopology struct {
 
 	// Where things are (numa.go): the CPU set of every core (of every
 	// PU when there are no Core objects) in document order, of every
-	// NUMA node with CPUs, and the locality of every GPU by backend.
-	coreSets, puSets, numaSets []cpuset
-	gpuDevs                    map[string][]gpuDev
+	// NUMA node with CPUs and of every Package (Socket in hwloc 1.x),
+	// the locality of every GPU by backend and of every network
+	// interface.
+	coreSets, puSets, numaSets, packageSets []cpuset
+	gpuDevs                                 map[string][]gpuDev
+	nics                                    []gpuDev
 }
 
 // hwloc OS device types (hwloc_obj_osdev_type_e).
 const (
-	osdevGPU    = 1
-	osdevCoproc = 5
+	osdevGPU         = 1
+	osdevNetwork     = 2
+	osdevOpenFabrics = 3
+	osdevCoproc      = 5
 )
 
 // local returns the resources the topology describes: one core per Core
@@ -185,10 +190,17 @@ func parseHwloc(r io.Reader) (hwlocTopology, error) {
 			if !cpus.empty() {
 				t.numaSets = append(t.numaSets, cpus)
 			}
+		case "Package", "Socket":
+			if !cpus.empty() {
+				t.packageSets = append(t.packageSets, cpus)
+			}
 		case "OSDev":
 			if b := gpuBackend(osdev, name, subtype); b != "" {
 				t.GPUs[b]++
 				t.gpuDevs[b] = append(t.gpuDevs[b], gpuDev{name: name, near: locality(open)})
+			}
+			if (osdev == osdevNetwork || osdev == osdevOpenFabrics) && name != "" {
+				t.nics = append(t.nics, gpuDev{name: name, near: locality(open)})
 			}
 		}
 		open = append(open, cpus)

@@ -20,7 +20,11 @@ import (
 // a GPU is local to the CPU set of its nearest ancestor that has one
 // (the Package, Group or NUMANode its host bridge hangs under), and
 // belongs to the NUMA node holding that set's first CPU. NUMA nodes
-// without CPUs (GPU or high-bandwidth memory) are not domains.
+// without CPUs (GPU or high-bandwidth memory) are not domains. Network
+// interfaces (OS devices of the network and OpenFabrics types: ib0,
+// hsi0, mlx5_0, hfi1_0) are placed as GPUs are; a domain's socket is the
+// Package (Socket in hwloc 1.x) holding its first CPU, numbered 0..n-1
+// in document order.
 //
 // Cores are numbered as R numbers them, 0..n-1 in document order. A GPU's
 // id is the number its device name ends with (cuda1, rsmi3, nvml0,
@@ -73,7 +77,8 @@ func (c cpuset) has(cpu int) bool {
 	return cpu >= 0 && cpu/32 < len(c) && c[cpu/32]&(1<<(cpu%32)) != 0
 }
 
-// gpuDev is a GPU OS device: its name and the CPU set it is local to.
+// gpuDev is a GPU (or network) OS device: its name and the CPU set it
+// is local to.
 type gpuDev struct {
 	name string
 	near cpuset
@@ -124,6 +129,19 @@ func (t hwlocTopology) domains() []rset.NUMADomain {
 	for id, dev := range t.gpuList() {
 		if d := t.domainOf(dev.near.first()); d >= 0 {
 			doms[d].GPUs.Add(uint(id))
+		}
+	}
+	for _, nic := range t.nics {
+		if d := t.domainOf(nic.near.first()); d >= 0 {
+			doms[d].NICs = append(doms[d].NICs, nic.name)
+		}
+	}
+	for d, n := range t.numaSets {
+		for s, p := range t.packageSets {
+			if p.has(n.first()) {
+				doms[d] = doms[d].WithSocket(s)
+				break
+			}
 		}
 	}
 	return doms

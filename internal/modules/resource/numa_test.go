@@ -14,23 +14,32 @@ import (
 // TestHwlocNUMA reads the NUMA domains of the shared topologies: hwloc
 // 1.x (corona, sierra: cores under their NUMANode) and 2.x (ipa20, tuo:
 // NUMANodes beside the cores), GPUs by the domain their PCI bridge hangs
-// under.
+// under, NICs likewise, each domain in the package holding its CPUs.
 func TestHwlocNUMA(t *testing.T) {
 	dir := filepath.Join("..", "..", "..", "..", "shared", "conformance", "hwloc")
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("conformance data not found: %v", err)
 	}
 	tests := []struct{ file, want string }{
-		{"corona.xml", `[{"cores":"0-23","gpus":"0-3"},{"cores":"24-47","gpus":"4-7"}]`},
+		// hwloc 1.x names its packages Socket
+		{"corona.xml", `[{"cores":"0-23","gpus":"0-3","socket":0},{"cores":"24-47","gpus":"4-7","socket":1,"nics":["hsi0","mlx5_0","eno1","eno2"]}]`},
 		// two sockets; the 4 GPU memories are NUMA nodes without CPUs
-		{"sierra.xml", `[{"cores":"0-21","gpus":"0-1"},{"cores":"22-43","gpus":"2-3"}]`},
-		// 8 domains (sub-NUMA clusters), a GPU in every other one;
-		// cuda1 is the first GPU in the document but keeps id 1
-		{"ipa20.xml", `[{"cores":"0-13"},{"cores":"14-27","gpus":"1"},{"cores":"28-41"},{"cores":"42-55","gpus":"0"},` +
-			`{"cores":"56-69"},{"cores":"70-83","gpus":"3"},{"cores":"84-97"},{"cores":"98-111","gpus":"2"}]`},
-		{"tuo.SPX.xml", `[{"cores":"0-23","gpus":"0"},{"cores":"24-47","gpus":"1"},{"cores":"48-71","gpus":"2"},{"cores":"72-95","gpus":"3"}]`},
-		{"tuo.TPX.xml", `[{"cores":"0-23","gpus":"0-2"},{"cores":"24-47","gpus":"3-5"},{"cores":"48-71","gpus":"6-8"},{"cores":"72-95","gpus":"9-11"}]`},
-		{"tuo.CPX.xml", `[{"cores":"0-23","gpus":"0-5"},{"cores":"24-47","gpus":"6-11"},{"cores":"48-71","gpus":"12-17"},{"cores":"72-95","gpus":"18-23"}]`},
+		{"sierra.xml", `[{"cores":"0-21","gpus":"0-1","socket":0,"nics":["hsi0","mlx5_0","hsi1","mlx5_1","enP5p1s0f0","enP5p1s0f1"]},` +
+			`{"cores":"22-43","gpus":"2-3","socket":1,"nics":["hsi2","mlx5_2","hsi3","mlx5_3"]}]`},
+		// 8 domains (sub-NUMA clusters), 4 a socket, a GPU in every
+		// other one; cuda1 is the first GPU in the document but keeps
+		// id 1
+		{"ipa20.xml", `[{"cores":"0-13","socket":0,"nics":["eno8303","eno8403"]},{"cores":"14-27","gpus":"1","socket":0,"nics":["ibp94s0","mlx5_2"]},` +
+			`{"cores":"28-41","socket":0},{"cores":"42-55","gpus":"0","socket":0,"nics":["hsi0","mlx5_0","ibs2f1","mlx5_1"]},` +
+			`{"cores":"56-69","socket":1},{"cores":"70-83","gpus":"3","socket":1,"nics":["ibp218s0","mlx5_3"]},` +
+			`{"cores":"84-97","socket":1},{"cores":"98-111","gpus":"2","socket":1}]`},
+		// one domain a package, a Slingshot NIC each
+		{"tuo.SPX.xml", `[{"cores":"0-23","gpus":"0","socket":0,"nics":["hsi0","enp129s0"]},{"cores":"24-47","gpus":"1","socket":1,"nics":["hsi1"]},` +
+			`{"cores":"48-71","gpus":"2","socket":2,"nics":["hsi2"]},{"cores":"72-95","gpus":"3","socket":3,"nics":["hsi3"]}]`},
+		{"tuo.TPX.xml", `[{"cores":"0-23","gpus":"0-2","socket":0,"nics":["hsi0","enp129s0"]},{"cores":"24-47","gpus":"3-5","socket":1,"nics":["hsi1"]},` +
+			`{"cores":"48-71","gpus":"6-8","socket":2,"nics":["hsi2"]},{"cores":"72-95","gpus":"9-11","socket":3,"nics":["hsi3"]}]`},
+		{"tuo.CPX.xml", `[{"cores":"0-23","gpus":"0-5","socket":0,"nics":["hsi0","enp129s0"]},{"cores":"24-47","gpus":"6-11","socket":1,"nics":["hsi1"]},` +
+			`{"cores":"48-71","gpus":"12-17","socket":2,"nics":["hsi2"]},{"cores":"72-95","gpus":"18-23","socket":3,"nics":["hsi3"]}]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
