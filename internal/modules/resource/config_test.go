@@ -190,12 +190,13 @@ func TestHwloc(t *testing.T) {
 }
 
 func TestDiscoverSysfs(t *testing.T) {
-	old := cpuOnlinePath
-	defer func() { cpuOnlinePath = old }()
-	cpuOnlinePath = filepath.Join(t.TempDir(), "online")
-	os.WriteFile(cpuOnlinePath, []byte("0-3,8-11\n"), 0o644)
+	old := sysfsRoot
+	defer func() { sysfsRoot = old }()
+	sysfsRoot = t.TempDir()
+	os.MkdirAll(filepath.Join(sysfsRoot, "devices/system/cpu"), 0o755)
+	os.WriteFile(filepath.Join(sysfsRoot, "devices/system/cpu/online"), []byte("0-3,8-11\n"), 0o644)
 	l, err := discover("")
-	if err != nil || l.Cores.String() != "0-7" || !l.GPUs.Empty() {
+	if err != nil || l.Cores.String() != "0-7" || !l.GPUs.Empty() || l.NUMA != nil {
 		t.Fatalf("%v %v", l, err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 
@@ -25,12 +24,10 @@ type local struct {
 	NUMA []rset.NUMADomain
 }
 
-// cpuOnlinePath is where Linux lists the online CPUs.
-var cpuOnlinePath = "/sys/devices/system/cpu/online"
-
 // discover finds this rank's resources: from an hwloc XML file when
-// given, else the online CPUs of /sys (runtime.NumCPU if that cannot be
-// read), with no GPUs.
+// given, else from sysfs (sysfs.go): the online CPUs (runtime.NumCPU if
+// they cannot be read), the GPUs among the PCI devices, and the NUMA
+// domains.
 func discover(hwlocXML string) (local, error) {
 	if hwlocXML != "" {
 		f, err := os.Open(hwlocXML)
@@ -44,13 +41,7 @@ func discover(hwlocXML string) (local, error) {
 		}
 		return t.local(), nil
 	}
-	n := runtime.NumCPU()
-	if data, err := os.ReadFile(cpuOnlinePath); err == nil {
-		if ids, err := idset.Parse(strings.TrimSpace(string(data))); err == nil && ids.Count() > 0 {
-			n = ids.Count()
-		}
-	}
-	return local{Cores: idset.Range(0, uint(n-1))}, nil
+	return discoverSysfs(sysfsRoot), nil
 }
 
 // hwlocTopology is what parseHwloc counts in an hwloc XML topology.
