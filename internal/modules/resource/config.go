@@ -68,12 +68,14 @@ type Config struct {
 
 // ConfigEntry is one [[resource.config]] table: the hosts it applies to
 // (RFC 29 hostlist) and the cores, GPUs (RFC 22 idsets) and properties it
-// gives them. A host named by several entries gets the union.
+// gives them. A host named by several entries gets the union. NUMA
+// declares the hosts' NUMA domains (confignuma.go).
 type ConfigEntry struct {
-	Hosts      string   `json:"hosts" toml:"hosts"`
-	Cores      string   `json:"cores" toml:"cores"`
-	GPUs       string   `json:"gpus" toml:"gpus"`
-	Properties []string `json:"properties" toml:"properties"`
+	Hosts      string         `json:"hosts" toml:"hosts"`
+	Cores      string         `json:"cores" toml:"cores"`
+	GPUs       string         `json:"gpus" toml:"gpus"`
+	Properties []string       `json:"properties" toml:"properties"`
+	NUMA       []ConfigDomain `json:"numa,omitempty" toml:"numa"`
 }
 
 // DefaultDiscoverTimeout bounds rank 0's wait for resource reports.
@@ -265,6 +267,8 @@ func (c *Config) readTOML(path string) error {
 type hostEntry struct {
 	cores, gpus idset.Set
 	props       []string
+	numa        []rset.NUMADomain
+	numaFrom    []int // the entry each of numa comes from
 }
 
 // buildConfigR turns config entries into the instance R. Ranks follow
@@ -295,6 +299,10 @@ func buildConfigR(entries []ConfigEntry, brokerHosts []string) (*rset.R, error) 
 				return nil, fmt.Errorf("%w: resource.config[%d].properties: %v", ErrConfig, i, err)
 			}
 		}
+		doms, err := entryDomains(i, e, cores, gpus) // confignuma.go
+		if err != nil {
+			return nil, err
+		}
 		for h := range hl.All() {
 			he := hosts[h]
 			if he == nil {
@@ -305,6 +313,9 @@ func buildConfigR(entries []ConfigEntry, brokerHosts []string) (*rset.R, error) 
 			he.cores = he.cores.Union(cores)
 			he.gpus = he.gpus.Union(gpus)
 			he.props = append(he.props, e.Properties...)
+			if err := he.addDomains(h, i, doms); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if len(order) == 0 {
@@ -357,6 +368,9 @@ func buildConfigR(entries []ConfigEntry, brokerHosts []string) (*rset.R, error) 
 		if err := R.SetProperty(p, ranks); err != nil {
 			return nil, fmt.Errorf("%w: resource.config: %v", ErrConfig, err)
 		}
+	}
+	if err := setConfigNUMA(R, order, hosts); err != nil {
+		return nil, err
 	}
 	return R, nil
 }
