@@ -147,6 +147,10 @@ func (inv *inventory) growBy(added *rset.R, seq int) error {
 	if err != nil {
 		return fmt.Errorf("resource.grow: %v: %w", err, syscall.EINVAL)
 	}
+	// the new nodes' domains, from added's own scheduling key (numa.go)
+	if err := keepNUMA(R, added); err != nil {
+		inv.log.Warn(fmt.Sprintf("resource.grow: NUMA domains of rank %s not recorded: %v", added.Ranks(), err))
+	}
 	inv.R, inv.ranks = R, R.Ranks()
 	inv.followSize()
 	ranks := added.Ranks()
@@ -201,6 +205,9 @@ func (inv *inventory) shrinkBy(ranks idset.Set, seq int) error {
 	nodelist := inv.nodelist(ranks)
 	inv.R = inv.R.ExcludeRanks(ranks)
 	inv.ranks = inv.R.Ranks()
+	if err := keepNUMA(inv.R, nil); err != nil { // a later grow may reuse the ranks
+		inv.log.Warn(fmt.Sprintf("resource.shrink: NUMA domains of rank %s not dropped: %v", ranks, err))
+	}
 	for rank := range ranks.All() {
 		delete(inv.drained, rank)
 		if f := inv.monitors[uint32(rank)]; f != nil {
@@ -291,6 +298,9 @@ func (inv *inventory) applyReplayed(R *rset.R) (*rset.R, bool) {
 				continue
 			}
 			R = R.ExcludeRanks(added.Ranks()).Union(added)
+			if err := keepNUMA(R, added); err != nil {
+				inv.log.Warn(fmt.Sprintf("%s: %s event: NUMA domains: %v", eventlogKey, ev.Name, err))
+			}
 		case eventShrink:
 			ranks, err := idset.Parse(c.Idset)
 			if err != nil {
@@ -298,6 +308,9 @@ func (inv *inventory) applyReplayed(R *rset.R) (*rset.R, bool) {
 				continue
 			}
 			R = R.ExcludeRanks(ranks)
+			if err := keepNUMA(R, nil); err != nil {
+				inv.log.Warn(fmt.Sprintf("%s: %s event: NUMA domains: %v", eventlogKey, ev.Name, err))
+			}
 		}
 	}
 	if len(events) > 0 {

@@ -209,3 +209,26 @@ func setDiscoveredNUMA(R *rset.R, reports map[uint32]helloPayload) error {
 	}
 	return nil
 }
+
+// keepNUMA fixes R's domains after its nodes changed: those of ranks R
+// no longer has are dropped, and the domains added (the R of a grow, nil
+// for none) brings for its own ranks are recorded over what R had for
+// them. R's other scheduling keys are left as they are.
+func keepNUMA(R, added *rset.R) error {
+	groups, err := R.NUMA()
+	if err != nil {
+		return err
+	}
+	kept := rset.RestrictNUMA(groups, R.Ranks())
+	if added != nil {
+		more, err := added.NUMA()
+		if err != nil {
+			return fmt.Errorf("the added R: %w", err)
+		}
+		kept = rset.MergeNUMA(kept, rset.RestrictNUMA(more, added.Ranks()))
+	}
+	if len(kept) == 0 && len(groups) == 0 {
+		return nil
+	}
+	return R.SetNUMA(kept)
+}

@@ -106,9 +106,9 @@ func rFromFile(path string) (*rset.R, error) {
 }
 
 // rFromXMLDir builds an R from the hwloc topologies dir/<rank>.xml: each
-// rank has the cores and GPUs of its topology and the topology's host
-// name (no nodelist unless every topology names its host). Other files
-// are ignored.
+// rank has the cores and GPUs of its topology, its NUMA domains (numa.go)
+// and the topology's host name (no nodelist unless every topology names
+// its host). Other files are ignored.
 func rFromXMLDir(dir string) (*rset.R, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -147,7 +147,11 @@ func rFromXMLDir(dir string) (*rset.R, error) {
 	slices.SortFunc(nodes, func(a, b node) int { return int(a.rank) - int(b.rank) })
 	named := !slices.ContainsFunc(nodes, func(n node) bool { return n.host == "" })
 	R := rset.New()
+	var groups []rset.NUMAGroup
 	for _, n := range nodes {
+		if len(n.l.NUMA) > 0 {
+			groups = append(groups, rset.NUMAGroup{Ranks: idset.New(n.rank), Domains: n.l.NUMA})
+		}
 		var hl *hostlist.Hostlist
 		if named {
 			hl = hostlist.New(n.host)
@@ -158,6 +162,11 @@ func rFromXMLDir(dir string) (*rset.R, error) {
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: rank %d: %v: %w", dir, n.rank, err, syscall.EINVAL)
+		}
+	}
+	if len(groups) > 0 {
+		if err := R.SetNUMA(rset.MergeNUMA(nil, groups)); err != nil {
+			return nil, fmt.Errorf("%s: NUMA domains: %v: %w", dir, err, syscall.EINVAL)
 		}
 	}
 	return R, nil
