@@ -139,7 +139,10 @@ properties and queues): free, allocated and down by default. A state with no
 resources still makes a line (one per queue when queues are configured),
 with or without -q, unless --skip-empty (the default with -i). States: up,
 down, allocated, free, all. Named formats: default, rlist (-o help lists
-them).`,
+them). Fields: state, queue, properties, propertiesx, nnodes, ncores,
+ngpus, ranks, nodelist, rlist, and the topology fields nnuma, nsockets and
+nnics (NUMA domains, sockets and network interfaces holding some of the
+line's cores or GPUs, where the inventory records them; 0 elsewhere).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if done, err := resourceFormats["list"].special(cmd.OutOrStdout(), o.format); done {
@@ -173,9 +176,13 @@ func newResourceInfoCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "info [OPTIONS]",
 		Short: "Show a one-line summary of the scheduler's view of resources",
-		Args:  cobra.NoArgs,
+		Long: `Show a one-line summary of the scheduler's view of resources. -o takes a
+format of the fields of flux resource list; the topology fields {nnuma},
+{nsockets} and {nnics} count NUMA domains, sockets and network interfaces
+where the inventory records them (e.g. -o "{nnodes} Nodes, {nnuma} NUMA
+domains, {nsockets} Sockets").`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.format = "{nnodes} Nodes, {ncores} Cores, {ngpus} GPUs"
 			o.noHeader = true
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
 				ss, err := getSchedStatusFor(ctx, h, &o)
@@ -190,8 +197,12 @@ func newResourceInfoCmd() *cobra.Command {
 	f.StringVarP(&o.states, "states", "s", "all", "Count resources in these states")
 	f.StringSliceVarP(&o.queues, "queue", "q", nil, "Only resources of these QUEUES")
 	f.StringVarP(&o.include, "include", "i", "", "Only resources on these TARGETS (an idset of ranks or a hostlist)")
+	f.StringVarP(&o.format, "format", "o", resourceInfoFormat, "Output format (the fields of flux resource list)")
 	return cmd
 }
+
+// resourceInfoFormat is flux resource info's line.
+const resourceInfoFormat = "{nnodes} Nodes, {ncores} Cores, {ngpus} GPUs"
 
 // getSchedStatusFor fetches the scheduler's view and, when -q asks for
 // queues, the instance's queue configuration into o.
@@ -332,6 +343,7 @@ type rlistLine struct {
 	set   *rset.R
 	queue string         // the queues its nodes belong to, comma-separated
 	pol   *policy.Config // for propertiesx
+	numa  numaIndex      // the inventory's domains (resource_numa.go)
 }
 
 // queueRanks returns the ranks of R that belong to each named queue:
@@ -392,6 +404,12 @@ var rlistFields = fieldSource[rlistLine]{
 			return func(l rlistLine) fmtVal { return vInt(int64(l.set.NCores())) }, nil
 		case "ngpus":
 			return func(l rlistLine) fmtVal { return vInt(int64(l.set.NGPUs())) }, nil
+		case "nnuma":
+			return func(l rlistLine) fmtVal { return vInt(int64(l.numa.count(l.set).domains)) }, nil
+		case "nsockets":
+			return func(l rlistLine) fmtVal { return vInt(int64(l.numa.count(l.set).sockets)) }, nil
+		case "nnics":
+			return func(l rlistLine) fmtVal { return vInt(int64(l.numa.count(l.set).nics)) }, nil
 		case "ranks":
 			return func(l rlistLine) fmtVal { return vStr(l.set.Ranks().String()) }, nil
 		case "nodelist":
@@ -426,6 +444,7 @@ func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Write
 		pol = &policy.Config{}
 	}
 	o.policy = pol
+	numa := newNUMAIndex(ss.All)
 	// queue membership is that of the whole inventory
 	qranks, err := queueRanks(ss.All, pol)
 	if err != nil {
@@ -550,7 +569,7 @@ func runResourceList(ss *resource.SchedStatus, o resourceListOptions, w io.Write
 	var lines []rlistLine
 	for _, key := range order {
 		g := groups[key]
-		line := rlistLine{state: g.state, set: rset.New(), pol: pol, queue: g.queue}
+		line := rlistLine{state: g.state, set: rset.New(), pol: pol, queue: g.queue, numa: numa}
 		for _, s := range g.sets {
 			line.set = line.set.Union(s.CopyRanks(g.ranks[s]))
 		}
