@@ -57,3 +57,82 @@ func TestNUMAMatching(t *testing.T) {
 	}
 	e.must("cancel", first.String())
 }
+
+// TestNUMAConfigured: domains declared in [[resource.config]] (hosts
+// without hardware) show in flux resource list and info when asked, and
+// each -n1 -c2 -g1 job lands in one domain: on an idle node, and after a
+// -c3 job left NUMA0 (cores 0-3, GPUs 0-1) one core, both in NUMA1
+// (cores 4-7, GPUs 2-3), where a match without domains would split the
+// first across them (cores 3-4 and GPU 0).
+func TestNUMAConfigured(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a flux instance")
+	}
+	e := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 1, Attrs: map[string]string{
+		"resource.config": `[{"hosts":"n0","cores":"0-7","gpus":"0-3","numa":[` +
+			`{"cores":"0-3","gpus":"0-1","socket":0,"nics":["mlx5_0"]},` +
+			`{"cores":"4-7","gpus":"2-3","socket":1,"nics":["mlx5_1","ib1"]}]}]`,
+		"resource.noverify": "true", // more cores and GPUs than the host has
+	}, Args: []string{"--test-hosts=n0"}})}
+
+	if got := e.must("resource", "list", "-n", "-s", "all", "-o", "{nnodes} {nnuma} {nsockets} {nnics} {ncores} {ngpus}"); got != "1 2 2 3 8 4" {
+		t.Fatalf("resource list -o: %q, want %q", got, "1 2 2 3 8 4")
+	}
+	if got := e.must("resource", "info", "-o", "{nnodes} Nodes, {nnuma} NUMA domains, {nsockets} Sockets"); got != "1 Nodes, 2 NUMA domains, 2 Sockets" {
+		t.Fatalf("resource info -o: %q", got)
+	}
+	// the default lines are flux-core's
+	if got := e.must("resource", "info"); got != "1 Nodes, 8 Cores, 4 GPUs" {
+		t.Fatalf("resource info: %q", got)
+	}
+	if list := e.must("resource", "list"); strings.Contains(list, "NUMA") || !strings.Contains(list, "NNODES NCORES NGPUS NODELIST") {
+		t.Fatalf("default resource list changed:\n%s", list)
+	}
+
+	domains := []struct{ cores, gpus idset.Set }{
+		{idset.MustParse("0-3"), idset.MustParse("0-1")},
+		{idset.MustParse("4-7"), idset.MustParse("2-3")},
+	}
+	domainOf := func(id string) int {
+		t.Helper()
+		R, err := rset.Parse([]byte(e.must("job", "info", id, "R")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, ok := R.Node(0)
+		if !ok || n.Cores.Count() != 2 || n.GPUs.Count() != 1 {
+			t.Fatalf("job %s got %s", id, R)
+		}
+		for d, dom := range domains {
+			if n.Cores.Difference(dom.cores).Empty() && n.GPUs.Difference(dom.gpus).Empty() {
+				return d
+			}
+		}
+		t.Fatalf("job %s got cores %s and gpu %s: not in one domain", id, n.Cores, n.GPUs)
+		return -1
+	}
+	// flux run, as a user types it (the test executor stands in for
+	// the task: the GPUs do not exist)
+	e.must("run", "-n1", "-c2", "-g1", testDuration("0.1s"), "true")
+	domainOf(e.must("job", "last"))
+	blocker := e.submit("-n1", "-c3", testDuration("60s"), "true")
+	e.waitEvent(blocker, "alloc")
+	held := []string{blocker.String()}
+	// the other domain than the one the -c3 job took (NUMA0 under
+	// every fit: ties go to the lowest domain)
+	want := 1
+	if R, err := rset.Parse([]byte(e.must("job", "info", blocker.String(), "R"))); err == nil {
+		if n, ok := R.Node(0); ok && n.Cores.Difference(domains[1].cores).Empty() {
+			want = 0
+		}
+	}
+	for i := range 2 {
+		id := e.submit("-n1", "-c2", "-g1", testDuration("60s"), "true")
+		e.waitEvent(id, "alloc")
+		if d := domainOf(id.String()); d != want {
+			t.Fatalf("-c2 -g1 job %d after -c3 in NUMA%d, want NUMA%d", i, d, want)
+		}
+		held = append(held, id.String())
+	}
+	e.must(append([]string{"cancel"}, held...)...)
+}
