@@ -44,7 +44,7 @@ func BenchmarkShellTrue(b *testing.B) {
 	}
 	defer reportCPU(b)()
 	for b.Loop() {
-		s, err := Start(Config{Jobspec: js, Plan: p, Affinity: "on", Output: func(Output) {}})
+		s, err := Start(Config{Jobspec: js, Plan: p, CPU: CPUAffinity{Mode: AffinityOn}, Output: func(Output) {}})
 		if err != nil {
 			b.Fatal(err)
 		}

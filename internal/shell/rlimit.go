@@ -72,18 +72,20 @@ func ParseRlimitOption(v any) ([]Rlimit, error) {
 	return out, nil
 }
 
-// checkContainmentOptions validates the memory and rlimit shell options,
-// so a malformed one fails the job before any shell starts.
+// checkContainmentOptions validates the memory, rlimit and affinity
+// shell options, so a malformed one fails the job before any shell
+// starts.
 func checkContainmentOptions(opts map[string]any) error {
 	if v, ok := opts["memory"]; ok {
 		if _, err := size.Parse(v); err != nil {
 			return fmt.Errorf("%w: memory: %v", ErrBadOption, err)
 		}
 	}
-	if v, ok := opts["gpu-affinity"]; ok {
-		if _, err := GPUAffinity(v); err != nil {
-			return err
-		}
+	if _, _, err := ParseCPUAffinity(opts["cpu-affinity"]); err != nil { // affinity.go
+		return err
+	}
+	if _, _, err := ParseGPUAffinity(opts["gpu-affinity"]); err != nil {
+		return err
 	}
 	_, err := ParseRlimitOption(opts["rlimit"])
 	return err

@@ -48,7 +48,7 @@ func runOne(t *testing.T, argv []string, cfg Config) (string, int) {
 	}
 	var mu sync.Mutex
 	var out strings.Builder
-	cfg.JobID, cfg.Jobspec, cfg.Plan, cfg.Affinity = jobid.ID(1), js, p, "off"
+	cfg.JobID, cfg.Jobspec, cfg.Plan, cfg.CPU.Mode = jobid.ID(1), js, p, AffinityOff
 	cfg.Output = func(o Output) {
 		mu.Lock()
 		defer mu.Unlock()

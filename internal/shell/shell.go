@@ -16,6 +16,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
+	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
 // Output is a chunk of task output (RFC 24 data event).
@@ -46,9 +47,13 @@ type Config struct {
 	Index int
 	// URI is the local broker's URI, given to tasks as FLUX_URI.
 	URI string
-	// Affinity is "on" (bind tasks to the job's cores here, the default),
-	// "per-task" (divide them among tasks) or "off".
-	Affinity string
+	// CPU and GPU are the cpu-affinity and gpu-affinity options
+	// (affinity.go); an empty Mode is "on".
+	CPU CPUAffinity
+	GPU GPUAffinity
+	// Domains are this node's NUMA domains (R's ids), when known: with
+	// both bound per task, a task's CPUs are taken near its GPUs.
+	Domains []rset.NUMADomain
 	// RunAs sets the tasks' credentials (when the broker runs as root).
 	RunAs *syscall.Credential
 	// Output receives task output; it must not block for long.
@@ -119,58 +124,13 @@ func (c *Config) Env(rank, local int) []string {
 	if c.URI != "" {
 		set("FLUX_URI", c.URI)
 	}
-	if g := c.Plan.GPUs[c.Index]; g.Count() > 0 {
-		ids := make([]string, 0, g.Count())
-		for id := range g.All() {
-			ids = append(ids, strconv.FormatUint(uint64(id), 10))
-		}
-		set("CUDA_VISIBLE_DEVICES", strings.Join(ids, ","))
-	} else {
-		delete(env, "CUDA_VISIBLE_DEVICES")
-	}
+	c.gpuEnv(env, local)
 	for k, v := range c.ExtraEnv {
 		set(k, v)
 	}
 	out := make([]string, 0, len(env))
 	for k, v := range env {
 		out = append(out, k+"="+v)
-	}
-	return out
-}
-
-// cpuAssignment returns the CPUs each local task is bound to.
-func (c *Config) cpuAssignment(ntasks int) [][]int {
-	if c.Affinity == "off" || ntasks == 0 {
-		return make([][]int, ntasks)
-	}
-	avail := map[int]bool{}
-	for _, cpu := range onlineCPUs() {
-		avail[cpu] = true
-	}
-	var cores []int
-	for id := range c.Plan.Cores[c.Index].All() {
-		if avail[int(id)] {
-			cores = append(cores, int(id))
-		}
-	}
-	out := make([][]int, ntasks)
-	if len(cores) == 0 {
-		return out // the job's cores are not this machine's CPUs: no binding
-	}
-	for i := range out {
-		if c.Affinity == "per-task" {
-			lo := i * len(cores) / ntasks
-			hi := (i + 1) * len(cores) / ntasks
-			if hi <= lo {
-				hi = lo + 1
-			}
-			if hi > len(cores) {
-				lo, hi = len(cores)-1, len(cores)
-			}
-			out[i] = cores[lo:hi]
-		} else {
-			out[i] = cores
-		}
 	}
 	return out
 }
@@ -189,6 +149,11 @@ func Start(cfg Config) (*Shell, error) {
 	}
 	cwd := cfg.Jobspec.Cwd()
 	cpus := cfg.cpuAssignment(len(ranks))
+	if len(ranks) > 0 {
+		for _, line := range cfg.affinityReport(ranks) {
+			s.emit(Output{Stream: "stderr", Rank: ranks[0], Data: []byte("flux-shell: " + line + "\n")})
+		}
+	}
 	for local, rank := range ranks {
 		cmd := exec.Command(cmdline[0], cmdline[1:]...)
 		if strings.Contains(cmdline[0], "/") {

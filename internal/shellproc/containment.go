@@ -600,10 +600,6 @@ func (j *job) contain(cfg *shell.Config) error {
 	if err != nil {
 		return err
 	}
-	gpuAff, err := shell.GPUAffinity(opts["gpu-affinity"])
-	if err != nil {
-		return err
-	}
 	jc := &jobContainment{memory: mem}
 	if dir := j.js.Cwd(); dir != "" {
 		if err := canEnter(cfg.RunAs, dir); err != nil {
@@ -621,8 +617,7 @@ func (j *job) contain(cfg *shell.Config) error {
 		jc.remove()
 		return err
 	}
-	gpus := gpuAff != "on" && j.plan.GPUs[j.idx].Count() > 0
-	if mem == 0 && jobMem == 0 && jc.mc == nil && len(rl) == 0 && jc.cwd == "" && !gpus {
+	if mem == 0 && jobMem == 0 && jc.mc == nil && len(rl) == 0 && jc.cwd == "" {
 		return nil
 	}
 	j.contained = jc
@@ -631,15 +626,6 @@ func (j *job) contain(cfg *shell.Config) error {
 	cfg.Setup = func(rank, local int, cmd *exec.Cmd) error {
 		if jc.cwd != "" {
 			cmd.Dir = jc.cwd
-		}
-		if gpus {
-			val, keep := "", gpuAff == "per-task"
-			if keep {
-				val = shell.CUDAVisibleDevices(j.plan.GPUsFor(j.idx, local, ntasks, true))
-			} else if v, ok := j.js.Environment()["CUDA_VISIBLE_DEVICES"]; ok {
-				val, keep = v, true // off: as the job's environment has it
-			}
-			cmd.Env = setEnv(cmd.Env, "CUDA_VISIBLE_DEVICES", val, keep)
 		}
 		if jc.fds != nil {
 			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, jc.fds[local]
@@ -661,9 +647,10 @@ func (j *job) contain(cfg *shell.Config) error {
 		}
 	}
 	// the cpuset resets a task's CPU affinity as it enters it: per-task
-	// binding is given back (v2 places at clone, so it too must hold)
+	// and map binding are given back (v2 places at clone, so it too must
+	// hold)
 	var taskCPUs [][]int
-	if jc.mc != nil && jc.mc.Cpuset && cfg.Affinity == "per-task" {
+	if m := cfg.CPU.Mode; jc.mc != nil && jc.mc.Cpuset && (m == shell.AffinityPerTask || m == shell.AffinityMap) {
 		taskCPUs = cfg.TaskCPUs(ntasks)
 	}
 	v1 := jc.version == 1 || len(jc.v1) > 0
@@ -715,20 +702,6 @@ func (jc *jobContainment) place(local, pid int) error {
 		}
 	}
 	return nil
-}
-
-// setEnv sets (keep) or removes name in an environment list.
-func setEnv(env []string, name, val string, keep bool) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, name+"=") {
-			out = append(out, kv)
-		}
-	}
-	if keep {
-		out = append(out, name+"="+val)
-	}
-	return out
 }
 
 // makeCgroups makes the job's cgroups (the job's, one per local task

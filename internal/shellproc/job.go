@@ -20,6 +20,7 @@ import (
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 	"github.com/fluxgo/fluxgo/pkg/jsonwire"
+	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
 // job is this node's part of a running job.
@@ -55,6 +56,11 @@ type job struct {
 	firstExit           *shell.TaskExit // the first task to end here
 	firstExitSent       bool            // job-exec was told of it
 	execRaise           *flux.Future    // the exec exception of a task that could not start
+	// the node's NUMA domains, for binding tasks near their GPUs
+	// (affinity.go): looked up once, while lookup is under way
+	domains       []rset.NUMADomain
+	domainsLooked bool
+	lookup        *domainLookup
 
 	// said is everything sent on the start stream, in order, and ended
 	// whether the stream's end was: a new stream (attach, after the
@@ -144,12 +150,15 @@ func (j *job) run(cred *syscall.Credential) (err error) {
 // On an error the caller abandons the job.
 func (j *job) launch() error {
 	x := j.x
-	j.kvs = newShellKVS(j)
 	opts := j.js.ShellOptions()
-	aff := "on"
-	if v, ok := opts["cpu-affinity"].(string); ok {
-		aff = v
+	aff, err := parseAffinity(opts) // affinity.go
+	if err != nil {
+		return err
 	}
+	if !j.domainsLooked && aff.wantsDomains(j.plan, j.idx) {
+		return j.lookupDomains() // launches the job when answered
+	}
+	j.kvs = newShellKVS(j)
 	if j.leader() {
 		out, err := newOutputLog(j)
 		if err != nil {
@@ -185,14 +194,16 @@ func (j *job) launch() error {
 		j.fwd = &forwarder{j: j, batch: bt}
 	}
 	cfg := shell.Config{
-		JobID:    j.id,
-		Userid:   j.userid,
-		Jobspec:  j.js,
-		Plan:     j.plan,
-		Index:    j.idx,
-		URI:      x.uri,
-		Affinity: aff,
-		RunAs:    j.cred,
+		JobID:   j.id,
+		Userid:  j.userid,
+		Jobspec: j.js,
+		Plan:    j.plan,
+		Index:   j.idx,
+		URI:     x.uri,
+		CPU:     aff.cpu,
+		GPU:     aff.gpu,
+		Domains: j.domains,
+		RunAs:   j.cred,
 		Output: func(o shell.Output) {
 			x.h.Post(func() { j.output(o) })
 		},
@@ -265,6 +276,11 @@ func (j *job) launch() error {
 	}
 	if err := j.contain(&cfg); err != nil { // containment.go
 		return err
+	}
+	if ranks := j.plan.Tasks(j.idx); len(ranks) > 0 {
+		for _, w := range aff.warnings {
+			j.output(shell.Output{Stream: "stderr", Rank: ranks[0], Data: []byte("flux-shell: warning: " + w + "\n")})
+		}
 	}
 	j.started = time.Now()
 	if j.leader() {
@@ -544,6 +560,8 @@ func (j *job) signal(sig syscall.Signal) {
 		j.sh.Signal(sig)
 	} else if j.stage != nil {
 		j.stage.interrupt(sig)
+	} else if j.lookup != nil && j.lookup.signal == 0 {
+		j.lookup.signal = sig
 	}
 }
 

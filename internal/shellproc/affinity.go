@@ -1,0 +1,125 @@
+package shellproc
+
+import (
+	"encoding/json"
+	"fmt"
+	"syscall"
+
+	"github.com/fluxgo/fluxgo/internal/shell"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
+	"github.com/fluxgo/fluxgo/pkg/rset"
+)
+
+// The cpu-affinity and gpu-affinity shell options (shell/affinity.go),
+// and the node's NUMA domains they need to place each task's CPUs near
+// its GPUs. The job's R does not carry the domains (the scheduler leaves
+// the instance's out of it); the instance's R in the KVS
+// (resource.R, its scheduling key) does, whichever source they came
+// from: hwloc XML given to the instance, sysfs, or the configuration.
+
+// affinity holds a job's parsed binding options.
+type affinity struct {
+	cpu shell.CPUAffinity
+	gpu shell.GPUAffinity
+	// warnings are flux-core's for values that are not strings
+	warnings []string
+}
+
+// parseAffinity reads the job's binding options.
+func parseAffinity(opts map[string]any) (affinity, error) {
+	var a affinity
+	var warn string
+	var err error
+	if a.cpu, warn, err = shell.ParseCPUAffinity(opts["cpu-affinity"]); err != nil {
+		return a, err
+	}
+	if warn != "" {
+		a.warnings = append(a.warnings, warn)
+	}
+	if a.gpu, warn, err = shell.ParseGPUAffinity(opts["gpu-affinity"]); err != nil {
+		return a, err
+	}
+	if warn != "" {
+		a.warnings = append(a.warnings, warn)
+	}
+	return a, nil
+}
+
+// wantsDomains says whether a's binding of this node's tasks depends on
+// the node's NUMA domains: CPUs per task, GPUs per task or by map, and
+// more than one task to place.
+func (a affinity) wantsDomains(plan *shell.Plan, idx int) bool {
+	if a.cpu.Mode != shell.AffinityPerTask || plan.Counts[idx] < 2 {
+		return false
+	}
+	switch a.gpu.Mode {
+	case shell.AffinityPerTask:
+		return plan.GPUs[idx].Count() > 0
+	case shell.AffinityMap:
+		return true
+	}
+	return false
+}
+
+// domainLookup is a job's lookup of the node's domains, under way.
+type domainLookup struct {
+	signal syscall.Signal // the first signal the job got meanwhile
+}
+
+// lookupDomains reads the node's NUMA domains from the instance's R and
+// then launches the job. A lookup that fails (a guest's shell may not
+// read the primary namespace; an instance may not have the key) leaves
+// the job without domains: its tasks are bound per task in order.
+func (j *job) lookupDomains() error {
+	x := j.x
+	j.domainsLooked = true
+	f, err := kvs.LookupAsync(x.h, kvs.PrimaryNamespace, 0, "resource.R")
+	if err != nil {
+		return j.launch()
+	}
+	wait := &domainLookup{}
+	j.lookup = wait
+	f.Then(func(m *flux.Message, err error) {
+		j.lookup = nil
+		if j.ctx.Err() != nil {
+			return // the job was abandoned meanwhile
+		}
+		if wait.signal != 0 {
+			j.abandon()
+			j.startFailed(fmt.Errorf("interrupted: the job was sent signal %d (%v) before its tasks started", int(wait.signal), wait.signal))
+			return
+		}
+		if err == nil {
+			j.domains = domainsOf(m, x.rank)
+		} else {
+			x.log.Debug("no NUMA domains for task placement", "job", j.id.String(), "err", err)
+		}
+		if err := j.launch(); err != nil {
+			j.abandon()
+			j.startFailed(err)
+		}
+	})
+	return nil
+}
+
+// domainsOf decodes a kvs.lookup response of resource.R into the NUMA
+// domains of broker rank (nil when it has none, or on any error).
+func domainsOf(m *flux.Message, rank uint) []rset.NUMADomain {
+	var resp struct {
+		Val *treeobj.Object `json:"val"`
+	}
+	if m.UnmarshalPayload(&resp) != nil || resp.Val == nil {
+		return nil
+	}
+	data, err := kvs.ValueOf("resource.R", resp.Val)
+	if err != nil || !json.Valid(data) {
+		return nil
+	}
+	R, err := rset.Parse(data)
+	if err != nil {
+		return nil
+	}
+	return shell.NodeDomains(R, rank)
+}
