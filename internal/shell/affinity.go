@@ -88,7 +88,7 @@ func ParseCPUAffinity(v any) (a CPUAffinity, warning string, err error) {
 		}
 		a.Mode, a.Map = AffinityMap, sets
 	default:
-		return a, "", fmt.Errorf("%w: cpu-affinity=%s: want on, off, per-task or map:LIST, optionally after verbose, or dry-run,", ErrBadOption, s)
+		return a, "", fmt.Errorf("%w: cpu-affinity=%s: want [verbose,][dry-run,]on|off|per-task|map:LIST", ErrBadOption, s)
 	}
 	return a, "", nil
 }

@@ -41,7 +41,7 @@ func TestParseCPUAffinity(t *testing.T) {
 		{v: "map:0x0;1", err: "cpu-affinity=map:0x0;1: cpuset 0x0 contains no cores or is invalid"},
 		{v: "map:", err: "no cpusets found"},
 		{v: "map:0-", err: "cpuset 0- contains no cores"},
-		{v: "bogus", err: "cpu-affinity=bogus: want on, off, per-task or map:LIST"},
+		{v: "bogus", err: "cpu-affinity=bogus: want [verbose,][dry-run,]on|off|per-task|map:LIST"},
 		{v: "per-task,verbose", err: "cpu-affinity=per-task,verbose"},
 		{v: "verbosely", err: "cpu-affinity=verbosely"},
 	}
