@@ -276,7 +276,7 @@ func (c *Config) cpuPlan(ntasks int) [][]int {
 	if c.CPU.Mode == AffinityOff {
 		return out
 	}
-	cores := JobCPUs(c.Plan, c.Index)
+	cores := c.bindCPUs()
 	if c.CPU.Mode == AffinityMap {
 		// a set with none of this machine's CPUs leaves its task on the
 		// job's, as flux-core's shell is bound to them before its tasks
@@ -395,7 +395,8 @@ func (c *Config) taskGPUs(i, ntasks int) []uint {
 	if c.GPU.Mode == AffinityMap {
 		return slices.Collect(mapSet(c.GPU.Map, i).All())
 	}
-	all := slices.Collect(c.Plan.GPUs[c.Index].All())
+	_, gpus := c.bindResources()
+	all := slices.Collect(gpus.All())
 	if c.GPU.Mode != AffinityPerTask || len(all) == 0 || ntasks <= 1 {
 		return all
 	}
@@ -433,7 +434,7 @@ func (c *Config) affinityReport(ranks []int) []string {
 		return nil
 	}
 	var lines []string
-	if cores := JobCPUs(c.Plan, c.Index); len(cores) > 0 {
+	if cores := c.bindCPUs(); len(cores) > 0 {
 		lines = append(lines, "cpus: "+cpuList(cores))
 	} else {
 		lines = append(lines, fmt.Sprintf("cores %s are not CPUs of this machine: not binding to them", c.Plan.Cores[c.Index]))
@@ -452,6 +453,62 @@ func (c *Config) affinityReport(ranks []int) []string {
 		lines = append(lines, fmt.Sprintf("task %d: cpus: %s", ranks[i], cpuList(cpus)))
 	}
 	return lines
+}
+
+// bindResources returns this node's cores and GPUs that binding divides
+// among its tasks: the job's, but as flux-core's shell does (its issue
+// 7174), cut to what the node's tasks' slots hold when a version 1
+// jobspec asked for more slots than tasks over several nodes (flux run
+// -N2 -n3 asks for 2 slots on each node: the node with one task binds it
+// to one slot's cores, not two). Node-exclusive jobs and per-resource
+// ones keep all of theirs.
+func (c *Config) bindResources() (cores, gpus idset.Set) {
+	cores, gpus = c.Plan.Cores[c.Index], c.Plan.GPUs[c.Index]
+	js := c.Jobspec
+	if js == nil || js.Version != 1 || js.NodeExclusive() || js.NNodes() < 2 || js.NSlots() <= c.Plan.NTasks {
+		return cores, gpus
+	}
+	if _, ok := js.ShellOptions()["per-resource"]; ok {
+		return cores, gpus
+	}
+	n := c.Plan.Counts[c.Index]
+	return firstIDs(cores, n*js.CoresPerSlot()), firstIDs(gpus, n*js.GPUsPerSlot())
+}
+
+// adjustWarnings are flux-core's warnings for resources bindResources cut.
+func (c *Config) adjustWarnings() []string {
+	cores, gpus := c.bindResources()
+	var out []string
+	if was := c.Plan.Cores[c.Index]; !cores.Equal(was) {
+		out = append(out, fmt.Sprintf("%s: adjusted cores from %s to %s", shellHostname(), was, cores))
+	}
+	if was := c.Plan.GPUs[c.Index]; !gpus.Equal(was) {
+		out = append(out, fmt.Sprintf("%s: adjusted gpus from %s to %s", shellHostname(), was, gpus))
+	}
+	return out
+}
+
+// firstIDs returns the n lowest ids of set (all of them when it has no
+// more).
+func firstIDs(set idset.Set, n int) idset.Set {
+	if set.Count() <= n {
+		return set
+	}
+	var out idset.Set
+	for id := range set.All() {
+		if out.Count() == n {
+			break
+		}
+		out.Add(id)
+	}
+	return out
+}
+
+// bindCPUs returns the cores binding uses that are CPUs this process may
+// run on, ascending (none for a simulated inventory).
+func (c *Config) bindCPUs() []int {
+	cores, _ := c.bindResources()
+	return onlineOf(cores)
 }
 
 // cpuList writes CPUs as a list ("0-3,5").

@@ -429,3 +429,65 @@ func TestNodeDomains(t *testing.T) {
 		t.Errorf("rank 2: %v", d)
 	}
 }
+
+// TestUnevenSlots: flux run -N2 -n3 asks for two slots on each node; as
+// flux-core's shell does, the node with one task binds it to one slot's
+// cores and GPUs, unless the job has its nodes whole or is per-resource
+// (flux-core's t2604, issue 7174).
+func TestUnevenSlots(t *testing.T) {
+	fakeCPUs(t, 8)
+	R := mustR(t, `{"version":1,"execution":{"R_lite":[{"rank":"0-1","children":{"core":"0-1","gpu":"0-1"}}]}}`)
+	tests := []struct {
+		name      string
+		opts      jobspec.CommandOptions
+		perRes    bool
+		cores     []string // bound cores of shells 0 and 1
+		gpus      []string // CUDA_VISIBLE_DEVICES of each node's last task
+		adjusted1 []string
+	}{
+		{"shared", jobspec.CommandOptions{NTasks: 3, NNodes: 2, GPUsPerTask: 1}, false,
+			[]string{"0-1", "0"}, []string{"1", "0"}, []string{": adjusted cores from 0-1 to 0", ": adjusted gpus from 0-1 to 0"}},
+		{"exclusive", jobspec.CommandOptions{NTasks: 3, NNodes: 2, GPUsPerTask: 1, Exclusive: true}, false,
+			[]string{"0-1", "0-1"}, []string{"1", "0,1"}, nil},
+		{"per-resource", jobspec.CommandOptions{NTasks: 3, NNodes: 2, GPUsPerTask: 1}, true,
+			[]string{"0-1", "0-1"}, []string{"1", "0,1"}, nil},
+		{"even", jobspec.CommandOptions{NTasks: 4, NNodes: 2, GPUsPerTask: 1}, false,
+			[]string{"0-1", "0-1"}, []string{"1", "1"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			js, err := jobspec.FromCommand([]string{"true"}, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.perRes {
+				js.SetShellOption("per-resource", map[string]any{"type": "node"})
+			}
+			p, err := MakePlan(js, R, PlanOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cores, gpus []string
+			for idx := range 2 {
+				c := &Config{Jobspec: js, Plan: p, Index: idx, GPU: GPUAffinity{Mode: AffinityPerTask}}
+				cores = append(cores, cpuList(c.bindCPUs()))
+				n := p.Counts[idx]
+				gpus = append(gpus, CUDAVisibleDevices(c.taskGPUs(n-1, n)))
+				if idx == 1 {
+					w := c.adjustWarnings()
+					if len(w) != len(tc.adjusted1) {
+						t.Fatalf("shell 1 warnings %q, want %q", w, tc.adjusted1)
+					}
+					for i := range w {
+						if !strings.HasSuffix(w[i], tc.adjusted1[i]) {
+							t.Errorf("shell 1 warning %q, want one ending %q", w[i], tc.adjusted1[i])
+						}
+					}
+				}
+			}
+			if !slices.Equal(cores, tc.cores) || !slices.Equal(gpus, tc.gpus) {
+				t.Errorf("cores %q gpus %q, want %q %q (counts %v)", cores, gpus, tc.cores, tc.gpus, p.Counts)
+			}
+		})
+	}
+}

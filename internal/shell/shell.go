@@ -150,6 +150,9 @@ func Start(cfg Config) (*Shell, error) {
 	cwd := cfg.Jobspec.Cwd()
 	cpus := cfg.cpuAssignment(len(ranks))
 	if len(ranks) > 0 {
+		for _, line := range cfg.adjustWarnings() {
+			s.emit(Output{Stream: "stderr", Rank: ranks[0], Data: []byte("flux-shell: warning: " + line + "\n")})
+		}
 		for _, line := range cfg.affinityReport(ranks) {
 			s.emit(Output{Stream: "stderr", Rank: ranks[0], Data: []byte("flux-shell: " + line + "\n")})
 		}

@@ -195,3 +195,35 @@ func TestAffinityNearGPU(t *testing.T) {
 		})
 	}
 }
+
+// TestAffinityUnevenSlots is flux-core's issue 7174 case: -N2 -n3 asks
+// for two slots on each node, and the node with one task binds it to one
+// slot's core, saying so; a node-exclusive job keeps its whole nodes.
+func TestAffinityUnevenSlots(t *testing.T) {
+	needCPUs01(t)
+	e := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 2})}
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		task2    string
+		adjusted bool
+	}{
+		{"shared", []string{"-N2", "-n3"}, "2 0 -1 PCI_BUS_ID", true},
+		{"exclusive", []string{"-xN2", "-n3"}, "2 0-1 -1 PCI_BUS_ID", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{"run", "--label-io", "-o", "cpu-affinity=verbose"}, tc.args...), taskReport...)
+			r := e.sub(t).flux(args...)
+			if r.Code != 0 {
+				t.Fatalf("flux %s: exit %d: %s", strings.Join(args, " "), r.Code, r.Stderr)
+			}
+			got := byTask(r.Stdout)
+			if len(got) != 3 || got[2] != tc.task2 {
+				t.Errorf("tasks report %q, want task 2 %q", got, tc.task2)
+			}
+			if has := strings.Contains(r.Stderr, "adjusted cores from 0-1 to 0"); has != tc.adjusted {
+				t.Errorf("stderr %q: adjusted cores %v, want %v", r.Stderr, has, tc.adjusted)
+			}
+		})
+	}
+}
