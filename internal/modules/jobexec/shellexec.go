@@ -42,6 +42,10 @@ type shellJob struct {
 	// restStarted: the shells other than the leader were sent their
 	// start (after the leader's)
 	restStarted bool
+	// initial is the number of shells of the job's first plan: those
+	// the leader's start brings up (shells on nodes the job grows onto
+	// are started by job-exec.grow, which may come before it)
+	initial int
 	// gone marks the shells that exited or were lost: each counts once.
 	gone map[uint]bool
 	// pre holds the exec events of the job's start (init, starting,
@@ -239,10 +243,14 @@ func newShellJob(j *execJob) (*shellJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &shellJob{plan: plan, js: js, po: po, origR: j.R, futs: make(map[uint]*flux.Future), gone: make(map[uint]bool),
+	return &shellJob{plan: plan, initial: len(plan.Ranks), js: js, po: po, origR: j.R, futs: make(map[uint]*flux.Future), gone: make(map[uint]bool),
 		exitTimeout: exitTimeout, exitOnError: exitOnError,
 		startedRanks: make(map[uint]bool), detached: make(map[uint]time.Time)}, nil
 }
+
+// firstPlan is the number of shells of the job's first plan still in
+// its plan (a release can have truncated it).
+func (sj *shellJob) firstPlan() int { return min(sj.initial, len(sj.plan.Ranks)) }
 
 func (s *shellExec) start(j *execJob) error {
 	sj, err := newShellJob(j)
@@ -298,11 +306,11 @@ func (s *shellExec) startShells(j *execJob, ranks []uint) {
 // runs, or, if the job is being killed already, counts them as done.
 func (s *shellExec) startRest(j *execJob) {
 	sj := j.aux.(*shellJob)
-	if sj.restStarted || len(sj.plan.Ranks) == 1 {
+	if sj.restStarted || sj.firstPlan() <= 1 {
 		return
 	}
 	sj.restStarted = true
-	rest := sj.plan.Ranks[1:]
+	rest := sj.plan.Ranks[1:sj.firstPlan()]
 	if j.killed || j.finished {
 		for _, rank := range rest {
 			sj.started++
@@ -418,7 +426,7 @@ func (s *shellExec) shellFailed(j *execJob, rank uint, err error) {
 	if rank == sj.plan.Ranks[0] && !sj.restStarted {
 		defer func() {
 			sj.restStarted = true
-			for _, r := range sj.plan.Ranks[1:] {
+			for _, r := range sj.plan.Ranks[1:sj.firstPlan()] {
 				s.shellExited(j, r, 0)
 			}
 		}()
