@@ -95,31 +95,11 @@ func (p *Pool) findFit(v view, req *Request, m *mask, picks []pick) []pick {
 		}
 		return a - b
 	})
-	picks = picks[:0]
-	if req.Nodes > 0 {
-		if len(cand) < req.Nodes {
-			return nil
-		}
-		for _, i := range cand[:req.Nodes] {
-			picks = append(picks, pick{i, int(per)})
-		}
-		return picks
-	}
-	need := req.Slots
+	ch := p.chooser(v, req, picks)
 	for _, i := range cand {
-		if need == 0 {
+		if ch.offer(v, i) {
 			break
 		}
-		k := int(v.cores.get(i) / c)
-		if g > 0 {
-			k = min(k, int(v.gpus.get(i)/g))
-		}
-		k = min(k, need)
-		picks = append(picks, pick{i, k})
-		need -= k
 	}
-	if need > 0 {
-		return nil
-	}
-	return picks
+	return ch.finish()
 }

@@ -9,12 +9,13 @@ import (
 // static totals (for feasibility).
 type view struct {
 	cores, gpus, idle *maxTree
+	live              bool // the free state (node choice may look at domains)
 }
 
-func (p *Pool) current() view { return view{p.freeCores, p.freeGPUs, p.idle} }
+func (p *Pool) current() view { return view{p.freeCores, p.freeGPUs, p.idle, true} }
 
 // totals treats every node as available and idle.
-func (p *Pool) totals() view { return view{p.totCores, p.totGPUs, p.totCores} }
+func (p *Pool) totals() view { return view{p.totCores, p.totGPUs, p.totCores, false} }
 
 // pick is one node chosen by the matcher and the slots it holds there.
 type pick struct {
@@ -63,40 +64,21 @@ func (p *Pool) next(v view, from int, c, g int32, excl bool, m *mask) int {
 }
 
 // find chooses nodes for req in v, first fit in rank order: the lowest
-// nodes that can hold the request. It returns nil if req does not fit.
+// nodes that can hold the request (passing over nodes that would split
+// a slot across NUMA domains while others need not: numa.go). It
+// returns nil if req does not fit.
 func (p *Pool) find(v view, req *Request, m *mask, picks []pick) []pick {
-	picks = picks[:0]
-	c, g := int32(req.SlotCores), int32(req.SlotGPUs)
-	if req.Nodes > 0 {
-		spn := int32(req.Slots / req.Nodes)
-		from := 0
-		for len(picks) < req.Nodes {
-			i := p.next(v, from, spn*c, spn*g, req.Exclusive, m)
-			if i < 0 {
-				return nil
-			}
-			picks = append(picks, pick{i, int(spn)})
-			from = i + 1
-		}
-		return picks
-	}
-	need := req.Slots
+	ch := p.chooser(v, req, picks)
+	per := ch.per()
 	from := 0
-	for need > 0 {
-		i := p.next(v, from, c, g, false, m)
-		if i < 0 {
-			return nil
+	for {
+		i := p.next(v, from, per*ch.c, per*ch.g, req.Exclusive, m)
+		if i < 0 || ch.offer(v, i) {
+			break
 		}
-		k := int(v.cores.get(i) / c)
-		if g > 0 {
-			k = min(k, int(v.gpus.get(i)/g))
-		}
-		k = min(k, need)
-		picks = append(picks, pick{i, k})
-		need -= k
 		from = i + 1
 	}
-	return picks
+	return ch.finish()
 }
 
 // Allocate finds resources for req among the free resources of available

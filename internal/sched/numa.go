@@ -38,6 +38,7 @@ type domain struct {
 // node does not have are ignored; a malformed record is ignored as a
 // whole (the nodes are matched without domains).
 func (p *Pool) setDomains(r *rset.R) {
+	defer p.countNUMA()
 	groups, err := r.NUMA()
 	if err != nil || len(groups) == 0 {
 		return
@@ -72,6 +73,17 @@ func (p *Pool) setDomains(r *rset.R) {
 				shared[key] = doms
 			}
 			nd.doms = doms
+		}
+	}
+}
+
+// countNUMA counts the nodes with domains (none: node choice ignores
+// domains at no cost).
+func (p *Pool) countNUMA() {
+	p.numa = 0
+	for i := range p.nodes {
+		if p.nodes[i].doms != nil {
+			p.numa++
 		}
 	}
 }
@@ -154,4 +166,69 @@ func countAnd(a, b bitset) int {
 		n += bits.OnesCount64(a[w] & b[w])
 	}
 	return n
+}
+
+// Node choice (issue 24): a node whose free cores and GPUs are in
+// different domains can hold a slot only by splitting it, while another
+// node may have a domain with room. The search prefers nodes that can
+// hold their slots in single domains: it passes over up to
+// domainSkip nodes that would split, and takes them only when the
+// request cannot be met otherwise (as before). Nodes without domains,
+// node-exclusive requests and slots bigger than any of a node's domains
+// are matched on counts alone.
+
+// domainSkip bounds the nodes the search passes over for splitting, so
+// a pass costs at most that many extra index steps per request.
+const domainSkip = 256
+
+// splits reports whether node i would have to split one of k slots of c
+// cores and g GPUs across domains, though a slot could fit in one of its
+// domains. It is false for a node without domains.
+func (p *Pool) splits(i int, k int, c, g int32) bool {
+	nd := &p.nodes[i]
+	if nd.doms == nil || k <= 0 {
+		return false
+	}
+	n, fitsOne := 0, false
+	for d := range nd.doms {
+		dom := &nd.doms[d]
+		if int32(dom.cores.count()) < c || int32(dom.gpus.count()) < g {
+			continue // this domain never holds a slot
+		}
+		fitsOne = true
+		s := int32(countAnd(nd.coreFree, dom.cores))
+		if c > 0 {
+			s /= c
+		} else {
+			s = int32(k)
+		}
+		if g > 0 {
+			s = min(s, int32(countAnd(nd.gpuFree, dom.gpus))/g)
+		}
+		if n += int(s); n >= k {
+			return false
+		}
+	}
+	return fitsOne
+}
+
+// domainSlotCap is how many slots of c cores and g GPUs node i holds
+// without splitting one (0 when it would split the first; the count
+// capacity when it has no domains or no domain can hold a slot).
+func (p *Pool) domainSlotCap(i int, max int, c, g int32) int {
+	lo, hi := 0, max
+	if !p.splits(i, hi, c, g) {
+		return hi
+	}
+	// the largest k that does not split, by bisection (splits is
+	// monotone in k)
+	for lo < hi-1 {
+		mid := (lo + hi) / 2
+		if p.splits(i, mid, c, g) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return lo
 }

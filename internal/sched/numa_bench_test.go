@@ -35,6 +35,7 @@ func BenchmarkNUMAEasy(b *testing.B) {
 				for i := range p.nodes {
 					p.nodes[i].doms = nil
 				}
+				p.countNUMA()
 			}
 			rng := rand.New(rand.NewPCG(1, 2))
 			var running []*Alloc
@@ -92,6 +93,7 @@ func TestNUMAFragmentation(t *testing.T) {
 			for i := range p.nodes {
 				p.nodes[i].doms = nil
 			}
+			p.countNUMA()
 		}
 		rng := rand.New(rand.NewPCG(3, 4))
 		req := &Request{Slots: 1, SlotCores: 1, SlotGPUs: 1}

@@ -245,3 +245,96 @@ func firstN(s idset.Set, n int) idset.Set {
 	}
 	return out
 }
+
+// TestNUMANodeChoice: a node whose free cores and GPUs are in different
+// domains is passed over for a node with a domain that has room, under
+// every fit, and used when no other node can hold the slot.
+func TestNUMANodeChoice(t *testing.T) {
+	for _, fit := range []Fit{FirstFit, WorstFit, BestFit} {
+		t.Run(fit.String(), func(t *testing.T) {
+			tp := topologies[0] // corona: 2 x (24 cores, 4 GPUs)
+			p, doms := numaPool(t, 3, tp.cores, tp.gpus, tp.domains)
+			p.SetFit(FirstFit)
+			// node0: cores 20-23 free in domain 0, GPUs 4-7 in domain 1
+			numaAlloc(t, p, Request{Nodes: 1, Slots: 1, SlotCores: 20, SlotGPUs: 4})
+			numaAlloc(t, p, Request{Nodes: 1, Slots: 1, SlotCores: 24})
+			// node1: the same; node2 untouched
+			numaAlloc(t, p, Request{Nodes: 1, Slots: 1, SlotCores: 20, SlotGPUs: 4})
+			numaAlloc(t, p, Request{Nodes: 1, Slots: 1, SlotCores: 24})
+			p.SetFit(fit)
+			for _, req := range []Request{{Slots: 1, SlotCores: 2, SlotGPUs: 1}, {Nodes: 1, Slots: 1, SlotCores: 2, SlotGPUs: 1}} {
+				a := numaAlloc(t, p, req)
+				if got := p.Ranks(a).String(); got != "2" {
+					t.Fatalf("%s went to rank %s, want 2 (ranks 0-1 would split it)", &req, got)
+				}
+				if _, _, in := placed(t, p, a, doms); len(in) != 1 {
+					t.Errorf("%s: in domains %v", &req, in)
+				}
+				if err := p.Free(a); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// node2 full: the split nodes are used rather than nothing
+			full := numaAlloc(t, p, Request{Nodes: 1, Slots: 1, SlotCores: 48, SlotGPUs: 8})
+			if got := p.Ranks(full).String(); got != "2" {
+				t.Fatalf("the whole node went to %s", got)
+			}
+			a := numaAlloc(t, p, Request{Slots: 2, SlotCores: 2, SlotGPUs: 1})
+			if got := p.Ranks(a).Count(); got == 0 {
+				t.Fatal("no nodes")
+			}
+		})
+	}
+}
+
+// TestNUMANodeChoiceSlots: a request for slots without a node count
+// takes on each node the slots its domains hold whole, and the rest
+// from nodes that do not split them before splitting any.
+func TestNUMANodeChoiceSlots(t *testing.T) {
+	tp := topologies[0]
+	p, _ := numaPool(t, 2, tp.cores, tp.gpus, tp.domains)
+	// node0: domain 0 has 4 cores and no GPU, domain 1 4 GPUs and no core
+	numaAlloc(t, p, Request{Nodes: 1, Slots: 1, SlotCores: 20, SlotGPUs: 4})
+	numaAlloc(t, p, Request{Nodes: 1, Slots: 1, SlotCores: 24})
+	a := numaAlloc(t, p, Request{Slots: 3, SlotCores: 2, SlotGPUs: 1})
+	if got := p.Ranks(a).String(); got != "1" {
+		t.Errorf("3 slots went to %s, want 1 (node0 splits every slot)", got)
+	}
+}
+
+// TestNUMAGrow: nodes added by Grow bring their domains (R's scheduling
+// key of the growth), and Shrink forgets them.
+func TestNUMAGrow(t *testing.T) {
+	tp := topologies[0]
+	p, doms := numaPool(t, 1, tp.cores, tp.gpus, tp.domains)
+	hl, _ := hostlist.Parse("node1")
+	r, err := rset.NewNodes(idset.Range(1, 1), hl, idset.MustParse(tp.cores), idset.MustParse(tp.gpus))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetNUMA([]rset.NUMAGroup{{Ranks: idset.Range(1, 1), Domains: doms}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Grow(r); err != nil {
+		t.Fatal(err)
+	}
+	p.SetAvailable(idset.Range(0, 1), true)
+	if p.numa != 2 || p.nodes[1].doms == nil {
+		t.Fatalf("after Grow: %d nodes with domains", p.numa)
+	}
+	// rank 0 full: the slot goes to the grown node, in one domain
+	numaAlloc(t, p, Request{Nodes: 1, Slots: 1, SlotCores: 48, SlotGPUs: 8}) // rank 0, whole
+	a := numaAlloc(t, p, Request{Slots: 1, SlotCores: 2, SlotGPUs: 1})
+	if _, _, in := placed(t, p, a, doms); len(in) != 1 {
+		t.Errorf("a grown node's slot is in domains %v", in)
+	}
+	if err := p.Free(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Shrink(idset.Range(1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if p.numa != 1 {
+		t.Errorf("after Shrink: %d nodes with domains, want 1", p.numa)
+	}
+}

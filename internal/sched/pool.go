@@ -39,6 +39,7 @@ type Pool struct {
 	scheduling []byte // the inventory's "scheduling" value, copied into allocations
 	fit        Fit    // how Allocate places requests
 	uniform    bool   // every node has the same number of cores and of GPUs
+	numa       int    // nodes with NUMA domains (numa.go)
 }
 
 type node struct {

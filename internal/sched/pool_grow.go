@@ -91,6 +91,7 @@ func (p *Pool) Grow(r *rset.R) error {
 	}
 	p.nodes, p.inv = nodes, inv
 	p.reindex(avail)
+	p.setDomains(r) // the new nodes' domains, from r's scheduling key
 	return nil
 }
 
@@ -121,6 +122,7 @@ func (p *Pool) Shrink(ranks idset.Set) error {
 		p.inv = p.inv.ExcludeRanks(ranks)
 	}
 	p.reindex(avail)
+	p.countNUMA()
 	return nil
 }
 
