@@ -8,6 +8,7 @@ package archivedb
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -49,7 +50,10 @@ CREATE TABLE IF NOT EXISTS jobs (
 	cwd TEXT NOT NULL,
 	jobspec TEXT NOT NULL,
 	R TEXT NOT NULL,
-	eventlog TEXT NOT NULL
+	eventlog TEXT NOT NULL,
+	peak_memory INTEGER,         -- bytes, the largest peak of any node (NULL: not measured)
+	cpu_time REAL,               -- seconds of CPU, all nodes (NULL: not measured)
+	usage TEXT NOT NULL DEFAULT '' -- per node: {"rank": {peak_memory, cpu_time}} (guest.usage)
 );
 CREATE INDEX IF NOT EXISTS jobs_t_inactive ON jobs(t_inactive);
 CREATE INDEX IF NOT EXISTS jobs_user ON jobs(userid, t_run);
@@ -88,7 +92,49 @@ func Open(path string, readOnly bool) (*sql.DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("job archive %s: %w", path, err)
 	}
+	if err := addColumns(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("job archive %s: %w", path, err)
+	}
 	return db, nil
+}
+
+// added are the columns later versions added to the jobs table, which
+// an archive made before them gets when opened for writing (its old
+// rows have them NULL or empty: not measured).
+var added = []struct{ name, decl string }{
+	{"peak_memory", "INTEGER"},
+	{"cpu_time", "REAL"},
+	{"usage", "TEXT NOT NULL DEFAULT ''"},
+}
+
+func addColumns(db *sql.DB) error {
+	ctx := context.Background()
+	rows, err := db.QueryContext(ctx, "SELECT name FROM pragma_table_info('jobs')")
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return err
+		}
+		have[n] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, c := range added {
+		if !have[c.name] {
+			if _, err := db.ExecContext(ctx, "ALTER TABLE jobs ADD COLUMN "+c.name+" "+c.decl); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Record is one archived job; as JSON it is one element of a
@@ -123,12 +169,44 @@ type Record struct {
 	Jobspec       string  `json:"-"`
 	R             string  `json:"-"`
 	Eventlog      string  `json:"-"`
+	// PeakMemory (bytes, the largest of any node's) and CPUTime
+	// (seconds, all nodes) come from the job's cgroups (guest.usage,
+	// kept per node in Usage); nil when not measured.
+	PeakMemory *int64   `json:"peak_memory,omitempty"`
+	CPUTime    *float64 `json:"cpu_time,omitempty"`
+	Usage      string   `json:"-"`
+}
+
+// SetUsage fills PeakMemory, CPUTime and Usage from a job's guest.usage
+// text ({"<rank>": {"peak_memory": bytes, "cpu_time": seconds}, ...}).
+// Text that does not parse is kept in Usage and sets neither figure.
+func (r *Record) SetUsage(text string) {
+	r.Usage = text
+	var per map[string]struct {
+		Peak *int64   `json:"peak_memory"`
+		CPU  *float64 `json:"cpu_time"`
+	}
+	if text == "" || json.Unmarshal([]byte(text), &per) != nil {
+		return
+	}
+	for _, u := range per {
+		if u.Peak != nil && (r.PeakMemory == nil || *u.Peak > *r.PeakMemory) {
+			v := *u.Peak
+			r.PeakMemory = &v
+		}
+		if u.CPU != nil {
+			if r.CPUTime == nil {
+				r.CPUTime = new(float64)
+			}
+			*r.CPUTime += *u.CPU
+		}
+	}
 }
 
 const insertSQL = `INSERT OR IGNORE INTO jobs (id, jobid, userid, username, name, queue, bank, project,
 	result, waitstatus, exit_code, exception_type, exception_note, t_submit, t_run, t_cleanup, t_inactive,
-	duration, ntasks, nnodes, ncores, ngpus, ranks, nodelist, cwd, jobspec, R, eventlog)
-	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	duration, ntasks, nnodes, ncores, ngpus, ranks, nodelist, cwd, jobspec, R, eventlog, peak_memory, cpu_time, usage)
+	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 
 // Insert writes records in one transaction (a job already there is left
 // as it is) and returns how many were new.
@@ -147,7 +225,8 @@ func Insert(ctx context.Context, db *sql.DB, recs []Record) (int, error) {
 	for _, r := range recs {
 		res, err := st.ExecContext(ctx, int64(r.ID), r.Jobid, r.Userid, r.Username, r.Name, r.Queue, r.Bank, r.Project,
 			r.Result, r.Waitstatus, r.ExitCode, r.ExceptionType, r.ExceptionNote, r.TSubmit, r.TRun, r.TCleanup, r.TInactive,
-			r.Duration, r.Ntasks, r.Nnodes, r.Ncores, r.Ngpus, r.Ranks, r.Nodelist, r.Cwd, r.Jobspec, r.R, r.Eventlog)
+			r.Duration, r.Ntasks, r.Nnodes, r.Ncores, r.Ngpus, r.Ranks, r.Nodelist, r.Cwd, r.Jobspec, r.R, r.Eventlog,
+			r.PeakMemory, r.CPUTime, r.Usage)
 		if err != nil {
 			return 0, fmt.Errorf("job %s: %w", r.Jobid, err)
 		}
@@ -182,7 +261,7 @@ type Filter struct {
 func Query(ctx context.Context, db *sql.DB, f Filter, fn func(Record) error) error {
 	q := `SELECT id, jobid, userid, username, name, queue, bank, project, result, waitstatus, exit_code,
 		exception_type, exception_note, t_submit, t_run, t_cleanup, t_inactive, duration, ntasks, nnodes, ncores,
-		ngpus, ranks, nodelist FROM jobs WHERE `
+		ngpus, ranks, nodelist, peak_memory, cpu_time FROM jobs WHERE `
 	args := []any{f.Since, f.Until}
 	if f.Inactive {
 		q += `t_inactive >= ? AND t_submit < ?`
@@ -203,7 +282,8 @@ func Query(ctx context.Context, db *sql.DB, f Filter, fn func(Record) error) err
 		var id int64
 		if err := rows.Scan(&id, &r.Jobid, &r.Userid, &r.Username, &r.Name, &r.Queue, &r.Bank, &r.Project, &r.Result,
 			&r.Waitstatus, &r.ExitCode, &r.ExceptionType, &r.ExceptionNote, &r.TSubmit, &r.TRun, &r.TCleanup,
-			&r.TInactive, &r.Duration, &r.Ntasks, &r.Nnodes, &r.Ncores, &r.Ngpus, &r.Ranks, &r.Nodelist); err != nil {
+			&r.TInactive, &r.Duration, &r.Ntasks, &r.Nnodes, &r.Ncores, &r.Ngpus, &r.Ranks, &r.Nodelist,
+			&r.PeakMemory, &r.CPUTime); err != nil {
 			return fmt.Errorf("job archive: %w", err)
 		}
 		r.ID = uint64(id)

@@ -386,13 +386,15 @@ func printArchivedJobs(out io.Writer, recs []archivedb.Record, format string, lo
 			TSubmit, TRun, TEnd                             float64 `json:",omitempty"`
 			Nnodes, Ncores, Ngpus                           int
 			Nodelist                                        string
+			PeakMemory                                      *int64   `json:",omitempty"`
+			CPUTime                                         *float64 `json:",omitempty"`
 		}
 		list := make([]jobJSON, 0, len(recs))
 		for _, r := range recs {
 			j := jobJSON{Jobid: r.Jobid, User: r.Username, Name: r.Name, Queue: r.Queue, Bank: r.Bank, Project: r.Project,
 				Result: r.Result, Exception: r.ExceptionType, TSubmit: r.TSubmit, TRun: r.TRun, TEnd: jobEnd(r),
 				Nnodes: r.Nnodes, Ncores: r.Ncores, Ngpus: r.Ngpus, Nodelist: r.Nodelist}
-			j.ExitCode = r.ExitCode
+			j.ExitCode, j.PeakMemory, j.CPUTime = r.ExitCode, r.PeakMemory, r.CPUTime
 			list = append(list, j)
 		}
 		b, err := json.MarshalIndent(list, "", "  ")
@@ -408,15 +410,28 @@ func printArchivedJobs(out io.Writer, recs []archivedb.Record, format string, lo
 		}
 		return unixTime(t, loc).Format("2006-01-02T15:04:05")
 	}
-	head := []string{"JOBID", "USER", "NAME", "QUEUE", "BANK", "PROJECT", "RESULT", "EXIT", "SUBMIT", "START", "END", "NNODES", "NCORES", "NGPUS", "NODELIST"}
+	head := []string{"JOBID", "USER", "NAME", "QUEUE", "BANK", "PROJECT", "RESULT", "EXIT", "SUBMIT", "START", "END", "NNODES", "NCORES", "NGPUS", "MAXMEM", "CPUTIME", "NODELIST"}
 	lines := make([][]string, 0, len(recs))
 	for _, r := range recs {
 		exit := ""
 		if r.ExitCode != nil {
 			exit = strconv.FormatInt(*r.ExitCode, 10)
 		}
+		// peak memory and CPU time (the job's cgroups): bytes and seconds
+		// in CSV, readable in the table; empty when not measured
+		mem, cpu := "", ""
+		if r.PeakMemory != nil {
+			mem = strconv.FormatInt(*r.PeakMemory, 10)
+			if format == "table" {
+				mem = usageBytes(*r.PeakMemory)
+			}
+		}
+		if r.CPUTime != nil {
+			cpu = strconv.FormatFloat(*r.CPUTime, 'f', 3, 64)
+		}
 		l := []string{r.Jobid, r.Username, r.Name, r.Queue, r.Bank, r.Project, r.Result, exit,
-			stamp(r.TSubmit), stamp(r.TRun), stamp(jobEnd(r)), strconv.Itoa(r.Nnodes), strconv.Itoa(r.Ncores), strconv.Itoa(r.Ngpus), r.Nodelist}
+			stamp(r.TSubmit), stamp(r.TRun), stamp(jobEnd(r)), strconv.Itoa(r.Nnodes), strconv.Itoa(r.Ncores), strconv.Itoa(r.Ngpus),
+			mem, cpu, r.Nodelist}
 		if format == "table" {
 			for i, v := range l {
 				if v == "" {
@@ -438,4 +453,20 @@ func jobEnd(r archivedb.Record) float64 {
 		return r.TCleanup
 	}
 	return r.TInactive
+}
+
+// usageBytes is n bytes as a short size: 512B, 33.5M, 2.0G.
+func usageBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + "B"
+	}
+	v, suffix := float64(n)/unit, "K"
+	for _, s := range []string{"M", "G", "T", "P"} {
+		if v < unit {
+			break
+		}
+		v, suffix = v/unit, s
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + suffix
 }

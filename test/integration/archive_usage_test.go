@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -113,4 +114,41 @@ func TestJobArchiveAndUsage(t *testing.T) {
 	}
 	e.fail("unknown field", "usage", "--by=color")
 	e.fail("--per=year", "usage", "--per=year")
+}
+
+// TestArchiveJobUsage: the archive keeps a job's peak memory and CPU
+// time from its cgroups (guest.usage), and flux usage --jobs shows them.
+func TestArchiveJobUsage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts instances")
+	}
+	needCgroups(t, "memory")
+	confdir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(confdir, "archive.toml"), []byte("[archive]\nperiod = \"0.5s\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := testinstance.Options{Size: 1, Args: []string{"--config-path", confdir}, Attrs: map[string]string{"statedir": t.TempDir()}}
+	e := &env{t: t, inst: testinstance.Start(t, o)}
+	e.must("run", "-n1", "dd", "if=/dev/zero", "of=/dev/null", "bs=32M", "count=8")
+	csv := strings.Split(strings.TrimSpace(e.must("usage", "--jobs", "-o", "csv")), "\n")
+	if len(csv) != 2 {
+		t.Fatalf("flux usage --jobs: want a header and one job:\n%s", strings.Join(csv, "\n"))
+	}
+	head, row := strings.Split(csv[0], ","), strings.Split(csv[1], ",")
+	col := map[string]string{}
+	for i, h := range head {
+		if i < len(row) {
+			col[h] = row[i]
+		}
+	}
+	mem, err := strconv.ParseInt(col["maxmem"], 10, 64)
+	if err != nil || mem < 32<<20 {
+		t.Errorf("maxmem %q of a task that used a 32M buffer (%v)", col["maxmem"], err)
+	}
+	if cpu, err := strconv.ParseFloat(col["cputime"], 64); err != nil || cpu <= 0 {
+		t.Errorf("cputime %q (%v)", col["cputime"], err)
+	}
+	if table := e.must("usage", "--jobs"); !strings.Contains(table, "MAXMEM") || !strings.Contains(table, "M ") {
+		t.Errorf("flux usage --jobs table:\n%s", table)
+	}
 }

@@ -317,6 +317,16 @@ func (a *archiver) record(ctx context.Context, j *job.Info) (archivedb.Record, e
 		if rs, err := rset.Parse([]byte(R.R)); err == nil {
 			r.Ngpus = rs.NGPUs()
 		}
+		// peak memory and CPU time from the job's cgroups, when the
+		// shells measured them (issue 24)
+		var u struct {
+			Usage string `json:"guest.usage"`
+		}
+		err = a.h.Call(ctx, "job-info.lookup", flux.NodeidAny, map[string]any{"id": j.ID, "keys": []string{"guest.usage"}, "flags": 0}, &u)
+		if err != nil && !errors.Is(err, syscall.ENOENT) {
+			return r, fmt.Errorf("job %s: guest.usage: %w", r.Jobid, err)
+		}
+		r.SetUsage(u.Usage)
 	}
 	return r, nil
 }
