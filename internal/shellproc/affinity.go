@@ -1,23 +1,22 @@
 package shellproc
 
 import (
-	"encoding/json"
 	"fmt"
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/shell"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
-	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
-	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
-	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
 // The cpu-affinity and gpu-affinity shell options (shell/affinity.go),
 // and the node's NUMA domains they need to place each task's CPUs near
 // its GPUs. The job's R does not carry the domains (the scheduler leaves
-// the instance's out of it); the instance's R in the KVS
-// (resource.R, its scheduling key) does, whichever source they came
-// from: hwloc XML given to the instance, sysfs, or the configuration.
+// the instance's out of it); the instance's inventory (its R's
+// scheduling key) does, whichever source they came from: hwloc XML
+// given to the instance, sysfs, or the configuration. The shell asks
+// the resource module for its node's (resource.numa), which answers any
+// user, so a guest's shell places its tasks as the owner's does.
 
 // affinity holds a job's parsed binding options.
 type affinity struct {
@@ -68,14 +67,14 @@ type domainLookup struct {
 	signal syscall.Signal // the first signal the job got meanwhile
 }
 
-// lookupDomains reads the node's NUMA domains from the instance's R and
-// then launches the job. A lookup that fails (a guest's shell may not
-// read the primary namespace; an instance may not have the key) leaves
-// the job without domains: its tasks are bound per task in order.
+// lookupDomains asks for the node's NUMA domains (resource.numa) and
+// then launches the job. A lookup that fails (an instance without the
+// resource module) leaves the job without domains: its tasks are bound
+// per task in order.
 func (j *job) lookupDomains() error {
 	x := j.x
 	j.domainsLooked = true
-	f, err := kvs.LookupAsync(x.h, kvs.PrimaryNamespace, 0, "resource.R")
+	f, err := x.h.RPC("resource.numa", flux.NodeidAny, wire.ResourceNUMA{Rank: x.rank}, 0)
 	if err != nil {
 		return j.launch()
 	}
@@ -92,7 +91,10 @@ func (j *job) lookupDomains() error {
 			return
 		}
 		if err == nil {
-			j.domains = domainsOf(m, x.rank)
+			var resp wire.ResourceNUMAResponse
+			if err := m.UnmarshalPayload(&resp); err == nil && len(resp.Domains) > 0 {
+				j.domains = resp.Domains
+			}
 		} else {
 			x.log.Debug("no NUMA domains for task placement", "job", j.id.String(), "err", err)
 		}
@@ -102,24 +104,4 @@ func (j *job) lookupDomains() error {
 		}
 	})
 	return nil
-}
-
-// domainsOf decodes a kvs.lookup response of resource.R into the NUMA
-// domains of broker rank (nil when it has none, or on any error).
-func domainsOf(m *flux.Message, rank uint) []rset.NUMADomain {
-	var resp struct {
-		Val *treeobj.Object `json:"val"`
-	}
-	if m.UnmarshalPayload(&resp) != nil || resp.Val == nil {
-		return nil
-	}
-	data, err := kvs.ValueOf("resource.R", resp.Val)
-	if err != nil || !json.Valid(data) {
-		return nil
-	}
-	R, err := rset.Parse(data)
-	if err != nil {
-		return nil
-	}
-	return shell.NodeDomains(R, rank)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jsonwire"
+	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
 // ExecStart is a job-exec.start request (RFC 32) from the job manager:
@@ -102,4 +103,18 @@ type ExecGrow struct {
 type PlanChange struct {
 	Add json.RawMessage `json:"add,omitempty"`
 	Sub string          `json:"sub,omitempty"`
+}
+
+// ResourceNUMA is the resource.numa request: the NUMA domains of broker
+// rank Rank in the instance's inventory (R's scheduling key), for a job
+// shell placing tasks near their GPUs. Any user may ask (a guest's
+// shell cannot read resource.R in the KVS).
+type ResourceNUMA struct {
+	Rank uint `json:"rank"`
+}
+
+// ResourceNUMAResponse answers it; Domains is empty when the rank has
+// none recorded.
+type ResourceNUMAResponse struct {
+	Domains []rset.NUMADomain `json:"domains"`
 }

@@ -194,6 +194,18 @@ func TestAffinityNearGPU(t *testing.T) {
 			}
 		})
 	}
+	// a guest's shell, which may not read resource.R, learns the domains
+	// from the resource module as the owner's does
+	if canRunAsGuest(e) {
+		args := append([]string{"run", "--label-io", "-n2", "-c1", "-g1", "-o", "cpu-affinity=per-task", "-o", "gpu-affinity=per-task"}, taskReport...)
+		r := e.asGuest(args...)
+		if r.Code != 0 {
+			t.Fatalf("a guest's job: %+v", r)
+		}
+		if got, want := byTask(r.Stdout), tests[0].want; !slices.Equal(got, want) {
+			t.Errorf("a guest's tasks report %q, want %q", got, want)
+		}
+	}
 }
 
 // TestAffinityUnevenSlots is flux-core's issue 7174 case: -N2 -n3 asks

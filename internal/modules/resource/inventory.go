@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/eventlog"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
@@ -314,6 +315,8 @@ func dispatchAgain(inv *inventory, r *flux.Request) {
 		inv.drain(r)
 	case "resource.undrain":
 		inv.undrain(r)
+	case "resource.numa":
+		inv.numa(r)
 	}
 }
 
@@ -488,6 +491,25 @@ func (inv *inventory) disconnect(route string) {
 }
 
 // status serves resource.status, the administrative view.
+// numa answers resource.numa: a rank's NUMA domains in the inventory
+// (for any user: they say nothing of anyone's jobs).
+func (inv *inventory) numa(r *flux.Request) {
+	var req wire.ResourceNUMA
+	if r.Decode(&req) != nil || !inv.ready(r) {
+		return
+	}
+	resp := wire.ResourceNUMAResponse{Domains: []rset.NUMADomain{}}
+	if groups, err := inv.R.NUMA(); err == nil {
+		for _, g := range groups {
+			if g.Ranks.Contains(req.Rank) {
+				resp.Domains = g.Domains
+				break
+			}
+		}
+	}
+	r.Respond(resp)
+}
+
 func (inv *inventory) status(r *flux.Request) {
 	if !inv.ready(r) {
 		return

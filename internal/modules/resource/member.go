@@ -93,6 +93,7 @@ func (m *member) register() {
 		})
 	}
 	forwarded("resource.sched-status", func(r *flux.Request) { m.inv.schedStatus(r) })
+	forwarded("resource.numa", func(r *flux.Request) { m.inv.numa(r) })
 }
 
 // forward relays a request to nodeid and its response back.
