@@ -114,7 +114,11 @@ func (p *Pool) take(a *Alloc, slot int, i int, k, g int, whole bool) {
 	cores := nd.coreFree.takeLowest(na.cores, k)
 	gpus := 0
 	if g > 0 {
-		gpus = nd.gpuFree.takeLowest(na.gpus, g)
+		if whole {
+			gpus = nd.gpuFree.takeLowest(na.gpus, g) // every share
+		} else {
+			gpus = p.takeGPUs(nd, na.gpus, g, nil)
+		}
 	}
 	p.taken(i, cores, gpus)
 }
@@ -233,6 +237,36 @@ func missing(a, b bitset) (int, bool) {
 // of this pool, with R's starttime and expiration. It fails with
 // ErrNotFound if R names a rank, core or GPU the pool does not have.
 func (p *Pool) AllocFromR(r *rset.R) (*Alloc, error) {
+	// shared GPUs: a free share of each (what Claim takes)
+	return p.allocFromR(r, func(nd *node, _ int32, pos int) bool { return nd.gpuFree.has(pos) })
+}
+
+// AllocWithin is AllocFromR for part of held (a job's allocation): with
+// shared GPUs, R's GPUs are the shares held has (for freeing part of a
+// job, or checking that it holds what it names).
+func (p *Pool) AllocWithin(r *rset.R, held *Alloc) (*Alloc, error) {
+	if held == nil || p.share() == 1 {
+		return p.AllocFromR(r)
+	}
+	byNode := make(map[int32]bitset, len(held.Nodes))
+	for _, na := range held.Nodes {
+		byNode[na.node] = na.gpus
+	}
+	return p.allocFromR(r, func(_ *node, i int32, pos int) bool {
+		g := byNode[i]
+		return g != nil && g.has(pos)
+	})
+}
+
+// AllocHeld is AllocFromR for resources to be freed when the allocation
+// they came from is not known: with shared GPUs, an allocated share of
+// each.
+func (p *Pool) AllocHeld(r *rset.R) (*Alloc, error) {
+	return p.allocFromR(r, func(nd *node, _ int32, pos int) bool { return !nd.gpuFree.has(pos) })
+}
+
+// allocFromR converts r; want chooses among a GPU's shares.
+func (p *Pool) allocFromR(r *rset.R, want func(nd *node, i int32, pos int) bool) (*Alloc, error) {
 	a := &Alloc{Start: r.StartTime(), Expiration: r.Expiration()}
 	for n := range r.All() {
 		i, ok := p.byRank[uint32(n.Rank)]
@@ -251,7 +285,7 @@ func (p *Pool) AllocFromR(r *rset.R) (*Alloc, error) {
 		if !n.GPUs.Empty() {
 			na.gpus = newBitset(len(nd.gpus))
 			for id := range n.GPUs.All() {
-				pos, ok := slices.BinarySearch(nd.gpus, uint32(id))
+				pos, ok := p.gpuPlace(nd, uint32(id), func(pos int) bool { return want(nd, i, pos) })
 				if !ok {
 					return nil, errorf(ErrNotFound, "rank %d has no gpu %d", n.Rank, id)
 				}

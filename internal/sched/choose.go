@@ -44,8 +44,12 @@ func (ch *chooser) per() int32 {
 // offer considers node i, which holds per() slots in v; it reports
 // whether the request is met.
 func (ch *chooser) offer(v view, i int) bool {
+	shared := ch.g > 0 && ch.p.share() > 1
 	if ch.req.Nodes > 0 {
 		spn := int(ch.per())
+		if shared && ch.p.gpuRoom(v, i) < spn*int(ch.g) {
+			return false // free shares, but not of enough different GPUs
+		}
 		if ch.prefer && len(ch.aside) < domainSkip && ch.p.splits(i, spn, ch.c, ch.g) {
 			ch.aside = append(ch.aside, asidePick{pick{i, spn}, -1})
 			return false
@@ -57,6 +61,9 @@ func (ch *chooser) offer(v view, i int) bool {
 	k := int(v.cores.get(i) / ch.c)
 	if ch.g > 0 {
 		k = min(k, int(v.gpus.get(i)/ch.g))
+	}
+	if shared {
+		k = min(k, ch.p.gpuRoom(v, i)/int(ch.g))
 	}
 	k = min(k, ch.need)
 	if ch.prefer && len(ch.aside) < domainSkip {

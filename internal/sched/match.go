@@ -31,7 +31,7 @@ const sparseMask = 8
 // whole idle node when excl).
 func (p *Pool) fits(v view, i int, c, g int32, excl bool) bool {
 	if excl {
-		return v.idle.get(i) >= c && int32(len(p.nodes[i].gpus)) >= g
+		return v.idle.get(i) >= c && int32(p.physGPUs(&p.nodes[i])) >= g
 	}
 	return v.cores.get(i) >= c && v.gpus.get(i) >= g
 }

@@ -100,7 +100,9 @@ func domainsOf(nd *node, in []rset.NUMADomain) []domain {
 		}
 		for id := range d.GPUs.All() {
 			if pos, ok := slices.BinarySearch(nd.gpus, uint32(id)); ok {
-				out[k].gpus.set(pos)
+				for ; pos < len(nd.gpus) && nd.gpus[pos] == uint32(id); pos++ {
+					out[k].gpus.set(pos) // each share (gpushare.go)
+				}
 			}
 		}
 	}
@@ -108,8 +110,9 @@ func domainsOf(nd *node, in []rset.NUMADomain) []domain {
 }
 
 // pickDomain returns the domain of nd that should hold a slot of c cores
-// and g GPUs (see above), nil if none can.
-func (p *Pool) pickDomain(nd *node, c, g int) *domain {
+// and g GPUs (see above) for an allocation holding the GPUs held (shares
+// of them do not count, gpushare.go), nil if none can.
+func (p *Pool) pickDomain(nd *node, c, g int, held bitset) *domain {
 	var best *domain
 	var bestC, bestG int
 	for k := range nd.doms {
@@ -120,7 +123,7 @@ func (p *Pool) pickDomain(nd *node, c, g int) *domain {
 		}
 		fg := 0
 		if g > 0 {
-			if fg = countAnd(nd.gpuFree, d.gpus); fg < g {
+			if fg = p.distinctFree(nd, d.gpus, held); fg < g {
 				continue
 			}
 		}
@@ -144,16 +147,16 @@ func (p *Pool) takeDomains(a *Alloc, slot int, i int, slots, c, g int) {
 	na := p.prepare(a, slot, i, g > 0)
 	cores, gpus := 0, 0
 	for range slots {
-		if d := p.pickDomain(nd, c, g); d != nil {
+		if d := p.pickDomain(nd, c, g, na.gpus); d != nil {
 			cores += nd.coreFree.takeLowestIn(na.cores, d.cores, c)
 			if g > 0 {
-				gpus += nd.gpuFree.takeLowestIn(na.gpus, d.gpus, g)
+				gpus += p.takeGPUs(nd, na.gpus, g, d.gpus)
 			}
 			continue
 		}
 		cores += nd.coreFree.takeLowest(na.cores, c)
 		if g > 0 {
-			gpus += nd.gpuFree.takeLowest(na.gpus, g)
+			gpus += p.takeGPUs(nd, na.gpus, g, nil)
 		}
 	}
 	p.taken(i, cores, gpus)
@@ -192,7 +195,7 @@ func (p *Pool) splits(i int, k int, c, g int32) bool {
 	n, fitsOne := 0, false
 	for d := range nd.doms {
 		dom := &nd.doms[d]
-		if int32(dom.cores.count()) < c || int32(dom.gpus.count()) < g {
+		if int32(dom.cores.count()) < c || int32(dom.gpus.count())/p.share() < g {
 			continue // this domain never holds a slot
 		}
 		fitsOne = true
@@ -203,7 +206,7 @@ func (p *Pool) splits(i int, k int, c, g int32) bool {
 			s = int32(k)
 		}
 		if g > 0 {
-			s = min(s, int32(countAnd(nd.gpuFree, dom.gpus))/g)
+			s = min(s, int32(p.distinctFree(nd, dom.gpus, nil))/g)
 		}
 		if n += int(s); n >= k {
 			return false

@@ -40,6 +40,7 @@ type Pool struct {
 	fit        Fit    // how Allocate places requests
 	uniform    bool   // every node has the same number of cores and of GPUs
 	numa       int    // nodes with NUMA domains (numa.go)
+	gpuShare   int32  // allocations a GPU may be given to at once (gpushare.go; 0: 1)
 }
 
 type node struct {
@@ -63,8 +64,11 @@ type node struct {
 // starts free and every node unavailable: mark nodes up with
 // SetAvailable. The expiration of r becomes the pool's (see
 // SetExpiration).
-func NewPool(r *rset.R) *Pool {
+func NewPool(r *rset.R) *Pool { return newPool(r, 1) }
+
+func newPool(r *rset.R, share int32) *Pool {
 	p := &Pool{
+		gpuShare: share,
 		inv:    r,
 		byRank: make(map[uint32]int32),
 		byHost: make(map[string][]int32),
@@ -96,7 +100,11 @@ func NewPool(r *rset.R) *Pool {
 	}
 	words := 0
 	for n := range r.All() {
-		nd := node{rank: uint32(n.Rank), host: n.Hostname, cores: idList(n.Cores), gpus: idList(n.GPUs)}
+		gpus := idList(n.GPUs)
+		if share > 1 {
+			gpus = gpuList(n.GPUs, share) // gpushare.go
+		}
+		nd := node{rank: uint32(n.Rank), host: n.Hostname, cores: idList(n.Cores), gpus: gpus}
 		words += (len(nd.cores)+63)/64 + (len(nd.gpus)+63)/64
 		p.byRank[nd.rank] = int32(len(p.nodes))
 		if nd.host != "" {

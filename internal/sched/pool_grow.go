@@ -45,7 +45,7 @@ func (p *Pool) Grow(r *rset.R) error {
 	added := make([]node, 0, r.NNodes())
 	props := r.Properties()
 	for n := range r.All() {
-		nd := node{rank: uint32(n.Rank), host: n.Hostname, cores: idList(n.Cores), gpus: idList(n.GPUs)}
+		nd := node{rank: uint32(n.Rank), host: n.Hostname, cores: idList(n.Cores), gpus: gpuList(n.GPUs, p.share())}
 		nd.coreFree, nd.gpuFree = newBitset(len(nd.cores)), newBitset(len(nd.gpus))
 		nd.coreFree.fill(len(nd.cores))
 		nd.gpuFree.fill(len(nd.gpus))

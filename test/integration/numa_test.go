@@ -1,13 +1,17 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fluxgo/fluxgo/internal/testinstance"
 	"github.com/fluxgo/fluxgo/pkg/idset"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
@@ -135,4 +139,53 @@ func TestNUMAConfigured(t *testing.T) {
 		held = append(held, id.String())
 	}
 	e.must(append([]string{"cancel"}, held...)...)
+}
+
+// TestGPUShare: with [sched-simple] gpu-share = 2, two jobs run on each
+// GPU at once, each told its GPU (CUDA_VISIBLE_DEVICES), and a fifth
+// 1-GPU job on a 2-GPU node waits; a 3-GPU job on it is refused as
+// unsatisfiable (GPUs are counted, not shares).
+func TestGPUShare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a flux instance")
+	}
+	confdir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(confdir, "sched.toml"), []byte("[sched-simple]\ngpu-share = 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 1, Attrs: map[string]string{
+		"resource.config":   `[{"hosts":"n0","cores":"0-7","gpus":"0-1"}]`,
+		"resource.noverify": "true",
+	}, Args: []string{"--test-hosts=n0", "--config-path", confdir}})}
+	dir := t.TempDir()
+	var ids []string
+	for k := range 4 {
+		id := e.submit("-n1", "-g1", "sh", "-c", fmt.Sprintf("echo $CUDA_VISIBLE_DEVICES > %s/%d; exec sleep 300", dir, k))
+		ids = append(ids, id.String())
+	}
+	for _, id := range ids {
+		e.waitEvent(jobid.MustParse(id), "start")
+	}
+	uses := map[string]int{}
+	for k := range 4 {
+		var b []byte
+		e.waitFor("the task's GPU", func() bool {
+			b, _ = os.ReadFile(filepath.Join(dir, strconv.Itoa(k)))
+			return len(b) > 0
+		})
+		uses[strings.TrimSpace(string(b))]++
+	}
+	if uses["0"] != 2 || uses["1"] != 2 {
+		t.Errorf("GPUs of four 1-GPU jobs with gpu-share=2: %v", uses)
+	}
+	fifth := e.submit("-n1", "-g1", "true")
+	time.Sleep(300 * time.Millisecond)
+	if st := e.field(fifth, "{state}"); st != "SCHED" {
+		t.Errorf("a fifth 1-GPU job: %s, want SCHED", st)
+	}
+	if r := e.flux("submit", "-n1", "-g3", "true"); r.Code == 0 || !strings.Contains(r.Stderr, "unsatisfiable") {
+		t.Errorf("a 3-GPU job on a 2-GPU node: %+v", r)
+	}
+	e.must(append([]string{"cancel"}, ids...)...)
+	e.waitEvent(fifth, "clean")
 }

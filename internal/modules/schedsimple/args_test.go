@@ -42,6 +42,10 @@ func TestModuleArguments(t *testing.T) {
 		{args: []string{"alloc-mode=first-fit"}, want: def},
 		{args: []string{"alloc-mode=best-fit"}, want: def},
 		{args: []string{"alloc-mode=random"}, err: `module argument "alloc-mode=random": invalid request: alloc-mode "random": want worst-fit, first-fit or best-fit`},
+		{args: []string{"gpu-share=4"}, want: def},
+		{args: []string{"gpu-share=0"}, err: `module argument "gpu-share=0": gpu-share="0": must be an integer from 1 (not shared) to 64`},
+		{args: []string{"gpu-share=lots"}, err: `module argument "gpu-share=lots": gpu-share="lots": must be an integer from 1 (not shared) to 64`},
+		{args: []string{"gpu-share"}, err: `module argument "gpu-share": gpu-share needs a value (gpu-share=VALUE)`},
 
 		{args: []string{"mode=foobar"}, err: `module argument "mode=foobar": unknown mode "foobar"`},
 		{args: []string{"mode=single"}, err: `module argument "mode=single": unknown mode "single"`},

@@ -85,6 +85,10 @@ type Config struct {
 	// Fit places jobs on nodes (module argument alloc-mode=worst-fit,
 	// first-fit or best-fit; worst-fit, flux-core's, by default).
 	Fit sched.Fit
+	// GPUShare is how many jobs a GPU may be given to at once (module
+	// argument or [sched-simple] key gpu-share=N; 1, the default: GPUs
+	// are not shared). See sched.NewPoolShared.
+	GPUShare int
 }
 
 // DefaultReservationDepth is hybrid backfill's reservation depth when
@@ -93,7 +97,7 @@ const DefaultReservationDepth = 8
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{QueueDepth: sched.DefaultQueueDepth, QueuePolicy: "fcfs", ReservationDepth: DefaultReservationDepth, Fit: sched.WorstFit}
+	return Config{QueueDepth: sched.DefaultQueueDepth, QueuePolicy: "fcfs", ReservationDepth: DefaultReservationDepth, Fit: sched.WorstFit, GPUShare: 1}
 }
 
 // Validate checks the configuration.
@@ -108,6 +112,9 @@ func (c Config) Validate() error {
 	}
 	if c.ReservationDepth < 1 {
 		return fmt.Errorf("reservation-depth=%d: must be at least 1", c.ReservationDepth)
+	}
+	if c.GPUShare < 1 || c.GPUShare > sched.MaxGPUShare {
+		return fmt.Errorf("gpu-share=%d: must be from 1 (not shared) to %d", c.GPUShare, sched.MaxGPUShare)
 	}
 	return nil
 }
@@ -146,8 +153,14 @@ func (c *Config) setKey(k, v string) error {
 			return err
 		}
 		c.ReservationDepth = n
+	case "gpu-share":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > sched.MaxGPUShare {
+			return fmt.Errorf("gpu-share=%q: must be an integer from 1 (not shared) to %d", v, sched.MaxGPUShare)
+		}
+		c.GPUShare = n
 	default:
-		return fmt.Errorf("unknown key %q (known: queue-depth, queue-policy, reservation-depth)", k)
+		return fmt.Errorf("unknown key %q (known: queue-depth, queue-policy, reservation-depth, gpu-share)", k)
 	}
 	return nil
 }
@@ -277,7 +290,7 @@ func (c *Config) applyArg(a string) error {
 		if a != k {
 			return fmt.Errorf("test-hello-nopartial takes no value")
 		}
-	case "queue-depth", "queue-policy", "policy", "reservation-depth":
+	case "queue-depth", "queue-policy", "policy", "reservation-depth", "gpu-share":
 		if a == k {
 			return fmt.Errorf("%s needs a value (%s=VALUE)", k, k)
 		}
@@ -288,7 +301,7 @@ func (c *Config) applyArg(a string) error {
 	return nil
 }
 
-const knownArgs = "mode=unlimited, mode=limited=N, queue-depth=N|unlimited, queue-policy=NAME, reservation-depth=N, log-level=LEVEL, alloc-mode=MODE, pool-class=NAME, test-hello-nopartial"
+const knownArgs = "mode=unlimited, mode=limited=N, queue-depth=N|unlimited, queue-policy=NAME, reservation-depth=N, gpu-share=N, log-level=LEVEL, alloc-mode=MODE, pool-class=NAME, test-hello-nopartial"
 
 // setMode applies mode=unlimited or mode=limited=N.
 func (c *Config) setMode(v string) error {

@@ -156,7 +156,7 @@ func (s *scheduler) realloc(r *flux.Request) {
 				r.Errorf(syscall.EPROTO, "sched.realloc: R: %v", err)
 				return
 			}
-			if sub, err = s.pool.AllocFromR(R); err != nil || !held.Contains(sub) {
+			if sub, err = s.pool.AllocWithin(R, held); err != nil || !held.Contains(sub) {
 				deny("R names resources the job does not hold")
 				return
 			}

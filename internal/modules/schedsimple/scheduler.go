@@ -244,7 +244,9 @@ func (s *scheduler) acquire(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("resource.acquire: up: %w", err)
 	}
-	s.pool = sched.NewPool(r)
+	if s.pool, err = sched.NewPoolShared(r, max(s.cfg.GPUShare, 1)); err != nil {
+		return fmt.Errorf("resource.acquire: %w", err)
+	}
 	s.pool.SetFit(s.cfg.Fit)
 	s.pool.SetAvailable(up, true)
 	cores, _, gpus, _ := s.pool.Counts()
@@ -533,7 +535,12 @@ func (s *scheduler) release(req freeRequest) error {
 	if err != nil {
 		return err
 	}
-	part, err := s.pool.AllocFromR(r)
+	var part *sched.Alloc
+	if held != nil {
+		part, err = s.pool.AllocWithin(r, held)
+	} else {
+		part, err = s.pool.AllocHeld(r)
+	}
 	if err != nil {
 		return err
 	}
