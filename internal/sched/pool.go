@@ -69,11 +69,11 @@ func NewPool(r *rset.R) *Pool { return newPool(r, 1) }
 func newPool(r *rset.R, share int32) *Pool {
 	p := &Pool{
 		gpuShare: share,
-		inv:    r,
-		byRank: make(map[uint32]int32),
-		byHost: make(map[string][]int32),
-		props:  make(map[string]bitset),
-		masks:  make(map[string]*mask),
+		inv:      r,
+		byRank:   make(map[uint32]int32),
+		byHost:   make(map[string][]int32),
+		props:    make(map[string]bitset),
+		masks:    make(map[string]*mask),
 	}
 	p.scheduling = rset.SchedulingWithoutNUMA(r.Scheduling())
 	defer func() {
