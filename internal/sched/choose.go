@@ -2,30 +2,30 @@ package sched
 
 // chooser takes the nodes a search offers, in the search's order, until
 // a request is met: whole picks of Slots/Nodes slots for a request with
-// a node count, otherwise as many slots per node as it holds. Offered
-// nodes that would split a slot across NUMA domains (numa.go) are set
-// aside, up to domainSkip of them, and used only if the request cannot
-// be met without them.
+// a node count, otherwise as many slots per node as it holds. The pool's
+// filter plugins may refuse nodes (or slots of them); the slots its
+// prefer plugins would rather not place are set aside, up to domainSkip
+// nodes, and used only if the request cannot be met without them
+// (extension.go).
 type chooser struct {
-	p      *Pool
-	req    *Request
-	c, g   int32
-	prefer bool
-	need   int // nodes (with a node count) or slots still wanted
-	picks  []pick
-	aside  []asidePick
+	p     *Pool
+	v     view
+	req   *Request
+	c, g  int32
+	need  int // nodes (with a node count) or slots still wanted
+	picks []pick
+	aside []asidePick
 }
 
 // asidePick is a node set aside, or the slots of a node beyond those it
-// holds without splitting (at: its pick's index, -1 if none).
+// holds well (at: its pick's index, -1 if none).
 type asidePick struct {
 	pick
 	at int
 }
 
 func (p *Pool) chooser(v view, req *Request, picks []pick) chooser {
-	ch := chooser{p: p, req: req, c: int32(req.SlotCores), g: int32(req.SlotGPUs), picks: picks[:0]}
-	ch.prefer = v.live && p.numa > 0 && !req.Exclusive
+	ch := chooser{p: p, v: v, req: req, c: int32(req.SlotCores), g: int32(req.SlotGPUs), picks: picks[:0]}
 	ch.need = req.Slots
 	if req.Nodes > 0 {
 		ch.need = req.Nodes
@@ -41,16 +41,37 @@ func (ch *chooser) per() int32 {
 	return 1
 }
 
+// filter and prefer run the profile's plugins for node i and want slots.
+func (ch *chooser) filter(i, want int) int {
+	for _, f := range ch.p.profile.Filters {
+		if want = f.Filter(ch.p, ch.v, ch.req, i, want); want == 0 {
+			break
+		}
+	}
+	return want
+}
+
+func (ch *chooser) prefer(i, want int) int {
+	if len(ch.aside) >= domainSkip {
+		return want
+	}
+	for _, f := range ch.p.profile.Preferences {
+		if want = f.Prefer(ch.p, ch.v, ch.req, i, want); want == 0 {
+			break
+		}
+	}
+	return want
+}
+
 // offer considers node i, which holds per() slots in v; it reports
 // whether the request is met.
 func (ch *chooser) offer(v view, i int) bool {
-	shared := ch.g > 0 && ch.p.share() > 1
 	if ch.req.Nodes > 0 {
 		spn := int(ch.per())
-		if shared && ch.p.gpuRoom(v, i) < spn*int(ch.g) {
-			return false // free shares, but not of enough different GPUs
+		if ch.filter(i, spn) < spn {
+			return false
 		}
-		if ch.prefer && len(ch.aside) < domainSkip && ch.p.splits(i, spn, ch.c, ch.g) {
+		if ch.prefer(i, spn) < spn {
 			ch.aside = append(ch.aside, asidePick{pick{i, spn}, -1})
 			return false
 		}
@@ -62,19 +83,14 @@ func (ch *chooser) offer(v view, i int) bool {
 	if ch.g > 0 {
 		k = min(k, int(v.gpus.get(i)/ch.g))
 	}
-	if shared {
-		k = min(k, ch.p.gpuRoom(v, i)/int(ch.g))
-	}
-	k = min(k, ch.need)
-	if ch.prefer && len(ch.aside) < domainSkip {
-		if kd := ch.p.domainSlotCap(i, k, ch.c, ch.g); kd < k {
-			at := -1
-			if kd > 0 {
-				at = len(ch.picks)
-			}
-			ch.aside = append(ch.aside, asidePick{pick{i, k - kd}, at})
-			k = kd
+	k = ch.filter(i, min(k, ch.need))
+	if kd := ch.prefer(i, k); kd < k {
+		at := -1
+		if kd > 0 {
+			at = len(ch.picks)
 		}
+		ch.aside = append(ch.aside, asidePick{pick{i, k - kd}, at})
+		k = kd
 	}
 	if k > 0 {
 		ch.picks = append(ch.picks, pick{i, k})

@@ -36,11 +36,12 @@ type Pool struct {
 
 	masks map[string]*mask // compiled constraints, by their JSON
 
-	scheduling []byte // the inventory's "scheduling" value, copied into allocations
-	fit        Fit    // how Allocate places requests
-	uniform    bool   // every node has the same number of cores and of GPUs
-	numa       int    // nodes with NUMA domains (numa.go)
-	gpuShare   int32  // allocations a GPU may be given to at once (gpushare.go; 0: 1)
+	scheduling []byte  // the inventory's "scheduling" value, copied into allocations
+	fit        Fit     // how Allocate places requests
+	uniform    bool    // every node has the same number of cores and of GPUs
+	numa       int     // nodes with NUMA domains (numa.go)
+	gpuShare   int32   // allocations a GPU may be given to at once (gpushare.go; 0: 1)
+	profile    Profile // the search's plugins (extension.go)
 }
 
 type node struct {
@@ -69,6 +70,7 @@ func NewPool(r *rset.R) *Pool { return newPool(r, 1) }
 func newPool(r *rset.R, share int32) *Pool {
 	p := &Pool{
 		gpuShare: share,
+		profile:  DefaultProfile(),
 		inv:      r,
 		byRank:   make(map[uint32]int32),
 		byHost:   make(map[string][]int32),

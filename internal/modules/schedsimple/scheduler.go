@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"log/slog"
 	"math"
 	"strconv"
@@ -250,7 +251,8 @@ func (s *scheduler) acquire(ctx context.Context) error {
 	s.pool.SetFit(s.cfg.Fit)
 	s.pool.SetAvailable(up, true)
 	cores, _, gpus, _ := s.pool.Counts()
-	s.log.Debug(fmt.Sprintf("acquired %d nodes, %d cores, %d gpus; up: %s", r.NNodes(), cores, gpus, up))
+	s.log.Debug(fmt.Sprintf("acquired %d nodes, %d cores, %d gpus; up: %s; match plugins: %s", r.NNodes(), cores, gpus, up,
+		strings.Join(s.pool.Profile().Names(), " ")))
 	s.acq = f
 	f.Then(s.acquireUpdate)
 	return nil
