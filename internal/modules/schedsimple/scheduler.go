@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"log/slog"
 	"math"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
