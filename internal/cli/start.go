@@ -485,6 +485,9 @@ func removeStaleSocket(path string) {
 // checkTestOptions refuses values of the testing options flux-core
 // would refuse.
 func (o startOptions) checkTestOptions() error {
+	if o.changed["test-size"] && o.testSize < 1 {
+		return fmt.Errorf("--test-size=%d: a test instance has at least 1 broker", o.testSize)
+	}
 	switch o.exitMode {
 	case "leader", "any":
 	default:

@@ -149,6 +149,8 @@ func TestStartConventions(t *testing.T) {
 			t.Errorf("local-uri override: exit %d, %q", code, out)
 		}
 		for _, bad := range [][]string{
+			{"--test-size=0", "--test-size=0: a test instance has at least 1 broker"},
+			{"--test-size=-1", "--test-size=-1: a test instance has at least 1 broker"},
 			{"--test-exit-mode=sometimes", "must be leader or any"},
 			{"--test-start-mode=some", "must be all or leader"},
 			{"--test-pmi-clique=[[bad", "RFC 34 taskmap"},
