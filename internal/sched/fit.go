@@ -20,23 +20,31 @@ const (
 	// hold the request first (then the lowest rank), keeping whole nodes
 	// free for larger jobs.
 	BestFit
+	// HighID takes the highest ranks that can hold the request, packing
+	// jobs onto the last nodes (Fluxion's "high" match policy), so that
+	// jobs placed low-first and high-first meet in the middle.
+	HighID
 )
 
-// ParseFit reads an alloc-mode name: worst-fit, first-fit or best-fit.
+// fitNames are the alloc-mode names: sched-simple's, then Fluxion's
+// match-policy names for the same orders ("low"/"lonode" and "first"
+// are first-fit, "high"/"hinode" high-id, "locality", which packs jobs
+// into the fewest free resources, best-fit).
+var fitNames = map[string]Fit{
+	"worst-fit": WorstFit, "first-fit": FirstFit, "best-fit": BestFit, "high-id": HighID,
+	"first": FirstFit, "low": FirstFit, "lonode": FirstFit, "high": HighID, "hinode": HighID, "locality": BestFit,
+}
+
+// ParseFit reads an alloc-mode name (fitNames).
 func ParseFit(s string) (Fit, error) {
-	switch s {
-	case "worst-fit":
-		return WorstFit, nil
-	case "first-fit":
-		return FirstFit, nil
-	case "best-fit":
-		return BestFit, nil
+	if f, ok := fitNames[s]; ok {
+		return f, nil
 	}
-	return 0, fmt.Errorf("%w: alloc-mode %q: want worst-fit, first-fit or best-fit", ErrInvalid, s)
+	return 0, fmt.Errorf("%w: alloc-mode %q: want worst-fit, first-fit, best-fit or high-id (or Fluxion's first, low, lonode, high, hinode, locality)", ErrInvalid, s)
 }
 
 func (f Fit) String() string {
-	return [...]string{"first-fit", "worst-fit", "best-fit"}[f]
+	return [...]string{"first-fit", "worst-fit", "best-fit", "high-id"}[f]
 }
 
 // SetFit sets how Allocate places requests (FirstFit by default).
@@ -50,7 +58,7 @@ func (p *Pool) findFit(v view, req *Request, m *mask, picks []pick) []pick {
 	}
 	c, g := int32(req.SlotCores), int32(req.SlotGPUs)
 	switch {
-	case req.Exclusive && p.uniform:
+	case req.Exclusive && p.uniform && p.fit != HighID:
 		// whole idle nodes that are all alike: every order but rank's
 		// is a tie
 		return p.find(v, req, m, picks)
@@ -74,6 +82,17 @@ func (p *Pool) findFit(v view, req *Request, m *mask, picks []pick) []pick {
 	var cand []int
 	for i := p.next(v, 0, per*c, per*g, req.Exclusive, m); i >= 0; i = p.next(v, i+1, per*c, per*g, req.Exclusive, m) {
 		cand = append(cand, i)
+	}
+	if p.fit == HighID {
+		// the highest ranks first
+		slices.Reverse(cand)
+		ch := p.chooser(v, req, picks)
+		for _, i := range cand {
+			if ch.offer(v, i) {
+				break
+			}
+		}
+		return ch.finish()
 	}
 	key := func(i int) (int32, int32) {
 		if req.Exclusive {

@@ -29,6 +29,9 @@ func TestFit(t *testing.T) {
 		{BestFit, []Request{one, one, one}, []string{"rank0/core0", "rank0/core1", "rank1/core0"}},
 		// worst-fit takes a multi-slot job from the emptiest node first
 		{WorstFit, []Request{one, {Slots: 3, SlotCores: 1}}, []string{"rank0/core0", "rank1/core[0-1] rank0/core1"}},
+		// high-id packs from the last node down, whole nodes too
+		{HighID, []Request{one, one, {Slots: 2, SlotCores: 1}}, []string{"rank1/core0", "rank1/core1", "rank0/core[0-1]"}},
+		{HighID, []Request{{Nodes: 1, Slots: 1, SlotCores: 1, Exclusive: true}}, []string{"rank1/core[0-1]"}},
 		// whole nodes on a uniform pool: rank order
 		{WorstFit, []Request{{Nodes: 1, Slots: 1, SlotCores: 1, Exclusive: true}, {Nodes: 1, Slots: 1, SlotCores: 1, Exclusive: true}},
 			[]string{"rank0/core[0-1]", "rank1/core[0-1]"}},
@@ -53,7 +56,12 @@ func TestFit(t *testing.T) {
 	if got := alloc(p, Request{Slots: 1, SlotCores: 1, SlotGPUs: 1}); got != "rank3/core0,gpu0" {
 		t.Errorf("worst-fit GPU request: %s, want rank3/core0,gpu0", got)
 	}
-	for _, s := range []string{"worst-fit", "first-fit", "best-fit"} {
+	for name, want := range map[string]Fit{"low": FirstFit, "lonode": FirstFit, "first": FirstFit, "high": HighID, "hinode": HighID, "locality": BestFit} {
+		if f, err := ParseFit(name); err != nil || f != want {
+			t.Errorf("ParseFit(%s) = %v, %v; want %v", name, f, err, want)
+		}
+	}
+	for _, s := range []string{"worst-fit", "first-fit", "best-fit", "high-id"} {
 		if f, err := ParseFit(s); err != nil || f.String() != s {
 			t.Errorf("ParseFit(%s) = %v, %v", s, f, err)
 		}
