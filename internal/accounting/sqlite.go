@@ -1,0 +1,37 @@
+package accounting
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// OpenSQLite opens (creating it if needed, mode 0600: it names every
+// user) the accounting database file at path.
+func OpenSQLite(ctx context.Context, path string) (*SQLStore, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("accounting database: %w", err)
+	}
+	f.Close()
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("accounting database %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	s, err := NewSQLStore(ctx, db, SQLiteDialect)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}

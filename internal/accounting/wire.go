@@ -1,0 +1,57 @@
+package accounting
+
+// The accounting service's wire contract: the topics the accounting
+// module serves (flux account's), what it pushes to the enforcers, and
+// their payloads. Writes are the instance owner's; others may read
+// their own associations, the banks and the projects.
+
+// Service is the accounting module's service name: its topics are
+// Service + "." + a flux account command (add-bank, view-user, ...).
+const Service = "accounting"
+
+// Topics the enforcers serve: the module sends each a Snapshot after
+// every change (and when it starts).
+const (
+	IngestUpdateTopic = "job-ingest.accounting-update"
+	LimitsUpdateTopic = "job-manager.accounting-limits.update"
+)
+
+// Snapshot is what the enforcers need of the database: every
+// association (inactive ones too: a job naming one is refused saying
+// so) and the projects.
+type Snapshot struct {
+	Associations []Association `json:"associations"`
+	Projects     []string      `json:"projects"`
+}
+
+// DeleteRequest is delete-bank, delete-user and delete-project.
+type DeleteRequest struct {
+	Bank     string `json:"bank,omitempty"`
+	Username string `json:"username,omitempty"`
+	Project  string `json:"project,omitempty"`
+	Force    bool   `json:"force,omitempty"`
+}
+
+// NameRequest is view-user, view-bank and add-project.
+type NameRequest struct {
+	Bank     string `json:"bank,omitempty"`
+	Username string `json:"username,omitempty"`
+	Project  string `json:"project,omitempty"`
+}
+
+// BanksResponse answers list-banks and view-bank (the bank and every
+// bank below it, then the associations in them).
+type BanksResponse struct {
+	Banks        []Bank        `json:"banks"`
+	Associations []Association `json:"associations,omitempty"`
+}
+
+// AssociationsResponse answers view-user and list-users.
+type AssociationsResponse struct {
+	Associations []Association `json:"associations"`
+}
+
+// ProjectsResponse answers list-projects.
+type ProjectsResponse struct {
+	Projects []Project `json:"projects"`
+}
