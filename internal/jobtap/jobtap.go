@@ -236,6 +236,14 @@ type ConfigUpdater interface {
 	ConfigUpdate(conf json.RawMessage) (apply func(), err error)
 }
 
+// PrivilegeSource grants an association privileges beyond the
+// configuration's (policy.Config.Privileges): the accounting database's
+// exempt and expedite flags. The job manager asks every plugin that has
+// one; any grant counts.
+type PrivilegeSource interface {
+	Privileges(uid uint32, bank string) (exempt, expedite bool)
+}
+
 // Querier returns data for flux jobtap query.
 type Querier interface {
 	Query() any

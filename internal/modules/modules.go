@@ -6,6 +6,7 @@ package modules
 import (
 	"github.com/fluxgo/fluxgo/internal/broker"
 	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/internal/modules/accounting"
 	"github.com/fluxgo/fluxgo/internal/modules/content"
 	"github.com/fluxgo/fluxgo/internal/modules/contentsqlite"
 	"github.com/fluxgo/fluxgo/internal/modules/heartbeat"
@@ -55,6 +56,7 @@ func builtin() map[string]module.Factory {
 		"job-exec":         jobexec.New,
 		"job-shell":        jobshell.New,
 		pymod.Name:         pymod.New,
+		accounting.Name:    accounting.New,
 	}
 }
 
@@ -76,6 +78,8 @@ func DefaultRC1() []broker.ModuleSpec {
 		{Name: joblist.Name, Ranks: "0"},
 		{Name: "job-ingest", Ranks: "0"},
 		{Name: jobpool.Name, Ranks: "0"},
+		// after job-ingest and job-manager: it sends them the database
+		{Name: accounting.Name, Ranks: "0"},
 		{Name: "job-shell", Ranks: "all", Builtin: true},
 		{Name: "job-exec", Ranks: "0"},
 		// with an [archive] table: inactive jobs copied to SQLite

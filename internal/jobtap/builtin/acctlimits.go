@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/fluxgo/fluxgo/internal/accounting"
 	"github.com/fluxgo/fluxgo/internal/jobtap"
 	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -49,6 +50,7 @@ import (
 type AccountLimits struct {
 	h     jobtap.Host
 	cfg   acctConfig
+	db    *accounting.Index // the accounting database (acctdb.go)
 	assoc map[assocKey]*assocUse
 	jobs  map[jobid.ID]*acctJob
 }
@@ -93,13 +95,15 @@ const (
 )
 
 var (
-	_ jobtap.UpdateHook    = (*AccountLimits)(nil)
-	_ jobtap.Validator     = (*AccountLimits)(nil)
-	_ jobtap.NewHook       = (*AccountLimits)(nil)
-	_ jobtap.DependHook    = (*AccountLimits)(nil)
-	_ jobtap.StateHook     = (*AccountLimits)(nil)
-	_ jobtap.EventHook     = (*AccountLimits)(nil)
-	_ jobtap.ConfigUpdater = (*AccountLimits)(nil)
+	_ jobtap.UpdateHook      = (*AccountLimits)(nil)
+	_ jobtap.Validator       = (*AccountLimits)(nil)
+	_ jobtap.NewHook         = (*AccountLimits)(nil)
+	_ jobtap.DependHook      = (*AccountLimits)(nil)
+	_ jobtap.StateHook       = (*AccountLimits)(nil)
+	_ jobtap.EventHook       = (*AccountLimits)(nil)
+	_ jobtap.ConfigUpdater   = (*AccountLimits)(nil)
+	_ jobtap.Servicer        = (*AccountLimits)(nil)
+	_ jobtap.PrivilegeSource = (*AccountLimits)(nil)
 )
 
 func newAccountLimits() *AccountLimits {
@@ -184,7 +188,7 @@ func (a *AccountLimits) ConfigUpdate(conf json.RawMessage) (func(), error) {
 // limits merges the settings for an association.
 func (a *AccountLimits) limits(k assocKey) (active, running, nodes, cores int) {
 	uid := strconv.FormatUint(uint64(k.uid), 10)
-	layers := []acctLimits{a.cfg.def, a.cfg.banks[k.bank], a.cfg.users[uid], a.cfg.users[uid+":"+k.bank]}
+	layers := []acctLimits{a.cfg.def, a.cfg.banks[k.bank], a.cfg.users[uid], a.cfg.users[uid+":"+k.bank], a.dbLimits(k)}
 	for _, l := range layers {
 		for _, kv := range []struct {
 			src *int

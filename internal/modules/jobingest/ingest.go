@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/accounting"
 	"github.com/fluxgo/fluxgo/internal/memo"
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/policy"
@@ -76,6 +77,7 @@ type ingest struct {
 	// the scheduler refuses what it cannot run
 	noValidate bool
 	policy     *policy.Config
+	acct       *accounting.Index // the accounting database (accounting.go)
 	specs      *specCache
 	// envelopes: J texts unwrapped lately (identical jobs carry the
 	// same J when it is signed with the none mechanism)
@@ -125,6 +127,8 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	})
 	h.HandleFunc("job-ingest.disconnect", func(*flux.Request) {})
 	h.HandleFunc("job-ingest.config-reload", in.configReload)
+	h.HandleFunc(accounting.IngestUpdateTopic, in.accountingUpdate)
+	in.fetchAccounting(ctx)
 	return h.Serve(ctx)
 }
 
@@ -269,7 +273,12 @@ func (in *ingest) submit(r *flux.Request) {
 		return
 	}
 	text := env.Payload
-	if d := in.defaultsFor(spec); d != (defaults{}) {
+	d := in.defaultsFor(spec)
+	if err := in.charge(r, spec, &d); err != nil {
+		r.RespondError(err)
+		return
+	}
+	if d != (defaults{}) {
 		if text, spec, err = in.specs.withDefaults(text, d); err != nil {
 			r.Errorf(syscall.EINVAL, "%v", err)
 			return
@@ -278,7 +287,7 @@ func (in *ingest) submit(r *flux.Request) {
 	if urgency > 16 && !r.IsOwner() {
 		bank, _ := spec.Attribute("system.bank")
 		b, _ := bank.(string)
-		if _, expedite := in.policy.Privileges(r.Userid(), b); !expedite {
+		if !in.expedite(r.Userid(), b) {
 			r.Errorf(syscall.EINVAL, "only the instance owner may submit with urgency above 16")
 			return
 		}

@@ -32,6 +32,8 @@ type specEntry struct {
 type defaults struct {
 	queue    string
 	duration float64
+	// the bank and project the job is charged to (accounting.go)
+	bank, project string
 }
 
 // defaultedSpec is a jobspec with defaults filled in: its text (what is
@@ -101,6 +103,13 @@ func (c *specCache) withDefaults(text []byte, d defaults) ([]byte, *jobspec.Jobs
 	if d.duration > 0 {
 		if err := spec.SetDuration(d.duration); err != nil {
 			return nil, nil, err
+		}
+	}
+	for _, kv := range []struct{ key, val string }{{"system.bank", d.bank}, {"system.project", d.project}} {
+		if kv.val != "" {
+			if err := spec.SetAttribute(kv.key, kv.val); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
 	out, err := spec.MarshalJSON()

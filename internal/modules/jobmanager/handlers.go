@@ -633,11 +633,23 @@ func (m *manager) setExempt(j *job) {
 			return
 		}
 	}
-	j.Exempt, _ = m.queues.pol.Privileges(j.Userid, jobBank(j))
+	j.Exempt, _ = m.privileges(j)
 }
 
 // mayExpedite reports whether j's association may set urgency above 16.
 func (m *manager) mayExpedite(j *job) bool {
-	_, ok := m.queues.pol.Privileges(j.Userid, jobBank(j))
+	_, ok := m.privileges(j)
 	return ok
+}
+
+// privileges are j's association's: granted by the [accounting]
+// configuration or by a plugin (the accounting database's flags).
+func (m *manager) privileges(j *job) (exempt, expedite bool) {
+	bank := jobBank(j)
+	exempt, expedite = m.queues.pol.Privileges(j.Userid, bank)
+	if !exempt || !expedite {
+		e, x := m.plugins.privileges(j.Userid, bank)
+		exempt, expedite = exempt || e, expedite || x
+	}
+	return exempt, expedite
 }

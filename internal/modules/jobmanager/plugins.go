@@ -378,6 +378,17 @@ func (ps *pluginSet) resized(j *job, delta jobtap.Size) {
 	}
 }
 
+// privileges asks the plugins that grant privileges (jobtap.PrivilegeSource).
+func (ps *pluginSet) privileges(uid uint32, bank string) (exempt, expedite bool) {
+	for _, p := range ps.loaded {
+		if src, ok := p.(jobtap.PrivilegeSource); ok {
+			e, x := src.Privileges(uid, bank)
+			exempt, expedite = exempt || e, expedite || x
+		}
+	}
+	return exempt, expedite
+}
+
 // jobtap.Host
 
 func (ps *pluginSet) get(id jobid.ID) (*job, error) {

@@ -1,0 +1,182 @@
+// Package accounting is the accounting broker module (rank 0): it owns
+// the instance's accounting database (package internal/accounting) and
+// serves flux account. The instance owner manages banks, users and
+// projects; every user may read the banks, the projects and their own
+// associations. After every change, and when it starts, it sends the
+// enforcers (job-ingest, the job manager's .accounting-limits plugin) a
+// snapshot of the database, and answers a change only once they have
+// it: when flux account add-user returns, the user's jobs are charged
+// by the new rules.
+//
+// The database is an SQLite file, STATEDIR/accounting.sqlite (RUNDIR's
+// without a statedir), or the module argument dbpath=PATH. It is made
+// by the first change: an instance that never uses flux account has no
+// file and enforces nothing.
+package accounting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	acct "github.com/fluxgo/fluxgo/internal/accounting"
+	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+)
+
+// Name is the module (and service) name.
+const Name = acct.Service
+
+// DBFile is the database's file name in the statedir.
+const DBFile = "accounting.sqlite"
+
+// Module is the accounting module.
+type Module struct{}
+
+// New returns the module.
+func New() module.Module { return &Module{} }
+
+// Name implements module.Module.
+func (*Module) Name() string { return Name }
+
+type server struct {
+	h     *flux.Handle
+	log   *slog.Logger
+	path  string
+	store acct.Store // nil until the file exists
+}
+
+// parseArgs reads dbpath=PATH.
+func parseArgs(args []string) (string, error) {
+	var path string
+	for _, a := range args {
+		k, v, _ := strings.Cut(a, "=")
+		switch k {
+		case "dbpath":
+			path = v
+		default:
+			return "", fmt.Errorf("accounting: unknown option %q (want dbpath=PATH)", a)
+		}
+	}
+	return path, nil
+}
+
+// Run implements module.Module.
+func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
+	path, err := parseArgs(args)
+	if err != nil {
+		return err
+	}
+	if path == "" {
+		dir, _ := h.Attr(ctx, "statedir")
+		if dir == "" {
+			if dir, err = h.Attr(ctx, "rundir"); err != nil {
+				return fmt.Errorf("accounting: neither statedir nor rundir: %w", err)
+			}
+		}
+		path = filepath.Join(dir, DBFile)
+	}
+	s := &server{h: h, log: flux.NewLogger(h, Name), path: path}
+	defer func() {
+		if s.store != nil {
+			s.store.Close()
+		}
+	}()
+	if _, err := os.Stat(path); err == nil {
+		if err := s.open(ctx); err != nil {
+			return err
+		}
+		s.push(ctx)
+	}
+	s.handlers(ctx)
+	return h.Serve(ctx)
+}
+
+func (s *server) open(ctx context.Context) error {
+	if s.store != nil {
+		return nil
+	}
+	st, err := acct.OpenSQLite(ctx, s.path)
+	if err != nil {
+		return err
+	}
+	s.store = st
+	return nil
+}
+
+// snapshot reads what the enforcers need.
+func (s *server) snapshot(ctx context.Context) (acct.Snapshot, error) {
+	snap := acct.Snapshot{Associations: []acct.Association{}, Projects: []string{}}
+	if s.store == nil {
+		return snap, nil
+	}
+	as, err := s.store.Associations(ctx, "")
+	if err != nil {
+		return snap, err
+	}
+	ps, err := s.store.Projects(ctx)
+	if err != nil {
+		return snap, err
+	}
+	snap.Associations = as
+	for _, p := range ps {
+		snap.Projects = append(snap.Projects, p.Name)
+	}
+	return snap, nil
+}
+
+// push sends the enforcers the database as it is now. An enforcer that
+// is not loaded (ENOSYS) is skipped: it asks for a snapshot when it
+// starts.
+func (s *server) push(ctx context.Context) error {
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, topic := range []string{acct.IngestUpdateTopic, acct.LimitsUpdateTopic} {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := s.h.Call(cctx, topic, flux.NodeidAny, snap, nil)
+		cancel()
+		if err != nil && flux.ErrnoOf(err) != syscall.ENOSYS {
+			s.log.Error("sending the accounting database", "topic", topic, "err", err)
+			errs = append(errs, fmt.Errorf("%s: %w", topic, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// write serves a change with request payload T: the owner's only; the
+// enforcers have it before the answer.
+func write[T any](ctx context.Context, s *server, what string, fn func(req *T) (any, error)) flux.HandlerFunc {
+	return func(r *flux.Request) {
+		if !r.IsOwner() {
+			r.Errorf(syscall.EPERM, "%s: only the instance owner may change the accounting database", what)
+			return
+		}
+		req := new(T)
+		if len(r.Msg.JSON()) > 0 && r.Decode(req) != nil {
+			return
+		}
+		if err := s.open(ctx); err != nil {
+			r.Errorf(syscall.EIO, "%v", err)
+			return
+		}
+		resp, err := fn(req)
+		if err != nil {
+			r.RespondError(err)
+			return
+		}
+		if err := s.push(ctx); err != nil {
+			r.Errorf(syscall.EIO, "%s: saved, but not yet enforced: %v", what, err)
+			return
+		}
+		r.Respond(resp)
+	}
+}
