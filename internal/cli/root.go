@@ -51,7 +51,7 @@ var commandTable = []command{
 	{"jobspec", newJobspecCmd}, {"submit", newSubmitCmd}, {"run", newRunCmd}, {"bulksubmit", newBulksubmitCmd}, {"multi-prog", newMultiProgCmd}, {"capacitor", newCapacitorCmd}, {"mini", newMiniCmd},
 	{"cancel", newCancelCmd}, {"update", newUpdateCmd}, {"watch", newWatchCmd},
 	{"batch", newBatchCmd}, {"alloc", newAllocCmd}, {"batch-exec", newBatchExecCmd}, {"proxy", newProxyCmd}, {"uri", newURICmd}, {"pstree", newPstreeCmd},
-	{"jobs", newJobsCmd}, {"pgrep", newPgrepCmd}, {"pkill", newPkillCmd}, {"jobtap", newJobtapCmd}, {"queue", newQueueCmd}, {"pool", newPoolCmd}, {"usage", newUsageCmd}, {"top", newTopCmd},
+	{"jobs", newJobsCmd}, {"pgrep", newPgrepCmd}, {"pkill", newPkillCmd}, {"jobtap", newJobtapCmd}, {"queue", newQueueCmd}, {"pool", newPoolCmd}, {"usage", newUsageCmd}, {"account", newAccountCmd}, {"top", newTopCmd},
 	{"hostlist", newHostlistCmd},
 	{"ping", newPingCmd}, {"event", newEventCmd}, {"dmesg", newDmesgCmd}, {"logger", newLoggerCmd}, {"module", newModuleCmd},
 	{"overlay", newOverlayCmd}, {"uptime", newUptimeCmd}, {"shutdown", newShutdownCmd}, {"keygen", newKeygenCmd},
