@@ -93,6 +93,13 @@ func clusterUsage(recs []archivedb.Record, events []eventlog.Event, nnodes int, 
 		ranks, _ := idset.Parse(c.Idset)
 		switch events[i].Name {
 		case "online":
+			if ranks.Contains(0) {
+				// rank 0 is the leader: it comes online once per boot of
+				// the instance, first. What the log said of the others
+				// is of the boot before (their offline events may never
+				// have been written): they are offline until they join.
+				offline = idset.Range(0, uint(max(nnodes-1, 0)))
+			}
 			offline = offline.Difference(ranks)
 		case "offline":
 			offline = offline.Union(ranks)
@@ -100,10 +107,10 @@ func clusterUsage(recs []archivedb.Record, events []eventlog.Event, nnodes int, 
 			drained = drained.Union(ranks)
 		case "undrain":
 			drained = drained.Difference(ranks)
-		case "resource-define":
-			// a restart: every rank offline until it comes back
-			offline = idset.Range(0, uint(max(nnodes-1, 0)))
 		}
+		// resource-define says nothing of who is up: it may come after
+		// the online events of the same boot (the ranks that joined
+		// while the inventory was being found)
 	}
 	// allocated: the jobs' node time; per reservation, what jobs used of it
 	used := make([]float64, len(resvs))
