@@ -214,15 +214,15 @@ type Proc struct {
 	code   int
 }
 
-// Start starts a command in the host with env added to the test's
-// environment, and arranges for its process group to be killed when the
+// Start starts a command in the host with the environment env (nil:
+// the test's), and arranges for its process group to be killed when the
 // test ends (its output is logged if the test failed).
 func (h *Host) Start(name string, env []string, args ...string) *Proc {
 	t := h.t
 	t.Helper()
 	p := &Proc{Name: h.Name + ": " + name, done: make(chan struct{})}
 	p.Cmd = h.Command(args[0], args[1:]...)
-	p.Cmd.Env = append(os.Environ(), env...)
+	p.Cmd.Env = env
 	p.Cmd.Stdout = writerFunc(func(b []byte) { p.mu.Lock(); p.stdout.Write(b); p.mu.Unlock() })
 	p.Cmd.Stderr = writerFunc(func(b []byte) { p.mu.Lock(); p.stderr.Write(b); p.mu.Unlock() })
 	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

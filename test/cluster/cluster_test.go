@@ -85,7 +85,7 @@ func TestCluster(t *testing.T) {
 			return string(out), err
 		}
 		listen := func() *cluster.Proc {
-			p := c.Hosts[0].Start("listen", []string{"CLUSTER_HELPER=listen"}, exe, "listen", server)
+			p := c.Hosts[0].Start("listen", append(os.Environ(), "CLUSTER_HELPER=listen"), exe, "listen", server)
 			for i := 0; !strings.Contains(p.Stdout(), "listening"); i++ {
 				if i == 100 {
 					t.Fatalf("listener did not start: %s", p.Stderr())
