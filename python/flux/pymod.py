@@ -27,12 +27,23 @@ def main(argv):
     handle.service_register("pymod").get()
     fd = os.environ.pop("FLUXGO_PYMOD_READY_FD", None)
     if fd is not None:
-        # tell the pymod module the service is up
-        try:
-            os.write(int(fd), b"1")
-            os.close(int(fd))
-        except OSError:
-            pass
+        # the module is running once mod_main enters its reactor: tell
+        # the pymod module then (a mod_main that raises first makes
+        # flux module load fail)
+        run = handle.reactor_run
+
+        def reactor_run(*a, **kw):
+            nonlocal fd
+            if fd is not None:
+                try:
+                    os.write(int(fd), b"1")
+                    os.close(int(fd))
+                except OSError:
+                    pass
+                fd = None
+            return run(*a, **kw)
+
+        handle.reactor_run = reactor_run
     mod.mod_main(handle, *args)
     return 0
 

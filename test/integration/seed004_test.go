@@ -44,6 +44,10 @@ print(f.rpc_send("pymod.new_job", {"a": 1})["jobid"], f.rpc_send("pymod.new_job"
 		}
 		e.must("module", "remove", "pymod")
 		e.fail("--module=PATH", "module", "load", "pymod")
+		// a mod_main that raises before it runs its reactor fails the load
+		bad := filepath.Join(dir, "bad.py")
+		os.WriteFile(bad, []byte("def mod_main(f, *argv):\n    raise RuntimeError('boom')\n"), 0o644)
+		e.fail("module pymod failed", "module", "load", "pymod", "--module="+bad)
 	})
 	t.Run("job.submit request", func(t *testing.T) {
 		out := e.must("python", "-c", `import json, flux

@@ -63,9 +63,11 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	cmd.Env = append(os.Environ(), "FLUX_URI="+uri)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	// the runner writes a byte here once "pymod" is registered: the
-	// module counts as loaded then, so a request right after flux module
-	// load finds the service
+	// the runner writes a byte here once mod_main first runs its
+	// reactor, with "pymod" registered: the module counts as loaded then
+	// (as flux-core's modules do once they enter their reactor), so a
+	// request right after flux module load finds the service, and a
+	// mod_main that raises before it makes flux module load fail
 	ready, readyW, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("pymod: %w", err)
@@ -84,15 +86,25 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		done <- cmd.Wait()
 		stop()
 	}()
-	up := make(chan struct{})
+	up := make(chan bool, 1)
 	go func() {
 		var b [1]byte
-		ready.Read(b[:]) // a byte, or EOF when the child ends first
-		close(up)
+		n, _ := ready.Read(b[:]) // a byte, or EOF when the child ends first
+		up <- n == 1
 	}()
+	started := false
 	select {
-	case <-up:
+	case started = <-up:
 	case <-serveCtx.Done():
+	}
+	if !started && ctx.Err() == nil {
+		// the child ended before it was up (mod_main raised at once, or
+		// the file did not import): flux module load fails with it, as
+		// for a module whose mod_main fails before it runs
+		if err := <-done; err != nil {
+			return fmt.Errorf("pymod %s: %w", path, err)
+		}
+		return nil // mod_main returned at once: done, not failed
 	}
 	h.Serve(serveCtx) // the module is up while the child runs
 	stop()
