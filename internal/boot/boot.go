@@ -51,6 +51,11 @@ type Options struct {
 	// its top level (session-id, tbon-endpoints ...), read as the
 	// [bootstrap] table.
 	BootFile string
+	// Rank is -S boot.rank, this broker's rank among the tbon-endpoints
+	// (either spelling), for a host that holds more than one of the
+	// listed addresses; "" finds it by address. It overrides
+	// bootstrap.rank.
+	Rank string
 	// CertPath is -S tbon.cert; it overrides bootstrap.curve_cert.
 	CertPath string
 	// Fanout is -S tbon.fanout; 0 defers to [tbon] or the default, 2.
@@ -112,10 +117,18 @@ func Decide(ctx context.Context, o Options) (*Plan, error) {
 			return nil, err
 		}
 	}
+	// errors about the [bootstrap] table say which file it came from
+	// when that was a boot.config_file
+	bsErr := func(err error) error { return err }
 	if o.BootFile != "" {
-		bc, err := loadBootFile(o.BootFile)
+		bc, topLevel, err := loadBootFile(o.BootFile)
 		if err != nil {
 			return nil, err
+		}
+		if topLevel {
+			bsErr = func(err error) error {
+				return fmt.Errorf("boot.config_file=%s (its keys are read as the [bootstrap] table): %w", o.BootFile, err)
+			}
 		}
 		if conf == nil {
 			conf = bc
@@ -150,12 +163,17 @@ func Decide(ctx context.Context, o Options) (*Plan, error) {
 	case haveBootstrap:
 		bs, err := ParseBootstrap(conf, bsTable)
 		if err != nil {
+			return nil, bsErr(err)
+		}
+		if err := bs.overrideRank(o.Rank); err != nil {
 			return nil, err
 		}
 		p, err = planConfig(bs, *host, chooseFanout(o.Fanout, tb, len(bs.Hosts)), o.CertPath)
 		if err != nil {
-			return nil, err
+			return nil, bsErr(err)
 		}
+	case o.Rank != "":
+		return nil, fmt.Errorf("%w: boot.rank=%s: only used with tbon-endpoints (boot.config_file, or a [bootstrap] table)", ErrConfig, o.Rank)
 	case pmi.Offered(getenv):
 		c, err := pmi.FromEnv(ctx, getenv)
 		if err != nil {
@@ -213,21 +231,27 @@ func Configure(ctx context.Context, cfg *broker.Config, o Options) (cleanup func
 }
 
 // loadBootFile reads a boot.config_file (the keys of [bootstrap] at the
-// top level of the file) as a configuration with that [bootstrap] table.
-func loadBootFile(path string) (*Config, error) {
+// top level of the file) as a configuration with that [bootstrap] table;
+// topLevel is false for a file written with the [bootstrap] header.
+func loadBootFile(path string) (c *Config, topLevel bool, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: boot.config_file: %w", ErrConfig, err)
+		return nil, false, fmt.Errorf("%w: boot.config_file: %w", ErrConfig, err)
 	}
-	c, err := ParseConfig(path, data)
-	if err != nil {
-		return nil, err
+	if c, err = ParseConfig(path, data); err != nil {
+		return nil, false, err
 	}
-	if _, nested := c.Table["bootstrap"]; nested {
-		return c, nil // written with the [bootstrap] header: as it is
-	}
-	bs := c.Table
-	c.Table = map[string]any{"bootstrap": bs}
 	c.Dir = filepath.Dir(path)
-	return c, nil
+	_, nested := c.Table["bootstrap"]
+	if !nested {
+		c.Table = map[string]any{"bootstrap": c.Table}
+	}
+	// a relative curve_cert is the file's neighbour, also once the
+	// table joins a -c configuration from another directory
+	if bs, ok := c.Table["bootstrap"].(map[string]any); ok {
+		if cert, ok := bs["curve_cert"].(string); ok {
+			bs["curve_cert"] = c.Resolve(cert)
+		}
+	}
+	return c, !nested, nil
 }

@@ -394,7 +394,7 @@ func planConfig(bs *Bootstrap, h Host, fanout uint32, certPath string) (*Plan, e
 		}
 	}
 	if needCert && p.CertPath == "" {
-		return nil, fmt.Errorf("%w: bootstrap.curve_cert: required for %d brokers linked over tcp:// (make a key with flux keygen and give every broker the same file)", ErrNeedCert, size)
+		return nil, fmt.Errorf("%w: bootstrap.curve_cert: required for %d brokers linked over tcp:// (make a key with flux keygen, give every broker the same file, and name it in curve_cert or with -S tbon.cert)", ErrNeedCert, size)
 	}
 	if needCert {
 		key := "bootstrap.curve_cert"
@@ -411,6 +411,12 @@ func planConfig(bs *Bootstrap, h Host, fanout uint32, certPath string) (*Plan, e
 	for _, e := range bs.Hosts {
 		p.Hostlist = append(p.Hostlist, e.Host)
 	}
+	if bs.Legacy && h.Name != "" {
+		// tbon-endpoints name addresses, not hosts: this broker is
+		// known by its hostname, which it gives its parent on joining,
+		// so rank 0's hostlist fills with names as the brokers join
+		p.Hostlist[rank] = h.Name
+	}
 	me := bs.Hosts[rank]
 	if rank > 0 {
 		p.ParentURI = bs.Hosts[parentOf(rank, k)].Connect
@@ -426,6 +432,23 @@ func planConfig(bs *Bootstrap, h Host, fanout uint32, certPath string) (*Plan, e
 		}
 	}
 	return p, nil
+}
+
+// overrideRank applies -S boot.rank (v; "" for none) to the older
+// form's rank.
+func (bs *Bootstrap) overrideRank(v string) error {
+	if v == "" {
+		return nil
+	}
+	if !bs.Legacy {
+		return fmt.Errorf("%w: boot.rank=%s: only used with tbon-endpoints (bootstrap.hosts finds a broker by its hostname)", ErrConfig, v)
+	}
+	r, err := strconv.Atoi(v)
+	if err != nil || r < 0 || r >= len(bs.Hosts) {
+		return fmt.Errorf("%w: boot.rank=%s: not a rank of the %d tbon-endpoints (0-%d)", ErrConfig, v, len(bs.Hosts), len(bs.Hosts)-1)
+	}
+	bs.Rank = r
+	return nil
 }
 
 // findRank locates this host: by hostname in bootstrap.hosts; in the
@@ -450,12 +473,12 @@ func (bs *Bootstrap) findRank(h Host) (int, error) {
 			continue
 		}
 		if found >= 0 {
-			return 0, fmt.Errorf("%w: bootstrap.tbon-endpoints: entries %d and %d are both addresses of this host; set bootstrap.rank", ErrConfig, found, r)
+			return 0, fmt.Errorf("%w: bootstrap.tbon-endpoints: entries %d and %d are both addresses of this host; set bootstrap.rank or -S boot.rank", ErrConfig, found, r)
 		}
 		found = r
 	}
 	if found < 0 {
-		return 0, fmt.Errorf("%w: bootstrap.tbon-endpoints: no entry is an address of this host; set bootstrap.rank", ErrNotListed)
+		return 0, fmt.Errorf("%w: bootstrap.tbon-endpoints: no entry is an address of this host; set bootstrap.rank or -S boot.rank", ErrNotListed)
 	}
 	return found, nil
 }

@@ -147,7 +147,7 @@ curve_cert = "curve.cert"
 tbon-endpoints = ["tcp://192.168.9.1:8020", "tcp://10.0.0.1:8020", "tcp://192.168.9.3:8020", "tcp://192.168.9.4:8020"]
 `}, "whatever", Options{},
 			Plan{Method: "config", Rank: 1, Size: 4, Fanout: 2, ParentURI: "tcp://192.168.9.1:8020", BindURI: "tcp://10.0.0.1:8020",
-				Hostlist: []string{"192.168.9.1", "10.0.0.1", "192.168.9.3", "192.168.9.4"}}},
+				Hostlist: []string{"192.168.9.1", "whatever", "192.168.9.3", "192.168.9.4"}}},
 		{"older tbon-endpoints by rank", map[string]string{"a.toml": `
 [bootstrap]
 rank = 2
@@ -155,7 +155,7 @@ curve_cert = "curve.cert"
 tbon-endpoints = ["tcp://127.0.0.1:8020", "tcp://127.0.0.1:8021", "tcp://127.0.0.1:8022"]
 `}, "whatever", Options{},
 			Plan{Method: "config", Rank: 2, Size: 3, Fanout: 2, ParentURI: "tcp://127.0.0.1:8020",
-				Hostlist: []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}}},
+				Hostlist: []string{"127.0.0.1", "127.0.0.1", "whatever"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -159,6 +159,7 @@ func Run(o Options) (code int, err error) {
 		cleanup, err := boot.Configure(context.Background(), &cfg, boot.Options{
 			ConfigPath:    o.ConfigPath,
 			BootFile:      bootFile,
+			Rank:          attrs["boot.rank"],
 			CertPath:      cfg.CertPath,
 			Fanout:        cfg.Fanout,
 			InterfaceHint: attrs["tbon.interface-hint"],
