@@ -230,3 +230,43 @@ func TestLinkDown(t *testing.T) {
 		t.Errorf("flux run -N3 hostname printed %q, want %q", got, want)
 	}
 }
+
+// TestBootstrapTableBoot boots the same three hosts from flux-core's
+// [bootstrap] table (flux broker -c DIR): each broker finds itself by
+// its hostname in bootstrap.hosts and binds on its eth0.
+func TestBootstrapTableBoot(t *testing.T) {
+	bin := testinstance.Binary(t)
+	c := cluster.New(t, cluster.Options{Hosts: 3, Subnet: netip.MustParsePrefix("192.168.1.0/24")})
+	confDir := filepath.Join(c.Dir, "conf.d")
+	if err := os.Mkdir(confDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeKey(t, filepath.Join(confDir, "curve.cert"))
+	text := `[bootstrap]
+curve_cert = "curve.cert"
+default_port = 8050
+default_bind = "tcp://eth0:%p"
+hosts = [
+    { host = "node0", connect = "tcp://192.168.1.1:%p" },
+    { host = "node1", connect = "tcp://192.168.1.2:%p" },
+    { host = "node2", connect = "tcp://192.168.1.3:%p" },
+]
+`
+	if err := os.WriteFile(filepath.Join(confDir, "bootstrap.toml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bootCluster(t, c, bin, false, func(h *cluster.Host) []string { return []string{"-c", confDir} })
+	rundir := filepath.Join(c.Hosts[0].Dir, "run")
+	out, err := fluxCmd(t, bin, rundir, "run", "-N3", "hostname")
+	if err != nil {
+		t.Fatalf("flux run -N3 hostname: %v\n%s", err, out)
+	}
+	got := strings.Fields(out)
+	slices.Sort(got)
+	if want := []string{"node0", "node1", "node2"}; !slices.Equal(got, want) {
+		t.Errorf("flux run -N3 hostname printed %q, want %q", got, want)
+	}
+	if out, _ := fluxCmd(t, bin, rundir, "getattr", "hostlist"); strings.TrimSpace(out) != "node[0-2]" {
+		t.Errorf("hostlist = %q", out)
+	}
+}
