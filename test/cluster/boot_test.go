@@ -181,7 +181,7 @@ func TestLinkDown(t *testing.T) {
 	const timeout = 2 * time.Second
 	bootCluster(t, c, bin, true, func(h *cluster.Host) []string {
 		return []string{"-Sboot.method=config", "-Sboot.config_file=" + conf, "-Stbon.cert=" + key,
-			"-Stbon.timeout=" + timeout.String(), "-Stbon.connect_timeout=1s"}
+			"-Stbon.timeout=" + timeout.String()}
 	})
 	rundir := filepath.Join(c.Hosts[0].Dir, "run")
 	offline := func() (bool, string) {
