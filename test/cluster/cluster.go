@@ -105,6 +105,10 @@ func New(t testing.TB, o Options) *Cluster {
 
 	ipcmd(t, "link", "add", c.Bridge, "type", "bridge")
 	t.Cleanup(func() { exec.Command("ip", "link", "del", c.Bridge).Run() })
+	// a host firewall's FORWARD rules (Docker's drop them) must not see
+	// the cluster's bridged traffic: best effort, older kernels lack it
+	exec.Command("ip", "link", "set", c.Bridge, "type", "bridge",
+		"nf_call_iptables", "0", "nf_call_ip6tables", "0", "nf_call_arptables", "0").Run()
 	ipcmd(t, "link", "set", c.Bridge, "up")
 
 	base := o.Subnet.Masked().Addr()
