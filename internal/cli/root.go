@@ -60,6 +60,7 @@ var commandTable = []command{
 	{"kvs", newKVSCmd}, {"dump", newDumpCmd}, {"restore", newRestoreCmd}, {"archive", newArchiveCmd},
 	{"resource", newResourceCmd}, {"startlog", newStartlogCmd},
 	{"python", newPythonCmd}, {"env", newEnvCmd}, {"modprobe", newModprobeCmd}, {"fortune", newFortuneCmd},
+	{"web", newWebCmd},
 }
 
 // commands builds every top-level subcommand.
