@@ -141,6 +141,15 @@ func requireOwner(r *flux.Request) bool {
 	return true
 }
 
+// requireOperator is requireOwner for what operators may also do.
+func requireOperator(r *flux.Request) bool {
+	if !r.IsOperator() {
+		r.Errorf(syscall.EPERM, "%s: only the instance owner or an operator may do this", r.Topic())
+		return false
+	}
+	return true
+}
+
 func (s *builtins) attrGet(r *flux.Request) {
 	var req struct {
 		Name string `json:"name"`
@@ -453,7 +462,8 @@ func (s *builtins) dmesg(r *flux.Request) {
 		Follow    bool `json:"follow"`
 		NoBacklog bool `json:"nobacklog"`
 	}
-	if r.Decode(&req) != nil || !requireOwner(r) { // the log may tell of other users' jobs
+	// the log may tell of other users' jobs: the owner's and operators'
+	if r.Decode(&req) != nil || !requireOperator(r) {
 		return
 	}
 	if !r.Msg.IsStreaming() {

@@ -160,13 +160,18 @@ func (lc *localConnector) handle(c *net.UnixConn) {
 		return
 	}
 	role := message.RoleUser | message.RoleLocal
-	if uid == b.owner || uid == 0 && b.accessConf().allowRootOwner {
+	ac := b.accessConf()
+	if uid == b.owner || uid == 0 && ac.allowRootOwner {
 		role = message.RoleOwner | message.RoleLocal
 	} else if !b.allowGuests() {
 		b.log.Info("local connector: refusing guest", "uid", uid)
 		c.Write([]byte{byte(syscall.EPERM)})
 		c.Close()
 		return
+	} else if ac.isOperator(uid) {
+		// an operator is a guest with one more role: the owner's checks
+		// (shutdown, modules, config, the KVS) still refuse it
+		role |= message.RoleOperator
 	}
 	if role&message.RoleOwner == 0 && !isChild(pid) {
 		if !lc.admit(uid) {

@@ -115,6 +115,16 @@ func (r *Request) Rolemask() uint32 { return r.Msg.Rolemask }
 // IsOwner reports whether the requestor holds the instance owner role.
 func (r *Request) IsOwner() bool { return r.Msg.Rolemask&message.RoleOwner != 0 }
 
+// IsOperator reports whether the requestor may act on every user's jobs
+// and nodes as an administrator: the instance owner, or a user the
+// [access] table names an operator (RoleOperator). Services check it,
+// not IsOwner, exactly where an operator is let through: seeing, cancelling
+// and updating others' jobs, draining nodes, reading the broker log and
+// everyone's usage. The owner's other powers stay behind IsOwner.
+func (r *Request) IsOperator() bool {
+	return r.Msg.Rolemask&(message.RoleOwner|message.RoleOperator) != 0
+}
+
 // RequireOwner answers EPERM "Request requires owner credentials" (the
 // text flux-core's message handlers answer with) unless the request is
 // the instance owner's, and reports whether it is.

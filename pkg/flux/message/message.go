@@ -59,13 +59,17 @@ const (
 	MatchtagNone   uint32 = 0
 )
 
-// Roles (RFC 12 rolemask bits).
+// Roles (RFC 12 rolemask bits, and fluxgo's operator bit).
 const (
 	RoleNone  uint32 = 0
 	RoleOwner uint32 = 1
 	RoleUser  uint32 = 2
 	RoleLocal uint32 = 4
-	RoleAll   uint32 = 0xffffffff
+	// RoleOperator is a user the [access] table names an operator: with
+	// RoleUser, it may see and act on every user's jobs, drain nodes and
+	// read the broker log, but holds none of the owner's other powers.
+	RoleOperator uint32 = 8
+	RoleAll      uint32 = 0xffffffff
 )
 
 // Message is one Flux message. Which of Nodeid, Matchtag, Errnum, Seq,
