@@ -34,14 +34,15 @@ func newCancelCmd() *cobra.Command {
 		Use:   "cancel [OPTIONS] [JOBID...]",
 		Short: "Cancel one or more jobs",
 		Long: `Cancel the given jobs, or every active job of the current user selected
-with --all, --user or --states (--user=all: every user, owner only).`,
+with --all, --user or --states (--user=all: every user, for the instance
+owner and operators).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runCancel(o, args, cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
 	f.BoolVarP(&o.all, "all", "A", false, "cancel all of the user's active jobs")
-	f.StringVarP(&o.user, "user", "u", "", "cancel jobs of `USER` (name, id, or \"all\"; owner only); implies --all")
+	f.StringVarP(&o.user, "user", "u", "", "cancel jobs of `USER` (name, id, or \"all\"; owner or operator for another user); implies --all")
 	f.StringSliceVarP(&o.states, "states", "S", nil, "only jobs in these `STATES` (depend, priority, sched, run, pending, running, active; default active); implies --all")
 	f.BoolVarP(&o.dryRun, "dry-run", "n", false, "only print how many jobs would be canceled")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing when no jobs match")

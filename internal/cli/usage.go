@@ -25,8 +25,9 @@ import (
 // flux usage: usage reports from the job archive (seed 003: "collated
 // usage by user+bank and user+project per day", and job records in plain
 // text). It asks the instance's job-archive module (job-archive.query),
-// which gives the owner every job and other users their own; with --db
-// it reads an archive file itself (a copy, or with the instance down).
+// which gives the owner and operators every job and other users their
+// own; with --db it reads an archive file itself (a copy, or with the
+// instance down).
 
 type usageOptions struct {
 	db, since, until, by, per, format string
@@ -58,8 +59,9 @@ instance (its resource eventlog and configuration).
 TIME is YYYY-MM-DD[ HH:MM[:SS]] or a duration ago (7d, 12h). The archive
 is the enclosing instance's, read through its job-archive module: the
 instance owner sees every user's jobs (and first has the archive take
-the jobs that ended since its last pass), other users only their own
-jobs as of the last pass; --cluster is the owner's. --db=PATH reads an
+the jobs that ended since its last pass), an operator ([access]
+operators) every user's jobs as of the last pass, other users only their
+own; --cluster is the owner's. --db=PATH reads an
 archive file instead (a copy, or the instance's with it down).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -179,8 +181,8 @@ func fileRecords(path string, q archivedb.QueryRequest) ([]archivedb.Record, err
 }
 
 // instanceRecords asks the enclosing instance's job-archive module: the
-// owner gets every job, other users their own (and for --cluster, every
-// job's nodes and times).
+// owner and operators get every job, other users their own (and for
+// --cluster, every job's nodes and times).
 func instanceRecords(q archivedb.QueryRequest) ([]archivedb.Record, error) {
 	var recs []archivedb.Record
 	err := withHandle(func(ctx context.Context, h *flux.Handle) error {

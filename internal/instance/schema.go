@@ -94,9 +94,10 @@ func configSchema() *schema {
 	for _, name := range checkedElsewhere {
 		top.with(name, openTable)
 	}
-	top.with("access", table("allow-guest-user", "allow-root-owner", "max-user-connections", "max-user-pending").
+	top.with("access", table("allow-guest-user", "allow-root-owner", "max-user-connections", "max-user-pending",
+		"operator-groups", "operators").
 		ignoring("fluxgo always limits a guest to their own jobs", "private-mode").
-		ignoring(notUsed+" (operators are the instance owner)", "roles"))
+		ignoring(notUsed+" (access.operators and access.operator-groups name operators)", "roles"))
 	top.with("archive", table("dbpath", "period").ignoring(notUsed, "busytimeout"))
 	jm := table("inactive-age-limit", "inactive-num-limit", "plugins", "stop-queues-on-restart").
 		ignoring(notUsed, "housekeeping")

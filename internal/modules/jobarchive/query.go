@@ -39,9 +39,9 @@ func (a *archiver) query(ctx context.Context, r *flux.Request) {
 		return
 	}
 	f := archivedb.Filter{Since: q.Since, Until: q.Until, Inactive: q.Inactive}
-	if !r.IsOwner() {
+	if !r.IsOperator() {
 		if q.Cluster {
-			r.Errorf(syscall.EPERM, "a report of the whole cluster's node time is for the instance owner")
+			r.Errorf(syscall.EPERM, "a report of the whole cluster's node time is for the instance owner and operators")
 			return
 		}
 		uid := r.Userid()

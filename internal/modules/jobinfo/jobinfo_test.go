@@ -162,6 +162,10 @@ func TestAllow(t *testing.T) {
 	if err := allow(owner, transcriptID, []byte(transcriptLog)); err != nil {
 		t.Fatalf("instance owner denied: %v", err)
 	}
+	operator := &flux.Request{Msg: &message.Message{Userid: 1000, Rolemask: message.RoleUser | message.RoleOperator}}
+	if err := allow(operator, transcriptID, []byte(transcriptLog)); err != nil {
+		t.Fatalf("operator denied: %v", err)
+	}
 }
 
 // collect reads a watch to its end.

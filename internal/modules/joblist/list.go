@@ -115,7 +115,7 @@ func (s *service) handleList(r *flux.Request) {
 		return
 	}
 	match := c.match
-	if s.cfg.Private && !r.IsOwner() {
+	if s.cfg.Private && !r.IsOperator() {
 		uid := r.Userid()
 		match = func(rec *record) bool { return rec.userid == uid && c.match(rec) }
 	}
@@ -306,7 +306,7 @@ func (s *service) answerWaiter(id jobid.ID, w *idWaiter) bool {
 	if rec.state != job.StateInactive && w.state != 0 && rec.statesMask&w.state == 0 {
 		return false
 	}
-	if s.cfg.Private && !w.r.IsOwner() && w.r.Userid() != rec.userid {
+	if s.cfg.Private && !w.r.IsOperator() && w.r.Userid() != rec.userid {
 		w.r.Errorf(syscall.EPERM, "job %s belongs to another user", id.String())
 		return true
 	}

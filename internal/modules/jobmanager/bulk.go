@@ -14,7 +14,8 @@ import (
 // userid, states, severity, type, note?} and job-manager.killall
 // {dry_run, userid, signum}, each answering {count, errors}. userid
 // FLUX_USERID_UNKNOWN (0xFFFFFFFF, or -1) means every user's jobs, which
-// only the instance owner may touch; others may only name themselves.
+// only the instance owner and operators may touch, as they may name any
+// user; others may only name themselves.
 
 const useridAll = 0xFFFFFFFF
 
@@ -24,13 +25,13 @@ const useridAll = 0xFFFFFFFF
 func (m *manager) bulkTargets(r *flux.Request, userid int64, states jobtap.State, guestErr string) ([]*job, bool) {
 	all := userid == -1 || userid == useridAll
 	switch {
-	case all && !r.IsOwner():
+	case all && !r.IsOperator():
 		r.Errorf(syscall.EPERM, "%s", guestErr)
 		return nil, false
 	case !all && (userid < 0 || userid > useridAll):
 		r.Errorf(syscall.EINVAL, "invalid userid %d", userid)
 		return nil, false
-	case !all && uint32(userid) != r.Userid() && !r.IsOwner():
+	case !all && uint32(userid) != r.Userid() && !r.IsOperator():
 		r.Errorf(syscall.EPERM, "%s", guestErr)
 		return nil, false
 	case states&jobtap.StateActive == 0:
@@ -120,7 +121,7 @@ func (m *manager) handleGetattr(r *flux.Request) {
 		return
 	}
 	j := m.lookup(r, req.ID)
-	if j == nil || !authorize(r, j) {
+	if j == nil || !authorizeOperator(r, j) {
 		return
 	}
 	out := map[string]any{}

@@ -175,7 +175,7 @@ func (m *manager) handleRaise(r *flux.Request) {
 		return
 	}
 	j := m.lookup(r, req.ID)
-	if j == nil || !authorize(r, j) {
+	if j == nil || !authorizeOperator(r, j) {
 		return
 	}
 	if !checkException(r, req.Type, req.Severity) {
@@ -226,7 +226,7 @@ func (m *manager) handleKill(r *flux.Request) {
 	if j == nil {
 		return
 	}
-	if !r.IsOwner() && r.Userid() != j.Userid {
+	if !r.IsOperator() && r.Userid() != j.Userid {
 		r.Errorf(syscall.EPERM, "guests may only send signals to their own jobs")
 		return
 	}
@@ -252,7 +252,7 @@ func (m *manager) handleUrgency(r *flux.Request) {
 		return
 	}
 	j := m.lookup(r, req.ID)
-	if j == nil || !authorize(r, j) {
+	if j == nil || !authorizeOperator(r, j) {
 		return
 	}
 	if req.Urgency < jobtap.UrgencyHold || req.Urgency > jobtap.UrgencyExpedite {
@@ -287,7 +287,7 @@ func (m *manager) handleUpdate(r *flux.Request) {
 	if j == nil {
 		return
 	}
-	if !r.IsOwner() && r.Userid() != j.Userid {
+	if !r.IsOperator() && r.Userid() != j.Userid {
 		r.Errorf(syscall.EPERM, "guests may only update their own jobs")
 		return
 	}
@@ -304,8 +304,9 @@ func (m *manager) handleUpdate(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "job %s is %s: only pending and running jobs can be updated", j.ID.String(), j.State)
 		return
 	}
-	guest := r.Userid() == j.Userid && !r.IsOwner()
-	if guest && j.flagSet["immutable"] {
+	// what the owner changed beyond limits, neither the job's user nor
+	// an operator (who updates within them) may change back
+	if !r.IsOwner() && j.flagSet["immutable"] {
 		r.Errorf(syscall.EPERM, "job is immutable due to previous instance owner update")
 		return
 	}

@@ -42,8 +42,8 @@ func (inv *inventory) drain(r *flux.Request) {
 	if r.Decode(&req) != nil {
 		return
 	}
-	if !r.IsOwner() {
-		r.Errorf(syscall.EPERM, "only the instance owner may drain nodes")
+	if !r.IsOperator() {
+		r.Errorf(syscall.EPERM, "only the instance owner or an operator may drain nodes")
 		return
 	}
 	overwrite, ok := drainModes[req.Mode]
@@ -94,8 +94,8 @@ func (inv *inventory) undrain(r *flux.Request) {
 	if r.Decode(&req) != nil {
 		return
 	}
-	if !r.IsOwner() {
-		r.Errorf(syscall.EPERM, "only the instance owner may undrain nodes")
+	if !r.IsOperator() {
+		r.Errorf(syscall.EPERM, "only the instance owner or an operator may undrain nodes")
 		return
 	}
 	if req.Mode != "" && req.Mode != "force" {
