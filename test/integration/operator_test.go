@@ -72,6 +72,15 @@ func TestOperators(t *testing.T) {
 		t.Errorf("operator's flux job eventlog: %s", out)
 	}
 	refused(guestUID, "belongs to another user", "job", "eventlog", id.String())
+	if out := as(opUID, "job", "info", id.String(), "jobspec"); !strings.Contains(out, "tasks") {
+		t.Errorf("operator's flux job info jobspec: %s", out)
+	}
+	refused(guestUID, "belongs to another user", "job", "info", id.String(), "jobspec")
+	refused(guestUID, "guests may only update their own jobs", "update", id.String(), "name=renamed")
+	as(opUID, "update", id.String(), "name=renamed")
+	if got := e.field(id, "{name}"); got != "renamed" {
+		t.Errorf("bob's job is named %q after the operator's flux update name=renamed", got)
+	}
 
 	// cancel, urgency and kill: refused to the plain user, done by the
 	// operator (and the cancel recorded as theirs)
