@@ -169,6 +169,9 @@ func appendIDsAt(b []byte, ids []uint32, sel bitset) []byte {
 			switch {
 			case first:
 				lo, hi, first = id, id, false
+			case id <= hi:
+				// a share of a GPU listed already (gpushare.go: ids
+				// repeat, ascending)
 			case id == hi+1:
 				hi = id
 			default:
@@ -184,11 +187,12 @@ func appendIDsAt(b []byte, ids []uint32, sel bitset) []byte {
 	return appendRange(b, lo, hi)
 }
 
-// appendIDs encodes ascending ids as an idset.
+// appendIDs encodes ascending ids as an idset (an id repeated, as the
+// shares of a GPU are, once).
 func appendIDs(b []byte, ids []uint32) []byte {
 	for k := 0; k < len(ids); {
 		j := k
-		for j+1 < len(ids) && ids[j+1] == ids[j]+1 {
+		for j+1 < len(ids) && (ids[j+1] == ids[j]+1 || ids[j+1] == ids[j]) {
 			j++
 		}
 		if k > 0 {

@@ -3,6 +3,7 @@ package sched
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/fluxgo/fluxgo/pkg/hostlist"
@@ -88,7 +89,8 @@ func TestGPUShare(t *testing.T) {
 			t.Errorf("share %d: a 2-GPU slot with one GPU's shares free: %v", share, err)
 		}
 		// feasibility counts GPUs, not shares
-		if err := p.Feasible(&Request{Slots: 1, SlotCores: 1, SlotGPUs: 5}); !errors.Is(err, ErrUnsatisfiable) {
+		if err := p.Feasible(&Request{Slots: 1, SlotCores: 1, SlotGPUs: 5}); !errors.Is(err, ErrUnsatisfiable) ||
+			!strings.Contains(err.Error(), "requested 5 GPUs per slot but the largest node of the instance has 4") {
 			t.Errorf("share %d: a 5-GPU slot on a 4-GPU node: %v", share, err)
 		}
 		if err := p.Feasible(&Request{Nodes: 1, Slots: 1, SlotCores: 1, SlotGPUs: 5, Exclusive: true}); !errors.Is(err, ErrUnsatisfiable) {
@@ -107,6 +109,10 @@ func TestGPUShareExclusive(t *testing.T) {
 	}
 	if g := gpusOf(t, p, x); g.String() != "0-1" {
 		t.Errorf("exclusive node's GPUs %s", g)
+	}
+	// R lists each GPU once (QA found "0,0-1,1")
+	if R := string(p.AppendR(nil, x)); !strings.Contains(R, `"gpu":"0-1"`) {
+		t.Errorf("exclusive node's R: %s", R)
 	}
 	one, err := p.Allocate(&Request{Slots: 1, SlotCores: 1, SlotGPUs: 1}, 0)
 	if err != nil {

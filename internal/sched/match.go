@@ -163,7 +163,7 @@ func (p *Pool) why(req *Request, m *mask) error {
 		if m != nil && !m.bits.has(i) {
 			continue
 		}
-		nc, ng := len(p.nodes[i].cores), len(p.nodes[i].gpus)
+		nc, ng := len(p.nodes[i].cores), p.physGPUs(&p.nodes[i]) // GPUs, not shares
 		maxCores, maxGPUs = max(maxCores, nc), max(maxGPUs, ng)
 		cores += nc
 		gpus += ng
@@ -195,7 +195,7 @@ func (p *Pool) why(req *Request, m *mask) error {
 		if m != nil && !m.bits.has(i) {
 			continue
 		}
-		nc, ng := len(p.nodes[i].cores), len(p.nodes[i].gpus)
+		nc, ng := len(p.nodes[i].cores), p.physGPUs(&p.nodes[i])
 		switch {
 		case req.Nodes > 0 && nc >= c && ng >= g:
 			room++

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -186,6 +187,36 @@ func TestGPUShare(t *testing.T) {
 	if r := e.flux("submit", "-n1", "-g3", "true"); r.Code == 0 || !strings.Contains(r.Stderr, "unsatisfiable") {
 		t.Errorf("a 3-GPU job on a 2-GPU node: %+v", r)
 	}
-	e.must(append([]string{"cancel"}, ids...)...)
+	// the scheduler reloaded without sharing cannot take back both
+	// shares of a GPU: the jobs it cannot claim end with an exception
+	// (QA: they ran on, their resources counted free and given again)
+	e.must("module", "reload", "sched-simple", "gpu-share=1")
+	var running, ended []string
+	e.waitFor("two of the sharing jobs to end", func() bool {
+		running, ended = nil, nil
+		for _, id := range ids {
+			if e.field(jobid.MustParse(id), "{state}") == "INACTIVE" {
+				ended = append(ended, id)
+			} else {
+				running = append(running, id)
+			}
+		}
+		return len(ended) >= 2
+	})
+	time.Sleep(300 * time.Millisecond) // and no more
+	for _, id := range ids {
+		if st := e.field(jobid.MustParse(id), "{state}"); st == "INACTIVE" && !slices.Contains(ended, id) {
+			t.Errorf("job %s ended too: 3 or more of 4 jobs on 2 GPUs", id)
+		}
+	}
+	for _, id := range ended {
+		if got := e.field(jobid.MustParse(id), "{exception.type}"); got != "scheduler-restart" {
+			t.Errorf("job %s ended with exception %q, want scheduler-restart", id, got)
+		}
+	}
+	if st := e.field(fifth, "{state}"); st != "SCHED" {
+		t.Errorf("after the reload, with both GPUs held, the fifth job is %s, want SCHED", st)
+	}
+	e.must(append([]string{"cancel", fifth.String()}, running...)...)
 	e.waitEvent(fifth, "clean")
 }

@@ -55,6 +55,10 @@ type scheduler struct {
 	// (preempt.go)
 	preemptible map[uint64]bool
 	victims     map[uint64]uint64
+	// unclaimed marks running jobs whose R could not be claimed at
+	// hello (an allocation conflict, e.g. after gpu-share was lowered):
+	// they get a fatal exception, and their free touches nothing
+	unclaimed map[uint64]bool
 	// advance reservations (reservation.go): the configured ones, the
 	// timers of their openings and closings, each pending job's own
 	// reservation and base request, requests bound to reservations, and
@@ -94,6 +98,7 @@ func newScheduler(h *flux.Handle, log *slog.Logger, cfg Config, fail context.Can
 		queue:        sched.NewQueue(),
 		running:      make(map[uint64]*sched.Alloc),
 		preemptible:  make(map[uint64]bool),
+		unclaimed:    make(map[uint64]bool),
 		jobResv:      make(map[uint64]string),
 		baseReq:      make(map[uint64]*sched.Request),
 		bound:        make(map[boundKey]*sched.Request),
@@ -251,6 +256,7 @@ func (s *scheduler) acquire(ctx context.Context) error {
 	s.pool.SetFit(s.cfg.Fit)
 	s.pool.SetAvailable(up, true)
 	cores, _, gpus, _ := s.pool.Counts()
+	gpus /= s.pool.GPUShare() // GPUs, not shares
 	s.log.Debug(fmt.Sprintf("acquired %d nodes, %d cores, %d gpus; up: %s; match plugins: %s", r.NNodes(), cores, gpus, up,
 		strings.Join(s.pool.Profile().Names(), " ")))
 	s.acq = f
@@ -325,7 +331,8 @@ func (s *scheduler) hello(ctx context.Context) {
 		s.generation = resp.Generation
 		for _, a := range resp.Alloc {
 			if err := s.claim(a.ID, a.R); err != nil {
-				s.log.Error(fmt.Sprintf("hello: job %d: %v", a.ID, err))
+				s.unclaimed[a.ID] = true
+				s.raiseUnclaimed(a.ID, err)
 			}
 		}
 		f, err := s.h.RPC("job-manager.sched-ready", flux.NodeidAny, s.cfg.readyPayload(), 0)
@@ -515,9 +522,35 @@ func (s *scheduler) free(r *flux.Request) {
 	s.schedule()
 }
 
+// raiseUnclaimed ends a running job whose resources the scheduler could
+// not take back at hello: it holds resources the pool may give another
+// job (flux-core's schedulers raise the same exception).
+func (s *scheduler) raiseUnclaimed(id uint64, why error) {
+	note := fmt.Sprintf("failed to reallocate R for running job: %v", why)
+	s.log.Error(fmt.Sprintf("hello: job %s: %s", jobid.ID(id).String(), note))
+	f, err := s.h.RPC("job-manager.raise", flux.NodeidAny,
+		map[string]any{"id": id, "severity": 0, "type": "scheduler-restart", "note": note}, 0)
+	if err != nil {
+		s.log.Error("hello: raise", "id", jobid.ID(id).String(), "err", err)
+		return
+	}
+	f.Then(func(_ *flux.Message, err error) {
+		if err != nil {
+			s.log.Error("hello: raise", "id", jobid.ID(id).String(), "err", err)
+		}
+	})
+}
+
 // release frees what a job gives back: everything it holds (final) or
 // the part in R.
 func (s *scheduler) release(req freeRequest) error {
+	if s.unclaimed[req.ID] {
+		// never claimed: what its R names is not the job's in the pool
+		if req.Final {
+			delete(s.unclaimed, req.ID)
+		}
+		return nil
+	}
 	held := s.running[req.ID]
 	if req.Final {
 		delete(s.preemptible, req.ID)
