@@ -570,6 +570,18 @@ func CheckJobMemory(opts map[string]any, taskMem int64, tasks int, jobMem int64,
 	return nil
 }
 
+// CapDefaultMemory applies the job's limit on the node to a per-task
+// limit the job did not ask for (the instance's default or maximum): a
+// default at or above the job's limit is dropped, so the job's limit
+// alone holds and an OOM kill names it (QA: a 256M default under a 64M
+// job limit was reported as the task's 256M).
+func CapDefaultMemory(opts map[string]any, taskMem, jobMem int64) int64 {
+	if _, asked := opts["memory"]; asked || jobMem == 0 || taskMem < jobMem {
+		return taskMem
+	}
+	return 0
+}
+
 // plural is "1 core", "2 cores".
 func plural(n int, what string) string {
 	if n == 1 {
@@ -585,6 +597,7 @@ func (j *job) contain(cfg *shell.Config) error {
 	cores := j.plan.Cores[j.idx].Count()
 	mem, err := MemoryLimit(opts, x.contain.cfg)
 	jobMem, why := JobMemoryLimit(x.contain.cfg, cores)
+	mem = CapDefaultMemory(opts, mem, jobMem)
 	if err == nil {
 		err = CheckJobMemory(opts, mem, j.plan.Counts[j.idx], jobMem, why)
 	}

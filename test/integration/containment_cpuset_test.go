@@ -115,12 +115,14 @@ func TestCpusetAffinityOff(t *testing.T) {
 func TestMemoryPerCore(t *testing.T) {
 	needCgroups(t, "memory")
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "job-shell.toml"), []byte("[job-shell]\nmemory-per-core = \"64M\"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "job-shell.toml"), []byte("[job-shell]\nmemory-per-core = \"64M\"\nmemory-max = \"256M\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	e := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 1, Args: []string{"--config-path=" + dir}})}
-	want := "memory=1G per task (1 task here) is more than the instance's maximum of 64M per job on this node (job-shell.memory-per-core=64M x 1 core)"
-	if r := e.flux("run", "-n1", "-o", "memory=1G", "true"); r.Code == 0 || !strings.Contains(r.Stderr, want) {
+	// (memory-max, the default per task, is above the job's limit: the
+	// job's limit holds, and an OOM kill names it)
+	want := "memory=200M per task (1 task here) is more than the instance's maximum of 64M per job on this node (job-shell.memory-per-core=64M x 1 core)"
+	if r := e.flux("run", "-n1", "-o", "memory=200M", "true"); r.Code == 0 || !strings.Contains(r.Stderr, want) {
 		t.Errorf("a job asking more than the maximum per core: %+v", r)
 	}
 	e.must("run", "-n1", "-o", "memory=32M", "true")
@@ -137,7 +139,7 @@ func TestMemoryPerCore(t *testing.T) {
 	if !canRunAsGuest(e) {
 		return
 	}
-	if r := e.asGuest("run", "-n1", "-o", "memory=1G", "true"); r.Code == 0 || !strings.Contains(r.Stderr, want) {
+	if r := e.asGuest("run", "-n1", "-o", "memory=200M", "true"); r.Code == 0 || !strings.Contains(r.Stderr, want) {
 		t.Errorf("a guest's job asking more than the maximum per core: %+v", r)
 	}
 	r := e.asGuest("run", "-n1", "dd", "if=/dev/zero", "of=/dev/null", "bs=200M", "count=1")

@@ -203,6 +203,7 @@ func (m *manager) jobCgroups(id jobid.ID, uid uint32, payload []byte) (*shellpro
 		return nil, err // over the maximum: the job fails, as an owner's would
 	}
 	jobMem, why := shellproc.JobMemoryLimit(cfg, plan.Cores[idx].Count())
+	mem = shellproc.CapDefaultMemory(opts, mem, jobMem)
 	if err := shellproc.CheckJobMemory(opts, mem, plan.Counts[idx], jobMem, why); err != nil {
 		return nil, err
 	}
