@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fluxgo/fluxgo/internal/sched"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
@@ -125,5 +126,21 @@ func TestSeverityLevel(t *testing.T) {
 		if got := severityLevel(sev).String(); got != want {
 			t.Errorf("%s: %s, want %s", name, got, want)
 		}
+	}
+}
+
+// TestConfigTableKeys: alloc-mode and gpu-share may be set in the
+// [sched-simple] table as well as by module argument.
+func TestConfigTableKeys(t *testing.T) {
+	c := DefaultConfig()
+	if err := c.applyTable(map[string]any{Name: map[string]any{"alloc-mode": "high-id", "gpu-share": int64(2)}}); err != nil {
+		t.Fatal(err)
+	}
+	if c.Fit != sched.HighID || c.GPUShare != 2 {
+		t.Errorf("from the table: fit %v, gpu-share %d", c.Fit, c.GPUShare)
+	}
+	err := CheckTable(map[string]any{Name: map[string]any{"alloc-mode": "random"}})
+	if err == nil || !strings.Contains(err.Error(), `alloc-mode "random"`) {
+		t.Errorf("a bad alloc-mode in the table: %v", err)
 	}
 }

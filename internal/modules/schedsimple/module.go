@@ -153,6 +153,12 @@ func (c *Config) setKey(k, v string) error {
 			return err
 		}
 		c.ReservationDepth = n
+	case "alloc-mode":
+		f, err := sched.ParseFit(v)
+		if err != nil {
+			return err
+		}
+		c.Fit = f
 	case "gpu-share":
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > sched.MaxGPUShare {
@@ -160,7 +166,7 @@ func (c *Config) setKey(k, v string) error {
 		}
 		c.GPUShare = n
 	default:
-		return fmt.Errorf("unknown key %q (known: queue-depth, queue-policy, reservation-depth, gpu-share)", k)
+		return fmt.Errorf("unknown key %q (known: queue-depth, queue-policy, reservation-depth, alloc-mode, gpu-share)", k)
 	}
 	return nil
 }
