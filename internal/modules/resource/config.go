@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -225,12 +226,48 @@ func parseConfigJSON(data []byte) ([]ConfigEntry, error) {
 	dec.DisallowUnknownFields()
 	var entries []ConfigEntry
 	if err := dec.Decode(&entries); err != nil {
-		return nil, fmt.Errorf("%w: resource.config: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: resource.config: %s", ErrConfig, describeJSONError(err))
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%w: resource.config: data after the array", ErrConfig)
 	}
 	return entries, nil
+}
+
+// describeJSONError says what a decoding error of config entries means
+// in the configuration's terms (the key, what it wants), not Go's.
+func describeJSONError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		want := "a string"
+		switch te.Type.Kind() {
+		case reflect.Int, reflect.Int64, reflect.Pointer:
+			want = "a number"
+		case reflect.Slice:
+			want = "an array of strings"
+			if te.Type.Elem().Kind() == reflect.Struct {
+				want = "an array of tables"
+			}
+		case reflect.Struct:
+			want = "a table"
+		}
+		key := te.Field
+		if key == "" {
+			return fmt.Sprintf("want an array of tables, not %s %s", article(te.Value), te.Value)
+		}
+		return fmt.Sprintf("%s: want %s, not %s %s", key, want, article(te.Value), te.Value)
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return fmt.Sprintf("unknown key %s (an entry has hosts, cores, gpus, properties and numa; a numa domain cores, gpus, socket and nics)", name)
+	}
+	return err.Error()
+}
+
+func article(kind string) string {
+	if strings.IndexByte("aeiou", kind[0]) >= 0 {
+		return "an"
+	}
+	return "a"
 }
 
 // readTOML reads [[resource.config]] tables, resource.path and

@@ -117,3 +117,22 @@ numa = [
 		t.Fatalf("through TableAttrs: %+v %v", entries, err)
 	}
 }
+
+// TestConfigJSONErrors: decoding errors of resource.config name the key
+// and what it wants, in the configuration's terms (QA: Go's decoder
+// messages, with Go type names).
+func TestConfigJSONErrors(t *testing.T) {
+	for in, want := range map[string]string{
+		`[{"hosts":"n0","cores":"0-3","memory":"1G"}]`:                         `resource.config: unknown key "memory" (an entry has hosts, cores, gpus, properties and numa`,
+		`[{"hosts":"n0","cores":"0-3","numa":[{"cores":"0-1","socket":"x"}]}]`: `resource.config: numa.socket: want a number, not a string`,
+		`[{"hosts":"n0","cores":"0-3","numa":"0-1"}]`:                          `resource.config: numa: want an array of tables, not a string`,
+		`[{"hosts":"n0","cores":"0-3","numa":[{"cores":"0-1","nics":"m"}]}]`:   `resource.config: numa.nics: want an array of strings, not a string`,
+		`{"hosts":"n0"}`:             `resource.config: want an array of tables, not an object`,
+		`[{"hosts":"n0","cores":3}]`: `resource.config: cores: want a string, not a number`,
+	} {
+		_, err := parseConfigJSON([]byte(in))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", in, err, want)
+		}
+	}
+}
