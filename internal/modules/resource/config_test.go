@@ -46,7 +46,7 @@ func TestBuildConfigR(t *testing.T) {
 		{name: "bad cores", json: `[{"hosts":"n0","cores":"x"}]`, err: "resource.config[0].cores"},
 		{name: "no cores", json: `[{"hosts":"n0","gpus":"0"}]`, err: "host n0 has no cores"},
 		{name: "bad property", json: `[{"hosts":"n0","cores":"0","properties":["a|b"]}]`, err: "resource.config[0].properties"},
-		{name: "unknown key", json: `[{"hosts":"n0","cores":"0","memory":"1G"}]`, err: "unknown field"},
+		{name: "unknown key", json: `[{"hosts":"n0","cores":"0","memory":"1G"}]`, err: `unknown key "memory"`},
 		{name: "not an array", json: `{"hosts":"n0"}`, err: "resource.config"},
 	}
 	for _, tt := range tests {
