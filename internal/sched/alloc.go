@@ -111,7 +111,12 @@ func (p *Pool) take(a *Alloc, slot int, i int, k, g int, whole bool) {
 		k, g = len(nd.cores), len(nd.gpus)
 	}
 	na := p.prepare(a, slot, i, g > 0)
-	cores := nd.coreFree.takeLowest(na.cores, k)
+	var cores int
+	if p.fit == HighID {
+		cores = nd.coreFree.takeHighest(na.cores, k) // the highest ids, as the highest ranks
+	} else {
+		cores = nd.coreFree.takeLowest(na.cores, k)
+	}
 	gpus := 0
 	if g > 0 {
 		if whole {

@@ -114,4 +114,32 @@ func (b bitset) takeLowestIn(dst, mask bitset, k int) int {
 	return moved
 }
 
+// takeHighest moves the k highest members of b into dst (high-id
+// placement) and returns how many it moved.
+func (b bitset) takeHighest(dst bitset, k int) int {
+	return b.takeHighestIn(dst, nil, k)
+}
+
+// takeHighestIn is takeHighest among the members of b also in mask
+// (nil: all).
+func (b bitset) takeHighestIn(dst, mask bitset, k int) int {
+	moved := 0
+	for wi := len(b) - 1; wi >= 0 && moved < k; wi-- {
+		for moved < k {
+			w := b[wi]
+			if mask != nil {
+				w &= mask[wi]
+			}
+			if w == 0 {
+				break
+			}
+			high := uint64(1) << (63 - bits.LeadingZeros64(w))
+			b[wi] &^= high
+			dst[wi] |= high
+			moved++
+		}
+	}
+	return moved
+}
+
 func trailingZeros(w uint64) int { return bits.TrailingZeros64(w) }

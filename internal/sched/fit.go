@@ -21,7 +21,7 @@ const (
 	// free for larger jobs.
 	BestFit
 	// HighID takes the highest ranks that can hold the request, packing
-	// jobs onto the last nodes (Fluxion's "high" match policy), so that
+	// jobs onto the last nodes and, on a node, its highest core ids (Fluxion's "high" match policy), so that
 	// jobs placed low-first and high-first meet in the middle.
 	HighID
 )

@@ -30,7 +30,7 @@ func TestFit(t *testing.T) {
 		// worst-fit takes a multi-slot job from the emptiest node first
 		{WorstFit, []Request{one, {Slots: 3, SlotCores: 1}}, []string{"rank0/core0", "rank1/core[0-1] rank0/core1"}},
 		// high-id packs from the last node down, whole nodes too
-		{HighID, []Request{one, one, {Slots: 2, SlotCores: 1}}, []string{"rank1/core0", "rank1/core1", "rank0/core[0-1]"}},
+		{HighID, []Request{one, one, {Slots: 2, SlotCores: 1}}, []string{"rank1/core1", "rank1/core0", "rank0/core[0-1]"}},
 		{HighID, []Request{{Nodes: 1, Slots: 1, SlotCores: 1, Exclusive: true}}, []string{"rank1/core[0-1]"}},
 		// whole nodes on a uniform pool: rank order
 		{WorstFit, []Request{{Nodes: 1, Slots: 1, SlotCores: 1, Exclusive: true}, {Nodes: 1, Slots: 1, SlotCores: 1, Exclusive: true}},
@@ -68,5 +68,27 @@ func TestFit(t *testing.T) {
 	}
 	if _, err := ParseFit("random"); err == nil {
 		t.Error("ParseFit(random) accepted")
+	}
+}
+
+// TestTakeHighest: high-id placement takes the highest free ids, across
+// words, within a mask when given.
+func TestTakeHighest(t *testing.T) {
+	b := newBitset(70)
+	b.fill(70)
+	b.clear(69)
+	dst := newBitset(70)
+	if n := b.takeHighest(dst, 3); n != 3 || !dst.has(68) || !dst.has(67) || !dst.has(66) || dst.has(69) {
+		t.Errorf("took %d: %v", n, dst)
+	}
+	mask := newBitset(70)
+	mask.set(1)
+	mask.set(64)
+	dst = newBitset(70)
+	if n := b.takeHighestIn(dst, mask, 5); n != 2 || !dst.has(64) || !dst.has(1) {
+		t.Errorf("within the mask took %d: %v", n, dst)
+	}
+	if b.has(64) || b.has(1) || !b.has(0) {
+		t.Error("the taken bits are still free, or others were taken")
 	}
 }

@@ -148,13 +148,21 @@ func (p *Pool) takeDomains(a *Alloc, slot int, i int, slots, c, g int) {
 	cores, gpus := 0, 0
 	for range slots {
 		if d := p.pickDomain(nd, c, g, na.gpus); d != nil {
-			cores += nd.coreFree.takeLowestIn(na.cores, d.cores, c)
+			if p.fit == HighID {
+				cores += nd.coreFree.takeHighestIn(na.cores, d.cores, c)
+			} else {
+				cores += nd.coreFree.takeLowestIn(na.cores, d.cores, c)
+			}
 			if g > 0 {
 				gpus += p.takeGPUs(nd, na.gpus, g, d.gpus)
 			}
 			continue
 		}
-		cores += nd.coreFree.takeLowest(na.cores, c)
+		if p.fit == HighID {
+			cores += nd.coreFree.takeHighest(na.cores, c)
+		} else {
+			cores += nd.coreFree.takeLowest(na.cores, c)
+		}
 		if g > 0 {
 			gpus += p.takeGPUs(nd, na.gpus, g, nil)
 		}
