@@ -71,6 +71,11 @@ func entryDomains(i int, e ConfigEntry, cores, gpus idset.Set) ([]rset.NUMADomai
 		if d.Socket != nil && *d.Socket < 0 {
 			return nil, fmt.Errorf("%w: %s.socket %d: want a socket id of 0 or more", ErrConfig, key, *d.Socket)
 		}
+		if d.Socket != nil && *d.Socket >= len(e.NUMA) {
+			// logical ids, 0 to n-1, and a socket holds a domain or more
+			return nil, fmt.Errorf("%w: %s.socket %d: want a logical socket id below %d (the entry declares %d domains, and a socket holds one or more)",
+				ErrConfig, key, *d.Socket, len(e.NUMA), len(e.NUMA))
+		}
 		for _, nic := range d.NICs {
 			if nic == "" {
 				return nil, fmt.Errorf("%w: %s.nics: an empty interface name", ErrConfig, key)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fluxgo/fluxgo/pkg/idset"
 )
 
 // TestConfigNUMA: domains declared in [[resource.config]] go into R's
@@ -134,5 +136,19 @@ func TestConfigJSONErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", in, err, want)
 		}
+	}
+}
+
+// TestConfigSocketRange: a socket id is a logical one, below the number
+// of the entry's domains (QA: socket = 99 on a 2-domain node passed).
+func TestConfigSocketRange(t *testing.T) {
+	in := `[{"hosts":"n0","cores":"0-3","numa":[{"cores":"0-1","socket":0},{"cores":"2-3","socket":99}]}]`
+	entries, err := parseConfigJSON([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = entryDomains(0, entries[0], idset.MustParse("0-3"), idset.Set{})
+	if want := "resource.config[0].numa[1].socket 99: want a logical socket id below 2"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("socket 99 of 2 domains: %v, want %q", err, want)
 	}
 }
