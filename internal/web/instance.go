@@ -25,7 +25,13 @@ type Caller struct {
 	// Owner: the caller is the instance owner, who sees and may cancel
 	// every job (job-manager's and job-list's rule).
 	Owner bool
+	// Operator: the caller is an operator ([access] operators), who may
+	// too; requests carry the operator role, which the instance checks.
+	Operator bool
 }
+
+// all reports whether the caller sees and acts on every user's jobs.
+func (c Caller) all() bool { return c.Owner || c.Operator }
 
 // Record is one job as job-list gives it, numbers kept exact
 // (json.Number), plus its decoded form for the fields the server reads.
@@ -102,8 +108,11 @@ func (c *Client) rpc(ctx context.Context, as Caller, topic string, payload any) 
 	m.Flags |= message.FlagPayload
 	m.Userid = as.Userid
 	m.Rolemask = message.RoleUser
-	if as.Owner {
+	switch {
+	case as.Owner:
 		m.Rolemask = message.RoleOwner
+	case as.Operator:
+		m.Rolemask = message.RoleUser | message.RoleOperator
 	}
 	f, err := c.h.SendRequest(m, 0)
 	if err != nil {

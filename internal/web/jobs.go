@@ -48,7 +48,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, as Caller) {
 		limit = n
 	}
 	var only *uint32
-	if !as.Owner {
+	if !as.all() {
 		only = &as.Userid
 	}
 	ctx, cancel := reqContext(r)
@@ -172,7 +172,7 @@ func (s *Server) jobFor(w http.ResponseWriter, r *http.Request, as Caller) (Reco
 		s.instanceError(w, "looking up the job", err, raw)
 		return Record{}, false
 	}
-	if !as.Owner && rec.Info.Userid != as.Userid {
+	if !as.all() && rec.Info.Userid != as.Userid {
 		writeJSON(w, http.StatusForbidden, reply{Message: fmt.Sprintf("job %s belongs to another user", raw), ID: raw})
 		return Record{}, false
 	}

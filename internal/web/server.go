@@ -129,7 +129,7 @@ func (s *Server) auth(fn handlerFunc) http.HandlerFunc {
 			writeJSON(w, http.StatusForbidden, reply{Message: "this server runs as a user other than the instance owner and acts only for that user"})
 			return
 		}
-		fn(w, r, Caller{Userid: c.Userid, Owner: c.Userid == s.o.Owner})
+		fn(w, r, Caller{Userid: c.Userid, Owner: c.Userid == s.o.Owner, Operator: c.Operator && c.Userid != s.o.Owner})
 	}
 }
 

@@ -308,3 +308,32 @@ func TestIssuerLifetime(t *testing.T) {
 }
 
 func chmod(path string, mode os.FileMode) error { return os.Chmod(path, mode) }
+
+// TestOperatorToken: an operator's token ([access] operators, recorded
+// when issued) sees and cancels every user's jobs, and its requests
+// carry the operator role; the role cannot be added to a user's token.
+func TestOperatorToken(t *testing.T) {
+	ts, inst, signer := newTestServer(t)
+	op := signer.Issue(Claims{Userid: alice, Expiry: time.Now().Add(time.Hour), Operator: true})
+	if !strings.Contains(op, ".op.") {
+		t.Fatalf("operator token %q", op)
+	}
+	_, v := do(t, "GET", ts.URL+"/v1/jobs", op)
+	if inst.listedAs != nil || len(v["jobs"].([]any)) != 2 {
+		t.Errorf("operator's listing: filter %v, %v", inst.listedAs, v)
+	}
+	if got := inst.asked[len(inst.asked)-1]; got != (Caller{Userid: alice, Operator: true}) {
+		t.Errorf("listing asked as %+v", got)
+	}
+	bobs := jobid.ID(2).String()
+	if code, v := do(t, "POST", ts.URL+"/v1/jobs/"+bobs+"/cancel", op); code != 200 {
+		t.Errorf("operator cancels bob's job: %d %v", code, v)
+	}
+	// a user's token with the tag added by hand is not valid
+	user := signer.Issue(Claims{Userid: alice, Expiry: time.Now().Add(time.Hour)})
+	i := strings.LastIndexByte(user, '.')
+	forged := user[:i] + ".op" + user[i:]
+	if code, _ := do(t, "GET", ts.URL+"/v1/jobs", forged); code != 401 {
+		t.Errorf("forged operator token: %d, want 401", code)
+	}
+}

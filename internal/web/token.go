@@ -28,6 +28,9 @@ var (
 // apart (and refused) rather than misread.
 const tokenPrefix = "fluxweb1"
 
+// operatorTag marks an operator's token.
+const operatorTag = "op"
+
 // KeyFile is the name of the signing key in the instance's statedir (or
 // rundir when it has none).
 const KeyFile = "web-token.key"
@@ -35,16 +38,20 @@ const KeyFile = "web-token.key"
 // keyLen is the size of the signing key in bytes.
 const keyLen = 32
 
-// Claims is what a token says: who it is for and until when.
+// Claims is what a token says: who it is for, until when, and whether
+// that user was an operator ([access] operators) when it was issued.
 type Claims struct {
-	Userid uint32
-	Expiry time.Time // whole seconds
+	Userid   uint32
+	Expiry   time.Time // whole seconds
+	Operator bool
 }
 
 // Signer issues and verifies bearer tokens with one HMAC-SHA256 key.
-// A token is "fluxweb1.UID.EXPIRY.MAC": the userid and the expiry (Unix
-// seconds) in clear, so a user can read what they were given, and the
-// MAC of everything before it.
+// A token is "fluxweb1.UID.EXPIRY.MAC", or "fluxweb1.UID.EXPIRY.op.MAC"
+// for an operator: the userid, the expiry (Unix seconds) and the role in
+// clear, so a user can read what they were given, and the MAC of
+// everything before it. An operator's token keeps its role until it
+// expires, whatever the configuration says later.
 type Signer struct {
 	key []byte
 }
@@ -66,6 +73,9 @@ func (s *Signer) mac(body string) string {
 // Issue returns a token for c.
 func (s *Signer) Issue(c Claims) string {
 	body := fmt.Sprintf("%s.%d.%d", tokenPrefix, c.Userid, c.Expiry.Unix())
+	if c.Operator {
+		body += "." + operatorTag
+	}
 	return body + "." + s.mac(body)
 }
 
@@ -80,7 +90,8 @@ func (s *Signer) Verify(tok string, now time.Time) (Claims, error) {
 		return Claims{}, ErrBadToken
 	}
 	parts := strings.Split(body, ".")
-	if len(parts) != 3 || parts[0] != tokenPrefix {
+	operator := len(parts) == 4 && parts[3] == operatorTag
+	if len(parts) != 3 && !operator || parts[0] != tokenPrefix {
 		return Claims{}, ErrBadToken
 	}
 	uid, err := strconv.ParseUint(parts[1], 10, 32)
@@ -91,7 +102,7 @@ func (s *Signer) Verify(tok string, now time.Time) (Claims, error) {
 	if err != nil {
 		return Claims{}, ErrBadToken
 	}
-	c := Claims{Userid: uint32(uid), Expiry: time.Unix(exp, 0)}
+	c := Claims{Userid: uint32(uid), Expiry: time.Unix(exp, 0), Operator: operator}
 	if !now.Before(c.Expiry) {
 		return c, ErrExpired
 	}

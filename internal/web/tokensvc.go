@@ -86,7 +86,7 @@ func (is *Issuer) Serve(r *flux.Request) {
 	}
 	// round up to whole seconds, so a 1s token is not born expired
 	exp := now().Add(life + time.Second - 1).Truncate(time.Second)
-	c := Claims{Userid: r.Userid(), Expiry: exp}
+	c := Claims{Userid: r.Userid(), Expiry: exp, Operator: r.IsOperator() && !r.IsOwner()}
 	r.Respond(TokenResponse{Token: is.Signer.Issue(c), Userid: c.Userid, Expiry: exp.Unix()})
 }
 
