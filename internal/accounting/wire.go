@@ -55,3 +55,27 @@ type AssociationsResponse struct {
 type ProjectsResponse struct {
 	Projects []Project `json:"projects"`
 }
+
+// PriorityUpdateTopic is the mf-priority jobtap plugin's: the module
+// sends it every association's fair-share after each pass over the job
+// archive ([accounting.fairshare] interval).
+const PriorityUpdateTopic = "job-manager.mf-priority.update"
+
+// FairShareEntry is one association's fair-share: its decayed usage
+// (core-hours) and factor in [0,1].
+type FairShareEntry struct {
+	Userid   uint32  `json:"userid"`
+	Username string  `json:"username"`
+	Bank     string  `json:"bank"`
+	Usage    float64 `json:"usage"`
+	Factor   float64 `json:"fairshare"`
+}
+
+// FairShareUpdate is what the module sends to PriorityUpdateTopic.
+type FairShareUpdate struct {
+	// Time is when the usage was computed (seconds since the epoch).
+	Time float64 `json:"time"`
+	// HalfLife is the decay half-life used, in seconds.
+	HalfLife float64          `json:"half_life"`
+	Entries  []FairShareEntry `json:"associations"`
+}
