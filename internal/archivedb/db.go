@@ -320,4 +320,9 @@ type QueryRequest struct {
 // QueryResponse is one response of the stream.
 type QueryResponse struct {
 	Records []Record `json:"records"`
+	// ResourceEventlog and R: for a cluster report, the instance's
+	// resource eventlog and R, in the first response (the module reads
+	// them for operators, whom the primary KVS namespace refuses).
+	ResourceEventlog string          `json:"resource_eventlog,omitempty"`
+	R                json.RawMessage `json:"R,omitempty"`
 }

@@ -129,16 +129,17 @@ func runUsage(o usageOptions, out io.Writer, now time.Time) error {
 	}
 	q := archivedb.QueryRequest{Since: since, Until: until, Inactive: o.jobs, Cluster: o.cluster}
 	var recs []archivedb.Record
+	var res clusterResources // from the archive for --cluster (instance mode)
 	if o.db != "" {
 		recs, err = fileRecords(o.db, q)
 	} else {
-		recs, err = instanceRecords(q)
+		recs, res, err = instanceRecords(q)
 	}
 	if err != nil {
 		return err
 	}
 	if o.cluster {
-		return runClusterUsage(o, recs, since, until, loc, out)
+		return runClusterUsage(o, recs, res, since, until, loc, out)
 	}
 	if o.jobs {
 		return printArchivedJobs(out, recs, o.format, loc)
@@ -183,8 +184,9 @@ func fileRecords(path string, q archivedb.QueryRequest) ([]archivedb.Record, err
 // instanceRecords asks the enclosing instance's job-archive module: the
 // owner and operators get every job, other users their own (and for
 // --cluster, every job's nodes and times).
-func instanceRecords(q archivedb.QueryRequest) ([]archivedb.Record, error) {
+func instanceRecords(q archivedb.QueryRequest) ([]archivedb.Record, clusterResources, error) {
 	var recs []archivedb.Record
+	var res clusterResources
 	err := withHandle(func(ctx context.Context, h *flux.Handle) error {
 		// bring the archive up to date (the owner's privilege; others
 		// read what the last periodic pass archived)
@@ -201,6 +203,9 @@ func instanceRecords(q archivedb.QueryRequest) ([]archivedb.Record, error) {
 				return fmt.Errorf("job-archive.query response: %w", err)
 			}
 			recs = append(recs, resp.Records...)
+			if resp.ResourceEventlog != "" {
+				res = clusterResources{eventlog: []byte(resp.ResourceEventlog), R: resp.R}
+			}
 			return nil
 		})
 		if err != nil {
@@ -208,7 +213,7 @@ func instanceRecords(q archivedb.QueryRequest) ([]archivedb.Record, error) {
 		}
 		return nil
 	})
-	return recs, err
+	return recs, res, err
 }
 
 // usageRow is one line of a usage report.

@@ -158,22 +158,32 @@ func clusterUsage(recs []archivedb.Record, events []eventlog.Event, nnodes int, 
 	return out
 }
 
+// clusterResources is the instance's resource eventlog and R, as the
+// job archive sends them with a cluster query (nil: read the KVS).
+type clusterResources struct {
+	eventlog []byte
+	R        json.RawMessage
+}
+
 // runClusterUsage is flux usage --cluster.
-func runClusterUsage(o usageOptions, recs []archivedb.Record, since, until float64, loc *time.Location, out io.Writer) error {
+func runClusterUsage(o usageOptions, recs []archivedb.Record, res clusterResources, since, until float64, loc *time.Location, out io.Writer) error {
 	var events []eventlog.Event
 	var nnodes int
 	var resvs []resvWindow
 	err := withHandle(func(ctx context.Context, h *flux.Handle) error {
-		raw, err := kvs.GetRaw(ctx, h, "", "resource.eventlog")
-		if err != nil {
-			return fmt.Errorf("resource.eventlog: %s", flux.ErrorText(err))
+		raw, R := res.eventlog, res.R
+		if raw == nil {
+			var err error
+			if raw, err = kvs.GetRaw(ctx, h, "", "resource.eventlog"); err != nil {
+				return fmt.Errorf("resource.eventlog: %s", flux.ErrorText(err))
+			}
+			if err := kvs.GetJSON(ctx, h, "", "resource.R", &R); err != nil {
+				return fmt.Errorf("resource.R: %s", flux.ErrorText(err))
+			}
 		}
+		var err error
 		if events, err = eventlog.Parse(raw); err != nil {
 			return fmt.Errorf("resource.eventlog: %w", err)
-		}
-		var R json.RawMessage
-		if err := kvs.GetJSON(ctx, h, "", "resource.R", &R); err != nil {
-			return fmt.Errorf("resource.R: %s", flux.ErrorText(err))
 		}
 		inv, err := rset.Parse(R)
 		if err != nil {

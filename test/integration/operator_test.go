@@ -111,6 +111,12 @@ func TestOperators(t *testing.T) {
 	if r := e.asUser(guestUID, "usage", "--jobs", "-o", "csv"); r.Code != 0 || strings.Contains(r.Stdout, "fluxop-bob") {
 		t.Errorf("plain user's usage --jobs: %+v, want success without bob's job", r)
 	}
+	// the cluster report: the archive sends the resource eventlog and R,
+	// which the primary namespace refuses an operator
+	if r := e.asUser(opUID, "usage", "--cluster", "--per=total", "-o", "csv"); r.Code != 0 || !strings.Contains(r.Stdout, "allocated") {
+		t.Errorf("operator's usage --cluster: %+v", r)
+	}
+	refused(guestUID, "for the instance owner and operators", "usage", "--cluster")
 
 	// drain and undrain
 	refused(guestUID, "only the instance owner or an operator may drain nodes", "resource", "drain", "1", "maintenance")

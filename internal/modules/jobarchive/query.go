@@ -2,6 +2,7 @@ package jobarchive
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/archivedb"
 	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
 )
 
 // queryChunk is how many records one job-archive.query response holds.
@@ -46,6 +48,25 @@ func (a *archiver) query(ctx context.Context, r *flux.Request) {
 		}
 		uid := r.Userid()
 		f.Userid = &uid
+	}
+	if q.Cluster {
+		// the instance's resource eventlog and R, which the report
+		// replays: operators may not read the primary namespace
+		first := archivedb.QueryResponse{Records: []archivedb.Record{}}
+		ev, err := kvs.GetRaw(ctx, a.h, "", "resource.eventlog")
+		if err != nil {
+			r.Errorf(syscall.EIO, "job-archive.query: resource.eventlog: %s", flux.ErrorText(err))
+			return
+		}
+		var R json.RawMessage
+		if err := kvs.GetJSON(ctx, a.h, "", "resource.R", &R); err != nil {
+			r.Errorf(syscall.EIO, "job-archive.query: resource.R: %s", flux.ErrorText(err))
+			return
+		}
+		first.ResourceEventlog, first.R = string(ev), R
+		if err := r.Respond(first); err != nil {
+			return
+		}
 	}
 	chunk := make([]archivedb.Record, 0, queryChunk)
 	flush := func() error {
