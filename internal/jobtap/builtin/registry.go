@@ -26,6 +26,7 @@ var plugins = map[string]Factory{
 	".accounting-limits":    func() jobtap.Plugin { return newAccountLimits() },
 	"alloc-bypass":          func() jobtap.Plugin { return &AllocBypass{} },
 	"perilog":               func() jobtap.Plugin { return &Perilog{} },
+	"mf-priority":           func() jobtap.Plugin { return newMFPriority() },
 }
 
 // defaults is the load order at job manager start.

@@ -123,6 +123,18 @@ func (s *server) handlers(ctx context.Context) {
 		}
 		r.Respond(snap)
 	})
+	// update-usage: a fair-share pass now (flux account update-usage)
+	h.HandleFunc(topic("update-usage"), func(r *flux.Request) {
+		if !r.RequireOwner() {
+			return
+		}
+		upd, err := s.updateFairShare(ctx)
+		if err != nil {
+			r.Errorf(syscall.EIO, "update-usage: %v", err)
+			return
+		}
+		r.Respond(upd)
+	})
 	h.HandleFunc(topic("stats"), func(r *flux.Request) {
 		r.Respond(map[string]any{"dbpath": s.path, "open": s.store != nil})
 	})

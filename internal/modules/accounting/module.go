@@ -16,6 +16,7 @@ package accounting
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -50,6 +51,7 @@ type server struct {
 	log   *slog.Logger
 	path  string
 	store acct.Store // nil until the file exists
+	fs    FairShareConfig
 }
 
 // parseArgs reads dbpath=PATH.
@@ -82,7 +84,15 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		}
 		path = filepath.Join(dir, DBFile)
 	}
-	s := &server{h: h, log: flux.NewLogger(h, Name), path: path}
+	var raw json.RawMessage
+	if err := h.Call(ctx, "config.get", flux.NodeidAny, nil, &raw); err != nil {
+		return fmt.Errorf("config.get: %w", err)
+	}
+	fs, err := parseFairShareConfig(raw)
+	if err != nil {
+		return err
+	}
+	s := &server{h: h, log: flux.NewLogger(h, Name), path: path, fs: fs}
 	defer func() {
 		if s.store != nil {
 			s.store.Close()
@@ -95,6 +105,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		s.push(ctx)
 	}
 	s.handlers(ctx)
+	defer s.fairShareLoop(ctx)()
 	return h.Serve(ctx)
 }
 
@@ -148,6 +159,10 @@ func (s *server) push(ctx context.Context) error {
 			s.log.Error("sending the accounting database", "topic", topic, "err", err)
 			errs = append(errs, fmt.Errorf("%s: %w", topic, err))
 		}
+	}
+	// new associations get their fair-share now, not at the next pass
+	if _, err := s.updateFairShare(ctx); err != nil {
+		s.log.Warn("fair-share pass", "err", err)
 	}
 	return errors.Join(errs...)
 }

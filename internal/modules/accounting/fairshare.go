@@ -1,0 +1,186 @@
+package accounting
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	acct "github.com/fluxgo/fluxgo/internal/accounting"
+	"github.com/fluxgo/fluxgo/internal/archivedb"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/fsd"
+)
+
+// Fair-share (issue 25): every interval, and after every change of the
+// database, the module reads the job archive's usage (job-archive.query:
+// the jobs that ran in the last 10 half-lives), charges each job's
+// core-hours to its association decayed by the time since it ended,
+// computes every association's fair-share (acct.FairShare) and sends it
+// to the job manager's mf-priority plugin (acct.PriorityUpdateTopic),
+// which reprioritizes the pending jobs. flux account update-usage runs a
+// pass now.
+
+// FairShareConfig is the [accounting.fairshare] table, read when the
+// module starts.
+type FairShareConfig struct {
+	// DecayHalfLife: usage counts half after this long (FSD, default
+	// "7d"; "0" for no decay).
+	DecayHalfLife string `json:"decay-half-life"`
+	// Interval between passes (FSD, default "1m").
+	Interval string `json:"interval"`
+
+	halfLife, interval time.Duration
+}
+
+// DefaultFairShareInterval is the time between passes.
+const DefaultFairShareInterval = time.Minute
+
+// Validate parses the durations, filling in the defaults.
+func (c *FairShareConfig) Validate() error {
+	c.halfLife, c.interval = acct.DefaultHalfLife, DefaultFairShareInterval
+	if c.DecayHalfLife != "" {
+		d, err := fsd.ParseDuration(c.DecayHalfLife)
+		if err != nil || d < 0 {
+			return fmt.Errorf("[accounting.fairshare] decay-half-life=%q: want a duration such as \"7d\" (0: no decay)", c.DecayHalfLife)
+		}
+		c.halfLife = d
+	}
+	if c.Interval != "" {
+		d, err := fsd.ParseDuration(c.Interval)
+		if err != nil || d < time.Second {
+			return fmt.Errorf("[accounting.fairshare] interval=%q: want a duration of 1s or more such as \"1m\"", c.Interval)
+		}
+		c.interval = d
+	}
+	return nil
+}
+
+// parseFairShareConfig reads [accounting.fairshare] from the instance
+// configuration (as config.get returns it).
+func parseFairShareConfig(raw json.RawMessage) (FairShareConfig, error) {
+	var top struct {
+		Accounting struct {
+			FairShare FairShareConfig `json:"fairshare"`
+		} `json:"accounting"`
+	}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &top); err != nil {
+			return FairShareConfig{}, fmt.Errorf("[accounting.fairshare]: %v", err)
+		}
+	}
+	c := top.Accounting.FairShare
+	return c, c.Validate()
+}
+
+// chargeJob is a job's decayed core-hours at now.
+func chargeJob(r *archivedb.Record, now float64, halfLife time.Duration) float64 {
+	end := r.TCleanup
+	if end <= 0 {
+		end = r.TInactive
+	}
+	if r.TRun <= 0 || end <= r.TRun {
+		return 0
+	}
+	coreHours := float64(r.Ncores) * (end - r.TRun) / 3600
+	return acct.Decayed(coreHours, time.Duration((now-end)*float64(time.Second)), halfLife)
+}
+
+// archiveUsage sums the decayed core-hours of the jobs that ran in the
+// last 10 half-lives, per association (a job archived without a bank is
+// charged to its user's default bank).
+func (s *server) archiveUsage(ctx context.Context, now float64, defaultBank map[uint32]string) (map[acct.AssocKey]float64, error) {
+	since := 0.0
+	if s.fs.halfLife > 0 {
+		since = now - 10*s.fs.halfLife.Seconds()
+	}
+	usage := map[acct.AssocKey]float64{}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := s.h.Call(cctx, "job-archive.sync", flux.NodeidAny, nil, nil); err != nil {
+		if errors.Is(err, syscall.ENOSYS) {
+			return usage, nil // no archive: nobody has used anything
+		}
+		return nil, fmt.Errorf("job-archive.sync: %s", flux.ErrorText(err))
+	}
+	q := archivedb.QueryRequest{Since: since, Until: now + 1}
+	err := s.h.Stream(cctx, "job-archive.query", flux.NodeidAny, q, func(m *flux.Message) error {
+		var resp archivedb.QueryResponse
+		if err := m.UnmarshalPayload(&resp); err != nil {
+			return err
+		}
+		for i := range resp.Records {
+			r := &resp.Records[i]
+			bank := r.Bank
+			if bank == "" {
+				bank = defaultBank[r.Userid]
+			}
+			usage[acct.AssocKey{Userid: r.Userid, Bank: bank}] += chargeJob(r, now, s.fs.halfLife)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("job-archive.query: %s", flux.ErrorText(err))
+	}
+	return usage, nil
+}
+
+// updateFairShare runs one pass and sends its result to the priority
+// plugin (skipped when it is not loaded).
+func (s *server) updateFairShare(ctx context.Context) (acct.FairShareUpdate, error) {
+	upd := acct.FairShareUpdate{Time: float64(time.Now().UnixNano()) / 1e9, HalfLife: s.fs.halfLife.Seconds(),
+		Entries: []acct.FairShareEntry{}}
+	if s.store == nil {
+		return upd, nil
+	}
+	banks, err := s.store.Banks(ctx)
+	if err != nil {
+		return upd, err
+	}
+	assocs, err := s.store.Associations(ctx, "")
+	if err != nil {
+		return upd, err
+	}
+	defaults := map[uint32]string{}
+	for _, a := range assocs {
+		defaults[a.Userid] = a.DefaultBank
+	}
+	usage, err := s.archiveUsage(ctx, upd.Time, defaults)
+	if err != nil {
+		return upd, err
+	}
+	factors := acct.FairShare(banks, assocs, usage)
+	for _, a := range assocs {
+		k := acct.AssocKey{Userid: a.Userid, Bank: a.Bank}
+		if f, ok := factors[k]; ok {
+			upd.Entries = append(upd.Entries, acct.FairShareEntry{Userid: a.Userid, Username: a.Username, Bank: a.Bank,
+				Usage: usage[k], Factor: f})
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.h.Call(cctx, acct.PriorityUpdateTopic, flux.NodeidAny, upd, nil); err != nil && flux.ErrnoOf(err) != syscall.ENOSYS {
+		return upd, fmt.Errorf("%s: %s", acct.PriorityUpdateTopic, flux.ErrorText(err))
+	}
+	return upd, nil
+}
+
+// fairShareLoop runs a pass every interval on the Serve goroutine
+// until ctx ends or stop is called.
+func (s *server) fairShareLoop(ctx context.Context) (stop func()) {
+	var t *time.Timer
+	t = time.AfterFunc(s.fs.interval, func() {
+		s.h.Post(func() {
+			if ctx.Err() != nil {
+				return
+			}
+			if _, err := s.updateFairShare(ctx); err != nil {
+				s.log.Warn("fair-share pass", "err", err)
+			}
+			t.Reset(s.fs.interval)
+		})
+	})
+	return func() { t.Stop() }
+}
