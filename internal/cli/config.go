@@ -183,6 +183,28 @@ finds it). Available to all users.`,
 	return cmd
 }
 
+// configPathShorthand are the names flux config get -c takes for the
+// configuration directories of a system instance (flux-config(1)): the
+// broker's, and flux-security's signing library's and IMP's, which
+// fluxgo does not use but a site may keep.
+var configPathShorthand = map[string]string{
+	"system":   "/etc/flux/system/conf.d",
+	"security": "/etc/flux/security/conf.d",
+	"imp":      "/etc/flux/imp/conf.d",
+}
+
+// readConfigJSONObject decodes one JSON object from r, named name in
+// errors.
+func readConfigJSONObject(name string, r io.Reader) (map[string]any, error) {
+	var table map[string]any
+	dec := json.NewDecoder(r)
+	dec.UseNumber() // 3.0 stays a real, 3 an integer
+	if err := dec.Decode(&table); err != nil {
+		return nil, fmt.Errorf("%s: JSON: %w", name, err)
+	}
+	return table, nil
+}
+
 // readConfigText reads a configuration object from r: JSON when it
 // starts with '{', TOML otherwise.
 func readConfigText(r io.Reader) (map[string]any, error) {
@@ -191,13 +213,7 @@ func readConfigText(r io.Reader) (map[string]any, error) {
 		return nil, fmt.Errorf("reading standard input: %w", err)
 	}
 	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
-		var table map[string]any
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.UseNumber() // 3.0 stays a real, 3 an integer
-		if err := dec.Decode(&table); err != nil {
-			return nil, fmt.Errorf("standard input: JSON: %w", err)
-		}
-		return table, nil
+		return readConfigJSONObject("standard input", bytes.NewReader(data))
 	}
 	c, err := boot.ParseConfig("standard input", data)
 	if err != nil {
@@ -220,7 +236,14 @@ func newConfigGetCmd() *cobra.Command {
 Print the whole configuration as a JSON object, or the value of NAME, a
 period-delimited TOML key (policy.limits.duration). Strings print without
 quotes, other values as JSON. A NAME that is not set is an error, unless
---default is given.`,
+--default is given.
+
+Without --config-path the configuration is the local broker's as it is
+now: its --config-path files merged, with its --conf values and every
+change since (set, unset, load, reload); every broker of an instance
+shows rank 0's. With --config-path it is what the files say (system is
+/etc/flux/system/conf.d); the output, saved as a .json file, may be read
+back with --config-path.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			typ = strings.ToLower(typ)
@@ -266,7 +289,7 @@ quotes, other values as JSON. A NAME that is not set is an error, unless
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&path, "config-path", "c", "", "read the configuration from `PATH` (a TOML file or a directory of them) instead of asking the broker")
+	f.StringVarP(&path, "config-path", "c", "", "read the configuration from `PATH` (a TOML file, a directory of them, a .json file, or system, security or imp for /etc/flux/NAME/conf.d) instead of asking the broker")
 	f.StringVarP(&def, "default", "d", "", "print `VALUE` when NAME is not set (and exit 0)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print no error when NAME is not set")
 	f.StringVarP(&typ, "type", "t", "", "require the value to be of `TYPE`: "+strings.Join(configTypes, ", "))
@@ -276,6 +299,22 @@ quotes, other values as JSON. A NAME that is not set is an error, unless
 // readConfigJSON returns the configuration as a JSON object: the TOML
 // at path, or (path "") the broker's (config.get).
 func readConfigJSON(path string) ([]byte, error) {
+	if dir, ok := configPathShorthand[path]; ok {
+		path = dir
+	}
+	if strings.HasSuffix(path, ".json") {
+		// flux config get's own output, read back (flux-config(5))
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		table, err := readConfigJSONObject(path, f)
+		if err != nil {
+			return nil, err
+		}
+		return broker.ConfigJSON(table)
+	}
 	if path != "" {
 		c, err := boot.LoadConfig(path)
 		if err != nil {
