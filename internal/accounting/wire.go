@@ -1,5 +1,7 @@
 package accounting
 
+import "github.com/fluxgo/fluxgo/pkg/jobid"
+
 // The accounting service's wire contract: the topics the accounting
 // module serves (flux account's), what it pushes to the enforcers, and
 // their payloads. Writes are the instance owner's; others may read
@@ -78,4 +80,37 @@ type FairShareUpdate struct {
 	// HalfLife is the decay half-life used, in seconds.
 	HalfLife float64          `json:"half_life"`
 	Entries  []FairShareEntry `json:"associations"`
+}
+
+// PriorityExplainTopic explains a job's priority (flux job priority
+// --explain): the job's user or the instance owner may ask.
+const PriorityExplainTopic = "job-manager.mf-priority.explain"
+
+// PriorityExplainRequest names the job.
+type PriorityExplainRequest struct {
+	ID jobid.ID `json:"id"`
+}
+
+// PriorityFactor is one term of a job's priority: Value times Weight.
+type PriorityFactor struct {
+	Name         string  `json:"name"`
+	Value        float64 `json:"value"`
+	Weight       float64 `json:"weight"`
+	Contribution float64 `json:"contribution"`
+}
+
+// PriorityExplanation answers PriorityExplainTopic.
+type PriorityExplanation struct {
+	ID jobid.ID `json:"id"`
+	// Priority is the job's priority as last assigned (-1: none yet),
+	// Computed what the factors give now.
+	Priority int64  `json:"priority"`
+	Computed int64  `json:"computed"`
+	Bank     string `json:"bank"`
+	Queue    string `json:"queue"`
+	// Note says when urgency alone decides (held or expedited).
+	Note string `json:"note,omitempty"`
+	// FairShareTime is when the fair-share was computed (0: never).
+	FairShareTime float64          `json:"fairshare_time"`
+	Factors       []PriorityFactor `json:"factors"`
 }

@@ -44,6 +44,7 @@ made by the first change.`,
 		newAccountAddBankCmd(), newAccountEditBankCmd(), newAccountDeleteBankCmd(), newAccountListBanksCmd(), newAccountViewBankCmd(),
 		newAccountAddUserCmd(), newAccountEditUserCmd(), newAccountDeleteUserCmd(), newAccountViewUserCmd(), newAccountListUsersCmd(),
 		newAccountAddProjectCmd(), newAccountDeleteProjectCmd(), newAccountListProjectsCmd(),
+		newAccountUpdateUsageCmd(),
 	} {
 		cmd.AddCommand(c)
 	}

@@ -26,6 +26,7 @@ func jobSubcommands() []*cobra.Command {
 		newJobRaiseCmd(),
 		newJobKillCmd(),
 		newJobUrgencyCmd(),
+		newJobPriorityCmd(),
 		newJobSubmitCmd(),
 		newJobAttachCmd(),
 		newJobInfoCmd(),

@@ -180,29 +180,12 @@ func (p *MFPriority) reprioritizeAll() {
 	}
 }
 
-// Factor is one term of a job's priority.
-type Factor struct {
-	Name         string  `json:"name"`
-	Value        float64 `json:"value"`
-	Weight       float64 `json:"weight"`
-	Contribution float64 `json:"contribution"`
-}
-
-// Explanation is what job-manager.mf-priority.explain answers.
-type Explanation struct {
-	ID jobid.ID `json:"id"`
-	// Priority is the job's priority as last assigned (-1: none yet),
-	// Computed what the factors give now.
-	Priority int64  `json:"priority"`
-	Computed int64  `json:"computed"`
-	Bank     string `json:"bank"`
-	Queue    string `json:"queue"`
-	// Note says when urgency alone decided (held or expedited).
-	Note string `json:"note,omitempty"`
-	// FairShareTime is when the fair-share was computed (0: never).
-	FairShareTime float64  `json:"fairshare_time"`
-	Factors       []Factor `json:"factors"`
-}
+// Factor and Explanation are the explain method's answer (the wire
+// contract lives with the accounting service's).
+type (
+	Factor      = accounting.PriorityFactor
+	Explanation = accounting.PriorityExplanation
+)
 
 // explain computes a job's priority and its terms.
 func (p *MFPriority) explain(j *jobtap.Job) Explanation {
@@ -273,13 +256,8 @@ func (p *MFPriority) update(payload json.RawMessage, _ uint32, owner bool) (any,
 	return nil, nil
 }
 
-// ExplainRequest is the job-manager.mf-priority.explain payload.
-type ExplainRequest struct {
-	ID jobid.ID `json:"id"`
-}
-
 func (p *MFPriority) explainMethod(payload json.RawMessage, userid uint32, owner bool) (any, error) {
-	var req ExplainRequest
+	var req accounting.PriorityExplainRequest
 	if err := json.Unmarshal(payload, &req); err != nil {
 		return nil, fmt.Errorf("mf-priority.explain: %v: %w", err, syscall.EPROTO)
 	}

@@ -70,7 +70,7 @@ func TestMFPriorityHeavyBelowLight(t *testing.T) {
 		t.Errorf("unknown association, urgency 10: %d, want 1", v)
 	}
 	// explain, as the job's user and as another
-	req, _ := json.Marshal(ExplainRequest{ID: heavy.ID})
+	req, _ := json.Marshal(accounting.PriorityExplainRequest{ID: heavy.ID})
 	if _, err := p.explainMethod(req, 1002, false); err == nil {
 		t.Error("another user's job explained")
 	}
