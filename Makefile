@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.
 LDFLAGS := -s -w -X github.com/fluxgo/fluxgo/internal/version.Version=$(VERSION)
 export CGO_ENABLED ?= 0
 
-.PHONY: all build demo check test fmt-check vet race bench clean
+.PHONY: all build demo check test fmt-check vet race bench deb clean
 
 all: build
 
@@ -23,5 +23,9 @@ check:
 bench: build
 	./scripts/bench.sh
 
+# A Debian package of the system instance (docs/SITE.md): dist/flux_*.deb
+deb: build
+	./packaging/deb/build.sh bin/flux dist $(VERSION)
+
 clean:
-	rm -rf bin
+	rm -rf bin dist
