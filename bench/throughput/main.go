@@ -32,6 +32,7 @@ func main() {
 	stages := flag.Bool("stages", false, "also print the median time between a job's events (where jobs wait)")
 	var extra attrList
 	flag.Var(&extra, "S", "extra broker attribute NAME=VALUE for the instance (repeatable)")
+	confDir := flag.String("config-path", "", "start the instance with this configuration directory (flux start --config-path), e.g. to load jobtap plugins")
 	modstats := flag.Bool("modstats", false, "also print each module's messages received and sent per job")
 	hold := flag.Bool("hold", false, "keep the last instance running afterwards (its URI is printed) until stdin closes")
 	held := flag.Bool("held", false, "submit held jobs (urgency 0) and measure submission alone: what job-ingest, the KVS and the job manager's acceptance cost without the rest of the pipeline")
@@ -63,6 +64,7 @@ func main() {
 		stages:   *stages,
 		hold:     *hold,
 		attrs:    extra,
+		confDir:  *confDir,
 		modstats: *modstats,
 		held:     *held,
 	}
@@ -165,6 +167,7 @@ type runConfig struct {
 	stages       bool
 	hold         bool
 	attrs        []string
+	confDir      string
 	modstats     bool
 	held         bool // urgency 0: measure submission alone
 }
@@ -203,6 +206,9 @@ func (c *runConfig) measure(n int, listJobs bool) (result, error) {
 	}
 	for _, a := range c.attrs {
 		opts = append(opts, "-S", a)
+	}
+	if c.confDir != "" {
+		opts = append(opts, "--config-path", c.confDir)
 	}
 	inst, err := benchkit.Start(c.bin, 1, opts...)
 	if err != nil {
