@@ -1,17 +1,13 @@
 package integration
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/fluxgo/fluxgo/internal/testinstance"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -42,24 +38,6 @@ func testUser(t *testing.T, name string) uint32 {
 	return uint32(uid)
 }
 
-// asUser runs the flux command as uid.
-func (e *env) asUser(uid uint32, args ...string) testinstance.Result {
-	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, e.inst.Bin, args...)
-	cmd.Env = append(os.Environ(), "FLUX_URI="+e.inst.URI)
-	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: guestUID}}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if cmd.ProcessState == nil {
-		e.t.Fatalf("flux %s as uid %d: %v", strings.Join(args, " "), uid, err)
-	}
-	return testinstance.Result{Stdout: out.String(), Stderr: errb.String(), Code: cmd.ProcessState.ExitCode()}
-}
-
 // TestAccount: the instance owner sets up banks, users and projects with
 // flux account; real users' jobs are then charged to their default bank
 // and project, a foreign bank or project is refused, the database's
@@ -80,21 +58,6 @@ func TestAccount(t *testing.T) {
 		Args: []string{"--config-path", conf, "-S", "statedir=" + statedir}})}
 	if !canRunAsGuest(e) {
 		t.Skip("the flux binary is not reachable by other users")
-	}
-	as := func(uid uint32, args ...string) string {
-		t.Helper()
-		r := e.asUser(uid, args...)
-		if r.Code != 0 {
-			t.Fatalf("uid %d: flux %s: %+v", uid, strings.Join(args, " "), r)
-		}
-		return strings.TrimSpace(r.Stdout)
-	}
-	refused := func(uid uint32, want string, args ...string) {
-		t.Helper()
-		r := e.asUser(uid, args...)
-		if r.Code == 0 || !strings.Contains(r.Stderr, want) {
-			t.Fatalf("uid %d: flux %s: %+v, want a refusal with %q", uid, strings.Join(args, " "), r, want)
-		}
 	}
 
 	// the admin's first minutes: banks, projects, users
@@ -123,21 +86,21 @@ func TestAccount(t *testing.T) {
 	}
 
 	// default bank and project charged, and shown by flux jobs
-	first := jobid.MustParse(as(aliceUID, "submit", testDuration("60s"), "true"))
+	first := jobid.MustParse(e.mustAs(aliceUID, "submit", testDuration("60s"), "true"))
 	if got := e.field(first, "{bank} {project}"); got != "physics proj-a" {
 		t.Errorf("alice's job is charged to %q, want physics proj-a", got)
 	}
-	refused(aliceUID, "bank chem: user fluxacct-alice does not belong to it", "submit", "-B", "chem", "true")
-	refused(aliceUID, "project proj-b: user fluxacct-alice does not belong to it", "submit", "--project=proj-b", "true")
-	refused(guestUID, "is not in the accounting database", "submit", "true")
-	bobs := jobid.MustParse(as(bobUID, "submit", "--project=proj-b", testDuration("0.01s"), "true"))
+	e.refusedAs(aliceUID, "bank chem: user fluxacct-alice does not belong to it", "submit", "-B", "chem", "true")
+	e.refusedAs(aliceUID, "project proj-b: user fluxacct-alice does not belong to it", "submit", "--project=proj-b", "true")
+	e.refusedAs(guestUID, "is not in the accounting database", "submit", "true")
+	bobs := jobid.MustParse(e.mustAs(bobUID, "submit", "--project=proj-b", testDuration("0.01s"), "true"))
 	if got := e.field(bobs, "{bank} {project}"); got != "chem proj-b" {
 		t.Errorf("bob's job is charged to %q, want chem proj-b", got)
 	}
 
 	// the database's max-running-jobs=1 beats the configuration's 5
 	e.waitEvent(first, "start")
-	second := jobid.MustParse(as(aliceUID, "submit", testDuration("0.01s"), "true"))
+	second := jobid.MustParse(e.mustAs(aliceUID, "submit", testDuration("0.01s"), "true"))
 	e.waitFor("alice's second job held", func() bool {
 		return e.field(second, "{status_abbrev} {dependencies}") == "D max-running-jobs-user-limit"
 	})
@@ -147,14 +110,14 @@ func TestAccount(t *testing.T) {
 	e.must("cancel", first.String())
 
 	// users see their own associations only, and change nothing
-	if out := as(aliceUID, "account", "view-user", "fluxacct-alice"); !strings.Contains(out, "physics") {
+	if out := e.mustAs(aliceUID, "account", "view-user", "fluxacct-alice"); !strings.Contains(out, "physics") {
 		t.Errorf("alice's view-user:\n%s", out)
 	}
-	refused(aliceUID, "only the instance owner may view other users", "account", "view-user", "fluxacct-bob")
-	if out := as(aliceUID, "account", "list-users"); strings.Contains(out, "fluxacct-bob") || !strings.Contains(out, "fluxacct-alice") {
+	e.refusedAs(aliceUID, "only the instance owner may view other users", "account", "view-user", "fluxacct-bob")
+	if out := e.mustAs(aliceUID, "account", "list-users"); strings.Contains(out, "fluxacct-bob") || !strings.Contains(out, "fluxacct-alice") {
 		t.Errorf("alice's list-users:\n%s", out)
 	}
-	refused(aliceUID, "only the instance owner may change the accounting database", "account", "add-bank", "--parent-bank=root", "mine", "1")
+	e.refusedAs(aliceUID, "only the instance owner may change the accounting database", "account", "add-bank", "--parent-bank=root", "mine", "1")
 	if out := e.must("account", "list-users"); !strings.Contains(out, "fluxacct-bob") {
 		t.Errorf("the owner's list-users:\n%s", out)
 	}
@@ -162,8 +125,8 @@ func TestAccount(t *testing.T) {
 	// a deactivated association refuses jobs; the default moves on
 	e.must("account", "add-user", "--username=fluxacct-bob", "--bank=physics")
 	e.must("account", "delete-user", "fluxacct-bob", "chem")
-	if got := e.field(jobid.MustParse(as(bobUID, "submit", testDuration("0.01s"), "true")), "{bank}"); got != "physics" {
+	if got := e.field(jobid.MustParse(e.mustAs(bobUID, "submit", testDuration("0.01s"), "true")), "{bank}"); got != "physics" {
 		t.Errorf("bob's job after his default bank was deleted: bank %q, want physics", got)
 	}
-	refused(bobUID, "association with it is inactive", "submit", "-B", "chem", "true")
+	e.refusedAs(bobUID, "association with it is inactive", "submit", "-B", "chem", "true")
 }

@@ -42,14 +42,6 @@ age-weight = 0
 	if !canRunAsGuest(e) {
 		t.Skip("the flux binary is not reachable by other users")
 	}
-	as := func(uid uint32, args ...string) string {
-		t.Helper()
-		r := e.asUser(uid, args...)
-		if r.Code != 0 {
-			t.Fatalf("uid %d: flux %s: %+v", uid, strings.Join(args, " "), r)
-		}
-		return strings.TrimSpace(r.Stdout)
-	}
 	for _, args := range [][]string{
 		{"add-bank", "root", "1"},
 		{"add-bank", "--parent-bank=root", "physics", "1"},
@@ -60,7 +52,7 @@ age-weight = 0
 	}
 
 	// the heavy user's usage, archived
-	used := jobid.MustParse(as(heavyUID, "submit", "-n2", "sleep", "1.5"))
+	used := jobid.MustParse(e.mustAs(heavyUID, "submit", "-n2", "sleep", "1.5"))
 	e.waitEvent(used, "clean")
 	usage := e.must("account", "update-usage")
 	if !strings.Contains(usage, "fluxfs-heavy") || !strings.Contains(usage, "fluxfs-light") {
@@ -81,8 +73,8 @@ age-weight = 0
 	// the instance is full: both users' new jobs wait
 	blocker := jobid.MustParse(e.must("submit", "--exclusive", "-N1", "sleep", "300"))
 	e.waitEvent(blocker, "start")
-	heavy := jobid.MustParse(as(heavyUID, "submit", "true"))
-	light := jobid.MustParse(as(lightUID, "submit", "true"))
+	heavy := jobid.MustParse(e.mustAs(heavyUID, "submit", "true"))
+	light := jobid.MustParse(e.mustAs(lightUID, "submit", "true"))
 	var ph, pl int64
 	e.waitFor("both jobs prioritized", func() bool {
 		ph, _ = strconv.ParseInt(e.field(heavy, "{priority}"), 10, 64)
@@ -97,7 +89,7 @@ age-weight = 0
 	}
 
 	// why: the factors and their weights, for the job's user
-	out := as(lightUID, "job", "priority", "--explain", light.String())
+	out := e.mustAs(lightUID, "job", "priority", "--explain", light.String())
 	for _, want := range []string{"priority 100000", "FACTOR", "fairshare", "1.0000", "100000", "age", "size", "queue", "urgency", `bank "physics"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("flux job priority --explain lacks %q:\n%s", want, out)

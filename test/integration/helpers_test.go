@@ -84,21 +84,46 @@ func (e *env) fail(want string, args ...string) testinstance.Result {
 // asGuest runs the flux command as uid guestUID.
 func (e *env) asGuest(args ...string) testinstance.Result {
 	e.t.Helper()
+	return e.asUser(guestUID, args...)
+}
+
+// asUser runs the flux command as uid (group guestUID).
+func (e *env) asUser(uid uint32, args ...string) testinstance.Result {
+	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e.inst.Bin, args...)
 	cmd.Env = append(os.Environ(), "FLUX_URI="+e.inst.URI)
 	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: guestUID, Gid: guestUID}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: guestUID}}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
-	res := testinstance.Result{Stdout: out.String(), Stderr: errb.String()}
 	if cmd.ProcessState == nil {
-		e.t.Fatalf("flux %s as uid %d: %v", strings.Join(args, " "), guestUID, err)
+		e.t.Fatalf("flux %s as uid %d: %v", strings.Join(args, " "), uid, err)
 	}
-	res.Code = cmd.ProcessState.ExitCode()
-	return res
+	return testinstance.Result{Stdout: out.String(), Stderr: errb.String(), Code: cmd.ProcessState.ExitCode()}
+}
+
+// mustAs runs the flux command as uid, fails the test if it fails, and
+// returns its trimmed standard output.
+func (e *env) mustAs(uid uint32, args ...string) string {
+	e.t.Helper()
+	r := e.asUser(uid, args...)
+	if r.Code != 0 {
+		e.t.Fatalf("uid %d: flux %s: %+v", uid, strings.Join(args, " "), r)
+	}
+	return strings.TrimSpace(r.Stdout)
+}
+
+// refusedAs checks that the flux command fails as uid with want in its
+// standard error.
+func (e *env) refusedAs(uid uint32, want string, args ...string) {
+	e.t.Helper()
+	r := e.asUser(uid, args...)
+	if r.Code == 0 || !strings.Contains(r.Stderr, want) {
+		e.t.Errorf("uid %d: flux %s: %+v, want a refusal with %q", uid, strings.Join(args, " "), r, want)
+	}
 }
 
 // canRunAsGuest reports whether this test process may start processes

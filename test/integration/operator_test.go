@@ -33,74 +33,59 @@ func TestOperators(t *testing.T) {
 	if !canRunAsGuest(e) {
 		t.Skip("the flux binary is not reachable by other users")
 	}
-	as := func(uid uint32, args ...string) string {
-		t.Helper()
-		r := e.asUser(uid, args...)
-		if r.Code != 0 {
-			t.Fatalf("uid %d: flux %s: %+v", uid, strings.Join(args, " "), r)
-		}
-		return strings.TrimSpace(r.Stdout)
-	}
-	refused := func(uid uint32, want string, args ...string) {
-		t.Helper()
-		r := e.asUser(uid, args...)
-		if r.Code == 0 || !strings.Contains(r.Stderr, want) {
-			t.Errorf("uid %d: flux %s: %+v, want a refusal with %q", uid, strings.Join(args, " "), r, want)
-		}
-	}
 
 	// the operator's connection holds the user and operator roles, not
 	// the owner's (ping echoes the rolemask the service saw)
-	if out := as(opUID, "ping", "--count=1", "--userid", "broker"); !strings.Contains(out, "rolemask=0xe") {
+	if out := e.mustAs(opUID, "ping", "--count=1", "--userid", "broker"); !strings.Contains(out, "rolemask=0xe") {
 		t.Errorf("operator's ping: %s, want rolemask=0xe (user|local|operator)", out)
 	}
-	if out := as(guestUID, "ping", "--count=1", "--userid", "broker"); !strings.Contains(out, "rolemask=0x6") {
+	if out := e.mustAs(guestUID, "ping", "--count=1", "--userid", "broker"); !strings.Contains(out, "rolemask=0x6") {
 		t.Errorf("guest's ping: %s, want rolemask=0x6 (user|local)", out)
 	}
 
 	// bob's job: the operator sees it, its eventlog and its record; the
 	// plain user does not
-	id := jobid.MustParse(as(userUID, "submit", testDuration("300s"), "true"))
+	id := jobid.MustParse(e.mustAs(userUID, "submit", testDuration("300s"), "true"))
 	e.waitEvent(id, "start")
-	if out := as(opUID, "jobs", "-A", "-n", "-o", "{id} {userid}"); !strings.Contains(out, fmt.Sprintf("%s %d", id, userUID)) {
+	if out := e.mustAs(opUID, "jobs", "-A", "-n", "-o", "{id} {userid}"); !strings.Contains(out, fmt.Sprintf("%s %d", id, userUID)) {
 		t.Errorf("operator's flux jobs -A lacks bob's job %s:\n%s", id, out)
 	}
-	if out := as(guestUID, "jobs", "-A", "-n", "-o", "{id}"); strings.Contains(out, id.String()) {
+	if out := e.mustAs(guestUID, "jobs", "-A", "-n", "-o", "{id}"); strings.Contains(out, id.String()) {
 		t.Errorf("plain user's flux jobs -A shows bob's job:\n%s", out)
 	}
-	if out := as(opUID, "job", "eventlog", id.String()); !strings.Contains(out, "start") {
+	if out := e.mustAs(opUID, "job", "eventlog", id.String()); !strings.Contains(out, "start") {
 		t.Errorf("operator's flux job eventlog: %s", out)
 	}
-	refused(guestUID, "belongs to another user", "job", "eventlog", id.String())
-	if out := as(opUID, "job", "info", id.String(), "jobspec"); !strings.Contains(out, "tasks") {
+	e.refusedAs(guestUID, "belongs to another user", "job", "eventlog", id.String())
+	if out := e.mustAs(opUID, "job", "info", id.String(), "jobspec"); !strings.Contains(out, "tasks") {
 		t.Errorf("operator's flux job info jobspec: %s", out)
 	}
-	refused(guestUID, "belongs to another user", "job", "info", id.String(), "jobspec")
-	refused(guestUID, "guests may only update their own jobs", "update", id.String(), "name=renamed")
-	as(opUID, "update", id.String(), "name=renamed")
+	e.refusedAs(guestUID, "belongs to another user", "job", "info", id.String(), "jobspec")
+	e.refusedAs(guestUID, "guests may only update their own jobs", "update", id.String(), "name=renamed")
+	e.mustAs(opUID, "update", id.String(), "name=renamed")
 	if got := e.field(id, "{name}"); got != "renamed" {
 		t.Errorf("bob's job is named %q after the operator's flux update name=renamed", got)
 	}
 
 	// cancel, urgency and kill: refused to the plain user, done by the
 	// operator (and the cancel recorded as theirs)
-	held := jobid.MustParse(as(userUID, "submit", "--urgency=0", testDuration("300s"), "true"))
-	refused(guestUID, "belongs to another user", "cancel", held.String())
-	refused(guestUID, "guests can only raise exceptions on their own jobs", "cancel", "--user=all")
-	refused(guestUID, "belongs to another user", "job", "urgency", held.String(), "10")
-	refused(guestUID, "guests may only send signals to their own jobs", "job", "kill", id.String())
-	as(opUID, "job", "urgency", held.String(), "10")
+	held := jobid.MustParse(e.mustAs(userUID, "submit", "--urgency=0", testDuration("300s"), "true"))
+	e.refusedAs(guestUID, "belongs to another user", "cancel", held.String())
+	e.refusedAs(guestUID, "guests can only raise exceptions on their own jobs", "cancel", "--user=all")
+	e.refusedAs(guestUID, "belongs to another user", "job", "urgency", held.String(), "10")
+	e.refusedAs(guestUID, "guests may only send signals to their own jobs", "job", "kill", id.String())
+	e.mustAs(opUID, "job", "urgency", held.String(), "10")
 	if got := e.field(held, "{urgency}"); got != "10" {
 		t.Errorf("bob's held job has urgency %s after the operator's flux job urgency 10", got)
 	}
-	refused(opUID, "only the instance owner may set urgency above", "job", "urgency", held.String(), "31")
-	as(opUID, "cancel", held.String())
+	e.refusedAs(opUID, "only the instance owner may set urgency above", "job", "urgency", held.String(), "31")
+	e.mustAs(opUID, "cancel", held.String())
 	e.waitEvent(held, "clean")
 	ex, ok := find(e.events(held), "exception")
 	if !ok || ctxOf(t, ex)["userid"] != float64(opUID) {
 		t.Errorf("bob's job exception %+v, want one raised by uid %d", ex, opUID)
 	}
-	as(opUID, "job", "kill", id.String())
+	e.mustAs(opUID, "job", "kill", id.String())
 	e.waitEvent(id, "clean")
 
 	// usage: the operator sees bob's archived job, the plain user not
@@ -116,31 +101,31 @@ func TestOperators(t *testing.T) {
 	if r := e.asUser(opUID, "usage", "--cluster", "--per=total", "-o", "csv"); r.Code != 0 || !strings.Contains(r.Stdout, "allocated") {
 		t.Errorf("operator's usage --cluster: %+v", r)
 	}
-	refused(guestUID, "for the instance owner and operators", "usage", "--cluster")
+	e.refusedAs(guestUID, "for the instance owner and operators", "usage", "--cluster")
 
 	// drain and undrain
-	refused(guestUID, "only the instance owner or an operator may drain nodes", "resource", "drain", "1", "maintenance")
-	as(opUID, "resource", "drain", "1", "maintenance")
+	e.refusedAs(guestUID, "only the instance owner or an operator may drain nodes", "resource", "drain", "1", "maintenance")
+	e.mustAs(opUID, "resource", "drain", "1", "maintenance")
 	if out := e.must("resource", "drain", "-n", "-o", "{ranks} {reason}"); !strings.Contains(out, "1 maintenance") {
 		t.Errorf("rank 1 is not drained after the operator's drain:\n%s", out)
 	}
-	refused(guestUID, "only the instance owner or an operator may undrain nodes", "resource", "undrain", "1")
-	as(opUID, "resource", "undrain", "1")
+	e.refusedAs(guestUID, "only the instance owner or an operator may undrain nodes", "resource", "undrain", "1")
+	e.mustAs(opUID, "resource", "undrain", "1")
 	if out := e.must("resource", "drain", "-n", "-o", "{ranks}"); strings.Contains(out, "1") {
 		t.Errorf("rank 1 is still drained after the operator's undrain:\n%s", out)
 	}
 
 	// the broker log
-	if out := as(opUID, "dmesg"); !strings.Contains(out, "broker") {
+	if out := e.mustAs(opUID, "dmesg"); !strings.Contains(out, "broker") {
 		t.Errorf("operator's flux dmesg: %q", out)
 	}
-	refused(guestUID, "only the instance owner or an operator may do this", "dmesg")
+	e.refusedAs(guestUID, "only the instance owner or an operator may do this", "dmesg")
 
 	// the owner's powers stay the owner's
-	refused(opUID, "broker.shutdown: only the instance owner may do this", "shutdown")
-	refused(opUID, "module.load: only the instance owner may do this", "module", "load", "job-archive")
-	refused(opUID, "config.reload: only the instance owner may do this", "config", "reload")
-	refused(opUID, "may not access it", "kvs", "put", "operator-was-here=1")
+	e.refusedAs(opUID, "broker.shutdown: only the instance owner may do this", "shutdown")
+	e.refusedAs(opUID, "module.load: only the instance owner may do this", "module", "load", "job-archive")
+	e.refusedAs(opUID, "config.reload: only the instance owner may do this", "config", "reload")
+	e.refusedAs(opUID, "may not access it", "kvs", "put", "operator-was-here=1")
 	if e.flux("kvs", "get", "operator-was-here").Code == 0 {
 		t.Error("the operator wrote to the primary KVS namespace")
 	}
