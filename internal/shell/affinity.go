@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/fluxgo/fluxgo/pkg/idset"
-	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
 // CPU and GPU binding: the cpu-affinity and gpu-affinity shell options,
@@ -518,21 +517,6 @@ func cpuList(cpus []int) string {
 		set.Add(uint(c))
 	}
 	return set.String()
-}
-
-// NodeDomains returns the NUMA domains that R's scheduling key records
-// for broker rank (nil when it records none).
-func NodeDomains(r *rset.R, rank uint) []rset.NUMADomain {
-	groups, err := r.NUMA()
-	if err != nil {
-		return nil
-	}
-	for _, g := range groups {
-		if g.Ranks.Contains(rank) {
-			return g.Domains
-		}
-	}
-	return nil
 }
 
 // CUDAVisibleDevices formats GPU ids as CUDA_VISIBLE_DEVICES wants them.

@@ -418,18 +418,6 @@ func TestAffinityReport(t *testing.T) {
 	}
 }
 
-func TestNodeDomains(t *testing.T) {
-	R := mustR(t, `{"version":1,"execution":{"R_lite":[{"rank":"0-2","children":{"core":"0-7","gpu":"0-3"}}]},
-		"scheduling":{"fluxgo.numa":[{"ranks":"1-2","domains":[{"cores":"0-3","gpus":"0-1"},{"cores":"4-7","gpus":"2-3"}]}]}}`)
-	if d := NodeDomains(R, 0); d != nil {
-		t.Errorf("rank 0: %v, want none", d)
-	}
-	d := NodeDomains(R, 2)
-	if len(d) != 2 || d[1].Cores.String() != "4-7" || d[1].GPUs.String() != "2-3" {
-		t.Errorf("rank 2: %v", d)
-	}
-}
-
 // TestUnevenSlots: flux run -N2 -n3 asks for two slots on each node; as
 // flux-core's shell does, the node with one task binds it to one slot's
 // cores and GPUs, unless the job has its nodes whole or is per-resource

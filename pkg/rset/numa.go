@@ -271,3 +271,18 @@ func domainsKey(doms []NUMADomain) string {
 	b, _ := json.Marshal(w)
 	return string(b)
 }
+
+// NodeNUMA returns the NUMA domains r's scheduling key records for rank
+// (nil when it records none, or the record does not parse).
+func (r *R) NodeNUMA(rank uint) []NUMADomain {
+	groups, err := r.NUMA()
+	if err != nil {
+		return nil
+	}
+	for _, g := range groups {
+		if g.Ranks.Contains(rank) {
+			return g.Domains
+		}
+	}
+	return nil
+}

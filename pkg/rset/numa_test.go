@@ -110,3 +110,18 @@ func TestMergeRestrictNUMA(t *testing.T) {
 		t.Fatal("restricting to no known rank left groups")
 	}
 }
+
+func TestNodeNUMA(t *testing.T) {
+	r, err := Parse([]byte(`{"version":1,"execution":{"R_lite":[{"rank":"0-2","children":{"core":"0-7","gpu":"0-3"}}]},
+		"scheduling":{"fluxgo.numa":[{"ranks":"1-2","domains":[{"cores":"0-3","gpus":"0-1"},{"cores":"4-7","gpus":"2-3"}]}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := r.NodeNUMA(0); d != nil {
+		t.Errorf("rank 0: %v, want none", d)
+	}
+	d := r.NodeNUMA(2)
+	if len(d) != 2 || d[1].Cores.String() != "4-7" || d[1].GPUs.String() != "2-3" {
+		t.Errorf("rank 2: %v", d)
+	}
+}

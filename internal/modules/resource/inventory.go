@@ -498,14 +498,9 @@ func (inv *inventory) numa(r *flux.Request) {
 	if r.Decode(&req) != nil || !inv.ready(r) {
 		return
 	}
-	resp := wire.ResourceNUMAResponse{Domains: []rset.NUMADomain{}}
-	if groups, err := inv.R.NUMA(); err == nil {
-		for _, g := range groups {
-			if g.Ranks.Contains(req.Rank) {
-				resp.Domains = g.Domains
-				break
-			}
-		}
+	resp := wire.ResourceNUMAResponse{Domains: inv.R.NodeNUMA(req.Rank)}
+	if resp.Domains == nil {
+		resp.Domains = []rset.NUMADomain{}
 	}
 	r.Respond(resp)
 }
