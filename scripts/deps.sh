@@ -11,6 +11,11 @@ command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 [ -x /usr/bin/python3 ] || need+=(python3)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v hwloc-ls >/dev/null 2>&1 || need+=(hwloc)
+# the accounting store's PostgreSQL backend is tested against a real server
+# the test starts (internal/accounting); the web dashboard in headless
+# Chromium (internal/web)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 
 if [ ${#need[@]} -eq 0 ]; then
 	exit 0
