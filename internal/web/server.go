@@ -85,6 +85,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /v1/nodes", s.auth(s.listNodes))
 	s.mux.HandleFunc("GET /v1/openapi.json", serveOpenAPI)
 	s.mux.Handle("GET /metrics", s.metricsHandler())
+	s.apiRoutes()
 }
 
 // ServeHTTP implements http.Handler.
