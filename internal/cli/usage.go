@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fluxgo/fluxgo/internal/archivedb"
+	"github.com/fluxgo/fluxgo/internal/usage"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 )
@@ -216,120 +216,20 @@ func instanceRecords(q archivedb.QueryRequest) ([]archivedb.Record, clusterResou
 	return recs, res, err
 }
 
-// usageRow is one line of a usage report.
-type usageRow struct {
-	Period    string            `json:"period"`
-	Group     map[string]string `json:"group"`
-	Jobs      int               `json:"jobs"`
-	NodeHours float64           `json:"node_hours"`
-	CoreHours float64           `json:"core_hours"`
-	GPUHours  float64           `json:"gpu_hours"`
-	start     int64
-	key       string
-}
+// The computations are internal/usage's (flux web's /v1/usage uses them
+// too); these are their names here.
+type (
+	usageRow   = usage.Row
+	clusterRow = usage.ClusterRow
+	resvWindow = usage.Window
+)
 
-// periodStart is the start of the period holding t.
-func periodStart(t time.Time, per string) time.Time {
-	y, m, d := t.Date()
-	switch per {
-	case "day":
-		return time.Date(y, m, d, 0, 0, 0, 0, t.Location())
-	case "week": // weeks start on Monday
-		day := time.Date(y, m, d, 0, 0, 0, 0, t.Location())
-		return day.AddDate(0, 0, -((int(day.Weekday()) + 6) % 7))
-	case "month":
-		return time.Date(y, m, 1, 0, 0, 0, 0, t.Location())
-	}
-	return time.Time{}
-}
-
-func nextPeriod(t time.Time, per string) time.Time {
-	switch per {
-	case "day":
-		return t.AddDate(0, 0, 1)
-	case "week":
-		return t.AddDate(0, 0, 7)
-	}
-	return t.AddDate(0, 1, 0)
-}
-
-func periodLabel(t time.Time, per string) string {
-	switch per {
-	case "month":
-		return t.Format("2006-01")
-	case "total":
-		return "total"
-	}
-	return t.Format("2006-01-02")
-}
-
-// sumUsage splits each job's run over the periods and groups.
-func sumUsage(recs []archivedb.Record, by []string, per string, since, until float64, loc *time.Location) []*usageRow {
-	rows := map[string]*usageRow{}
-	add := func(start time.Time, label string, r archivedb.Record, secs float64) {
-		group := map[string]string{}
-		var k strings.Builder
-		for _, f := range by {
-			v := map[string]string{"user": r.Username, "bank": r.Bank, "project": r.Project, "queue": r.Queue}[f]
-			group[f] = v
-			k.WriteString(v + "\x00")
-		}
-		key := label + "\x00" + k.String()
-		row := rows[key]
-		if row == nil {
-			row = &usageRow{Period: label, Group: group, start: start.Unix(), key: k.String()}
-			rows[key] = row
-		}
-		row.Jobs++
-		h := secs / 3600
-		row.NodeHours += h * float64(r.Nnodes)
-		row.CoreHours += h * float64(r.Ncores)
-		row.GPUHours += h * float64(r.Ngpus)
-	}
-	for _, r := range recs {
-		end := r.TCleanup
-		if end <= 0 {
-			end = r.TInactive
-		}
-		splitPeriods(max(r.TRun, since), min(end, until), per, loc, func(start time.Time, label string, secs float64) {
-			add(start, label, r, secs)
-		})
-	}
-	out := make([]*usageRow, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].start != out[j].start {
-			return out[i].start < out[j].start
-		}
-		return out[i].key < out[j].key
-	})
-	return out
-}
-
-// splitPeriods calls fn for each part of [lo, hi) in one period, with the
-// period's start and label ("total" for per=total).
-func splitPeriods(lo, hi float64, per string, loc *time.Location, fn func(start time.Time, label string, secs float64)) {
-	if hi <= lo {
-		return
-	}
-	if per == "total" {
-		fn(time.Time{}, "total", hi-lo)
-		return
-	}
-	for p := periodStart(unixTime(lo, loc), per); float64(p.Unix()) < hi; p = nextPeriod(p, per) {
-		a, b := max(lo, float64(p.Unix())), min(hi, float64(nextPeriod(p, per).Unix()))
-		if b > a {
-			fn(p, periodLabel(p, per), b-a)
-		}
-	}
-}
-
-func unixTime(t float64, loc *time.Location) time.Time {
-	sec := int64(t)
-	return time.Unix(sec, int64((t-float64(sec))*1e9)).In(loc)
-}
+var (
+	sumUsage     = usage.Sum
+	clusterUsage = usage.Cluster
+	unixTime     = usage.UnixTime
+	jobEnd       = usage.JobEnd
+)
 
 func printUsage(out io.Writer, rows []*usageRow, by []string, format string) error {
 	if format == "json" {
@@ -449,17 +349,6 @@ func printArchivedJobs(out io.Writer, recs []archivedb.Record, format string, lo
 		lines = append(lines, l)
 	}
 	return printRows(out, head, lines, format)
-}
-
-// jobEnd is when a job stopped using its resources (0: it never ran).
-func jobEnd(r archivedb.Record) float64 {
-	if r.TRun <= 0 {
-		return 0
-	}
-	if r.TCleanup > 0 {
-		return r.TCleanup
-	}
-	return r.TInactive
 }
 
 // usageBytes is n bytes as a short size: 512B, 33.5M, 2.0G.

@@ -72,7 +72,7 @@ func TestClusterUsage(t *testing.T) {
 		ev(t0+h, "drain", "3"), ev(t0+2*h, "undrain", "3"),
 	}
 	recs := []archivedb.Record{{Nnodes: 2, Ranks: "0-1", TRun: t0, TCleanup: t0 + 2*h}}
-	resvs := []resvWindow{{ranks: idset.Range(2, 2), start: t0 + 2*h, end: t0 + 4*h}}
+	resvs := []resvWindow{{Ranks: idset.Range(2, 2), Start: t0 + 2*h, End: t0 + 4*h}}
 	rows := clusterUsage(recs, events, 4, resvs, 0, t0+4*h, "total", time.UTC)
 	if len(rows) != 1 {
 		t.Fatalf("rows %+v", rows)

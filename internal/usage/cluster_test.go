@@ -1,4 +1,4 @@
-package cli
+package usage
 
 import (
 	"testing"
@@ -38,7 +38,7 @@ func TestClusterUsageBoots(t *testing.T) {
 		{Nnodes: 2, Ranks: "0-1", TRun: t0 + 20, TCleanup: t0 + 70},
 		{Nnodes: 4, Ranks: "0-3", TRun: t0 + 150, TCleanup: t0 + 175},
 	}
-	rows := clusterUsage(recs, events, 4, nil, 0, t0+200, "total", time.UTC)
+	rows := Cluster(recs, events, 4, nil, 0, t0+200, "total", time.UTC)
 	if len(rows) != 1 {
 		t.Fatalf("rows %+v", rows)
 	}
