@@ -86,6 +86,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /v1/openapi.json", serveOpenAPI)
 	s.mux.Handle("GET /metrics", s.metricsHandler())
 	s.apiRoutes()
+	s.uiRoutes()
 }
 
 // ServeHTTP implements http.Handler.
