@@ -128,7 +128,11 @@ func collectNodes(ch chan<- prometheus.Metric, n Nodes) {
 func (s *Server) metricsHandler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(&collector{inst: s.o.Instance, log: s.o.Log})
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slogPrinter{s.o.Log}})
+	if si, ok := s.o.Instance.(statsInstance); ok {
+		reg.MustRegister(&statsCollector{inst: si, log: s.o.Log}) // metrics_instance.go
+	}
+	g := &cachedGatherer{g: reg, ttl: scrapeCache}
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorLog: slogPrinter{s.o.Log}})
 }
 
 // slogPrinter adapts a slog.Logger to promhttp's Println logger.

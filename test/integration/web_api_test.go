@@ -2,9 +2,12 @@ package integration
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +52,8 @@ type webReservations struct {
 // /v1/resources (an allocated node with its job, a drained node, the
 // summary), /v1/reservations (an active reservation), each as the owner
 // and as a guest, who sees the nodes but not the owner's jobs on them;
-// 401 without a token.
+// 401 without a token; /metrics's pending reasons, scheduler and broker
+// figures.
 func TestWebAPI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an instance")
@@ -117,6 +121,34 @@ func TestWebAPI(t *testing.T) {
 	if s := res.Summary; s["up"] != 4 || s["down"] != 0 || s["drained"] != 1 || s["allocated"] != 1 || s["idle"] != 2 {
 		t.Errorf("summary %v, want up 4, down 0, drained 1, allocated 1, idle 2", s)
 	}
+
+	// metrics: the held job's reason, the scheduler's passes, the
+	// broker's memory and its modules' messages
+	resp, err := http.Get(w.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	metrics := map[string]float64{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, " "); ok && !strings.HasPrefix(l, "#") {
+			f, _ := strconv.ParseFloat(v, 64)
+			metrics[k] = f
+		}
+	}
+	for _, k := range []string{`flux_jobs_pending_reason{reason="held"}`, "flux_sched_passes_total", "flux_sched_pass_seconds_total",
+		"flux_broker_max_rss_bytes", `flux_broker_cpu_seconds_total{mode="user"}`, `flux_module_messages_received_total{module="job-manager"}`,
+		`flux_module_messages_sent_total{module="kvs"}`, `flux_jobs{queue="",state="run"}`} {
+		if metrics[k] <= 0 {
+			t.Errorf("/metrics: %s = %v, want > 0", k, metrics[k])
+		}
+	}
+	if metrics[`flux_jobs_pending_reason{reason="held"}`] != 1 {
+		t.Errorf("/metrics: %v held jobs, want 1", metrics[`flux_jobs_pending_reason{reason="held"}`])
+	}
+	t.Logf("scheduler: %v passes, %.6f s in all; broker max RSS %.0f MB", metrics["flux_sched_passes_total"],
+		metrics["flux_sched_pass_seconds_total"], metrics["flux_broker_max_rss_bytes"]/1e6)
 
 	var rv webReservations
 	if code := w.call("GET", "/v1/reservations", tok, &rv); code != 200 || len(rv.Reservations) != 1 {

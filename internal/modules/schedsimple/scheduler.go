@@ -87,6 +87,9 @@ type scheduler struct {
 	// debugAhead is the sched.jobs_ahead last sent to each pending job
 	// (debugAnnotateReasonPending, debug.go)
 	debugAhead map[uint64]int
+
+	// passStats: sched-simple.stats (stats.go)
+	passStats passStats
 }
 
 func newScheduler(h *flux.Handle, log *slog.Logger, cfg Config, fail context.CancelCauseFunc) *scheduler {
@@ -217,6 +220,7 @@ func (s *scheduler) register() {
 	h.HandleFunc("sched.resource-status", s.resourceStatus)
 	h.HandleFunc("sched-simple.resource-status", s.resourceStatus)
 	h.HandleFunc("sched-simple.reservations", s.reservationsList) // reservation.go
+	h.HandleFunc("sched-simple.stats", s.stats)
 	h.HandleFunc("feasibility.check", s.feasibility)
 	h.HandleFunc(Name+".config-reload", s.configReload)
 	for _, svc := range []string{"sched", "feasibility", Name} {
@@ -400,6 +404,7 @@ func (s *scheduler) schedule() {
 
 func (s *scheduler) pass() {
 	s.passDue = false
+	defer s.passStats.record(time.Now())
 	if s.queue.Len() == 0 {
 		clear(s.debugAhead)
 		return
