@@ -47,10 +47,16 @@ func TestAccount(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an instance")
 	}
+	accountBody(t, "")
+}
+
+// accountBody is TestAccount's body; dbconf is the [accounting] lines
+// that name a PostgreSQL database ("": the SQLite file in the statedir).
+func accountBody(t *testing.T, dbconf string) {
 	aliceUID := testUser(t, "fluxacct-alice")
 	bobUID := testUser(t, "fluxacct-bob")
 	conf := t.TempDir()
-	if err := os.WriteFile(filepath.Join(conf, "acct.toml"), []byte("[accounting]\nmax-running-jobs = 5\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(conf, "acct.toml"), []byte("[accounting]\nmax-running-jobs = 5\n"+dbconf), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	statedir := t.TempDir()
@@ -72,8 +78,8 @@ func TestAccount(t *testing.T) {
 	} {
 		e.must(append([]string{"account"}, args...)...)
 	}
-	if _, err := os.Stat(filepath.Join(statedir, "accounting.sqlite")); err != nil {
-		t.Errorf("the database is not in the statedir: %v", err)
+	if _, err := os.Stat(filepath.Join(statedir, "accounting.sqlite")); (err != nil) != (dbconf != "") {
+		t.Errorf("the SQLite file in the statedir (database %q): %v", dbconf, err)
 	}
 	e.fail("bank nosuch is not in the accounting database", "account", "add-user", "--username=fluxacct-bob", "--bank=nosuch")
 	e.fail("--parent-bank=nosuch: bank nosuch", "account", "add-bank", "--parent-bank=nosuch", "x", "1")

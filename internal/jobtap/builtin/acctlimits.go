@@ -147,11 +147,14 @@ func (a *AccountLimits) ConfigUpdate(conf json.RawMessage) (func(), error) {
 			// the mf-priority plugin's and the accounting module's
 			Priority  json.RawMessage `json:"priority"`
 			FairShare json.RawMessage `json:"fairshare"`
+			// the accounting module's PostgreSQL server
+			Database json.RawMessage `json:"database"`
+			Cluster  json.RawMessage `json:"cluster"`
 		}
 		dec := json.NewDecoder(strings.NewReader(string(top.Accounting)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&t); err != nil {
-			return nil, fmt.Errorf("[accounting]: %v (keys: max-active-jobs, max-running-jobs, max-nodes, max-cores, exempt, expedite, banks, users, priority, fairshare): %w", err, syscall.EINVAL)
+			return nil, fmt.Errorf("[accounting]: %v (keys: max-active-jobs, max-running-jobs, max-nodes, max-cores, exempt, expedite, banks, users, priority, fairshare, database, cluster): %w", err, syscall.EINVAL)
 		}
 		cfg.def = t.acctLimits
 		if err := cfg.def.check("accounting"); err != nil {

@@ -50,31 +50,38 @@ type server struct {
 	h     *flux.Handle
 	log   *slog.Logger
 	path  string
+	pg    pgArgs     // a PostgreSQL database instead of the file
 	store acct.Store // nil until the file exists
 	fs    FairShareConfig
 }
 
-// parseArgs reads dbpath=PATH.
-func parseArgs(args []string) (string, error) {
+// parseArgs reads dbpath=PATH, or database=URL and cluster=NAME.
+func parseArgs(args []string) (string, pgArgs, error) {
 	var path string
+	var pg pgArgs
 	for _, a := range args {
 		k, v, _ := strings.Cut(a, "=")
 		switch k {
 		case "dbpath":
 			path = v
+		case "database":
+			pg.url = v
+		case "cluster":
+			pg.cluster = v
 		default:
-			return "", fmt.Errorf("accounting: unknown option %q (want dbpath=PATH)", a)
+			return "", pg, fmt.Errorf("accounting: unknown option %q (want dbpath=PATH, or database=URL cluster=NAME)", a)
 		}
 	}
-	return path, nil
+	return path, pg, pg.check(path)
 }
 
 // Run implements module.Module.
 func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
-	path, err := parseArgs(args)
+	path, pg, err := parseArgs(args)
 	if err != nil {
 		return err
 	}
+	dbpath := path
 	if path == "" {
 		dir, _ := h.Attr(ctx, "statedir")
 		if dir == "" {
@@ -92,13 +99,16 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	if err != nil {
 		return err
 	}
-	s := &server{h: h, log: flux.NewLogger(h, Name), path: path, fs: fs}
+	if pg, err = pg.fromConfig(raw, dbpath); err != nil {
+		return err
+	}
+	s := &server{h: h, log: flux.NewLogger(h, Name), path: path, pg: pg, fs: fs}
 	defer func() {
 		if s.store != nil {
 			s.store.Close()
 		}
 	}()
-	if _, err := os.Stat(path); err == nil {
+	if _, err := os.Stat(path); err == nil || pg.url != "" {
 		if err := s.open(ctx); err != nil {
 			return err
 		}
@@ -113,7 +123,13 @@ func (s *server) open(ctx context.Context) error {
 	if s.store != nil {
 		return nil
 	}
-	st, err := acct.OpenSQLite(ctx, s.path)
+	var st acct.Store
+	var err error
+	if s.pg.url != "" {
+		st, err = acct.OpenPostgres(ctx, s.pg.url, s.pg.cluster)
+	} else {
+		st, err = acct.OpenSQLite(ctx, s.path)
+	}
 	if err != nil {
 		return err
 	}
