@@ -22,7 +22,8 @@ type Server struct {
 	runAs string
 }
 
-// Start starts a server in a new directory under base; the reason it
+// Start starts a server in a new directory under base (which the
+// postgres user must be able to reach, as os.TempDir()); the reason it
 // could not (not root, no binaries, no postgres user) is returned as
 // skip, any other failure as err.
 func Start(base string) (s *Server, skip string, err error) {
