@@ -49,6 +49,7 @@ var schema = []string{
 		project TEXT NOT NULL,
 		PRIMARY KEY (username, project)
 	)`,
+	usageHistorySchema,
 }
 
 // schemaVersion is written to schema_version in a new database; a later

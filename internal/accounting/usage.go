@@ -1,0 +1,91 @@
+package accounting
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// usageHistorySchema keeps each association's usage per period (the
+// start of a day, in seconds since the epoch): what flux-accounting's
+// job_usage_factor_table keeps per period, readable for months after
+// the jobs' decayed usage has gone to nothing.
+const usageHistorySchema = `CREATE TABLE IF NOT EXISTS usage_history (
+		username TEXT NOT NULL,
+		bank TEXT NOT NULL,
+		period_start BIGINT NOT NULL,
+		jobs BIGINT NOT NULL,
+		core_hours DOUBLE PRECISION NOT NULL,
+		PRIMARY KEY (username, bank, period_start)
+	)`
+
+// UsagePeriod is one association's (or, with Username "", one bank's)
+// usage in the period starting at Start.
+type UsagePeriod struct {
+	Username  string  `json:"username,omitempty"`
+	Bank      string  `json:"bank"`
+	Start     int64   `json:"period_start"`
+	Jobs      int64   `json:"jobs"`
+	CoreHours float64 `json:"core_hours"`
+}
+
+// UsageStore is the usage history a store keeps beside the associations.
+type UsageStore interface {
+	// SetUsage writes each period's totals, replacing what was there
+	// (the module's pass recomputes a period from the archive).
+	SetUsage(ctx context.Context, ps []UsagePeriod) error
+	// UsageHistory lists the periods from since on, of username's
+	// associations ("": everyone's) in bank ("": every bank), by period
+	// then user then bank; byBank sums each bank's users.
+	UsageHistory(ctx context.Context, username, bank string, since int64, byBank bool) ([]UsagePeriod, error)
+}
+
+var _ UsageStore = (*SQLStore)(nil)
+
+// SetUsage implements UsageStore.
+func (s *SQLStore) SetUsage(ctx context.Context, ps []UsagePeriod) error {
+	for _, p := range ps {
+		if err := checkName("user", p.Username); err != nil {
+			return err
+		}
+		if err := checkName("bank", p.Bank); err != nil {
+			return err
+		}
+		if p.Jobs < 0 || p.CoreHours < 0 || p.CoreHours != p.CoreHours {
+			return errf(ErrInvalid, "usage of %s:%s at %d: jobs=%d core-hours=%g: must be 0 or more", p.Username, p.Bank, p.Start, p.Jobs, p.CoreHours)
+		}
+	}
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		for _, p := range ps {
+			if _, err := s.exec(ctx, tx, `INSERT INTO usage_history (username, bank, period_start, jobs, core_hours) VALUES (?, ?, ?, ?, ?)
+				ON CONFLICT (username, bank, period_start) DO UPDATE SET jobs = excluded.jobs, core_hours = excluded.core_hours`,
+				p.Username, p.Bank, p.Start, p.Jobs, p.CoreHours); err != nil {
+				return fmt.Errorf("usage history: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// UsageHistory implements UsageStore.
+func (s *SQLStore) UsageHistory(ctx context.Context, username, bank string, since int64, byBank bool) ([]UsagePeriod, error) {
+	cols, group, order := "username, bank, period_start, jobs, core_hours", "", "period_start, username, bank"
+	if byBank {
+		cols, group, order = "'', bank, period_start, sum(jobs), sum(core_hours)", " GROUP BY bank, period_start", "period_start, bank"
+	}
+	rows, err := s.query(ctx, s.db, "SELECT "+cols+" FROM usage_history WHERE period_start >= ? AND (? = '' OR username = ?) AND (? = '' OR bank = ?)"+group+" ORDER BY "+order,
+		since, username, username, bank, bank)
+	if err != nil {
+		return nil, fmt.Errorf("usage history: %w", err)
+	}
+	defer rows.Close()
+	out := []UsagePeriod{}
+	for rows.Next() {
+		var p UsagePeriod
+		if err := rows.Scan(&p.Username, &p.Bank, &p.Start, &p.Jobs, &p.CoreHours); err != nil {
+			return nil, fmt.Errorf("usage history: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,76 @@
+package accounting
+
+import (
+	"context"
+	"errors"
+	"math"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// usageSuite runs on every backend: periods written, replaced, read per
+// association and per bank.
+func usageSuite(t *testing.T, s UsageStore) {
+	ctx := context.Background()
+	const day = 86400
+	if err := s.SetUsage(ctx, []UsagePeriod{
+		{Username: "alice", Bank: "physics", Start: 0, Jobs: 2, CoreHours: 1.5},
+		{Username: "bob", Bank: "physics", Start: 0, Jobs: 1, CoreHours: 4},
+		{Username: "alice", Bank: "chem", Start: day, Jobs: 1, CoreHours: 0.25},
+		{Username: "alice", Bank: "physics", Start: day, Jobs: 1, CoreHours: 1},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// the pass recomputes a period: the new totals replace the old
+	if err := s.SetUsage(ctx, []UsagePeriod{{Username: "alice", Bank: "physics", Start: day, Jobs: 3, CoreHours: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	alice, err := s.UsageHistory(ctx, "alice", "", 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []UsagePeriod{
+		{Username: "alice", Bank: "physics", Start: 0, Jobs: 2, CoreHours: 1.5},
+		{Username: "alice", Bank: "chem", Start: day, Jobs: 1, CoreHours: 0.25},
+		{Username: "alice", Bank: "physics", Start: day, Jobs: 3, CoreHours: 2},
+	}
+	if !reflect.DeepEqual(want, alice) {
+		t.Errorf("alice's history:\n got %+v\nwant %+v", alice, want)
+	}
+	banks, err := s.UsageHistory(ctx, "", "physics", 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []UsagePeriod{{Bank: "physics", Start: 0, Jobs: 3, CoreHours: 5.5}, {Bank: "physics", Start: day, Jobs: 3, CoreHours: 2}}
+	if !reflect.DeepEqual(want, banks) {
+		t.Errorf("bank physics by period:\n got %+v\nwant %+v", banks, want)
+	}
+	if later, err := s.UsageHistory(ctx, "", "", day, false); err != nil || len(later) != 2 {
+		t.Errorf("since day 1: %v %v", later, err)
+	}
+	for _, bad := range []UsagePeriod{{Username: "a b", Bank: "x"}, {Username: "a", Bank: "x", CoreHours: -1}, {Username: "a", Bank: "x", CoreHours: math.NaN()}} {
+		if err := s.SetUsage(ctx, []UsagePeriod{bad}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("SetUsage(%+v) = %v, want ErrInvalid", bad, err)
+		}
+	}
+}
+
+func TestUsageHistory(t *testing.T) {
+	for _, b := range []struct {
+		name string
+		open func(t *testing.T) *SQLStore
+	}{
+		{"sqlite", func(t *testing.T) *SQLStore {
+			s, err := OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "a.sqlite"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}},
+		{"postgres", func(t *testing.T) *SQLStore { return openPostgres(t) }},
+	} {
+		t.Run(b.name, func(t *testing.T) { usageSuite(t, b.open(t)) })
+	}
+}
