@@ -802,17 +802,31 @@ func (s *SQLStore) Associations(ctx context.Context, username string) ([]Associa
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	// every user's projects in one query, not one per user (10k round
+	// trips to a PostgreSQL server cost a second)
+	pq, pargs := "SELECT username, project FROM user_projects", []any{}
+	if username != "" {
+		pq += " WHERE username = ?"
+		pargs = append(pargs, username)
+	}
+	prows, err := s.query(ctx, s.db, pq+" ORDER BY username, project", pargs...)
+	if err != nil {
+		return nil, err
+	}
+	defer prows.Close()
 	projects := map[string][]string{}
-	for i := range out {
-		u := out[i].Username
-		if _, ok := projects[u]; !ok {
-			p, err := s.userProjects(ctx, s.db, u)
-			if err != nil {
-				return nil, err
-			}
-			projects[u] = p
+	for prows.Next() {
+		var u, p string
+		if err := prows.Scan(&u, &p); err != nil {
+			return nil, err
 		}
-		out[i].Projects = projects[u]
+		projects[u] = append(projects[u], p)
+	}
+	if err := prows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Projects = projects[out[i].Username]
 	}
 	return out, nil
 }
