@@ -11,8 +11,8 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// Config is a broker's TOML configuration: one file, or every *.toml
-// file of a directory merged into one set of tables.
+// Config is a broker's configuration: one file, or every *.toml and
+// *.json file of a directory merged into one set of tables.
 type Config struct {
 	// Table holds the merged tables: nested tables are map[string]any,
 	// integers int64, arrays []any or []map[string]any.
@@ -25,8 +25,8 @@ type Config struct {
 	origin map[string]string
 }
 
-// LoadConfig reads PATH: a TOML file, or a directory whose *.toml files
-// are read in name order and merged. Tables with the same name merge key
+// LoadConfig reads PATH: a TOML or .json file, or a directory whose
+// *.toml and *.json files are read in name order and merged. Tables with the same name merge key
 // by key, recursively; a key set by two files is an error naming both.
 // An empty directory is an empty configuration.
 func LoadConfig(path string) (*Config, error) {
@@ -38,9 +38,12 @@ func LoadConfig(path string) (*Config, error) {
 	var files []string
 	if st.IsDir() {
 		c.Dir = path
-		files, err = filepath.Glob(filepath.Join(path, "*.toml"))
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrConfig, path, err)
+		for _, pat := range []string{"*.toml", "*.json"} {
+			m, err := filepath.Glob(filepath.Join(path, pat))
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s: %w", ErrConfig, path, err)
+			}
+			files = append(files, m...)
 		}
 		sort.Strings(files)
 	} else {
@@ -69,8 +72,16 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 	return c, nil
 }
 
-// add parses one file's TOML text and merges it in.
+// add parses one file's text (JSON when its name ends in .json, else
+// TOML) and merges it in.
 func (c *Config) add(name string, data []byte) error {
+	if strings.HasSuffix(name, ".json") {
+		t, err := decodeJSON(name, data)
+		if err != nil {
+			return err
+		}
+		return c.merge(c.Table, t, "", name)
+	}
 	var t map[string]any
 	if _, err := toml.Decode(string(data), &t); err != nil {
 		var perr toml.ParseError
