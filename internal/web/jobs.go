@@ -53,6 +53,15 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, as Caller) {
 	}
 	ctx, cancel := reqContext(r)
 	defer cancel()
+	if ri, ok := s.o.Instance.(rawJobsInstance); ok && !boolParam(r, "details", "detail") {
+		raw, err := ri.JobsRaw(ctx, as, only, limit) // api_jobs_raw.go
+		if err != nil {
+			s.instanceError(w, "listing jobs", err, nil)
+			return
+		}
+		writeRawJobs(w, raw)
+		return
+	}
 	recs, err := s.o.Instance.Jobs(ctx, as, only, limit)
 	if err != nil {
 		s.instanceError(w, "listing jobs", err, nil)
