@@ -124,7 +124,7 @@ func TestWebBrowser(t *testing.T) {
 	do(t, ctx, "log in", chromedp.SendKeys(chromedp.ID("token"), tok), chromedp.Click(chromedp.CSS(`#login-form button`)),
 		chromedp.WaitVisible(chromedp.ID("jobs")))
 
-	done := e.submit("--job-name=done", "echo output of the finished job")
+	done := e.submit("--job-name=done", "echo", "output of the finished job")
 	e.waitEvent(done, "clean")
 	evil := `<img src=x onerror="document.title='owned'"><script>document.title='owned'</script>`
 	id := e.submit("--job-name="+evil, "sleep", "300")
@@ -177,4 +177,13 @@ func TestWebBrowser(t *testing.T) {
 		t.Errorf("at a phone's width the page is %d px wide", wide)
 	}
 	shot(t, ctx, dir, "jobs-phone")
+
+	// the jobs page's load time with 10k jobs (printed, not asserted)
+	do(t, ctx, "desktop", chromedp.EmulateViewport(1280, 800))
+	e.must("submit", "--cc=1-10000", "--quiet", testDuration("0s"), "true")
+	n := get(t, ctx, "jobs listed", chromedp.Evaluate[int](`fetch("/ui/v1/jobs").then(r => r.json()).then(j => j.jobs.length)`, chromedp.EvalAwaitPromise))
+	do(t, ctx, "reload", chromedp.Navigate(w.url+"/?load=10k#jobs"))
+	waitJS(t, ctx, "the table populated", `document.body.dataset.jobsLoaded !== undefined`)
+	ms := get(t, ctx, "load time", chromedp.Evaluate[float64](`Number(document.body.dataset.jobsLoaded)`))
+	t.Logf("jobs page with %d jobs: table populated %.0f ms after navigation", n, ms)
 }
