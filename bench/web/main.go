@@ -11,6 +11,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -65,18 +66,27 @@ func main() {
 		return float64(n) / time.Since(t0).Seconds(), nil
 	}
 	var without, with []float64
-	for r := 0; r < *rounds; r++ {
-		a, err := runJobs(*rateJobs)
-		if err != nil {
-			fatal(err)
-		}
+	withWeb := func() (float64, error) {
 		stop, _, err := startWeb(abs, inst.URI, true)
 		if err != nil {
-			fatal(err)
+			return 0, err
 		}
-		b, err := runJobs(*rateJobs)
-		stop()
-		if err != nil {
+		defer stop()
+		return runJobs(*rateJobs)
+	}
+	for r := 0; r < *rounds; r++ {
+		// the order alternates too: a later run of the same instance
+		// tends to be faster
+		var a, b float64
+		var err1, err2 error
+		if r%2 == 0 {
+			a, err1 = runJobs(*rateJobs)
+			b, err2 = withWeb()
+		} else {
+			b, err2 = withWeb()
+			a, err1 = runJobs(*rateJobs)
+		}
+		if err := errors.Join(err1, err2); err != nil {
 			fatal(err)
 		}
 		without, with = append(without, a), append(with, b)
