@@ -229,7 +229,10 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 	// is DIR/RANK): a stable one keeps the brokers' URIs across
 	// restarts; otherwise a temporary one
 	base, ownBase, removeAll := "", true, false
-	attrsIn, err := instance.ParseSetattrs(o.setattrs)
+	// -S, --setattr and the same given through -o reach every broker:
+	// the topology and rundir chosen here must agree with what the
+	// brokers read (-o,-Stbon.fanout=16 is the usual spelling)
+	attrsIn, err := instance.ParseSetattrs(setattrsIn(common))
 	if err != nil {
 		return err
 	}
@@ -286,11 +289,7 @@ func startTestInstance(exe string, o startOptions, common, hosts, args []string,
 		return fmt.Errorf("creating rundir: %w", err)
 	}
 	fanout := 2
-	attrs, err := instance.ParseSetattrs(o.setattrs)
-	if err != nil {
-		return err
-	}
-	if v, ok := attrs["tbon.fanout"]; ok {
+	if v, ok := attrsIn["tbon.fanout"]; ok {
 		if fanout, err = strconv.Atoi(v); err != nil || fanout < 1 {
 			return fmt.Errorf("tbon.fanout=%q: must be a positive integer", v)
 		}
@@ -446,6 +445,24 @@ func cmdExitCode(cmd *exec.Cmd, err error) int {
 		return 128 + int(ws.Signal())
 	}
 	return cmd.ProcessState.ExitCode()
+}
+
+// setattrsIn returns the NAME=VALUE of every attribute set in a broker
+// command line, in order (-S X, -SX, --setattr X, --setattr=X).
+func setattrsIn(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case (a == "-S" || a == "--setattr") && i+1 < len(args):
+			out = append(out, args[i+1])
+			i++
+		case strings.HasPrefix(a, "--setattr="):
+			out = append(out, strings.TrimPrefix(a, "--setattr="))
+		case strings.HasPrefix(a, "-S") && len(a) > 2:
+			out = append(out, a[2:])
+		}
+	}
+	return out
 }
 
 // withoutSetattr drops the -S NAME=VALUE pairs of name from args.
