@@ -6,7 +6,7 @@ import (
 )
 
 // TestOpenAPIRoutes: the OpenAPI document describes the routes of
-// apiRoutes and the job event stream (text/event-stream).
+// apiRoutes and the two event streams (text/event-stream).
 func TestOpenAPIRoutes(t *testing.T) {
 	var doc struct {
 		Paths map[string]map[string]struct {
@@ -18,14 +18,14 @@ func TestOpenAPIRoutes(t *testing.T) {
 	if err := json.Unmarshal(openAPI, &doc); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"/v1/queues", "/v1/resources", "/v1/reservations", "/v1/usage", "/v1/jobs/{id}/events"} {
+	for _, p := range []string{"/v1/queues", "/v1/resources", "/v1/reservations", "/v1/usage", "/v1/jobs/{id}/events", "/v1/jobs/events"} {
 		op, ok := doc.Paths[p]["get"]
 		if !ok {
 			t.Errorf("openapi.json has no get %s", p)
 			continue
 		}
 		want := "application/json"
-		if p == "/v1/jobs/{id}/events" {
+		if p == "/v1/jobs/{id}/events" || p == "/v1/jobs/events" {
 			want = "text/event-stream"
 		}
 		if _, ok := op.Responses["200"].Content[want]; !ok {

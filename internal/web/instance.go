@@ -90,6 +90,10 @@ type Instance interface {
 // of that user.
 type Client struct {
 	h *flux.Handle
+	// Dial opens another connection to the same instance, for the
+	// jobs stream's journal subscription (nil: /v1/jobs/events is
+	// unavailable).
+	Dial func() (*flux.Handle, error)
 }
 
 var _ Instance = (*Client)(nil)

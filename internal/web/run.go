@@ -34,6 +34,10 @@ type RunConfig struct {
 	TokenExpiry, MaxTokenExpiry time.Duration
 	// Log receives warnings (default: discarded).
 	Log *slog.Logger
+	// Dial opens another connection to the instance, for the job
+	// manager's journal that /v1/jobs/events follows while someone
+	// watches (default: flux.Open of $FLUX_URI).
+	Dial func() (*flux.Handle, error)
 }
 
 // Validate checks c and fills in its defaults.
@@ -61,6 +65,9 @@ func (c *RunConfig) Validate() error {
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.Dial == nil {
+		c.Dial = func() (*flux.Handle, error) { return flux.Open("") }
 	}
 	return nil
 }
@@ -138,17 +145,21 @@ func Run(ctx context.Context, h *flux.Handle, cfg RunConfig, ready io.Writer) er
 		log.Warn("another flux web issues this instance's tokens; those signed with the instance's key work here too")
 	}
 
+	client := NewClient(h)
+	client.Dial = cfg.Dial
 	srv, err := NewServer(Options{
-		Instance: NewClient(h), Signer: signer, Owner: uint32(ownerID), Self: uint32(os.Getuid()), Log: log,
+		Instance: client, Signer: signer, Owner: uint32(ownerID), Self: uint32(os.Getuid()), Log: log,
 	})
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs.RegisterOnShutdown(srv.Close) // streams end rather than hold up Shutdown
 	scheme := "http"
 	if cfg.CertFile != "" {
 		scheme = "https"

@@ -14,6 +14,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -56,8 +57,12 @@ func (o *Options) Validate() error {
 
 // Server is the HTTP side of flux web.
 type Server struct {
-	o   Options
-	mux *http.ServeMux
+	o       Options
+	mux     *http.ServeMux
+	streams *streamLimiter // every event stream of a user counts
+	hub     *jobsHub       // nil: the instance has no journal
+	base    context.Context
+	stop    context.CancelFunc
 }
 
 // NewServer returns the server's handler for o.
@@ -71,9 +76,31 @@ func NewServer(o Options) (*Server, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{o: o, mux: http.NewServeMux()}
+	s := &Server{o: o, mux: http.NewServeMux(), streams: &streamLimiter{}}
+	s.base, s.stop = context.WithCancel(context.Background())
+	if jw, ok := o.Instance.(JournalWatcher); ok {
+		s.hub = newJobsHub(s.base, jw, o.Log)
+	}
 	s.routes()
 	return s, nil
+}
+
+// Close ends the server's event streams and its journal subscription,
+// and waits for the goroutines that follow it. Requests still running
+// finish on their own.
+func (s *Server) Close() {
+	s.stop()
+	if s.hub != nil {
+		s.hub.wait()
+	}
+}
+
+// streamContext is the request's context, ended by Close too: event
+// streams do not hold up a shutdown.
+func (s *Server) streamContext(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(s.base, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 func (s *Server) routes() {

@@ -122,7 +122,8 @@ func (s *Server) streamJob(lim *streamLimiter, w http.ResponseWriter, r *http.Re
 		return
 	}
 	defer lim.release(as.Userid)
-	ctx := r.Context()
+	ctx, cancel := s.streamContext(r)
+	defer cancel()
 	st, err := ew.WatchEventlog(ctx, as, rec.Info.ID, "eventlog")
 	if err != nil {
 		s.instanceError(w, "watching the job's eventlog", err, r.PathValue("id"))

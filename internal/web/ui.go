@@ -15,8 +15,8 @@ var uiFiles embed.FS
 // /v1 API, the login form that turns a pasted token into the session
 // cookie, and the event streams.
 func (s *Server) uiRoutes() {
-	lim := &streamLimiter{}
-	s.mux.HandleFunc("GET /v1/jobs/{id}/events", s.cookieAuth(s.jobEvents(lim)))
+	s.mux.HandleFunc("GET /v1/jobs/{id}/events", s.cookieAuth(s.jobEvents(s.streams)))
+	s.mux.HandleFunc("GET /v1/jobs/events", s.cookieAuth(s.jobsEvents)) // jobs_events.go
 	bridge := s.cookieBridge()
 	s.mux.Handle("GET /ui/v1/", bridge)
 	s.mux.Handle("POST /ui/v1/", bridge)
