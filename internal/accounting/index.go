@@ -48,6 +48,18 @@ func NewIndex(s Snapshot) *Index {
 // jobs are checked at all).
 func (x *Index) Enforcing() bool { return x != nil && len(x.users) > 0 }
 
+// Len is the number of associations indexed.
+func (x *Index) Len() int {
+	if x == nil {
+		return 0
+	}
+	n := 0
+	for _, u := range x.users {
+		n += len(u.banks)
+	}
+	return n
+}
+
 func (u *indexUser) activeBanks() string {
 	var names []string
 	for b, a := range u.banks {

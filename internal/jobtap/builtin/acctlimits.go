@@ -479,7 +479,9 @@ func (a *AccountLimits) Query() any {
 		out = append(out, row{k.String(), u.Active, u.Running, u.Nodes, u.Cores, held})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Association < out[j].Association })
-	return map[string]any{"associations": out}
+	// database: how many associations the accounting module has sent
+	// (0 before it has, or with no database)
+	return map[string]any{"associations": out, "database": map[string]int{"associations": a.db.Len()}}
 }
 
 // ReallocCheck implements jobtap.ReallocHook: growth counts against the

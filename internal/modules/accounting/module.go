@@ -6,7 +6,8 @@
 // enforcers (job-ingest, the job manager's .accounting-limits plugin) a
 // snapshot of the database, and answers a change only once they have
 // it: when flux account add-user returns, the user's jobs are charged
-// by the new rules.
+// by the new rules. A job manager loaded again (its job-manager.online
+// event) is sent the snapshot and the fair-share factors anew.
 //
 // The database is an SQLite file, STATEDIR/accounting.sqlite (RUNDIR's
 // without a statedir), or the module argument dbpath=PATH. It is made
@@ -115,6 +116,11 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		s.push(ctx)
 	}
 	s.handlers(ctx)
+	// a job manager loaded again (flux module reload job-manager) has
+	// lost the database and the fair-share factors its plugins held
+	if err := h.OnOwnerEvent(ctx, "job-manager.online", func(*flux.Message) { s.jmOnline(ctx) }); err != nil {
+		return fmt.Errorf("accounting: subscribing to job-manager.online: %w", err)
+	}
 	defer s.fairShareLoop(ctx)()
 	return h.Serve(ctx)
 }
@@ -181,6 +187,31 @@ func (s *server) push(ctx context.Context) error {
 		s.log.Warn("fair-share pass", "err", err)
 	}
 	return errors.Join(errs...)
+}
+
+// jmOnline sends a job manager that has just started (or was reloaded)
+// what its plugins hold of the database: the snapshot for
+// .accounting-limits and the fair-share factors for mf-priority. A job
+// manager that has not loaded the plugin answers ENOSYS, which is
+// skipped.
+func (s *server) jmOnline(ctx context.Context) {
+	if s.store == nil {
+		return // no database: nothing to enforce
+	}
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		s.log.Error("reading the accounting database for the job manager", "err", err)
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = s.h.Call(cctx, acct.LimitsUpdateTopic, flux.NodeidAny, snap, nil)
+	cancel()
+	if err != nil && flux.ErrnoOf(err) != syscall.ENOSYS {
+		s.log.Error("sending the accounting database to the job manager", "topic", acct.LimitsUpdateTopic, "err", err)
+	}
+	if _, err := s.updateFairShare(ctx); err != nil {
+		s.log.Warn("fair-share pass", "err", err)
+	}
 }
 
 // write serves a change with request payload T: the owner's only; the
