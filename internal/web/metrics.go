@@ -1,13 +1,11 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // scrapeTimeout bounds the instance calls of one /metrics scrape.
@@ -17,20 +15,20 @@ const scrapeTimeout = 5 * time.Second
 var jobStateKeys = []string{"depend", "priority", "sched", "run", "cleanup", "inactive"}
 
 var (
-	descUp = prometheus.NewDesc("flux_up",
-		"1 when the last scrape reached the instance's job-list and resource services, 0 otherwise.", nil, nil)
-	descJobs = prometheus.NewDesc("flux_jobs",
+	descUp = newDesc("flux_up",
+		"1 when the last scrape reached the instance's job-list and resource services, 0 otherwise.", gaugeKind)
+	descJobs = newDesc("flux_jobs",
 		"Jobs by state and queue (queue=\"\" for jobs in no named queue); inactive jobs purged from job-list are not counted.",
-		[]string{"state", "queue"}, nil)
-	descSubmitted = prometheus.NewDesc("flux_jobs_submitted_total",
-		"Jobs submitted to the instance since it started (including those purged since).", nil, nil)
-	descCompleted = prometheus.NewDesc("flux_jobs_completed_total",
-		"Jobs that became inactive since the instance started (including those purged since).", nil, nil)
-	descResults = prometheus.NewDesc("flux_jobs_inactive",
-		"Inactive jobs job-list still holds, by result.", []string{"result"}, nil)
-	descNodes = prometheus.NewDesc("flux_nodes",
+		gaugeKind, "state", "queue")
+	descSubmitted = newDesc("flux_jobs_submitted_total",
+		"Jobs submitted to the instance since it started (including those purged since).", counterKind)
+	descCompleted = newDesc("flux_jobs_completed_total",
+		"Jobs that became inactive since the instance started (including those purged since).", counterKind)
+	descResults = newDesc("flux_jobs_inactive",
+		"Inactive jobs job-list still holds, by result.", gaugeKind, "result")
+	descNodes = newDesc("flux_nodes",
 		"Nodes by state: total, up, down, drained, offline, allocated (holding a job) and free (up, holding none). The states overlap.",
-		[]string{"state"}, nil)
+		gaugeKind, "state")
 )
 
 // collector gathers the instance's metrics on each scrape.
@@ -39,15 +37,12 @@ type collector struct {
 	log  *slog.Logger
 }
 
-var _ prometheus.Collector = (*collector)(nil)
-
-func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUp, descJobs, descSubmitted, descCompleted, descResults, descNodes} {
-		ch <- d
-	}
+// descs are the families the collector serves.
+func (c *collector) descs() []*metricDesc {
+	return []*metricDesc{descUp, descJobs, descSubmitted, descCompleted, descResults, descNodes}
 }
 
-func (c *collector) Collect(ch chan<- prometheus.Metric) {
+func (c *collector) collect(ch *metricSet) {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	up := 1.0
@@ -63,12 +58,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		collectNodes(ch, n)
 	}
-	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up)
+	ch.add(descUp, up)
 }
 
-func collectJobs(ch chan<- prometheus.Metric, st JobStats) {
-	gauge := func(d *prometheus.Desc, v int, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
+func collectJobs(ch *metricSet, st JobStats) {
+	gauge := func(d *metricDesc, v int, labels ...string) {
+		ch.add(d, float64(v), labels...)
 	}
 	rest := map[string]int{}
 	for _, k := range jobStateKeys {
@@ -85,8 +80,8 @@ func collectJobs(ch chan<- prometheus.Metric, st JobStats) {
 			gauge(descJobs, max(rest[k], 0), k, "")
 		}
 	}
-	ch <- prometheus.MustNewConstMetric(descSubmitted, prometheus.CounterValue, float64(st.JobStates["total"]+st.InactivePurged))
-	ch <- prometheus.MustNewConstMetric(descCompleted, prometheus.CounterValue, float64(st.JobStates["inactive"]+st.InactivePurged))
+	ch.add(descSubmitted, float64(st.JobStates["total"]+st.InactivePurged))
+	ch.add(descCompleted, float64(st.JobStates["inactive"]+st.InactivePurged))
 	gauge(descResults, st.Successful, "completed")
 	gauge(descResults, st.Failed, "failed")
 	gauge(descResults, st.Canceled, "canceled")
@@ -102,7 +97,7 @@ func anyPositive(m map[string]int) bool {
 	return false
 }
 
-func collectNodes(ch chan<- prometheus.Metric, n Nodes) {
+func collectNodes(ch *metricSet, n Nodes) {
 	alloc := map[string]bool{}
 	for _, h := range n.Allocated {
 		alloc[h] = true
@@ -118,24 +113,28 @@ func collectNodes(ch chan<- prometheus.Metric, n Nodes) {
 		n     int
 	}{{"total", len(n.All)}, {"up", len(n.Up)}, {"down", len(n.Down)}, {"drained", len(n.Drained)},
 		{"offline", len(n.Offline)}, {"allocated", len(n.Allocated)}, {"free", free}} {
-		ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(s.n), s.state)
+		ch.add(descNodes, float64(s.n), s.state)
 	}
 }
 
-// metricsHandler serves /metrics from a registry of the instance's
-// collector only (not this process's Go runtime: the instance is what
-// is watched).
+// metricsHandler serves /metrics: the instance's collector only (not
+// this process's Go runtime: the instance is what is watched), one
+// rendering per scrapeCache.
 func (s *Server) metricsHandler() http.Handler {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(&collector{inst: s.o.Instance, log: s.o.Log})
-	if si, ok := s.o.Instance.(statsInstance); ok {
-		reg.MustRegister(&statsCollector{inst: si, log: s.o.Log}) // metrics_instance.go
-	}
-	g := &cachedGatherer{g: reg, ttl: scrapeCache}
-	return promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorLog: slogPrinter{s.o.Log}})
+	c := &collector{inst: s.o.Instance, log: s.o.Log}
+	si, _ := s.o.Instance.(statsInstance)
+	cache := &scrapeCacher{ttl: scrapeCache, render: func() []byte {
+		set := newMetricSet()
+		c.collect(set)
+		if si != nil {
+			(&statsCollector{inst: si, log: s.o.Log}).collect(set) // metrics_instance.go
+		}
+		var buf bytes.Buffer
+		set.write(&buf)
+		return buf.Bytes()
+	}}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		w.Write(cache.get())
+	})
 }
-
-// slogPrinter adapts a slog.Logger to promhttp's Println logger.
-type slogPrinter struct{ log *slog.Logger }
-
-func (p slogPrinter) Println(v ...any) { p.log.Warn("metrics", "err", v) }

@@ -4,11 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
@@ -22,22 +18,22 @@ var metricsModules = []string{"job-manager", "job-list", "sched-simple", "kvs"}
 const scrapeCache = time.Second
 
 var (
-	descPending = prometheus.NewDesc("flux_jobs_pending_reason",
-		"Pending jobs by why they wait: the scheduler's reason_pending annotation, else held (urgency 0), depend or priority.", []string{"reason"}, nil)
-	descPasses = prometheus.NewDesc("flux_sched_passes_total",
-		"Scheduling passes sched-simple has made.", nil, nil)
-	descPassTime = prometheus.NewDesc("flux_sched_pass_seconds_total",
-		"Time sched-simple's passes took in all (rate() over flux_sched_passes_total's: the mean pass time).", nil, nil)
-	descLastPass = prometheus.NewDesc("flux_sched_last_pass_seconds",
-		"How long sched-simple's last pass took.", nil, nil)
-	descRSS = prometheus.NewDesc("flux_broker_max_rss_bytes",
-		"The rank 0 broker's peak resident memory (getrusage maxrss).", nil, nil)
-	descCPU = prometheus.NewDesc("flux_broker_cpu_seconds_total",
-		"CPU time the rank 0 broker has used, by mode.", []string{"mode"}, nil)
-	descModRx = prometheus.NewDesc("flux_module_messages_received_total",
-		"Messages a rank 0 broker module has received (rate(): messages/s).", []string{"module"}, nil)
-	descModTx = prometheus.NewDesc("flux_module_messages_sent_total",
-		"Messages a rank 0 broker module has sent.", []string{"module"}, nil)
+	descPending = newDesc("flux_jobs_pending_reason",
+		"Pending jobs by why they wait: the scheduler's reason_pending annotation, else held (urgency 0), depend or priority.", gaugeKind, "reason")
+	descPasses = newDesc("flux_sched_passes_total",
+		"Scheduling passes sched-simple has made.", counterKind)
+	descPassTime = newDesc("flux_sched_pass_seconds_total",
+		"Time sched-simple's passes took in all (rate() over flux_sched_passes_total's: the mean pass time).", counterKind)
+	descLastPass = newDesc("flux_sched_last_pass_seconds",
+		"How long sched-simple's last pass took.", gaugeKind)
+	descRSS = newDesc("flux_broker_max_rss_bytes",
+		"The rank 0 broker's peak resident memory (getrusage maxrss).", gaugeKind)
+	descCPU = newDesc("flux_broker_cpu_seconds_total",
+		"CPU time the rank 0 broker has used, by mode.", counterKind, "mode")
+	descModRx = newDesc("flux_module_messages_received_total",
+		"Messages a rank 0 broker module has received (rate(): messages/s).", counterKind, "module")
+	descModTx = newDesc("flux_module_messages_sent_total",
+		"Messages a rank 0 broker module has sent.", counterKind, "module")
 )
 
 // SchedStats is sched-simple.stats's answer.
@@ -136,63 +132,38 @@ type statsCollector struct {
 	log  interface{ Warn(string, ...any) }
 }
 
-func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPending, descPasses, descPassTime, descLastPass, descRSS, descCPU, descModRx, descModTx} {
-		ch <- d
-	}
+// descs are the families the collector serves.
+func (c *statsCollector) descs() []*metricDesc {
+	return []*metricDesc{descPending, descPasses, descPassTime, descLastPass, descRSS, descCPU, descModRx, descModTx}
 }
 
-func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *statsCollector) collect(ch *metricSet) {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
-	m := func(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, t, v, labels...)
-	}
+	m := ch.add
 	if r, err := c.inst.PendingReasons(ctx); err != nil {
 		c.log.Warn("metrics: pending jobs", "err", err)
 	} else {
 		for reason, n := range r {
-			m(descPending, prometheus.GaugeValue, float64(n), reason)
+			m(descPending, float64(n), reason)
 		}
 	}
 	if s, err := c.inst.SchedStats(ctx); err != nil {
 		c.log.Warn("metrics: sched-simple.stats", "err", err)
 	} else {
-		m(descPasses, prometheus.CounterValue, float64(s.Passes))
-		m(descPassTime, prometheus.CounterValue, s.PassSeconds)
-		m(descLastPass, prometheus.GaugeValue, s.LastPass)
+		m(descPasses, float64(s.Passes))
+		m(descPassTime, s.PassSeconds)
+		m(descLastPass, s.LastPass)
 	}
 	if b, err := c.inst.BrokerStats(ctx); err != nil {
 		c.log.Warn("metrics: broker stats", "err", err)
 	} else {
-		m(descRSS, prometheus.GaugeValue, float64(b.MaxRSSBytes))
-		m(descCPU, prometheus.CounterValue, b.User, "user")
-		m(descCPU, prometheus.CounterValue, b.System, "system")
+		m(descRSS, float64(b.MaxRSSBytes))
+		m(descCPU, b.User, "user")
+		m(descCPU, b.System, "system")
 		for name, rt := range b.Modules {
-			m(descModRx, prometheus.CounterValue, float64(rt[0]), name)
-			m(descModTx, prometheus.CounterValue, float64(rt[1]), name)
+			m(descModRx, float64(rt[0]), name)
+			m(descModTx, float64(rt[1]), name)
 		}
 	}
-}
-
-// cachedGatherer serves one gathering for scrapeCache, so scrapes more
-// frequent than that cost the instance nothing more.
-type cachedGatherer struct {
-	g   prometheus.Gatherer
-	ttl time.Duration
-
-	mu  sync.Mutex
-	at  time.Time
-	mfs []*dto.MetricFamily
-	err error
-}
-
-func (c *cachedGatherer) Gather() ([]*dto.MetricFamily, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.mfs == nil || time.Since(c.at) >= c.ttl {
-		c.mfs, c.err = c.g.Gather()
-		c.at = time.Now()
-	}
-	return c.mfs, c.err
 }

@@ -1,29 +1,69 @@
 package web
 
 import (
+	"bytes"
+	"math"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
-// TestCachedGatherer: scrapes within the cache time share one gathering.
-func TestCachedGatherer(t *testing.T) {
-	reg := prometheus.NewRegistry()
+// TestScrapeCacher: scrapes within the cache time share one rendering.
+func TestScrapeCacher(t *testing.T) {
 	n := 0
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gathered"}, func() float64 { n++; return float64(n) }))
-	g := &cachedGatherer{g: reg, ttl: time.Hour}
+	c := &scrapeCacher{ttl: time.Hour, render: func() []byte { n++; return []byte{byte(n)} }}
 	for range 3 {
-		mfs, err := g.Gather()
-		if err != nil || len(mfs) != 1 || mfs[0].GetMetric()[0].GetGauge().GetValue() != 1 {
-			t.Fatalf("gather: %v %v", mfs, err)
+		if got := c.get(); len(got) != 1 || got[0] != 1 {
+			t.Fatalf("get: %v", got)
 		}
 	}
-	g.ttl = 0
-	if mfs, _ := g.Gather(); mfs[0].GetMetric()[0].GetGauge().GetValue() != 2 || n != 2 {
-		t.Errorf("an expired cache did not gather again (%d gatherings)", n)
+	c.ttl = 0
+	if got := c.get(); got[0] != 2 || n != 2 {
+		t.Errorf("an expired cache did not render again (%d renderings)", n)
+	}
+}
+
+// TestPromText: what metricSet writes is read back by Prometheus's own
+// text parser, names, labels (escaped), types and values intact.
+func TestPromText(t *testing.T) {
+	g := newDesc("t_gauge", "a gauge\nwith \\ two lines", gaugeKind, "zone", "a")
+	c := newDesc("t_total", "a counter", counterKind)
+	set := newMetricSet()
+	set.add(g, 1.5, `quo"te`, "x")
+	set.add(g, math.Inf(1), "back\\slash\nnl", "y")
+	set.add(c, 42)
+	var buf bytes.Buffer
+	set.write(&buf)
+	if !strings.Contains(buf.String(), `t_gauge{a="x",zone="quo\"te"} 1.5`+"\n") {
+		t.Errorf("labels not sorted by name or not escaped:\n%s", buf.String())
+	}
+	parser := expfmt.NewTextParser(model.LegacyValidation) // the classic name rules
+	fams, err := parser.TextToMetricFamilies(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatalf("prometheus parser: %v\n%s", err, buf.String())
+	}
+	fg, fc := fams["t_gauge"], fams["t_total"]
+	if fg == nil || fc == nil || fg.GetType().String() != "GAUGE" || fc.GetType().String() != "COUNTER" {
+		t.Fatalf("families %v", fams)
+	}
+	if fg.GetHelp() != "a gauge\nwith \\ two lines" || fc.GetMetric()[0].GetCounter().GetValue() != 42 {
+		t.Errorf("help %q, counter %v", fg.GetHelp(), fc.GetMetric()[0].GetCounter().GetValue())
+	}
+	got := map[string]float64{}
+	for _, m := range fg.GetMetric() {
+		l := map[string]string{}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		got[l["zone"]+"|"+l["a"]] = m.GetGauge().GetValue()
+	}
+	if got[`quo"te|x`] != 1.5 || !math.IsInf(got["back\\slash\nnl|y"], 1) {
+		t.Errorf("gauge samples %v", got)
 	}
 }
 
@@ -34,16 +74,9 @@ func TestGrafanaDashboard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := make(chan *prometheus.Desc, 64)
-	(&collector{}).Describe(ch)
-	(&statsCollector{}).Describe(ch)
-	close(ch)
 	served := map[string]bool{}
-	name := regexp.MustCompile(`fqName: "([a-z_]+)"`)
-	for d := range ch {
-		if m := name.FindStringSubmatch(d.String()); m != nil {
-			served[m[1]] = true
-		}
+	for _, d := range append((&collector{}).descs(), (&statsCollector{}).descs()...) {
+		served[d.name] = true
 	}
 	used := regexp.MustCompile(`flux_[a-z_]+`).FindAllString(string(b), -1)
 	if len(used) < 10 {

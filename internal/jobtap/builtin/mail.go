@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -132,14 +131,24 @@ func parseMailAttr(v any) (map[string]bool, string, error) {
 	return events, to, nil
 }
 
-// localName matches a user name standing for a local mailbox.
-var localName = regexp.MustCompile(`^[A-Za-z0-9._+-]+$`)
+// localName reports whether s is a user name standing for a local
+// mailbox: letters, digits and . _ + - (checked by hand: a package-level
+// regexp is compiled by every flux process at start-up).
+func localName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._+-", c) >= 0) {
+			return false
+		}
+	}
+	return s != ""
+}
 
 // oneRecipient reports whether to names one mailbox: a local user name
 // or a single RFC 5322 address (a list would let a job name recipients
 // of its own choosing; sendmail -t reads them from the headers).
 func oneRecipient(to string) bool {
-	if localName.MatchString(to) {
+	if localName(to) {
 		return true
 	}
 	a, err := mail.ParseAddress(to)
