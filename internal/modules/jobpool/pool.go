@@ -12,14 +12,13 @@
 // is not answered until there is (or the pool is closed: then ENODATA).
 // Items handed to a client that disconnects before reporting their
 // results go back to the pool, so a child instance that dies loses no
-// work. Pools live in the KVS (job-pool.UID.NAME), and adds, closes and
-// results are answered once they are in a checkpoint.
+// work. Pools live in the KVS (job-pool.UID.NAME, see kvsDir), and adds,
+// closes and results are answered once they are in a checkpoint.
 package jobpool
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -30,23 +29,28 @@ import (
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
-	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 )
 
 // Name is the module (and service) name.
 const Name = "job-pool"
 
-// kvsDir is where pools are kept: kvsDir.UID.NAME.meta, an item's state
-// at .items.B.ID and its jobspec (written once) at .jobspecs.B.ID, where
-// B is ID/bucketSize: a commit then rewrites two small directories, not
-// one holding every item of the pool (which made a 10,000-job pool's
-// every pull and result cost a hash of a 10,000-entry directory).
-// Pools written before the buckets (.items.ID with the jobspec inside)
-// are read too.
+// kvsDir is where pools are kept: kvsDir.UID.NAME.meta, and two logs
+// per bucket of items (B = ID/bucketSize) that are only ever appended
+// to: .added.B, a line {"id","t_add","jobspec"} per item added, and
+// .results.B, the record of each item once its result is in (no
+// jobspec). An add or a batch of results is then one append per bucket
+// it touches, a new blob and a longer list of blob references, never a
+// rewrite of records written before; handing items out writes nothing
+// (a pulled item is pending again after a restart anyway: whoever held
+// it was connected to the instance that stopped). Two older layouts
+// (.items.B.ID with .jobspecs.B.ID, and before the buckets .items.ID
+// with the jobspec inside: every record its own key, so every commit
+// rewrote a directory of up to 1,000 inline records) are read and moved
+// into the logs.
 const kvsDir = "job-pool"
 
-// bucketSize is how many items share a KVS directory.
+// bucketSize is how many items share a log.
 const bucketSize = 1000
 
 // MaxAdd bounds the jobspecs of one add request.
@@ -132,133 +136,32 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	return h.Serve(ctx)
 }
 
-// restore reads the pools back from the KVS. Items that were handed out
-// when the instance stopped are pending again: whoever pulled them was
-// connected to the instance that stopped.
-func (s *service) restore(ctx context.Context) error {
-	users, err := kvs.Dir(ctx, s.h, "", kvsDir)
-	if errors.Is(err, syscall.ENOENT) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, u := range users.Names() {
-		uid, err := strconv.ParseUint(u, 10, 32)
-		if err != nil {
-			continue
-		}
-		names, err := kvs.Dir(ctx, s.h, "", users.KeyAt(u))
-		if err != nil {
-			return err
-		}
-		for _, name := range names.Names() {
-			p := &pool{name: name, userid: uint32(uid), items: map[int64]*Item{}}
-			base := names.KeyAt(name)
-			if err := kvs.GetJSON(ctx, s.h, "", base+".meta", &p.meta); err != nil {
-				return fmt.Errorf("pool %s of user %d: %w", name, uid, err)
-			}
-			if err := s.restoreItems(ctx, p, base); err != nil {
-				return fmt.Errorf("pool %s of user %d: %w", name, uid, err)
-			}
-			for id, it := range p.items {
-				if it.State == StatePending {
-					p.pending = append(p.pending, id)
-				}
-			}
-			sort.Slice(p.pending, func(i, j int) bool { return p.pending[i] < p.pending[j] })
-			s.pools[key(p.userid, name)] = p
-		}
-	}
-	return nil
-}
-
-// restoreItems reads a pool's items: bucket directories of state
-// records with their jobspecs beside them, or (an older layout) records
-// holding their jobspec.
-func (s *service) restoreItems(ctx context.Context, p *pool, base string) error {
-	items, err := kvs.Dir(ctx, s.h, "", base+".items")
-	if errors.Is(err, syscall.ENOENT) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	load := func(key string) error {
-		it := &Item{}
-		if err := kvs.GetJSON(ctx, s.h, "", key, it); err != nil {
-			return fmt.Errorf("item %s: %w", key, err)
-		}
-		if it.State == StateAssigned {
-			it.State = StatePending
-		}
-		p.items[it.ID] = it
-		return nil
-	}
-	var old []string // records of the older layout, moved below
-	for _, n := range items.Names() {
-		if e := items.Entry(n); e == nil || !e.IsDir() {
-			if err := load(items.KeyAt(n)); err != nil {
-				return err
-			}
-			old = append(old, items.KeyAt(n))
-			continue
-		}
-		bucket, err := kvs.Dir(ctx, s.h, "", items.KeyAt(n))
-		if err != nil {
-			return err
-		}
-		for _, id := range bucket.Names() {
-			if err := load(bucket.KeyAt(id)); err != nil {
-				return err
-			}
-		}
-	}
-	for id, it := range p.items {
-		if it.Jobspec != nil {
-			continue
-		}
-		raw, err := kvs.Get(ctx, s.h, "", p.itemKey("jobspecs", id))
-		if err != nil {
-			return fmt.Errorf("item %d: jobspec: %w", id, err)
-		}
-		it.Jobspec = json.RawMessage(raw)
-	}
-	// an older record left beside its bucket would be read again, stale,
-	// at the next restart: move each into the buckets
-	for _, k := range old {
-		s.batch.Unlink(k)
-	}
-	if len(old) > 0 {
-		for _, it := range p.items {
-			s.batch.Put(p.itemKey("jobspecs", it.ID), it.Jobspec)
-			s.save(p, it)
-		}
-	}
-	return nil
-}
-
-// itemKey is where item id's record of the given kind is kept.
-func (p *pool) itemKey(kind string, id int64) string {
-	return p.base() + "." + kind + "." + strconv.FormatInt(id/bucketSize, 10) + "." + strconv.FormatInt(id, 10)
-}
-
 func now() float64 { return float64(time.Now().UnixNano()) / 1e9 }
 
 func (p *pool) base() string {
 	return kvsDir + "." + strconv.FormatUint(uint64(p.userid), 10) + "." + p.name
 }
 
-// save queues an item's state record for the KVS (its jobspec is
-// written once, by add).
-func (s *service) save(p *pool, it *Item) {
+// logKey is the log of the given kind (added, results) that holds
+// item id's record.
+func (p *pool) logKey(kind string, id int64) string {
+	return p.base() + "." + kind + "." + strconv.FormatInt(id/bucketSize, 10)
+}
+
+// logAdded queues an item's added record (its id, jobspec and time).
+func (s *service) logAdded(p *pool, it *Item) {
+	s.batch.AppendShared(p.logKey("added", it.ID), appendAdded(nil, it))
+}
+
+// logResult queues a done item's record for its results log.
+func (s *service) logResult(p *pool, it *Item) {
 	rec := it.PoolItem
 	rec.Jobspec = nil
 	b, err := json.Marshal(&rec)
 	if err != nil {
 		return // an Item always encodes
 	}
-	s.batch.Put(p.itemKey("items", it.ID), b)
+	s.batch.AppendShared(p.logKey("results", it.ID), append(b, '\n'))
 }
 
 func (s *service) saveMeta(p *pool) {
@@ -356,8 +259,7 @@ func (s *service) add(r *flux.Request) {
 		p.items[it.ID] = it
 		p.pending = append(p.pending, it.ID)
 		ids[i] = it.ID
-		s.batch.Put(p.itemKey("jobspecs", it.ID), js)
-		s.save(p, it)
+		s.logAdded(p, it)
 	}
 	s.saveMeta(p)
 	s.durable(r, map[string]any{"ids": ids})
@@ -418,7 +320,6 @@ func (s *service) serve(p *pool) {
 		for i, it := range out {
 			it.State, it.Child, it.TAssign, it.route = StateAssigned, w.child, t, w.r.Msg.RouteString()
 			it.Pulls++
-			s.save(p, it)
 			resp[i] = handed{it.ID, it.Jobspec}
 		}
 		w.r.Respond(map[string]any{"items": resp})
@@ -476,7 +377,7 @@ func (s *service) done(r *flux.Request) {
 			continue
 		}
 		it.State, it.Result, it.TDone, it.route = StateDone, d.Result, t, ""
-		s.save(p, it)
+		s.logResult(p, it)
 	}
 	if len(refused) == 0 {
 		s.durable(r, map[string]any{})
@@ -623,7 +524,6 @@ func (s *service) disconnect(r *flux.Request) {
 		for id, it := range p.items {
 			if it.State == StateAssigned && it.route == route {
 				it.State, it.route = StatePending, ""
-				s.save(p, it)
 				back = append(back, id)
 			}
 		}

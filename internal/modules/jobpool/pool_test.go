@@ -13,6 +13,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/modules/content"
 	"github.com/fluxgo/fluxgo/internal/modules/kvs"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	kvsapi "github.com/fluxgo/fluxgo/pkg/flux/kvs"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
@@ -219,4 +220,155 @@ func TestRestoreMovesOldLayout(t *testing.T) {
 	if len(info.Items) != 2 || info.Items[0].State != "done" || info.Items[1].State != "pending" {
 		t.Fatalf("after a second restore: %+v", info.Items)
 	}
+}
+
+// reload removes and loads the module again (it restores from the KVS).
+func reload(t *testing.T, h *flux.Handle) {
+	t.Helper()
+	ctx := brokertest.Ctx(t)
+	if err := h.Call(ctx, "module.remove", 0, map[string]string{"name": Name}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Call(ctx, "module.load", 0, map[string]any{"name": Name, "args": []string{}}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLogsRestore checks what an add and a batch of results write (one
+// log record per item, nothing for a pull) and that a reload restores
+// it: done items with their results, the pulled and unfinished ones
+// pending again with their jobspecs, across two buckets; and that a
+// pool of the bucket-per-record layout is moved into the logs.
+func TestLogsRestore(t *testing.T) {
+	inst := start(t)
+	h := inst.Handle(0)
+	ctx := brokertest.Ctx(t)
+	var specs []json.RawMessage
+	for range bucketSize + 2 {
+		specs = append(specs, spec(t, "true"))
+	}
+	specs[bucketSize] = spec(t, "last") // item bucketSize+1, the second bucket
+	if err := h.Call(ctx, Name+".add", 0, map[string]any{"pool": "p", "jobspecs": specs}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var got pulledItems
+	if err := h.Call(ctx, Name+".pull", 0, map[string]any{"pool": "p", "max": 3, "child": "c"}, &got); err != nil || len(got.Items) != 3 {
+		t.Fatalf("pull: %+v %v", got, err)
+	}
+	res := map[string]any{"result": "COMPLETED", "jobid": "ƒ2"}
+	if err := h.Call(ctx, Name+".done", 0, map[string]any{"pool": "p", "results": []map[string]any{
+		{"id": 1, "result": res}, {"id": 3, "result": res}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := kvsapi.Dir(ctx, h, "", "job-pool.0.p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := strings.Join(dir.Names(), " "); names != "added meta results" {
+		t.Fatalf("the pool's KVS directory holds %q, want added meta results", names)
+	}
+	lines := func(key string) int {
+		v, err := kvsapi.Get(ctx, h, "", key)
+		if err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		return strings.Count(v, "\n")
+	}
+	if n0, n1, r := lines("job-pool.0.p.added.0"), lines("job-pool.0.p.added.1"), lines("job-pool.0.p.results.0"); n0 != bucketSize-1 || n1 != 3 || r != 2 {
+		t.Fatalf("logs hold %d + %d added and %d result records, want %d + 3 and 2", n0, n1, r, bucketSize-1)
+	}
+	reload(t, h)
+	var list struct {
+		Pool  PoolInfo `json:"pool"`
+		Items []Item   `json:"items"`
+	}
+	if err := h.Call(ctx, Name+".list", 0, map[string]any{"pool": "p"}, &list); err != nil {
+		t.Fatal(err)
+	}
+	if list.Pool.Done != 2 || list.Pool.Pending != bucketSize || list.Pool.Assigned != 0 {
+		t.Fatalf("after a reload: %+v", list.Pool)
+	}
+	if it := list.Items[2]; it.ID != 3 || it.State != StateDone || it.Result == nil || it.Result.Jobid != "ƒ2" || it.Child != "c" || it.Pulls != 1 {
+		t.Fatalf("item 3 after a reload: %+v", it)
+	}
+	// item 2 (pulled, not done) comes first, then 4...
+	if err := h.Call(ctx, Name+".pull", 0, map[string]any{"pool": "p", "max": bucketSize}, &got); err != nil || len(got.Items) != bucketSize || got.Items[0].ID != 2 {
+		t.Fatalf("pull after a reload: %d items %v", len(got.Items), err)
+	}
+	if last := got.Items[bucketSize-2]; last.ID != bucketSize+1 || string(last.Jobspec) != string(specs[bucketSize]) {
+		t.Fatalf("item %d after a reload: %s", last.ID, last.Jobspec)
+	}
+
+	// the layout before the logs: a state record and a jobspec per item
+	js := spec(t, "old")
+	var txn kvsapi.Txn
+	txn.Put("job-pool.0.b.meta", []byte(`{"closed":true,"next":3}`))
+	txn.Put("job-pool.0.b.items.0.1", []byte(`{"id":1,"state":"done","t_add":1,"child":"x","result":{"result":"FAILED"}}`))
+	txn.Put("job-pool.0.b.items.0.2", []byte(`{"id":2,"state":"assigned","t_add":1}`))
+	txn.Put("job-pool.0.b.jobspecs.0.1", js)
+	txn.Put("job-pool.0.b.jobspecs.0.2", js)
+	if _, err := kvsapi.Commit(ctx, h, "", 0, &txn); err != nil {
+		t.Fatal(err)
+	}
+	for round := 1; round <= 2; round++ { // moved, then read from the logs
+		reload(t, h)
+		if err := h.Call(ctx, Name+".list", 0, map[string]any{"pool": "b"}, &list); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 2 || list.Items[0].State != StateDone || list.Items[0].Result.Result != "FAILED" || list.Items[1].State != StatePending || !list.Pool.Closed {
+			t.Fatalf("round %d: the old layout's pool: %+v %+v", round, list.Pool, list.Items)
+		}
+		dir, err := kvsapi.Dir(ctx, h, "", "job-pool.0.b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if names := strings.Join(dir.Names(), " "); round == 2 && names != "added meta results" {
+			t.Fatalf("after the move the pool's directory holds %q", names)
+		}
+	}
+	if err := h.Call(ctx, Name+".pull", 0, map[string]any{"pool": "b", "max": 5}, &got); err != nil || len(got.Items) != 1 || string(got.Items[0].Jobspec) != string(js) {
+		t.Fatalf("pull of the moved pool: %+v %v", got, err)
+	}
+}
+
+// TestParseLogsErrors checks a damaged log is refused naming the record.
+func TestParseLogsErrors(t *testing.T) {
+	for _, c := range []struct{ data, want string }{
+		{`{"id":1,"t_add":1,"jobspec":{}}` + "\n" + `{"id":2,`, "record 2"},
+		{`{"id":0,"jobspec":{}}`, "record 1: want an id"},
+		{`{"id":3,"jobspec":"x"}`, "jobspec object"},
+		{`[1]`, "record 1"},
+	} {
+		err := parseAdded([]byte(c.data), func(*Item) {})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("parseAdded(%q): %v, want %q", c.data, err, c.want)
+		}
+	}
+	if err := parseResults([]byte(`{"id":4,"state":"pending"}`), func(*wire.PoolItem) {}); err == nil || !strings.Contains(err.Error(), "state done") {
+		t.Errorf("a results record not done: %v", err)
+	}
+}
+
+// FuzzParseLogs checks the log readers never panic and what they accept
+// is what a record holds.
+func FuzzParseLogs(f *testing.F) {
+	f.Add([]byte(`{"id":1,"t_add":1.5,"jobspec":{"version":1}}` + "\n"))
+	f.Add([]byte(`{"id":7,"state":"done","result":{"result":"COMPLETED"}}` + "\n" + `{"id":8`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		parseAdded(data, func(it *Item) {
+			if it.ID < 1 || it.State != StatePending || len(it.Jobspec) == 0 {
+				t.Fatalf("parseAdded gave %+v", it)
+			}
+			// what appendAdded writes reads back the same
+			var again []*Item
+			if err := parseAdded(appendAdded(nil, it), func(x *Item) { again = append(again, x) }); err != nil || len(again) != 1 || again[0].ID != it.ID {
+				t.Fatalf("the record of %+v did not read back: %v", it, err)
+			}
+		})
+		parseResults(data, func(rec *wire.PoolItem) {
+			if rec.ID < 1 || rec.State != StateDone || rec.Result == nil || rec.Jobspec != nil {
+				t.Fatalf("parseResults gave %+v", rec)
+			}
+		})
+	})
 }
