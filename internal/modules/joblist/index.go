@@ -52,6 +52,23 @@ func (l *orderedList) drop(r *record) {
 	l.stale++
 }
 
+// remove takes r out of the list now, not at the next compaction: a
+// record that comes back to a list it left (a requeued job goes back to
+// pending, then runs again) must not be in it twice. stale says r is in
+// recs as an entry already dropped. A job moves back only when
+// requeued, so the scan is rare.
+func (l *orderedList) remove(r *record, stale bool) {
+	if i := slices.Index(l.recs, r); i >= 0 {
+		l.recs = slices.Delete(l.recs, i, i+1)
+		if stale && l.stale > 0 {
+			l.stale--
+		}
+	}
+	if !stale {
+		r.listed = listNone
+	}
+}
+
 // ordered returns the records, stored reversed (iterate from the end).
 func (l *orderedList) ordered() []*record {
 	if l.stale > 0 {
@@ -133,10 +150,20 @@ func (x *index) relist(r *record, resort bool) {
 		}
 		return
 	}
+	// back to an earlier list (a requeue): out of both lists now, the
+	// entry it left behind in the earlier one included
+	back := want != listNone && want < r.listed
 	if l := x.list(r.listed); l != nil {
-		l.drop(r)
+		if back {
+			l.remove(r, false)
+		} else {
+			l.drop(r)
+		}
 	}
 	if l := x.list(want); l != nil {
+		if back {
+			l.remove(r, true)
+		}
 		l.add(r)
 	}
 	if want == listInactive {

@@ -292,6 +292,7 @@ func (r *record) apply(ev *event) bool {
 			Type     string
 			Severity int8
 			Note     string
+			Requeue  bool // a preempted job's requeue (not fatal)
 		}
 		err := members(ev.Context, func(k, v []byte) error {
 			var err error
@@ -307,6 +308,8 @@ func (r *record) apply(ev *event) bool {
 				c.Severity = int8(n)
 			case "note":
 				c.Note, err = jsonwire.String(v)
+			case "requeue":
+				c.Requeue = string(v) == "true"
 			}
 			return err
 		})
@@ -323,6 +326,11 @@ func (r *record) apply(ev *event) bool {
 		if c.Severity == 0 && r.state != job.StateNew && r.state != job.StateInactive {
 			r.enter(job.StateCleanup, ev.Timestamp)
 		}
+		if c.Requeue && c.Severity > 0 && r.state == job.StateRun {
+			r.enter(job.StateCleanup, ev.Timestamp) // as the job manager
+		}
+	case "requeue":
+		r.requeue(ev.Timestamp)
 	case "clean":
 		r.enter(job.StateInactive, ev.Timestamp)
 	case "annotations":
@@ -361,6 +369,23 @@ func (r *record) apply(ev *event) bool {
 		r.jobspecUpdate(ev.Context)
 	}
 	return true
+}
+
+// requeue applies a requeue event (a preempted job back to the queue:
+// the job manager's one backward edge besides flux-restart): the record
+// goes from CLEANUP back to PRIORITY, forgetting its run (where it ran,
+// its wait status), and enters SCHED and RUN again as the job does.
+func (r *record) requeue(ts float64) {
+	if r.state != job.StateCleanup {
+		return
+	}
+	r.statesMask &^= job.StatePriority | job.StateSched | job.StateRun | job.StateCleanup
+	r.tRun, r.tCleanup = 0, 0
+	r.waitstatus = -1
+	r.success = false
+	r.expiration = -1
+	r.ranks, r.nodelist = "", ""
+	r.enter(job.StatePriority, ts)
 }
 
 // setAnnotations replaces the annotations (null or {} clears them).

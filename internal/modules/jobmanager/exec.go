@@ -174,6 +174,9 @@ func (e *execClient) response(j *job, f *flux.Future, msg *flux.Message, err err
 		if wasReattach && j.Flags&fluxjob.FlagDebug != 0 {
 			m.post(j, "debug.exec-reattach-finish", nil)
 		}
+		if wasReattach && j.requeuing {
+			m.cleanup(j, j.State) // killed before the restart? again now
+		}
 	case "release":
 		if final, ok := data["final"].(bool); ok && !final {
 			m.partialRelease(j, data) // realloc.go (RFC 51)
@@ -196,7 +199,7 @@ func (e *execClient) kill(j *job, signum int) {
 	if e.service == "" || !j.startSent {
 		return
 	}
-	e.m.h.RPC(e.service+".kill", flux.NodeidAny, map[string]any{"id": j.ID, "signum": signum, "fatal": j.fatal}, flux.NoResponse)
+	e.m.h.RPC(e.service+".kill", flux.NodeidAny, map[string]any{"id": j.ID, "signum": signum, "fatal": j.fatal || j.requeuing}, flux.NoResponse)
 }
 
 func (e *execClient) disconnected(route string) {

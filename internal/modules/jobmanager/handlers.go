@@ -23,6 +23,7 @@ func (m *manager) register() {
 	h := m.h
 	h.HandleFunc("job-manager.submit", m.handleSubmit)
 	h.HandleFunc("job-manager.raise", m.handleRaise)
+	h.HandleFunc("job-manager.preempt", m.handlePreempt)              // requeue.go
 	h.HandleFunc("job-manager.realloc", m.handleRealloc)              // realloc.go
 	h.HandleFunc("job-manager.realloc-cancel", m.handleReallocCancel) // realloc.go
 	h.HandleFunc("job-manager.memo", m.handleMemo)

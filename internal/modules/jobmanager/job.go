@@ -62,6 +62,13 @@ type job struct {
 	// restored: read back from the KVS at start-up, and not yet named by
 	// a job-manager.submit (see handleSubmit)
 	restored bool
+	// requeuing: a requeue exception ended the run, and the job goes
+	// back to PRIORITY once its resources are free; requeues counts its
+	// requeue events; requeueMoving: the run's guest directory is being
+	// moved aside (requeue.go)
+	requeuing     bool
+	requeues      int
+	requeueMoving bool
 }
 
 func newJob(id jobid.ID, userid uint32, urgency int, flags int, tSubmit float64) *job {

@@ -235,10 +235,17 @@ func (m *manager) apply(j *job, name string, ctx map[string]any) {
 				j.Exception = j.exceptType
 			}
 			j.fatal = true
+			j.requeuing = false // a cancel during a requeue ends the job
 			if j.State < jobtap.StateCleanup && j.State != jobtap.StateNew {
 				j.State = jobtap.StateCleanup
 			}
+		} else if requeueException(sev, ctx) && j.State == jobtap.StateRun && !j.fatal {
+			// requeue.go: the run ends, the job goes back to the queue
+			j.requeuing = true
+			j.State = jobtap.StateCleanup
 		}
+	case "requeue":
+		j.applyRequeue(ctx) // requeue.go
 	case "free":
 		// a part given back (RFC 51) says final false
 		if final, ok := ctx["final"].(bool); !ok || final {
@@ -408,7 +415,7 @@ func (m *manager) cleanup(j *job, prev jobtap.State) {
 		j.startSent = false
 	}
 	if j.startSent && !j.releasedAll {
-		if j.fatal && !j.finished && !j.killSent {
+		if (j.fatal || j.requeuing) && !j.finished && !j.killSent {
 			// the executor escalates to SIGKILL after its kill timeout
 			j.killSent = true
 			m.exec.kill(j, int(syscall.SIGTERM))
@@ -441,6 +448,10 @@ func (m *manager) cleanup(j *job, prev jobtap.State) {
 			return
 		}
 		m.sched.free(j)
+		return
+	}
+	if j.requeuing {
+		m.requeue(j) // back to the queue instead (requeue.go)
 		return
 	}
 	j.cleanPosted = true

@@ -201,21 +201,7 @@ func (m *manager) replay(ctx context.Context, dir string, raw []byte, err error)
 	}
 	j := newJob(id, sub.Userid, sub.Urgency, sub.Flags, evs[0].Timestamp)
 	j.eventlog = raw
-	var updates []map[string]any // jobspec-update contexts, in order
-	for _, ev := range evs[1:] {
-		var ctx map[string]any
-		if len(ev.Context) > 0 {
-			json.Unmarshal(ev.Context, &ctx)
-		}
-		if ev.Name == "jobspec-update" && ctx != nil {
-			updates = append(updates, ctx)
-		}
-		m.apply(j, ev.Name, ctx)
-		if ev.Name == "clean" {
-			j.cleanPosted = true
-			j.tInactive = ev.Timestamp
-		}
-	}
+	updates := m.applyEvents(j, evs[1:])
 	if j.State == jobtap.StateInactive {
 		return j, nil
 	}
@@ -239,6 +225,28 @@ func (m *manager) replay(ctx context.Context, dir string, raw []byte, err error)
 		}
 	}
 	return j, nil
+}
+
+// applyEvents replays the events after submit of a job's eventlog (RFC
+// 21 state is a function of them) and returns the jobspec-update
+// contexts, in order.
+func (m *manager) applyEvents(j *job, evs []eventlog.Event) []map[string]any {
+	var updates []map[string]any
+	for _, ev := range evs {
+		var ctx map[string]any
+		if len(ev.Context) > 0 {
+			json.Unmarshal(ev.Context, &ctx)
+		}
+		if ev.Name == "jobspec-update" && ctx != nil {
+			updates = append(updates, ctx)
+		}
+		m.apply(j, ev.Name, ctx)
+		if ev.Name == "clean" {
+			j.cleanPosted = true
+			j.tInactive = ev.Timestamp
+		}
+	}
+	return updates
 }
 
 // resume puts a restored active job back on its way.
@@ -306,7 +314,7 @@ func (m *manager) endRestarted(j *job) {
 	// nothing must be sent to it.
 	j.bypass = j.bypass || !j.schedKnows
 	j.resuming = true
-	if !j.fatal {
+	if !j.fatal && !j.requeuing { // a requeued run ended anyway
 		m.post(j, "exception", map[string]any{"type": "restart", "severity": 0,
 			"note": "the instance restarted while the job was running", "userid": m.owner})
 	}

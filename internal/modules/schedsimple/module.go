@@ -48,6 +48,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/internal/sched"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
@@ -89,6 +90,15 @@ type Config struct {
 	// argument or [sched-simple] key gpu-share=N; 1, the default: GPUs
 	// are not shared). See sched.NewPoolShared.
 	GPUShare int
+	// PreemptMode is what becomes of a preempted job (key
+	// preempt-mode): "cancel" (the default) ends it, "requeue" sends it
+	// back to the queue with its submit time (preempt.go); a job's
+	// attributes.system.preempt-mode overrides it.
+	PreemptMode string
+	// MaxRequeue bounds how many times one job is requeued (key
+	// max-requeue, default DefaultMaxRequeue); preempted once more it
+	// is canceled.
+	MaxRequeue int
 }
 
 // DefaultReservationDepth is hybrid backfill's reservation depth when
@@ -97,7 +107,8 @@ const DefaultReservationDepth = 8
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{QueueDepth: sched.DefaultQueueDepth, QueuePolicy: "fcfs", ReservationDepth: DefaultReservationDepth, Fit: sched.WorstFit, GPUShare: 1}
+	return Config{QueueDepth: sched.DefaultQueueDepth, QueuePolicy: "fcfs", ReservationDepth: DefaultReservationDepth, Fit: sched.WorstFit, GPUShare: 1,
+		PreemptMode: wire.PreemptCancel, MaxRequeue: DefaultMaxRequeue}
 }
 
 // Validate checks the configuration.
@@ -116,7 +127,10 @@ func (c Config) Validate() error {
 	if c.GPUShare < 1 || c.GPUShare > sched.MaxGPUShare {
 		return fmt.Errorf("gpu-share=%d: must be from 1 (not shared) to %d", c.GPUShare, sched.MaxGPUShare)
 	}
-	return nil
+	if err := wire.CheckPreemptMode(c.PreemptMode); err != nil {
+		return err
+	}
+	return wire.CheckMaxRequeue(c.MaxRequeue)
 }
 
 // NewPolicy returns the queue policy the configuration names.
@@ -165,8 +179,10 @@ func (c *Config) setKey(k, v string) error {
 			return fmt.Errorf("gpu-share=%q: must be an integer from 1 (not shared) to %d", v, sched.MaxGPUShare)
 		}
 		c.GPUShare = n
+	case "preempt-mode", "max-requeue":
+		return c.setPreemptKey(k, v) // preempt.go
 	default:
-		return fmt.Errorf("unknown key %q (known: queue-depth, queue-policy, reservation-depth, alloc-mode, gpu-share)", k)
+		return fmt.Errorf("unknown key %q (known: queue-depth, queue-policy, reservation-depth, alloc-mode, gpu-share, preempt-mode, max-requeue)", k)
 	}
 	return nil
 }
@@ -296,7 +312,7 @@ func (c *Config) applyArg(a string) error {
 		if a != k {
 			return fmt.Errorf("test-hello-nopartial takes no value")
 		}
-	case "queue-depth", "queue-policy", "policy", "reservation-depth", "gpu-share":
+	case "queue-depth", "queue-policy", "policy", "reservation-depth", "gpu-share", "preempt-mode", "max-requeue":
 		if a == k {
 			return fmt.Errorf("%s needs a value (%s=VALUE)", k, k)
 		}
@@ -307,7 +323,7 @@ func (c *Config) applyArg(a string) error {
 	return nil
 }
 
-const knownArgs = "mode=unlimited, mode=limited=N, queue-depth=N|unlimited, queue-policy=NAME, reservation-depth=N, gpu-share=N, log-level=LEVEL, alloc-mode=MODE, pool-class=NAME, test-hello-nopartial"
+const knownArgs = "mode=unlimited, mode=limited=N, queue-depth=N|unlimited, queue-policy=NAME, reservation-depth=N, gpu-share=N, preempt-mode=cancel|requeue, max-requeue=N, log-level=LEVEL, alloc-mode=MODE, pool-class=NAME, test-hello-nopartial"
 
 // setMode applies mode=unlimited or mode=limited=N.
 func (c *Config) setMode(v string) error {

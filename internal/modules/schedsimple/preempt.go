@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/fluxgo/fluxgo/internal/sched"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
@@ -21,6 +23,43 @@ import (
 // first so the least work is lost, and stops there. It waits for those
 // jobs to release their resources before preempting again for that job.
 // Preemptible jobs never preempt others.
+//
+// What becomes of a preempted job is preempt-mode's ([sched-simple]
+// preempt-mode = "cancel" | "requeue", or a job's own
+// attributes.system.preempt-mode, e.g. flux submit
+// --setattr=preempt-mode=requeue): canceled, a fatal "preempt"
+// exception, or requeued: it goes back to the queue with its id and
+// submit time, at most max-requeue times (default DefaultMaxRequeue),
+// then canceled with a note naming the limit. The job manager carries
+// it out (job-manager.preempt, wire.PreemptRequest); for the scheduler
+// a requeued job frees its resources and asks for them again, as any
+// job does.
+
+// DefaultMaxRequeue is max-requeue when none is configured (Slurm has
+// no such bound by default; a job preempted over and over makes no
+// progress, so fluxgo stops requeueing it after five times).
+const DefaultMaxRequeue = 5
+
+// setPreemptKey applies preempt-mode or max-requeue.
+func (c *Config) setPreemptKey(k, v string) error {
+	switch k {
+	case "preempt-mode":
+		if err := wire.CheckPreemptMode(v); err != nil {
+			return err
+		}
+		c.PreemptMode = v
+	case "max-requeue":
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("max-requeue=%q: must be an integer from 0 (never requeue) to %d", v, wire.MaxRequeueLimit)
+		}
+		if err := wire.CheckMaxRequeue(n); err != nil {
+			return err
+		}
+		c.MaxRequeue = n
+	}
+	return nil
+}
 
 // preemptibleAttr reads attributes.system.preemptible: true or a
 // number (1 = yes, 0 = no).
@@ -118,8 +157,8 @@ func (s *scheduler) preempt() {
 	for _, id := range chosen {
 		s.victims[id] = head.ID
 		s.log.Info(fmt.Sprintf("job %s %s", jobid.ID(id).String(), note))
-		f, err := s.h.RPC("job-manager.raise", flux.NodeidAny,
-			map[string]any{"id": id, "severity": 0, "type": "preempt", "note": note}, 0)
+		f, err := s.h.RPC("job-manager.preempt", flux.NodeidAny, wire.PreemptRequest{
+			ID: jobid.ID(id), Note: note, Mode: s.cfg.PreemptMode, MaxRequeue: s.cfg.MaxRequeue}, 0)
 		if err != nil {
 			s.log.Error("preempt: raise", "id", jobid.ID(id).String(), "err", err)
 			continue

@@ -781,6 +781,11 @@ func (c *requestCache) parse(raw []byte, p *sched.Pool) *cacheEntry {
 		}
 	}
 	if err == nil {
+		if _, err = wire.PreemptModeOf(js); err != nil { // preempt.go
+			err = fmt.Errorf("%w: %v", sched.ErrInvalid, err)
+		}
+	}
+	if err == nil {
 		err = p.Feasible(e.req)
 	}
 	e.err = err
