@@ -469,6 +469,18 @@ func pullJobs(ctx context.Context, h *flux.Handle, o pullOptions, errw io.Writer
 		go func() { events <- pullEvent{isReport: true, err: f.Decode(ctx, nil)} }()
 	}
 	uid := uint32(os.Getuid())
+	// how the jobs end: from the job manager's journal (one stream for
+	// every job), or for a user not the instance owner each job's
+	// eventlog
+	pj, err := startPullJournal(ctx, h)
+	switch {
+	case errors.Is(err, errJournalRefused):
+		pj = nil
+	case err != nil:
+		return err
+	default:
+		defer pj.close()
+	}
 	pull()
 	for pullOut || inflight > 0 || reporting != nil || len(unreported) > 0 {
 		var ev pullEvent
@@ -489,7 +501,7 @@ func pullJobs(ctx context.Context, h *flux.Handle, o pullOptions, errw io.Writer
 			for _, it := range ev.items {
 				taken++
 				inflight++
-				go runPulled(ctx, h, it, uid, events, o.verbose, errw)
+				go runPulled(ctx, h, pj, it, uid, events, o.verbose, errw)
 			}
 		case ev.isReport:
 			if ev.err != nil {
@@ -528,14 +540,18 @@ func pullJobs(ctx context.Context, h *flux.Handle, o pullOptions, errw io.Writer
 	return failed
 }
 
-// runPulled submits one pulled jobspec here and reports how it ended.
-func runPulled(ctx context.Context, h *flux.Handle, it pulled, uid uint32, events chan<- pullEvent, verbose int, errw io.Writer) {
+// runPulled submits one pulled jobspec here and reports how it ended,
+// learnt from pj (nil: by watching the job's eventlog).
+func runPulled(ctx context.Context, h *flux.Handle, pj *pullJournal, it pulled, uid uint32, events chan<- pullEvent, verbose int, errw io.Writer) {
 	d := &pullDone{item: it.ID}
-	defer func() { events <- pullEvent{done: d} }()
 	js, err := jobspec.Parse(it.Jobspec)
 	if err != nil {
 		d.result = wire.PoolResult{Result: "REFUSED", Note: err.Error()}
+		events <- pullEvent{done: d}
 		return
+	}
+	if pj != nil {
+		pj.submit()
 	}
 	f, err := job.SubmitAsync(h, js, uid, 16, 0)
 	var resp struct {
@@ -545,24 +561,41 @@ func runPulled(ctx context.Context, h *flux.Handle, it pulled, uid uint32, event
 		err = f.Decode(ctx, &resp)
 	}
 	if err != nil {
+		if pj != nil {
+			pj.submitted(0, nil)
+		}
 		d.result = wire.PoolResult{Result: "REFUSED", Note: flux.ErrorText(err)}
+		events <- pullEvent{done: d}
 		return
 	}
 	if verbose > 1 {
 		fmt.Fprintf(errw, "flux-pool: item %d: submitted as %s\n", it.ID, resp.ID.String())
 	}
-	r, err := job.WaitResult(ctx, h, resp.ID)
-	if err != nil {
-		d.result = wire.PoolResult{Jobid: resp.ID.String(), Result: "FAILED", Note: "lost track of the job: " + flux.ErrorText(err)}
+	ended := func(r *job.JobResult, err error) {
+		d.result = pulledResult(resp.ID, r, err)
+		events <- pullEvent{done: d}
+	}
+	if pj != nil {
+		pj.submitted(resp.ID, ended)
 		return
 	}
-	d.result = wire.PoolResult{Jobid: resp.ID.String(), Result: r.Result.String(), Waitstatus: r.Waitstatus}
+	ended(job.WaitResult(ctx, h, resp.ID))
+}
+
+// pulledResult is what a pool is told of a pulled job that ran here as
+// id: its result r, or err if the puller lost track of it.
+func pulledResult(id jobid.ID, r *job.JobResult, err error) wire.PoolResult {
+	if err != nil {
+		return wire.PoolResult{Jobid: id.String(), Result: "FAILED", Note: "lost track of the job: " + flux.ErrorText(err)}
+	}
+	res := wire.PoolResult{Jobid: id.String(), Result: r.Result.String(), Waitstatus: r.Waitstatus}
 	if r.ExceptionOccurred && *r.ExceptionSeverity == 0 {
-		d.result.Note = r.ExceptionType
+		res.Note = r.ExceptionType
 		if r.ExceptionNote != "" {
-			d.result.Note += ": " + r.ExceptionNote
+			res.Note += ": " + r.ExceptionNote
 		}
 	}
+	return res
 }
 
 // defaultWindow is how many pulled jobs a child keeps unfinished by

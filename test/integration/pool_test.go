@@ -194,3 +194,43 @@ func TestPoolRestart(t *testing.T) {
 	}
 	e.fail("closed", "pool", "submit", "-p", "keep", "true")
 }
+
+// TestPoolPullAsGuest checks a puller that is not the instance owner
+// (so may not follow the job manager's journal) learns how each job
+// ended from its eventlog instead.
+func TestPoolPullAsGuest(t *testing.T) {
+	e := start(t)
+	if !canRunAsGuest(e) {
+		t.Skip("needs root and a flux binary other users may run")
+	}
+	guest := func(args ...string) string {
+		t.Helper()
+		r := e.asGuest(args...)
+		if r.Code != 0 {
+			t.Fatalf("as a guest, flux %v: exit %d: %s", args, r.Code, r.Stderr)
+		}
+		return r.Stdout
+	}
+	guest("pool", "submit", "-p", "g", "--cc=1-4", "sh", "-c", "exit $(( {cc} % 2 ))")
+	guest("pool", "close", "-p", "g")
+	guest("pool", "pull", "-p", "g", "--window=2", "--parent="+e.inst.URI)
+	var resp struct {
+		Pool  jobpool.PoolInfo `json:"pool"`
+		Items []jobpool.Item   `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(guest("pool", "list", "-p", "g", "--json")), &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Pool.Done != 4 {
+		t.Fatalf("the guest's pool after its pull: %+v", resp.Pool)
+	}
+	for _, it := range resp.Items {
+		want := "COMPLETED"
+		if it.ID%2 == 1 {
+			want = "FAILED"
+		}
+		if it.Result == nil || it.Result.Result != want || it.Result.Jobid == "" {
+			t.Errorf("item %d: result %+v, want %s", it.ID, it.Result, want)
+		}
+	}
+}
