@@ -1,0 +1,150 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/fluxgo/fluxgo/internal/testinstance"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
+)
+
+// TestPreemptRequeue: with [sched-simple] preempt-mode = "requeue", a
+// running preemptible job of two nodes that stands in a normal job's way
+// has its tasks killed on both nodes and goes back to the queue under
+// its id with its submit time (its eventlog: a non-fatal preempt
+// exception noting the requeue, finish, release, free, requeue); it
+// stays requeued across a restart of the instance, then runs again
+// before a preemptible job submitted after it, completes, and flux job
+// attach and flux jobs show its second run, the first one's output kept
+// aside.
+func TestPreemptRequeue(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an instance")
+	}
+	conf := t.TempDir()
+	if err := os.WriteFile(filepath.Join(conf, "preempt.toml"), []byte(
+		"[queues.standby]\npreemptible = true\n[queues.batch]\n[sched-simple]\npreempt-mode = \"requeue\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := testinstance.Options{Size: 2, Attrs: map[string]string{"statedir": t.TempDir()}, Args: []string{"--config-path", conf}}
+	e := &env{t: t, inst: testinstance.Start(t, opts)}
+	cores := e.must("resource", "list", "-n", "-o", "{ncores}")
+	perNode, _ := strconv.Atoi(cores)
+	perNode /= 2
+	if perNode < 1 {
+		t.Skipf("needs cores on both nodes (flux resource list: %q)", cores)
+	}
+	c := fmt.Sprintf("--cores-per-task=%d", perNode)
+	// its first run records its tasks' pids and sleeps; the second
+	// prints and completes
+	dir := t.TempDir()
+	script := fmt.Sprintf(`r=$FLUX_TASK_RANK; if [ -e %[1]s/ran.$r ]; then echo second $r; exit 0; fi
+touch %[1]s/ran.$r; echo first $r; echo $$ > %[1]s/pid.$r; exec sleep 300`, dir)
+	victim := e.submit("-q", "standby", "-N2", "-n2", c, "sh", "-c", script)
+	e.waitEvent(victim, "start")
+	var pids []int
+	e.waitFor("both tasks' pids", func() bool {
+		pids = pids[:0]
+		for r := 0; r < 2; r++ {
+			b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("pid.%d", r)))
+			if n, err2 := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && err2 == nil {
+				pids = append(pids, n)
+			}
+		}
+		return len(pids) == 2
+	})
+	tSubmit := e.field(victim, "{t_submit}")
+	later := e.submit("-q", "standby", "-N2", "-n2", c, "true")
+	// the requeued job parks in its stopped queue: still requeued when
+	// the instance restarts
+	e.must("queue", "stop", "standby")
+	urgent := e.submit("-q", "batch", "-N2", "-n2", c, "true")
+	if r := e.result(urgent); r != "COMPLETED" {
+		t.Fatalf("the urgent job: %s", r)
+	}
+	e.waitEvent(victim, "requeue")
+	for _, pid := range pids {
+		e.waitFor(fmt.Sprintf("task %d killed", pid), func() bool { return syscall.Kill(pid, 0) == syscall.ESRCH })
+	}
+	checkRequeued := func(e *env, what string) {
+		t.Helper()
+		evs := e.events(victim)
+		var names []string
+		for _, ev := range evs {
+			names = append(names, ev.Name)
+		}
+		got := strings.Join(names, " ")
+		if !strings.Contains(got, "alloc start exception finish release free requeue priority") {
+			t.Fatalf("%s: eventlog %s", what, got)
+		}
+		exc, _ := find(evs, "exception")
+		ctx := ctxOf(t, exc)
+		note, _ := ctx["note"].(string)
+		if ctx["type"] != "preempt" || ctx["severity"] != 1.0 || ctx["requeue"] != true ||
+			note != "preempted by job "+urgent.String()+"; requeue 1 of max-requeue=5" {
+			t.Fatalf("%s: exception %s", what, exc.Context)
+		}
+		if got := e.field(victim, "{id.f58} {state} {t_submit}"); got != victim.String()+" SCHED "+tSubmit {
+			t.Fatalf("%s: flux jobs: %q, want %s SCHED %s", what, got, victim, tSubmit)
+		}
+	}
+	checkRequeued(e, "requeued")
+	var tExc, tRequeue float64
+	for _, ev := range e.events(victim) {
+		switch ev.Name {
+		case "exception":
+			tExc = ev.Timestamp
+		case "requeue":
+			tRequeue = ev.Timestamp
+		}
+	}
+	t.Logf("from the preempt exception to the job back in the queue (kill on 2 nodes, free): %.1f ms", 1000*(tRequeue-tExc))
+
+	if code := e.inst.Stop(); code != 0 {
+		t.Fatalf("the instance exited %d: %s", code, e.inst.Stderr())
+	}
+	e = &env{t: t, inst: testinstance.Start(t, opts)}
+	checkRequeued(e, "after a restart")
+	e.must("queue", "start", "standby")
+	if r := e.result(victim); r != "COMPLETED" {
+		t.Fatalf("the requeued job's second run: %s\n%s", r, e.must("job", "eventlog", victim.String()))
+	}
+	e.result(later)
+	// it sorts by its first submit time: before the job submitted later
+	if a, b := allocTime(e, victim), allocTime(e, later); a > b {
+		t.Errorf("the requeued job started again at %v, after the later job (%v)", a, b)
+	}
+	t.Logf("eventlog of %s:\n%s", victim, e.must("job", "eventlog", victim.String()))
+	out := e.must("job", "attach", victim.String())
+	t.Logf("flux job attach: %q", out)
+	if strings.Contains(out, "first") || strings.Count(out, "second") != 2 {
+		t.Errorf("flux job attach shows %q, want the second run's output", out)
+	}
+	dothex, _ := victim.Encode("dothex")
+	if kept := e.must("kvs", "get", "job."+dothex+".requeue.1.guest.output"); strings.Count(kept, "first") != 2 {
+		t.Errorf("the first run's output, kept: %q", kept)
+	}
+	listed := e.must("jobs", "-a", "-n", "-o", "{id.f58} {result} {t_submit} {exception.type}")
+	if n := strings.Count(listed, victim.String()); n != 1 {
+		t.Errorf("flux jobs -a lists the requeued job %d times:\n%s", n, listed)
+	}
+	if !strings.Contains(listed, victim.String()+" COMPLETED "+tSubmit+" preempt") {
+		t.Errorf("flux jobs -a:\n%s", listed)
+	}
+}
+
+// allocTime is the timestamp of the job's last alloc event.
+func allocTime(e *env, id jobid.ID) float64 {
+	var ts float64
+	for _, ev := range e.events(id) {
+		if ev.Name == "alloc" {
+			ts = ev.Timestamp
+		}
+	}
+	return ts
+}
