@@ -53,8 +53,22 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, as Caller) {
 	}
 	ctx, cancel := reqContext(r)
 	defer cancel()
-	if ri, ok := s.o.Instance.(rawJobsInstance); ok && !boolParam(r, "details", "detail") {
-		raw, err := ri.JobsRaw(ctx, as, only, limit) // api_jobs_raw.go
+	attrs, err := attrsParam(r) // api_jobs_raw.go
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, reply{Message: err.Error()})
+		return
+	}
+	ri, raw := s.o.Instance.(rawJobsInstance)
+	switch {
+	case attrs != nil && boolParam(r, "details", "detail"):
+		writeJSON(w, http.StatusBadRequest, reply{Message: "attrs and details do not go together (details gives every attribute)"})
+		return
+	case attrs != nil && !raw:
+		writeJSON(w, http.StatusNotImplemented, reply{Message: "this instance cannot list chosen attributes"})
+		return
+	}
+	if raw && !boolParam(r, "details", "detail") {
+		raw, err := ri.JobsRaw(ctx, as, only, limit, attrs)
 		if err != nil {
 			s.instanceError(w, "listing jobs", err, nil)
 			return

@@ -59,7 +59,7 @@ func browser(t *testing.T) context.Context {
 	if err := chromedp.Do(bctx); err != nil {
 		t.Fatalf("starting chromium: %v", err)
 	}
-	ctx, tcancel := context.WithTimeout(bctx, 60*time.Second) // a hang guard
+	ctx, tcancel := context.WithTimeout(bctx, 180*time.Second) // a hang guard (10k jobs run on a loaded machine)
 	t.Cleanup(tcancel)
 	return ctx
 }
@@ -100,7 +100,8 @@ func waitJS(t *testing.T, ctx context.Context, what, expr string) {
 
 // TestWebBrowser drives the dashboard in headless Chromium against a
 // real instance and flux web: log in with a token, watch a job whose
-// name is HTML appear and start without a reload, cancel it from its
+// name is HTML appear and start without a reload (from the jobs stream,
+// the list fetched once), cancel it from its
 // page and see it end canceled (and in flux jobs), read its eventlog
 // and output, and open the nodes, queues and usage pages, with a
 // screenshot of each and one at a phone's viewport.
@@ -130,6 +131,11 @@ func TestWebBrowser(t *testing.T) {
 	id := e.submit("--job-name="+evil, "sleep", "300")
 	row := fmt.Sprintf(`tr[data-id="%d"]`, uint64(id))
 	do(t, ctx, "the job appears and runs", chromedp.WaitVisible(chromedp.CSS(row+` td.s-RUN`)))
+	// it came on the jobs stream: the page listed the jobs once (after
+	// the login; before it, the listing was refused)
+	if n := get(t, ctx, "listings", chromedp.Evaluate[int](`performance.getEntriesByType("resource").filter((e) => e.name.includes("/ui/v1/jobs?") && e.responseStatus === 200).length`)); n != 1 {
+		t.Errorf("the jobs page listed the jobs %d times, want once (then the stream)", n)
+	}
 	name := get(t, ctx, "the job's name", chromedp.TextContent(chromedp.CSS(row+" td.name")))
 	imgs := get(t, ctx, "elements", chromedp.Evaluate[int](`document.querySelectorAll("#jobs img, #jobs script").length`))
 	title := get(t, ctx, "title", chromedp.Title())
@@ -181,9 +187,16 @@ func TestWebBrowser(t *testing.T) {
 	// the jobs page's load time with 10k jobs (printed, not asserted)
 	do(t, ctx, "desktop", chromedp.EmulateViewport(1280, 800))
 	e.must("submit", "--cc=1-10000", "--quiet", testDuration("0s"), "true")
+	e.must("queue", "drain") // the page of a quiet instance: no job runs as it loads
 	n := get(t, ctx, "jobs listed", chromedp.Evaluate[int](`fetch("/ui/v1/jobs").then(r => r.json()).then(j => j.jobs.length)`, chromedp.EvalAwaitPromise))
 	do(t, ctx, "reload", chromedp.Navigate(w.url+"/?load=10k#jobs"))
 	waitJS(t, ctx, "the table populated", `document.body.dataset.jobsLoaded !== undefined`)
-	ms := get(t, ctx, "load time", chromedp.Evaluate[float64](`Number(document.body.dataset.jobsLoaded)`))
-	t.Logf("jobs page with %d jobs: table populated %.0f ms after navigation", n, ms)
+	var ph struct{ Loaded, Start, Fetch, Parse, Render float64 }
+	ph.Loaded = get(t, ctx, "load time", chromedp.Evaluate[float64](`Number(document.body.dataset.jobsLoaded)`))
+	ph.Start = get(t, ctx, "load start", chromedp.Evaluate[float64](`Number(document.body.dataset.jobsStart)`))
+	ph.Fetch = get(t, ctx, "fetch time", chromedp.Evaluate[float64](`Number(document.body.dataset.jobsFetch)`))
+	ph.Parse = get(t, ctx, "parse time", chromedp.Evaluate[float64](`Number(document.body.dataset.jobsParse)`))
+	ph.Render = get(t, ctx, "render time", chromedp.Evaluate[float64](`Number(document.body.dataset.jobsRender)`))
+	t.Logf("jobs page with %d jobs: table populated %.0f ms after navigation (page and stream ready at %.0f ms, then fetch %.0f ms, JSON parse %.0f ms, table %.0f ms)",
+		n, ph.Loaded, ph.Start, ph.Fetch, ph.Parse, ph.Render)
 }

@@ -50,10 +50,31 @@ function fmtTime(t) { return t ? new Date(t * 1000).toLocaleString() : ""; }
 function fmtDur(s) { s = Math.round(s || 0); return s < 60 ? s + "s" : s < 3600 ? Math.floor(s / 60) + "m" + (s % 60) + "s" : (s / 3600).toFixed(1) + "h"; }
 
 // ---- jobs ----
+// The jobs page lists the jobs once (GET /jobs with the table's
+// attributes only) and then follows GET /jobs/events: each change is a
+// job-list record that replaces the row's. Only one page of rows is in
+// the DOM at a time.
+const stateNames = { 1: "NEW", 2: "DEPEND", 4: "PRIORITY", 8: "SCHED", 16: "RUN", 32: "CLEANUP", 64: "INACTIVE" };
+const resultNames = { 1: "COMPLETED", 2: "FAILED", 4: "CANCELED", 8: "TIMEOUT" };
+const jobAttrs = "userid,name,queue,state,result,nnodes,urgency,priority,t_submit,t_depend,t_priority,t_sched,t_run,t_cleanup,t_inactive";
+const tKeys = ["t_submit", "t_depend", "t_priority", "t_sched", "t_run", "t_cleanup", "t_inactive"];
+const pageSize = 100;
+
+function jState(j) { return stateNames[j.state] || String(j.state); }
+function jResult(j) { return j.state === 64 ? resultNames[j.result] || "" : ""; }
+function jRuntime(j) { return j.t_run ? Math.max((j.t_cleanup || Date.now() / 1000) - j.t_run, 0) : 0; }
+// latest is when the record last changed state: a record from the
+// stream replaces the row's unless it is older.
+function latest(j) { let t = 0; for (const k of tKeys) if (j[k] > t) t = j[k]; return t; }
+// Job IDs are 64-bit: they are kept as decimal strings (a JSON number
+// past 2^53 would lose digits) and ordered by length, then text.
+function quoteIDs(text) { return text.replace(/"id":(\d+)/g, '"id":"$1"'); }
+function cmpID(a, b) { return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0); }
+
 const jobCols = [
-  ["id", "ID", (j) => j.id], ["user", "User", (j) => j.username || j.userid], ["name", "Name", (j) => j.name],
-  ["queue", "Queue", (j) => j.queue || "", "wide"], ["state", "State", (j) => j.state], ["result", "Result", (j) => j.result, "wide"],
-  ["nnodes", "Nodes", (j) => j.nnodes, "wide"], ["runtime", "Runtime", (j) => j.runtime], ["t_submit", "Submitted", (j) => j.t_submit, "wide"],
+  ["id", "ID", (j) => j.id], ["user", "User", (j) => j.userid], ["name", "Name", (j) => j.name || ""],
+  ["queue", "Queue", (j) => j.queue || "", "wide"], ["state", "State", jState], ["result", "Result", jResult, "wide"],
+  ["nnodes", "Nodes", (j) => j.nnodes || "", "wide"], ["runtime", "Runtime", jRuntime], ["t_submit", "Submitted", (j) => j.t_submit, "wide"],
 ];
 let jobSort = { key: "id", dir: -1 };
 
@@ -63,49 +84,140 @@ function pageJobs() {
   const fUser = el("input", { id: "f-user", placeholder: "user" });
   const fName = el("input", { id: "f-name", placeholder: "name" });
   const head = el("tr", {}, ...jobCols.map(([k, t, , c]) => el("th", { class: c || "", "data-key": k, onclick: () => {
-    jobSort = { key: k, dir: jobSort.key === k ? -jobSort.dir : 1 }; render();
+    jobSort = { key: k, dir: jobSort.key === k ? -jobSort.dir : 1 }; page = 0; refilter(); render();
   } }, t)));
   const body = el("tbody", { id: "jobs-body" });
-  const status = el("p", { id: "jobs-status" });
-  main.replaceChildren(el("h1", {}, "Jobs"), el("div", { class: "filters" }, fState, fUser, fName), status,
+  const status = el("span", { id: "jobs-status" });
+  const prev = el("button", { type: "button", id: "jobs-prev", onclick: () => { page--; render(); } }, "‹ newer");
+  const next = el("button", { type: "button", id: "jobs-next", onclick: () => { page++; render(); } }, "older ›");
+  main.replaceChildren(el("h1", {}, "Jobs"), el("div", { class: "filters" }, fState, fUser, fName),
+    el("p", { class: "pager" }, prev, status, next),
     el("div", { class: "scroll" }, el("table", { id: "jobs" }, el("thead", {}, head), body)));
-  let jobs = [];
-  const rows = new Map();
-  function render() {
+
+  const jobs = new Map(); // id -> record
+  let shown = [];         // the filtered jobs, sorted
+  let page = 0, loaded = false, buffered = [], stopped = false, pollTimer = 0;
+
+  function filtered() {
     const st = fState.value, u = fUser.value.toLowerCase(), n = fName.value.toLowerCase();
-    const col = jobCols.find((c) => c[0] === jobSort.key);
-    const shown = jobs.filter((j) => (!st || j.state === st) && (!u || String(j.username || j.userid).toLowerCase().includes(u)) &&
-      (!n || String(j.name || "").toLowerCase().includes(n)));
-    shown.sort((a, b) => { const x = col[2](a), y = col[2](b); return (x < y ? -1 : x > y ? 1 : 0) * jobSort.dir; });
+    return !st && !u && !n ? null : (j) => (!st || jState(j) === st) && (!u || String(j.userid).includes(u)) &&
+      (!n || String(j.name || "").toLowerCase().includes(n));
+  }
+  function cmp(a, b) {
+    if (jobSort.key === "id") return cmpID(a.id, b.id) * jobSort.dir;
+    const f = jobCols.find((c) => c[0] === jobSort.key)[2];
+    const x = f(a), y = f(b);
+    return ((x < y ? -1 : x > y ? 1 : 0) || cmpID(a.id, b.id)) * jobSort.dir;
+  }
+  function refilter() {
+    const keep = filtered();
+    shown = [];
+    for (const j of jobs.values()) if (!keep || keep(j)) shown.push(j);
+    shown.sort(cmp);
+  }
+  // rows are kept per job while on the page and only their changed
+  // cells are written, so a row's elements stay the same as it updates
+  let rows = new Map();
+  function fill(tr, j) {
+    jobCols.forEach(([k, , f, c], i) => {
+      let v = f(j);
+      if (k === "runtime") v = fmtDur(v); else if (k === "t_submit") v = fmtTime(v);
+      v = v == null ? "" : String(v);
+      const td = tr.children[i];
+      const cls = (c || "") + (k === "name" ? " name" : "") + (k === "state" ? " state s-" + jState(j) : "");
+      if (td.className !== cls) td.className = cls;
+      if (k === "id") { if (!td.firstChild) td.append(el("a", { href: "#job/" + j.id }, v)); }
+      else if (td.textContent !== v) td.textContent = v;
+    });
+  }
+  function render() {
+    const pages = Math.max(1, Math.ceil(shown.length / pageSize));
+    page = Math.min(Math.max(page, 0), pages - 1);
     const frag = document.createDocumentFragment();
-    for (const j of shown) {
+    const kept = new Map();
+    for (const j of shown.slice(page * pageSize, (page + 1) * pageSize)) {
       let tr = rows.get(j.id);
-      if (!tr) { tr = el("tr", { "data-id": j.id }); rows.set(j.id, tr); }
-      const cells = jobCols.map(([k, , f, c]) => {
-        let v = f(j);
-        if (k === "runtime") v = fmtDur(v); else if (k === "t_submit") v = fmtTime(v);
-        const td = el("td", { class: (c || "") + (k === "name" ? " name" : "") + (k === "state" ? " state s-" + j.state : "") });
-        if (k === "id") td.append(el("a", { href: "#job/" + j.id }, v)); else td.textContent = v == null ? "" : String(v);
-        return td;
-      });
-      tr.replaceChildren(...cells);
+      if (!tr) {
+        tr = document.createElement("tr");
+        tr.dataset.id = j.id;
+        for (let i = 0; i < jobCols.length; i++) tr.append(document.createElement("td"));
+      }
+      fill(tr, j);
+      kept.set(j.id, tr);
       frag.append(tr);
     }
+    rows = kept;
     body.replaceChildren(frag);
-    status.textContent = shown.length + " of " + jobs.length + " jobs";
+    const from = shown.length ? page * pageSize + 1 : 0, to = Math.min((page + 1) * pageSize, shown.length);
+    status.textContent = " " + from + "–" + to + " of " + shown.length + " shown, " + jobs.size + " jobs ";
+    prev.disabled = page === 0;
+    next.disabled = page >= pages - 1;
   }
-  [fState, fUser, fName].forEach((e) => e.addEventListener("input", render));
-  let timer = 0, stopped = false;
+  [fState, fUser, fName].forEach((e) => e.addEventListener("input", () => { page = 0; refilter(); render(); }));
+
+  // apply takes records from the stream; with the default order and no
+  // filter a new job is put in its place without sorting the rest
+  function apply(recs) {
+    let full = false;
+    const simple = jobSort.key === "id" && !filtered();
+    for (const r of recs) {
+      const have = jobs.get(r.id);
+      if (have && latest(r) < latest(have)) continue;
+      const j = have ? Object.assign(have, r) : r;
+      if (!have) {
+        jobs.set(j.id, j);
+        if (simple) {
+          let lo = 0, hi = shown.length;
+          while (lo < hi) { const m = (lo + hi) >> 1; if (cmp(shown[m], j) < 0) lo = m + 1; else hi = m; }
+          shown.splice(lo, 0, j);
+        } else full = true;
+      } else if (!simple) full = true;
+    }
+    if (full) refilter();
+    render();
+  }
   async function load() {
+    const t0 = performance.now();
     try {
-      jobs = await api("/jobs?details=true&listing=true");
+      const r = await fetch("/ui/v1/jobs?attrs=" + jobAttrs, { credentials: "same-origin" });
+      if (r.status === 401) { showLogin(); return; }
+      const text = await r.text();
+      if (!r.ok) throw new Error((JSON.parse(text) || {}).Message || r.statusText);
+      const t1 = performance.now();
+      const list = JSON.parse(quoteIDs(text)).jobs;
+      const t2 = performance.now();
+      jobs.clear();
+      for (const j of list) jobs.set(j.id, j);
+      loaded = true;
+      const b = buffered; buffered = [];
+      for (const recs of b) for (const r of recs) { const have = jobs.get(r.id); if (!have || latest(r) >= latest(have)) jobs.set(r.id, have ? Object.assign(have, r) : r); }
+      refilter();
       render();
-      document.body.dataset.jobsLoaded = String(performance.now());
+      const t3 = performance.now();
+      if (document.body.dataset.jobsLoaded === undefined) {
+        Object.assign(document.body.dataset, { jobsFetch: String(t1 - t0), jobsParse: String(t2 - t1), jobsRender: String(t3 - t2), jobsStart: String(t0) });
+        document.body.dataset.jobsLoaded = String(t3);
+      }
     } catch (e) { status.textContent = e.message; }
-    if (!stopped) timer = setTimeout(load, 1000);
   }
-  load();
-  return () => { stopped = true; clearTimeout(timer); };
+  // runtimes of running jobs on the page move on
+  const tick = setInterval(() => { if (shown.slice(page * pageSize, (page + 1) * pageSize).some((j) => j.state === 16 || j.state === 32)) render(); }, 1000);
+
+  const es = new EventSource("/ui/v1/jobs/events");
+  es.addEventListener("ready", () => { loaded = false; buffered = []; load(); });
+  es.addEventListener("reset", () => { loaded = false; buffered = []; load(); });
+  es.addEventListener("jobs", (ev) => {
+    const recs = JSON.parse(quoteIDs(ev.data));
+    if (loaded) apply(recs); else buffered.push(recs);
+  });
+  es.onerror = () => {
+    // no stream (a server that is not the instance's owner): list every 5 s
+    if (es.readyState === EventSource.CLOSED && !stopped && !pollTimer) {
+      const poll = async () => { await load(); if (!stopped) pollTimer = setTimeout(poll, 5000); };
+      poll();
+    }
+  };
+  return () => { stopped = true; es.close(); clearInterval(tick); clearTimeout(pollTimer); };
 }
 
 // ---- one job ----
