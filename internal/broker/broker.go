@@ -101,6 +101,12 @@ type Config struct {
 	// TBONTimeout is how long an overlay peer may be silent before it is
 	// declared lost.
 	TBONTimeout time.Duration
+	// TorpidMin is how often a broker sends keepalives on an idle link
+	// (tbon.torpid_min, 5s by default); TorpidMax is how long a child
+	// may be silent before its parent marks it torpid (tbon.torpid_max,
+	// 30s by default; negative: never). A torpid child gets no new work
+	// until it is heard again (overlay_torpid.go).
+	TorpidMin, TorpidMax time.Duration
 	// ConnectTimeout bounds how long a child retries reaching its parent.
 	ConnectTimeout time.Duration
 	// QuorumTimeout bounds how long rank 0 waits for all brokers to join
@@ -135,6 +141,12 @@ func (c *Config) setDefaults() {
 	if c.TBONTimeout == 0 {
 		c.TBONTimeout = 30 * time.Second
 	}
+	if c.TorpidMin == 0 {
+		c.TorpidMin = defaultTorpidMin
+	}
+	if c.TorpidMax == 0 {
+		c.TorpidMax = defaultTorpidMax
+	}
 	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = 30 * time.Second
 	}
@@ -156,6 +168,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Rank > 0 && c.ParentURI == "" {
 		return fmt.Errorf("rank %d needs a parent URI", c.Rank)
+	}
+	if err := c.validateTorpid(); err != nil { // overlay_torpid.go
+		return err
 	}
 	if len(c.Hostlist) != 0 && uint32(len(c.Hostlist)) != c.Size {
 		return fmt.Errorf("hostlist has %d hosts for %d ranks", len(c.Hostlist), c.Size)
@@ -368,6 +383,7 @@ func (b *Broker) initAttrs() error {
 	a.set("tbon.fanout", strconv.FormatUint(uint64(b.cfg.Fanout), 10), imm)
 	a.set("tbon.level", strconv.Itoa(b.topo().depth(b.rank)), imm)
 	a.set("tbon.timeout", b.cfg.TBONTimeout.String(), imm)
+	b.setTorpidAttrs() // overlay_torpid.go
 	a.set("hostname", hosts[b.rank], imm)
 	b.setSizeAttrs(b.Size(), hosts) // size, hostlist, tbon.maxlevel ... (resize.go)
 	a.set("security.owner", strconv.FormatUint(uint64(b.owner), 10), imm)

@@ -627,7 +627,8 @@ func (s *builtins) moduleStats(r *flux.Request) {
 func (s *builtins) overlayStatus(r *flux.Request) {
 	var kids []flux.OverlayChildStatus
 	for _, cs := range s.b.overlay.childStates() {
-		kids = append(kids, flux.OverlayChildStatus{Rank: cs.rank, Status: cs.state, Duration: time.Since(cs.since).Seconds(), Error: cs.err})
+		kids = append(kids, flux.OverlayChildStatus{Rank: cs.rank, Status: cs.state, Duration: time.Since(cs.since).Seconds(),
+			Error: cs.err, Torpid: cs.torpid})
 	}
 	host, _, _ := s.b.attrs.get("hostname")
 	state, _ := s.b.state.Load().(string)

@@ -45,6 +45,8 @@ type link struct {
 	pk       peerKind
 	ident    string
 	lastRecv atomic.Int64
+	torpid   atomic.Bool // a child silent for tbon.torpid_max (overlay_torpid.go)
+	silent   atomic.Bool // dropped for silence: nothing heard for tbon.timeout
 
 	mu       sync.Mutex
 	inflight map[inflightID]*message.Message // requests sent over this link awaiting responses
@@ -145,12 +147,13 @@ func (l *link) failInflight(r *router, why string) {
 }
 
 type childState struct {
-	rank  uint32
-	state string
-	ready bool   // the child's whole subtree has joined
-	err   string // why it was lost (flux overlay errors); "" unless lost
-	link  *link
-	since time.Time
+	rank   uint32
+	state  string
+	ready  bool   // the child's whole subtree has joined
+	torpid bool   // in childStates' snapshots: its link is torpid
+	err    string // why it was lost (flux overlay errors); "" unless lost
+	link   *link
+	since  time.Time
 }
 
 // overlay owns this broker's tree-based overlay network (TBON) links: one
@@ -181,7 +184,7 @@ func newOverlay(b *Broker) *overlay {
 		gen:      make(chan struct{}),
 		shutdown: make(chan int, 1),
 		timeout:  b.cfg.TBONTimeout,
-		interval: b.cfg.TBONTimeout / 5,
+		interval: keepaliveInterval(b.cfg.TBONTimeout, b.cfg.TorpidMin, b.cfg.TorpidMax),
 	}
 	for _, c := range b.topo().children(b.rank) {
 		o.children[c] = &childState{rank: c, state: stateOffline, since: time.Now()}
@@ -412,6 +415,7 @@ func (o *overlay) acceptChild(c net.Conn) {
 	}
 	o.mu.Unlock()
 	b.router.removePeer(l)
+	o.linkEnded(l) // overlay_torpid.go
 	why = fmt.Sprintf("broker rank %d is offline", rank)
 	if !graceful {
 		why = fmt.Sprintf("broker rank %d was lost", rank)
@@ -529,6 +533,10 @@ func (o *overlay) connectParent(uri string) error {
 		o.mu.Unlock()
 		b.router.removePeer(l)
 		l.failInflight(b.router, "parent broker was lost")
+		if l.silent.Load() && !b.stopping.Load() {
+			// cut off: the instance ends this node's jobs
+			b.fence("nothing heard from the parent for " + o.timeout.String()) // overlay_fence.go
+		}
 		select {
 		case o.shutdown <- -1:
 			if !b.stopping.Load() {
@@ -550,6 +558,7 @@ func readBuffered(l *link, r *message.Reader) error {
 			return err
 		}
 		l.lastRecv.Store(time.Now().UnixNano())
+		l.o.heard(l) // overlay_torpid.go
 		// a message from another broker is not local to this one, as
 		// the sender's credentials may say it was where it started
 		m.Rolemask &^= message.RoleLocal
@@ -630,7 +639,10 @@ func (o *overlay) keepalive(stop <-chan struct{}) {
 		o.mu.Unlock()
 		for _, l := range links {
 			l.push(ka)
-			if time.Duration(now-l.lastRecv.Load()) > o.timeout {
+			silent := time.Duration(now - l.lastRecv.Load())
+			o.checkTorpid(l, silent) // overlay_torpid.go
+			if silent > o.timeout {
+				l.silent.Store(true)
 				o.b.log.Error("overlay: peer stopped responding", "rank", l.rank, "timeout", o.timeout)
 				l.drop("no keepalive within " + o.timeout.String())
 			}
@@ -702,7 +714,9 @@ func (o *overlay) childStates() []childState {
 	defer o.mu.Unlock()
 	out := make([]childState, 0, len(o.children))
 	for _, cs := range o.children {
-		out = append(out, childState{rank: cs.rank, state: cs.state, err: cs.err, since: cs.since})
+		st := childState{rank: cs.rank, state: cs.state, err: cs.err, since: cs.since}
+		st.torpid = cs.link != nil && cs.link.torpid.Load()
+		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b childState) int { return cmp.Compare(a.rank, b.rank) })
 	return out

@@ -144,6 +144,9 @@ func Run(o Options) (code int, err error) {
 			cfg.ReloadTOML = func() (map[string]any, error) { return table, nil }
 		}
 	}
+	if err := applyTorpid(attrs, cfg.TOML, &cfg); err != nil { // torpid.go
+		return 1, err
+	}
 	cfg.CheckTOML = CheckConfig
 	cfg.NoteTOML = ConfigNotes
 	if m, ok := attrs["broker.boot-method"]; ok && !knownBootMethods[m] {

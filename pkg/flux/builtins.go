@@ -104,4 +104,6 @@ type OverlayChildStatus struct {
 	Status   string  `json:"status"`
 	Duration float64 `json:"duration"`
 	Error    string  `json:"error,omitempty"` // why a lost child was lost
+	// Torpid: the child has been silent for tbon.torpid_max
+	Torpid bool `json:"torpid,omitempty"`
 }

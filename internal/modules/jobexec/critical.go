@@ -7,6 +7,7 @@ import (
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/idset"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
 // Critical ranks: by default every shell of a job is critical, and
@@ -80,4 +81,17 @@ func (s *shellExec) lostNoncritical(j *execJob, rank uint, err error) {
 	sj.lost = append(sj.lost, rank)
 	j.exception("node-failure", 1, fmt.Sprintf("lost non-critical job shell on broker rank %d: %v", rank, err))
 	s.shellExited(j, rank, 0)
+}
+
+// hostOf names broker rank for a message about job j: "rank N (host)",
+// the host as the job's R names it (the instance's hostlist attribute
+// as job-exec read it at load may name a broker booted from a list of
+// addresses by its address, before the broker gave its hostname).
+func (j *execJob) hostOf(rank uint) string {
+	if R, err := rset.Parse(j.R); err == nil {
+		if h, ok := R.Host(rank); ok {
+			return fmt.Sprintf("rank %d (%s)", rank, h)
+		}
+	}
+	return j.x.hostOf(rank)
 }

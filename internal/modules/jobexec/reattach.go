@@ -219,7 +219,7 @@ func (s *shellExec) detach(j *execJob, rank uint, err error) {
 		since = time.Now()
 		sj.detached[rank] = since
 		j.x.log.Info(fmt.Sprintf("job %s: lost contact with its shell on %s (%v): waiting up to %v for it",
-			j.id.String(), j.x.hostOf(rank), err, j.x.reattachTimeout))
+			j.id.String(), j.hostOf(rank), err, j.x.reattachTimeout))
 	}
 	// 100 ms, doubling up to 2 s
 	d := 100 * time.Millisecond
@@ -236,7 +236,7 @@ func (s *shellExec) attachShell(j *execJob, rank uint) {
 	}
 	if since, ok := sj.detached[rank]; ok && time.Since(since) > j.x.reattachTimeout {
 		s.shellFailed(j, rank, &lostShell{fmt.Sprintf("lost contact with the job shell on %s, which did not come back within %v",
-			j.x.hostOf(rank), j.x.reattachTimeout)})
+			j.hostOf(rank), j.x.reattachTimeout)})
 		return
 	}
 	f, err := j.x.h.RPC("job-shell.attach", uint32(rank), map[string]any{"id": j.id, "userid": j.userid}, flux.Streaming)
@@ -248,7 +248,7 @@ func (s *shellExec) attachShell(j *execJob, rank uint) {
 	f.Then(func(m *flux.Message, err error) {
 		if err != nil && flux.ErrnoOf(err) == syscall.ENOENT && sj.futs[rank] == f {
 			delete(sj.futs, rank)
-			s.shellFailed(j, rank, &lostShell{fmt.Sprintf("the job shell on %s is gone: %s", j.x.hostOf(rank), flux.ErrorText(err))})
+			s.shellFailed(j, rank, &lostShell{fmt.Sprintf("the job shell on %s is gone: %s", j.hostOf(rank), flux.ErrorText(err))})
 			return
 		}
 		s.response(j, f, rank, m, err)
@@ -263,7 +263,7 @@ func (s *shellExec) attached(j *execJob, rank uint) {
 		return
 	}
 	delete(sj.detached, rank)
-	j.x.log.Info(fmt.Sprintf("job %s: its shell on %s is back after %v", j.id.String(), j.x.hostOf(rank),
+	j.x.log.Info(fmt.Sprintf("job %s: its shell on %s is back after %v", j.id.String(), j.hostOf(rank),
 		time.Since(since).Round(time.Millisecond)))
 	if sj.lastSig != 0 {
 		// signals sent while it was away

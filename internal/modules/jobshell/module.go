@@ -129,6 +129,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	h.HandleFunc("job-shell.hello", m.hello)
 	h.HandleFunc("job-shell.list", m.list)
 	h.HandleFunc("job-shell.pids", m.pids)
+	m.registerFence() // fence.go
 	for _, method := range []string{"kill", "stdin", "pmi-fence", "output", "lost", "grow"} {
 		h.HandleFunc("job-shell."+method, m.relayByJob)
 	}

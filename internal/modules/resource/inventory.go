@@ -41,6 +41,7 @@ type inventory struct {
 	ranks   idset.Set // ranks of R
 	exclude idset.Set
 	online  idset.Set
+	torpid  idset.Set // silent for tbon.torpid_max (torpid.go)
 	drained map[uint]drainInfo
 
 	reports  map[uint32]helloPayload // discovery: reports so far
@@ -331,7 +332,7 @@ func (inv *inventory) ready(r *flux.Request) bool {
 
 // avail is the set of ranks the scheduler may use.
 func (inv *inventory) avail() idset.Set {
-	s := inv.online.Intersect(inv.ranks).Difference(inv.exclude)
+	s := inv.online.Intersect(inv.ranks).Difference(inv.exclude).Difference(inv.torpid)
 	for rank := range inv.drained {
 		s.Remove(rank)
 	}
@@ -395,6 +396,7 @@ func (inv *inventory) watch(rank uint32) {
 		inv.log.Debug(fmt.Sprintf("rank %d went offline: %v", rank, err))
 		if inv.online.Contains(uint(rank)) && !inv.cfg.ForceUp {
 			inv.online.Remove(uint(rank))
+			inv.torpid.Remove(uint(rank))
 			inv.wentOffline.Add(uint(rank))
 			inv.changed()
 		}
@@ -515,7 +517,7 @@ func (inv *inventory) status(r *flux.Request) {
 		"online":  inv.online.Intersect(inv.ranks).String(),
 		"offline": offline.String(),
 		"exclude": inv.exclude.String(),
-		"torpid":  "",
+		"torpid":  inv.torpid.Intersect(inv.online).String(),
 		"drain":   inv.drainInfo(),
 	})
 }

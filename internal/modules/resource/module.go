@@ -38,8 +38,9 @@
 //	    RFC 28's (grow.go); a nested instance follows its job's
 //	    R_delta_add and R_delta_sub the same way (nest.go)
 //
-// The module does not track torpid (unresponsive) nodes: resource.status
-// always reports an empty torpid set.
+// Torpid (unresponsive) ranks, as their parents report them, are listed
+// by resource.status and withheld from scheduling until heard again
+// (torpid.go).
 //
 // The module keeps RFC 44 events in the KVS resource.eventlog
 // (resource-define, drain, undrain, online, offline, and resource-grow
@@ -55,6 +56,7 @@ import (
 	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
@@ -100,6 +102,9 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		return fmt.Errorf("subscribe to resource.rehello: %w", err)
 	}
 	if rank == 0 {
+		if err := h.OnOwnerEvent(ctx, wire.OverlayTorpidTopic, inv.torpidEvent); err != nil { // torpid.go
+			return fmt.Errorf("subscribe to %s: %w", wire.OverlayTorpidTopic, err)
+		}
 		// ranks that greeted an earlier instance of this module must
 		// say hello again
 		if err := h.Publish("resource.rehello", nil, false); err != nil {
