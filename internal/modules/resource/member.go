@@ -172,9 +172,14 @@ func (m *member) sayHello(ctx context.Context, p *helloPayload) {
 			m.log.Error(fmt.Sprintf("resource.hello to rank 0: %v", err))
 			return
 		}
+		// rank 0's module publishes resource.rehello when it starts: a
+		// kick ends the wait at once (with many brokers starting on a
+		// loaded machine the back-off alone left ranks down for up to
+		// 2 s after rank 0 could hear them)
 		select {
 		case <-ctx.Done():
 			return
+		case <-m.kickC:
 		case <-time.After(delay):
 		}
 	}
