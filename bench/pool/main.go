@@ -5,7 +5,7 @@
 // child's initial program) or pushed as a command file per child (flux
 // capacitor --wait). Runs alternate; the time from the first child's
 // submission until every child has ended is printed for each, and the
-// pool/capacitor ratio of each pair.
+// pool/capacitor ratio of each pair, and the load average after it.
 //
 // With -profile DIR, each run writes CPU profiles (go tool pprof reads
 // them) of the parent's rank 0 broker (RUN.parent.cpu), each child's
@@ -92,8 +92,8 @@ func main() {
 			fatal(fmt.Errorf("capacitor run %d: %w", i, err))
 		}
 		ratios = append(ratios, p/c)
-		fmt.Printf("pair %d: flux pool %.2f s (%.0f jobs/s), flux capacitor %.2f s (%.0f jobs/s): pool/capacitor %.2f\n",
-			i, p, float64(*n)/p, c, float64(*n)/c, p/c)
+		fmt.Printf("pair %d: flux pool %.2f s (%.0f jobs/s), flux capacitor %.2f s (%.0f jobs/s): pool/capacitor %.2f (load average %s)\n",
+			i, p, float64(*n)/p, c, float64(*n)/c, p/c, loadavg())
 	}
 	sort.Float64s(ratios)
 	fmt.Printf("median pool/capacitor time: %.2f (target <= 1.20)\n", ratios[len(ratios)/2])
@@ -130,7 +130,7 @@ func writeScripts(dir string, n, children, window int) error {
 		pullOpt = " --window=" + strconv.Itoa(window)
 	}
 	var pool strings.Builder
-	fmt.Fprintf(&pool, "set -e\nflux pool submit -p bench --cc=1-%d --quiet true\nflux pool close -p bench\n%st0=$(date +%%s.%%N)\nids=\n", n, profStart)
+	fmt.Fprintf(&pool, "set -e\nflux pool submit -p bench --cc=1-%[1]d --quiet true\nflux pool close -p bench\n%[2]st0=$(date +%%s.%%N)\nids=\n", n, profStart)
 	for i := range children {
 		fmt.Fprintf(&pool, "ids=\"$ids $(flux batch --flags=waitable -N1 --wrap sh %s %d cli flux pool pull%s -p bench)\"\n", child, i, pullOpt)
 	}
@@ -219,6 +219,15 @@ func run(bin string, size int, script string, env []string) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no time in the output: %s", out)
+}
+
+// loadavg is the machine's 1-minute load average ("?" if unknown).
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
 }
 
 func fatal(err error) {

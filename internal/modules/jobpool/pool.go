@@ -38,10 +38,11 @@ const Name = "job-pool"
 // kvsDir is where pools are kept: kvsDir.UID.NAME.meta, and two logs
 // per bucket of items (B = ID/bucketSize) that are only ever appended
 // to: .added.B, a line {"id","t_add","jobspec"} per item added, and
-// .results.B, the record of each item once its result is in (no
-// jobspec). An add or a batch of results is then one append per bucket
-// it touches, a new blob and a longer list of blob references, never a
-// rewrite of records written before; handing items out writes nothing
+// .results.B.C (see resultsKey), the record of each item once its
+// result is in (no jobspec). An add or a batch of results is then one
+// append per log it touches, a new blob and a longer list of blob
+// references, never a rewrite of records written before; handing items
+// out writes nothing
 // (a pulled item is pending again after a restart anyway: whoever held
 // it was connected to the instance that stopped). Two older layouts
 // (.items.B.ID with .jobspecs.B.ID, and before the buckets .items.ID
@@ -142,15 +143,25 @@ func (p *pool) base() string {
 	return kvsDir + "." + strconv.FormatUint(uint64(p.userid), 10) + "." + p.name
 }
 
-// logKey is the log of the given kind (added, results) that holds
-// item id's record.
-func (p *pool) logKey(kind string, id int64) string {
-	return p.base() + "." + kind + "." + strconv.FormatInt(id/bucketSize, 10)
+// addedKey is the added log holding item id's record.
+func (p *pool) addedKey(id int64) string {
+	return p.base() + ".added." + strconv.FormatInt(id/bucketSize, 10)
 }
+
+// resultsKey is the results log holding item id's record: a tenth of a
+// bucket each (.results.B.C, C = ID/resultsSize mod 10), since results
+// come a batch at a time and each batch appended adds a reference to
+// its log, and a commit rewrites the directory holding the log.
+func (p *pool) resultsKey(id int64) string {
+	return p.base() + ".results." + strconv.FormatInt(id/bucketSize, 10) + "." + strconv.FormatInt(id/resultsSize%(bucketSize/resultsSize), 10)
+}
+
+// resultsSize is how many items share a results log.
+const resultsSize = bucketSize / 10
 
 // logAdded queues an item's added record (its id, jobspec and time).
 func (s *service) logAdded(p *pool, it *Item) {
-	s.batch.AppendShared(p.logKey("added", it.ID), appendAdded(nil, it))
+	s.batch.AppendShared(p.addedKey(it.ID), appendAdded(nil, it))
 }
 
 // logResult queues a done item's record for its results log.
@@ -161,7 +172,7 @@ func (s *service) logResult(p *pool, it *Item) {
 	if err != nil {
 		return // an Item always encodes
 	}
-	s.batch.AppendShared(p.logKey("results", it.ID), append(b, '\n'))
+	s.batch.AppendShared(p.resultsKey(it.ID), append(b, '\n'))
 }
 
 func (s *service) saveMeta(p *pool) {

@@ -64,44 +64,72 @@ func (s *service) restorePool(ctx context.Context, p *pool, base string) error {
 	if err != nil {
 		return err
 	}
-	for _, kind := range []string{"added", "results"} {
-		if e := dir.Entry(kind); e == nil || !e.IsDir() {
+	added := func(data []byte) error {
+		return parseAdded(data, func(it *Item) { p.items[it.ID] = it })
+	}
+	results := func(data []byte) error {
+		return parseResults(data, func(rec *wire.PoolItem) {
+			// a result whose added record is missing is kept without
+			// its jobspec: it is done and never pulled
+			it := p.items[rec.ID]
+			if it == nil {
+				it = &Item{}
+				p.items[rec.ID] = it
+			}
+			js := it.Jobspec
+			it.PoolItem = *rec
+			it.Jobspec = js
+		})
+	}
+	// the added records first: a result applies to its item
+	for _, l := range []struct {
+		kind  string
+		depth int
+		read  func([]byte) error
+	}{{"added", 1, added}, {"results", 2, results}} {
+		if e := dir.Entry(l.kind); e == nil || !e.IsDir() {
 			continue
 		}
-		buckets, err := kvs.Dir(ctx, s.h, "", base+"."+kind)
-		if err != nil {
+		if err := s.readLogs(ctx, base+"."+l.kind, l.depth, l.read); err != nil {
 			return err
-		}
-		for _, b := range buckets.Names() {
-			k := buckets.KeyAt(b)
-			data, err := kvs.GetRaw(ctx, s.h, "", k)
-			if err != nil {
-				return fmt.Errorf("%s: %w", k, err)
-			}
-			if kind == "added" {
-				err = parseAdded(data, func(it *Item) { p.items[it.ID] = it })
-			} else {
-				err = parseResults(data, func(rec *wire.PoolItem) {
-					// a result whose added record is missing is kept
-					// without its jobspec: it is done and never pulled
-					it := p.items[rec.ID]
-					if it == nil {
-						it = &Item{}
-						p.items[rec.ID] = it
-					}
-					js := it.Jobspec
-					it.PoolItem = *rec
-					it.Jobspec = js
-				})
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", k, err)
-			}
 		}
 	}
 	if e := dir.Entry("items"); e != nil && e.IsDir() {
 		if err := s.restoreOld(ctx, p, base); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// readLogs calls read with each log under the directory dir, depth
+// levels of directories down.
+func (s *service) readLogs(ctx context.Context, dir string, depth int, read func([]byte) error) error {
+	d, err := kvs.Dir(ctx, s.h, "", dir)
+	if err != nil {
+		return err
+	}
+	for _, n := range d.Names() {
+		k := d.KeyAt(n)
+		if e := d.Entry(n); e != nil && e.IsDir() != (depth > 1) {
+			what := "log"
+			if depth > 1 {
+				what = "directory of logs"
+			}
+			return fmt.Errorf("%s: want a %s", k, what)
+		}
+		if depth > 1 {
+			if err := s.readLogs(ctx, k, depth-1, read); err != nil {
+				return err
+			}
+			continue
+		}
+		data, err := kvs.GetRaw(ctx, s.h, "", k)
+		if err == nil {
+			err = read(data)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", k, err)
 		}
 	}
 	return nil

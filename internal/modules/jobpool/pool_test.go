@@ -274,7 +274,7 @@ func TestLogsRestore(t *testing.T) {
 		}
 		return strings.Count(v, "\n")
 	}
-	if n0, n1, r := lines("job-pool.0.p.added.0"), lines("job-pool.0.p.added.1"), lines("job-pool.0.p.results.0"); n0 != bucketSize-1 || n1 != 3 || r != 2 {
+	if n0, n1, r := lines("job-pool.0.p.added.0"), lines("job-pool.0.p.added.1"), lines("job-pool.0.p.results.0.0"); n0 != bucketSize-1 || n1 != 3 || r != 2 {
 		t.Fatalf("logs hold %d + %d added and %d result records, want %d + 3 and 2", n0, n1, r, bucketSize-1)
 	}
 	reload(t, h)
@@ -297,6 +297,18 @@ func TestLogsRestore(t *testing.T) {
 	}
 	if last := got.Items[bucketSize-2]; last.ID != bucketSize+1 || string(last.Jobspec) != string(specs[bucketSize]) {
 		t.Fatalf("item %d after a reload: %s", last.ID, last.Jobspec)
+	}
+	// results in other logs (items 150 and 1001) read back too
+	if err := h.Call(ctx, Name+".done", 0, map[string]any{"pool": "p", "results": []map[string]any{
+		{"id": 150, "result": res}, {"id": bucketSize + 1, "result": res}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	reload(t, h)
+	if err := h.Call(ctx, Name+".list", 0, map[string]any{"pool": "p"}, &list); err != nil {
+		t.Fatal(err)
+	}
+	if list.Pool.Done != 4 || list.Items[149].State != StateDone || list.Items[bucketSize].State != StateDone {
+		t.Fatalf("after the second reload: %+v", list.Pool)
 	}
 
 	// the layout before the logs: a state record and a jobspec per item
