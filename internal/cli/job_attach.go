@@ -110,6 +110,12 @@ type attacher struct {
 	progress atomic.Int64
 	writing  atomic.Bool   // copying an event out (a slow reader is no stall)
 	status   *attachStatus // nil without a status line
+	// runT0: the first exec event's timestamp (float64 bits) of the run
+	// followed (job_attach_requeue.go)
+	runT0 atomic.Uint64
+	// writeMu: the output watches of two runs of a requeued job may
+	// overlap for a moment (write, partial)
+	writeMu sync.Mutex
 }
 
 // attachStall is how long the logs of an inactive job may bring nothing
@@ -139,10 +145,7 @@ func attachJob(h *flux.Handle, id jobid.ID, o attachOptions, stdin io.Reader, ou
 	// the main one (job-info waits for them to appear while the job is
 	// active and ends the watches when it is done): nothing waits for
 	// one log's event to begin watching the next.
-	execDone := make(chan error, 1)
-	outDone := make(chan error, 1)
-	go func() { execDone <- a.followExec(ctx) }()
-	go func() { outDone <- a.followOutput(ctx) }()
+	fw := a.startFollows(ctx, o.tail)
 	err := watchEventlogPath(ctx, h, id, "eventlog", func(ev eventlog.Event) bool {
 		a.mu.Lock()
 		if a.t0 == 0 {
@@ -168,6 +171,8 @@ func attachJob(h *flux.Handle, id jobid.ID, o attachOptions, stdin io.Reader, ou
 				}
 				fmt.Fprintf(errw, "%.3fs: job.exception %s type=%s severity=%d%s\n", ev.Timestamp-a.t0, id.String(), c.Type, c.Severity, note)
 			}
+		case "requeue":
+			fw = a.requeued(ctx, fw, ev.Timestamp) // job_attach_requeue.go
 		case "finish":
 			var c struct {
 				Status int `json:"status"`
@@ -195,7 +200,7 @@ func attachJob(h *flux.Handle, id jobid.ID, o attachOptions, stdin io.Reader, ou
 	for _, c := range []struct {
 		what string
 		done chan error
-	}{{"exec eventlog", execDone}, {"output", outDone}} {
+	}{{"exec eventlog", fw.exec}, {"output", fw.out}} {
 		last, seen := a.progress.Load(), time.Now()
 	wait:
 		for {
@@ -254,6 +259,7 @@ func (a *attacher) start() float64 {
 func (a *attacher) followExec(ctx context.Context) error {
 	err := watchEventlogPath(ctx, a.h, a.id, "guest.exec.eventlog", func(ev eventlog.Event) bool {
 		a.progress.Add(1)
+		a.runStarted(ev.Timestamp)
 		if a.o.showExec {
 			fmt.Fprintf(a.errw, "%.3fs: exec.%s %s\n", ev.Timestamp-a.start(), ev.Name, ev.Context)
 		}
@@ -280,9 +286,9 @@ func (a *attacher) followExec(ctx context.Context) error {
 
 // followOutput copies the output eventlog to our stdout/stderr (with
 // --tail, only the last lines of what was written before attach).
-func (a *attacher) followOutput(ctx context.Context) error {
+func (a *attacher) followOutput(ctx context.Context, withTail bool) error {
 	var tail *outputTail
-	if a.o.tail {
+	if withTail {
 		n, err := outputEntries(ctx, a.h, a.id)
 		if err != nil {
 			return err
@@ -344,6 +350,8 @@ func (a *attacher) followOutput(ctx context.Context) error {
 
 // write prints output, with "RANK: " before each line when labeling.
 func (a *attacher) write(w io.Writer, stream, rank, data string) {
+	a.writeMu.Lock()
+	defer a.writeMu.Unlock()
 	if !a.o.labelIO {
 		io.WriteString(w, data)
 		return
@@ -362,6 +370,8 @@ func (a *attacher) write(w io.Writer, stream, rank, data string) {
 }
 
 func (a *attacher) flushPartial() {
+	a.writeMu.Lock()
+	defer a.writeMu.Unlock()
 	for key, buf := range a.partial {
 		if len(buf) == 0 {
 			continue

@@ -1,13 +1,16 @@
 package integration
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/fluxgo/fluxgo/internal/testinstance"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
@@ -135,6 +138,45 @@ touch %[1]s/ran.$r; echo first $r; echo $$ > %[1]s/pid.$r; exec sleep 300`, dir)
 	}
 	if !strings.Contains(listed, victim.String()+" COMPLETED "+tSubmit+" preempt") {
 		t.Errorf("flux jobs -a:\n%s", listed)
+	}
+
+	// an attach begun in the first run (flux run's) follows the job
+	// into its second run, and exits with the second run's status
+	dir2 := t.TempDir()
+	script2 := fmt.Sprintf(`r=$FLUX_TASK_RANK; if [ -e %[1]s/ran.$r ]; then echo second $r; exit 0; fi
+touch %[1]s/ran.$r; echo first $r; exec sleep 300`, dir2)
+	again := e.submit("-q", "standby", "-N2", "-n2", c, "sh", "-c", script2)
+	e.waitEvent(again, "start")
+	var attachOut, attachErr bytes.Buffer
+	cmd := exec.Command(e.inst.Bin, "job", "attach", again.String())
+	cmd.Env = append(os.Environ(), "FLUX_URI="+e.inst.URI)
+	cmd.Stdout, cmd.Stderr = &attachOut, &attachErr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.waitOutput(again, 2)
+	urgent = e.submit("-q", "batch", "-N2", "-n2", c, "true")
+	if r := e.result(urgent); r != "COMPLETED" {
+		t.Fatalf("the second urgent job: %s", r)
+	}
+	if r := e.result(again); r != "COMPLETED" {
+		t.Fatalf("the second requeued job: %s", r)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("flux job attach: %v\n%s", err, attachErr.String())
+		}
+	case <-time.After(60 * time.Second): // hang guard
+		cmd.Process.Kill()
+		t.Fatalf("flux job attach did not end with the job:\n%s", attachErr.String())
+	}
+	got := attachOut.String()
+	t.Logf("flux job attach from the first run: %q, stderr %q", got, attachErr.String())
+	if strings.Count(got, "first") != 2 || strings.Count(got, "second") != 2 || !strings.Contains(attachErr.String(), "requeue 1 of max-requeue=5") {
+		t.Errorf("flux job attach from the first run printed %q, stderr %q", got, attachErr.String())
 	}
 }
 
