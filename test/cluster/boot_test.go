@@ -29,7 +29,10 @@ tbon-endpoints = [ "tcp://192.168.1.1:8020", "tcp://192.168.1.2:8020", "tcp://19
 func fluxCmd(t *testing.T, bin, rundir string, args ...string) (string, error) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(cleanEnv(), "FLUX_URI=local://"+filepath.Join(rundir, "local"))
+	// jobs get the submitter's environment: the flux under test is the
+	// one their flux commands find
+	cmd.Env = append(cleanEnv(), "FLUX_URI=local://"+filepath.Join(rundir, "local"),
+		"PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

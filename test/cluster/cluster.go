@@ -137,6 +137,10 @@ func New(t testing.TB, o Options) *Cluster {
 		ipcmd(t, "-n", h.NetNS, "addr", "add", fmt.Sprintf("%s/%d", addr, o.Subnet.Bits()), "dev", "eth0")
 		ipcmd(t, "-n", h.NetNS, "link", "set", "eth0", "up")
 		ipcmd(t, "-n", h.NetNS, "link", "set", "lo", "up")
+		// a default route out of eth0, as a machine has: brokers of
+		// nested instances pick the interface it leaves by
+		// (tbon.interface-hint's default)
+		ipcmd(t, "-n", h.NetNS, "route", "add", "default", "dev", "eth0")
 		h.startHolder()
 		c.Hosts = append(c.Hosts, h)
 	}

@@ -100,6 +100,7 @@ func overlayState(t *testing.T, bin, rundir string, rank int) string {
 // runs. Stopped again for longer, it is torpid and then lost, and its
 // broker, started again, rejoins.
 func TestTorpid(t *testing.T) {
+	t.Parallel() // its own hosts and bridge
 	c, bin := failureCluster(t, 3, 2)
 	r0 := rundirOf(c.Hosts[0])
 	leaf := c.Hosts[2]

@@ -73,6 +73,7 @@ func eventlog(t *testing.T, bin, rundir, id string, extra ...string) []jobEvent 
 // eventlogs get nothing from it afterwards. The host then runs jobs
 // again.
 func TestPartition(t *testing.T) {
+	t.Parallel() // its own hosts and bridge
 	c, bin := failureCluster(t, 3, 2)
 	r0 := rundirOf(c.Hosts[0])
 	cut := c.Hosts[2]
