@@ -21,6 +21,7 @@ MAIN_EVENTS = frozenset(
         "dependency-remove",
         "priority",
         "flux-restart",
+        "requeue",
         "urgency",
         "alloc",
         "prolog-start",
