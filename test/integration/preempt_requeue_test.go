@@ -190,3 +190,65 @@ func allocTime(e *env, id jobid.ID) float64 {
 	}
 	return ts
 }
+
+// TestPreemptRequeueCrash: an instance killed (SIGKILL, every broker)
+// while a requeued job's tasks are still being killed comes back with
+// the job being requeued: its surviving shells are reattached and killed
+// again (no restart exception ends it), and it goes back to the queue,
+// runs again and completes.
+func TestPreemptRequeueCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an instance")
+	}
+	conf := t.TempDir()
+	if err := os.WriteFile(filepath.Join(conf, "preempt.toml"), []byte(
+		"[queues.standby]\npreemptible = true\n[queues.batch]\n[sched-simple]\npreempt-mode = \"requeue\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	// the first instance never escalates to SIGKILL; the second does
+	// at once
+	attrs := func(kill string) map[string]string {
+		return map[string]string{"statedir": state, "job-exec.kill-timeout": kill, "job-exec.reattach-timeout": "60s"}
+	}
+	opts := testinstance.Options{Size: 1, Attrs: attrs("600s"), Args: []string{"--config-path", conf}}
+	e := &env{t: t, inst: testinstance.Start(t, opts)}
+	cores, _ := strconv.Atoi(e.must("resource", "list", "-n", "-o", "{ncores}"))
+	if cores < 1 {
+		t.Skip("no cores")
+	}
+	c := fmt.Sprintf("--cores-per-task=%d", cores)
+	dir := t.TempDir()
+	// the first run ignores SIGTERM (for two minutes at most)
+	script := fmt.Sprintf(`if [ -e %[1]s/ran ]; then echo second; exit 0; fi
+touch %[1]s/ran; echo $$ > %[1]s/pid; trap "" TERM; for i in $(seq 120); do sleep 1; done`, dir)
+	victim := e.submit("-q", "standby", "-n1", c, "sh", "-c", script)
+	e.waitEvent(victim, "start")
+	var pid int
+	e.waitFor("the task's pid", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "pid"))
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return pid > 0
+	})
+	urgent := e.submit("-q", "batch", "-n1", c, "true")
+	e.waitEvent(victim, "exception")
+	e.inst.Kill()
+	if syscall.Kill(pid, 0) != nil {
+		t.Fatal("the task died with the instance: nothing to reattach")
+	}
+	opts.Attrs = attrs("0.1s")
+	e = &env{t: t, inst: testinstance.Start(t, opts)}
+	e.waitEvent(victim, "requeue")
+	e.waitFor("the task killed", func() bool { return syscall.Kill(pid, 0) == syscall.ESRCH })
+	if r := e.result(urgent); r != "COMPLETED" {
+		t.Fatalf("the urgent job: %s", r)
+	}
+	if r := e.result(victim); r != "COMPLETED" {
+		t.Fatalf("the requeued job: %s\n%s", r, e.must("job", "eventlog", victim.String()))
+	}
+	log := e.must("job", "eventlog", victim.String())
+	t.Logf("eventlog:\n%s", log)
+	if strings.Contains(log, `type="restart"`) || strings.Count(log, " start") != 2 {
+		t.Errorf("eventlog:\n%s", log)
+	}
+}
