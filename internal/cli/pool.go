@@ -396,6 +396,13 @@ type pullEvent struct {
 	isReport bool // a job-pool.done answered (err: refused)
 }
 
+// reportBatch and reportDelay are when flux pool pull reports results:
+// once it has reportBatch, or the first has waited reportDelay.
+const (
+	reportBatch = 256
+	reportDelay = 100 * time.Millisecond
+)
+
 type pullDone struct {
 	item   int64
 	result wire.PoolResult
@@ -456,10 +463,19 @@ func pullJobs(ctx context.Context, h *flux.Handle, o pullOptions, errw io.Writer
 	}
 	// Results go back in batches, one job-pool.done in flight at a time
 	// and never in the way of the loop: what ends while one is out goes
-	// in the next.
+	// in the next. A batch goes once it holds reportBatch results, or
+	// its first waited reportDelay, or nothing is left running here:
+	// each batch costs the parent a KVS commit and a checkpoint, and
+	// batches of one or two results (what the jobs' ends one by one gave)
+	// made those commits most of the parent's work.
 	var unreported, reporting []wire.PoolReport
+	var reportTimer <-chan time.Time // the first unreported result's delay
+	reportDue := false               // ... is over
 	report := func() {
-		reporting, unreported = unreported, nil
+		n := min(len(unreported), wire.MaxPoolReports)
+		reporting = unreported[:n:n]
+		unreported = append([]wire.PoolReport(nil), unreported[n:]...)
+		reportTimer, reportDue = nil, false
 		req := map[string]any{"pool": o.pool, "results": reporting}
 		f, err := ph.RPC("job-pool.done", 0, req, 0)
 		if err != nil {
@@ -486,6 +502,8 @@ func pullJobs(ctx context.Context, h *flux.Handle, o pullOptions, errw io.Writer
 		var ev pullEvent
 		select {
 		case ev = <-events:
+		case <-reportTimer:
+			reportDue = true
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -519,11 +537,15 @@ func pullJobs(ctx context.Context, h *flux.Handle, o pullOptions, errw io.Writer
 				fmt.Fprintf(errw, "flux-pool: item %d: %s %s %s\n", ev.done.item, orDash(r.Jobid), r.Result, r.Note)
 			}
 		}
-		if reporting == nil && len(unreported) > 0 {
+		if len(unreported) > 0 && reportTimer == nil && !reportDue {
+			reportTimer = time.After(reportDelay)
+		}
+		if reporting == nil && len(unreported) > 0 && (reportDue || len(unreported) >= reportBatch || inflight == 0) {
 			report()
 		}
 		// ask for more in batches: once a quarter of the window is free
-		// (each pull costs the parent a commit of the items it hands out)
+		// (each pull is a request to the parent's rank 0 and an answer
+		// carrying the jobspecs)
 		if pullOut || window-inflight < refill && !(closed && inflight == 0) {
 			continue
 		}
