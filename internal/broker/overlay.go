@@ -172,7 +172,28 @@ type overlay struct {
 	timeout  time.Duration
 	interval time.Duration
 	lostHook func(rank uint32)
-	wg       sync.WaitGroup
+	// unsent: join reports (resize.go) made while this broker had no
+	// parent link, by rank, sent when it joins (under mu)
+	unsent map[uint32]grownReport
+	wg     sync.WaitGroup
+}
+
+// holdReport keeps a join report for the parent until there is one.
+func (o *overlay) holdReport(rep grownReport) {
+	o.mu.Lock()
+	p := o.parent
+	if p == nil {
+		if o.unsent == nil {
+			o.unsent = make(map[uint32]grownReport)
+		}
+		o.unsent[rep.Rank] = rep
+	}
+	o.mu.Unlock()
+	if p != nil {
+		// a parent link that would not take it: it is going away, and
+		// the broker with it
+		o.b.log.Warn("overlay: could not report a join to the parent", "rank", rep.Rank, "size", rep.Size)
+	}
 }
 
 func newOverlay(b *Broker) *overlay {
@@ -499,8 +520,13 @@ func (o *overlay) connectParent(uri string) error {
 	l.q.allowInline(c)
 	o.mu.Lock()
 	o.parent = l
+	unsent := o.unsent
+	o.unsent = nil
 	o.mu.Unlock()
 	b.router.addPeer(l)
+	for _, rep := range unsent {
+		b.reportGrown(&rep)
+	}
 	go func() {
 		// tell the parent once our subtree is complete and our own
 		// modules have started (quorum: as in flux-core, rank 0 runs the

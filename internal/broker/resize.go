@@ -171,7 +171,10 @@ func (b *Broker) reportGrown(rep *grownReport) {
 	m := &message.Message{Type: message.Control, CtlType: ctlGrown, CtlStatus: rep.Size}
 	m.MarshalPayload(rep)
 	if !b.overlay.sendParent(m) {
-		b.log.Warn("overlay: could not report a join to the parent", "rank", rep.Rank, "size", rep.Size)
+		// not joined to the parent yet (a child can join this broker
+		// first): sent once it is (overlay.go), or rank 0 would never
+		// learn the child's hostname
+		b.overlay.holdReport(*rep)
 	}
 }
 
