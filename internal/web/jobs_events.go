@@ -12,7 +12,7 @@ const (
 	// jobs stream: the changes of a burst are gathered (a job that
 	// changed three times is sent once), so a browser watching a busy
 	// instance renders a few times a second, not per event.
-	jobsStreamInterval = 250 * time.Millisecond
+	jobsStreamInterval = 500 * time.Millisecond
 	// jobsPerMessage bounds one "jobs" message's records.
 	jobsPerMessage = 1000
 	// streamKeepalive is how often an idle stream sends a comment, so

@@ -121,7 +121,8 @@ function pageJobs() {
   function fill(tr, j) {
     jobCols.forEach(([k, , f, c], i) => {
       let v = f(j);
-      if (k === "runtime") v = fmtDur(v); else if (k === "t_submit") v = fmtTime(v);
+      if (k === "runtime") v = fmtDur(v);
+      else if (k === "t_submit") { if (j._submitted === undefined) j._submitted = fmtTime(v); v = j._submitted; }
       v = v == null ? "" : String(v);
       const td = tr.children[i];
       const cls = (c || "") + (k === "name" ? " name" : "") + (k === "state" ? " state s-" + jState(j) : "");
@@ -147,7 +148,11 @@ function pageJobs() {
       frag.append(tr);
     }
     rows = kept;
-    body.replaceChildren(frag);
+    // rows in the same order as before: only their cells changed
+    const now = body.children;
+    let same = now.length === frag.children.length;
+    for (let i = 0; same && i < now.length; i++) same = now[i] === frag.children[i];
+    if (!same) body.replaceChildren(frag);
     const from = shown.length ? page * pageSize + 1 : 0, to = Math.min((page + 1) * pageSize, shown.length);
     status.textContent = " " + from + "–" + to + " of " + shown.length + " shown, " + jobs.size + " jobs ";
     prev.disabled = page === 0;
