@@ -139,9 +139,18 @@ func TestTorpid(t *testing.T) {
 		t.Fatalf("flux submit -N3: %v: %s", err, out)
 	}
 	id := strings.TrimSpace(out)
-	if st, _ := fluxCmd(t, bin, r0, "jobs", "-n", "-o", "{state}", id); strings.TrimSpace(st) != "SCHED" {
-		t.Errorf("a 3-node job with a node torpid is %q, want SCHED", strings.TrimSpace(st))
-	}
+	poll(t, 10*time.Second, "the 3-node job waiting for resources", func() (bool, string) {
+		out, _ := fluxCmd(t, bin, r0, "jobs", "-n", "-o", "{state}", id)
+		switch st := strings.TrimSpace(out); st {
+		case "SCHED":
+			return true, st
+		case "RUN", "CLEANUP", "INACTIVE":
+			t.Fatalf("a 3-node job with a node torpid got its nodes: %s", st)
+		}
+		return false, out
+	})
+	out, _ = fluxCmd(t, bin, r0, "resource", "status")
+	t.Logf("flux resource status with rank 2 torpid:\n%s", out)
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
