@@ -162,6 +162,15 @@ touch %[1]s/ran.$r; echo first $r; exec sleep 300`, dir2)
 	if r := e.result(again); r != "COMPLETED" {
 		t.Fatalf("the second requeued job: %s", r)
 	}
+	// it sorts before the urgent job (older), yet yields to it: the
+	// urgent job starts first, and the requeued one is not preempted
+	// again for it
+	if a, b := allocTime(e, urgent), allocTime(e, again); a > b {
+		t.Errorf("the requeued job started again at %v, before the job it was preempted for (%v)", b, a)
+	}
+	if n := strings.Count(e.must("job", "eventlog", again.String()), " requeue count="); n != 1 {
+		t.Errorf("the job was requeued %d times", n)
+	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"syscall"
 
 	"github.com/fluxgo/fluxgo/internal/sched"
 	"github.com/fluxgo/fluxgo/internal/wire"
@@ -156,6 +157,7 @@ func (s *scheduler) preempt() {
 	note := "preempted by job " + jobid.ID(head.ID).String()
 	for _, id := range chosen {
 		s.victims[id] = head.ID
+		s.yieldTo[id] = head.ID
 		s.log.Info(fmt.Sprintf("job %s %s", jobid.ID(id).String(), note))
 		f, err := s.h.RPC("job-manager.preempt", flux.NodeidAny, wire.PreemptRequest{
 			ID: jobid.ID(id), Note: note, Mode: s.cfg.PreemptMode, MaxRequeue: s.cfg.MaxRequeue}, 0)
@@ -163,10 +165,83 @@ func (s *scheduler) preempt() {
 			s.log.Error("preempt: raise", "id", jobid.ID(id).String(), "err", err)
 			continue
 		}
-		f.Then(func(_ *flux.Message, err error) {
+		f.Then(func(m *flux.Message, err error) {
+			var resp wire.PreemptResponse
+			if err == nil {
+				err = m.UnmarshalPayload(&resp)
+			}
 			if err != nil {
-				s.log.Error("preempt: raise", "id", jobid.ID(id).String(), "err", err)
+				s.log.Error("preempt", "id", jobid.ID(id).String(), "err", err)
+			}
+			if !resp.Requeued {
+				delete(s.yieldTo, id) // it does not come back
 			}
 		})
 	}
+}
+
+// A requeued job keeps its submit time, so it may sort ahead of the job
+// it made room for; started again at once, it would be preempted again
+// for the same job, over and over up to max-requeue. So a preempted job
+// yields: its next alloc request waits aside (s.yielding) while the job
+// it was preempted for is still pending, and joins the queue at the
+// first pass after that job started or left. yieldTo remembers, per
+// preempted job, the job it yields to, until its next alloc request (or
+// the job manager says it was not requeued).
+
+// yield keeps a requeued job's alloc request aside while the job it was
+// preempted for is pending; it reports whether it did.
+func (s *scheduler) yield(j *sched.Job) bool {
+	head, ok := s.yieldTo[j.ID]
+	if !ok {
+		return false
+	}
+	if s.queue.Get(head) == nil {
+		delete(s.yieldTo, j.ID)
+		return false
+	}
+	s.yielding[j.ID] = j
+	return true
+}
+
+// unyield moves the yielding jobs whose preemptor is no longer pending
+// into the queue (before a pass).
+func (s *scheduler) unyield() {
+	for id, j := range s.yielding {
+		if s.queue.Get(s.yieldTo[id]) != nil {
+			continue
+		}
+		delete(s.yielding, id)
+		delete(s.yieldTo, id)
+		if err := s.queue.Add(j); err != nil {
+			s.log.Error(fmt.Sprintf("requeued job %s: %v", jobid.ID(id).String(), err))
+			respondType(j.Data.(*flux.Request), id, allocDeny, "duplicate sched.alloc request")
+		}
+	}
+}
+
+// cancelYielding answers sched.cancel for a yielding job; it reports
+// whether id was one.
+func (s *scheduler) cancelYielding(id uint64) bool {
+	j, ok := s.yielding[id]
+	if !ok {
+		return false
+	}
+	delete(s.yielding, id)
+	delete(s.yieldTo, id)
+	respondType(j.Data.(*flux.Request), id, allocCancel, "")
+	return true
+}
+
+// forgetYielding drops the yielding jobs (the job manager was replaced:
+// their requests died with it) or, with err, fails their requests (the
+// module unloads).
+func (s *scheduler) forgetYielding(err error) {
+	for id, j := range s.yielding {
+		if r, ok := j.Data.(*flux.Request); ok && err != nil {
+			r.Errorf(syscall.ENOSYS, "%v", err)
+		}
+		delete(s.yielding, id)
+	}
+	clear(s.yieldTo)
 }

@@ -1,12 +1,21 @@
 package schedsimple
 
 import (
+	"context"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/fluxgo/fluxgo/internal/broker"
+	"github.com/fluxgo/fluxgo/internal/broker/brokertest"
+	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/internal/modules/resource"
 	"github.com/fluxgo/fluxgo/internal/sched"
 	"github.com/fluxgo/fluxgo/internal/wire"
+	"github.com/fluxgo/fluxgo/pkg/flux"
+	"github.com/fluxgo/fluxgo/pkg/jobspec"
 	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
@@ -107,4 +116,117 @@ func testPool(t *testing.T) *sched.Pool {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// preemptJM is a job manager that holds no jobs at hello and answers
+// job-manager.preempt as a requeue, passing the requests to the test.
+type preemptJM struct {
+	ready    chan struct{}
+	preempts chan wire.PreemptRequest
+}
+
+func (*preemptJM) Name() string { return "job-manager" }
+func (j *preemptJM) Run(ctx context.Context, h *flux.Handle, _ []string) error {
+	h.HandleFunc("job-manager.sched-hello", func(r *flux.Request) { r.Respond(map[string]any{"alloc": []any{}}) })
+	h.HandleFunc("job-manager.sched-ready", func(r *flux.Request) {
+		r.Respond(nil)
+		close(j.ready)
+	})
+	h.HandleFunc("job-manager.preempt", func(r *flux.Request) {
+		var req wire.PreemptRequest
+		r.Decode(&req)
+		r.Respond(wire.PreemptResponse{Requeued: true})
+		j.preempts <- req
+	})
+	return h.Serve(ctx)
+}
+
+// TestPreemptYield: sched-simple asks the job manager to preempt with
+// its preempt-mode and max-requeue, and a requeued job, which keeps its
+// older submit time, does not start again ahead of the job it was
+// preempted for (to be preempted again): its new alloc request waits
+// until that job started.
+func TestPreemptYield(t *testing.T) {
+	jm := &preemptJM{ready: make(chan struct{}), preempts: make(chan wire.PreemptRequest, 4)}
+	reg := module.NewRegistry()
+	reg.Register(resource.Name, resource.New)
+	reg.Register(Name, New)
+	reg.Register("job-manager", func() module.Module { return jm })
+	inst := brokertest.Start(t, brokertest.Options{
+		Size: 1, Registry: reg,
+		Attrs: map[string]string{"resource.config": `[{"hosts":"n0","cores":"0-1"}]`, "resource.monitor-force-up": "1"},
+		Modules: []broker.ModuleSpec{{Name: resource.Name}, {Name: "job-manager"},
+			{Name: Name, Args: []string{"preempt-mode=requeue", "max-requeue=3"}}},
+	})
+	select {
+	case <-jm.ready:
+	case <-time.After(30 * time.Second): // hang guard
+		t.Fatal("no sched-ready")
+	}
+	h := inst.Handle(0)
+	ctx := brokertest.Ctx(t)
+	spec := func(preemptible bool) json.RawMessage {
+		js, _ := jobspec.FromCommand([]string{"x"}, jobspec.CommandOptions{NTasks: 2})
+		raw, _ := js.MarshalJSON()
+		var doc map[string]any
+		json.Unmarshal(raw, &doc)
+		doc["attributes"].(map[string]any)["system"].(map[string]any)["preemptible"] = preemptible
+		b, _ := json.Marshal(doc)
+		return b
+	}
+	alloc := func(id uint64, ts float64, js json.RawMessage) *flux.Future {
+		f, err := h.RPC("sched.alloc", flux.NodeidAny, map[string]any{"id": id, "priority": 16, "userid": 0, "t_submit": ts, "jobspec": js}, flux.Streaming)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	next := func(f *flux.Future) allocResp {
+		t.Helper()
+		c, cancel := context.WithTimeout(ctx, 30*time.Second) // hang guard
+		defer cancel()
+		m, err := f.Next(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r allocResp
+		m.UnmarshalPayload(&r)
+		return r
+	}
+	victim := next(alloc(1, 1, spec(true)))
+	if victim.Type != 0 {
+		t.Fatalf("the preemptible job: %+v", victim)
+	}
+	urgent := alloc(2, 2, spec(false))
+	var req wire.PreemptRequest
+	select {
+	case req = <-jm.preempts:
+	case <-time.After(30 * time.Second): // hang guard
+		t.Fatal("no job-manager.preempt")
+	}
+	if req.ID != 1 || req.Mode != wire.PreemptRequeue || req.MaxRequeue != 3 || !strings.Contains(req.Note, "preempted by job") {
+		t.Fatalf("job-manager.preempt %+v", req)
+	}
+	// requeued: its resources back and its alloc again at once, with its
+	// submit time older than the urgent job's
+	if err := h.Call(ctx, "sched.free", flux.NodeidAny, map[string]any{"id": 1, "final": true, "R": victim.R}, nil); err != nil {
+		t.Fatal(err)
+	}
+	again := alloc(1, 1, spec(true))
+	u := next(urgent)
+	if u.Type != 0 || u.ID != 2 {
+		t.Fatalf("the urgent job: %+v", u)
+	}
+	// the requeued job runs once the urgent one is done
+	if err := h.Call(ctx, "sched.free", flux.NodeidAny, map[string]any{"id": 2, "final": true, "R": u.R}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if r := next(again); r.Type != 0 || r.ID != 1 {
+		t.Fatalf("the requeued job: %+v", r)
+	}
+	select {
+	case req := <-jm.preempts:
+		t.Fatalf("preempted again: %+v", req)
+	default:
+	}
 }

@@ -55,6 +55,11 @@ type scheduler struct {
 	// (preempt.go)
 	preemptible map[uint64]bool
 	victims     map[uint64]uint64
+	// yieldTo maps preempted jobs to the job they were preempted for,
+	// yielding holds the alloc requests of requeued ones that wait for
+	// it to start (preempt.go)
+	yieldTo  map[uint64]uint64
+	yielding map[uint64]*sched.Job
 	// unclaimed marks running jobs whose R could not be claimed at
 	// hello (an allocation conflict, e.g. after gpu-share was lowered):
 	// they get a fatal exception, and their free touches nothing
@@ -107,6 +112,8 @@ func newScheduler(h *flux.Handle, log *slog.Logger, cfg Config, fail context.Can
 		bound:        make(map[boundKey]*sched.Request),
 		held:         make(map[uint64]string),
 		victims:      make(map[uint64]uint64),
+		yieldTo:      make(map[uint64]uint64),
+		yielding:     make(map[uint64]*sched.Job),
 		debugAhead:   make(map[uint64]int),
 		reallocs:     make(map[uint64]*pendingRealloc),
 		reallocByJob: make(map[uint64]uint64),
@@ -152,6 +159,7 @@ func (s *scheduler) jmOnline(m *flux.Message) {
 	clear(s.running)
 	clear(s.preemptible)
 	clear(s.victims)
+	s.forgetYielding(nil)
 	clear(s.jobResv)
 	clear(s.baseReq)
 	clear(s.held)
@@ -381,6 +389,7 @@ func (s *scheduler) claim(id uint64, R json.RawMessage) error {
 // when they exit: with an error, which makes the job manager suspend
 // scheduling until a scheduler says sched-ready again.
 func (s *scheduler) shutdown() {
+	s.forgetYielding(fmt.Errorf("sched-simple is unloading"))
 	s.forgetReallocs(fmt.Errorf("sched-simple is unloading: %w", syscall.ENOSYS))
 	for j := range s.queue.All() {
 		if r, ok := j.Data.(*flux.Request); ok {
@@ -405,6 +414,9 @@ func (s *scheduler) schedule() {
 func (s *scheduler) pass() {
 	s.passDue = false
 	defer s.passStats.record(time.Now())
+	if len(s.yielding) > 0 {
+		s.unyield() // preempt.go
+	}
 	if s.queue.Len() == 0 {
 		clear(s.debugAhead)
 		return
@@ -443,8 +455,8 @@ func (s *scheduler) pass() {
 	if len(s.reallocs) > 0 {
 		s.denyNoWait()
 	}
-	if len(started) > 0 && s.queue.Len() > 0 {
-		s.schedule()
+	if len(started) > 0 && (s.queue.Len() > 0 || len(s.yielding) > 0) {
+		s.schedule() // (a yielding job may follow the job it yields to)
 		return
 	}
 	if len(s.preemptible) > 0 && s.queue.Len() > 0 {
@@ -497,6 +509,9 @@ func (s *scheduler) alloc(r *flux.Request) {
 		Preemptible: e.preemptible, Data: r}
 	if e.reservation != "" {
 		s.jobResv[id] = e.reservation
+	}
+	if s.yield(job) { // a requeued job waits for its preemptor (preempt.go)
+		return
 	}
 	if err := s.queue.Add(job); err != nil {
 		s.log.Error(fmt.Sprintf("sched.alloc: %v", err))
@@ -611,6 +626,9 @@ func (s *scheduler) cancel(r *flux.Request) {
 		return
 	}
 	delete(s.jobResv, req.ID)
+	if s.cancelYielding(req.ID) { // preempt.go
+		return
+	}
 	if j := s.queue.Remove(req.ID); j != nil {
 		respondType(j.Data.(*flux.Request), req.ID, allocCancel, "")
 		// the jobs behind it move up: into the lookahead, and
@@ -638,6 +656,9 @@ func (s *scheduler) prioritize(r *flux.Request) {
 			continue
 		}
 		s.queue.SetPriority(id, prio)
+		if j := s.yielding[id]; j != nil {
+			j.Priority = prio
+		}
 	}
 	s.schedule()
 }
