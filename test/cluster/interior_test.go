@@ -48,6 +48,13 @@ func TestInteriorLost(t *testing.T) {
 		lost.Round(time.Millisecond), want, time.Since(start).Round(time.Millisecond), failTimeout)
 	out, _ := fluxCmd(t, bin, r0, "overlay", "status", "--no-pretty")
 	t.Logf("overlay status with rank 1 cut off:\n%s", out)
+	// rank 0 learned the grandchildren's hostnames though they joined
+	// rank 1 before rank 1 joined it
+	for _, want := range []string{"3 node3: lost", "4 node4: lost"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("overlay status lacks %q", want)
+		}
+	}
 	for _, rank := range []int{3, 4} {
 		if st := overlayState(t, bin, r0, rank); st != "lost" {
 			t.Errorf("rank %d (below the lost rank 1) is %q, want lost", rank, st)
