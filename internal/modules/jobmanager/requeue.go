@@ -174,7 +174,9 @@ func (j *job) applyRequeue(ctx map[string]any) {
 	j.R = nil
 	j.annot = nil
 	j.allocPending, j.cancelSent, j.hasAlloc, j.bypass = false, false, false, false
-	j.realloc, j.rankOrder, j.subGrants = nil, nil, nil
+	// (a realloc request of the run is answered by the scheduler when
+	// the job's resources are freed: its callback clears j.realloc)
+	j.rankOrder, j.subGrants = nil, nil
 	j.reattach, j.schedKnows, j.allocRestored, j.resuming = false, false, false, false
 	j.startSent, j.killSent, j.started, j.releasedAll, j.freeSent = false, false, false, false, false
 	j.perilog = 0
