@@ -71,6 +71,12 @@ type Association struct {
 	DefaultBank    string   `json:"default_bank"`
 	Projects       []string `json:"projects"`
 	DefaultProject string   `json:"default_project"`
+	// JobUsage (decayed core-hours) and FairShare (in [0,1]) are the
+	// last fair-share pass's, filled in by the accounting module for
+	// view-user, list-users and view-bank (nil: no pass has seen the
+	// association yet); the store does not keep them.
+	JobUsage  *float64 `json:"job_usage,omitempty"`
+	FairShare *float64 `json:"fairshare,omitempty"`
 }
 
 // Project is a project jobs may be charged to (flux submit --project).

@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
+	"slices"
+	"strings"
 )
 
 // usageHistorySchema keeps each association's usage per period (the
@@ -29,15 +32,38 @@ type UsagePeriod struct {
 	CoreHours float64 `json:"core_hours"`
 }
 
+// UsageFilter selects and groups the usage history.
+type UsageFilter struct {
+	// Username and Bank keep one user's and one bank's periods ("":
+	// every one).
+	Username, Bank string
+	// Since and Until keep the periods starting in [Since, Until)
+	// (Until 0: no end).
+	Since, Until int64
+	// Group: "" or "association" (a row per user and bank), "user" (a
+	// user's banks summed: Bank is "") or "bank" (a bank's users
+	// summed: Username is "").
+	Group string
+	// Total sums the periods too: a row per group, Start the first
+	// period's.
+	Total bool
+}
+
+// The UsageFilter groups.
+const (
+	GroupAssociation = "association"
+	GroupUser        = "user"
+	GroupBank        = "bank"
+)
+
 // UsageStore is the usage history a store keeps beside the associations.
 type UsageStore interface {
 	// SetUsage writes each period's totals, replacing what was there
 	// (the module's pass recomputes a period from the archive).
 	SetUsage(ctx context.Context, ps []UsagePeriod) error
-	// UsageHistory lists the periods from since on, of username's
-	// associations ("": everyone's) in bank ("": every bank), by period
-	// then user then bank; byBank sums each bank's users.
-	UsageHistory(ctx context.Context, username, bank string, since int64, byBank bool) ([]UsagePeriod, error)
+	// UsageHistory lists the periods f selects, by period then user
+	// then bank (Total: by user then bank).
+	UsageHistory(ctx context.Context, f UsageFilter) ([]UsagePeriod, error)
 }
 
 var _ UsageStore = (*SQLStore)(nil)
@@ -68,13 +94,36 @@ func (s *SQLStore) SetUsage(ctx context.Context, ps []UsagePeriod) error {
 }
 
 // UsageHistory implements UsageStore.
-func (s *SQLStore) UsageHistory(ctx context.Context, username, bank string, since int64, byBank bool) ([]UsagePeriod, error) {
-	cols, group, order := "username, bank, period_start, jobs, core_hours", "", "period_start, username, bank"
-	if byBank {
-		cols, group, order = "'', bank, period_start, sum(jobs), sum(core_hours)", " GROUP BY bank, period_start", "period_start, bank"
+func (s *SQLStore) UsageHistory(ctx context.Context, f UsageFilter) ([]UsagePeriod, error) {
+	var user, bank string
+	switch f.Group {
+	case "", GroupAssociation:
+		user, bank = "username", "bank"
+	case GroupUser:
+		user, bank = "username", "''"
+	case GroupBank:
+		user, bank = "''", "bank"
+	default:
+		return nil, errf(ErrInvalid, "usage history: group %q: want association, user or bank", f.Group)
 	}
-	rows, err := s.query(ctx, s.db, "SELECT "+cols+" FROM usage_history WHERE period_start >= ? AND (? = '' OR username = ?) AND (? = '' OR bank = ?)"+group+" ORDER BY "+order,
-		since, username, username, bank, bank)
+	keys := []string{}
+	for _, k := range []string{user, bank} {
+		if k != "''" {
+			keys = append(keys, k)
+		}
+	}
+	start, group, order := "period_start", strings.Join(append(slices.Clone(keys), "period_start"), ", "), "period_start, "+strings.Join(keys, ", ")
+	if f.Total {
+		start, group, order = "min(period_start)", strings.Join(keys, ", "), strings.Join(keys, ", ")
+	}
+	until := f.Until
+	if until <= 0 {
+		until = math.MaxInt64
+	}
+	q := "SELECT " + user + ", " + bank + ", " + start + ", sum(jobs), sum(core_hours) FROM usage_history" +
+		" WHERE period_start >= ? AND period_start < ? AND (? = '' OR username = ?) AND (? = '' OR bank = ?)" +
+		" GROUP BY " + group + " ORDER BY " + order
+	rows, err := s.query(ctx, s.db, q, f.Since, until, f.Username, f.Username, f.Bank, f.Bank)
 	if err != nil {
 		return nil, fmt.Errorf("usage history: %w", err)
 	}

@@ -26,7 +26,7 @@ func usageSuite(t *testing.T, s UsageStore) {
 	if err := s.SetUsage(ctx, []UsagePeriod{{Username: "alice", Bank: "physics", Start: day, Jobs: 3, CoreHours: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	alice, err := s.UsageHistory(ctx, "alice", "", 0, false)
+	alice, err := s.UsageHistory(ctx, UsageFilter{Username: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func usageSuite(t *testing.T, s UsageStore) {
 	if !reflect.DeepEqual(want, alice) {
 		t.Errorf("alice's history:\n got %+v\nwant %+v", alice, want)
 	}
-	banks, err := s.UsageHistory(ctx, "", "physics", 0, true)
+	banks, err := s.UsageHistory(ctx, UsageFilter{Bank: "physics", Group: GroupBank})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,8 +46,41 @@ func usageSuite(t *testing.T, s UsageStore) {
 	if !reflect.DeepEqual(want, banks) {
 		t.Errorf("bank physics by period:\n got %+v\nwant %+v", banks, want)
 	}
-	if later, err := s.UsageHistory(ctx, "", "", day, false); err != nil || len(later) != 2 {
+	if later, err := s.UsageHistory(ctx, UsageFilter{Since: day}); err != nil || len(later) != 2 {
 		t.Errorf("since day 1: %v %v", later, err)
+	}
+	if first, err := s.UsageHistory(ctx, UsageFilter{Until: day}); err != nil || len(first) != 2 {
+		t.Errorf("until day 1: %v %v", first, err)
+	}
+	// totals over the periods, per association, user and bank
+	for _, c := range []struct {
+		f    UsageFilter
+		want []UsagePeriod
+	}{
+		{UsageFilter{Total: true}, []UsagePeriod{
+			{Username: "alice", Bank: "chem", Start: day, Jobs: 1, CoreHours: 0.25},
+			{Username: "alice", Bank: "physics", Start: 0, Jobs: 5, CoreHours: 3.5},
+			{Username: "bob", Bank: "physics", Start: 0, Jobs: 1, CoreHours: 4}}},
+		{UsageFilter{Group: GroupUser, Total: true}, []UsagePeriod{
+			{Username: "alice", Start: 0, Jobs: 6, CoreHours: 3.75},
+			{Username: "bob", Start: 0, Jobs: 1, CoreHours: 4}}},
+		{UsageFilter{Group: GroupBank, Total: true, Since: day}, []UsagePeriod{
+			{Bank: "chem", Start: day, Jobs: 1, CoreHours: 0.25},
+			{Bank: "physics", Start: day, Jobs: 3, CoreHours: 2}}},
+		{UsageFilter{Group: GroupUser, Username: "alice"}, []UsagePeriod{
+			{Username: "alice", Start: 0, Jobs: 2, CoreHours: 1.5},
+			{Username: "alice", Start: day, Jobs: 4, CoreHours: 2.25}}},
+	} {
+		got, err := s.UsageHistory(ctx, c.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(c.want, got) {
+			t.Errorf("UsageHistory(%+v):\n got %+v\nwant %+v", c.f, got, c.want)
+		}
+	}
+	if _, err := s.UsageHistory(ctx, UsageFilter{Group: "queue"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("group queue: %v, want ErrInvalid", err)
 	}
 	for _, bad := range []UsagePeriod{{Username: "a b", Bank: "x"}, {Username: "a", Bank: "x", CoreHours: -1}, {Username: "a", Bank: "x", CoreHours: math.NaN()}} {
 		if err := s.SetUsage(ctx, []UsagePeriod{bad}); !errors.Is(err, ErrInvalid) {

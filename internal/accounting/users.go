@@ -27,3 +27,7 @@ func LookupUserid(name string) (uint32, error) {
 	}
 	return uint32(n), nil
 }
+
+// CheckName reports why name cannot be a user, bank or project name
+// (kind says which) in the database, or nil.
+func CheckName(kind, name string) error { return checkName(kind, name) }

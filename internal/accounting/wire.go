@@ -114,3 +114,33 @@ type PriorityExplanation struct {
 	FairShareTime float64          `json:"fairshare_time"`
 	Factors       []PriorityFactor `json:"factors"`
 }
+
+// UsageReportRequest is view-usage-report: the usage history of the
+// periods starting in [Start, End) (End 0: now) of Username's
+// associations (every user's for the owner and operators; a user's own
+// for others) in Bank ("": every bank), grouped by ReportType:
+// "byassociation" (the default), "byuser" or "bybank"; Daily keeps the
+// days apart instead of summing them.
+type UsageReportRequest struct {
+	Username   string `json:"username,omitempty"`
+	Bank       string `json:"bank,omitempty"`
+	Start      int64  `json:"start"`
+	End        int64  `json:"end,omitempty"`
+	ReportType string `json:"report_type,omitempty"`
+	Daily      bool   `json:"daily,omitempty"`
+}
+
+// The report types (flux-accounting's -r/--report-type).
+const (
+	ReportByAssociation = "byassociation"
+	ReportByUser        = "byuser"
+	ReportByBank        = "bybank"
+)
+
+// MaxDailyReportDays bounds a daily report's range.
+const MaxDailyReportDays = 366
+
+// UsageReportResponse answers view-usage-report.
+type UsageReportResponse struct {
+	Periods []UsagePeriod `json:"periods"`
+}

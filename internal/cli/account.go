@@ -44,7 +44,7 @@ made by the first change.`,
 		newAccountAddBankCmd(), newAccountEditBankCmd(), newAccountDeleteBankCmd(), newAccountListBanksCmd(), newAccountViewBankCmd(),
 		newAccountAddUserCmd(), newAccountEditUserCmd(), newAccountDeleteUserCmd(), newAccountViewUserCmd(), newAccountListUsersCmd(),
 		newAccountAddProjectCmd(), newAccountDeleteProjectCmd(), newAccountListProjectsCmd(),
-		newAccountUpdateUsageCmd(),
+		newAccountUpdateUsageCmd(), newAccountViewUsageReportCmd(),
 	} {
 		cmd.AddCommand(c)
 	}
@@ -104,6 +104,14 @@ func (l *limitFlags) limits(cmd *cobra.Command) accounting.Limits {
 		}
 	}
 	return out
+}
+
+// floatText shows v with prec decimals: "-" when nil (not computed).
+func floatText(v *float64, prec int) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v, 'f', prec, 64)
 }
 
 // limitText shows a limit: "-" when unset (the configuration's applies).

@@ -206,13 +206,14 @@ func printBankTree(out io.Writer, root string, resp accounting.BanksResponse) {
 		usersOf[a.Bank] = append(usersOf[a.Bank], a)
 	}
 	tw := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "BANK\tUSERNAME\tSHARES\tACTIVE")
+	fmt.Fprintln(tw, "BANK\tUSERNAME\tSHARES\tACTIVE\tJOB_USAGE\tFAIRSHARE")
 	var walk func(b accounting.Bank, depth int)
 	walk = func(b accounting.Bank, depth int) {
 		pad := strings.Repeat(" ", depth)
-		fmt.Fprintf(tw, "%s%s\t\t%d\t%d\n", pad, b.Name, b.Shares, btoi(b.Active))
+		fmt.Fprintf(tw, "%s%s\t\t%d\t%d\t\t\n", pad, b.Name, b.Shares, btoi(b.Active))
 		for _, a := range usersOf[b.Name] {
-			fmt.Fprintf(tw, "%s %s\t%s\t%d\t%d\n", pad, b.Name, a.Username, a.Shares, btoi(a.Active))
+			fmt.Fprintf(tw, "%s %s\t%s\t%d\t%d\t%s\t%s\n", pad, b.Name, a.Username, a.Shares, btoi(a.Active),
+				floatText(a.JobUsage, 2), floatText(a.FairShare, 4))
 		}
 		kids := children[b.Name]
 		sort.Slice(kids, func(i, j int) bool { return kids[i].Name < kids[j].Name })

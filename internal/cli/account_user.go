@@ -192,10 +192,12 @@ func newAccountListUsersCmd() *cobra.Command {
 }
 
 // listAssociations prints associations as a table; "-" is an unset
-// limit, "*" marks the default bank.
+// limit (or a fair-share not computed yet), "*" marks the default bank.
+// JOB_USAGE is the association's decayed core-hours, FAIRSHARE its
+// factor (flux-accounting's job_usage and fairshare).
 func listAssociations(out io.Writer, as []accounting.Association) error {
 	tw := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "USERNAME\tUSERID\tBANK\tDEFAULT\tACTIVE\tSHARES\tMAX_RUNNING\tMAX_ACTIVE\tMAX_NODES\tMAX_CORES\tEXEMPT\tEXPEDITE\tPROJECTS\tDEFAULT_PROJECT")
+	fmt.Fprintln(tw, "USERNAME\tUSERID\tBANK\tDEFAULT\tACTIVE\tSHARES\tJOB_USAGE\tFAIRSHARE\tMAX_RUNNING\tMAX_ACTIVE\tMAX_NODES\tMAX_CORES\tEXEMPT\tEXPEDITE\tPROJECTS\tDEFAULT_PROJECT")
 	for _, a := range as {
 		def := ""
 		if a.Bank == a.DefaultBank {
@@ -209,8 +211,8 @@ func listAssociations(out io.Writer, as []accounting.Association) error {
 		if defProject == "" {
 			defProject = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", a.Username, a.Userid, a.Bank, def, btoi(a.Active), a.Shares,
-			limitText(a.MaxRunningJobs), limitText(a.MaxActiveJobs), limitText(a.MaxNodes), limitText(a.MaxCores),
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", a.Username, a.Userid, a.Bank, def, btoi(a.Active), a.Shares,
+			floatText(a.JobUsage, 2), floatText(a.FairShare, 4), limitText(a.MaxRunningJobs), limitText(a.MaxActiveJobs), limitText(a.MaxNodes), limitText(a.MaxCores),
 			btoi(a.Exempt), btoi(a.Expedite), projects, defProject)
 	}
 	return tw.Flush()

@@ -391,6 +391,9 @@ func runJobs(ctx context.Context, h *flux.Handle, o jobsOptions, out, errw io.Wr
 	if needsInstances(of.fields) || strings.Contains(o.sort, "instance.") {
 		fetchInstances(ctx, rows)
 	}
+	if needsFairShare(of.fields, o.sort) {
+		fetchFairShare(ctx, h, rows)
+	}
 	if o.sort != "" {
 		if err := sortItems(rows, o.sort, jobFieldSource); err != nil {
 			return err

@@ -21,6 +21,7 @@ type jobRow struct {
 	*job.Info
 	now  float64
 	inst *instanceInfo // what the instance the job runs says (jobs_instance.go)
+	fs   *float64      // its association's fair-share (account_jobs.go)
 }
 
 var jobHeadings = map[string]string{
@@ -44,7 +45,7 @@ var jobHeadings = map[string]string{
 	"annotations.sched.t_estimate": "T_ESTIMATE", "annotations.sched.reason_pending": "REASON",
 	"annotations.sched.resource_summary": "RESOURCES", "sched": "SCHED",
 	"sched.t_estimate": "T_ESTIMATE", "sched.reason_pending": "REASON",
-	"sched.resource_summary": "RESOURCES", "user": "USER",
+	"sched.resource_summary": "RESOURCES", "user": "USER", "fairshare": "FAIRSHARE",
 }
 
 var jobFieldAttrs = map[string][]string{
@@ -69,6 +70,7 @@ var jobFieldAttrs = map[string][]string{
 	"contextual_time": {"state", "t_run", "t_cleanup", "duration"},
 	"inactive_reason": {"state", "result", "waitstatus", "exception_occurred", "exception_severity", "exception_type", "exception_note"},
 	"sched":           {"annotations"}, "user": {"annotations"},
+	"fairshare": {"userid", "bank"},
 }
 
 // jobFieldsAttrs returns the job-list attributes the fields need, in
@@ -359,6 +361,14 @@ func jobField(name string) (func(jobRow) fmtVal, error) {
 	if strings.HasPrefix(name, "annotations.") || strings.HasPrefix(name, "sched.") || strings.HasPrefix(name, "user.") {
 		path := strings.Split(strings.TrimPrefix(name, "annotations."), ".")
 		return func(r jobRow) fmtVal { return r.annotation(path) }, nil
+	}
+	if name == "fairshare" {
+		return func(r jobRow) fmtVal {
+			if r.fs == nil {
+				return vEmpty()
+			}
+			return vFloat(*r.fs)
+		}, nil
 	}
 	if enc, ok := strings.CutPrefix(name, "id."); ok {
 		if enc == "f58plain" || enc == "f58" || enc == "dec" || enc == "hex" || enc == "dothex" || enc == "words" || enc == "emoji" || enc == "kvs" {

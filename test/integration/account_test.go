@@ -119,7 +119,7 @@ func accountBody(t *testing.T, dbconf string) {
 	if out := e.mustAs(aliceUID, "account", "view-user", "fluxacct-alice"); !strings.Contains(out, "physics") {
 		t.Errorf("alice's view-user:\n%s", out)
 	}
-	e.refusedAs(aliceUID, "only the instance owner may view other users", "account", "view-user", "fluxacct-bob")
+	e.refusedAs(aliceUID, "only the instance owner and operators may view other users", "account", "view-user", "fluxacct-bob")
 	if out := e.mustAs(aliceUID, "account", "list-users"); strings.Contains(out, "fluxacct-bob") || !strings.Contains(out, "fluxacct-alice") {
 		t.Errorf("alice's list-users:\n%s", out)
 	}

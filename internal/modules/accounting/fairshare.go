@@ -90,20 +90,25 @@ func chargeJob(r *archivedb.Record, now float64, halfLife time.Duration) float64
 
 // archiveUsage sums the decayed core-hours of the jobs that ran in the
 // last 10 half-lives, per association (a job archived without a bank is
-// charged to its user's default bank).
-func (s *server) archiveUsage(ctx context.Context, now float64, defaultBank map[uint32]string) (map[acct.AssocKey]float64, error) {
+// charged to its user's default bank), and adds them up per day into
+// days (history.go), when it is not nil.
+func (s *server) archiveUsage(ctx context.Context, now float64, defaultBank, names map[uint32]string, days func(since float64) *dayUsage) (map[acct.AssocKey]float64, *dayUsage, error) {
 	since := 0.0
 	if s.fs.halfLife > 0 {
 		since = now - 10*s.fs.halfLife.Seconds()
+	}
+	var hist *dayUsage
+	if days != nil {
+		hist = days(since)
 	}
 	usage := map[acct.AssocKey]float64{}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := s.h.Call(cctx, "job-archive.sync", flux.NodeidAny, nil, nil); err != nil {
 		if errors.Is(err, syscall.ENOSYS) {
-			return usage, nil // no archive: nobody has used anything
+			return usage, nil, nil // no archive: nobody has used anything
 		}
-		return nil, fmt.Errorf("job-archive.sync: %s", flux.ErrorText(err))
+		return nil, nil, fmt.Errorf("job-archive.sync: %s", flux.ErrorText(err))
 	}
 	q := archivedb.QueryRequest{Since: since, Until: now + 1}
 	err := s.h.Stream(cctx, "job-archive.query", flux.NodeidAny, q, func(m *flux.Message) error {
@@ -118,13 +123,24 @@ func (s *server) archiveUsage(ctx context.Context, now float64, defaultBank map[
 				bank = defaultBank[r.Userid]
 			}
 			usage[acct.AssocKey{Userid: r.Userid, Bank: bank}] += chargeJob(r, now, s.fs.halfLife)
+			if hist != nil {
+				name := names[r.Userid]
+				if name == "" {
+					name = r.Username
+				}
+				end := r.TCleanup
+				if end <= 0 {
+					end = r.TInactive
+				}
+				hist.add(name, bank, r.Ncores, r.TRun, end, r.TInactive)
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("job-archive.query: %s", flux.ErrorText(err))
+		return nil, nil, fmt.Errorf("job-archive.query: %s", flux.ErrorText(err))
 	}
-	return usage, nil
+	return usage, hist, nil
 }
 
 // updateFairShare runs one pass and sends its result to the priority
@@ -143,22 +159,35 @@ func (s *server) updateFairShare(ctx context.Context) (acct.FairShareUpdate, err
 	if err != nil {
 		return upd, err
 	}
-	defaults := map[uint32]string{}
+	defaults, names := map[uint32]string{}, map[uint32]string{}
 	for _, a := range assocs {
-		defaults[a.Userid] = a.DefaultBank
+		defaults[a.Userid], names[a.Userid] = a.DefaultBank, a.Username
 	}
-	usage, err := s.archiveUsage(ctx, upd.Time, defaults)
+	var days func(float64) *dayUsage
+	if _, ok := s.store.(acct.UsageStore); ok {
+		days = func(since float64) *dayUsage { return newDayUsage(time.Local, since, s.usageMark) }
+	}
+	usage, hist, err := s.archiveUsage(ctx, upd.Time, defaults, names, days)
 	if err != nil {
 		return upd, err
 	}
+	if hist != nil {
+		if err := s.store.(acct.UsageStore).SetUsage(ctx, hist.periods()); err != nil {
+			return upd, fmt.Errorf("usage history: %w", err)
+		}
+		s.usageMark = max(s.usageMark, hist.maxInactive)
+	}
 	factors := acct.FairShare(banks, assocs, usage)
+	fair := make(map[acct.AssocKey]acct.FairShareEntry, len(assocs))
 	for _, a := range assocs {
 		k := acct.AssocKey{Userid: a.Userid, Bank: a.Bank}
 		if f, ok := factors[k]; ok {
-			upd.Entries = append(upd.Entries, acct.FairShareEntry{Userid: a.Userid, Username: a.Username, Bank: a.Bank,
-				Usage: usage[k], Factor: f})
+			e := acct.FairShareEntry{Userid: a.Userid, Username: a.Username, Bank: a.Bank, Usage: usage[k], Factor: f}
+			upd.Entries = append(upd.Entries, e)
+			fair[k] = e
 		}
 	}
+	s.fair = fair
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := s.h.Call(cctx, acct.PriorityUpdateTopic, flux.NodeidAny, upd, nil); err != nil && flux.ErrnoOf(err) != syscall.ENOSYS {

@@ -79,8 +79,8 @@ func (s *server) handlers(ctx context.Context) {
 			r.RespondError(err)
 			return
 		}
-		if !r.IsOwner() && !isCaller(r, req.Username, as) {
-			r.Errorf(syscall.EPERM, "view-user %s: only the instance owner may view other users", req.Username)
+		if !r.IsOperator() && !isCaller(r, req.Username, as) {
+			r.Errorf(syscall.EPERM, "view-user %s: only the instance owner and operators may view other users", req.Username)
 			return
 		}
 		if len(as) == 0 {
@@ -95,7 +95,7 @@ func (s *server) handlers(ctx context.Context) {
 			r.RespondError(err)
 			return
 		}
-		if !r.IsOwner() {
+		if !r.IsOperator() {
 			as = slices.DeleteFunc(as, func(a acct.Association) bool { return a.Userid != r.Userid() })
 		}
 		r.Respond(acct.AssociationsResponse{Associations: as})
@@ -135,6 +135,7 @@ func (s *server) handlers(ctx context.Context) {
 		}
 		r.Respond(upd)
 	})
+	h.HandleFunc(topic("view-usage-report"), func(r *flux.Request) { s.viewUsageReport(ctx, r) })
 	h.HandleFunc(topic("stats"), func(r *flux.Request) {
 		r.Respond(map[string]any{"dbpath": s.path, "open": s.store != nil})
 	})
@@ -160,11 +161,16 @@ func (s *server) associations(ctx context.Context, username string) ([]acct.Asso
 	if as == nil {
 		as = []acct.Association{}
 	}
+	for i := range as {
+		if e, ok := s.fair[acct.AssocKey{Userid: as[i].Userid, Bank: as[i].Bank}]; ok {
+			as[i].JobUsage, as[i].FairShare = &e.Usage, &e.Factor
+		}
+	}
 	return as, err
 }
 
 // viewBank is the bank, the banks below it, and the associations in
-// them (a user other than the owner sees only their own).
+// them (a user other than the owner and operators sees only their own).
 func (s *server) viewBank(ctx context.Context, name string, r *flux.Request) (acct.BanksResponse, error) {
 	var resp acct.BanksResponse
 	banks, err := s.banks(ctx)
@@ -198,7 +204,7 @@ func (s *server) viewBank(ctx context.Context, name string, r *flux.Request) (ac
 		return resp, err
 	}
 	for _, a := range as {
-		if in[a.Bank] && (r.IsOwner() || a.Userid == r.Userid()) {
+		if in[a.Bank] && (r.IsOperator() || a.Userid == r.Userid()) {
 			resp.Associations = append(resp.Associations, a)
 		}
 	}

@@ -54,6 +54,10 @@ type server struct {
 	pg    pgArgs     // a PostgreSQL database instead of the file
 	store acct.Store // nil until the file exists
 	fs    FairShareConfig
+	// usageMark: the newest t_inactive the usage history has (history.go)
+	usageMark float64
+	// fair is the last fair-share pass's, for view-user
+	fair map[acct.AssocKey]acct.FairShareEntry
 }
 
 // parseArgs reads dbpath=PATH, or database=URL and cluster=NAME.
