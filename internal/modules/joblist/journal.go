@@ -156,6 +156,7 @@ func (s *service) applyEntry(e *journalEntry, backlog bool) {
 		r.setR(e.R)
 	}
 	prio := r.priority
+	requeued := false // a backlog of a requeued job: R is its last run's
 	for i := range e.Events {
 		ev := &e.Events[i]
 		if !r.apply(ev) {
@@ -163,8 +164,14 @@ func (s *service) applyEntry(e *journalEntry, backlog bool) {
 			s.failWaiters(id)
 			return
 		}
-		if ev.Name == "alloc" {
+		switch ev.Name {
+		case "alloc":
 			s.allocAnnotations(r, ev.Context)
+			if requeued && len(e.R) > 0 {
+				r.setR(e.R) // the requeue event forgot the first run's
+			}
+		case "requeue":
+			requeued = true
 		}
 	}
 	if r.state == job.StateNew {
