@@ -355,8 +355,12 @@ func newPoolPullCmd() *cobra.Command {
 take jobs from the pool NAME of the instance this one runs in, run them
 here, report each one's result back, and take more as they finish, until
 the pool is closed and empty and every job taken has ended. At most
---window jobs are unfinished here at a time (default: 4 per core of this
-instance, at least 8); more are asked for once a quarter of that is free.`,
+--window jobs are unfinished here at a time; more are asked for once a
+quarter of that is free. Without --window it starts at 4 per core of
+this instance (at least 8) and follows how fast jobs end here: about as
+many as ended in the last second (up to 1024), so short jobs come in
+large batches and long ones are not held here while another child could
+run them. Results go back in batches (at most 0.1 s late).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := wire.CheckPoolName(o.pool); err != nil {
@@ -368,7 +372,7 @@ instance, at least 8); more are asked for once a quarter of that is free.`,
 		},
 	}
 	poolFlag(cmd, &o.pool)
-	cmd.Flags().IntVar(&o.window, "window", 0, "at most `N` pulled jobs unfinished at a time (default: 4 per core, at least 8)")
+	cmd.Flags().IntVar(&o.window, "window", 0, "at most `N` pulled jobs unfinished at a time (default: 4 per core at first, then about a second's worth)")
 	cmd.Flags().StringVar(&o.parent, "parent", "", "pull from the instance at `URI` (default: the enclosing instance, attribute parent-uri)")
 	cmd.Flags().CountVarP(&o.verbose, "verbose", "v", "print each job taken and its result on stderr")
 	return cmd
@@ -427,14 +431,32 @@ func pullJobs(ctx context.Context, h *flux.Handle, o pullOptions, errw io.Writer
 	if window < 0 {
 		return fmt.Errorf("--window=%d: want a positive count", window)
 	}
-	if window == 0 {
+	adaptive := window == 0
+	minWindow := window
+	if adaptive {
 		cores, err := instanceCores(ctx, h)
 		if err != nil {
 			return fmt.Errorf("--window not given and this instance's size is unknown: %w", err)
 		}
 		window = defaultWindow(cores)
+		minWindow = window
 	}
 	refill := max(1, window/4)
+	// the default window grows to about a second of work (the jobs that
+	// ended here in the last second, up to maxWindow): short jobs then
+	// come and go in batches (each job the child's job manager commits
+	// with others is cheaper), long ones keep few queued here that
+	// another child could run
+	periodStart, periodDone := time.Now(), 0
+	adapt := func() {
+		el := time.Since(periodStart)
+		if !adaptive || el < time.Second {
+			return
+		}
+		window = min(maxWindow, max(minWindow, int(float64(periodDone)/el.Seconds())))
+		refill = max(1, window/4)
+		periodStart, periodDone = time.Now(), 0
+	}
 	child := "pid " + fmt.Sprint(os.Getpid())
 	if id, err := h.Attr(ctx, "jobid"); err == nil {
 		child = "job " + id
@@ -531,12 +553,14 @@ func pullJobs(ctx context.Context, h *flux.Handle, o pullOptions, errw io.Writer
 			reporting = nil
 		case ev.done != nil:
 			inflight--
+			periodDone++
 			unreported = append(unreported, wire.PoolReport{ID: ev.done.item, Result: &ev.done.result})
 			if o.verbose > 0 {
 				r := ev.done.result
 				fmt.Fprintf(errw, "flux-pool: item %d: %s %s %s\n", ev.done.item, orDash(r.Jobid), r.Result, r.Note)
 			}
 		}
+		adapt()
 		if len(unreported) > 0 && reportTimer == nil && !reportDue {
 			reportTimer = time.After(reportDelay)
 		}
@@ -626,6 +650,9 @@ func pulledResult(id jobid.ID, r *job.JobResult, err error) wire.PoolResult {
 // and a submission between jobs), and not so many that one child holds
 // work another could run: four per core, 8 at least.
 func defaultWindow(cores int) int { return max(8, 4*cores) }
+
+// maxWindow bounds the window flux pool pull grows to by itself.
+const maxWindow = 1024
 
 func orDash(s string) string {
 	if s == "" {
