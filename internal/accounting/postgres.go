@@ -2,12 +2,31 @@ package accounting
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 )
+
+// pgUniqueViolation is PostgreSQL's SQLSTATE for a duplicate key.
+const pgUniqueViolation = "23505"
+
+// postgresDuplicate is PostgresDialect's Duplicate: the key is the
+// server's detail ("Key (name)=(physics) already exists.").
+func postgresDuplicate(err error) (bool, string) {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != pgUniqueViolation {
+		return false, ""
+	}
+	key := pe.Detail
+	if key == "" {
+		key = pe.ConstraintName
+	}
+	return true, key
+}
 
 // OpenPostgres opens the accounting tables of cluster in the PostgreSQL
 // database at url ("postgres://user@host:port/db" or a key=value string).

@@ -3,12 +3,29 @@ package accounting
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
+
+// sqliteDuplicate is SQLiteDialect's Duplicate: a PRIMARY KEY or UNIQUE
+// constraint refused the row (the key: SQLite's message, which names
+// the table's columns).
+func sqliteDuplicate(err error) (bool, string) {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false, ""
+	}
+	switch se.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_CONSTRAINT_UNIQUE:
+		return true, se.Error()
+	}
+	return false, ""
+}
 
 // OpenSQLite opens (creating it if needed, mode 0600: it names every
 // user) the accounting database file at path.

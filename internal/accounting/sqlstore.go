@@ -63,13 +63,16 @@ type Dialect struct {
 	// Placeholder returns the n-th (from 1) parameter: "?" for SQLite,
 	// "$n" for PostgreSQL.
 	Placeholder func(n int) string
+	// Duplicate reports whether err is the database refusing a row whose
+	// key is already there, and says which key ("" if it cannot).
+	Duplicate func(err error) (bool, string)
 }
 
 // SQLiteDialect is SQLite's.
-var SQLiteDialect = Dialect{Name: "sqlite", Placeholder: func(int) string { return "?" }}
+var SQLiteDialect = Dialect{Name: "sqlite", Placeholder: func(int) string { return "?" }, Duplicate: sqliteDuplicate}
 
 // PostgresDialect is PostgreSQL's.
-var PostgresDialect = Dialect{Name: "postgres", Placeholder: func(n int) string { return "$" + strconv.Itoa(n) }}
+var PostgresDialect = Dialect{Name: "postgres", Placeholder: func(n int) string { return "$" + strconv.Itoa(n) }, Duplicate: postgresDuplicate}
 
 // SQLStore is the Store over a database/sql connection.
 type SQLStore struct {
@@ -140,7 +143,37 @@ func (s *SQLStore) row(ctx context.Context, x execer, q string, args ...any) *sq
 }
 
 // tx runs fn in a transaction, committed if fn returns nil.
+//
+// Every write checks first that what it adds is not there (and says so
+// with ErrExists), but another client of the same database (a second
+// connection to a PostgreSQL server) may add it between that check and
+// the insert: the database then refuses the row (SQLSTATE 23505,
+// SQLite's UNIQUE constraint). fn runs again, so that its check sees the
+// other client's row and gives the same error as it would have (or, if
+// the row was only the user's, adds the association). Each refusal
+// means another client's transaction committed, so this ends; after
+// txRuns refusals it is ErrExists naming the key.
 func (s *SQLStore) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	for run := 1; ; run++ {
+		err := s.tx1(ctx, fn)
+		dup, key := s.duplicate(err)
+		if !dup {
+			return err
+		}
+		if run == txRuns {
+			if key == "" {
+				key = "the row"
+			}
+			return errf(ErrExists, "the accounting database already has %s (written by another client at the same time)", key)
+		}
+	}
+}
+
+// txRuns bounds the runs of a transaction that the database refuses
+// as a duplicate.
+const txRuns = 5
+
+func (s *SQLStore) tx1(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -150,6 +183,14 @@ func (s *SQLStore) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// duplicate applies the dialect's Duplicate (none: never).
+func (s *SQLStore) duplicate(err error) (bool, string) {
+	if err == nil || s.d.Duplicate == nil {
+		return false, ""
+	}
+	return s.d.Duplicate(err)
 }
 
 // checkName refuses names that would not survive a command line, a

@@ -82,6 +82,8 @@ func accountBody(t *testing.T, dbconf string) {
 		t.Errorf("the SQLite file in the statedir (database %q): %v", dbconf, err)
 	}
 	e.fail("bank nosuch is not in the accounting database", "account", "add-user", "--username=fluxacct-bob", "--bank=nosuch")
+	// the same words on SQLite and PostgreSQL (TestAccountPostgres)
+	e.fail("user fluxacct-alice already belongs to bank physics", "account", "add-user", "--username=fluxacct-alice", "--bank=physics")
 	e.fail("--parent-bank=nosuch: bank nosuch", "account", "add-bank", "--parent-bank=nosuch", "x", "1")
 	e.fail("project proj-z is not in the accounting database", "account", "edit-user", "fluxacct-bob", "--projects=proj-z")
 	tree := e.must("account", "view-bank", "root", "--tree", "--users")
