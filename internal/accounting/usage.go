@@ -64,6 +64,9 @@ type UsageStore interface {
 	// UsageHistory lists the periods f selects, by period then user
 	// then bank (Total: by user then bank).
 	UsageHistory(ctx context.Context, f UsageFilter) ([]UsagePeriod, error)
+	// LastUsagePeriod is the start of the newest period written (0:
+	// none).
+	LastUsagePeriod(ctx context.Context) (int64, error)
 }
 
 var _ UsageStore = (*SQLStore)(nil)
@@ -81,16 +84,42 @@ func (s *SQLStore) SetUsage(ctx context.Context, ps []UsagePeriod) error {
 			return errf(ErrInvalid, "usage of %s:%s at %d: jobs=%d core-hours=%g: must be 0 or more", p.Username, p.Bank, p.Start, p.Jobs, p.CoreHours)
 		}
 	}
+	// many rows a statement: one round trip per row to a PostgreSQL
+	// server made the first pass over a 10k-user archive take minutes
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		for _, p := range ps {
-			if _, err := s.exec(ctx, tx, `INSERT INTO usage_history (username, bank, period_start, jobs, core_hours) VALUES (?, ?, ?, ?, ?)
-				ON CONFLICT (username, bank, period_start) DO UPDATE SET jobs = excluded.jobs, core_hours = excluded.core_hours`,
-				p.Username, p.Bank, p.Start, p.Jobs, p.CoreHours); err != nil {
+		for len(ps) > 0 {
+			n := min(len(ps), usageBatch)
+			var b strings.Builder
+			b.WriteString("INSERT INTO usage_history (username, bank, period_start, jobs, core_hours) VALUES ")
+			args := make([]any, 0, 5*n)
+			for i, p := range ps[:n] {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString("(?, ?, ?, ?, ?)")
+				args = append(args, p.Username, p.Bank, p.Start, p.Jobs, p.CoreHours)
+			}
+			b.WriteString(" ON CONFLICT (username, bank, period_start) DO UPDATE SET jobs = excluded.jobs, core_hours = excluded.core_hours")
+			if _, err := s.exec(ctx, tx, b.String(), args...); err != nil {
 				return fmt.Errorf("usage history: %w", err)
 			}
+			ps = ps[n:]
 		}
 		return nil
 	})
+}
+
+// usageBatch is the rows an INSERT of SetUsage writes (5 parameters
+// each: far below SQLite's and PostgreSQL's limits).
+const usageBatch = 500
+
+// LastUsagePeriod implements UsageStore.
+func (s *SQLStore) LastUsagePeriod(ctx context.Context) (int64, error) {
+	var last sql.NullInt64
+	if err := s.row(ctx, s.db, "SELECT max(period_start) FROM usage_history").Scan(&last); err != nil {
+		return 0, fmt.Errorf("usage history: %w", err)
+	}
+	return last.Int64, nil
 }
 
 // UsageHistory implements UsageStore.

@@ -3,6 +3,7 @@ package accounting
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"reflect"
@@ -81,6 +82,26 @@ func usageSuite(t *testing.T, s UsageStore) {
 	}
 	if _, err := s.UsageHistory(ctx, UsageFilter{Group: "queue"}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("group queue: %v, want ErrInvalid", err)
+	}
+	if last, err := s.LastUsagePeriod(ctx); err != nil || last != day {
+		t.Errorf("LastUsagePeriod = %d, %v; want %d", last, err, day)
+	}
+	// more rows than one statement takes, written again with new totals
+	many := make([]UsagePeriod, 2*usageBatch+7)
+	for i := range many {
+		many[i] = UsagePeriod{Username: fmt.Sprintf("u%d", i), Bank: "big", Start: 10 * day, Jobs: 1, CoreHours: 1}
+	}
+	for round := int64(1); round <= 2; round++ {
+		for i := range many {
+			many[i].Jobs = round
+		}
+		if err := s.SetUsage(ctx, many); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.UsageHistory(ctx, UsageFilter{Bank: "big", Group: GroupBank, Total: true})
+		if err != nil || len(got) != 1 || got[0].Jobs != round*int64(len(many)) {
+			t.Errorf("round %d: bank big: %+v %v", round, got, err)
+		}
 	}
 	for _, bad := range []UsagePeriod{{Username: "a b", Bank: "x"}, {Username: "a", Bank: "x", CoreHours: -1}, {Username: "a", Bank: "x", CoreHours: math.NaN()}} {
 		if err := s.SetUsage(ctx, []UsagePeriod{bad}); !errors.Is(err, ErrInvalid) {

@@ -164,7 +164,16 @@ func (s *server) updateFairShare(ctx context.Context) (acct.FairShareUpdate, err
 		defaults[a.Userid], names[a.Userid] = a.DefaultBank, a.Username
 	}
 	var days func(float64) *dayUsage
-	if _, ok := s.store.(acct.UsageStore); ok {
+	if us, ok := s.store.(acct.UsageStore); ok {
+		if s.usageMark == 0 {
+			// the module's first pass: the jobs that ended before the
+			// newest day written were seen by the pass that wrote it
+			last, err := us.LastUsagePeriod(ctx)
+			if err != nil {
+				return upd, err
+			}
+			s.usageMark = float64(last)
+		}
 		days = func(since float64) *dayUsage { return newDayUsage(time.Local, since, s.usageMark) }
 	}
 	usage, hist, err := s.archiveUsage(ctx, upd.Time, defaults, names, days)

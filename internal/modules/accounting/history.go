@@ -16,8 +16,9 @@ import (
 // A pass reads the jobs that ran in the fair-share window (the last 10
 // half-lives), so a day is written only when the window holds it whole
 // (every job that ran in it ended inside the window). It rewrites the
-// days that jobs archived since the last pass ran in (every day in the
-// window on the module's first pass): SetUsage replaces a day's totals,
+// days that jobs archived since the last pass ran in (on the module's
+// first pass: since the start of the newest day written; every day in
+// the window when the history is empty): SetUsage replaces a day's totals,
 // so a pass run again over the same archive writes the same rows.
 // Days are the broker's local days.
 
