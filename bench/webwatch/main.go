@@ -153,8 +153,9 @@ func main() {
 		return r, nil
 	}
 	var with, without, ratios []float64
-	var brokerCPU [2]time.Duration // unwatched, watched
-	var watchCPU time.Duration     // flux web and Chromium, watched
+	var brokerCPU [2]time.Duration       // unwatched, watched
+	var watchCPU time.Duration           // flux web and Chromium, watched
+	byType0 := treeCPUByType(browserPid) // processes started later count from 0
 	for r := 0; r < *rounds; r++ {
 		// the order alternates: a later run of the same instance tends
 		// to be faster
@@ -179,6 +180,12 @@ func main() {
 	}
 	fmt.Printf("throughput: mean %.0f jobs/s unwatched, %.0f watched: ratio %.3f (cost %.1f%%); median of the rounds' ratios %.3f\n",
 		mean(without), mean(with), mean(with)/mean(without), 100*(1-mean(with)/mean(without)), median(ratios))
+	var kinds []string
+	for k, d := range treeCPUByType(browserPid) {
+		kinds = append(kinds, fmt.Sprintf("%s %.2f s", k, (d-byType0[k]).Seconds()))
+	}
+	slices.Sort(kinds)
+	fmt.Printf("Chromium's CPU over the rounds by process: %s\n", strings.Join(kinds, ", "))
 	// CPU time does not depend on how busy the rest of the machine is:
 	// what the watching costs the broker, and what it costs in all
 	n := float64(*rounds * *jobs)
@@ -217,6 +224,16 @@ func waitSubs(h *flux.Handle, base int) error {
 // treeCPU is the CPU time of process root and its descendants (Chromium
 // runs its renderers as child processes).
 func treeCPU(root string) time.Duration {
+	var d time.Duration
+	for _, t := range treeCPUByType(root) {
+		d += t
+	}
+	return d
+}
+
+// treeCPUByType is treeCPU by Chromium process type (its --type=
+// argument: renderer, gpu-process, utility ...; "browser" for the root).
+func treeCPUByType(root string) map[string]time.Duration {
 	ents, _ := os.ReadDir("/proc")
 	parent := map[string]string{}
 	for _, e := range ents {
@@ -233,16 +250,26 @@ func treeCPU(root string) time.Duration {
 			parent[e.Name()] = f[1]
 		}
 	}
-	var pids []string
+	out := map[string]time.Duration{}
 	for pid := range parent {
 		for p := pid; p != "" && p != "0" && p != "1"; p = parent[p] {
-			if p == root {
-				pids = append(pids, pid)
-				break
+			if p != root {
+				continue
 			}
+			kind := "browser"
+			if cmd, err := os.ReadFile("/proc/" + pid + "/cmdline"); err == nil {
+				// Chromium rewrites its processes' titles: spaces, not NULs
+				for _, a := range strings.FieldsFunc(string(cmd), func(r rune) bool { return r == 0 || r == ' ' }) {
+					if t, ok := strings.CutPrefix(a, "--type="); ok {
+						kind = t
+					}
+				}
+			}
+			out[kind] += benchkit.ProcCPU(false, pid)
+			break
 		}
 	}
-	return benchkit.ProcCPU(false, pids...)
+	return out
 }
 
 // browser starts headless Chromium with one tab.

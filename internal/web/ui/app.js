@@ -178,8 +178,8 @@ function pageJobs() {
         } else full = true;
       } else if (!simple) full = true;
     }
-    if (full) refilter();
-    render();
+    if (full) needSort = true;
+    changed = true;
   }
   async function load() {
     const t0 = performance.now();
@@ -206,7 +206,14 @@ function pageJobs() {
     } catch (e) { status.textContent = e.message; }
   }
   // runtimes of running jobs on the page move on
-  const tick = setInterval(() => { if (shown.slice(page * pageSize, (page + 1) * pageSize).some((j) => j.state === 16 || j.state === 32)) render(); }, 1000);
+  // the table is redrawn at most once a second: with the changes the
+  // stream brought, or the runtimes of running jobs on the page
+  let changed = false, needSort = false;
+  const tick = setInterval(() => {
+    if (needSort) { refilter(); needSort = false; changed = true; }
+    if (changed || shown.slice(page * pageSize, (page + 1) * pageSize).some((j) => j.state === 16 || j.state === 32)) render();
+    changed = false;
+  }, 1000);
 
   const es = new EventSource("/ui/v1/jobs/events");
   es.addEventListener("ready", () => { loaded = false; buffered = []; load(); });
