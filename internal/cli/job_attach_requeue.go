@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"math"
+	"time"
 )
 
 // A requeued job (preempt-mode=requeue) runs more than once under one
@@ -11,7 +12,8 @@ import (
 // manager moves the previous one to requeue.N.guest with the requeue
 // event). Attach follows the job to its last run: when the main eventlog
 // shows a requeue after the start of the run the exec and output
-// watches are following, those watches stop and new ones follow the
+// watches are following, those watches deliver the rest of that run's
+// logs (written before the requeue) and end, and new ones follow the
 // next run. A requeue from before that run (an attach begun after it)
 // changes nothing: the watches follow the current run already.
 
@@ -33,15 +35,37 @@ func (a *attacher) startFollows(ctx context.Context, tail bool) *follows {
 }
 
 // requeued handles a requeue event at ts: the watches of a run that
-// began before it give way to new ones.
+// began before it give way to new ones, once they have taken the rest of
+// that run's logs (complete before the requeue; a watch still busy after
+// requeueDrain is stopped).
 func (a *attacher) requeued(ctx context.Context, f *follows, ts float64) *follows {
 	t0 := math.Float64frombits(a.runT0.Load())
 	if t0 == 0 || t0 >= ts {
 		return f // following the run after the requeue already
 	}
-	f.cancel()
-	return a.startFollows(ctx, false)
+	nctx, cancel := context.WithCancel(ctx)
+	nf := &follows{cancel: cancel, exec: make(chan error, 1), out: make(chan error, 1)}
+	go func() {
+		drain := time.NewTimer(requeueDrain)
+		defer drain.Stop()
+		for _, c := range []chan error{f.exec, f.out} {
+			select {
+			case <-c:
+			case <-drain.C:
+			case <-ctx.Done():
+			}
+		}
+		f.cancel()
+		a.runT0.Store(0)
+		go func() { nf.exec <- a.followExec(nctx) }()
+		nf.out <- a.followOutput(nctx, false)
+	}()
+	return nf
 }
+
+// requeueDrain bounds how long the watches of a requeued run may take
+// to deliver the rest of its logs before the next run's are followed.
+const requeueDrain = 10 * time.Second
 
 // runStarted notes the timestamp of the followed run's first exec event.
 func (a *attacher) runStarted(ts float64) {

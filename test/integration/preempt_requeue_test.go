@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -147,7 +148,7 @@ touch %[1]s/ran.$r; echo first $r; echo $$ > %[1]s/pid.$r; exec sleep 300`, dir)
 touch %[1]s/ran.$r; echo first $r; exec sleep 300`, dir2)
 	again := e.submit("-q", "standby", "-N2", "-n2", c, "sh", "-c", script2)
 	e.waitEvent(again, "start")
-	var attachOut, attachErr bytes.Buffer
+	var attachOut, attachErr lockedBuffer
 	cmd := exec.Command(e.inst.Bin, "job", "attach", again.String())
 	cmd.Env = append(os.Environ(), "FLUX_URI="+e.inst.URI)
 	cmd.Stdout, cmd.Stderr = &attachOut, &attachErr
@@ -155,6 +156,7 @@ touch %[1]s/ran.$r; echo first $r; exec sleep 300`, dir2)
 		t.Fatal(err)
 	}
 	e.waitOutput(again, 2)
+	e.waitFor("flux job attach printing the first run", func() bool { return strings.Count(attachOut.String(), "first") == 2 })
 	urgent = e.submit("-q", "batch", "-N2", "-n2", c, "true")
 	if r := e.result(urgent); r != "COMPLETED" {
 		t.Fatalf("the second urgent job: %s", r)
@@ -260,4 +262,22 @@ touch %[1]s/ran; echo $$ > %[1]s/pid; trap "" TERM; for i in $(seq 120); do slee
 	if strings.Contains(log, `type="restart"`) || strings.Count(log, " start") != 2 {
 		t.Errorf("eventlog:\n%s", log)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer a command writes while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
