@@ -18,6 +18,7 @@ import (
 var journalEvents = []string{
 	"submit", "validate", "invalidate", "depend", "priority", "flux-restart",
 	"urgency", "alloc", "finish", "exception", "clean", "jobspec-update",
+	"requeue",
 }
 
 // jobTrack is what the jobs stream knows of one active job, built from
@@ -172,6 +173,14 @@ func (t *jobTrack) apply(e *wire.JournalEntry) {
 				st() != job.StateNew && st() != job.StateInactive && st() != job.StateCleanup {
 				t.enter(job.StateCleanup, ev.Timestamp)
 			}
+		case "requeue":
+			// preempted and requeued (docs/JOBS.md): back to PRIORITY
+			// with nothing of the run it lost; the next alloc's R
+			// brings its nodes again
+			t.res = job.JobResult{}
+			t.Nnodes, t.Nodelist, t.Waitstatus = 0, "", nil
+			t.TSched, t.TRun, t.TCleanup = 0, 0, 0
+			t.enter(job.StatePriority, ev.Timestamp)
 		case "clean":
 			t.enter(job.StateInactive, ev.Timestamp)
 			t.Result = uint32(t.res.Result)
