@@ -34,7 +34,10 @@ max-cores = 0
 		t.Fatal(err)
 	}
 	e := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 1, Args: []string{"--config-path", conf}})}
-	first := e.submit(testDuration("1s"), "true")
+	// the first job runs until the checks below are done and cancels
+	// it (a 1 s job could end first on a loaded machine, letting the
+	// second start)
+	first := e.submit(testDuration("10m"), "true")
 	second := e.submit(testDuration("0.1s"), "true")
 	third := e.submit(testDuration("0.1s"), "true")
 	e.fail("has 3 active jobs: max-active-jobs is 3", "submit", "true")
@@ -42,6 +45,7 @@ max-cores = 0
 	if got := e.field(second, "{status_abbrev} {dependencies}"); got != "D max-running-jobs-user-limit" {
 		t.Errorf("second job: %q, want it held in DEPEND", got)
 	}
+	e.must("cancel", first.String())
 	e.waitEvent(third, "clean")
 	// one at a time, in order
 	num := func(field, id string) float64 {
