@@ -16,6 +16,8 @@ command -v hwloc-ls >/dev/null 2>&1 || need+=(hwloc)
 # Chromium (internal/web)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+# the .deb installed and started under systemd in a systemd-nspawn container (packaging)
+command -v systemd-nspawn >/dev/null 2>&1 || need+=(systemd-container)
 
 if [ ${#need[@]} -eq 0 ]; then
 	exit 0
