@@ -116,7 +116,7 @@ func TestUnitBrokerStarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"User=flux", "RuntimeDirectory=flux", "StateDirectory=flux", "Restart=always", "KillMode=mixed", "SuccessExitStatus=143", "ExecReload=/usr/bin/flux config reload"} {
+	for _, want := range []string{"User=flux", "RuntimeDirectory=flux", "StateDirectory=flux", "Restart=always", "KillMode=process", "RuntimeDirectoryPreserve=yes", "SuccessExitStatus=143", "ExecReload=/usr/bin/flux config reload"} {
 		if !strings.Contains(string(unit), want) {
 			t.Errorf("flux.service lacks %s", want)
 		}
