@@ -81,6 +81,7 @@ func main() {
 	fmt.Printf("  start-up CPU per broker (broker + job-shell server, at join)         %8.1f ms  floor per flux version %.1f ms   ratio %.1f\n", cpu, fcpu, cpu/fcpu)
 	fmt.Printf("  idle broker RSS median / max                                        %8.1f / %.1f MB\n", med(func(f figures) float64 { return mb(f.rssMedian) }), med(func(f figures) float64 { return mb(f.rssMax) }))
 	fmt.Printf("  idle broker PSS median (its own memory + its share of the binary)   %8.1f MB, job-shell server %.1f MB\n", med(func(f figures) float64 { return mb(f.pssMedian) }), med(func(f figures) float64 { return mb(f.shellPSS) }))
+	fmt.Printf("  idle CPU per broker + job-shell server (5 s after the join)         %8.3f%% of a core (all %d: %.1f%%)\n", 100*med(func(f figures) float64 { return f.idleCPU }), *size, 100*float64(*size)*med(func(f figures) float64 { return f.idleCPU }))
 	fmt.Printf("  event fan-out to every broker (publish to last delivery)           %8.1f ms\n", med(func(f figures) float64 { return ms(f.fanout) }))
 	fmt.Printf("  flux run -N%d true                                                 %8.3f s\n", *size, med(func(f figures) float64 { return f.run.Seconds() }))
 	fmt.Printf("  shutdown (initial program's end to flux start's exit)              %8.2f s\n", med(func(f figures) float64 { return f.stop.Seconds() }))
@@ -90,6 +91,7 @@ type figures struct {
 	join, cpu, fanout, run, stop time.Duration
 	initial                      time.Duration // when the initial program ran
 	upAtInitial                  int           // nodes up then
+	idleCPU                      float64       // cores per broker (+ shell server) while idle
 	rssMedian, rssMax, pssMedian int           // KiB
 	shellPSS                     int           // KiB, median over ranks
 }
@@ -185,8 +187,11 @@ func measure(bin string, size, fanout, events, jobs int) (figures, error) {
 		pids = append(pids, pid)
 	}
 	shells := shellPids(base)
-	f.cpu = benchkit.ProcCPU(false, append(pids, shells...)...)
-	time.Sleep(2 * time.Second) // idle
+	procs := append(pids, shells...)
+	f.cpu = benchkit.ProcCPU(false, procs...)
+	idleStart := time.Now()
+	time.Sleep(5 * time.Second) // idle
+	f.idleCPU = float64(benchkit.ProcCPU(false, procs...)-f.cpu) / float64(time.Since(idleStart)) / float64(size)
 	for _, pid := range pids[1:] {
 		r, _ := benchkit.ProcRSS(pid)
 		rss = append(rss, r)
