@@ -39,7 +39,7 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	fmt.Printf("%d brokers, tbon.fanout=%d, %d runs; load average before: %s\n", *size, *fanout, *runs, loadavg())
+	fmt.Printf("%d brokers, tbon.fanout=%d, %d runs; load average before: %s\n", *size, *fanout, *runs, benchkit.LoadAvg())
 	var all []figures
 	var floors []floor
 	for i := 0; i < *runs; i++ {
@@ -58,7 +58,7 @@ func main() {
 		fmt.Printf("run %d: initial program after %.2f s with %d nodes up; join %.2f s (floor %.2f s: %.1fx), start-up CPU %.1f ms/broker (floor %.1f ms/process: %.1fx), RSS median %.1f MB max %.1f MB, PSS median %.1f MB (+ shell server %.1f MB), event fan-out median %.1f ms, flux run -N%d true median %.3f s, shutdown %.2f s; load %s\n",
 			i+1, f.initial.Seconds(), f.upAtInitial, f.join.Seconds(), fl.wall.Seconds(), f.join.Seconds()/fl.wall.Seconds(),
 			ms(f.cpu)/float64(*size), ms(fl.cpu)/float64(*size), (ms(f.cpu)/float64(*size))/(ms(fl.cpu)/float64(*size)),
-			mb(f.rssMedian), mb(f.rssMax), mb(f.pssMedian), mb(f.shellPSS), ms(f.fanout), *size, f.run.Seconds(), f.stop.Seconds(), loadavg())
+			mb(f.rssMedian), mb(f.rssMax), mb(f.pssMedian), mb(f.shellPSS), ms(f.fanout), *size, f.run.Seconds(), f.stop.Seconds(), benchkit.LoadAvg())
 	}
 	med := func(get func(figures) float64) float64 {
 		var v []float64
@@ -292,15 +292,6 @@ func procPSS(pid string) int {
 		}
 	}
 	return 0
-}
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 func median(v []float64) float64 {

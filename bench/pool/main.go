@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fluxgo/fluxgo/bench/internal/benchkit"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
@@ -93,7 +94,7 @@ func main() {
 		}
 		ratios = append(ratios, p/c)
 		fmt.Printf("pair %d: flux pool %.2f s (%.0f jobs/s), flux capacitor %.2f s (%.0f jobs/s): pool/capacitor %.2f (load average %s)\n",
-			i, p, float64(*n)/p, c, float64(*n)/c, p/c, loadavg())
+			i, p, float64(*n)/p, c, float64(*n)/c, p/c, benchkit.LoadAvg())
 	}
 	sort.Float64s(ratios)
 	fmt.Printf("median pool/capacitor time: %.2f (target <= 1.20)\n", ratios[len(ratios)/2])
@@ -219,15 +220,6 @@ func run(bin string, size int, script string, env []string) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no time in the output: %s", out)
-}
-
-// loadavg is the machine's 1-minute load average ("?" if unknown).
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
-		return f[0]
-	}
-	return "?"
 }
 
 func fatal(err error) {

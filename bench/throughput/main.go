@@ -199,7 +199,7 @@ type result struct {
 
 // measure runs n jobs on a fresh instance.
 func (c *runConfig) measure(n int, listJobs bool) (result, error) {
-	res := result{n: n, load: loadavg()}
+	res := result{n: n, load: benchkit.LoadAvg()}
 	opts := []string{
 		"-S", fmt.Sprintf(`resource.config=[{"hosts":"node[0-%d]","cores":"0-%d"}]`, c.nodes-1, c.cores-1),
 		"-S", "resource.monitor-force-up=1",
@@ -463,18 +463,6 @@ func timeFluxJobs(bin, uri string, n int) (time.Duration, int, error) {
 		}
 	}
 	return best, lines, nil
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // settleTime is how long settledRSS leaves the broker idle: past the

@@ -9,7 +9,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -136,22 +135,9 @@ func main() {
 // startWeb runs flux web on a free port; with scrape, a goroutine gets
 // /metrics every second as Prometheus would. stop ends both.
 func startWeb(bin, uri string, scrape bool) (stop func(), url string, err error) {
-	cmd := exec.Command(bin, "web", "--listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "FLUX_URI="+uri)
-	out, err := cmd.StdoutPipe()
+	cmd, u, err := benchkit.StartWeb(bin, uri)
 	if err != nil {
 		return nil, "", err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, "", err
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	u, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
-	if err != nil || !ok {
-		cmd.Process.Kill()
-		cmd.Wait()
-		return nil, "", fmt.Errorf("flux web printed %q: %v", line, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

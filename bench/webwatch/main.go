@@ -11,7 +11,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -65,7 +64,7 @@ func main() {
 		}
 		return string(out), nil
 	}
-	web, url, err := startWeb(abs, inst.URI)
+	web, url, err := benchkit.StartWeb(abs, inst.URI)
 	if err != nil {
 		fatal(err)
 	}
@@ -292,28 +291,6 @@ func browser(path string) (context.Context, func(), error) {
 		return nil, nil, fmt.Errorf("starting chromium: %w", err)
 	}
 	return ctx, stop, nil
-}
-
-// startWeb runs flux web on a free port.
-func startWeb(bin, uri string) (*exec.Cmd, string, error) {
-	cmd := exec.Command(bin, "web", "--listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "FLUX_URI="+uri)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, "", err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, "", err
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	u, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
-	if err != nil || !ok {
-		cmd.Process.Kill()
-		cmd.Wait()
-		return nil, "", fmt.Errorf("flux web printed %q: %v", line, err)
-	}
-	return cmd, u, nil
 }
 
 func mean(xs []float64) float64 {
