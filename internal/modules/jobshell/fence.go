@@ -40,7 +40,7 @@ func (m *manager) fence(r *flux.Request) {
 		}
 	}
 	for id, e := range m.byJob {
-		if e.ended || e.p == nil || !e.p.ready {
+		if e.ended || e.exited || e.p == nil || !e.p.ready {
 			continue
 		}
 		m.log.Error(fmt.Sprintf("job %s: killing its tasks on %s: %s", id.String(), m.where(), req.Reason))

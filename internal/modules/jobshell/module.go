@@ -68,6 +68,9 @@ type jobEntry struct {
 	p      *proc
 	userid uint32
 	ended  bool
+	// exited: the shell said the job's tasks have all exited (its
+	// stream may still be ending): a fence has nothing to kill
+	exited bool
 	// rivals: shells of other users that also said they hold the job
 	// (one of them lies); job-exec's attach, which knows the job's
 	// user, picks
@@ -295,6 +298,7 @@ func (m *manager) relayStream(r *flux.Request, e *jobEntry, id jobid.ID, method 
 		}
 		if !exited && bytes.Contains(b, []byte(`"type":"exit"`)) {
 			exited = true
+			e.exited = true
 		}
 		r.RespondRaw(b)
 	})
@@ -370,6 +374,7 @@ func (m *manager) attach(r *flux.Request) {
 			e.ended = false
 			e.p.busy++
 		}
+		e.exited = false // the relayed stream says again whether it did
 		m.relayStream(r, e, req.ID, "attach", r.Msg.JSON())
 		return
 	}
