@@ -5,6 +5,11 @@
 // rounds alternated, and prints both and their ratio.
 //
 //	go run ./bench/accounting [-users 10000] [-banks 200] [-rounds 5]
+//
+// With -throughput it measures instead the job pipeline with accounting
+// on against without it (throughput.go):
+//
+//	go run ./bench/accounting -throughput -flux bin/flux [-n 10000] [-pairs 4]
 package main
 
 import (
@@ -23,7 +28,17 @@ func main() {
 	users := flag.Int("users", 10000, "users (one association each)")
 	banks := flag.Int("banks", 200, "banks below root")
 	rounds := flag.Int("rounds", 5, "recomputes of each backend")
+	throughput := flag.Bool("throughput", false, "measure bench/throughput's pipeline with accounting on against without, alternating (instead of the fair-share recompute)")
+	fluxBin := flag.String("flux", "bin/flux", "flux binary (-throughput)")
+	jobs := flag.Int("n", 10000, "jobs per bench/throughput run (-throughput)")
+	pairs := flag.Int("pairs", 4, "base and accounting runs, alternated (-throughput)")
 	flag.Parse()
+	if *throughput {
+		if err := benchThroughput(*fluxBin, *jobs, *pairs); err != nil {
+			fail(err)
+		}
+		return
+	}
 	if *users < 1 || *users > 1000000 || *banks < 1 || *banks > 100000 || *rounds < 1 || *rounds > 1000 {
 		fail(fmt.Errorf("-users 1..1000000, -banks 1..100000, -rounds 1..1000"))
 	}

@@ -24,6 +24,10 @@
 // when 90% of the jobs are clean, where the live heap is largest) and a
 // client CPU profile of each run;
 // -S NAME=VALUE passes a broker attribute (e.g. broker.memory-limit=off);
+// -setup CMD runs a shell command in each instance before the first
+// submit (FLUX_URI set, the flux binary's directory first in PATH), e.g.
+// flux account commands giving the submitting user an association
+// (bench/accounting -throughput does);
 // -hold keeps the last instance up for inspection until stdin closes.
 //
 // The package's benchmarks (go test -run='^$' -bench=. ./bench/throughput)

@@ -35,6 +35,7 @@ func main() {
 	confDir := flag.String("config-path", "", "start the instance with this configuration directory (flux start --config-path), e.g. to load jobtap plugins")
 	modstats := flag.Bool("modstats", false, "also print each module's messages received and sent per job")
 	hold := flag.Bool("hold", false, "keep the last instance running afterwards (its URI is printed) until stdin closes")
+	setup := flag.String("setup", "", "a shell command run in each instance (FLUX_URI set) once its scheduler answers and before the first submit, e.g. flux account commands that put the submitting user in the accounting database")
 	held := flag.Bool("held", false, "submit held jobs (urgency 0) and measure submission alone: what job-ingest, the KVS and the job manager's acceptance cost without the rest of the pipeline")
 	flag.Parse()
 	abs, err := filepath.Abs(*bin)
@@ -67,6 +68,7 @@ func main() {
 		confDir:  *confDir,
 		modstats: *modstats,
 		held:     *held,
+		setup:    *setup,
 	}
 	fmt.Printf("throughput: %d nodes × %d cores, 1-core jobs running %s, %d submits in flight\n",
 		cfg.nodes, cfg.cores, cfg.run, cfg.window)
@@ -169,7 +171,8 @@ type runConfig struct {
 	attrs        []string
 	confDir      string
 	modstats     bool
-	held         bool // urgency 0: measure submission alone
+	held         bool   // urgency 0: measure submission alone
+	setup        string // shell command run before the first submit (-setup)
 }
 
 // attrList collects -S NAME=VALUE flags.
@@ -233,6 +236,13 @@ func (c *runConfig) measure(n int, listJobs bool) (result, error) {
 	ctx := context.Background()
 	if err := waitSchedReady(ctx, h); err != nil {
 		return res, err
+	}
+	if c.setup != "" {
+		cmd := exec.Command("sh", "-c", c.setup)
+		cmd.Env = append(os.Environ(), "FLUX_URI="+inst.URI, "PATH="+filepath.Dir(c.bin)+":"+os.Getenv("PATH"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return res, fmt.Errorf("-setup %q: %v\n%s", c.setup, err, out)
+		}
 	}
 	pid, err := h.Attr(ctx, "broker.pid")
 	if err != nil {
