@@ -5,6 +5,12 @@
 // latency of `flux run true`, with where that time goes.
 //
 //	go run ./bench/exec [-flux bin/flux] [-n 2000] [-runs 200] [-size 1]
+//	go run ./bench/exec -base /tmp/old-flux -flux bin/flux -rounds 3 -runs 0
+//
+// With -base it runs the throughput figure for two binaries in turns
+// (a fresh instance each) and prints each pair's ratios: the figures of
+// a shared machine drift by more than most changes gain, but two runs a
+// minute apart drift together.
 package main
 
 import (
@@ -33,15 +39,29 @@ import (
 
 func main() {
 	bin := flag.String("flux", "bin/flux", "flux binary")
+	base := flag.String("base", "", "a second flux binary (the build before) measured in turns with -flux, a fresh instance each, for before/after ratios from one run")
+	rounds := flag.Int("rounds", 1, "with -base: pairs of throughput runs (base, then new, alternating)")
 	n := flag.Int("n", 2000, "real /bin/true jobs for the throughput figure")
-	runs := flag.Int("runs", 200, "flux run true invocations for the latency figure")
+	runs := flag.Int("runs", 200, "flux run true invocations for the latency figure (0: none)")
 	size := flag.Int("size", 1, "brokers in the instance")
 	window := flag.Int("window", 512, "submits kept in flight")
-	profile := flag.String("profile", "", "write rank 0's CPU profile of the throughput run to this file")
+	profile := flag.String("profile", "", "write rank 0's CPU profile of the (last) throughput run of -flux to this file")
 	flag.Parse()
 	abs, err := filepath.Abs(*bin)
 	if err != nil {
 		fatal(err)
+	}
+	fmt.Printf("load average %s\n", benchkit.LoadAvg())
+	if *base != "" {
+		b, err := filepath.Abs(*base)
+		if err != nil {
+			fatal(err)
+		}
+		alternate(b, abs, *rounds, *n, *size, *window, *profile)
+		fmt.Printf("load average %s\n", benchkit.LoadAvg())
+		if *runs == 0 {
+			return
+		}
 	}
 
 	inst, err := benchkit.Start(abs, *size)
@@ -55,28 +75,13 @@ func main() {
 	}
 	defer h.Close()
 
-	// warm up: a few jobs through every module before measuring
-	if _, err := jobThroughput(h, 20, *window, ""); err != nil {
-		fatal(err)
+	if *base == "" {
+		r := throughput(h, *n, *size, *window, *profile)
+		r.print(*n, *size)
 	}
-
-	pids := brokerPIDs(h, *size)
-	raw1, fcpu1 := forkRate(2, 2*time.Second)
-	// the job shells (processes of their own, parents of the tasks) are
-	// counted with the brokers: those started during the run from zero
-	cpu0 := benchkit.ProcCPU(true, append(pids, shellPIDs(h, *size)...)...)
-	jobs, err := jobThroughput(h, *n, *window, *profile)
-	if err != nil {
-		fatal(err)
+	if *runs == 0 {
+		return
 	}
-	jcpu := (benchkit.ProcCPU(true, append(pids, shellPIDs(h, *size)...)...) - cpu0) / time.Duration(*n)
-	raw2, fcpu2 := forkRate(2, 2*time.Second)
-	raw := (raw1 + raw2) / 2
-	fcpu := (fcpu1 + fcpu2) / 2
-	fmt.Printf("fork+exec+wait /bin/true (raw, 2 in parallel)  %8.0f /s      (%.0f before, %.0f after)  CPU %.2f ms each\n", raw, raw1, raw2, ms(fcpu))
-	fmt.Printf("real /bin/true jobs, %d on %d broker(s)     %8.0f jobs/s  CPU %.2f ms each (brokers + shells + tasks)\n", *n, *size, jobs, ms(jcpu))
-	fmt.Printf("ratio jobs/raw                                 %8.1f %%      (target >= 50%%; by CPU cost %.1f %%)\n", 100*jobs/raw, 100*float64(fcpu)/float64(jcpu))
-
 	api, apiIDs, err := apiLatency(h, *runs)
 	if err != nil {
 		fatal(err)
