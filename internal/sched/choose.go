@@ -1,5 +1,7 @@
 package sched
 
+import "slices"
+
 // chooser takes the nodes a search offers, in the search's order, until
 // a request is met: whole picks of Slots/Nodes slots for a request with
 // a node count, otherwise as many slots per node as it holds. The pool's
@@ -18,10 +20,11 @@ type chooser struct {
 }
 
 // asidePick is a node set aside, or the slots of a node beyond those it
-// holds well (at: its pick's index, -1 if none).
+// holds well (at: its pick's index, -1 if none), by the prefer plugin
+// of index tier (a later plugin's are used first).
 type asidePick struct {
 	pick
-	at int
+	at, tier int
 }
 
 func (p *Pool) chooser(v view, req *Request, picks []pick) chooser {
@@ -51,28 +54,39 @@ func (ch *chooser) filter(i, want int) int {
 	return want
 }
 
-func (ch *chooser) prefer(i, want int) int {
+// prefer returns how many of want slots node i holds well, and the
+// slots each plugin cut (by plugin index; nil when none did).
+func (ch *chooser) prefer(i, want int, cuts []int) (int, []int) {
 	if len(ch.aside) >= domainSkip {
-		return want
+		return want, nil
 	}
-	for _, f := range ch.p.profile.Preferences {
-		if want = f.Prefer(ch.p, ch.v, ch.req, i, want); want == 0 {
+	cuts = cuts[:0]
+	for k, f := range ch.p.profile.Preferences {
+		if got := f.Prefer(ch.p, ch.v, ch.req, i, want); got < want {
+			for len(cuts) < k {
+				cuts = append(cuts, 0)
+			}
+			cuts = append(cuts, want-got)
+			want = got
+		}
+		if want == 0 {
 			break
 		}
 	}
-	return want
+	return want, cuts
 }
 
 // offer considers node i, which holds per() slots in v; it reports
 // whether the request is met.
 func (ch *chooser) offer(v view, i int) bool {
+	var buf [4]int
 	if ch.req.Nodes > 0 {
 		spn := int(ch.per())
 		if ch.filter(i, spn) < spn {
 			return false
 		}
-		if ch.prefer(i, spn) < spn {
-			ch.aside = append(ch.aside, asidePick{pick{i, spn}, -1})
+		if kd, cuts := ch.prefer(i, spn, buf[:0]); kd < spn {
+			ch.aside = append(ch.aside, asidePick{pick{i, spn}, -1, firstCut(cuts)})
 			return false
 		}
 		ch.picks = append(ch.picks, pick{i, spn})
@@ -84,12 +98,16 @@ func (ch *chooser) offer(v view, i int) bool {
 		k = min(k, int(v.gpus.get(i)/ch.g))
 	}
 	k = ch.filter(i, min(k, ch.need))
-	if kd := ch.prefer(i, k); kd < k {
+	if kd, cuts := ch.prefer(i, k, buf[:0]); kd < k {
 		at := -1
 		if kd > 0 {
 			at = len(ch.picks)
 		}
-		ch.aside = append(ch.aside, asidePick{pick{i, k - kd}, at})
+		for tier, n := range cuts {
+			if n > 0 {
+				ch.aside = append(ch.aside, asidePick{pick{i, n}, at, tier})
+			}
+		}
 		k = kd
 	}
 	if k > 0 {
@@ -108,7 +126,10 @@ func (ch *chooser) finish() []pick {
 		}
 		return ch.picks
 	}
-	for _, a := range ch.aside {
+	// a later plugin's first: a node only it set aside holds its slots
+	// better than one an earlier plugin did
+	slices.SortStableFunc(ch.aside, func(a, b asidePick) int { return b.tier - a.tier })
+	for n, a := range ch.aside {
 		if ch.need == 0 {
 			break
 		}
@@ -123,10 +144,26 @@ func (ch *chooser) finish() []pick {
 			ch.picks[a.at].slots += k
 		} else {
 			ch.picks = append(ch.picks, pick{a.node, k})
+			// the node's slots another plugin set aside go to this pick
+			for j := range ch.aside[n+1:] {
+				if b := &ch.aside[n+1+j]; b.node == a.node && b.at < 0 {
+					b.at = len(ch.picks) - 1
+				}
+			}
 		}
 	}
 	if ch.need > 0 {
 		return nil
 	}
 	return ch.picks
+}
+
+// firstCut is the index of the first plugin that cut slots.
+func firstCut(cuts []int) int {
+	for k, n := range cuts {
+		if n > 0 {
+			return k
+		}
+	}
+	return 0
 }

@@ -14,7 +14,9 @@ import "slices"
 //     request? A node a filter refuses is not used;
 //   - prefer (NodePreference): would an offered node hold its share
 //     badly? Such nodes are set aside (up to domainSkip a request) and
-//     used only when the request cannot be met otherwise;
+//     used only when the request cannot be met otherwise. Preferences
+//     are in order of weight: a node the first sets aside is used after
+//     one only a later one set aside;
 //   - order (the Fit: first-fit, worst-fit, best-fit; fit.go): in what
 //     order nodes are offered;
 //   - reserve (the queue Policy: FCFS, EASY, hybrid, conservative;
@@ -50,15 +52,24 @@ type Profile struct {
 var matchPlugins = map[string]any{
 	"gpu-share": gpuShareFilter{},
 	"numa":      numaPreference{},
+	"nic":       nicPreference{},
 }
 
 // DefaultProfile is every pool's: shared GPUs counted as GPUs, slots
-// kept in one NUMA domain.
+// kept in one NUMA domain, and those of jobs spanning nodes near a
+// fabric NIC (nic.go).
 func DefaultProfile() Profile {
 	return Profile{
-		Filters:     []NodeFilter{matchPlugins["gpu-share"].(NodeFilter)},
-		Preferences: []NodePreference{matchPlugins["numa"].(NodePreference)},
+		Filters: []NodeFilter{matchPlugins["gpu-share"].(NodeFilter)},
+		Preferences: []NodePreference{matchPlugins["numa"].(NodePreference),
+			matchPlugins["nic"].(NodePreference)},
 	}
+}
+
+// WithoutPreference returns pr without the prefer plugin named name.
+func (pr Profile) WithoutPreference(name string) Profile {
+	pr.Preferences = slices.DeleteFunc(slices.Clone(pr.Preferences), func(f NodePreference) bool { return f.Name() == name })
+	return pr
 }
 
 // Names lists the profile's plugins as point:name.
@@ -84,6 +95,7 @@ func (p *Pool) SetProfile(pr Profile) {
 		pr.Filters = append([]NodeFilter{gpuShareFilter{}}, pr.Filters...)
 	}
 	p.profile = pr
+	p.nicPrefer = slices.ContainsFunc(pr.Preferences, func(f NodePreference) bool { return f.Name() == "nic" })
 }
 
 // gpuShareFilter: with shared GPUs (gpushare.go) the capacity index

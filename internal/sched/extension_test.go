@@ -33,7 +33,7 @@ func (notFirst) Prefer(_ *Pool, _ view, _ *Request, i, want int) int {
 // nodes a search takes, under every fit, and the default profile is
 // named.
 func TestProfilePlugins(t *testing.T) {
-	if got := DefaultProfile().Names(); !slices.Equal(got, []string{"filter:gpu-share", "prefer:numa"}) {
+	if got := DefaultProfile().Names(); !slices.Equal(got, []string{"filter:gpu-share", "prefer:numa", "prefer:nic"}) {
 		t.Errorf("default profile %v", got)
 	}
 	for _, fit := range []Fit{FirstFit, WorstFit, BestFit} {

@@ -102,9 +102,10 @@ func (p *Pool) Allocate(req *Request, now float64) (*Alloc, error) {
 	}
 	a := newAlloc(len(picks))
 	a.Start = now
+	nic := p.nicPrefer && p.nics > 0 && p.spans(req) // nic.go
 	for k, pk := range picks {
 		if p.nodes[pk.node].doms != nil && !req.Exclusive {
-			p.takeDomains(a, k, pk.node, pk.slots, req.SlotCores, req.SlotGPUs) // numa.go
+			p.takeDomains(a, k, pk.node, pk.slots, req.SlotCores, req.SlotGPUs, nic) // numa.go
 			continue
 		}
 		p.take(a, k, pk.node, pk.slots*req.SlotCores, pk.slots*req.SlotGPUs, req.Exclusive)

@@ -32,6 +32,7 @@ import (
 // in the node's lists. Nodes with the same layout share one slice.
 type domain struct {
 	cores, gpus bitset
+	nic         bool // a fabric NIC is local to it (rset.NUMADomain.FabricNICs)
 }
 
 // setDomains reads the inventory's NUMA domains into the nodes. Ids a
@@ -78,12 +79,26 @@ func (p *Pool) setDomains(r *rset.R) {
 }
 
 // countNUMA counts the nodes with domains (none: node choice ignores
-// domains at no cost).
+// domains at no cost) and those where only some domains have a fabric
+// NIC (none: the nic plugin costs nothing).
 func (p *Pool) countNUMA() {
-	p.numa = 0
+	p.numa, p.nics = 0, 0
 	for i := range p.nodes {
-		if p.nodes[i].doms != nil {
-			p.numa++
+		nd := &p.nodes[i]
+		nd.someNIC = false
+		if nd.doms == nil {
+			continue
+		}
+		p.numa++
+		with := 0
+		for _, d := range nd.doms {
+			if d.nic {
+				with++
+			}
+		}
+		if with > 0 && with < len(nd.doms) {
+			nd.someNIC = true
+			p.nics++
 		}
 	}
 }
@@ -92,7 +107,7 @@ func (p *Pool) countNUMA() {
 func domainsOf(nd *node, in []rset.NUMADomain) []domain {
 	out := make([]domain, len(in))
 	for k, d := range in {
-		out[k] = domain{cores: newBitset(len(nd.cores)), gpus: newBitset(len(nd.gpus))}
+		out[k] = domain{cores: newBitset(len(nd.cores)), gpus: newBitset(len(nd.gpus)), nic: len(d.FabricNICs()) > 0}
 		for id := range d.Cores.All() {
 			if pos, ok := slices.BinarySearch(nd.cores, uint32(id)); ok {
 				out[k].cores.set(pos)
@@ -111,12 +126,28 @@ func domainsOf(nd *node, in []rset.NUMADomain) []domain {
 
 // pickDomain returns the domain of nd that should hold a slot of c cores
 // and g GPUs (see above) for an allocation holding the GPUs held (shares
-// of them do not count, gpushare.go), nil if none can.
-func (p *Pool) pickDomain(nd *node, c, g int, held bitset) *domain {
+// of them do not count, gpushare.go), nil if none can. With nic (a job
+// spanning nodes under the nic plugin, nic.go) a domain with a fabric
+// NIC is taken first when one fits.
+func (p *Pool) pickDomain(nd *node, c, g int, held bitset, nic bool) *domain {
+	if nic && nd.someNIC {
+		if d := p.pickDomainOf(nd, c, g, held, true); d != nil {
+			return d
+		}
+	}
+	return p.pickDomainOf(nd, c, g, held, false)
+}
+
+// pickDomainOf is pickDomain among nd's domains with a fabric NIC
+// (onlyNIC) or all of them.
+func (p *Pool) pickDomainOf(nd *node, c, g int, held bitset, onlyNIC bool) *domain {
 	var best *domain
 	var bestC, bestG int
 	for k := range nd.doms {
 		d := &nd.doms[k]
+		if onlyNIC && !d.nic {
+			continue
+		}
 		fc := countAnd(nd.coreFree, d.cores)
 		if fc < c {
 			continue
@@ -141,13 +172,14 @@ func (p *Pool) pickDomain(nd *node, c, g int, held bitset) *domain {
 }
 
 // takeDomains is take for a node with domains: slots slots of c cores
-// and g GPUs each, each from one domain when one has room.
-func (p *Pool) takeDomains(a *Alloc, slot int, i int, slots, c, g int) {
+// and g GPUs each, each from one domain when one has room (one with a
+// fabric NIC first, with nic).
+func (p *Pool) takeDomains(a *Alloc, slot int, i int, slots, c, g int, nic bool) {
 	nd := &p.nodes[i]
 	na := p.prepare(a, slot, i, g > 0)
 	cores, gpus := 0, 0
 	for range slots {
-		if d := p.pickDomain(nd, c, g, na.gpus); d != nil {
+		if d := p.pickDomain(nd, c, g, na.gpus, nic); d != nil {
 			if p.fit == HighID {
 				cores += nd.coreFree.takeHighestIn(na.cores, d.cores, c)
 			} else {

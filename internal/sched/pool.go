@@ -40,6 +40,8 @@ type Pool struct {
 	fit        Fit     // how Allocate places requests
 	uniform    bool    // every node has the same number of cores and of GPUs
 	numa       int     // nodes with NUMA domains (numa.go)
+	nics       int     // nodes where some domains have a fabric NIC and some not (nic.go)
+	nicPrefer  bool    // the profile has the nic plugin (nic.go)
 	gpuShare   int32   // allocations a GPU may be given to at once (gpushare.go; 0: 1)
 	profile    Profile // the search's plugins (extension.go)
 }
@@ -55,6 +57,8 @@ type node struct {
 	props             []string
 	// doms is the node's NUMA domains (numa.go), nil without them.
 	doms []domain
+	// someNIC: some of doms have a fabric NIC, some not (nic.go).
+	someNIC bool
 	// gone marks the place of a node Shrink removed while an allocated
 	// node above it kept its index (pool_grow.go): it has no resources
 	// and is in no index.
@@ -70,7 +74,6 @@ func NewPool(r *rset.R) *Pool { return newPool(r, 1) }
 func newPool(r *rset.R, share int32) *Pool {
 	p := &Pool{
 		gpuShare: share,
-		profile:  DefaultProfile(),
 		inv:      r,
 		byRank:   make(map[uint32]int32),
 		byHost:   make(map[string][]int32),
@@ -148,6 +151,7 @@ func newPool(r *rset.R, share int32) *Pool {
 		p.totGPUs.set(i, int32(len(p.nodes[i].gpus)))
 	}
 	p.setDomains(r)
+	p.SetProfile(DefaultProfile())
 	p.expiration = r.Expiration()
 	return p
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/fluxgo/fluxgo/pkg/idset"
 )
@@ -61,6 +62,34 @@ func (d NUMADomain) SocketID() (int, bool) {
 func (d NUMADomain) WithSocket(id int) NUMADomain {
 	d.Socket = &id
 	return d
+}
+
+// FabricNICs returns the domain's NICs that may carry a parallel job's
+// traffic between nodes: all but Ethernet and wireless interfaces by
+// their kernel names (en*, eth*, wl*, ww*: systemd's predictable names
+// and the kernel's own), which on an HPC node are the management
+// network. InfiniBand and RoCE devices (mlx5_0, hfi1_0, bnxt_re0),
+// IP-over-InfiniBand (ib0, ibp94s0) and Slingshot interfaces (hsi0,
+// hsn0, cxi0) are kept.
+func (d NUMADomain) FabricNICs() []string {
+	var out []string
+	for _, n := range d.NICs {
+		if IsFabricNIC(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// IsFabricNIC reports whether the interface named name may carry a
+// parallel job's traffic (see FabricNICs).
+func IsFabricNIC(name string) bool {
+	for _, p := range []string{"en", "eth", "wl", "ww"} {
+		if strings.HasPrefix(name, p) {
+			return false
+		}
+	}
+	return name != ""
 }
 
 // NUMAGroup is a set of ranks whose nodes have the same domains.

@@ -2,6 +2,7 @@ package rset
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/fluxgo/fluxgo/pkg/idset"
@@ -123,5 +124,18 @@ func TestNodeNUMA(t *testing.T) {
 	d := r.NodeNUMA(2)
 	if len(d) != 2 || d[1].Cores.String() != "4-7" || d[1].GPUs.String() != "2-3" {
 		t.Errorf("rank 2: %v", d)
+	}
+}
+
+// TestFabricNICs: management Ethernet is left out, the fabric kept, as
+// the shared topologies name them.
+func TestFabricNICs(t *testing.T) {
+	d := NUMADomain{NICs: []string{"hsi0", "mlx5_0", "eno1", "enP5p1s0f0", "eth0", "ibp94s0", "wlan0", "hfi1_0", "hsn0", "cxi0"}}
+	got := strings.Join(d.FabricNICs(), ",")
+	if want := "hsi0,mlx5_0,ibp94s0,hfi1_0,hsn0,cxi0"; got != want {
+		t.Errorf("FabricNICs = %s, want %s", got, want)
+	}
+	if IsFabricNIC("") {
+		t.Error("an empty name is a fabric NIC")
 	}
 }

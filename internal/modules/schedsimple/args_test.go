@@ -48,6 +48,8 @@ func TestModuleArguments(t *testing.T) {
 		{args: []string{"gpu-share=4"}, want: def},
 		{args: []string{"gpu-share=0"}, err: `module argument "gpu-share=0": gpu-share="0": must be an integer from 1 (not shared) to 64`},
 		{args: []string{"gpu-share=lots"}, err: `module argument "gpu-share=lots": gpu-share="lots": must be an integer from 1 (not shared) to 64`},
+		{args: []string{"nic-prefer=false"}, want: def},
+		{args: []string{"nic-prefer=1"}, err: `module argument "nic-prefer=1": nic-prefer="1": must be true or false`},
 		{args: []string{"gpu-share"}, err: `module argument "gpu-share": gpu-share needs a value (gpu-share=VALUE)`},
 
 		{args: []string{"mode=foobar"}, err: `module argument "mode=foobar": unknown mode "foobar"`},
@@ -138,6 +140,15 @@ func TestConfigTableKeys(t *testing.T) {
 	}
 	if c.Fit != sched.HighID || c.GPUShare != 2 {
 		t.Errorf("from the table: fit %v, gpu-share %d", c.Fit, c.GPUShare)
+	}
+	if !c.NICPrefer {
+		t.Error("nic-prefer is not on by default")
+	}
+	if err := c.applyTable(map[string]any{Name: map[string]any{"nic-prefer": false}}); err != nil || c.NICPrefer {
+		t.Errorf("nic-prefer = false in the table: %v, NICPrefer %v", err, c.NICPrefer)
+	}
+	if err := CheckTable(map[string]any{Name: map[string]any{"nic-prefer": "sometimes"}}); err == nil || !strings.Contains(err.Error(), `nic-prefer="sometimes": must be true or false`) {
+		t.Errorf("a bad nic-prefer in the table: %v", err)
 	}
 	err := CheckTable(map[string]any{Name: map[string]any{"alloc-mode": "random"}})
 	if err == nil || !strings.Contains(err.Error(), `alloc-mode "random"`) {

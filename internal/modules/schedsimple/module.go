@@ -90,6 +90,11 @@ type Config struct {
 	// argument or [sched-simple] key gpu-share=N; 1, the default: GPUs
 	// are not shared). See sched.NewPoolShared.
 	GPUShare int
+	// NICPrefer places the slots of jobs spanning nodes in a NUMA
+	// domain with a fabric NIC when one has room (the nic match
+	// plugin, sched/nic.go; key nic-prefer=true|false, true by
+	// default).
+	NICPrefer bool
 	// PreemptMode is what becomes of a preempted job (key
 	// preempt-mode): "cancel" (the default) ends it, "requeue" sends it
 	// back to the queue with its submit time (preempt.go); a job's
@@ -108,7 +113,7 @@ const DefaultReservationDepth = 8
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{QueueDepth: sched.DefaultQueueDepth, QueuePolicy: "fcfs", ReservationDepth: DefaultReservationDepth, Fit: sched.WorstFit, GPUShare: 1,
-		PreemptMode: wire.PreemptCancel, MaxRequeue: DefaultMaxRequeue}
+		NICPrefer: true, PreemptMode: wire.PreemptCancel, MaxRequeue: DefaultMaxRequeue}
 }
 
 // Validate checks the configuration.
@@ -179,10 +184,16 @@ func (c *Config) setKey(k, v string) error {
 			return fmt.Errorf("gpu-share=%q: must be an integer from 1 (not shared) to %d", v, sched.MaxGPUShare)
 		}
 		c.GPUShare = n
+	case "nic-prefer":
+		b, err := strconv.ParseBool(v)
+		if err != nil || v != "true" && v != "false" {
+			return fmt.Errorf("nic-prefer=%q: must be true or false", v)
+		}
+		c.NICPrefer = b
 	case "preempt-mode", "max-requeue":
 		return c.setPreemptKey(k, v) // preempt.go
 	default:
-		return fmt.Errorf("unknown key %q (known: queue-depth, queue-policy, reservation-depth, alloc-mode, gpu-share, preempt-mode, max-requeue)", k)
+		return fmt.Errorf("unknown key %q (known: queue-depth, queue-policy, reservation-depth, alloc-mode, gpu-share, nic-prefer, preempt-mode, max-requeue)", k)
 	}
 	return nil
 }
@@ -312,7 +323,7 @@ func (c *Config) applyArg(a string) error {
 		if a != k {
 			return fmt.Errorf("test-hello-nopartial takes no value")
 		}
-	case "queue-depth", "queue-policy", "policy", "reservation-depth", "gpu-share", "preempt-mode", "max-requeue":
+	case "queue-depth", "queue-policy", "policy", "reservation-depth", "gpu-share", "nic-prefer", "preempt-mode", "max-requeue":
 		if a == k {
 			return fmt.Errorf("%s needs a value (%s=VALUE)", k, k)
 		}
@@ -323,7 +334,7 @@ func (c *Config) applyArg(a string) error {
 	return nil
 }
 
-const knownArgs = "mode=unlimited, mode=limited=N, queue-depth=N|unlimited, queue-policy=NAME, reservation-depth=N, gpu-share=N, preempt-mode=cancel|requeue, max-requeue=N, log-level=LEVEL, alloc-mode=MODE, pool-class=NAME, test-hello-nopartial"
+const knownArgs = "mode=unlimited, mode=limited=N, queue-depth=N|unlimited, queue-policy=NAME, reservation-depth=N, gpu-share=N, nic-prefer=true|false, preempt-mode=cancel|requeue, max-requeue=N, log-level=LEVEL, alloc-mode=MODE, pool-class=NAME, test-hello-nopartial"
 
 // setMode applies mode=unlimited or mode=limited=N.
 func (c *Config) setMode(v string) error {
@@ -389,6 +400,8 @@ func (c *Config) applyTable(top map[string]any) error {
 			s = strconv.FormatFloat(x, 'f', -1, 64)
 		case int64:
 			s = strconv.FormatInt(x, 10)
+		case bool:
+			s = strconv.FormatBool(x)
 		default:
 			return fmt.Errorf("[sched-simple] %s: want a string or a number, got %v", k, v)
 		}

@@ -266,6 +266,9 @@ func (s *scheduler) acquire(ctx context.Context) error {
 		return fmt.Errorf("resource.acquire: %w", err)
 	}
 	s.pool.SetFit(s.cfg.Fit)
+	if !s.cfg.NICPrefer {
+		s.pool.SetProfile(s.pool.Profile().WithoutPreference("nic"))
+	}
 	s.pool.SetAvailable(up, true)
 	cores, _, gpus, _ := s.pool.Counts()
 	gpus /= s.pool.GPUShare() // GPUs, not shares
