@@ -282,7 +282,40 @@ func enableMemory(dir string) error {
 type Cgroup struct {
 	Path    string
 	Version int
+	// kind memoizes which v1 hierarchy the cgroup is in (v1Kind): the
+	// broker's v1 cgroups are asked for every job
+	kind v1Kind
 }
+
+// v1Kind says which v1 hierarchy a cgroup is in, as far as job cgroups
+// care: cpuset, devices or another (cpuacct).
+type v1Kind uint8
+
+const (
+	kindUnknown v1Kind = iota
+	kindCpuset
+	kindDevices
+	kindOther
+)
+
+// v1Kind finds (once) which v1 hierarchy the cgroup is in from its files.
+func (g *Cgroup) v1Kind() v1Kind {
+	if g.kind == kindUnknown {
+		switch {
+		case g.HasCpuset():
+			g.kind = kindCpuset
+		case g.HasDevices():
+			g.kind = kindDevices
+		default:
+			g.kind = kindOther
+		}
+	}
+	return g.kind
+}
+
+// InDevicesHierarchy says whether a v1 cgroup is in the devices
+// hierarchy (and not the cpuset one), looked up once per cgroup.
+func (g *Cgroup) InDevicesHierarchy() bool { return g.v1Kind() == kindDevices }
 
 // Child makes a child cgroup named name (on v2 with the memory
 // controller enabled for its own children when sub is true).
@@ -430,6 +463,11 @@ func (g *Cgroup) Processes() []int {
 // Remove kills whatever still runs in the cgroup and its children and
 // removes them all, waiting up to timeout for the processes to go.
 func (g *Cgroup) Remove(timeout time.Duration) error {
+	// a job's cgroup is mostly empty by now and has no children: one
+	// rmdir does (EBUSY: processes or children left, handled below)
+	if err := syscall.Rmdir(g.Path); err == nil || errors.Is(err, syscall.ENOENT) {
+		return nil
+	}
 	deadline := time.Now().Add(timeout)
 	var dirs []string
 	filepath.WalkDir(g.Path, func(p string, d os.DirEntry, err error) error {

@@ -9,6 +9,7 @@ package shell
 // their cgroup.procs to the user until the tasks are placed).
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -149,24 +150,31 @@ func MakeJobCgroups(parent *Cgroup, v1 []*Cgroup, spec JobCgroupSpec, delegate f
 		}
 	}
 	for _, p := range v1 {
+		kind := p.v1Kind()
 		switch {
-		case p.HasCpuset() && len(spec.CPUs) == 0:
+		case kind == kindCpuset && len(spec.CPUs) == 0:
 			continue
-		case p.HasDevices() && len(spec.Deny) == 0:
+		case kind == kindDevices && len(spec.Deny) == 0:
 			continue
 		}
-		g, err := NewV1Cgroup(p.Path, spec.Name)
+		var g *Cgroup
+		if kind == kindCpuset {
+			g, err = NewV1Cgroup(p.Path, spec.Name) // with its parent's CPUs and memory nodes
+		} else {
+			g, err = newV1Child(p.Path, spec.Name)
+		}
 		if err != nil {
 			return nil, err
 		}
+		g.kind = kind
 		made = append(made, g)
-		switch {
-		case g.HasCpuset():
+		switch kind {
+		case kindCpuset:
 			if err := g.SetCpuset(spec.CPUs, spec.Mems); err != nil {
 				return nil, fmt.Errorf("job cpuset: %w", err)
 			}
 			mc.Cpuset = true
-		case g.HasDevices():
+		case kindDevices:
 			if err := g.DenyDevices(spec.Deny); err != nil {
 				return nil, fmt.Errorf("job devices: %w", err)
 			}
@@ -177,6 +185,17 @@ func MakeJobCgroups(parent *Cgroup, v1 []*Cgroup, spec JobCgroupSpec, delegate f
 		mc.V1 = append(mc.V1, g.Path)
 	}
 	return mc, nil
+}
+
+// newV1Child makes the cgroup name below dir in a v1 hierarchy other
+// than cpuset's (taking it as it is when it exists): a directory, with
+// nothing to inherit.
+func newV1Child(dir, name string) (*Cgroup, error) {
+	g := &Cgroup{Path: filepath.Join(dir, name), Version: 1}
+	if err := os.Mkdir(g.Path, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("cgroup %s: %w", g.Path, err)
+	}
+	return g, nil
 }
 
 // Remove removes the job's cgroups (killing what is left in

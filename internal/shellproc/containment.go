@@ -372,7 +372,7 @@ func WantDevices(cfg ContainConfig, parent *shell.Cgroup, v1 []*shell.Cgroup) bo
 		return true
 	}
 	for _, g := range v1 {
-		if g.HasDevices() {
+		if g.InDevicesHierarchy() {
 			return true
 		}
 	}
