@@ -14,6 +14,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,9 +25,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fluxgo/fluxgo/pkg/flux"
-	"github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
+	"github.com/fluxgo/fluxgo/pkg/sign"
 )
 
 type capacitorOptions struct {
@@ -93,12 +94,23 @@ better submitted with flux bulksubmit.`,
 
 // capacitorJob is one input line made into a job (or why it could not be).
 type capacitorJob struct {
-	line           int
+	line int
+	*capacitorLine
+	fut *flux.Future
+}
+
+// capacitorLine is what one line's text makes: identical lines (a
+// stream of many of the same job) share one, parsed and encoded once.
+type capacitorLine struct {
 	spec           *jobspec.Jobspec
 	urgency, flags int
 	err            error
-	fut            *flux.Future
+	payload        []byte // the job-ingest.submit request, made when first sent
 }
+
+// capacitorCache bounds how many distinct lines' jobs are remembered;
+// past it the cache starts again.
+const capacitorCache = 256
 
 // parseCapacitorLine makes a job of the words of one line, with the
 // options flux submit takes for a single job.
@@ -134,22 +146,52 @@ func readCapacitorLines(in io.Reader, out chan<- *capacitorJob) {
 	defer close(out)
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	seen := map[string]*capacitorLine{}
 	n := 0
 	for sc.Scan() {
 		n++
-		words, err := splitDirective(sc.Text())
+		text := sc.Text()
+		if l := seen[text]; l != nil {
+			out <- &capacitorJob{line: n, capacitorLine: l}
+			continue
+		}
+		words, err := splitDirective(text)
 		if err == nil && len(words) == 0 {
 			continue // blank or a comment
 		}
-		j := &capacitorJob{line: n, err: err}
+		l := &capacitorLine{err: err}
 		if err == nil {
-			j.spec, j.urgency, j.flags, j.err = parseCapacitorLine(words)
+			l.spec, l.urgency, l.flags, l.err = parseCapacitorLine(words)
 		}
-		out <- j
+		if len(seen) == capacitorCache {
+			clear(seen)
+		}
+		seen[text] = l
+		out <- &capacitorJob{line: n, capacitorLine: l}
 	}
 	if err := sc.Err(); err != nil {
-		out <- &capacitorJob{line: n + 1, err: fmt.Errorf("reading input: %w", err)}
+		out <- &capacitorJob{line: n + 1, capacitorLine: &capacitorLine{err: fmt.Errorf("reading input: %w", err)}}
 	}
+}
+
+// submitPayload is the job-ingest.submit request of l's job.
+func (l *capacitorLine) submitPayload(uid uint32) ([]byte, error) {
+	if l.payload != nil {
+		return l.payload, nil
+	}
+	b, err := json.Marshal(l.spec)
+	if err != nil {
+		return nil, fmt.Errorf("jobspec: %w", err)
+	}
+	req := struct {
+		J       string `json:"J"`
+		Urgency int    `json:"urgency"`
+		Flags   int    `json:"flags"`
+	}{sign.Wrap(b, uid), l.urgency, l.flags}
+	if l.payload, err = json.Marshal(req); err != nil {
+		return nil, err
+	}
+	return l.payload, nil
 }
 
 func runCapacitor(o capacitorOptions, in io.Reader, out, errw io.Writer) error {
@@ -183,17 +225,38 @@ func runCapacitor(o capacitorOptions, in io.Reader, out, errw io.Writer) error {
 	}
 	return withHandle(func(ctx context.Context, h *flux.Handle) error {
 		uid := uint32(os.Getuid())
+		// --wait: how the jobs end, from the job manager's journal (one
+		// stream for them all), or for a user not the instance owner
+		// from each job's eventlog once all are submitted
+		var waiter *capacitorWaiter
+		if o.wait {
+			pj, err := startPullJournal(ctx, h)
+			switch {
+			case errors.Is(err, errJournalRefused):
+			case err != nil:
+				return err
+			default:
+				defer pj.close()
+				waiter = &capacitorWaiter{pj: pj, errw: errw}
+			}
+		}
 		var pending []*capacitorJob // submitted, in input order
-		var ids []jobid.ID
+		var ids []jobid.ID          // to wait for, without the journal
 		finish := func(j *capacitorJob) {
 			var resp struct {
 				ID jobid.ID `json:"id"`
 			}
-			if err := j.fut.Decode(ctx, &resp); err != nil {
+			err := j.fut.Decode(ctx, &resp)
+			if waiter != nil {
+				waiter.submitted(resp.ID, err)
+			}
+			if err != nil {
 				report(j, err)
 				return
 			}
-			ids = append(ids, resp.ID)
+			if o.wait && waiter == nil {
+				ids = append(ids, resp.ID)
+			}
 			if !o.quiet {
 				fmt.Fprintln(out, resp.ID.String())
 			}
@@ -203,8 +266,15 @@ func runCapacitor(o capacitorOptions, in io.Reader, out, errw io.Writer) error {
 				report(j, j.err)
 				return nil
 			}
-			var err error
-			if j.fut, err = job.SubmitAsync(h, j.spec, uid, j.urgency, j.flags); err != nil {
+			payload, err := j.submitPayload(uid)
+			if err != nil {
+				report(j, err)
+				return nil
+			}
+			if waiter != nil {
+				waiter.pj.submit()
+			}
+			if j.fut, err = h.RPC("job-ingest.submit", flux.NodeidAny, json.RawMessage(payload), 0); err != nil {
 				return err
 			}
 			pending = append(pending, j)
@@ -234,14 +304,21 @@ func runCapacitor(o capacitorOptions, in io.Reader, out, errw io.Writer) error {
 				pending = pending[1:]
 			}
 		}
-		if o.wait && len(ids) > 0 {
-			code, err := followJobs(ctx, h, &submitOptions{cmdName: "capacitor", wait: true}, ids, out)
-			if err != nil {
+		code := 0
+		switch {
+		case waiter != nil:
+			var err error
+			if code, err = waiter.wait(); err != nil {
 				return err
 			}
-			if code != 0 {
-				return exitCode(code)
+		case o.wait && len(ids) > 0:
+			var err error
+			if code, err = followJobs(ctx, h, &submitOptions{cmdName: "capacitor", wait: true}, ids, out); err != nil {
+				return err
 			}
+		}
+		if code != 0 {
+			return exitCode(code)
 		}
 		if failed {
 			return exitCode(1)
