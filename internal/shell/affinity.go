@@ -406,12 +406,14 @@ func (c *Config) taskGPUs(i, ntasks int) []uint {
 	return all[lo:hi]
 }
 
-// gpuEnv sets the GPU variables of local task i in env: with
-// gpu-affinity not off, CUDA_VISIBLE_DEVICES is the task's GPUs ("-1"
-// when it has none, so it uses none of the node's others) and
-// CUDA_DEVICE_ORDER is PCI_BUS_ID unless the job set it (R's GPU ids are
-// in PCI order). Off leaves both as the job's environment has them.
+// gpuEnv sets the device variables of local task i in env: its NICs
+// (affinity_nic.go) and its GPUs. With gpu-affinity not off,
+// CUDA_VISIBLE_DEVICES is the task's GPUs ("-1" when it has none, so it
+// uses none of the node's others) and CUDA_DEVICE_ORDER is PCI_BUS_ID
+// unless the job set it (R's GPU ids are in PCI order). Off leaves both
+// as the job's environment has them.
 func (c *Config) gpuEnv(env map[string]string, i int) {
+	c.nicEnv(env, i)
 	if c.GPU.Mode == AffinityOff {
 		return
 	}

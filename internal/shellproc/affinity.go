@@ -11,7 +11,7 @@ import (
 
 // The cpu-affinity and gpu-affinity shell options (shell/affinity.go),
 // and the node's NUMA domains they need to place each task's CPUs near
-// its GPUs. The job's R does not carry the domains (the scheduler leaves
+// its GPUs and to tell the tasks of a job spanning nodes their NICs. The job's R does not carry the domains (the scheduler leaves
 // the instance's out of it); the instance's inventory (its R's
 // scheduling key) does, whichever source they came from: hwloc XML
 // given to the instance, sysfs, or the configuration. The shell asks
@@ -46,10 +46,14 @@ func parseAffinity(opts map[string]any) (affinity, error) {
 	return a, nil
 }
 
-// wantsDomains says whether a's binding of this node's tasks depends on
-// the node's NUMA domains: CPUs per task, GPUs per task or by map, and
-// more than one task to place.
+// wantsDomains says whether this node's tasks depend on the node's NUMA
+// domains: the job spans nodes (its tasks are told the NICs near their
+// CPUs, shell/affinity_nic.go), or a binds CPUs per task and GPUs per
+// task or by map, with more than one task to place.
 func (a affinity) wantsDomains(plan *shell.Plan, idx int) bool {
+	if len(plan.Ranks) > 1 && plan.Counts[idx] > 0 {
+		return true
+	}
 	if a.cpu.Mode != shell.AffinityPerTask || plan.Counts[idx] < 2 {
 		return false
 	}
