@@ -31,7 +31,7 @@ func main() {
 	throughput := flag.Bool("throughput", false, "measure bench/throughput's pipeline with accounting on against without, alternating (instead of the fair-share recompute)")
 	fluxBin := flag.String("flux", "bin/flux", "flux binary (-throughput)")
 	jobs := flag.Int("n", 10000, "jobs per bench/throughput run (-throughput)")
-	pairs := flag.Int("pairs", 4, "base and accounting runs, alternated (-throughput)")
+	pairs := flag.Int("pairs", 4, "rounds of base, accounting and accounting with the archive, in turn (-throughput)")
 	flag.Parse()
 	if *throughput {
 		if err := benchThroughput(*fluxBin, *jobs, *pairs); err != nil {

@@ -18,21 +18,24 @@ import (
 
 // Issue 25's target: with accounting and the priority plugin on, the
 // job pipeline (bench/throughput) stays within 10% of its jobs/s
-// without them. -throughput runs bench/throughput's workload in pairs,
-// alternating:
+// without them. -throughput runs bench/throughput's workload in rounds
+// of three, the order rotated each round:
 //
 //   - base: the default instance (a statedir, nothing configured);
-//   - accounting: the same with mf-priority loaded and an [archive]
-//     table, and the submitting user given an association in the
+//   - accounting: the same with mf-priority loaded and the submitting
+//     user given an association in the
 //     accounting database (-setup: a bank with a parent, a project, the
 //     user with that default bank and project and running/active limits
 //     that do not bind, then one fair-share pass), so every job takes
 //     the enforcement path: job-ingest charges it to the default bank
 //     and project, .accounting-limits counts it against its
-//     association, mf-priority looks up the association's fair-share.
+//     association, mf-priority looks up the association's fair-share;
+//   - +archive: accounting with an [archive] table too (the job archive
+//     the usage and fair-share are computed from: each finished job
+//     read back from job-list and job-info and written to SQLite).
 //
-// After each accounting run it reads the run's archive and checks that
-// every job was charged to the default bank and project.
+// After each +archive run it reads the run's archive and checks that
+// every job archived was charged to the default bank and project.
 
 // throughputSetup is the -setup command of the accounting runs.
 func throughputSetup(username string) string {
@@ -47,7 +50,11 @@ func throughputSetup(username string) string {
 
 const throughputConf = `[job-manager]
 plugins = [ { load = "mf-priority" } ]
+`
 
+// archiveConf adds the job archive, from which the accounting module
+// computes usage and fair-share.
+const archiveConf = `
 [archive]
 `
 
@@ -95,67 +102,89 @@ func benchThroughput(fluxBin string, n, pairs int) error {
 	if out, err := exec.Command("go", "build", "-o", driver, "./bench/throughput").CombinedOutput(); err != nil {
 		return fmt.Errorf("go build ./bench/throughput (run from the repository's root): %v\n%s", err, out)
 	}
-	conf := filepath.Join(dir, "conf")
-	if err := os.Mkdir(conf, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(conf, "accounting.toml"), []byte(throughputConf), 0o644); err != nil {
-		return err
-	}
 	setup := throughputSetup(me.Username)
-	fmt.Printf("bench/throughput -n %d, alternating base and accounting (mf-priority, [archive], user %s in bank physics, project climate), %d pairs\n",
-		n, me.Username, pairs)
-	run := func(k int, acct bool) (runFigures, error) {
+	variants := []variant{
+		{name: "base"},
+		{name: "accounting", conf: throughputConf, setup: setup},
+		{name: "+archive", conf: throughputConf + archiveConf, setup: setup, archive: true},
+	}
+	for i := range variants {
+		v := &variants[i]
+		if v.conf == "" {
+			continue
+		}
+		v.confDir = filepath.Join(dir, "conf"+strconv.Itoa(i))
+		if err := os.Mkdir(v.confDir, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(v.confDir, "accounting.toml"), []byte(v.conf), 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("bench/throughput -n %d, %d rounds of base, accounting (mf-priority, user %s in bank physics, project climate) and accounting with [archive], in turn\n",
+		n, pairs, me.Username)
+	k := 0
+	run := func(v variant) (runFigures, error) {
+		k++
 		state := filepath.Join(dir, fmt.Sprintf("state%d", k))
 		args := []string{"-flux", bin, "-n", strconv.Itoa(n), "-S", "statedir=" + state}
-		if acct {
-			args = append(args, "-config-path", conf, "-setup", setup)
+		if v.confDir != "" {
+			args = append(args, "-config-path", v.confDir, "-setup", v.setup)
 		}
 		out, err := exec.Command(driver, args...).CombinedOutput()
 		if err != nil {
 			return runFigures{}, fmt.Errorf("bench/throughput %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 		f, err := parseThroughput(out)
-		if err == nil && acct {
+		if err == nil && v.archive {
 			err = checkCharged(filepath.Join(state, "job-archive.sqlite"), n)
 		}
 		os.RemoveAll(state)
 		return f, err
 	}
-	var ratios, cpuRatios, bases, accts []float64
+	ratios := make([][]float64, len(variants))
+	cpuRatios := make([][]float64, len(variants))
+	rates := make([][]float64, len(variants))
 	for p := range pairs {
 		load := benchkit.LoadAvg()
-		// alternate which goes first, so neither always meets the
-		// machine as the other left it
-		order := []bool{false, true}
-		if p%2 == 1 {
-			order = []bool{true, false}
-		}
-		var base, acct runFigures
-		for i, a := range order {
-			f, err := run(2*p+i, a)
+		// rotate which goes first, so none always meets the machine as
+		// another left it
+		figs := make([]runFigures, len(variants))
+		for i := range variants {
+			vi := (i + p) % len(variants)
+			f, err := run(variants[vi])
 			if err != nil {
 				return err
 			}
-			if a {
-				acct = f
-			} else {
-				base = f
-			}
+			figs[vi] = f
 		}
-		r, cr := acct.jobsPerSec/base.jobsPerSec, acct.brokerUS/base.brokerUS
-		ratios, cpuRatios = append(ratios, r), append(cpuRatios, cr)
-		bases, accts = append(bases, base.jobsPerSec), append(accts, acct.jobsPerSec)
-		fmt.Printf("pair %d: base %6.0f jobs/s (broker %5.1f µs/job), accounting %6.0f jobs/s (%5.1f µs/job): ratio %.2f, broker CPU ratio %.2f  (load average before: %s)\n",
-			p+1, base.jobsPerSec, base.brokerUS, acct.jobsPerSec, acct.brokerUS, r, cr, load)
+		line := fmt.Sprintf("round %d: base %6.0f jobs/s (broker %5.1f µs/job)", p+1, figs[0].jobsPerSec, figs[0].brokerUS)
+		rates[0] = append(rates[0], figs[0].jobsPerSec)
+		for vi := 1; vi < len(variants); vi++ {
+			r, cr := figs[vi].jobsPerSec/figs[0].jobsPerSec, figs[vi].brokerUS/figs[0].brokerUS
+			ratios[vi], cpuRatios[vi] = append(ratios[vi], r), append(cpuRatios[vi], cr)
+			rates[vi] = append(rates[vi], figs[vi].jobsPerSec)
+			line += fmt.Sprintf(", %s %6.0f (%5.1f µs): ratio %.2f, CPU %.2f", variants[vi].name, figs[vi].jobsPerSec, figs[vi].brokerUS, r, cr)
+		}
+		fmt.Printf("%s  (load average before: %s)\n", line, load)
 	}
-	fmt.Printf("median: base %.0f jobs/s, accounting %.0f jobs/s (%.2f); median of the pair ratios %.2f, of the broker CPU ratios %.2f  (load average now: %s)\n",
-		median(bases), median(accts), median(accts)/median(bases), median(ratios), median(cpuRatios), benchkit.LoadAvg())
+	fmt.Printf("medians: base %.0f jobs/s", median(rates[0]))
+	for vi := 1; vi < len(variants); vi++ {
+		fmt.Printf("; %s %.0f jobs/s, ratio of medians %.2f, median ratio %.2f, median broker CPU ratio %.2f",
+			variants[vi].name, median(rates[vi]), median(rates[vi])/median(rates[0]), median(ratios[vi]), median(cpuRatios[vi]))
+	}
+	fmt.Printf("  (load average now: %s)\n", benchkit.LoadAvg())
 	return nil
 }
 
-// checkCharged reads a run's archive: every one of its n jobs was
-// charged to the default bank and project of the setup's association.
+// variant is one configuration bench/throughput runs.
+type variant struct {
+	name, conf, setup, confDir string
+	archive                    bool // check the archive's charging afterwards
+}
+
+// checkCharged reads a run's archive: every job in it was charged to
+// the default bank and project of the setup's association.
 func checkCharged(path string, n int) error {
 	db, err := archivedb.Open(path, true)
 	if err != nil {
@@ -168,9 +197,12 @@ func checkCharged(path string, n int) error {
 	if err != nil {
 		return fmt.Errorf("the accounting run's archive: %w", err)
 	}
-	if all != n || charged != n {
-		return fmt.Errorf("the accounting run archived %d jobs, %d of them charged to bank physics and project climate; want %d of %d", all, charged, n, n)
+	// (the archive may not hold all n: its pass at shutdown is bounded,
+	// and the rest would be archived at the next start)
+	if all == 0 || charged != all {
+		return fmt.Errorf("the accounting run archived %d of its %d jobs, %d of them charged to bank physics and project climate; want all", all, n, charged)
 	}
+	fmt.Printf("        (accounting run: %d of %d jobs archived before it stopped, all charged to bank physics, project climate)\n", all, n)
 	return nil
 }
 
