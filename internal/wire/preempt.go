@@ -13,7 +13,9 @@ import (
 // job's own attributes.system.preempt-mode, when it has one, overrides
 // it. MaxRequeue bounds how many times one job is requeued: preempted
 // once more, it is canceled with a note naming the limit. Note says
-// why ("preempted by job ƒX").
+// why ("preempted by job ƒX"); For is that job, the one a requeued job
+// then yields to (its next sched.alloc request carries it as yield_to
+// while that job is pending: AllocRequest.YieldTo).
 //
 // The answer is a PreemptResponse once the exception is recorded.
 type PreemptRequest struct {
@@ -21,6 +23,7 @@ type PreemptRequest struct {
 	Note       string   `json:"note"`
 	Mode       string   `json:"mode"`
 	MaxRequeue int      `json:"max_requeue"`
+	For        jobid.ID `json:"for,omitempty"`
 }
 
 // PreemptResponse says what became of a preempted job: requeued, or

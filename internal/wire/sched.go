@@ -23,7 +23,10 @@ const (
 )
 
 // AllocRequest is a sched.alloc request {id, priority, userid,
-// t_submit, jobspec}.
+// t_submit, jobspec}, and yield_to for a job requeued on preemption
+// while the job it was preempted for is still pending: the scheduler
+// should not start it before that one (RFC 27 has no such key; a
+// scheduler that does not know it ignores it).
 type AllocRequest struct {
 	ID       jobid.ID
 	Priority int64
@@ -32,6 +35,8 @@ type AllocRequest struct {
 	// Jobspec is the job's jobspec text; nil leaves it out of the
 	// payload (attached instead: AttachedJobspec).
 	Jobspec []byte
+	// YieldTo is the pending job this one was preempted for (0: none).
+	YieldTo jobid.ID
 }
 
 // AppendAllocRequest appends the request's payload to b.
@@ -48,6 +53,10 @@ func AppendAllocRequest(b []byte, r AllocRequest) []byte {
 	b = jsonwire.AppendFloat(b, r.TSubmit)
 	b = append(b, `,"userid":`...)
 	b = jsonwire.AppendUint(b, uint64(r.Userid))
+	if r.YieldTo != 0 {
+		b = append(b, `,"yield_to":`...)
+		b = jsonwire.AppendUint(b, uint64(r.YieldTo))
+	}
 	return append(b, '}')
 }
 
@@ -83,6 +92,10 @@ func DecodeAllocRequest(p []byte, attached AttachedJobspec) (AllocRequest, error
 			}
 			req.Jobspec = val
 			seen |= 16
+		case "yield_to":
+			var u uint64
+			u, err = jsonwire.Uint(val)
+			req.YieldTo = jobid.ID(u)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", key, err)

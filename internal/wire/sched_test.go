@@ -67,3 +67,38 @@ func TestDecodeAllocResponse(t *testing.T) {
 		t.Fatalf("%+v %v", r, err)
 	}
 }
+
+// TestAllocYieldTo: a requeued job's yield_to goes through both forms
+// and is left out when there is none.
+func TestAllocYieldTo(t *testing.T) {
+	js := []byte(`{"version":1,"resources":[],"tasks":[]}`)
+	r := AllocRequest{ID: 7, Priority: 16, Userid: 1000, TSubmit: 1.5, Jobspec: js, YieldTo: 1 << 40}
+	b := AppendAllocRequest(nil, r)
+	if got, err := DecodeAllocRequest(b, nil); err != nil || !reflect.DeepEqual(got, r) {
+		t.Errorf("%s: %+v %v", b, got, err)
+	}
+	r.YieldTo = 0
+	if b := AppendAllocRequest(nil, r); strings.Contains(string(b), "yield_to") {
+		t.Errorf("no yield: %s", b)
+	}
+	if _, err := DecodeAllocRequest([]byte(`{"id":1,"priority":1,"userid":1,"t_submit":1,"jobspec":{},"yield_to":"x"}`), nil); err == nil || !strings.Contains(err.Error(), "yield_to") {
+		t.Errorf("a bad yield_to: %v", err)
+	}
+}
+
+// FuzzDecodeAllocRequest: any payload decodes or fails without a panic,
+// and what decodes encodes back to the same request.
+func FuzzDecodeAllocRequest(f *testing.F) {
+	f.Add([]byte(`{"id":1,"priority":16,"userid":0,"t_submit":1.5,"jobspec":{},"yield_to":2}`))
+	f.Add([]byte(`{"id":1,"priority":16,"userid":0,"t_submit":1.5,"jobspec":{}}`))
+	f.Fuzz(func(t *testing.T, p []byte) {
+		r, err := DecodeAllocRequest(p, nil)
+		if err != nil {
+			return
+		}
+		back, err := DecodeAllocRequest(AppendAllocRequest(nil, r), nil)
+		if err != nil || back.ID != r.ID || back.YieldTo != r.YieldTo || back.Priority != r.Priority {
+			t.Fatalf("%s: %+v, again %+v %v", p, r, back, err)
+		}
+	})
+}

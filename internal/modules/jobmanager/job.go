@@ -69,6 +69,8 @@ type job struct {
 	requeuing     bool
 	requeues      int
 	requeueMoving bool
+	// yieldTo: the job it was last preempted for (requeue.go)
+	yieldTo jobid.ID
 }
 
 func newJob(id jobid.ID, userid uint32, urgency int, flags int, tSubmit float64) *job {

@@ -240,9 +240,7 @@ func (m *manager) apply(j *job, name string, ctx map[string]any) {
 				j.State = jobtap.StateCleanup
 			}
 		} else if requeueException(sev, ctx) && j.State == jobtap.StateRun && !j.fatal {
-			// requeue.go: the run ends, the job goes back to the queue
-			j.requeuing = true
-			j.State = jobtap.StateCleanup
+			j.applyRequeueException(ctx) // requeue.go
 		}
 	case "requeue":
 		j.applyRequeue(ctx) // requeue.go

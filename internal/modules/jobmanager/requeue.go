@@ -10,6 +10,7 @@ import (
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
 	"github.com/fluxgo/fluxgo/pkg/flux/kvs/treeobj"
+	"github.com/fluxgo/fluxgo/pkg/jobid"
 )
 
 // Requeue on preemption (Slurm's PreemptMode=REQUEUE). A scheduler that
@@ -39,6 +40,14 @@ import (
 // next run writes a fresh guest directory (flux job attach shows it).
 // A job is requeued at most max-requeue times; preempted once more it is
 // canceled with a note naming the limit.
+//
+// A requeued job keeps its submit time, so it may sort ahead of the job
+// it was preempted for; started again first, it would be preempted again
+// for the same job. The exception's context names that job (preemptor),
+// and while it is pending the requeued job's sched.alloc request carries
+// it (yield_to) and is sent after the preemptor's: the scheduler holds
+// the requeued job back until the preemptor has started or left. Being
+// in the eventlog, this survives a restart of the instance.
 
 // handlePreempt answers job-manager.preempt (the scheduler only).
 func (m *manager) handlePreempt(r *flux.Request) {
@@ -74,8 +83,12 @@ func (m *manager) handlePreempt(r *flux.Request) {
 	}
 	if requeue {
 		note += fmt.Sprintf("; requeue %d of max-requeue=%d", j.requeues+1, req.MaxRequeue)
-		m.post(j, "exception", map[string]any{"type": "preempt", "severity": 1, "note": note,
-			"userid": r.Userid(), "requeue": true})
+		ctx := map[string]any{"type": "preempt", "severity": 1, "note": note,
+			"userid": r.Userid(), "requeue": true}
+		if req.For != 0 {
+			ctx["preemptor"] = req.For.String() // F58: exact where a float64 would not be
+		}
+		m.post(j, "exception", ctx)
 		m.cleanup(j, j.State)
 	} else {
 		m.raise(j, "preempt", 0, note, r.Userid())
@@ -103,6 +116,35 @@ func (m *manager) preemptMode(j *job, def string) string {
 func requeueException(sev int, ctx map[string]any) bool {
 	v, _ := ctx["requeue"].(bool)
 	return v && sev > 0
+}
+
+// applyRequeueException applies a requeue exception (requeueException):
+// the run ends, the job goes back to the queue once it is over, and it
+// yields to its preemptor (the context's preemptor, replayed at a
+// restart like the rest: yieldTarget).
+func (j *job) applyRequeueException(ctx map[string]any) {
+	j.requeuing = true
+	j.State = jobtap.StateCleanup
+	j.yieldTo = 0
+	if v, ok := ctx["preemptor"].(string); ok {
+		if id, err := jobid.Parse(v); err == nil {
+			j.yieldTo = id
+		}
+	}
+}
+
+// yieldTarget is the job j was last preempted for while that job is
+// still pending (its sched.alloc request says so: wire.AllocRequest.
+// YieldTo), or nil.
+func (m *manager) yieldTarget(j *job) *job {
+	if j.yieldTo == 0 {
+		return nil
+	}
+	p := m.jobs[j.yieldTo]
+	if p == nil || p.State == jobtap.StateNew || p.State >= jobtap.StateRun {
+		return nil
+	}
+	return p
 }
 
 // requeue ends a requeued job's run once its resources are free: the
@@ -186,4 +228,18 @@ func (j *job) applyRequeue(ctx map[string]any) {
 	j.Started = false
 	j.WaitStatus = -1
 	j.State = jobtap.StatePriority
+}
+
+// sendPreemptorFirst sends the alloc request of the job j yields to
+// before j's own, when it is due one (both wait for the scheduler, and
+// j sorts first by its older submit time, as after a restart): the
+// scheduler then knows the preemptor when j's request names it. It
+// reports whether that used the last request the scheduler allows now.
+func (s *schedClient) sendPreemptorFirst(j *job) bool {
+	p := s.m.yieldTarget(j)
+	if p == nil || p.State != jobtap.StateSched || p.allocPending || p.hasAlloc || p.Priority == 0 || !s.m.queues.started(p) {
+		return false
+	}
+	s.sendAlloc(p) // (still in the heap: skipped there, being pending)
+	return s.limit != 0 && s.outstanding >= s.limit
 }

@@ -1,6 +1,8 @@
 package jobmanager
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -8,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxgo/fluxgo/internal/broker"
 	"github.com/fluxgo/fluxgo/internal/broker/brokertest"
 	"github.com/fluxgo/fluxgo/internal/jobtap"
+	"github.com/fluxgo/fluxgo/internal/module"
+	"github.com/fluxgo/fluxgo/internal/modules/modtest"
 	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/eventlog"
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -198,5 +203,143 @@ func TestReplayRequeue(t *testing.T) {
 				t.Errorf("t_submit %v, want the submit event's", j.TSubmit)
 			}
 		})
+	}
+}
+
+// TestReplayRequeueYieldTo: the preemptor named in a requeue exception's
+// context is replayed (the requeued job yields to it after a restart),
+// and is the job's yield target only while that job is pending.
+func TestReplayRequeueYieldTo(t *testing.T) {
+	raw := []byte(`{"timestamp":1,"name":"submit","context":{"userid":0,"urgency":16,"flags":0,"version":1}}
+{"timestamp":1,"name":"validate"}
+{"timestamp":1,"name":"depend"}
+{"timestamp":1,"name":"priority","context":{"priority":16}}
+{"timestamp":1,"name":"alloc"}
+{"timestamp":1,"name":"start"}
+{"timestamp":1,"name":"exception","context":{"type":"preempt","severity":1,"note":"preempted by job ƒX; requeue 1 of max-requeue=5","userid":0,"requeue":true,"preemptor":"ƒ8"}}
+`)
+	evs, err := eventlog.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &manager{jobs: map[jobid.ID]*job{}}
+	j := newJob(1, 0, 16, 0, 1)
+	m.applyEvents(j, evs[1:])
+	if j.yieldTo != 7 || !j.requeuing {
+		t.Fatalf("replayed: yieldTo %v requeuing %v", j.yieldTo, j.requeuing)
+	}
+	if p := m.yieldTarget(j); p != nil {
+		t.Errorf("an unknown preemptor is a target: %v", p.ID)
+	}
+	p := newJob(7, 0, 16, 0, 2)
+	m.jobs[7] = p
+	for state, want := range map[jobtap.State]bool{jobtap.StateNew: false, jobtap.StateDepend: true, jobtap.StatePriority: true,
+		jobtap.StateSched: true, jobtap.StateRun: false, jobtap.StateCleanup: false, jobtap.StateInactive: false} {
+		p.State = state
+		if got := m.yieldTarget(j) != nil; got != want {
+			t.Errorf("preemptor in %s: a target %v, want %v", state, got, want)
+		}
+	}
+}
+
+// yieldSched is a scheduler that grants every alloc request except a
+// job named "hold" and a request with yield_to (both wait), and reports
+// each request's id and yield_to.
+type yieldSched struct{ allocs chan [2]jobid.ID }
+
+func (*yieldSched) Name() string { return "sched" }
+func (s *yieldSched) Run(ctx context.Context, h *flux.Handle, _ []string) error {
+	h.HandleFunc("sched.alloc", func(r *flux.Request) {
+		var req struct {
+			ID      jobid.ID `json:"id"`
+			YieldTo jobid.ID `json:"yield_to"`
+			Jobspec struct {
+				Tasks []struct {
+					Command []string `json:"command"`
+				} `json:"tasks"`
+			} `json:"jobspec"`
+		}
+		r.Decode(&req)
+		s.allocs <- [2]jobid.ID{req.ID, req.YieldTo}
+		if req.YieldTo != 0 || req.Jobspec.Tasks[0].Command[0] == "hold" {
+			return
+		}
+		r.Respond(map[string]any{"id": req.ID, "type": 0,
+			"R": json.RawMessage(`{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0"}}]}}`)})
+	})
+	h.HandleFunc("sched.cancel", func(r *flux.Request) {})
+	h.HandleFunc("sched.free", func(r *flux.Request) { r.Respond(nil) })
+	h.HandleFunc("sched.prioritize", func(r *flux.Request) {})
+	go func() {
+		if err := h.Call(ctx, "job-manager.sched-hello", flux.NodeidAny, nil, nil); err != nil {
+			return
+		}
+		h.Call(ctx, "job-manager.sched-ready", flux.NodeidAny, map[string]any{"mode": "unlimited"}, nil)
+	}()
+	return h.Serve(ctx)
+}
+
+// TestRequeueYieldTo: a job requeued on preemption asks the scheduler
+// for resources naming the pending job it was preempted for (yield_to),
+// and when both are sent again (a scheduler loaded again, as after a
+// restart) the preemptor's request goes first although the requeued
+// job, older, sorts ahead of it.
+func TestRequeueYieldTo(t *testing.T) {
+	allocs := make(chan [2]jobid.ID, 16)
+	fk := modtest.NewKVS()
+	reg := module.NewRegistry()
+	reg.Register("kvs", func() module.Module { return fk })
+	reg.Register("job-manager", New)
+	reg.Register("sched", func() module.Module { return &yieldSched{allocs: allocs} })
+	reg.Register("job-exec", func() module.Module { return &fakeExec{} })
+	inst := brokertest.Start(t, brokertest.Options{Size: 1, Registry: reg,
+		Modules: []broker.ModuleSpec{{Name: "kvs"}, {Name: "job-manager"}, {Name: "sched"}, {Name: "job-exec"}}})
+	e := &env{t: t, h: inst.Handle(0), kvs: fk, events: map[jobid.ID][]string{}, notify: make(chan struct{}, 1)}
+	e.gen, _ = jobid.NewGenerator(0, time.Now().Add(-time.Hour))
+	ctx := brokertest.Ctx(t)
+	next := func() [2]jobid.ID {
+		t.Helper()
+		select {
+		case a := <-allocs:
+			return a
+		case <-time.After(20 * time.Second): // hang guard
+			t.Fatal("no sched.alloc request")
+		}
+		return [2]jobid.ID{}
+	}
+	victim := e.submit("sleep", 16, nil)
+	if a := next(); a != [2]jobid.ID{victim, 0} {
+		t.Fatalf("the victim's request: %v", a)
+	}
+	preemptor := e.submit("hold", 16, nil)
+	if a := next(); a != [2]jobid.ID{preemptor, 0} {
+		t.Fatalf("the preemptor's request: %v", a)
+	}
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(string(e.kvs.Value(jobDir(victim)+".eventlog")), `"name":"start"`); {
+		if time.Now().After(deadline) { // hang guard
+			t.Fatal("the victim did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var resp wire.PreemptResponse
+	if err := e.h.Call(ctx, "job-manager.preempt", flux.NodeidAny, wire.PreemptRequest{ID: victim,
+		Note: "preempted by job " + preemptor.String(), Mode: wire.PreemptRequeue, MaxRequeue: 5, For: preemptor}, &resp); err != nil || !resp.Requeued {
+		t.Fatalf("preempt: %+v %v", resp, err)
+	}
+	if a := next(); a != [2]jobid.ID{victim, preemptor} {
+		t.Fatalf("the requeued job's request: %v, want it to name %s", a, preemptor.String())
+	}
+	if log := e.kvs.Value(jobDir(victim) + ".eventlog"); !strings.Contains(string(log), fmt.Sprintf(`"preemptor":%q`, preemptor.String())) {
+		t.Fatalf("eventlog:\n%s", log)
+	}
+	// a scheduler loaded again gets both again, the preemptor's first
+	if err := e.h.Call(ctx, "module.remove", 0, map[string]any{"name": "sched"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.h.Call(ctx, "module.load", 0, map[string]any{"name": "sched"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := next(), next(); a != [2]jobid.ID{preemptor, 0} || b != [2]jobid.ID{victim, preemptor} {
+		t.Fatalf("after the scheduler's reload: %v then %v", a, b)
 	}
 }

@@ -95,6 +95,10 @@ func (s *schedClient) drain() {
 			s.m.queues.park(j) // until flux queue start
 			continue
 		}
+		if j.yieldTo != 0 && s.sendPreemptorFirst(j) {
+			heap.Push(&s.queue, j) // no room left for it
+			return
+		}
 		s.sendAlloc(j)
 	}
 }
@@ -103,6 +107,11 @@ func (s *schedClient) sendAlloc(j *job) {
 	// {"id","jobspec","priority","t_submit","userid"}, the jobspec
 	// attached instead for a scheduler in this broker
 	ar := wire.AllocRequest{ID: j.ID, Priority: j.Priority, TSubmit: j.TSubmit, Userid: j.Userid}
+	if j.yieldTo != 0 {
+		if p := s.m.yieldTarget(j); p != nil {
+			ar.YieldTo = p.ID // requeue.go
+		}
+	}
 	size := 96
 	if !s.attached {
 		ar.Jobspec = j.Raw

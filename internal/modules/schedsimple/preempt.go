@@ -1,6 +1,7 @@
 package schedsimple
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -160,7 +161,7 @@ func (s *scheduler) preempt() {
 		s.yieldTo[id] = head.ID
 		s.log.Info(fmt.Sprintf("job %s %s", jobid.ID(id).String(), note))
 		f, err := s.h.RPC("job-manager.preempt", flux.NodeidAny, wire.PreemptRequest{
-			ID: jobid.ID(id), Note: note, Mode: s.cfg.PreemptMode, MaxRequeue: s.cfg.MaxRequeue}, 0)
+			ID: jobid.ID(id), Note: note, Mode: s.cfg.PreemptMode, MaxRequeue: s.cfg.MaxRequeue, For: jobid.ID(head.ID)}, 0)
 		if err != nil {
 			s.log.Error("preempt: raise", "id", jobid.ID(id).String(), "err", err)
 			continue
@@ -185,14 +186,28 @@ func (s *scheduler) preempt() {
 // for the same job, over and over up to max-requeue. So a preempted job
 // yields: its next alloc request waits aside (s.yielding) while the job
 // it was preempted for is still pending, and joins the queue at the
-// first pass after that job started or left. yieldTo remembers, per
-// preempted job, the job it yields to, until its next alloc request (or
-// the job manager says it was not requeued).
+// first pass after that job started or left. The job manager's alloc
+// request names that job (yield_to, from the preempt exception in the
+// job's eventlog, so it holds after a restart of the instance or of this
+// module), and sends the preemptor's request first; yieldTo also
+// remembers, per preempted job, the job it yields to, until its next
+// alloc request (or the job manager says it was not requeued), for a
+// job manager that does not say.
+
+// yieldToKey finds a yield_to in a request before it is decoded.
+var yieldToKey = []byte(`"yield_to"`)
 
 // yield keeps a requeued job's alloc request aside while the job it was
 // preempted for is pending; it reports whether it did.
 func (s *scheduler) yield(j *sched.Job) bool {
 	head, ok := s.yieldTo[j.ID]
+	if r, isReq := j.Data.(*flux.Request); isReq && bytes.Contains(r.Msg.JSON(), yieldToKey) {
+		attached, _ := r.Msg.Attached.(wire.AttachedJobspec)
+		if req, err := wire.DecodeAllocRequest(r.Msg.JSON(), attached); err == nil && req.YieldTo != 0 {
+			head, ok = uint64(req.YieldTo), true
+			s.yieldTo[j.ID] = head
+		}
+	}
 	if !ok {
 		return false
 	}
@@ -201,7 +216,21 @@ func (s *scheduler) yield(j *sched.Job) bool {
 		return false
 	}
 	s.yielding[j.ID] = j
+	yieldReason(j, "yields to job "+jobid.ID(head).String()+", which it was preempted for")
 	return true
+}
+
+// yieldReason says why a yielding job waits (sched.reason_pending), or
+// withdraws it ("").
+func yieldReason(j *sched.Job, reason string) {
+	var v any
+	if reason != "" {
+		v = reason
+	}
+	if r, ok := j.Data.(*flux.Request); ok {
+		r.Respond(map[string]any{"id": j.ID, "type": allocAnnotate,
+			"annotations": map[string]any{"sched": map[string]any{"reason_pending": v}}})
+	}
 }
 
 // unyield moves the yielding jobs whose preemptor is no longer pending
@@ -213,6 +242,7 @@ func (s *scheduler) unyield() {
 		}
 		delete(s.yielding, id)
 		delete(s.yieldTo, id)
+		yieldReason(j, "")
 		if err := s.queue.Add(j); err != nil {
 			s.log.Error(fmt.Sprintf("requeued job %s: %v", jobid.ID(id).String(), err))
 			respondType(j.Data.(*flux.Request), id, allocDeny, "duplicate sched.alloc request")

@@ -141,58 +141,38 @@ func (j *preemptJM) Run(ctx context.Context, h *flux.Handle, _ []string) error {
 	return h.Serve(ctx)
 }
 
-// TestPreemptYield: sched-simple asks the job manager to preempt with
-// its preempt-mode and max-requeue, and a requeued job, which keeps its
-// older submit time, does not start again ahead of the job it was
-// preempted for (to be preempted again): its new alloc request waits
-// until that job started.
-func TestPreemptYield(t *testing.T) {
-	jm := &preemptJM{ready: make(chan struct{}), preempts: make(chan wire.PreemptRequest, 4)}
-	reg := module.NewRegistry()
-	reg.Register(resource.Name, resource.New)
-	reg.Register(Name, New)
-	reg.Register("job-manager", func() module.Module { return jm })
-	inst := brokertest.Start(t, brokertest.Options{
-		Size: 1, Registry: reg,
-		Attrs: map[string]string{"resource.config": `[{"hosts":"n0","cores":"0-1"}]`, "resource.monitor-force-up": "1"},
-		Modules: []broker.ModuleSpec{{Name: resource.Name}, {Name: "job-manager"},
-			{Name: Name, Args: []string{"preempt-mode=requeue", "max-requeue=3"}}},
-	})
-	select {
-	case <-jm.ready:
-	case <-time.After(30 * time.Second): // hang guard
-		t.Fatal("no sched-ready")
-	}
-	h := inst.Handle(0)
-	ctx := brokertest.Ctx(t)
-	spec := func(preemptible bool) json.RawMessage {
-		js, _ := jobspec.FromCommand([]string{"x"}, jobspec.CommandOptions{NTasks: 2})
-		raw, _ := js.MarshalJSON()
-		var doc map[string]any
-		json.Unmarshal(raw, &doc)
-		doc["attributes"].(map[string]any)["system"].(map[string]any)["preemptible"] = preemptible
-		b, _ := json.Marshal(doc)
-		return b
-	}
-	alloc := func(id uint64, ts float64, js json.RawMessage) *flux.Future {
-		f, err := h.RPC("sched.alloc", flux.NodeidAny, map[string]any{"id": id, "priority": 16, "userid": 0, "t_submit": ts, "jobspec": js}, flux.Streaming)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
-	next := func(f *flux.Future) allocResp {
-		t.Helper()
-		c, cancel := context.WithTimeout(ctx, 30*time.Second) // hang guard
-		defer cancel()
+// nextAlloc is an alloc request's next response other than an
+// annotation.
+func nextAlloc(t *testing.T, ctx context.Context, f *flux.Future) allocResp {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 30*time.Second) // hang guard
+	defer cancel()
+	for {
 		m, err := f.Next(c)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var r allocResp
 		m.UnmarshalPayload(&r)
-		return r
+		if r.Type != allocAnnotate {
+			return r
+		}
 	}
+}
+
+// TestPreemptYield: sched-simple asks the job manager to preempt with
+// its preempt-mode and max-requeue, and a requeued job, which keeps its
+// older submit time, does not start again ahead of the job it was
+// preempted for (to be preempted again): its new alloc request waits
+// until that job started.
+func TestPreemptYield(t *testing.T) {
+	h, jm := startPreemptSched(t)
+	ctx := brokertest.Ctx(t)
+	alloc := func(id uint64, ts float64, js json.RawMessage) *flux.Future {
+		return allocReq(t, h, map[string]any{"id": id, "priority": 16, "userid": 0, "t_submit": ts, "jobspec": js})
+	}
+	spec := func(preemptible bool) json.RawMessage { return preemptSpec(2, preemptible) }
+	next := func(f *flux.Future) allocResp { return nextAlloc(t, ctx, f) }
 	victim := next(alloc(1, 1, spec(true)))
 	if victim.Type != 0 {
 		t.Fatalf("the preemptible job: %+v", victim)
@@ -204,7 +184,7 @@ func TestPreemptYield(t *testing.T) {
 	case <-time.After(30 * time.Second): // hang guard
 		t.Fatal("no job-manager.preempt")
 	}
-	if req.ID != 1 || req.Mode != wire.PreemptRequeue || req.MaxRequeue != 3 || !strings.Contains(req.Note, "preempted by job") {
+	if req.ID != 1 || req.Mode != wire.PreemptRequeue || req.MaxRequeue != 3 || req.For != 2 || !strings.Contains(req.Note, "preempted by job") {
 		t.Fatalf("job-manager.preempt %+v", req)
 	}
 	// requeued: its resources back and its alloc again at once, with its
@@ -227,6 +207,102 @@ func TestPreemptYield(t *testing.T) {
 	select {
 	case req := <-jm.preempts:
 		t.Fatalf("preempted again: %+v", req)
+	default:
+	}
+}
+
+// startPreemptSched starts sched-simple (preempt-mode=requeue,
+// max-requeue=3) on one node of two cores beside preemptJM.
+func startPreemptSched(t *testing.T) (*flux.Handle, *preemptJM) {
+	t.Helper()
+	jm := &preemptJM{ready: make(chan struct{}), preempts: make(chan wire.PreemptRequest, 4)}
+	reg := module.NewRegistry()
+	reg.Register(resource.Name, resource.New)
+	reg.Register(Name, New)
+	reg.Register("job-manager", func() module.Module { return jm })
+	inst := brokertest.Start(t, brokertest.Options{
+		Size: 1, Registry: reg,
+		Attrs: map[string]string{"resource.config": `[{"hosts":"n0","cores":"0-1"}]`, "resource.monitor-force-up": "1"},
+		Modules: []broker.ModuleSpec{{Name: resource.Name}, {Name: "job-manager"},
+			{Name: Name, Args: []string{"preempt-mode=requeue", "max-requeue=3"}}},
+	})
+	select {
+	case <-jm.ready:
+	case <-time.After(30 * time.Second): // hang guard
+		t.Fatal("no sched-ready")
+	}
+	return inst.Handle(0), jm
+}
+
+// preemptSpec is a jobspec of ntasks one-core tasks.
+func preemptSpec(ntasks int, preemptible bool) json.RawMessage {
+	js, _ := jobspec.FromCommand([]string{"x"}, jobspec.CommandOptions{NTasks: ntasks})
+	raw, _ := js.MarshalJSON()
+	var doc map[string]any
+	json.Unmarshal(raw, &doc)
+	doc["attributes"].(map[string]any)["system"].(map[string]any)["preemptible"] = preemptible
+	b, _ := json.Marshal(doc)
+	return b
+}
+
+func allocReq(t *testing.T, h *flux.Handle, payload map[string]any) *flux.Future {
+	t.Helper()
+	f, err := h.RPC("sched.alloc", flux.NodeidAny, payload, flux.Streaming)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestPreemptYieldTo: a scheduler that did not preempt the job itself
+// (loaded again, or the instance restarted) learns from the alloc
+// request's yield_to which pending job a requeued job yields to: the
+// request waits aside, saying so in sched.reason_pending, though a core
+// is free for it, and joins the queue once that job has started.
+func TestPreemptYieldTo(t *testing.T) {
+	h, jm := startPreemptSched(t)
+	ctx := brokertest.Ctx(t)
+	busy := nextAlloc(t, ctx, allocReq(t, h, map[string]any{"id": 5, "priority": 16, "userid": 0, "t_submit": 0.5, "jobspec": preemptSpec(1, false)}))
+	if busy.Type != 0 {
+		t.Fatalf("the job holding a core: %+v", busy)
+	}
+	// the preemptor needs both cores: pending behind job 5
+	urgent := allocReq(t, h, map[string]any{"id": 2, "priority": 16, "userid": 0, "t_submit": 2.0, "jobspec": preemptSpec(2, false)})
+	again := allocReq(t, h, map[string]any{"id": 1, "priority": 16, "userid": 0, "t_submit": 1.0, "jobspec": preemptSpec(1, true), "yield_to": 2})
+	c, cancel := context.WithTimeout(ctx, 30*time.Second) // hang guard
+	defer cancel()
+	m, err := again.Next(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ann struct {
+		Type        int `json:"type"`
+		Annotations struct {
+			Sched struct {
+				Reason string `json:"reason_pending"`
+			} `json:"sched"`
+		} `json:"annotations"`
+	}
+	m.UnmarshalPayload(&ann)
+	if ann.Type != allocAnnotate || !strings.Contains(ann.Annotations.Sched.Reason, "yields to job") {
+		t.Fatalf("the requeued job's first response: %s", m.JSON())
+	}
+	if err := h.Call(ctx, "sched.free", flux.NodeidAny, map[string]any{"id": 5, "final": true, "R": busy.R}, nil); err != nil {
+		t.Fatal(err)
+	}
+	u := nextAlloc(t, ctx, urgent)
+	if u.Type != 0 || u.ID != 2 {
+		t.Fatalf("the preemptor: %+v", u)
+	}
+	if err := h.Call(ctx, "sched.free", flux.NodeidAny, map[string]any{"id": 2, "final": true, "R": u.R}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if r := nextAlloc(t, ctx, again); r.Type != 0 || r.ID != 1 {
+		t.Fatalf("the requeued job: %+v", r)
+	}
+	select {
+	case req := <-jm.preempts:
+		t.Fatalf("preempted: %+v", req)
 	default:
 	}
 }
