@@ -36,6 +36,7 @@ type capacitorOptions struct {
 	wait   bool
 	dryRun bool
 	window int
+	active int // at most this many submitted jobs unfinished (0: no bound)
 }
 
 func newCapacitorCmd() *cobra.Command {
@@ -56,7 +57,10 @@ Jobs are submitted as lines arrive (a pipe left open keeps them coming),
 at most --window at a time in flight, and their IDs printed in input
 order. A line that is not a valid job is reported with its number and
 skipped; the exit code is then 1. With --wait, wait for every job to end
-and exit with the largest exit code. Jobs that share their options are
+and exit with the largest exit code. With --active=N at most N of the
+jobs submitted are unfinished at a time (the capacitor's constant output
+stream: the instance never holds more of them, however long the input);
+the next is submitted as one ends. Jobs that share their options are
 better submitted with flux bulksubmit.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -72,6 +76,9 @@ better submitted with flux bulksubmit.`,
 			if o.window < 1 {
 				return fmt.Errorf("--window=%d: must be at least 1", o.window)
 			}
+			if o.active < 0 {
+				return fmt.Errorf("--active=%d: must be at least 1 (or 0: no bound)", o.active)
+			}
 			return runCapacitor(o, in, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -81,6 +88,7 @@ better submitted with flux bulksubmit.`,
 	f.BoolVar(&o.wait, "wait", false, "Wait for all jobs to complete; exit with the largest exit code")
 	f.BoolVar(&o.dryRun, "dry-run", false, "Print each line's jobspec instead of submitting it")
 	f.IntVar(&o.window, "window", 1024, "Keep at most `N` submissions in flight")
+	f.IntVar(&o.active, "active", 0, "Keep at most `N` of the jobs submitted unfinished (0: no bound)")
 	// the flux-capacitor of old spelled it --command_file
 	f.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		return pflag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
@@ -229,7 +237,7 @@ func runCapacitor(o capacitorOptions, in io.Reader, out, errw io.Writer) error {
 		// stream for them all), or for a user not the instance owner
 		// from each job's eventlog once all are submitted
 		var waiter *capacitorWaiter
-		if o.wait {
+		if o.wait || o.active > 0 {
 			pj, err := startPullJournal(ctx, h)
 			switch {
 			case errors.Is(err, errJournalRefused):
@@ -237,7 +245,10 @@ func runCapacitor(o capacitorOptions, in io.Reader, out, errw io.Writer) error {
 				return err
 			default:
 				defer pj.close()
-				waiter = &capacitorWaiter{pj: pj, errw: errw}
+				waiter = newCapacitorWaiter(pj, errw)
+			}
+			if waiter == nil && o.active > 0 {
+				return fmt.Errorf("--active: follows the jobs on the job manager's journal, which is the instance owner's")
 			}
 		}
 		var pending []*capacitorJob // submitted, in input order
@@ -281,6 +292,18 @@ func runCapacitor(o capacitorOptions, in io.Reader, out, errw io.Writer) error {
 			return nil
 		}
 		for open := true; open || len(pending) > 0; {
+			if open && o.active > 0 && len(pending)+waiter.unfinished() >= o.active {
+				// as many unfinished as --active: collect an answer, or
+				// wait for a job to end
+				if len(pending) > 0 {
+					finish(pending[0])
+					pending[0] = nil
+					pending = pending[1:]
+				} else if err := waiter.waitBelow(o.active); err != nil {
+					return err
+				}
+				continue
+			}
 			var j *capacitorJob
 			switch {
 			case !open:
@@ -306,7 +329,7 @@ func runCapacitor(o capacitorOptions, in io.Reader, out, errw io.Writer) error {
 		}
 		code := 0
 		switch {
-		case waiter != nil:
+		case waiter != nil && o.wait:
 			var err error
 			if code, err = waiter.wait(); err != nil {
 				return err

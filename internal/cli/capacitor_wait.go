@@ -21,10 +21,16 @@ type capacitorWaiter struct {
 	errw io.Writer
 
 	mu      sync.Mutex
-	cond    *sync.Cond
-	running int   // submitted, not ended
-	worst   int   // the largest exit code so far
-	err     error // the journal failed
+	cond    sync.Cond // signalled at each end
+	running int       // submitted, not ended
+	worst   int       // the largest exit code so far
+	err     error     // the journal failed
+}
+
+func newCapacitorWaiter(pj *pullJournal, errw io.Writer) *capacitorWaiter {
+	w := &capacitorWaiter{pj: pj, errw: errw}
+	w.cond.L = &w.mu
+	return w
 }
 
 // submitted notes a submission's answer (id is 0 when err is set).
@@ -55,16 +61,33 @@ func (w *capacitorWaiter) ended(id jobid.ID, r *job.JobResult, err error) {
 		}
 		w.worst = max(w.worst, out.exitCode())
 	}
-	if w.cond != nil {
-		w.cond.Broadcast()
+	w.cond.Broadcast()
+}
+
+// unfinished is how many jobs submitted (and answered) have not ended.
+func (w *capacitorWaiter) unfinished() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.running
+}
+
+// waitBelow waits until fewer than n jobs are unfinished.
+func (w *capacitorWaiter) waitBelow(n int) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.running >= n && w.err == nil {
+		w.cond.Wait()
 	}
+	if w.err != nil {
+		return fmt.Errorf("waiting for the jobs: %s", flux.ErrorText(w.err))
+	}
+	return nil
 }
 
 // wait returns the largest exit code once every job submitted has ended.
 func (w *capacitorWaiter) wait() (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.cond = sync.NewCond(&w.mu)
 	for w.running > 0 && w.err == nil {
 		w.cond.Wait()
 	}

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -60,5 +61,52 @@ func TestMini(t *testing.T) {
 	r := e.flux("mini", "run", "-n1", "echo", "hello")
 	if r.Code != 0 || r.Stdout != "hello\n" || !strings.Contains(r.Stderr, "deprecated") {
 		t.Fatalf("flux mini run: %+v", r)
+	}
+}
+
+// TestCapacitorActive: with --active=2 no more than two of the stream's
+// jobs are ever unfinished (each is submitted after an earlier one is
+// inactive), and --wait still waits for the last.
+func TestCapacitorActive(t *testing.T) {
+	e := start(t)
+	input := strings.Repeat("--job-name=act --setattr=system.exec.test.run_duration=0.05s true\n", 7)
+	r := e.inst.RunInput(t, input, "capacitor", "--active=2", "--wait")
+	if r.Code != 0 {
+		t.Fatalf("flux capacitor --active=2 --wait: %+v", r)
+	}
+	ids := strings.Fields(r.Stdout)
+	if len(ids) != 7 {
+		t.Fatalf("IDs printed: %q", r.Stdout)
+	}
+	type span struct{ submit, inactive float64 }
+	var spans []span
+	for _, s := range ids {
+		id, err := jobid.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sp span
+		f := strings.Fields(e.field(id, "{t_submit} {t_inactive} {state}"))
+		if len(f) != 3 || f[2] != "INACTIVE" {
+			t.Fatalf("job %s after --wait: %q", s, f)
+		}
+		fmt.Sscan(f[0], &sp.submit)
+		fmt.Sscan(f[1], &sp.inactive)
+		spans = append(spans, sp)
+	}
+	// at each job's submission, how many jobs were unfinished
+	for i, a := range spans {
+		n := 0
+		for _, b := range spans {
+			if b.submit <= a.submit && b.inactive > a.submit {
+				n++
+			}
+		}
+		if n > 2 {
+			t.Errorf("job %d submitted with %d unfinished, want at most 2: %+v", i, n, spans)
+		}
+	}
+	if r := e.inst.RunInput(t, "true\n", "capacitor", "--active=-1"); r.Code == 0 || !strings.Contains(r.Stderr, "--active=-1") {
+		t.Errorf("--active=-1: %+v", r)
 	}
 }
