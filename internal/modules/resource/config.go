@@ -39,8 +39,10 @@ var ErrConfig = errors.New("resource configuration error")
 //	                       scheduler that reads one)
 //	resource.monitor-force-up  "1"/"true": every rank is up whether or
 //	                       not its broker runs (fake inventories in test)
-//	resource.discover-timeout  FSD; how long rank 0 waits for every rank
-//	                       to report its resources (default 30s)
+//	resource.discover-timeout  FSD; how long rank 0 waits for the next
+//	                       rank's report of its resources before it
+//	                       leaves out those that have not reported
+//	                       (default 30s; each report restarts it)
 //	resource.verify        true, false or a JSON table (verify.go)
 //	resource.noverify      "1"/"true": no rank is verified
 //

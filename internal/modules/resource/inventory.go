@@ -149,7 +149,7 @@ func (inv *inventory) start(ctx context.Context, hostname string) error {
 			if inv.R != nil {
 				return
 			}
-			inv.log.Warn(fmt.Sprintf("only %d of %d ranks reported their resources within %v; the others are left out",
+			inv.log.Warn(fmt.Sprintf("only %d of %d ranks reported their resources, none in the last %v; the others are left out",
 				len(inv.reports), inv.size, inv.cfg.DiscoverTimeout))
 			if err := inv.defineDiscovered(); err != nil {
 				inv.log.Error(err.Error())
@@ -356,6 +356,12 @@ func (inv *inventory) hello(r *flux.Request) {
 	r.Respond(nil)
 	if inv.R == nil {
 		inv.reports[req.Rank] = req
+		if inv.timer != nil {
+			// a slow start still making progress (256 brokers on two
+			// busy cores can take longer than the timeout in all) is not
+			// cut off: the timeout is for silence
+			inv.timer.Reset(inv.cfg.DiscoverTimeout)
+		}
 	} else {
 		if !inv.ranks.Contains(uint(req.Rank)) {
 			inv.log.Warn(fmt.Sprintf("rank %d (%s) has no resources in the inventory", req.Rank, req.Hostname))
