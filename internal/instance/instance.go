@@ -182,6 +182,7 @@ func Run(o Options) (code int, err error) {
 			}
 			cfg.Attrs["broker.boot-method"] = method
 		}
+		shareHost(o.Test.Size, o.Test.Rank, cfg.Attrs) // hostshare.go
 		cfg.Rank = uint32(o.Test.Rank)
 		cfg.Size = uint32(o.Test.Size)
 		cfg.ParentURI = o.Test.Parent

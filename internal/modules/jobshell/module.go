@@ -180,6 +180,13 @@ func (m *manager) configure(ctx context.Context, args []string) error {
 		m.exe = v
 	}
 	m.maxIdle, m.spares = defaultMaxIdle(), 1
+	if v, err := m.h.Attr(ctx, SparesAttr); err == nil && v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > maxSpares {
+			return fmt.Errorf("job-shell: %s=%q: want a count from 0 to %d", SparesAttr, v, maxSpares)
+		}
+		m.spares = n
+	}
 	for _, a := range args {
 		k, v, ok := strings.Cut(a, "=")
 		switch {
@@ -187,8 +194,8 @@ func (m *manager) configure(ctx context.Context, args []string) error {
 			m.exe = v
 		case ok && k == "spares":
 			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return fmt.Errorf("job-shell: spares=%q: want a count >= 0", v)
+			if err != nil || n < 0 || n > maxSpares {
+				return fmt.Errorf("job-shell: spares=%q: want a count from 0 to %d", v, maxSpares)
 			}
 			m.spares = n
 		default:

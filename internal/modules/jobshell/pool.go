@@ -52,7 +52,17 @@ const (
 	minIdle = shellproc.EndedLinger + 5*time.Second
 	// spareDelay is how long after the module loads the spares start.
 	spareDelay = 500 * time.Millisecond
+	// maxSpares bounds the spares asked for (each is a process).
+	maxSpares = 64
 )
+
+// SparesAttr is the broker attribute that sets how many idle shells the
+// pool keeps started ahead (default 1; the module's spares=N argument
+// wins). 0 starts a shell only when a job needs one: what a test
+// instance with more brokers than this host has cores gets (package
+// instance), where a spare per broker would double the processes
+// starting at once.
+const SparesAttr = "job-shell.spares"
 
 func defaultMaxIdle() int { return max(2, runtime.NumCPU()) }
 
@@ -319,6 +329,9 @@ func (m *manager) runPool(ctx context.Context) func() {
 	// the spares start a little after the module: not in the way of
 	// the instance's own start (a first job starts its shell itself)
 	spare := time.AfterFunc(spareDelay, func() { m.post(func() { m.topUp(uint32(os.Getuid())) }) })
+	if m.spares == 0 {
+		spare.Stop()
+	}
 	t := time.NewTicker(5 * time.Second)
 	done := make(chan struct{})
 	go func() {
