@@ -178,9 +178,6 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// coarseTick is how often Broker.coarseNow moves.
-const coarseTick = 100 * time.Millisecond
-
 // Broker is one running broker.
 type Broker struct {
 	cfg  Config
@@ -209,11 +206,8 @@ type Broker struct {
 	// rc1Done is closed once this broker's modules have started
 	rc1Done chan struct{}
 
-	// coarseNow is the time in Unix nanoseconds, updated every
-	// coarseTick: for per-message bookkeeping that reports seconds
-	// (a module's idle time), where a clock read per message showed in
-	// the job pipeline's profile.
-	coarseNow atomic.Int64
+	// coarse is a clock for per-message bookkeeping (coarse.go)
+	coarse coarseClock
 
 	log     *slog.Logger
 	ring    *logRing
@@ -268,7 +262,6 @@ func New(cfg Config) (*Broker, error) {
 	b.access.Store(&access)
 	b.state.Store("join")
 	b.ctx, b.cancel = context.WithCancel(context.Background())
-	b.coarseNow.Store(time.Now().UnixNano())
 	b.ring = newLogRing(1024, b.rank)
 	b.ring.stderrSev = cfg.LogStderrLevel
 	b.log = slog.New(&ringHandler{ring: b.ring, name: "broker", level: slog.LevelDebug})

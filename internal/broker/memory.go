@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -126,7 +127,22 @@ func trimWhenQuiet(ctx context.Context) {
 	prev := cycles()
 	t := time.NewTicker(memoryTick)
 	defer t.Stop()
+	gc := gcSignal(ctx)
 	for {
+		if q.idle() {
+			// nothing to trim and nothing collected for a while: no tick
+			// until the collector runs again (work, or the runtime's
+			// forced collection every two minutes)
+			t.Stop()
+			for cycles() == prev {
+				select {
+				case <-ctx.Done():
+					return
+				case <-gc: // one from before prev was read wakes it in vain
+				}
+			}
+			t.Reset(memoryTick)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -141,12 +157,49 @@ func trimWhenQuiet(ctx context.Context) {
 	}
 }
 
+// gcSignal returns a channel that is sent to (without blocking: it holds
+// one) after each collection, until ctx is done: a finalizer on an
+// unreachable sentinel runs once a cycle has found it, and arms the next.
+func gcSignal(ctx context.Context) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	type sentinel struct{ _ [32]byte } // not a tiny allocation: its finalizer runs
+	var arm func()
+	arm = func() {
+		runtime.SetFinalizer(new(sentinel), func(*sentinel) {
+			if ctx.Err() != nil {
+				return
+			}
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+			arm()
+		})
+	}
+	arm()
+	return ch
+}
+
 // quietness decides when the "auto" policy trims, from the collections
 // of each tick.
 type quietness struct {
 	recent  [quietTicks]uint64 // collections in each of the last ticks
 	ticks   int
 	pending bool // busy since the last trim
+}
+
+// idle says that no tick is needed until the collector runs: nothing is
+// waiting to be trimmed and no tick in the window saw a collection.
+func (q *quietness) idle() bool {
+	if q.pending || q.ticks < quietTicks {
+		return false
+	}
+	for _, c := range q.recent {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // tick records the collections of one tick and says whether to trim now.

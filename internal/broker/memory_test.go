@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"context"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 func TestParseMemoryLimit(t *testing.T) {
@@ -97,5 +100,49 @@ func TestTuneMemory(t *testing.T) {
 	stop() // the auto policy's goroutine ends; it set no limit
 	if got := debug.SetMemoryLimit(-1); got != 300<<20 {
 		t.Fatalf("memory limit %d: the auto policy changed it", got)
+	}
+}
+
+// The auto policy stops ticking once nothing is left to trim and the
+// window saw no collection, and not before.
+func TestQuietnessIdle(t *testing.T) {
+	var q quietness
+	if q.idle() {
+		t.Fatal("idle before a whole window of ticks")
+	}
+	for range quietTicks {
+		q.tick(0)
+	}
+	if !q.idle() {
+		t.Fatal("not idle after a quiet window")
+	}
+	q.tick(3) // work
+	if q.idle() {
+		t.Fatal("idle with a collection in the window")
+	}
+	trimmed := false
+	for range quietTicks {
+		trimmed = q.tick(0) || trimmed
+		if !trimmed && q.idle() {
+			t.Fatal("idle before the burst was trimmed")
+		}
+	}
+	if !trimmed || !q.idle() {
+		t.Fatalf("after the burst: trimmed %v, idle %v", trimmed, q.idle())
+	}
+}
+
+// gcSignal wakes its reader after a collection, each time.
+func TestGCSignal(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := gcSignal(ctx)
+	for i := range 3 {
+		runtime.GC()
+		select {
+		case <-ch:
+		case <-time.After(time.Minute): // a hang guard only
+			t.Fatalf("no signal after collection %d", i+1)
+		}
 	}
 }

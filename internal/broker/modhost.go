@@ -69,7 +69,7 @@ func (p *modulePeer) creds() (uint32, uint32) {
 
 func (p *modulePeer) deliver(m *message.Message) {
 	p.rx.Add(1)
-	p.lastMsg.Store(p.b.coarseNow.Load())
+	p.lastMsg.Store(p.b.coarse.Now())
 	if m.Type == message.Request {
 		if p.dead.Load() {
 			p.b.router.respondError(m, syscall.ENOSYS, fmt.Sprintf("module %s is not loaded", p.name))
@@ -94,7 +94,7 @@ func (p *modulePeer) deliver(m *message.Message) {
 
 func (p *modulePeer) Send(m *message.Message) error {
 	p.tx.Add(1)
-	p.lastMsg.Store(p.b.coarseNow.Load())
+	p.lastMsg.Store(p.b.coarse.Now())
 	if m.Userid == message.UseridUnknown {
 		m.Userid, m.Rolemask = p.creds()
 	}

@@ -20,7 +20,7 @@ import (
 // unless the broker failed.
 func (b *Broker) Run() (int, error) {
 	defer b.cancel()
-	go b.tickCoarse()
+	defer b.coarse.stop()
 	if b.rmRundir {
 		defer RemoveRundir(b.cfg.Rundir)
 	}
@@ -329,20 +329,6 @@ func terminate(cmd *exec.Cmd, done chan progResult, grace time.Duration) {
 		done <- r
 	case <-time.After(grace):
 		cmd.Process.Kill()
-	}
-}
-
-// tickCoarse moves b.coarseNow every coarseTick until the broker ends.
-func (b *Broker) tickCoarse() {
-	t := time.NewTicker(coarseTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.ctx.Done():
-			return
-		case now := <-t.C:
-			b.coarseNow.Store(now.UnixNano())
-		}
 	}
 }
 
