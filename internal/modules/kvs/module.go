@@ -76,6 +76,11 @@ type kvs struct {
 	ckpt checkpointer
 
 	stopped bool // Serve has returned
+
+	// the cache expiry timer, set only while the cache holds something
+	// that can expire (timers.go)
+	expiry      *time.Timer
+	expiryArmed bool
 }
 
 // Run serves the KVS until ctx is done.
@@ -196,33 +201,30 @@ func (k *kvs) initMaster(ctx context.Context, empty []byte) error {
 	return nil
 }
 
-// startTimers runs the periodic work (cache expiry, checkpoints) on the
-// Serve goroutine and returns a function that stops it.
+// startTimers starts the periodic work on the Serve goroutine: the
+// cache expiry (timers.go: only while there is something to expire) and
+// rank 0's checkpoints. It returns a function that stops both.
 func (k *kvs) startTimers(ctx context.Context) func() {
+	k.armExpiry()
+	if k.rank != 0 || k.cfg.CheckpointPeriod <= 0 {
+		return k.stopExpiry
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		expire := time.NewTicker(min(k.cfg.CacheExpiry/2, supersededGrace))
-		defer expire.Stop()
-		var ckptC <-chan time.Time
-		if k.rank == 0 && k.cfg.CheckpointPeriod > 0 {
-			t := time.NewTicker(k.cfg.CheckpointPeriod)
-			defer t.Stop()
-			ckptC = t.C
-		}
+		t := time.NewTicker(k.cfg.CheckpointPeriod)
+		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-expire.C:
-				k.h.Post(k.expireCache)
-			case <-ckptC:
+			case <-t.C:
 				k.h.Post(func() { k.checkpointNow(nil) }) // if the root changed
 			}
 		}
 	}()
-	return func() { cancel(); <-done }
+	return func() { cancel(); <-done; k.stopExpiry() }
 }
 
 // expireCache drops blobs unused for cache-expiry, keeping the current
@@ -253,7 +255,7 @@ func (k *kvs) shutdown() {
 
 // routes registers the request and event handlers.
 func (k *kvs) routes() {
-	h := k.h
+	h := k.armingHandle() // timers.go: each request and event arms the expiry
 	h.HandleFunc("kvs.lookup", k.lookupRequest(false))
 	h.HandleFunc("kvs.lookup-plus", k.lookupRequest(true))
 	h.HandleFunc("kvs.commit", k.commitRequest)
