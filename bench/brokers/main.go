@@ -4,7 +4,12 @@
 // binary's pages shared by every process divided among them), the CPU
 // the brokers and their job-shell servers spent starting, the time an
 // event takes to reach every broker, `flux run -N N true`, and the
-// shutdown. Beside it, alternating, the floor: N `flux version`
+// shutdown. It splits the start-up CPU by kind of process (rank 0, the
+// interior brokers, the leaves, the job-shell servers), measures the
+// idle cost (CPU and context switches a second, all threads counted),
+// and splits RSS into anonymous pages and the binary's file pages, with
+// beside it an idle `flux event sub` (a flux process that only waits:
+// the floor of RSS). Beside it, alternating, the floor: N `flux version`
 // processes of the same binary started at once (what starting N
 // processes of this binary costs here), and the ratios to it.
 package main
@@ -59,6 +64,9 @@ func main() {
 			i+1, f.initial.Seconds(), f.upAtInitial, f.join.Seconds(), fl.wall.Seconds(), f.join.Seconds()/fl.wall.Seconds(),
 			ms(f.cpu)/float64(*size), ms(fl.cpu)/float64(*size), (ms(f.cpu)/float64(*size))/(ms(fl.cpu)/float64(*size)),
 			mb(f.rssMedian), mb(f.rssMax), mb(f.pssMedian), mb(f.shellPSS), ms(f.fanout), *size, f.run.Seconds(), f.stop.Seconds(), benchkit.LoadAvg())
+		fmt.Printf("  CPU at the join: %v\n", f.byClass)
+		fmt.Printf("  idle: %.3f%% of a core and %.1f context switches/s per broker (median leaf %.1f/s), %d threads per broker; RSS anon %.1f MB + file %.1f MB; an idle flux process that only waits: RSS %.1f MB, PSS %.1f MB\n",
+			100*f.idleCPU, f.idleCS, f.leafCS, f.threads, mb(f.anonMedian), mb(f.fileMedian), mb(f.floorRSS), mb(f.floorPSS))
 	}
 	med := func(get func(figures) float64) float64 {
 		var v []float64
@@ -82,6 +90,9 @@ func main() {
 	fmt.Printf("  idle broker RSS median / max                                        %8.1f / %.1f MB\n", med(func(f figures) float64 { return mb(f.rssMedian) }), med(func(f figures) float64 { return mb(f.rssMax) }))
 	fmt.Printf("  idle broker PSS median (its own memory + its share of the binary)   %8.1f MB, job-shell server %.1f MB\n", med(func(f figures) float64 { return mb(f.pssMedian) }), med(func(f figures) float64 { return mb(f.shellPSS) }))
 	fmt.Printf("  idle CPU per broker + job-shell server (5 s after the join)         %8.3f%% of a core (all %d: %.1f%%)\n", 100*med(func(f figures) float64 { return f.idleCPU }), *size, 100*float64(*size)*med(func(f figures) float64 { return f.idleCPU }))
+	fmt.Printf("  idle context switches per broker + job-shell server                  %8.1f /s (median leaf %.1f/s)\n", med(func(f figures) float64 { return f.idleCS }), med(func(f figures) float64 { return f.leafCS }))
+	fmt.Printf("  idle broker RSS: anonymous / file (the binary's pages)              %8.1f / %.1f MB; floor (an idle flux event sub) RSS %.1f MB, PSS %.1f MB\n",
+		med(func(f figures) float64 { return mb(f.anonMedian) }), med(func(f figures) float64 { return mb(f.fileMedian) }), med(func(f figures) float64 { return mb(f.floorRSS) }), med(func(f figures) float64 { return mb(f.floorPSS) }))
 	fmt.Printf("  event fan-out to every broker (publish to last delivery)           %8.1f ms\n", med(func(f figures) float64 { return ms(f.fanout) }))
 	fmt.Printf("  flux run -N%d true                                                 %8.3f s\n", *size, med(func(f figures) float64 { return f.run.Seconds() }))
 	fmt.Printf("  shutdown (initial program's end to flux start's exit)              %8.2f s\n", med(func(f figures) float64 { return f.stop.Seconds() }))
@@ -92,6 +103,11 @@ type figures struct {
 	initial                      time.Duration // when the initial program ran
 	upAtInitial                  int           // nodes up then
 	idleCPU                      float64       // cores per broker (+ shell server) while idle
+	idleCS, leafCS               float64       // context switches a second per broker (+ shell server), median leaf
+	byClass                      classes       // CPU at the join by kind of process
+	anonMedian, fileMedian       int           // KiB of a broker's RSS: anonymous, file (the binary)
+	threads                      int           // median threads per broker
+	floorRSS, floorPSS           int           // KiB: an idle flux process that only waits
 	rssMedian, rssMax, pssMedian int           // KiB
 	shellPSS                     int           // KiB, median over ranks
 }
@@ -189,14 +205,49 @@ func measure(bin string, size, fanout, events, jobs int) (figures, error) {
 	shells := shellPids(base)
 	procs := append(pids, shells...)
 	f.cpu = benchkit.ProcCPU(false, procs...)
+	f.byClass = classCPU(pids[1:], shells, fanout)
+	// the floor of an idle process's memory: a flux command that only
+	// waits (connected, subscribed to nothing that comes)
+	waiter := withURI(exec.Command(bin, "event", "sub", "bench.nothing"))
+	if err := waiter.Start(); err != nil {
+		return f, err
+	}
+	defer func() { waiter.Process.Kill(); waiter.Wait() }()
+	time.Sleep(2 * time.Second) // settle after the join
+	procs = append(pids, shellPids(base)...)
+	cpu0, cs0 := benchkit.ProcCPU(false, procs...), int64(0)
+	leafCS0 := make(map[string]int64)
+	for _, pid := range procs {
+		c := ctxSwitches(pid)
+		cs0 += c
+		leafCS0[pid] = c
+	}
 	idleStart := time.Now()
 	time.Sleep(5 * time.Second) // idle
-	f.idleCPU = float64(benchkit.ProcCPU(false, procs...)-f.cpu) / float64(time.Since(idleStart)) / float64(size)
+	idle := time.Since(idleStart)
+	var cs1 int64
+	var leafRates []float64
+	for _, pid := range procs {
+		c := ctxSwitches(pid)
+		cs1 += c
+		if isLeaf(pid, pids, fanout) {
+			leafRates = append(leafRates, float64(c-leafCS0[pid])/idle.Seconds())
+		}
+	}
+	f.idleCPU = float64(benchkit.ProcCPU(false, procs...)-cpu0) / float64(idle) / float64(size)
+	f.idleCS = float64(cs1-cs0) / idle.Seconds() / float64(size)
+	f.leafCS = median(leafRates)
+	var anon, file, thr []int
 	for _, pid := range pids[1:] {
 		r, _ := benchkit.ProcRSS(pid)
 		rss = append(rss, r)
 		pss = append(pss, procPSS(pid))
+		m := procMem(pid)
+		anon, file, thr = append(anon, m.anon), append(file, m.file), append(thr, threads(pid))
 	}
+	f.anonMedian, f.fileMedian, f.threads = medianInt(anon), medianInt(file), medianInt(thr)
+	f.floorRSS, _ = benchkit.ProcRSS(strconv.Itoa(waiter.Process.Pid))
+	f.floorPSS = procPSS(strconv.Itoa(waiter.Process.Pid))
 	var spss []int
 	for _, pid := range shells {
 		spss = append(spss, procPSS(pid))
