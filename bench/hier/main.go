@@ -57,10 +57,14 @@ func main() {
 	runDur := flag.String("run", "0.001s", "test executor run duration of each job (FSD)")
 	progress := flag.Duration("progress", 10*time.Second, "print progress this often")
 	rssLimit := flag.Int("rss-limit", 500, "flag instances whose peak RSS passes `MB`")
+	active := flag.Int("active", 10000, "flux capacitor --active: jobs each capacitor keeps unfinished (0: no bound)")
 	keep := flag.Bool("keep", false, "keep the scripts' directory (outputs of the batch jobs)")
 	var extra confList
 	flag.Var(&extra, "conf", "job-manager configuration of each job-running instance, TOML text (repeatable), e.g. 'job-manager.inactive-num-limit=1000'")
 	flag.Parse()
+	if *active < 0 {
+		fatal(fmt.Errorf("-active: want >= 0"))
+	}
 	if *n < 1 || *children < 1 || *grand < 1 || *runs < 1 || *nodes < 1 || *cores < 1 {
 		fatal(fmt.Errorf("want -n, -children, -grand, -runs, -nodes, -cores >= 1"))
 	}
@@ -83,9 +87,10 @@ func main() {
 	}
 	cfg := &config{bin: abs, self: self, n: *n, children: *children, grand: *grand,
 		nodes: *nodes, cores: *cores, run: *runDur, progress: *progress, rssLimitKB: *rssLimit * 1024,
-		keep: *keep, conf: extra}
+		keep: *keep, conf: extra, active: *active}
 	fmt.Printf("hier: %d test jobs of %s; hierarchy: 1 parent of %d brokers -> %d children -> %d grandchildren each (%d leaves of %d×%d fake cores); flat: 1 instance of %d×%d\n",
 		cfg.n, cfg.run, cfg.children, cfg.children, cfg.grand, cfg.children*cfg.grand, cfg.nodes, cfg.cores, cfg.nodes, cfg.cores)
+	fmt.Printf("capacitors keep at most %d jobs unfinished (--active; 0: no bound); pullers their default window\n", cfg.active)
 	fmt.Printf("machine: %d CPUs, load average %s\n", numCPU(), loadAvg())
 	times := map[string][]float64{}
 	for r := 1; r <= *runs; r++ {

@@ -28,6 +28,7 @@ type config struct {
 	rssLimitKB       int
 	keep             bool
 	conf             []string
+	active           int    // flux capacitor --active
 	dir              string // the scripts and command files (made once)
 	leafFiles, whole []string
 }
@@ -99,7 +100,7 @@ func (c *config) prepare() error {
 	}
 	c.whole = []string{p}
 	for name, text := range map[string]string{
-		"top.sh": c.topScript(), "child.sh": c.childScript(), "leaf.sh": leafScript,
+		"top.sh": c.topScript(), "child.sh": c.childScript(), "leaf.sh": fmt.Sprintf(leafScript, c.active),
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o755); err != nil {
 			return err
@@ -183,7 +184,7 @@ level=$1 name=$2 mode=$3 arg=$4
 if test "$mode" = pool; then
 	flux pool pull -p bench --parent="$arg"
 else
-	flux capacitor --wait --quiet --command-file "$arg"
+	flux capacitor --wait --quiet --active=%d --command-file "$arg"
 fi
 "$HIER" report $level $name
 `
