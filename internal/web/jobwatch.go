@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync"
@@ -190,10 +189,10 @@ func (h *jobsHub) follow(ctx context.Context, gen int) error {
 		}
 		t := jobs[e.ID]
 		if t == nil {
-			t = &jobTrack{ID: e.ID}
+			t = newJobTrack(e.ID)
 			jobs[e.ID] = t
 		}
-		known := t.TSubmit != 0 || hasSubmit(&e)
+		known := t.p.Submitted || hasSubmit(&e)
 		t.apply(&e)
 		if t.done() {
 			delete(jobs, e.ID)
@@ -201,11 +200,7 @@ func (h *jobsHub) follow(ctx context.Context, gen int) error {
 		if !live || t.invalid {
 			continue
 		}
-		b, err := json.Marshal(t)
-		if err != nil {
-			return err
-		}
-		h.deliver(t.ID, t.Userid, known, b)
+		h.deliver(t.ID, t.Userid, known, t.appendJSON(nil))
 	}
 }
 

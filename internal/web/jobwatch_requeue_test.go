@@ -1,6 +1,8 @@
 package web
 
 import (
+	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/fluxgo/fluxgo/internal/wire"
@@ -10,24 +12,41 @@ import (
 // TestTrackRequeue: a preempted, requeued job goes back to PRIORITY
 // and SCHED without the lost run's nodes, then runs and completes.
 func TestTrackRequeue(t *testing.T) {
-	var tr jobTrack
+	tr := newJobTrack(7)
 	tr.apply(&wire.JournalEntry{ID: 7, Events: submitted(7, 1000, "x").Events})
 	tr.apply(&wire.JournalEntry{ID: 7, Events: []wire.JournalEvent{ev(2, "alloc", "")},
 		R: []byte(`{"version":1,"execution":{"R_lite":[{"rank":"0-1","children":{"core":"0"}}],"nodelist":["a,b"]}}`)})
-	if job.State(tr.State) != job.StateRun || tr.Nnodes != 2 {
-		t.Fatalf("after alloc: state %v nnodes %d", job.State(tr.State), tr.Nnodes)
+	if tr.p.State != job.StateRun || tr.Nnodes != 2 {
+		t.Fatalf("after alloc: state %v nnodes %d", tr.p.State, tr.Nnodes)
 	}
 	tr.apply(&wire.JournalEntry{ID: 7, Events: []wire.JournalEvent{
 		ev(3, "exception", `{"type":"preempt","severity":1,"note":"preempted by job f2; requeue 1 of max-requeue=5","requeue":true}`),
+	}})
+	if tr.p.State != job.StateCleanup {
+		t.Fatalf("the requeue exception leaves the job in %v, not CLEANUP as job-list has it", tr.p.State)
+	}
+	tr.apply(&wire.JournalEntry{ID: 7, Events: []wire.JournalEvent{
 		ev(3.1, "finish", `{"status":15}`), ev(3.2, "requeue", `{"count":1}`), ev(3.3, "priority", `{"priority":16}`),
 	}})
-	if job.State(tr.State) != job.StateSched || tr.Nnodes != 0 || tr.Nodelist != "" || tr.TRun != 0 || tr.Waitstatus != nil {
-		t.Fatalf("after requeue: %+v", tr)
+	if tr.p.State != job.StateSched || tr.Nnodes != 0 || tr.Nodelist != "" || tr.p.TRun != 0 || tr.p.Waitstatus != -1 {
+		t.Fatalf("after requeue: %+v", *tr)
 	}
 	tr.apply(&wire.JournalEntry{ID: 7, Events: []wire.JournalEvent{ev(4, "alloc", "")},
 		R: []byte(`{"version":1,"execution":{"R_lite":[{"rank":"1","children":{"core":"0"}}],"nodelist":["b"]}}`)})
 	tr.apply(&wire.JournalEntry{ID: 7, Events: []wire.JournalEvent{ev(5, "finish", `{"status":0}`), ev(5.1, "clean", "")}})
-	if job.State(tr.State) != job.StateInactive || job.Result(tr.Result) != job.ResultCompleted || tr.Nodelist != "b" || tr.TRun != 4 {
-		t.Errorf("second run: state %v result %v nodelist %q t_run %v", job.State(tr.State), tr.Result, tr.Nodelist, tr.TRun)
+	if tr.p.State != job.StateInactive || tr.p.Result != job.ResultCompleted || tr.Nodelist != "b" || tr.p.TRun != 4 {
+		t.Errorf("second run: state %v result %v nodelist %q t_run %v", tr.p.State, tr.p.Result, tr.Nodelist, tr.p.TRun)
+	}
+	// the record is job-list's attributes: every state's time, the
+	// result once inactive
+	var rec map[string]any
+	if err := json.Unmarshal(tr.appendJSON(nil), &rec); err != nil {
+		t.Fatalf("record %s: %v", tr.appendJSON(nil), err)
+	}
+	want := map[string]any{"id": 7.0, "userid": 1000.0, "urgency": 16.0, "priority": 16.0, "state": 64.0, "result": 1.0,
+		"nnodes": 1.0, "nodelist": "b", "waitstatus": 0.0,
+		"t_submit": 1.0, "t_depend": 1.1, "t_priority": 3.2, "t_sched": 3.3, "t_run": 4.0, "t_cleanup": 5.0, "t_inactive": 5.1}
+	if !reflect.DeepEqual(want, rec) {
+		t.Errorf("record %v, want %v", rec, want)
 	}
 }

@@ -3,11 +3,12 @@ package web
 import (
 	"encoding/json"
 	"path"
+	"strconv"
 
 	"github.com/fluxgo/fluxgo/internal/wire"
-	"github.com/fluxgo/fluxgo/pkg/eventlog"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/jobid"
+	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
@@ -22,32 +23,80 @@ var journalEvents = []string{
 }
 
 // jobTrack is what the jobs stream knows of one active job, built from
-// its journal events as job-list builds its records. It is sent as a
+// its journal events as job-list builds its records: the state, times
+// and result by job.Progress, the rule both follow. It is sent as a
 // partial job-list record (RFC 43 attribute names and values: state and
-// result as bits), the job's whole known state each time, so a newer
-// record replaces an older one.
+// result as bits; a state's time once the job has entered it), the
+// job's whole known state each time, so a newer record replaces an
+// older one.
 type jobTrack struct {
-	ID         jobid.ID `json:"id"`
-	Userid     uint32   `json:"userid"`
-	Urgency    int32    `json:"urgency"`
-	Priority   int64    `json:"priority"`
-	State      uint32   `json:"state"`
-	Result     uint32   `json:"result,omitempty"`
-	Name       string   `json:"name,omitempty"`
-	Queue      string   `json:"queue,omitempty"`
-	Nnodes     int      `json:"nnodes,omitempty"`
-	Nodelist   string   `json:"nodelist,omitempty"`
-	Waitstatus *int     `json:"waitstatus,omitempty"`
-	TSubmit    float64  `json:"t_submit"`
-	TDepend    float64  `json:"t_depend,omitempty"`
-	TPriority  float64  `json:"t_priority,omitempty"`
-	TSched     float64  `json:"t_sched,omitempty"`
-	TRun       float64  `json:"t_run,omitempty"`
-	TCleanup   float64  `json:"t_cleanup,omitempty"`
-	TInactive  float64  `json:"t_inactive,omitempty"`
+	ID       jobid.ID
+	Userid   uint32
+	Urgency  int32
+	Priority int64
+	Name     string
+	Queue    string
+	Nnodes   int
+	Nodelist string
 
-	res     job.JobResult // accumulates the result (job.JobResult.Accumulate)
-	invalid bool          // invalidated: job-ingest refused it
+	p       job.Progress
+	invalid bool // invalidated: job-ingest refused it
+}
+
+func newJobTrack(id jobid.ID) *jobTrack {
+	return &jobTrack{ID: id, p: job.NewProgress()}
+}
+
+// appendJSON appends the track's record: a JSON object.
+func (t *jobTrack) appendJSON(b []byte) []byte {
+	p := &t.p
+	b = append(b, `{"id":`...)
+	b = strconv.AppendUint(b, uint64(t.ID), 10)
+	b = append(b, `,"userid":`...)
+	b = strconv.AppendUint(b, uint64(t.Userid), 10)
+	b = append(b, `,"urgency":`...)
+	b = strconv.AppendInt(b, int64(t.Urgency), 10)
+	b = append(b, `,"priority":`...)
+	b = strconv.AppendInt(b, t.Priority, 10)
+	b = append(b, `,"state":`...)
+	b = strconv.AppendUint(b, uint64(p.State), 10)
+	if p.State == job.StateInactive {
+		b = append(b, `,"result":`...)
+		b = strconv.AppendUint(b, uint64(p.Result), 10)
+	}
+	if t.Name != "" {
+		b = jsonwire.AppendString(append(b, `,"name":`...), t.Name)
+	}
+	if t.Queue != "" {
+		b = jsonwire.AppendString(append(b, `,"queue":`...), t.Queue)
+	}
+	if t.Nnodes > 0 {
+		b = strconv.AppendInt(append(b, `,"nnodes":`...), int64(t.Nnodes), 10)
+	}
+	if t.Nodelist != "" {
+		b = jsonwire.AppendString(append(b, `,"nodelist":`...), t.Nodelist)
+	}
+	if p.Waitstatus >= 0 {
+		b = strconv.AppendInt(append(b, `,"waitstatus":`...), int64(p.Waitstatus), 10)
+	}
+	b = jsonwire.AppendFloat(append(b, `,"t_submit":`...), p.TSubmit)
+	for _, tm := range []struct {
+		s   job.State
+		key string
+		v   float64
+	}{
+		{job.StateDepend, `,"t_depend":`, p.TDepend},
+		{job.StatePriority, `,"t_priority":`, p.TPriority},
+		{job.StateSched, `,"t_sched":`, p.TSched},
+		{job.StateRun, `,"t_run":`, p.TRun},
+		{job.StateCleanup, `,"t_cleanup":`, p.TCleanup},
+		{job.StateInactive, `,"t_inactive":`, p.TInactive},
+	} {
+		if p.Has(tm.s) {
+			b = jsonwire.AppendFloat(append(b, tm.key...), tm.v)
+		}
+	}
+	return append(b, '}')
 }
 
 // trackSpec is the part of a jobspec the jobs table shows.
@@ -91,26 +140,8 @@ func (t *jobTrack) setR(raw []byte) {
 	}
 }
 
-func (t *jobTrack) enter(s job.State, ts float64) {
-	t.State = uint32(s)
-	switch s {
-	case job.StateDepend:
-		t.TDepend = ts
-	case job.StatePriority:
-		t.TPriority = ts
-	case job.StateSched:
-		t.TSched = ts
-	case job.StateRun:
-		t.TRun = ts
-	case job.StateCleanup:
-		t.TCleanup = ts
-	case job.StateInactive:
-		t.TInactive = ts
-	}
-}
-
 // apply applies one journal entry's events (with its jobspec and R) to
-// t, as RFC 21's state machine moves a job.
+// t: the state machine by job.Progress, the table's other fields here.
 func (t *jobTrack) apply(e *wire.JournalEntry) {
 	if len(e.Jobspec) > 0 {
 		t.setJobspec(e.Jobspec)
@@ -118,9 +149,16 @@ func (t *jobTrack) apply(e *wire.JournalEntry) {
 	if len(e.R) > 0 {
 		t.setR(e.R)
 	}
-	st := func() job.State { return job.State(t.State) }
 	for _, ev := range e.Events {
-		t.res.Accumulate(eventlog.Event{Timestamp: ev.Timestamp, Name: ev.Name, Context: ev.Context})
+		st, _ := t.p.Apply(ev.Name, ev.Timestamp, ev.Context) // a bad context changes what it can
+		if st.Invalid {
+			t.invalid = true
+		}
+		if st.Requeued {
+			// back to the queue without the run it lost; the next
+			// alloc's R brings its nodes again
+			t.Nnodes, t.Nodelist = 0, ""
+		}
 		switch ev.Name {
 		case "submit":
 			var c struct {
@@ -130,27 +168,12 @@ func (t *jobTrack) apply(e *wire.JournalEntry) {
 			if json.Unmarshal(ev.Context, &c) == nil {
 				t.Userid, t.Urgency = c.Userid, c.Urgency
 			}
-			t.TSubmit = ev.Timestamp
-			t.State = uint32(job.StateNew)
-		case "validate":
-			t.enter(job.StateDepend, ev.Timestamp)
-		case "invalidate":
-			t.invalid = true
-		case "depend":
-			t.enter(job.StatePriority, ev.Timestamp)
 		case "priority":
 			var c struct {
 				Priority int64 `json:"priority"`
 			}
 			if json.Unmarshal(ev.Context, &c) == nil {
 				t.Priority = c.Priority
-			}
-			if st() == job.StatePriority {
-				t.enter(job.StateSched, ev.Timestamp)
-			}
-		case "flux-restart":
-			if st() == job.StateSched {
-				t.enter(job.StatePriority, ev.Timestamp)
 			}
 		case "urgency":
 			var c struct {
@@ -159,31 +182,6 @@ func (t *jobTrack) apply(e *wire.JournalEntry) {
 			if json.Unmarshal(ev.Context, &c) == nil {
 				t.Urgency = c.Urgency
 			}
-		case "alloc":
-			if st() == job.StateSched {
-				t.enter(job.StateRun, ev.Timestamp)
-			}
-		case "finish":
-			t.Waitstatus = t.res.Waitstatus
-			if st() == job.StateRun {
-				t.enter(job.StateCleanup, ev.Timestamp)
-			}
-		case "exception":
-			if t.res.ExceptionOccurred && *t.res.ExceptionSeverity == 0 &&
-				st() != job.StateNew && st() != job.StateInactive && st() != job.StateCleanup {
-				t.enter(job.StateCleanup, ev.Timestamp)
-			}
-		case "requeue":
-			// preempted and requeued (docs/JOBS.md): back to PRIORITY
-			// with nothing of the run it lost; the next alloc's R
-			// brings its nodes again
-			t.res = job.JobResult{}
-			t.Nnodes, t.Nodelist, t.Waitstatus = 0, "", nil
-			t.TSched, t.TRun, t.TCleanup = 0, 0, 0
-			t.enter(job.StatePriority, ev.Timestamp)
-		case "clean":
-			t.enter(job.StateInactive, ev.Timestamp)
-			t.Result = uint32(t.res.Result)
 		case "jobspec-update":
 			var c map[string]json.RawMessage
 			if json.Unmarshal(ev.Context, &c) != nil {
@@ -202,5 +200,5 @@ func (t *jobTrack) apply(e *wire.JournalEntry) {
 // done reports whether the job will change no more (inactive, or
 // refused at submission).
 func (t *jobTrack) done() bool {
-	return t.invalid || job.State(t.State) == job.StateInactive
+	return t.invalid || t.p.State == job.StateInactive
 }

@@ -156,7 +156,7 @@ func compileOp(op string, val json.RawMessage) (*constraint, error) {
 			return nil, constraintErr("states: %v", err)
 		}
 		st := job.State(mask)
-		return &constraint{match: func(r *record) bool { return r.state&st != 0 }, states: st}, nil
+		return &constraint{match: func(r *record) bool { return r.State&st != 0 }, states: st}, nil
 	case "results":
 		mask, err := parseMaskList(val, func(s string) (uint32, error) {
 			res, err := job.ParseResult(s)
@@ -167,7 +167,7 @@ func compileOp(op string, val json.RawMessage) (*constraint, error) {
 		}
 		res := job.Result(mask)
 		return &constraint{match: func(r *record) bool {
-			return r.state == job.StateInactive && r.result&res != 0
+			return r.State == job.StateInactive && r.Result&res != 0
 		}, states: job.StateInactive}, nil
 	case "hostlist":
 		var items []string
@@ -287,26 +287,26 @@ func compileTime(op string, val json.RawMessage) (*constraint, error) {
 	var need job.State
 	switch op {
 	case "t_submit":
-		get = func(r *record) float64 { return r.tSubmit }
+		get = func(r *record) float64 { return r.TSubmit }
 	case "t_depend":
-		get, need = func(r *record) float64 { return r.tDepend }, job.StateDepend
+		get, need = func(r *record) float64 { return r.TDepend }, job.StateDepend
 	case "t_priority":
-		get, need = func(r *record) float64 { return r.tPriority }, job.StatePriority
+		get, need = func(r *record) float64 { return r.TPriority }, job.StatePriority
 	case "t_sched":
-		get, need = func(r *record) float64 { return r.tSched }, job.StateSched
+		get, need = func(r *record) float64 { return r.TSched }, job.StateSched
 	case "t_run":
-		get, need = func(r *record) float64 { return r.tRun }, job.StateRun
+		get, need = func(r *record) float64 { return r.TRun }, job.StateRun
 	case "t_cleanup":
-		get, need = func(r *record) float64 { return r.tCleanup }, job.StateCleanup
+		get, need = func(r *record) float64 { return r.TCleanup }, job.StateCleanup
 	case "t_inactive":
-		get, need = func(r *record) float64 { return r.tInactive }, job.StateInactive
+		get, need = func(r *record) float64 { return r.TInactive }, job.StateInactive
 	}
 	states := allStates
 	if op == "t_inactive" {
 		states = job.StateInactive
 	}
 	return &constraint{match: func(r *record) bool {
-		if need != 0 && r.statesMask&need == 0 {
+		if need != 0 && r.Entered&need == 0 {
 			return false
 		}
 		v := get(r)

@@ -13,16 +13,16 @@ import (
 func testRecords() []*record {
 	mk := func(id jobid.ID, uid uint32, name, queue string, state job.State, result job.Result, tSubmit float64, nodelist, ranks string) *record {
 		r := newRecord(id)
-		r.userid, r.state, r.result, r.tSubmit = uid, state, result, tSubmit
+		r.userid, r.State, r.Result, r.TSubmit = uid, state, result, tSubmit
 		r.setLab(labels{name: name, queue: queue})
-		r.submitted = true
-		r.statesMask = job.StateNew | job.StateDepend
+		r.Submitted = true
+		r.Entered = job.StateNew | job.StateDepend
 		if state&(job.StateRunning|job.StateInactive) != 0 {
-			r.statesMask |= job.StateRun
-			r.tRun = tSubmit + 1
+			r.Entered |= job.StateRun
+			r.TRun = tSubmit + 1
 			r.nodelist, r.ranks = nodelist, ranks
 		}
-		r.statesMask |= state
+		r.Entered |= state
 		return r
 	}
 	return []*record{
@@ -68,7 +68,7 @@ func TestConstraints(t *testing.T) {
 			}
 			var got []jobid.ID
 			for _, r := range recs {
-				if ct.states&r.state != 0 && ct.match(r) {
+				if ct.states&r.State != 0 && ct.match(r) {
 					got = append(got, r.id)
 				}
 			}
@@ -94,7 +94,7 @@ func TestOrderedList(t *testing.T) {
 	x := newIndex()
 	add := func(id jobid.ID, prio int64) *record {
 		r := newRecord(id)
-		r.priority, r.state, r.statesMask = prio, job.StateSched, job.StateSched
+		r.priority, r.State, r.Entered = prio, job.StateSched, job.StateSched
 		x.jobs[id] = r
 		x.relist(r, false)
 		return r
@@ -118,7 +118,7 @@ func TestOrderedList(t *testing.T) {
 	if got := order(); got[0] != 3 {
 		t.Fatalf("after reprioritize %v", got)
 	}
-	r3.state, r3.tRun = job.StateRun, 5
+	r3.State, r3.TRun = job.StateRun, 5
 	x.relist(r3, false)
 	if got := order(); len(got) != 3 || x.running.len() != 1 {
 		t.Fatalf("after run %v", got)

@@ -63,10 +63,10 @@ func appendKey(b []byte, a job.Attr) []byte {
 }
 
 func appendAttr(b []byte, r *record, a job.Attr) []byte {
-	inactive := r.statesMask&job.StateInactive != 0
+	inactive := r.Entered&job.StateInactive != 0
 	switch a {
 	case job.AttrUserid:
-		if !r.submitted {
+		if !r.Submitted {
 			return b
 		}
 		return strconv.AppendUint(appendKey(b, a), uint64(r.userid), 10)
@@ -76,47 +76,47 @@ func appendAttr(b []byte, r *record, a job.Attr) []byte {
 		}
 		return strconv.AppendInt(appendKey(b, a), int64(r.urgency), 10)
 	case job.AttrPriority:
-		if r.statesMask&job.StateSched == 0 {
+		if r.Entered&job.StateSched == 0 {
 			return b
 		}
 		return strconv.AppendInt(appendKey(b, a), r.priority, 10)
 	case job.AttrTSubmit:
-		if !r.submitted {
+		if !r.Submitted {
 			return b
 		}
-		return appendReal(appendKey(b, a), r.tSubmit)
+		return appendReal(appendKey(b, a), r.TSubmit)
 	case job.AttrTDepend:
-		if r.statesMask&job.StateDepend == 0 {
+		if r.Entered&job.StateDepend == 0 {
 			return b
 		}
-		return appendReal(appendKey(b, a), r.tDepend)
+		return appendReal(appendKey(b, a), r.TDepend)
 	case job.AttrTPriority:
-		if r.statesMask&job.StatePriority == 0 {
+		if r.Entered&job.StatePriority == 0 {
 			return b
 		}
-		return appendReal(appendKey(b, a), r.tPriority)
+		return appendReal(appendKey(b, a), r.TPriority)
 	case job.AttrTSched:
-		if r.statesMask&job.StateSched == 0 {
+		if r.Entered&job.StateSched == 0 {
 			return b
 		}
-		return appendReal(appendKey(b, a), r.tSched)
+		return appendReal(appendKey(b, a), r.TSched)
 	case job.AttrTRun:
-		if r.statesMask&job.StateRun == 0 {
+		if r.Entered&job.StateRun == 0 {
 			return b
 		}
-		return appendReal(appendKey(b, a), r.tRun)
+		return appendReal(appendKey(b, a), r.TRun)
 	case job.AttrTCleanup:
-		if r.statesMask&job.StateCleanup == 0 {
+		if r.Entered&job.StateCleanup == 0 {
 			return b
 		}
-		return appendReal(appendKey(b, a), r.tCleanup)
+		return appendReal(appendKey(b, a), r.TCleanup)
 	case job.AttrTInactive:
 		if !inactive {
 			return b
 		}
-		return appendReal(appendKey(b, a), r.tInactive)
+		return appendReal(appendKey(b, a), r.TInactive)
 	case job.AttrState:
-		return strconv.AppendUint(appendKey(b, a), uint64(r.state), 10)
+		return strconv.AppendUint(appendKey(b, a), uint64(r.State), 10)
 	case job.AttrName:
 		return appendOptString(b, a, r.lab().name)
 	case job.AttrCwd:
@@ -139,44 +139,44 @@ func appendAttr(b []byte, r *record, a job.Attr) []byte {
 		}
 		return appendReal(appendKey(b, a), r.duration)
 	case job.AttrRanks:
-		if r.statesMask&job.StateRun == 0 {
+		if r.Entered&job.StateRun == 0 {
 			return b
 		}
 		return appendOptString(b, a, r.ranks)
 	case job.AttrNodelist:
-		if r.statesMask&job.StateRun == 0 {
+		if r.Entered&job.StateRun == 0 {
 			return b
 		}
 		return appendOptString(b, a, r.nodelist)
 	case job.AttrExpiration:
-		if r.statesMask&job.StateRun == 0 || r.expiration < 0 {
+		if r.Entered&job.StateRun == 0 || r.expiration < 0 {
 			return b
 		}
 		return appendReal(appendKey(b, a), r.expiration)
 	case job.AttrWaitstatus:
-		return appendOptInt(b, a, r.waitstatus)
+		return appendOptInt(b, a, r.Waitstatus)
 	case job.AttrSuccess:
 		if !inactive {
 			return b
 		}
-		return strconv.AppendBool(appendKey(b, a), r.success)
+		return strconv.AppendBool(appendKey(b, a), r.Success)
 	case job.AttrExceptionOccurred:
 		if !inactive {
 			return b
 		}
-		return strconv.AppendBool(appendKey(b, a), r.excOccur)
+		return strconv.AppendBool(appendKey(b, a), r.ExcOccurred)
 	case job.AttrExceptionSeverity:
-		if !inactive || !r.excOccur {
+		if !inactive || !r.ExcOccurred {
 			return b
 		}
-		return strconv.AppendInt(appendKey(b, a), int64(r.excSev), 10)
+		return strconv.AppendInt(appendKey(b, a), int64(r.ExcSeverity), 10)
 	case job.AttrExceptionType:
-		if !inactive || !r.excOccur {
+		if !inactive || !r.ExcOccurred {
 			return b
 		}
 		return jsonwire.AppendPlainString(appendKey(b, a), r.excType())
 	case job.AttrExceptionNote:
-		if !inactive || !r.excOccur {
+		if !inactive || !r.ExcOccurred {
 			return b
 		}
 		return jsonwire.AppendPlainString(appendKey(b, a), r.rare.excNote)
@@ -184,7 +184,7 @@ func appendAttr(b []byte, r *record, a job.Attr) []byte {
 		if !inactive {
 			return b
 		}
-		return strconv.AppendUint(appendKey(b, a), uint64(r.result), 10)
+		return strconv.AppendUint(appendKey(b, a), uint64(r.Result), 10)
 	case job.AttrAnnotations:
 		if r.annotations == "" {
 			return b

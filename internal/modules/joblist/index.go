@@ -122,9 +122,9 @@ func newIndex() *index {
 		return a.id < b.id
 	}}
 	// running: most recently started first
-	x.running = orderedList{kind: listRunning, before: func(a, b *record) bool { return a.tRun > b.tRun }}
+	x.running = orderedList{kind: listRunning, before: func(a, b *record) bool { return a.TRun > b.TRun }}
 	// inactive: most recently inactive first
-	x.inactive = orderedList{kind: listInactive, before: func(a, b *record) bool { return a.tInactive > b.tInactive }}
+	x.inactive = orderedList{kind: listInactive, before: func(a, b *record) bool { return a.TInactive > b.TInactive }}
 	return x
 }
 

@@ -19,27 +19,21 @@ import (
 type record struct {
 	id jobid.ID
 
-	tSubmit, tDepend, tRun, tCleanup, tInactive float64
-	tPriority, tSched                           float64
-	priority                                    int64
-	duration                                    float64 // -1: unset
-	expiration                                  float64 // -1: unset
+	// the job's state, the times it entered each, its wait status and
+	// result: RFC 21's state machine, as pkg/flux/job states it for
+	// job-list and flux web alike
+	job.Progress
 
-	userid     uint32
-	urgency    int32
-	ntasks     int32 // -1: unset
-	ncores     int32 // -1: unset
-	nnodes     int32 // -1: unset
-	waitstatus int32 // -1: unset
+	priority   int64
+	duration   float64 // -1: unset
+	expiration float64 // -1: unset
 
-	state      job.State
-	statesMask job.State
-	result     job.Result
-	excSev     int8
-	excOccur   bool
-	success    bool
-	submitted  bool // submit event seen
-	listed     int8 // which list holds the record (listNone ...)
+	userid  uint32
+	urgency int32
+	ntasks  int32 // -1: unset
+	ncores  int32 // -1: unset
+	nnodes  int32 // -1: unset
+	listed  int8  // which list holds the record (listNone ...)
 
 	labels          unique.Handle[labels]
 	ranks, nodelist string
@@ -115,17 +109,14 @@ func newRecord(id jobid.ID) *record {
 func (r *record) init(id jobid.ID) {
 	*r = record{
 		id:         id,
+		Progress:   job.NewProgress(),
 		labels:     noLabels,
-		state:      job.StateNew,
-		statesMask: job.StateNew,
 		duration:   -1,
 		expiration: -1,
 		ntasks:     -1,
 		ncores:     -1,
 		nnodes:     -1,
-		waitstatus: -1,
 		urgency:    -1,
-		result:     job.ResultFailed,
 	}
 }
 
@@ -165,50 +156,23 @@ type event struct {
 	Context   json.RawMessage `json:"context,omitempty"`
 }
 
-// enter moves the record to state s at time ts, once per state (RFC 21
-// states are entered once; the flux-restart revert is the exception and
-// clears the mask first).
-func (r *record) enter(s job.State, ts float64) bool {
-	if r.statesMask&s != 0 {
-		return false
-	}
-	r.state = s
-	r.statesMask |= s
-	switch s {
-	case job.StateDepend:
-		r.tDepend = ts
-	case job.StatePriority:
-		r.tPriority = ts
-	case job.StateSched:
-		r.tSched = ts
-	case job.StateRun:
-		r.tRun = ts
-	case job.StateCleanup:
-		r.tCleanup = ts
-	case job.StateInactive:
-		r.tInactive = ts
-		r.finishResult()
-	}
-	return true
-}
-
-// finishResult computes the result of a job that just became inactive.
-func (r *record) finishResult() {
-	switch {
-	case r.success:
-		r.result = job.ResultCompleted
-	case r.excOccur && r.excType() == "cancel":
-		r.result = job.ResultCanceled
-	case r.excOccur && r.excType() == "timeout":
-		r.result = job.ResultTimeout
-	default:
-		r.result = job.ResultFailed
-	}
-}
-
 // apply applies one eventlog event. It returns false for "invalidate"
-// (the job must be forgotten).
+// (the job must be forgotten). The state, times and result follow
+// job.Progress; the rest of the record is job-list's own.
 func (r *record) apply(ev *event) bool {
+	st, _ := r.Progress.Apply(ev.Name, ev.Timestamp, ev.Context) // a bad context changes what it can, as before
+	switch {
+	case st.Invalid:
+		return false
+	case st.Worst:
+		m := r.more()
+		m.excType = intern(st.Exception.Type)
+		m.excNote = st.Exception.Note
+	case st.Requeued:
+		// back to the queue: where it ran is gone, and its expiration
+		r.expiration = -1
+		r.ranks, r.nodelist = "", ""
+	}
 	switch ev.Name {
 	case "submit":
 		var userid uint64
@@ -230,14 +194,6 @@ func (r *record) apply(ev *event) bool {
 			r.userid = uint32(userid)
 			r.urgency = urgency
 		}
-		r.tSubmit = ev.Timestamp
-		r.submitted = true
-	case "validate":
-		r.enter(job.StateDepend, ev.Timestamp)
-	case "invalidate":
-		return false
-	case "depend":
-		r.enter(job.StatePriority, ev.Timestamp)
 	case "priority":
 		var prio int64
 		err := members(ev.Context, func(k, v []byte) error {
@@ -250,14 +206,6 @@ func (r *record) apply(ev *event) bool {
 		if err == nil {
 			r.priority = prio
 		}
-		if r.state == job.StatePriority {
-			r.enter(job.StateSched, ev.Timestamp)
-		}
-	case "flux-restart":
-		if r.state == job.StateSched {
-			r.statesMask &^= job.StateSched | job.StatePriority
-			r.enter(job.StatePriority, ev.Timestamp)
-		}
 	case "urgency":
 		var c struct {
 			Urgency int32 `json:"urgency"`
@@ -265,74 +213,6 @@ func (r *record) apply(ev *event) bool {
 		if json.Unmarshal(ev.Context, &c) == nil {
 			r.urgency = c.Urgency
 		}
-	case "alloc":
-		if r.state == job.StateSched {
-			r.enter(job.StateRun, ev.Timestamp)
-		}
-	case "finish":
-		var status int32
-		err := members(ev.Context, func(k, v []byte) error {
-			var err error
-			if string(k) == "status" {
-				status, err = int32Member(v)
-			}
-			return err
-		})
-		if err == nil {
-			r.waitstatus = status
-			// as the job manager: a fatal exception before the finish
-			// (oom, say) fails the job whatever its tasks returned
-			r.success = status == 0 && !(r.excOccur && r.excSev == 0)
-		}
-		if r.state == job.StateRun {
-			r.enter(job.StateCleanup, ev.Timestamp)
-		}
-	case "exception":
-		var c struct {
-			Type     string
-			Severity int8
-			Note     string
-			Requeue  bool // a preempted job's requeue (not fatal)
-		}
-		err := members(ev.Context, func(k, v []byte) error {
-			var err error
-			switch string(k) {
-			case "type":
-				c.Type, err = jsonwire.String(v)
-			case "severity":
-				var n int64
-				n, err = jsonwire.Int(v)
-				if err == nil && (n < -128 || n > 127) {
-					err = jsonwire.ErrSyntax
-				}
-				c.Severity = int8(n)
-			case "note":
-				c.Note, err = jsonwire.String(v)
-			case "requeue":
-				c.Requeue = string(v) == "true"
-			}
-			return err
-		})
-		if err != nil {
-			break
-		}
-		if !r.excOccur || c.Severity < r.excSev {
-			r.excOccur = true
-			r.excSev = c.Severity
-			m := r.more()
-			m.excType = intern(c.Type)
-			m.excNote = c.Note
-		}
-		if c.Severity == 0 && r.state != job.StateNew && r.state != job.StateInactive {
-			r.enter(job.StateCleanup, ev.Timestamp)
-		}
-		if c.Requeue && c.Severity > 0 && r.state == job.StateRun {
-			r.enter(job.StateCleanup, ev.Timestamp) // as the job manager
-		}
-	case "requeue":
-		r.requeue(ev.Timestamp)
-	case "clean":
-		r.enter(job.StateInactive, ev.Timestamp)
 	case "annotations":
 		var c struct {
 			Annotations json.RawMessage `json:"annotations"`
@@ -369,23 +249,6 @@ func (r *record) apply(ev *event) bool {
 		r.jobspecUpdate(ev.Context)
 	}
 	return true
-}
-
-// requeue applies a requeue event (a preempted job back to the queue:
-// the job manager's one backward edge besides flux-restart): the record
-// goes from CLEANUP back to PRIORITY, forgetting its run (where it ran,
-// its wait status), and enters SCHED and RUN again as the job does.
-func (r *record) requeue(ts float64) {
-	if r.state != job.StateCleanup {
-		return
-	}
-	r.statesMask &^= job.StatePriority | job.StateSched | job.StateRun | job.StateCleanup
-	r.tRun, r.tCleanup = 0, 0
-	r.waitstatus = -1
-	r.success = false
-	r.expiration = -1
-	r.ranks, r.nodelist = "", ""
-	r.enter(job.StatePriority, ts)
 }
 
 // setAnnotations replaces the annotations (null or {} clears them).
@@ -504,11 +367,11 @@ func (l *labels) byKey(key string) *string {
 // pending, running and inactive report which list the record belongs in.
 func (r *record) listFor() int8 {
 	switch {
-	case r.state&job.StatePending != 0:
+	case r.State&job.StatePending != 0:
 		return listPending
-	case r.state&job.StateRunning != 0:
+	case r.State&job.StateRunning != 0:
 		return listRunning
-	case r.state == job.StateInactive:
+	case r.State == job.StateInactive:
 		return listInactive
 	}
 	return listNone

@@ -132,7 +132,7 @@ func (s *service) applyEntry(e *journalEntry, backlog bool) {
 	}
 	id := jobid.ID(e.ID)
 	r := s.idx.jobs[id]
-	if r != nil && r.state == job.StateInactive {
+	if r != nil && r.State == job.StateInactive {
 		return // nothing changes an inactive job (it may come from the KVS)
 	}
 	if r != nil && backlog && len(e.Events) > 0 && e.Events[0].Name == "submit" {
@@ -174,7 +174,7 @@ func (s *service) applyEntry(e *journalEntry, backlog bool) {
 			requeued = true
 		}
 	}
-	if r.state == job.StateNew {
+	if r.State == job.StateNew {
 		return // listed once validated
 	}
 	s.idx.relist(r, r.priority != prio)
@@ -214,7 +214,7 @@ func (s *service) reconcile() {
 	}
 	for id, r := range s.idx.jobs {
 		_, seen := s.backlogSeen[id]
-		if r.state != job.StateInactive && (!seen || inactive[id]) {
+		if r.State != job.StateInactive && (!seen || inactive[id]) {
 			stale = append(stale, id)
 		}
 	}
@@ -242,7 +242,7 @@ func (s *service) reconcile() {
 		}
 		s.h.Post(func() {
 			for _, rec := range recs {
-				if old := s.idx.jobs[rec.id]; old != nil && old.state != job.StateInactive {
+				if old := s.idx.jobs[rec.id]; old != nil && old.State != job.StateInactive {
 					s.idx.remove(old)
 				}
 			}

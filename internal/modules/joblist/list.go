@@ -159,7 +159,7 @@ loop:
 		recs := ls.l.ordered()
 		for i := len(recs) - 1; i >= 0; i-- {
 			rec := recs[i]
-			if ls.state == job.StateInactive && rec.tInactive <= since {
+			if ls.state == job.StateInactive && rec.TInactive <= since {
 				break
 			}
 			if !match(rec) {
@@ -210,11 +210,11 @@ func (s *service) handleModuleStats(r *flux.Request) {
 	var pending, running, inactive int
 	for _, rec := range s.idx.jobs {
 		switch {
-		case rec.state&job.StatePending != 0:
+		case rec.State&job.StatePending != 0:
 			pending++
-		case rec.state&job.StateRunning != 0:
+		case rec.State&job.StateRunning != 0:
 			running++
-		case rec.state == job.StateInactive:
+		case rec.State == job.StateInactive:
 			inactive++
 		}
 	}
@@ -300,10 +300,10 @@ func (s *service) checkExists(id jobid.ID, w *idWaiter) {
 // reaches RUN).
 func (s *service) answerWaiter(id jobid.ID, w *idWaiter) bool {
 	rec, ok := s.idx.jobs[id]
-	if !ok || rec.state == job.StateNew {
+	if !ok || rec.State == job.StateNew {
 		return false
 	}
-	if rec.state != job.StateInactive && w.state != 0 && rec.statesMask&w.state == 0 {
+	if rec.State != job.StateInactive && w.state != 0 && rec.Entered&w.state == 0 {
 		return false
 	}
 	if s.cfg.Private && !w.r.IsOperator() && w.r.Userid() != rec.userid {
@@ -384,7 +384,7 @@ func (s *service) handleStats(r *flux.Request) {
 	var all jobStats
 	queues := map[string]*jobStats{}
 	for _, rec := range s.idx.jobs {
-		if rec.state == job.StateNew {
+		if rec.State == job.StateNew {
 			continue
 		}
 		all.add(rec)
@@ -429,12 +429,12 @@ type jobStats struct {
 var statsStateKeys = [6]string{"depend", "priority", "sched", "run", "cleanup", "inactive"}
 
 func (st *jobStats) add(rec *record) {
-	key := stateKey(rec.state)
+	key := stateKey(rec.State)
 	st.states[slices.Index(statsStateKeys[:], key)]++
-	if rec.state != job.StateInactive {
+	if rec.State != job.StateInactive {
 		return
 	}
-	switch rec.result {
+	switch rec.Result {
 	case job.ResultCompleted:
 		st.successful++
 	case job.ResultCanceled:

@@ -201,7 +201,7 @@ func (s *service) purgeEvent(m *flux.Message) {
 			}
 			s.purgedWhileRestoring[id] = struct{}{}
 		}
-		if r := s.idx.jobs[id]; r != nil && r.state == job.StateInactive {
+		if r := s.idx.jobs[id]; r != nil && r.State == job.StateInactive {
 			if q := r.lab().queue; q != "" {
 				if s.purgedByQueue == nil {
 					s.purgedByQueue = make(map[string]int)

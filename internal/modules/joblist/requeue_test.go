@@ -34,8 +34,8 @@ func TestRequeueRecord(t *testing.T) {
 	}
 	listed := func(want job.State) {
 		t.Helper()
-		if r.state != want {
-			t.Fatalf("state %s, want %s", r.state, want)
+		if r.State != want {
+			t.Fatalf("state %s, want %s", r.State, want)
 		}
 		n := 0
 		for _, l := range []*orderedList{&x.pending, &x.running, &x.inactive} {
@@ -68,8 +68,8 @@ func TestRequeueRecord(t *testing.T) {
 		apply("free", "")
 		apply("requeue", `{"count":1}`)
 		listed(job.StatePriority)
-		if r.nodelist != "" || r.ranks != "" || r.waitstatus != -1 {
-			t.Fatalf("requeued record keeps its run: nodelist %q ranks %q waitstatus %d", r.nodelist, r.ranks, r.waitstatus)
+		if r.nodelist != "" || r.ranks != "" || r.Waitstatus != -1 {
+			t.Fatalf("requeued record keeps its run: nodelist %q ranks %q waitstatus %d", r.nodelist, r.ranks, r.Waitstatus)
 		}
 		apply("priority", `{"priority":16}`)
 		listed(job.StateSched)
@@ -83,7 +83,7 @@ func TestRequeueRecord(t *testing.T) {
 	apply("free", "")
 	apply("clean", "")
 	listed(job.StateInactive)
-	if r.result != job.ResultCompleted || r.tSubmit != 101 || r.excType() != "preempt" {
-		t.Fatalf("result %v, t_submit %v, exception %q", r.result, r.tSubmit, r.excType())
+	if r.Result != job.ResultCompleted || r.TSubmit != 101 || r.excType() != "preempt" {
+		t.Fatalf("result %v, t_submit %v, exception %q", r.Result, r.TSubmit, r.excType())
 	}
 }

@@ -289,12 +289,12 @@ func readJob(ctx context.Context, h *flux.Handle, dir string) (*record, error) {
 			}
 		}
 	}
-	if rec.statesMask&job.StateRun != 0 {
+	if rec.Entered&job.StateRun != 0 {
 		if R, err := kvsValue(ctx, h, dir+".R"); err == nil {
 			rec.setR(R)
 		}
 	}
-	if rec.state != job.StateInactive {
+	if rec.State != job.StateInactive {
 		return nil, nil
 	}
 	return rec, nil

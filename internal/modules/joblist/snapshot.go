@@ -43,21 +43,21 @@ func encodeSnapshot(recs []*record) []byte {
 	w.Uvarint(uint64(len(recs)))
 	for _, r := range recs {
 		w.Uvarint(uint64(r.id))
-		for _, f := range []float64{r.tSubmit, r.tDepend, r.tPriority, r.tSched, r.tRun, r.tCleanup, r.tInactive, r.duration, r.expiration} {
+		for _, f := range []float64{r.TSubmit, r.TDepend, r.TPriority, r.TSched, r.TRun, r.TCleanup, r.TInactive, r.duration, r.expiration} {
 			w.Float(f)
 		}
 		w.Varint(r.priority)
 		w.Uvarint(uint64(r.userid))
-		for _, n := range []int32{r.urgency, r.ntasks, r.ncores, r.nnodes, r.waitstatus} {
+		for _, n := range []int32{r.urgency, r.ntasks, r.ncores, r.nnodes, r.Waitstatus} {
 			w.Varint(int64(n))
 		}
-		w.Uvarint(uint64(r.state))
-		w.Uvarint(uint64(r.statesMask))
-		w.Uvarint(uint64(r.result))
-		w.Varint(int64(r.excSev))
-		w.Bool(r.excOccur)
-		w.Bool(r.success)
-		w.Bool(r.submitted)
+		w.Uvarint(uint64(r.State))
+		w.Uvarint(uint64(r.Entered))
+		w.Uvarint(uint64(r.Result))
+		w.Varint(int64(r.ExcSeverity))
+		w.Bool(r.ExcOccurred)
+		w.Bool(r.Success)
+		w.Bool(r.Submitted)
 		l := r.lab()
 		for _, s := range []string{l.name, l.cwd, l.queue, l.project, l.bank, r.ranks, r.nodelist, r.annotations} {
 			w.String(s)
@@ -99,19 +99,19 @@ func decodeSnapshot(data []byte) ([]*record, error) {
 	for i := range slab {
 		rec := &slab[i]
 		rec.id = jobid.ID(r.Uvarint())
-		for _, f := range []*float64{&rec.tSubmit, &rec.tDepend, &rec.tPriority, &rec.tSched, &rec.tRun, &rec.tCleanup, &rec.tInactive, &rec.duration, &rec.expiration} {
+		for _, f := range []*float64{&rec.TSubmit, &rec.TDepend, &rec.TPriority, &rec.TSched, &rec.TRun, &rec.TCleanup, &rec.TInactive, &rec.duration, &rec.expiration} {
 			*f = r.Float()
 		}
 		rec.priority = r.Varint()
 		rec.userid = uint32(r.Uint(math.MaxUint32))
-		for _, p := range []*int32{&rec.urgency, &rec.ntasks, &rec.ncores, &rec.nnodes, &rec.waitstatus} {
+		for _, p := range []*int32{&rec.urgency, &rec.ntasks, &rec.ncores, &rec.nnodes, &rec.Waitstatus} {
 			*p = int32(r.Int(math.MinInt32, math.MaxInt32))
 		}
-		rec.state = job.State(r.Uint(math.MaxUint32))
-		rec.statesMask = job.State(r.Uint(math.MaxUint32))
-		rec.result = job.Result(r.Uint(math.MaxUint32))
-		rec.excSev = int8(r.Int(math.MinInt8, math.MaxInt8))
-		rec.excOccur, rec.success, rec.submitted = r.Bool(), r.Bool(), r.Bool()
+		rec.State = job.State(r.Uint(math.MaxUint32))
+		rec.Entered = job.State(r.Uint(math.MaxUint32))
+		rec.Result = job.Result(r.Uint(math.MaxUint32))
+		rec.ExcSeverity = int8(r.Int(math.MinInt8, math.MaxInt8))
+		rec.ExcOccurred, rec.Success, rec.Submitted = r.Bool(), r.Bool(), r.Bool()
 		var l labels
 		l.name, l.cwd, l.queue, l.project, l.bank = r.String(), r.String(), r.String(), r.String(), r.String()
 		rec.setLab(l)
@@ -136,7 +136,7 @@ func decodeSnapshot(data []byte) ([]*record, error) {
 		if err := r.Err(); err != nil {
 			return nil, fmt.Errorf("job-list snapshot: record %d: %w", i, err)
 		}
-		if rec.state != job.StateInactive {
+		if rec.State != job.StateInactive {
 			return nil, fmt.Errorf("job-list snapshot: %w: record %d (job %s) is not inactive", snapfile.ErrDamaged, i, rec.id)
 		}
 		out = append(out, rec)

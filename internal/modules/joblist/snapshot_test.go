@@ -11,20 +11,20 @@ import (
 
 func snapshotRecords() []*record {
 	a := newRecord(jobid.ID(1234567))
-	a.tSubmit, a.tRun, a.tCleanup, a.tInactive = 1.5, 2.25, 3, 3.125
-	a.priority, a.userid, a.urgency, a.ntasks, a.ncores, a.nnodes, a.waitstatus = 16, 1001, 16, 4, 8, 2, 256
-	a.state, a.statesMask, a.result = job.StateInactive, job.StateNew|job.StateRun|job.StateInactive, job.ResultFailed
-	a.submitted = true
+	a.TSubmit, a.TRun, a.TCleanup, a.TInactive = 1.5, 2.25, 3, 3.125
+	a.priority, a.userid, a.urgency, a.ntasks, a.ncores, a.nnodes, a.Waitstatus = 16, 1001, 16, 4, 8, 2, 256
+	a.State, a.Entered, a.Result = job.StateInactive, job.StateNew|job.StateRun|job.StateInactive, job.ResultFailed
+	a.Submitted = true
 	a.setLab(labels{name: "sim", cwd: "/home/u", queue: "batch", project: "p", bank: "b"})
 	a.ranks, a.nodelist, a.annotations = "0-1", "n[0-1]", `{"user":{"x":1}}`
 	b := newRecord(jobid.ID(99))
-	b.state, b.statesMask, b.result, b.success = job.StateInactive, job.StateInactive, job.ResultCompleted, true
+	b.State, b.Entered, b.Result, b.Success = job.StateInactive, job.StateInactive, job.ResultCompleted, true
 	b.setLab(labels{name: "sim", cwd: "/home/u", queue: "batch"}) // shares strings with a
-	b.excOccur, b.excSev = true, 0
+	b.ExcOccurred, b.ExcSeverity = true, 0
 	b.more().excType, b.more().excNote = "cancel", "by user ƒ"
 	c := newRecord(jobid.ID(1 << 60))
-	c.state, c.statesMask = job.StateInactive, job.StateInactive
-	c.duration, c.expiration, c.tDepend = 60, 1e9, -0.5
+	c.State, c.Entered = job.StateInactive, job.StateInactive
+	c.duration, c.expiration, c.TDepend = 60, 1e9, -0.5
 	c.more().deps = &deps{}
 	c.rare.deps.add("after:1")
 	c.rare.deps.add("after:2")
@@ -58,7 +58,7 @@ func TestSnapshotDamage(t *testing.T) {
 	flip := append([]byte(nil), good...)
 	flip[len(flip)/2] ^= 0x40
 	active := snapshotRecords()
-	active[1].state = job.StateRun
+	active[1].State = job.StateRun
 	for name, data := range map[string][]byte{
 		"empty":     nil,
 		"magic":     append([]byte("not a snapshot at all, really"), good[20:]...),
@@ -96,7 +96,7 @@ func BenchmarkSnapshot64k(b *testing.B) {
 	for i := 0; i < 65536; i++ {
 		r := *base[i%3]
 		r.id = jobid.ID(1000 + i)
-		r.tInactive += float64(i)
+		r.TInactive += float64(i)
 		recs = append(recs, &r)
 	}
 	data := encodeSnapshot(recs)

@@ -54,7 +54,7 @@ func TestDecodeJournalEntry(t *testing.T) {
 	for i := range e.Events {
 		r.apply(&e.Events[i])
 	}
-	if r.userid != 1 || r.urgency != 16 || r.tSubmit != 1.5 {
+	if r.userid != 1 || r.urgency != 16 || r.TSubmit != 1.5 {
 		t.Errorf("record %+v", r)
 	}
 }
