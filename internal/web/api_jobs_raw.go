@@ -3,26 +3,35 @@ package web
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
 
+	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
 	"github.com/fluxgo/fluxgo/pkg/jsonwire"
 )
 
-// rawJobsInstance lists jobs as job-list's JSON objects, undecoded: GET
-// /v1/jobs without details passes them through (64k jobs: no decoding
-// and re-encoding of 64k records). A Client has it.
+// rawJobsInstance lists jobs as job-list's JSON objects, undecoded and
+// page by page: GET /v1/jobs without details streams them through to
+// the client as they come (64k jobs: no decoding and re-encoding of
+// 64k records, and no 30 MB answer held whole in flux web). A Client
+// has it.
 type rawJobsInstance interface {
-	// JobsRaw lists attrs of the jobs (nil: all of them).
-	JobsRaw(ctx context.Context, as Caller, userid *uint32, max int, attrs []string) ([]json.RawMessage, error)
+	// JobsRaw lists attrs of the jobs (nil: all of them), calling fn
+	// with each page of them in order: job objects as JSON text, comma
+	// separated (the inside of a job-list "jobs" array, never empty).
+	// An error of fn ends the listing with it.
+	JobsRaw(ctx context.Context, as Caller, userid *uint32, max int, attrs []string, fn func(jobs []byte) error) error
 }
 
-func (c *Client) JobsRaw(ctx context.Context, as Caller, userid *uint32, max int, attrs []string) ([]json.RawMessage, error) {
+// JobsRaw runs job-list.list as a streaming RPC (job-list sends 1024
+// jobs a response) and hands fn each response's jobs as they arrive.
+// ctx bounds the whole listing; each response must come within
+// rpcTimeout of the one before.
+func (c *Client) JobsRaw(ctx context.Context, as Caller, userid *uint32, max int, attrs []string, fn func(jobs []byte) error) error {
 	if attrs == nil {
 		attrs = []string{"all"}
 	}
@@ -30,47 +39,85 @@ func (c *Client) JobsRaw(ctx context.Context, as Caller, userid *uint32, max int
 	if userid != nil {
 		req.Constraint = map[string]any{"userid": []uint32{*userid}}
 	}
-	m, err := c.rpc(ctx, as, "job-list.list", req)
+	f, err := c.send(as, "job-list.list", req, flux.Streaming)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	// the records are passed through as they came: scanned, not decoded
-	arr, found, err := jsonwire.Member(m.JSON(), "jobs")
-	if err == nil && !found {
-		err = errors.New("no jobs member")
-	}
-	var jobs []json.RawMessage
-	if err == nil {
-		err = jsonwire.Array(arr, func(v []byte) error {
-			jobs = append(jobs, v)
+	defer f.Close()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+		m, err := f.Next(pctx)
+		cancel()
+		if err == io.EOF {
 			return nil
-		})
+		}
+		if err != nil {
+			return err
+		}
+		jobs, err := arrayInside(m.JSON(), "jobs")
+		if err != nil {
+			return fmt.Errorf("job-list.list response: %w", err)
+		}
+		if len(jobs) == 0 {
+			continue
+		}
+		if err := fn(jobs); err != nil {
+			return err
+		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("job-list.list response: %w", err)
-	}
-	return jobs, nil
 }
 
-// writeRawJobs answers {"jobs": [records]} from job-list's own JSON.
-func writeRawJobs(w http.ResponseWriter, jobs []json.RawMessage) {
-	n := 16
-	for _, j := range jobs {
-		n += len(j) + 1
+// arrayInside returns what is between the brackets of obj's array
+// member key, trimmed: its elements with their commas, as they are.
+func arrayInside(obj []byte, key string) ([]byte, error) {
+	arr, found, err := jsonwire.Member(obj, key)
+	switch {
+	case err != nil:
+		return nil, err
+	case !found:
+		return nil, fmt.Errorf("no %s member", key)
+	case jsonwire.KindOf(arr) != jsonwire.KindArray:
+		return nil, fmt.Errorf("%s is not an array", key)
 	}
-	var b bytes.Buffer
-	b.Grow(n)
-	b.WriteString(`{"jobs":[`)
-	for i, j := range jobs {
-		if i > 0 {
-			b.WriteByte(',')
+	arr = bytes.TrimSpace(arr)
+	return bytes.TrimSpace(arr[1 : len(arr)-1]), nil
+}
+
+// streamRawJobs answers GET /v1/jobs {"jobs": [records]} from
+// job-list's own JSON, written as its pages arrive. A listing that fails
+// before the first page is an error answer; one that fails after the
+// answer began is cut off (the connection is aborted), so a client never
+// takes a part of the list for all of it.
+func (s *Server) streamRawJobs(w http.ResponseWriter, r *http.Request, ri rawJobsInstance, as Caller, only *uint32, limit int, attrs []string) {
+	started := false
+	begin := func() {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, `{"jobs":[`)
+		started = true
+	}
+	err := ri.JobsRaw(r.Context(), as, only, limit, attrs, func(jobs []byte) error {
+		if !started {
+			begin()
+		} else if _, err := io.WriteString(w, ","); err != nil {
+			return err
 		}
-		b.Write(j)
+		_, err := w.Write(jobs)
+		return err
+	})
+	switch {
+	case err != nil && !started:
+		s.instanceError(w, "listing jobs", err, nil)
+		return
+	case err != nil:
+		if r.Context().Err() == nil {
+			s.o.Log.Warn("listing jobs: cut off", "err", err)
+		}
+		panic(http.ErrAbortHandler)
+	case !started:
+		begin()
 	}
-	b.WriteString("]}\n")
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b.Bytes())
+	_, _ = io.WriteString(w, "]}\n")
 }
 
 // maxAttrsParam bounds the attrs parameter of GET /v1/jobs.

@@ -103,6 +103,15 @@ func NewClient(h *flux.Handle) *Client { return &Client{h: h} }
 
 // rpc sends topic with payload as caller and returns the response.
 func (c *Client) rpc(ctx context.Context, as Caller, topic string, payload any) (*flux.Message, error) {
+	f, err := c.send(as, topic, payload, 0)
+	if err != nil {
+		return nil, err
+	}
+	return f.Get(ctx)
+}
+
+// send sends a request as caller as, with flags (flux.Streaming).
+func (c *Client) send(as Caller, topic string, payload any, flags uint8) (*flux.Future, error) {
 	b, err := json.Marshal(payload)
 	if err != nil {
 		return nil, err
@@ -118,11 +127,7 @@ func (c *Client) rpc(ctx context.Context, as Caller, topic string, payload any) 
 	case as.Operator:
 		m.Rolemask = message.RoleUser | message.RoleOperator
 	}
-	f, err := c.h.SendRequest(m, 0)
-	if err != nil {
-		return nil, err
-	}
-	return f.Get(ctx)
+	return c.h.SendRequest(m, flags)
 }
 
 // decodeRecord reads one job object of job-list.

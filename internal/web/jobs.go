@@ -68,12 +68,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, as Caller) {
 		return
 	}
 	if raw && !boolParam(r, "details", "detail") {
-		raw, err := ri.JobsRaw(ctx, as, only, limit, attrs)
-		if err != nil {
-			s.instanceError(w, "listing jobs", err, nil)
-			return
-		}
-		writeRawJobs(w, raw)
+		s.streamRawJobs(w, r, ri, as, only, limit, attrs) // api_jobs_raw.go
 		return
 	}
 	recs, err := s.o.Instance.Jobs(ctx, as, only, limit)
