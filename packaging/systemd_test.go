@@ -109,8 +109,9 @@ func TestDebUnderSystemd(t *testing.T) {
 	if out := c.must(append(asFlux, "flux", "run", "hostname")...); out != hostname {
 		t.Errorf("flux run hostname as flux: %q, want %q", out, hostname)
 	}
-	if out := c.must(append(asFlux, "flux", "run", "id", "-un")...); out != "flux" {
-		t.Errorf("flux run id -un as flux: %q, want flux", out)
+	// with FLUX_URI unset a command finds the system instance itself
+	if out := c.must("runuser", "-u", "flux", "--", "env", "-u", "FLUX_URI", "flux", "run", "id", "-un"); out != "flux" {
+		t.Errorf("flux run id -un as flux, FLUX_URI unset: %q, want flux", out)
 	}
 	step("flux uptime, resource list, run as the flux user")
 	// guests are refused until [access] allows them, saying so

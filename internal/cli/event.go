@@ -51,7 +51,8 @@ PAYLOAD arguments are joined with single spaces.`,
 			if len(args) > 1 {
 				payload = []byte(strings.Join(args[1:], " "))
 			}
-			o.guest = notSocketOwner(os.Getenv("FLUX_URI"))
+			uri, _ := enclosingURI()
+			o.guest = notSocketOwner(uri)
 			return withHandle(func(ctx context.Context, h *flux.Handle) error {
 				return eventPub(ctx, h, args[0], payload, o)
 			})

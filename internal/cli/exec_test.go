@@ -384,7 +384,10 @@ func TestInterruptedWait(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(300 * time.Millisecond) // past signalDelay
+			// past signalDelay: the command sleeps, waiting, with no
+			// timer left to run (a loaded machine can take far longer
+			// than signalDelay to get it there)
+			waitSleeping(t, cmd.Process.Pid)
 			cmd.Process.Signal(os.Interrupt)
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
@@ -400,5 +403,36 @@ func TestInterruptedWait(t *testing.T) {
 				t.Fatalf("flux %s did not end on SIGINT", strings.Join(args, " "))
 			}
 		})
+	}
+}
+
+// waitSleeping waits until process pid has run for signalDelay and then
+// stayed asleep (state S) without using CPU for 300 ms: it is waiting,
+// and the timer that catches its signals has run.
+func waitSleeping(t *testing.T, pid int) {
+	t.Helper()
+	read := func() (state byte, cpu string) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatalf("process %d: %v", pid, err)
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+		return f[0][0], f[11] + "/" + f[12] // state, utime/stime
+	}
+	time.Sleep(signalDelay)
+	deadline := time.Now().Add(60 * time.Second)
+	last, still := "", 0
+	for still < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d never settled asleep", pid)
+		}
+		time.Sleep(100 * time.Millisecond)
+		state, cpu := read()
+		if state == 'S' && cpu == last {
+			still++
+		} else {
+			still = 0
+		}
+		last = cpu
 	}
 }

@@ -13,12 +13,29 @@ import (
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
 
-// openHandle connects to the enclosing instance ($FLUX_URI), with an
+// systemSocket is where a system instance (packaging/flux.service)
+// listens; a variable so tests can point it elsewhere.
+var systemSocket = "/run/flux/local"
+
+// enclosingURI is the instance a command talks to: $FLUX_URI, or, when
+// it is unset, the system instance's socket if one is there (as
+// flux-core falls back to its configured local URI).
+func enclosingURI() (string, error) {
+	if uri := os.Getenv("FLUX_URI"); uri != "" {
+		return uri, nil
+	}
+	if fi, err := os.Stat(systemSocket); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		return "local://" + systemSocket, nil
+	}
+	return "", fmt.Errorf("FLUX_URI is not set and no system instance listens at %s: run this inside a Flux instance (flux start, flux alloc) or set FLUX_URI", systemSocket)
+}
+
+// openHandle connects to the enclosing instance (enclosingURI), with an
 // error that says what to do when there is none.
 func openHandle() (*flux.Handle, error) {
-	uri := os.Getenv("FLUX_URI")
-	if uri == "" {
-		return nil, fmt.Errorf("FLUX_URI is not set: run this inside a Flux instance (flux start, flux alloc) or set FLUX_URI")
+	uri, err := enclosingURI()
+	if err != nil {
+		return nil, err
 	}
 	h, err := flux.Open(uri)
 	if err != nil {
@@ -31,13 +48,15 @@ func openHandle() (*flux.Handle, error) {
 // handle and a context that SIGINT/SIGTERM cancel (cmdContext); the
 // handle is closed when fn returns.
 func withHandle(fn func(ctx context.Context, h *flux.Handle) error) error {
+	// the context first: its signalDelay runs from the command's start,
+	// so a slow connect is interruptible too
+	ctx, cancel := cmdContext()
+	defer cancel()
 	h, err := openHandle()
 	if err != nil {
 		return err
 	}
 	defer h.Close()
-	ctx, cancel := cmdContext()
-	defer cancel()
 	return fn(ctx, h)
 }
 

@@ -183,17 +183,19 @@ func (wk *overlayWalker) hostname(rank uint32) string {
 	return s
 }
 
-func (wk *overlayWalker) query(ctx context.Context, rank uint32) (*overlayStatusResponse, time.Duration, error) {
+func (wk *overlayWalker) query(parent context.Context, rank uint32) (*overlayStatusResponse, time.Duration, error) {
+	ctx := parent
 	if wk.timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, wk.timeout)
+		ctx, cancel = context.WithTimeout(parent, wk.timeout)
 		defer cancel()
 	}
 	t0 := time.Now()
 	var resp overlayStatusResponse
 	err := wk.h.Call(ctx, "overlay.status", rank, nil, &resp)
 	rtt := time.Since(t0)
-	if errors.Is(err, context.DeadlineExceeded) {
+	// the rank's own timeout, not the command's context ending
+	if errors.Is(err, context.DeadlineExceeded) && parent.Err() == nil {
 		err = fmt.Errorf("no answer within %s", fsd.FormatDuration(wk.timeout))
 	}
 	return &resp, rtt, err
@@ -286,6 +288,9 @@ func overlayStatus(ctx context.Context, h *flux.Handle, o overlayStatusOptions, 
 	var tree *overlayNode
 	for {
 		if tree, err = wk.walk(ctx, rank, "", -1, true); err != nil {
+			if o.wait != "" && ctx.Err() != nil {
+				return fmt.Errorf("interrupted while waiting for %s", o.wait)
+			}
 			return err
 		}
 		if o.wait == "" || tree.status == o.wait {

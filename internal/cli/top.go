@@ -82,14 +82,14 @@ func runTop(o topOptions, args []string, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	uri := os.Getenv("FLUX_URI")
+	var uri string
 	if len(args) == 1 {
-		if uri, err = resolveTopTarget(args[0]); err != nil {
-			return err
-		}
+		uri, err = resolveTopTarget(args[0])
+	} else {
+		uri, err = enclosingURI()
 	}
-	if uri == "" {
-		return fmt.Errorf("FLUX_URI is not set: run this inside a Flux instance or give a TARGET")
+	if err != nil {
+		return err
 	}
 	h, err := flux.Open(uri)
 	if err != nil {

@@ -147,9 +147,9 @@ func resolveTarget(ctx context.Context, target string) (string, error) {
 		}
 		ids = append(ids, id)
 	}
-	uri := os.Getenv("FLUX_URI")
-	if uri == "" {
-		return "", errors.New("FLUX_URI is not set: a job id must be resolved inside a Flux instance")
+	uri, err := enclosingURI()
+	if err != nil {
+		return "", fmt.Errorf("a job id is resolved inside a Flux instance: %w", err)
 	}
 	for _, id := range ids {
 		h, err := flux.Open(uri)
