@@ -1,10 +1,13 @@
 package instance
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 
+	"github.com/fluxgo/fluxgo/internal/broker"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 )
@@ -14,12 +17,23 @@ import (
 // with --job-config.
 const JobConfFile = "conf.json"
 
-// JSONTable decodes a JSON object as a configuration table.
+// JSONTable decodes a JSON object as a configuration table, its numbers
+// typed as TOML's are (an integer is int64: "inactive-num-limit": 10000
+// is refused as a float).
 func JSONTable(b []byte) (map[string]any, error) {
 	var t map[string]any
-	if err := json.Unmarshal(b, &t); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&t); err != nil {
 		return nil, fmt.Errorf("not a JSON object: %w", err)
 	}
+	if t == nil {
+		return nil, fmt.Errorf("not a JSON object: null")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("not a JSON object: data after the object")
+	}
+	broker.TypedNumbers(t)
 	return t, nil
 }
 
