@@ -140,9 +140,10 @@ resources still makes a line (one per queue when queues are configured),
 with or without -q, unless --skip-empty (the default with -i). States: up,
 down, allocated, free, all. Named formats: default, rlist (-o help lists
 them). Fields: state, queue, properties, propertiesx, nnodes, ncores,
-ngpus, ranks, nodelist, rlist, and the topology fields nnuma, nsockets and
-nnics (NUMA domains, sockets and network interfaces holding some of the
-line's cores or GPUs, where the inventory records them; 0 elsewhere).`,
+ngpus, ranks, nodelist, rlist, and the topology fields nnuma, nsockets,
+nnics and memory (NUMA domains, sockets and network interfaces holding some
+of the line's cores or GPUs, where the inventory records them, 0
+elsewhere; those domains' memory, "-" where it is not recorded).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if done, err := resourceFormats["list"].special(cmd.OutOrStdout(), o.format); done {
@@ -179,8 +180,8 @@ func newResourceInfoCmd() *cobra.Command {
 		Long: `Show a one-line summary of the scheduler's view of resources. -o takes a
 format of the fields of flux resource list; the topology fields {nnuma},
 {nsockets} and {nnics} count NUMA domains, sockets and network interfaces
-where the inventory records them (e.g. -o "{nnodes} Nodes, {nnuma} NUMA
-domains, {nsockets} Sockets").`,
+where the inventory records them, {memory} is those domains' memory (e.g.
+-o "{nnodes} Nodes, {nnuma} NUMA domains, {nsockets} Sockets, {memory}").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.noHeader = true
@@ -410,6 +411,8 @@ var rlistFields = fieldSource[rlistLine]{
 			return func(l rlistLine) fmtVal { return vInt(int64(l.numa.count(l.set).sockets)) }, nil
 		case "nnics":
 			return func(l rlistLine) fmtVal { return vInt(int64(l.numa.count(l.set).nics)) }, nil
+		case "memory":
+			return func(l rlistLine) fmtVal { return vStr(l.numa.count(l.set).memoryString()) }, nil
 		case "ranks":
 			return func(l rlistLine) fmtVal { return vStr(l.set.Ranks().String()) }, nil
 		case "nodelist":

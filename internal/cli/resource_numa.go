@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"math"
+
+	"github.com/fluxgo/fluxgo/internal/size"
 	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
@@ -10,6 +13,8 @@ import (
 //	nnuma     NUMA domains holding some of the line's cores or GPUs
 //	nsockets  sockets holding such domains
 //	nnics     network interfaces local to such domains
+//	memory    those domains' memory ("256G"; "-" when the record has
+//	          none for them)
 //
 // A node without a record counts none of them (its layout is not
 // known), so the counts are 0 on an instance without domains.
@@ -36,7 +41,19 @@ func newNUMAIndex(R *rset.R) numaIndex {
 }
 
 // numaCounts is what numaIndex.count counts.
-type numaCounts struct{ domains, sockets, nics int }
+type numaCounts struct {
+	domains, sockets, nics int
+	memory                 uint64 // bytes
+}
+
+// memoryString writes the memory counted as flux's sizes read ("-"
+// for none).
+func (c numaCounts) memoryString() string {
+	if c.memory == 0 {
+		return "-"
+	}
+	return size.Format(int64(min(c.memory, math.MaxInt64)))
+}
 
 // count counts the domains of set's nodes that hold some of set's cores
 // or GPUs there, their sockets and their NICs.
@@ -57,6 +74,9 @@ func (x numaIndex) count(set *rset.R) numaCounts {
 				continue
 			}
 			c.domains++
+			if c.memory += d.Memory; c.memory < d.Memory {
+				c.memory = math.MaxUint64 // saturated
+			}
 			if s, ok := d.SocketID(); ok {
 				sockets[s] = true
 			}

@@ -69,3 +69,36 @@ func TestResourceListNUMA(t *testing.T) {
 		t.Fatalf("{nnuma} of a node without a record: %q", got)
 	}
 }
+
+// TestResourceListMemory: {memory} sums the memory of the domains
+// holding a line's cores, "-" where the record has none.
+func TestResourceListMemory(t *testing.T) {
+	withMem := strings.Replace(schedStatusNUMA, `"socket":0,"nics":["mlx5_0"]}`, `"socket":0,"nics":["mlx5_0"],"memory":68719476736}`, 1)
+	withMem = strings.Replace(withMem, `"nics":["mlx5_1","ib1"]}`, `"nics":["mlx5_1","ib1"],"memory":34359738368}`, 1)
+	ss, err := resource.ParseSchedStatus([]byte(withMem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := runResourceList(ss, resourceListOptions{format: "{state:>10} {memory:>6} {nodelist}", states: "free,allocated,all"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	// free: rank 0's domain 1 (32G) and rank 1's both (96G); allocated:
+	// rank 0's domain 0
+	want := `     STATE MEMORY NODELIST
+      free   128G n[0-2]
+ allocated    64G n0
+       all   192G n[0-2]
+`
+	if out.String() != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", out.String(), want)
+	}
+	plain, err := resource.ParseSchedStatus([]byte(schedStatusNUMA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := runResourceList(plain, resourceListOptions{format: "{memory}", states: "all", noHeader: true}, &out); err != nil || out.String() != "-\n" {
+		t.Fatalf("{memory} without a record: %q %v", out.String(), err)
+	}
+}

@@ -28,11 +28,13 @@ import (
 // interfaces are local to it, when the source knows (hwloc's Package
 // and network/OpenFabrics OS devices, sysfs, the configuration):
 //
-//	{"cores": "0-23", "gpus": "0-3", "socket": 0, "nics": ["mlx5_0", "hsi0"]}
+//	{"cores": "0-23", "gpus": "0-3", "socket": 0, "nics": ["mlx5_0", "hsi0"],
+//	 "memory": 134734184448}
 //
 // "socket" is the socket's logical id on the node (0..n-1 in the
 // node's order), left out when unknown; "nics" is left out when there
-// are none. Readers ignore keys they do not know, so a record with these
+// are none; "memory" is the domain's local memory in bytes, left out
+// when unknown. Readers ignore keys they do not know, so a record with these
 // keys reads as before where they are not understood.
 const NUMAKey = "fluxgo.numa"
 
@@ -48,6 +50,8 @@ type NUMADomain struct {
 	// NICs are the names of the network interfaces local to the domain
 	// (mlx5_0, hfi1_0, ib0, ...), in the order the source lists them.
 	NICs []string
+	// Memory is the domain's local memory in bytes, 0 when unknown.
+	Memory uint64
 }
 
 // SocketID returns the domain's socket and whether it is known.
@@ -92,6 +96,10 @@ func IsFabricNIC(name string) bool {
 	return name != ""
 }
 
+// MaxDomainMemory bounds a domain's memory (1 EiB: sums over 16,384
+// nodes still fit an int64).
+const MaxDomainMemory = 1 << 60
+
 // NUMAGroup is a set of ranks whose nodes have the same domains.
 type NUMAGroup struct {
 	Ranks   idset.Set
@@ -104,10 +112,11 @@ type numaDomainJSON struct {
 	GPUs   string   `json:"gpus,omitempty"`
 	Socket *int     `json:"socket,omitempty"`
 	NICs   []string `json:"nics,omitempty"`
+	Memory uint64   `json:"memory,omitempty"`
 }
 
 func (d NUMADomain) wire() numaDomainJSON {
-	return numaDomainJSON{Cores: d.Cores.String(), GPUs: d.GPUs.String(), Socket: d.Socket, NICs: d.NICs}
+	return numaDomainJSON{Cores: d.Cores.String(), GPUs: d.GPUs.String(), Socket: d.Socket, NICs: d.NICs, Memory: d.Memory}
 }
 
 type numaGroupJSON struct {
@@ -137,7 +146,10 @@ func (d *NUMADomain) UnmarshalJSON(b []byte) error {
 	if w.Socket != nil && *w.Socket < 0 {
 		return fmt.Errorf("socket %d: want a logical id of 0 or more", *w.Socket)
 	}
-	*d = NUMADomain{Cores: cores, GPUs: gpus, Socket: w.Socket, NICs: w.NICs}
+	if w.Memory > MaxDomainMemory {
+		return fmt.Errorf("memory %d: want at most %d bytes", w.Memory, uint64(MaxDomainMemory))
+	}
+	*d = NUMADomain{Cores: cores, GPUs: gpus, Socket: w.Socket, NICs: w.NICs, Memory: w.Memory}
 	return nil
 }
 

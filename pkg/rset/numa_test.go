@@ -139,3 +139,24 @@ func TestFabricNICs(t *testing.T) {
 		t.Error("an empty name is a fabric NIC")
 	}
 }
+
+// TestNUMAMemory: a domain's memory is carried in bytes, left out when
+// unknown, and a negative or absurd value is refused.
+func TestNUMAMemory(t *testing.T) {
+	b, err := json.Marshal(NUMADomain{Cores: idset.MustParse("0-23"), Memory: 134734184448})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"cores":"0-23","memory":134734184448}`; string(b) != want {
+		t.Fatalf("encoded %s, want %s", b, want)
+	}
+	var back NUMADomain
+	if err := json.Unmarshal(b, &back); err != nil || back.Memory != 134734184448 {
+		t.Fatalf("decoded %+v (%v)", back, err)
+	}
+	for _, bad := range []string{`{"cores":"0","memory":-1}`, `{"cores":"0","memory":"lots"}`, `{"cores":"0","memory":2305843009213693952}`} {
+		if err := json.Unmarshal([]byte(bad), &back); err == nil {
+			t.Errorf("accepted %s", bad)
+		}
+	}
+}

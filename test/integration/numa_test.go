@@ -41,6 +41,11 @@ func TestNUMAMatching(t *testing.T) {
 		t.Fatalf("inventory scheduling key %s (%v)", inv.Scheduling(), err)
 	}
 
+	// the domains' memory (hwloc's local_memory: 134734184448 and
+	// 135238848512 bytes)
+	if got := e.must("resource", "list", "-n", "-s", "all", "-o", "{nnuma} {memory}"); got != "2 251.4G" {
+		t.Errorf("resource list {memory}: %q, want %q", got, "2 251.4G")
+	}
 	first := e.submit("-n1", "-c24", testDuration("60s"), "true")
 	e.waitEvent(first, "alloc")
 	second := e.submit("-n1", "-c2", "-g1", testDuration("1s"), "true")

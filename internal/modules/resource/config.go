@@ -260,7 +260,7 @@ func describeJSONError(err error) string {
 		return fmt.Sprintf("%s: want %s, not %s %s", key, want, article(te.Value), te.Value)
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return fmt.Sprintf("unknown key %s (an entry has hosts, cores, gpus, properties and numa; a numa domain cores, gpus, socket and nics)", name)
+		return fmt.Sprintf("unknown key %s (an entry has hosts, cores, gpus, properties and numa; a numa domain cores, gpus, socket, nics and memory)", name)
 	}
 	return err.Error()
 }

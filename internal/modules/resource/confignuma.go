@@ -1,8 +1,10 @@
 package resource
 
 import (
+	"encoding/json"
 	"fmt"
 
+	"github.com/fluxgo/fluxgo/internal/size"
 	"github.com/fluxgo/fluxgo/pkg/idset"
 	"github.com/fluxgo/fluxgo/pkg/rset"
 )
@@ -16,12 +18,13 @@ import (
 //	cores = "0-47"
 //	gpus = "0-7"
 //	numa = [
-//	  { cores = "0-23", gpus = "0-3", socket = 0, nics = ["mlx5_0"] },
-//	  { cores = "24-47", gpus = "4-7", socket = 1 },
+//	  { cores = "0-23", gpus = "0-3", socket = 0, nics = ["mlx5_0"], memory = "128G" },
+//	  { cores = "24-47", gpus = "4-7", socket = 1, memory = "128G" },
 //	]
 //
-// Each domain needs cores; gpus, socket (a logical id, 0 or more) and
-// nics (interface names) are optional. A domain's ids must be among the
+// Each domain needs cores; gpus, socket (a logical id, 0 or more), nics
+// (interface names) and memory (bytes, or a size such as "128G") are
+// optional. A domain's ids must be among the
 // entry's own cores and GPUs, and no core or GPU may be in two domains
 // of a host, whether one entry or several declare them. Cores in no
 // domain are allowed: a slot that takes them is matched as without
@@ -34,6 +37,8 @@ type ConfigDomain struct {
 	GPUs   string   `json:"gpus,omitempty" toml:"gpus"`
 	Socket *int     `json:"socket,omitempty" toml:"socket"`
 	NICs   []string `json:"nics,omitempty" toml:"nics"`
+	// Memory is bytes (a number) or a size ("128G"); nil: unknown.
+	Memory any `json:"memory,omitempty" toml:"memory"`
 }
 
 // entryDomains checks and converts the domains of entry i, whose cores
@@ -81,8 +86,19 @@ func entryDomains(i int, e ConfigEntry, cores, gpus idset.Set) ([]rset.NUMADomai
 				return nil, fmt.Errorf("%w: %s.nics: an empty interface name", ErrConfig, key)
 			}
 		}
+		var mem uint64
+		if d.Memory != nil {
+			b, err := size.Parse(d.Memory)
+			if err == nil && b > rset.MaxDomainMemory {
+				err = fmt.Errorf("above %s", size.Format(rset.MaxDomainMemory))
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s.memory %v: %v", ErrConfig, key, jsonValue(d.Memory), err)
+			}
+			mem = uint64(b)
+		}
 		seenCores, seenGPUs = seenCores.Union(dc), seenGPUs.Union(dg)
-		dom := rset.NUMADomain{Cores: dc, GPUs: dg, NICs: d.NICs}
+		dom := rset.NUMADomain{Cores: dc, GPUs: dg, NICs: d.NICs, Memory: mem}
 		if d.Socket != nil {
 			dom = dom.WithSocket(*d.Socket)
 		}
@@ -129,4 +145,13 @@ func setConfigNUMA(R *rset.R, order []string, hosts map[string]*hostEntry) error
 		return fmt.Errorf("%w: resource.config: recording NUMA domains: %v", ErrConfig, err)
 	}
 	return nil
+}
+
+// jsonValue writes a configuration value as it was given ("lots", 12).
+func jsonValue(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }

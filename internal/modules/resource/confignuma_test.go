@@ -57,6 +57,14 @@ func TestConfigNUMAErrors(t *testing.T) {
 			`resource.config[0].numa[1].gpus "1": gpu 1 is in an earlier domain too`},
 		{"negative socket", `[{"hosts":"n0","cores":"0-3","numa":[{"cores":"0-3","socket":-1}]}]`,
 			`resource.config[0].numa[0].socket -1`},
+		{"bad memory", `[{"hosts":"n0","cores":"0-3","numa":[{"cores":"0-3","memory":"lots"}]}]`,
+			`resource.config[0].numa[0].memory "lots": size "lots": want a number with an optional K, M, G, T or P suffix`},
+		{"zero memory", `[{"hosts":"n0","cores":"0-3","numa":[{"cores":"0-3","memory":0}]}]`,
+			`resource.config[0].numa[0].memory 0: size 0: must be positive`},
+		{"memory not a size", `[{"hosts":"n0","cores":"0-3","numa":[{"cores":"0-3","memory":[1]}]}]`,
+			`resource.config[0].numa[0].memory [1]: want a size such as "512M"`},
+		{"huge memory", `[{"hosts":"n0","cores":"0-3","numa":[{"cores":"0-3","memory":"2048P"}]}]`,
+			`resource.config[0].numa[0].memory "2048P": above 1024P`},
 		{"empty nic", `[{"hosts":"n0","cores":"0-3","numa":[{"cores":"0-3","nics":[""]}]}]`,
 			`resource.config[0].numa[0].nics`},
 		{"overlap across entries", `[{"hosts":"n[0-1]","cores":"0-3","numa":[{"cores":"0-1"}]},{"hosts":"n1","cores":"0-3","numa":[{"cores":"1-2"}]}]`,
@@ -72,7 +80,7 @@ func TestConfigNUMAErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := parseConfigJSON([]byte(`[{"hosts":"n0","cores":"0","numa":[{"cores":"0","memory":"1G"}]}]`)); err == nil {
+	if _, err := parseConfigJSON([]byte(`[{"hosts":"n0","cores":"0","numa":[{"cores":"0","mem":"1G"}]}]`)); err == nil {
 		t.Fatal("accepted an unknown key in a domain")
 	}
 }
@@ -87,8 +95,8 @@ hosts = "n[0-1]"
 cores = "0-7"
 gpus = "0-1"
 numa = [
-  { cores = "0-3", gpus = "0", socket = 0, nics = ["mlx5_0"] },
-  { cores = "4-7", gpus = "1", socket = 1 },
+  { cores = "0-3", gpus = "0", socket = 0, nics = ["mlx5_0"], memory = "64G" },
+  { cores = "4-7", gpus = "1", socket = 1, memory = 68719476736 },
 ]
 `), 0o644)
 	var c Config
@@ -99,12 +107,12 @@ numa = [
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"fluxgo.numa":[{"ranks":"0-1","domains":[{"cores":"0-3","gpus":"0","socket":0,"nics":["mlx5_0"]},{"cores":"4-7","gpus":"1","socket":1}]}]}`
+	want := `{"fluxgo.numa":[{"ranks":"0-1","domains":[{"cores":"0-3","gpus":"0","socket":0,"nics":["mlx5_0"],"memory":68719476736},{"cores":"4-7","gpus":"1","socket":1,"memory":68719476736}]}]}`
 	if got := string(R.Scheduling()); got != want {
 		t.Fatalf("scheduling %s\nwant       %s", got, want)
 	}
-	os.WriteFile(path, []byte("[[resource.config]]\nhosts = \"n0\"\ncores = \"0\"\nnuma = [{ cores = \"0\", memory = \"1G\" }]\n"), 0o644)
-	if err := c.readTOML(path); err == nil || !strings.Contains(err.Error(), "memory") {
+	os.WriteFile(path, []byte("[[resource.config]]\nhosts = \"n0\"\ncores = \"0\"\nnuma = [{ cores = \"0\", mem = \"1G\" }]\n"), 0o644)
+	if err := c.readTOML(path); err == nil || !strings.Contains(err.Error(), "mem") {
 		t.Fatalf("unknown key in a TOML domain: %v", err)
 	}
 	// config.get's JSON form of the same table

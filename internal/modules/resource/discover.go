@@ -62,6 +62,7 @@ type hwlocTopology struct {
 	// the locality of every GPU by backend and of every network
 	// interface.
 	coreSets, puSets, numaSets, packageSets []cpuset
+	numaMemory                              []uint64 // local_memory of numaSets' nodes (bytes, 0: unknown)
 	gpuDevs                                 map[string][]gpuDev
 	nics                                    []gpuDev
 }
@@ -147,9 +148,16 @@ func parseHwloc(r io.Reader) (hwlocTopology, error) {
 		}
 		var typ, name, subtype string
 		var cpus cpuset
+		var memory uint64
 		osdev := -1
 		for _, a := range se.Attr {
 			switch a.Name.Local {
+			case "local_memory":
+				n, err := strconv.ParseUint(a.Value, 10, 64)
+				if err != nil || n > rset.MaxDomainMemory {
+					return t, fmt.Errorf("malformed hwloc XML: local_memory %q", a.Value)
+				}
+				memory = n
 			case "cpuset":
 				c, err := parseCpuset(a.Value)
 				if err != nil {
@@ -180,6 +188,7 @@ func parseHwloc(r io.Reader) (hwlocTopology, error) {
 		case "NUMANode":
 			if !cpus.empty() {
 				t.numaSets = append(t.numaSets, cpus)
+				t.numaMemory = append(t.numaMemory, memory)
 			}
 		case "Package", "Socket":
 			if !cpus.empty() {

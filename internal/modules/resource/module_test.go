@@ -184,8 +184,8 @@ func TestDiscoveryAndMonitoring(t *testing.T) {
 	// every rank reported sierra's two NUMA domains in its hello: one
 	// group in R's scheduling key (numa.go)
 	if wantGPUs != "" {
-		want := `{"fluxgo.numa":[{"ranks":"0-3","domains":[{"cores":"0-21","gpus":"0-1","socket":0,"nics":["hsi0","mlx5_0","hsi1","mlx5_1","enP5p1s0f0","enP5p1s0f1"]},` +
-			`{"cores":"22-43","gpus":"2-3","socket":1,"nics":["hsi2","mlx5_2","hsi3","mlx5_3"]}]}]}`
+		want := `{"fluxgo.numa":[{"ranks":"0-3","domains":[{"cores":"0-21","gpus":"0-1","socket":0,"nics":["hsi0","mlx5_0","hsi1","mlx5_1","enP5p1s0f0","enP5p1s0f1"],"memory":137132310528},` +
+			`{"cores":"22-43","gpus":"2-3","socket":1,"nics":["hsi2","mlx5_2","hsi3","mlx5_3"],"memory":137166979072}]}]}`
 		if got := string(R.Scheduling()); got != want {
 			t.Fatalf("scheduling %s\nwant       %s", got, want)
 		}

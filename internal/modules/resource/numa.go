@@ -24,7 +24,7 @@ import (
 // interfaces (OS devices of the network and OpenFabrics types: ib0,
 // hsi0, mlx5_0, hfi1_0) are placed as GPUs are; a domain's socket is the
 // Package (Socket in hwloc 1.x) holding its first CPU, numbered 0..n-1
-// in document order.
+// in document order; its memory is the NUMA node's local_memory.
 //
 // Cores are numbered as R numbers them, 0..n-1 in document order. A GPU's
 // id is the number its device name ends with (cuda1, rsmi3, nvml0,
@@ -137,6 +137,7 @@ func (t hwlocTopology) domains() []rset.NUMADomain {
 		}
 	}
 	for d, n := range t.numaSets {
+		doms[d].Memory = t.numaMemory[d]
 		for s, p := range t.packageSets {
 			if p.has(n.first()) {
 				doms[d] = doms[d].WithSocket(s)

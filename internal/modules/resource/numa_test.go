@@ -22,24 +22,24 @@ func TestHwlocNUMA(t *testing.T) {
 	}
 	tests := []struct{ file, want string }{
 		// hwloc 1.x names its packages Socket
-		{"corona.xml", `[{"cores":"0-23","gpus":"0-3","socket":0},{"cores":"24-47","gpus":"4-7","socket":1,"nics":["hsi0","mlx5_0","eno1","eno2"]}]`},
+		{"corona.xml", `[{"cores":"0-23","gpus":"0-3","socket":0,"memory":134734184448},{"cores":"24-47","gpus":"4-7","socket":1,"nics":["hsi0","mlx5_0","eno1","eno2"],"memory":135238848512}]`},
 		// two sockets; the 4 GPU memories are NUMA nodes without CPUs
-		{"sierra.xml", `[{"cores":"0-21","gpus":"0-1","socket":0,"nics":["hsi0","mlx5_0","hsi1","mlx5_1","enP5p1s0f0","enP5p1s0f1"]},` +
-			`{"cores":"22-43","gpus":"2-3","socket":1,"nics":["hsi2","mlx5_2","hsi3","mlx5_3"]}]`},
+		{"sierra.xml", `[{"cores":"0-21","gpus":"0-1","socket":0,"nics":["hsi0","mlx5_0","hsi1","mlx5_1","enP5p1s0f0","enP5p1s0f1"],"memory":137132310528},` +
+			`{"cores":"22-43","gpus":"2-3","socket":1,"nics":["hsi2","mlx5_2","hsi3","mlx5_3"],"memory":137166979072}]`},
 		// 8 domains (sub-NUMA clusters), 4 a socket, a GPU in every
 		// other one; cuda1 is the first GPU in the document but keeps
 		// id 1
-		{"ipa20.xml", `[{"cores":"0-13","socket":0,"nics":["eno8303","eno8403"]},{"cores":"14-27","gpus":"1","socket":0,"nics":["ibp94s0","mlx5_2"]},` +
-			`{"cores":"28-41","socket":0},{"cores":"42-55","gpus":"0","socket":0,"nics":["hsi0","mlx5_0","ibs2f1","mlx5_1"]},` +
-			`{"cores":"56-69","socket":1},{"cores":"70-83","gpus":"3","socket":1,"nics":["ibp218s0","mlx5_3"]},` +
-			`{"cores":"84-97","socket":1},{"cores":"98-111","gpus":"2","socket":1}]`},
+		{"ipa20.xml", `[{"cores":"0-13","socket":0,"nics":["eno8303","eno8403"],"memory":540245127168},{"cores":"14-27","gpus":"1","socket":0,"nics":["ibp94s0","mlx5_2"],"memory":541157969920},` +
+			`{"cores":"28-41","socket":0,"memory":541157969920},{"cores":"42-55","gpus":"0","socket":0,"nics":["hsi0","mlx5_0","ibs2f1","mlx5_1"],"memory":541157969920},` +
+			`{"cores":"56-69","socket":1,"memory":541157969920},{"cores":"70-83","gpus":"3","socket":1,"nics":["ibp218s0","mlx5_3"],"memory":541157969920},` +
+			`{"cores":"84-97","socket":1,"memory":541109977088},{"cores":"98-111","gpus":"2","socket":1,"memory":541141471232}]`},
 		// one domain a package, a Slingshot NIC each
-		{"tuo.SPX.xml", `[{"cores":"0-23","gpus":"0","socket":0,"nics":["hsi0","enp129s0"]},{"cores":"24-47","gpus":"1","socket":1,"nics":["hsi1"]},` +
-			`{"cores":"48-71","gpus":"2","socket":2,"nics":["hsi2"]},{"cores":"72-95","gpus":"3","socket":3,"nics":["hsi3"]}]`},
-		{"tuo.TPX.xml", `[{"cores":"0-23","gpus":"0-2","socket":0,"nics":["hsi0","enp129s0"]},{"cores":"24-47","gpus":"3-5","socket":1,"nics":["hsi1"]},` +
-			`{"cores":"48-71","gpus":"6-8","socket":2,"nics":["hsi2"]},{"cores":"72-95","gpus":"9-11","socket":3,"nics":["hsi3"]}]`},
-		{"tuo.CPX.xml", `[{"cores":"0-23","gpus":"0-5","socket":0,"nics":["hsi0","enp129s0"]},{"cores":"24-47","gpus":"6-11","socket":1,"nics":["hsi1"]},` +
-			`{"cores":"48-71","gpus":"12-17","socket":2,"nics":["hsi2"]},{"cores":"72-95","gpus":"18-23","socket":3,"nics":["hsi3"]}]`},
+		{"tuo.SPX.xml", `[{"cores":"0-23","gpus":"0","socket":0,"nics":["hsi0","enp129s0"],"memory":134127484928},{"cores":"24-47","gpus":"1","socket":1,"nics":["hsi1"],"memory":134972620800},` +
+			`{"cores":"48-71","gpus":"2","socket":2,"nics":["hsi2"],"memory":134926782464},{"cores":"72-95","gpus":"3","socket":3,"nics":["hsi3"],"memory":134960807936}]`},
+		{"tuo.TPX.xml", `[{"cores":"0-23","gpus":"0-2","socket":0,"nics":["hsi0","enp129s0"],"memory":134081638400},{"cores":"24-47","gpus":"3-5","socket":1,"nics":["hsi1"],"memory":134972620800},` +
+			`{"cores":"48-71","gpus":"6-8","socket":2,"nics":["hsi2"],"memory":134972628992},{"cores":"72-95","gpus":"9-11","socket":3,"nics":["hsi3"],"memory":134960820224}]`},
+		{"tuo.CPX.xml", `[{"cores":"0-23","gpus":"0-5","socket":0,"nics":["hsi0","enp129s0"],"memory":134081638400},{"cores":"24-47","gpus":"6-11","socket":1,"nics":["hsi1"],"memory":134972620800},` +
+			`{"cores":"48-71","gpus":"12-17","socket":2,"nics":["hsi2"],"memory":134972628992},{"cores":"72-95","gpus":"18-23","socket":3,"nics":["hsi3"],"memory":134960783360}]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 //	                                   numbered 0..n-1 in CPU order
 //	devices/system/node/node*/cpulist  the NUMA nodes; one with online
 //	                                   CPUs is a domain, in node order
+//	devices/system/node/node*/meminfo  a domain's memory (MemTotal)
 //	devices/system/cpu/cpuN/topology/physical_package_id
 //	                                   the socket of a domain's first
 //	                                   CPU (sockets numbered 0..n-1 in
@@ -207,6 +208,7 @@ func sysfsDomains(root string, cpus []uint, gpus, nics []pciDev) []rset.NUMADoma
 	for d, n := range nodes {
 		domainOf[n.id] = d
 		doms[d].Cores = n.cores
+		doms[d].Memory = nodeMemory(filepath.Join(dir, "node"+strconv.Itoa(n.id), "meminfo"))
 		pkgOf[d] = -1
 		p := filepath.Join(root, "devices/system/cpu", "cpu"+strconv.FormatUint(uint64(n.first), 10), "topology/physical_package_id")
 		if id, err := strconv.Atoi(readTrim(p)); err == nil && id >= 0 {
@@ -233,4 +235,24 @@ func sysfsDomains(root string, cpus []uint, gpus, nics []pciDev) []rset.NUMADoma
 		}
 	}
 	return doms
+}
+
+// nodeMemory reads a NUMA node's MemTotal from its meminfo ("Node 0
+// MemTotal:       24683736 kB") in bytes; 0 when it cannot.
+func nodeMemory(path string) uint64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) == 5 && f[0] == "Node" && f[2] == "MemTotal:" && f[4] == "kB" {
+			kb, err := strconv.ParseUint(f[3], 10, 64)
+			if err != nil || kb > rset.MaxDomainMemory>>10 {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
 }

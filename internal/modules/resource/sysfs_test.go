@@ -46,7 +46,9 @@ func TestSysfsDomains(t *testing.T) {
 		"devices/system/cpu/online":                            "0-5,7",
 		"devices/system/node/node0/cpulist":                    "0-3",
 		"devices/system/node/node1/cpulist":                    "4-7",
-		"devices/system/node/node2/cpulist":                    "", // memory only
+		"devices/system/node/node0/meminfo":                    "Node 0 MemTotal:       24683736 kB\nNode 0 MemFree:        16748784 kB\n",
+		"devices/system/node/node1/meminfo":                    "Node 1 MemTotal: lots kB\n", // unreadable: unknown
+		"devices/system/node/node2/cpulist":                    "",                           // memory only
 		"devices/system/node/online":                           "0-2",
 		"devices/system/cpu/cpu0/topology/physical_package_id": "1",
 		"devices/system/cpu/cpu4/topology/physical_package_id": "3",
@@ -67,7 +69,7 @@ func TestSysfsDomains(t *testing.T) {
 		t.Fatalf("cores %s gpus %s, want 0-6 and 0-2", l.Cores, l.GPUs)
 	}
 	b, _ := json.Marshal(l.NUMA)
-	want := `[{"cores":"0-3","gpus":"0","socket":0,"nics":["eno1"]},{"cores":"4-6","gpus":"1","socket":1,"nics":["ib0","mlx5_0"]}]`
+	want := `[{"cores":"0-3","gpus":"0","socket":0,"nics":["eno1"],"memory":25276145664},{"cores":"4-6","gpus":"1","socket":1,"nics":["ib0","mlx5_0"]}]`
 	if string(b) != want {
 		t.Fatalf("domains %s\nwant    %s", b, want)
 	}
