@@ -13,6 +13,9 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
+
+	"github.com/fluxgo/fluxgo/pkg/eventlog"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
@@ -53,7 +56,8 @@ CREATE TABLE IF NOT EXISTS jobs (
 	eventlog TEXT NOT NULL,
 	peak_memory INTEGER,         -- bytes, the largest peak of any node (NULL: not measured)
 	cpu_time REAL,               -- seconds of CPU, all nodes (NULL: not measured)
-	usage TEXT NOT NULL DEFAULT '' -- per node: {"rank": {peak_memory, cpu_time}} (guest.usage)
+	usage TEXT NOT NULL DEFAULT '', -- per node: {"rank": {peak_memory, cpu_time}} (guest.usage)
+	requeued_runs TEXT NOT NULL DEFAULT '' -- the runs a requeue on preemption ended: [{t_run, t_end, ncores}] (JSON; '' for none)
 );
 CREATE INDEX IF NOT EXISTS jobs_t_inactive ON jobs(t_inactive);
 CREATE INDEX IF NOT EXISTS jobs_user ON jobs(userid, t_run);
@@ -106,6 +110,7 @@ var added = []struct{ name, decl string }{
 	{"peak_memory", "INTEGER"},
 	{"cpu_time", "REAL"},
 	{"usage", "TEXT NOT NULL DEFAULT ''"},
+	{"requeued_runs", "TEXT NOT NULL DEFAULT ''"},
 }
 
 func addColumns(db *sql.DB) error {
@@ -175,6 +180,56 @@ type Record struct {
 	PeakMemory *int64   `json:"peak_memory,omitempty"`
 	CPUTime    *float64 `json:"cpu_time,omitempty"`
 	Usage      string   `json:"-"`
+	// RequeuedRuns are the runs before the last that a requeue on
+	// preemption ended (TRun and the rest are the last run's); Insert
+	// fills them from the eventlog when nil.
+	RequeuedRuns []Run `json:"requeued_runs,omitempty"`
+}
+
+// Run is one run of a job: it started at TRun and ended at TEnd on
+// Ncores cores.
+type Run struct {
+	TRun   float64 `json:"t_run"`
+	TEnd   float64 `json:"t_end"`
+	Ncores int     `json:"ncores"`
+}
+
+// RequeuedRuns reads the runs a requeue ended from a job's eventlog:
+// each from a start event to its run's finish (or, if the run wrote
+// none, its requeue event). The eventlog does not say how many cores
+// an earlier run had; a requeued job asks for the same resources again,
+// so each is given ncores (the last run's).
+func RequeuedRuns(log string, ncores int) []Run {
+	if !strings.Contains(log, `"requeue"`) {
+		return nil
+	}
+	evs, err := eventlog.Parse([]byte(log))
+	if err != nil {
+		return nil
+	}
+	var runs []Run
+	var start, end float64
+	for _, ev := range evs {
+		switch ev.Name {
+		case "start":
+			start, end = ev.Timestamp, 0
+		case "finish":
+			if start > 0 {
+				end = ev.Timestamp
+			}
+		case "requeue":
+			if start > 0 {
+				if end <= 0 {
+					end = ev.Timestamp
+				}
+				if end > start {
+					runs = append(runs, Run{TRun: start, TEnd: end, Ncores: ncores})
+				}
+			}
+			start, end = 0, 0
+		}
+	}
+	return runs
 }
 
 // SetUsage fills PeakMemory, CPUTime and Usage from a job's guest.usage
@@ -205,8 +260,9 @@ func (r *Record) SetUsage(text string) {
 
 const insertSQL = `INSERT OR IGNORE INTO jobs (id, jobid, userid, username, name, queue, bank, project,
 	result, waitstatus, exit_code, exception_type, exception_note, t_submit, t_run, t_cleanup, t_inactive,
-	duration, ntasks, nnodes, ncores, ngpus, ranks, nodelist, cwd, jobspec, R, eventlog, peak_memory, cpu_time, usage)
-	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	duration, ntasks, nnodes, ncores, ngpus, ranks, nodelist, cwd, jobspec, R, eventlog, peak_memory, cpu_time, usage,
+	requeued_runs)
+	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 
 // Insert writes records in one transaction (a job already there is left
 // as it is) and returns how many were new.
@@ -223,10 +279,18 @@ func Insert(ctx context.Context, db *sql.DB, recs []Record) (int, error) {
 	defer st.Close()
 	n := 0
 	for _, r := range recs {
+		runs := r.RequeuedRuns
+		if runs == nil {
+			runs = RequeuedRuns(r.Eventlog, r.Ncores)
+		}
+		var runsText []byte
+		if len(runs) > 0 {
+			runsText, _ = json.Marshal(runs)
+		}
 		res, err := st.ExecContext(ctx, int64(r.ID), r.Jobid, r.Userid, r.Username, r.Name, r.Queue, r.Bank, r.Project,
 			r.Result, r.Waitstatus, r.ExitCode, r.ExceptionType, r.ExceptionNote, r.TSubmit, r.TRun, r.TCleanup, r.TInactive,
 			r.Duration, r.Ntasks, r.Nnodes, r.Ncores, r.Ngpus, r.Ranks, r.Nodelist, r.Cwd, r.Jobspec, r.R, r.Eventlog,
-			r.PeakMemory, r.CPUTime, r.Usage)
+			r.PeakMemory, r.CPUTime, r.Usage, string(runsText))
 		if err != nil {
 			return 0, fmt.Errorf("job %s: %w", r.Jobid, err)
 		}
@@ -261,7 +325,7 @@ type Filter struct {
 func Query(ctx context.Context, db *sql.DB, f Filter, fn func(Record) error) error {
 	q := `SELECT id, jobid, userid, username, name, queue, bank, project, result, waitstatus, exit_code,
 		exception_type, exception_note, t_submit, t_run, t_cleanup, t_inactive, duration, ntasks, nnodes, ncores,
-		ngpus, ranks, nodelist, peak_memory, cpu_time FROM jobs WHERE `
+		ngpus, ranks, nodelist, peak_memory, cpu_time, requeued_runs FROM jobs WHERE `
 	args := []any{f.Since, f.Until}
 	if f.Inactive {
 		q += `t_inactive >= ? AND t_submit < ?`
@@ -280,11 +344,17 @@ func Query(ctx context.Context, db *sql.DB, f Filter, fn func(Record) error) err
 	for rows.Next() {
 		var r Record
 		var id int64
+		var runs string
 		if err := rows.Scan(&id, &r.Jobid, &r.Userid, &r.Username, &r.Name, &r.Queue, &r.Bank, &r.Project, &r.Result,
 			&r.Waitstatus, &r.ExitCode, &r.ExceptionType, &r.ExceptionNote, &r.TSubmit, &r.TRun, &r.TCleanup,
 			&r.TInactive, &r.Duration, &r.Ntasks, &r.Nnodes, &r.Ncores, &r.Ngpus, &r.Ranks, &r.Nodelist,
-			&r.PeakMemory, &r.CPUTime); err != nil {
+			&r.PeakMemory, &r.CPUTime, &runs); err != nil {
 			return fmt.Errorf("job archive: %w", err)
+		}
+		if runs != "" {
+			if err := json.Unmarshal([]byte(runs), &r.RequeuedRuns); err != nil {
+				return fmt.Errorf("job archive: job %s: requeued_runs: %w", r.Jobid, err)
+			}
 		}
 		r.ID = uint64(id)
 		if err := fn(r); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -16,7 +17,8 @@ func TestOpenAddsColumns(t *testing.T) {
 	old := strings.Replace(schema, `eventlog TEXT NOT NULL,
 	peak_memory INTEGER,         -- bytes, the largest peak of any node (NULL: not measured)
 	cpu_time REAL,               -- seconds of CPU, all nodes (NULL: not measured)
-	usage TEXT NOT NULL DEFAULT '' -- per node: {"rank": {peak_memory, cpu_time}} (guest.usage)`, "eventlog TEXT NOT NULL", 1)
+	usage TEXT NOT NULL DEFAULT '', -- per node: {"rank": {peak_memory, cpu_time}} (guest.usage)
+	requeued_runs TEXT NOT NULL DEFAULT '' -- the runs a requeue on preemption ended: [{t_run, t_end, ncores}] (JSON; '' for none)`, "eventlog TEXT NOT NULL", 1)
 	if old == schema {
 		t.Fatal("the test's old schema is the current one")
 	}
@@ -51,4 +53,67 @@ func TestOpenAddsColumns(t *testing.T) {
 	if g := got[1]; g.PeakMemory == nil || *g.PeakMemory != 300 || g.CPUTime == nil || *g.CPUTime != 2 {
 		t.Fatalf("new row: peak %v cpu %v, want 300 and 2", g.PeakMemory, g.CPUTime)
 	}
+}
+
+// TestRequeuedRuns: the runs a requeue ended, read from the eventlog
+// when a job is archived, come back from a query beside the last run's
+// times; a job never requeued has none.
+func TestRequeuedRuns(t *testing.T) {
+	log := `{"timestamp":1,"name":"submit","context":{"userid":0,"urgency":16,"flags":0,"version":1}}
+{"timestamp":2,"name":"alloc"}
+{"timestamp":3,"name":"start"}
+{"timestamp":5,"name":"exception","context":{"type":"preempt","severity":1,"requeue":true}}
+{"timestamp":6,"name":"finish","context":{"status":15}}
+{"timestamp":7,"name":"free"}
+{"timestamp":7,"name":"requeue","context":{"count":1}}
+{"timestamp":8,"name":"alloc"}
+{"timestamp":9,"name":"start"}
+{"timestamp":10,"name":"exception","context":{"type":"preempt","severity":1,"requeue":true}}
+{"timestamp":11,"name":"requeue","context":{"count":2}}
+{"timestamp":12,"name":"alloc"}
+{"timestamp":13,"name":"start"}
+{"timestamp":20,"name":"finish","context":{"status":0}}
+{"timestamp":21,"name":"clean"}
+`
+	want := []Run{{TRun: 3, TEnd: 6, Ncores: 4}, {TRun: 9, TEnd: 11, Ncores: 4}}
+	if got := RequeuedRuns(log, 4); !slices.Equal(got, want) {
+		t.Fatalf("RequeuedRuns: %+v, want %+v", got, want)
+	}
+	if got := RequeuedRuns(`{"timestamp":3,"name":"start"}`+"\n", 4); got != nil {
+		t.Errorf("never requeued: %+v", got)
+	}
+	db, err := Open(filepath.Join(t.TempDir(), "a.sqlite"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	recs := []Record{{ID: 1, Jobid: "f1", Result: "COMPLETED", TRun: 13, TCleanup: 20, TInactive: 21, Ncores: 4, Eventlog: log},
+		{ID: 2, Jobid: "f2", Result: "COMPLETED", TRun: 3, TCleanup: 4, TInactive: 5, Ncores: 1}}
+	if _, err := Insert(ctx, db, recs); err != nil {
+		t.Fatal(err)
+	}
+	var got []Record
+	if err := Query(ctx, db, Filter{Since: 0, Until: 30}, func(r Record) error { got = append(got, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !slices.Equal(got[0].RequeuedRuns, want) || got[1].RequeuedRuns != nil {
+		t.Fatalf("queried: %+v", got)
+	}
+}
+
+// FuzzRequeuedRuns: any eventlog text gives runs that each end after
+// they start, or none, without a panic.
+func FuzzRequeuedRuns(f *testing.F) {
+	f.Add(`{"timestamp":3,"name":"start"}
+{"timestamp":6,"name":"finish","context":{"status":15}}
+{"timestamp":7,"name":"requeue","context":{"count":1}}
+`)
+	f.Fuzz(func(t *testing.T, log string) {
+		for _, r := range RequeuedRuns(log, 2) {
+			if r.TEnd <= r.TRun || r.Ncores != 2 {
+				t.Fatalf("%q: run %+v", log, r)
+			}
+		}
+	})
 }

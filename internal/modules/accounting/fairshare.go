@@ -75,16 +75,27 @@ func parseFairShareConfig(raw json.RawMessage) (FairShareConfig, error) {
 	return c, c.Validate()
 }
 
-// chargeJob is a job's decayed core-hours at now.
+// chargeJob is a job's decayed core-hours at now: its last run's and
+// those of the runs a requeue on preemption ended (what they used counts
+// as much as a run that completed).
 func chargeJob(r *archivedb.Record, now float64, halfLife time.Duration) float64 {
 	end := r.TCleanup
 	if end <= 0 {
 		end = r.TInactive
 	}
-	if r.TRun <= 0 || end <= r.TRun {
+	total := chargeRun(r.Ncores, r.TRun, end, now, halfLife)
+	for _, run := range r.RequeuedRuns {
+		total += chargeRun(run.Ncores, run.TRun, run.TEnd, now, halfLife)
+	}
+	return total
+}
+
+// chargeRun is the decayed core-hours at now of ncores from start to end.
+func chargeRun(ncores int, start, end, now float64, halfLife time.Duration) float64 {
+	if start <= 0 || end <= start || ncores <= 0 {
 		return 0
 	}
-	coreHours := float64(r.Ncores) * (end - r.TRun) / 3600
+	coreHours := float64(ncores) * (end - start) / 3600
 	return acct.Decayed(coreHours, time.Duration((now-end)*float64(time.Second)), halfLife)
 }
 
@@ -133,6 +144,9 @@ func (s *server) archiveUsage(ctx context.Context, now float64, defaultBank, nam
 					end = r.TInactive
 				}
 				hist.add(name, bank, r.Ncores, r.TRun, end, r.TInactive)
+				for _, run := range r.RequeuedRuns {
+					hist.addTime(name, bank, run.Ncores, run.TRun, run.TEnd, r.TInactive)
+				}
 			}
 		}
 		return nil

@@ -22,6 +22,12 @@ import (
 // so a pass run again over the same archive writes the same rows.
 // Days are the broker's local days.
 
+// rewriteUsageWindow as usageMark makes the next pass take every job
+// of the window for new, so that it rewrites every day the window holds
+// (after edit-user --userid: the history under the old uid's name is
+// gone). 0 would mean "not read yet".
+const rewriteUsageWindow = 1e-9
+
 type dayKey struct {
 	user, bank string
 	start      int64
@@ -75,11 +81,28 @@ func (d *dayUsage) at(user, bank string, day int64) *acct.UsagePeriod {
 // add charges a job of ncores cores that ran from run to end (and was
 // archived inactive at inactive) to user's association with bank.
 func (d *dayUsage) add(user, bank string, ncores int, run, end, inactive float64) {
-	if run <= 0 || end <= run || ncores <= 0 {
+	if !d.addTime(user, bank, ncores, run, end, inactive) {
 		return
 	}
+	isNew := inactive >= d.mark
+	if day := d.dayStart(end); day >= d.from {
+		d.at(user, bank, day).Jobs++
+		if isNew {
+			d.touched[day] = true
+		}
+	}
+}
+
+// addTime charges the core-hours of a run (of a job archived inactive
+// at inactive) to the days it ran in, without counting a job: add's
+// work, and that of each earlier run of a requeued job. It reports
+// whether the run counted.
+func (d *dayUsage) addTime(user, bank string, ncores int, run, end, inactive float64) bool {
+	if run <= 0 || end <= run || ncores <= 0 {
+		return false
+	}
 	if acct.CheckName("user", user) != nil || acct.CheckName("bank", bank) != nil {
-		return // not an association the database could hold
+		return false // not an association the database could hold
 	}
 	isNew := inactive >= d.mark
 	if inactive > d.maxInactive {
@@ -97,12 +120,7 @@ func (d *dayUsage) add(user, bank string, ncores int, run, end, inactive float64
 			d.touched[day] = true
 		}
 	}
-	if day := d.dayStart(end); day >= d.from {
-		d.at(user, bank, day).Jobs++
-		if isNew {
-			d.touched[day] = true
-		}
-	}
+	return true
 }
 
 // periods are the rows of the days new jobs ran in, by day, user, bank.

@@ -1,11 +1,13 @@
 package accounting
 
 import (
+	"math"
 	"reflect"
 	"testing"
 	"time"
 
 	acct "github.com/fluxgo/fluxgo/internal/accounting"
+	"github.com/fluxgo/fluxgo/internal/archivedb"
 )
 
 func TestDayUsage(t *testing.T) {
@@ -74,5 +76,32 @@ func TestDayUsageDST(t *testing.T) {
 	got := d.periods()
 	if len(got) != 2 || got[0].Start != start.Unix() || got[0].CoreHours != 23 || got[1].Start != end.Unix() || got[1].Jobs != 1 {
 		t.Errorf("over the change of clocks: %+v", got)
+	}
+}
+
+// TestChargeRequeuedRuns: a job requeued on preemption is charged for
+// every run, each decayed from its own end, and counted once in the
+// day's jobs.
+func TestChargeRequeuedRuns(t *testing.T) {
+	const h = 3600.0
+	d0 := float64(time.Date(2025, 1, 6, 0, 0, 0, 0, time.UTC).Unix())
+	r := &archivedb.Record{Ncores: 2, TRun: d0 + 3*h, TCleanup: d0 + 4*h, TInactive: d0 + 4*h,
+		RequeuedRuns: []archivedb.Run{{TRun: d0, TEnd: d0 + h, Ncores: 2}, {TRun: d0 + h, TEnd: d0 + 2*h, Ncores: 2}}}
+	// no decay: 2 cores × 3 hours
+	if got := chargeJob(r, d0+4*h, 0); got != 6 {
+		t.Errorf("undecayed: %v core-hours, want 6", got)
+	}
+	// a 1-hour half-life, now = the last run's end: 2 + 2×2^-2 + 2×2^-3
+	if got, want := chargeJob(r, d0+4*h, time.Hour), 2+0.5+0.25; math.Abs(got-want) > 1e-9 {
+		t.Errorf("decayed: %v core-hours, want %v", got, want)
+	}
+	d := newDayUsage(time.UTC, 0, 0)
+	d.add("alice", "physics", r.Ncores, r.TRun, r.TCleanup, r.TInactive)
+	for _, run := range r.RequeuedRuns {
+		d.addTime("alice", "physics", run.Ncores, run.TRun, run.TEnd, r.TInactive)
+	}
+	want := []acct.UsagePeriod{{Username: "alice", Bank: "physics", Start: int64(d0), Jobs: 1, CoreHours: 6}}
+	if got := d.periods(); !reflect.DeepEqual(got, want) {
+		t.Errorf("the day: %+v, want %+v", got, want)
 	}
 }
