@@ -281,3 +281,107 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestPreemptRequeueYieldRestart: two one-node preemptible jobs are
+// preempted (requeue mode) for a two-node job; the first is killed and
+// requeued at once, the second ignores SIGTERM and stays in CLEANUP, and
+// the instance is killed (every broker) and started again. The requeued
+// job, older than the job it was preempted for and with a node free for
+// it, still yields to that job after the restart (its eventlog names
+// the preemptor; sched.reason_pending says it yields) instead of
+// starting again and being preempted a second time: once the second
+// job's task ends, the two-node job runs first, then both requeued jobs,
+// each requeued once.
+func TestPreemptRequeueYieldRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an instance")
+	}
+	conf := t.TempDir()
+	if err := os.WriteFile(filepath.Join(conf, "preempt.toml"), []byte(
+		"[queues.standby]\npreemptible = true\n[queues.batch]\n[sched-simple]\npreempt-mode = \"requeue\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// no SIGKILL escalation: the second job's task outlives both
+	// instances until the test lets it end
+	attrs := map[string]string{"statedir": t.TempDir(), "job-exec.kill-timeout": "600s", "job-exec.reattach-timeout": "60s"}
+	opts := testinstance.Options{Size: 2, Attrs: attrs, Args: []string{"--config-path", conf}}
+	e := &env{t: t, inst: testinstance.Start(t, opts)}
+	cores, _ := strconv.Atoi(e.must("resource", "list", "-n", "-o", "{ncores}"))
+	perNode := cores / 2
+	if perNode < 1 {
+		t.Skipf("needs cores on both nodes (flux resource list: %d)", cores)
+	}
+	c := fmt.Sprintf("--cores-per-task=%d", perNode)
+	dir := t.TempDir()
+	first := e.submit("-q", "standby", "-N1", "-n1", c, "sh", "-c",
+		fmt.Sprintf(`if [ -e %[1]s/ran1 ]; then exit 0; fi; touch %[1]s/ran1; exec sleep 300`, dir))
+	e.waitEvent(first, "start")
+	second := e.submit("-q", "standby", "-N1", "-n1", c, "sh", "-c",
+		fmt.Sprintf(`if [ -e %[1]s/ran2 ]; then exit 0; fi; echo $$ > %[1]s/pid2; touch %[1]s/ran2; trap "" TERM
+for i in $(seq 1200); do [ -e %[1]s/go ] && exit 0; sleep 0.1; done`, dir))
+	e.waitEvent(second, "start")
+	var pid int
+	e.waitFor("the second job's task", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "pid2"))
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return pid > 0
+	})
+	big := e.submit("-q", "batch", "-N2", "-n2", c, "true")
+	e.waitEvent(first, "requeue")
+	e.waitEvent(second, "exception")
+	for _, id := range []jobid.ID{first, second} {
+		exc, _ := find(e.events(id), "exception")
+		if ctx := ctxOf(t, exc); ctx["requeue"] != true || ctx["preemptor"] != big.String() {
+			t.Fatalf("job %s: exception %s, want a requeue naming preemptor %s", id, exc.Context, big)
+		}
+	}
+
+	e.inst.Kill()
+	if syscall.Kill(pid, 0) != nil {
+		t.Fatal("the second job's task died with the instance")
+	}
+	e = &env{t: t, inst: testinstance.Start(t, opts)}
+	// a node is free and the requeued job sorts first, yet it waits
+	deadline := time.Now().Add(60 * time.Second) // hang guard
+	for {
+		if n := len(allocs(e, first)); n > 1 {
+			t.Fatalf("the requeued job started again before the job it was preempted for:\n%s", e.must("job", "eventlog", first.String()))
+		}
+		if strings.Contains(e.field(first, "{state} {sched.reason_pending}"), "yields to job "+big.String()) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the restart the requeued job does not yield: flux jobs: %q", e.field(first, "{state} {sched.reason_pending}"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.result(big); r != "COMPLETED" {
+		t.Fatalf("the two-node job: %s", r)
+	}
+	for _, id := range []jobid.ID{first, second} {
+		if r := e.result(id); r != "COMPLETED" {
+			t.Fatalf("job %s: %s\n%s", id, r, e.must("job", "eventlog", id.String()))
+		}
+		log := e.must("job", "eventlog", id.String())
+		if n := strings.Count(log, " requeue count="); n != 1 {
+			t.Errorf("job %s was requeued %d times:\n%s", id, n, log)
+		}
+		if a := allocs(e, id); len(a) != 2 || a[1] < allocTime(e, big) {
+			t.Errorf("job %s: allocs at %v, the two-node job's at %v", id, a, allocTime(e, big))
+		}
+	}
+}
+
+// allocs lists the timestamps of a job's alloc events.
+func allocs(e *env, id jobid.ID) []float64 {
+	var ts []float64
+	for _, ev := range e.events(id) {
+		if ev.Name == "alloc" {
+			ts = append(ts, ev.Timestamp)
+		}
+	}
+	return ts
+}
