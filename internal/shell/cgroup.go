@@ -412,7 +412,7 @@ func (g *Cgroup) OOMKills() (int64, error) {
 	if g.Version == 2 {
 		file = "memory.events"
 	}
-	b, err := os.ReadFile(filepath.Join(g.Path, file))
+	b, err := readControl(filepath.Join(g.Path, file))
 	if err != nil {
 		return 0, err
 	}
@@ -437,7 +437,7 @@ func (g *Cgroup) PeakMemory() int64 {
 	if g.Version == 2 {
 		file = "memory.peak"
 	}
-	b, err := os.ReadFile(filepath.Join(g.Path, file))
+	b, err := readControl(filepath.Join(g.Path, file))
 	if err != nil {
 		return 0
 	}
@@ -447,7 +447,7 @@ func (g *Cgroup) PeakMemory() int64 {
 
 // Processes lists the processes in the cgroup itself.
 func (g *Cgroup) Processes() []int {
-	b, err := os.ReadFile(filepath.Join(g.Path, "cgroup.procs"))
+	b, err := readControl(filepath.Join(g.Path, "cgroup.procs"))
 	if err != nil {
 		return nil
 	}
@@ -499,16 +499,8 @@ func (g *Cgroup) Remove(timeout time.Duration) error {
 
 // writeFile writes one value to a cgroup control file (which must exist).
 func writeFile(path, value string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(value)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("writing %q to %s: %w", value, path, err)
+	if err := writeControl(path, value); err != nil {
+		return fmt.Errorf("writing %q to %s: %w", value, path, errors.Unwrap(err))
 	}
 	return nil
 }

@@ -217,7 +217,7 @@ func (g *Cgroup) CPUTime() (time.Duration, bool) {
 		}
 		return time.Duration(us) * time.Microsecond, true
 	}
-	b, err := os.ReadFile(filepath.Join(g.Path, "cpuacct.usage"))
+	b, err := readControl(filepath.Join(g.Path, "cpuacct.usage"))
 	if err != nil {
 		return 0, false
 	}

@@ -251,20 +251,48 @@ func (s *Shell) launch(t *task) {
 			return
 		}
 	}
-	stdout, err1 := cmd.StdoutPipe()
-	stderr, err2 := cmd.StderrPipe()
-	var err3 error
-	if cmd.Stdin == nil {
-		t.stdin, err3 = cmd.StdinPipe()
+	// the task's stdio pipes: the shell's ends are closed once the task
+	// is reaped (or could not start), the task's once it has its copies
+	var ours, theirs []*os.File
+	var pipeErr error
+	pipe := func(shellReads bool) *os.File {
+		sh, tk, err := taskPipe(shellReads)
+		if err != nil {
+			pipeErr = err
+			return nil
+		}
+		ours, theirs = append(ours, sh), append(theirs, tk)
+		return sh
 	}
-	if err := firstErr(err1, err2, err3); err != nil {
+	closeAll := func(fs []*os.File) {
+		for _, f := range fs {
+			f.Close()
+		}
+	}
+	stdout, stderr := pipe(true), pipe(true)
+	ok := stdout != nil && stderr != nil
+	if ok {
+		cmd.Stdout, cmd.Stderr = theirs[0], theirs[1]
+		if cmd.Stdin == nil {
+			if w := pipe(false); w != nil {
+				t.stdin, cmd.Stdin = w, theirs[2]
+			} else {
+				ok = false
+			}
+		}
+	}
+	if !ok {
+		closeAll(ours)
+		closeAll(theirs)
 		closeFiles()
-		fail(err.Error())
+		fail(fmt.Sprintf("cannot make the task's stdio pipes: %v", pipeErr))
 		return
 	}
 	err := startTask(t)
 	closeFiles()
+	closeAll(theirs)
 	if err != nil {
+		closeAll(ours)
 		failStatus(execError(cmd.Args[0], err))
 		return
 	}
@@ -290,6 +318,7 @@ func (s *Shell) launch(t *task) {
 			s.cutOutputAfterExit(t, pumped, stdout, stderr)
 		}
 		err := cmd.Wait()
+		closeAll(ours)
 		ws := waitStatusOf(cmd, err)
 		s.mu.Lock()
 		t.exited, t.status = true, ws
@@ -322,13 +351,27 @@ func (s *Shell) taskDone() {
 	}
 }
 
-func firstErr(errs ...error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
+// taskPipe makes a pipe for one of a task's standard streams (output
+// when shellReads, else its stdin): the shell's end non-blocking, in
+// the runtime's poller; the task's end blocking and never in the
+// poller. os.Pipe with os/exec's StdoutPipe puts both ends in the poller
+// and takes the task's out again at the start: five more system calls
+// a stream, three streams a task.
+func taskPipe(shellReads bool) (shell, task *os.File, err error) {
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		return nil, nil, os.NewSyscallError("pipe2", err)
 	}
-	return nil
+	sh, tk := p[0], p[1]
+	if !shellReads {
+		sh, tk = p[1], p[0]
+	}
+	if err := syscall.SetNonblock(sh, true); err != nil {
+		syscall.Close(p[0])
+		syscall.Close(p[1])
+		return nil, nil, os.NewSyscallError("fcntl", err)
+	}
+	return os.NewFile(uintptr(sh), "|shell"), os.NewFile(uintptr(tk), "|task"), nil
 }
 
 // pumpBuffers are the read buffers of the output pumps (most tasks

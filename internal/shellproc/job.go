@@ -224,6 +224,16 @@ func (j *job) launch() error {
 			if err != nil {
 				return fmt.Errorf("PMI socketpair: %w", err)
 			}
+			// the shell's end non-blocking (the task's stays blocking):
+			// the runtime's poller waits for the task's first request,
+			// not a thread blocked in read for the task's whole life
+			// (which the scheduler hands its P away from, waking
+			// sysmon's fastest polling for every task)
+			if err := syscall.SetNonblock(fds[0], true); err != nil {
+				syscall.Close(fds[0])
+				syscall.Close(fds[1])
+				return fmt.Errorf("PMI socket: %w", err)
+			}
 			ours := os.NewFile(uintptr(fds[0]), "pmi-server")
 			theirs := os.NewFile(uintptr(fds[1]), "pmi-client")
 			cmd.ExtraFiles = append(cmd.ExtraFiles, theirs)
