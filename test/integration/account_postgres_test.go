@@ -37,9 +37,11 @@ func startPostgres(t *testing.T) string {
 	return url
 }
 
-// TestAccountPostgres: TestAccount's body with the database on a
-// PostgreSQL server, and two instances sharing that server under
-// different cluster names, each seeing only its own users (issue 25).
+// TestAccountPostgres: TestAccount's, TestFairSharePriority's and
+// TestAccountUsageReport's bodies with the database on a PostgreSQL
+// server (each in a cluster schema of its own), and two instances
+// sharing that server under different cluster names, each seeing only
+// its own users (issue 25).
 func TestAccountPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a PostgreSQL server and instances")
@@ -62,6 +64,8 @@ func TestAccountPostgres(t *testing.T) {
 		}
 	})
 	t.Run("account", func(t *testing.T) { accountBody(t, dbconf("main")) })
+	t.Run("fairshare", func(t *testing.T) { fairShareBody(t, dbconf("fairshare")) })
+	t.Run("usage", func(t *testing.T) { accountUsageBody(t, dbconf("usage")) })
 
 	t.Run("clusters", func(t *testing.T) {
 		start := func(cluster string) *env {

@@ -22,11 +22,21 @@ func TestAccountUsageReport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an instance")
 	}
+	accountUsageBody(t, "")
+}
+
+// accountUsageBody is TestAccountUsageReport's body; dbconf is the
+// [accounting] lines that name a PostgreSQL database ("": the SQLite
+// file in the statedir; TestAccountPostgres runs it with one).
+func accountUsageBody(t *testing.T, dbconf string) {
 	aUID := testUser(t, "fluxusage-a")
 	bUID := testUser(t, "fluxusage-b")
 	opUID := testUser(t, "fluxusage-op")
 	conf := t.TempDir()
 	toml := "[access]\noperators = [\"fluxusage-op\"]\n\n[archive]\nperiod = \"0.5s\"\n"
+	if dbconf != "" {
+		toml += "\n[accounting]\n" + dbconf
+	}
 	if err := os.WriteFile(filepath.Join(conf, "usage.toml"), []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,13 @@ func TestFairSharePriority(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an instance")
 	}
+	fairShareBody(t, "")
+}
+
+// fairShareBody is TestFairSharePriority's body; dbconf is the
+// [accounting] lines that name a PostgreSQL database ("": the SQLite
+// file in the statedir; TestAccountPostgres runs it with one).
+func fairShareBody(t *testing.T, dbconf string) {
 	heavyUID := testUser(t, "fluxfs-heavy")
 	lightUID := testUser(t, "fluxfs-light")
 	conf := t.TempDir()
@@ -34,6 +41,9 @@ decay-half-life = "7d"
 [accounting.priority]
 age-weight = 0
 `
+	if dbconf != "" {
+		toml += "\n[accounting]\n" + dbconf
+	}
 	if err := os.WriteFile(filepath.Join(conf, "fs.toml"), []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
