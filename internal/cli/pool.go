@@ -2,12 +2,14 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -149,23 +151,108 @@ func runPoolSubmit(o *submitOptions, name string, args []string, out io.Writer) 
 			return fmt.Errorf("--dependency=%s: job IDs of this instance mean nothing where a pooled job runs", d.uri)
 		}
 	}
-	specs, err := buildJobspecs(o, args)
+	if len(args) == 0 {
+		return errors.New("job command and arguments are missing")
+	}
+	if o.dryRun {
+		return eachPoolJobspec(o, args, func(b []byte) error {
+			_, err := fmt.Fprintf(out, "%s\n", b)
+			return err
+		})
+	}
+	// sent a chunk at a time: a million jobs are never all in memory here
+	var chunk []json.RawMessage
+	size := 0
+	send := func() error {
+		if len(chunk) == 0 {
+			return nil
+		}
+		err := poolAdd(name, chunk, o.quiet, out)
+		chunk, size = chunk[:0], 0
+		return err
+	}
+	err := eachPoolJobspec(o, args, func(b []byte) error {
+		chunk = append(chunk, b)
+		size += len(b)
+		if len(chunk) >= poolAddChunk || size >= poolAddBytes {
+			return send()
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	raws := make([]json.RawMessage, len(specs))
-	for i, js := range specs {
-		if raws[i], err = js.MarshalJSON(); err != nil {
+	return send()
+}
+
+// poolAddChunk and poolAddBytes bound one job-pool.add request of flux
+// pool submit: it sends its jobs in requests of at most this many (or
+// this many bytes of jobspecs).
+const (
+	poolAddChunk = 10000
+	poolAddBytes = 16 << 20
+)
+
+// eachPoolJobspec calls fn with the JSON of each jobspec the options
+// describe (one, or one per ID of --cc/--bcc, as buildJobspecs makes
+// them), one at a time. Identical jobspecs share one encoding, and once
+// two IDs in a row have given the same jobspec (no {cc} in the command
+// or options, no FLUX_JOB_CC), the rest are that one too.
+func eachPoolJobspec(o *submitOptions, args []string, fn func([]byte) error) error {
+	ids, err := o.ccIDs()
+	if err != nil {
+		return err
+	}
+	if ids == nil {
+		js, err := o.buildOne(args)
+		if err != nil {
+			return err
+		}
+		b, err := js.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		return fn(b)
+	}
+	var prev []byte
+	same := 0 // IDs in a row that gave prev
+	for _, id := range ids {
+		if same < 2 {
+			b, err := poolCCJobspec(o, args, id)
+			if err != nil {
+				return err
+			}
+			if bytes.Equal(b, prev) {
+				same++
+			} else {
+				prev, same = b, 1
+			}
+		}
+		if err := fn(prev); err != nil {
 			return err
 		}
 	}
-	if o.dryRun {
-		for _, b := range raws {
-			fmt.Fprintf(out, "%s\n", b)
-		}
-		return nil
+	return nil
+}
+
+// poolCCJobspec is the JSON of the jobspec of --cc/--bcc ID id.
+func poolCCJobspec(o *submitOptions, args []string, id int) ([]byte, error) {
+	x, cmd, err := o.substituteCC(args, id)
+	if err != nil {
+		return nil, err
 	}
-	return poolAdd(name, raws, o.quiet, out)
+	js, err := x.buildOne(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("cc=%d: %w", id, err)
+	}
+	if o.cc != "" {
+		env := js.Attributes.System["environment"].(map[string]any)
+		env["FLUX_JOB_CC"] = strconv.Itoa(id)
+	}
+	if err := js.CheckText(); err != nil {
+		return nil, fmt.Errorf("cc=%d: %w", id, err)
+	}
+	return js.MarshalJSON()
 }
 
 // poolAdd sends jobspecs to a pool and prints their item IDs.

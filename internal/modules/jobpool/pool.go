@@ -17,6 +17,7 @@
 package jobpool
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -86,6 +87,18 @@ type pool struct {
 	items   map[int64]*Item
 	pending []int64 // ids in pull order (FIFO); done/assigned ones skipped
 	waiting []*puller
+	// lastSpec is the jobspec of the item added last: an identical one
+	// (a --bcc job stream) shares its bytes rather than holding its own
+	lastSpec json.RawMessage
+}
+
+// intern returns js, or the identical jobspec p already holds.
+func (p *pool) intern(js json.RawMessage) json.RawMessage {
+	if bytes.Equal(js, p.lastSpec) {
+		return p.lastSpec
+	}
+	p.lastSpec = js
+	return js
 }
 
 // puller is a pull request not answered yet.
@@ -265,7 +278,7 @@ func (s *service) add(r *flux.Request) {
 	t := now()
 	ids := make([]int64, len(req.Jobspecs))
 	for i, js := range req.Jobspecs {
-		it := &Item{PoolItem: wire.PoolItem{ID: p.meta.Next, Jobspec: js, State: StatePending, TAdd: t}}
+		it := &Item{PoolItem: wire.PoolItem{ID: p.meta.Next, Jobspec: p.intern(js), State: StatePending, TAdd: t}}
 		p.meta.Next++
 		p.items[it.ID] = it
 		p.pending = append(p.pending, it.ID)
@@ -389,6 +402,9 @@ func (s *service) done(r *flux.Request) {
 		}
 		it.State, it.Result, it.TDone, it.route = StateDone, d.Result, t, ""
 		s.logResult(p, it)
+		// a done item is never handed out again: its jobspec stays in
+		// the added log only
+		it.Jobspec = nil
 	}
 	if len(refused) == 0 {
 		s.durable(r, map[string]any{})

@@ -65,20 +65,23 @@ func (s *service) restorePool(ctx context.Context, p *pool, base string) error {
 		return err
 	}
 	added := func(data []byte) error {
-		return parseAdded(data, func(it *Item) { p.items[it.ID] = it })
+		return parseAdded(data, func(it *Item) {
+			it.Jobspec = p.intern(it.Jobspec)
+			p.items[it.ID] = it
+		})
 	}
 	results := func(data []byte) error {
 		return parseResults(data, func(rec *wire.PoolItem) {
-			// a result whose added record is missing is kept without
-			// its jobspec: it is done and never pulled
+			// a result whose added record is missing is kept too: it
+			// is done and never pulled
 			it := p.items[rec.ID]
 			if it == nil {
 				it = &Item{}
 				p.items[rec.ID] = it
 			}
-			js := it.Jobspec
+			// done: its jobspec stays in the added log only
 			it.PoolItem = *rec
-			it.Jobspec = js
+			it.Jobspec = nil
 		})
 	}
 	// the added records first: a result applies to its item

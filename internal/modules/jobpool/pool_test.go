@@ -384,3 +384,21 @@ func FuzzParseLogs(f *testing.F) {
 		})
 	})
 }
+
+// TestInternIdenticalJobspecs: a stream of identical jobspecs (flux
+// pool submit --bcc) shares one copy of the bytes in the pool; a
+// different one is kept as given.
+func TestInternIdenticalJobspecs(t *testing.T) {
+	p := &pool{}
+	a1, a2, b := spec(t, "a"), spec(t, "a"), spec(t, "b")
+	x, y := p.intern(a1), p.intern(a2)
+	if &x[0] != &y[0] || &x[0] != &a1[0] {
+		t.Error("identical jobspecs hold two copies")
+	}
+	if z := p.intern(b); &z[0] != &b[0] || string(z) != string(b) {
+		t.Error("a different jobspec was not kept as given")
+	}
+	if w := p.intern(spec(t, "a")); &w[0] == &a1[0] {
+		t.Error("intern remembers more than the last jobspec")
+	}
+}

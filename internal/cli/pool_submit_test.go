@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestEachPoolJobspec: flux pool submit's jobs one at a time: --bcc
+// without {cc} gives one jobspec shared by every ID, --bcc with {cc} in
+// the command and --cc (FLUX_JOB_CC) one of their own each.
+func TestEachPoolJobspec(t *testing.T) {
+	collect := func(cc, bcc string, args ...string) [][]byte {
+		o := &submitOptions{cmdName: "pool submit", proc: defaultProcessEnv(), urgency: "16", cc: cc, bcc: bcc}
+		var out [][]byte
+		if err := eachPoolJobspec(o, args, func(b []byte) error { out = append(out, b); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	same := collect("", "1-5", "true")
+	if len(same) != 5 {
+		t.Fatalf("--bcc=1-5: %d jobspecs", len(same))
+	}
+	for _, b := range same[1:] {
+		if &b[0] != &same[0][0] {
+			t.Fatal("--bcc without {cc}: jobspecs not shared")
+		}
+	}
+	sub := collect("", "1-3", "echo", "{cc}")
+	for i, want := range []string{`"echo","1"`, `"echo","2"`, `"echo","3"`} {
+		if !strings.Contains(string(sub[i]), want) {
+			t.Errorf("--bcc with {cc}: jobspec %d: %s", i, sub[i])
+		}
+	}
+	cc := collect("1-3", "", "true")
+	for i, want := range []string{`"FLUX_JOB_CC":"1"`, `"FLUX_JOB_CC":"2"`, `"FLUX_JOB_CC":"3"`} {
+		if !strings.Contains(string(cc[i]), want) {
+			t.Errorf("--cc: jobspec %d lacks %s", i, want)
+		}
+	}
+	if one := collect("", "", "true"); len(one) != 1 {
+		t.Errorf("no --cc: %d jobspecs", len(one))
+	}
+}
