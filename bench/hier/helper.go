@@ -55,6 +55,13 @@ func helper(what string, args []string) error {
 	}
 	e := entry{Level: args[0], Name: args[1], URI: uri, PID: pid}
 	if what == "report" {
+		if dir := os.Getenv("HIER_PROFILE"); dir != "" {
+			// the live heap of the broker as its work ends (-profile)
+			path := filepath.Join(dir, args[1]+".heap")
+			if err := h.Call(ctx, "broker.profile", flux.NodeidAny, map[string]any{"name": "heap", "path": path}, nil); err != nil {
+				return fmt.Errorf("heap profile: %w", err)
+			}
+		}
 		var st jobStats
 		if err := h.Call(ctx, "job-list.job-stats", flux.NodeidAny, map[string]any{}, &st); err != nil {
 			return fmt.Errorf("job-list.job-stats: %w", err)

@@ -58,9 +58,10 @@ func main() {
 	progress := flag.Duration("progress", 10*time.Second, "print progress this often")
 	rssLimit := flag.Int("rss-limit", 500, "flag instances whose peak RSS passes `MB`")
 	active := flag.Int("active", 10000, "flux capacitor --active: jobs each capacitor keeps unfinished (0: no bound)")
+	profile := flag.String("profile", "", "write each instance's broker heap profile, as its work ends, to `DIR`/NAME.heap (go tool pprof)")
 	keep := flag.Bool("keep", false, "keep the scripts' directory (outputs of the batch jobs)")
 	var extra confList
-	flag.Var(&extra, "conf", "job-manager configuration of each job-running instance, TOML text (repeatable), e.g. 'job-manager.inactive-num-limit=1000'")
+	flag.Var(&extra, "conf", "configuration of each job-running instance (the leaves and the flat one): a dotted KEY=VALUE, valid as TOML and as flux batch --conf (repeatable), e.g. job-manager.inactive-num-limit=20000")
 	flag.Parse()
 	if *active < 0 {
 		fatal(fmt.Errorf("-active: want >= 0"))
@@ -88,6 +89,14 @@ func main() {
 	cfg := &config{bin: abs, self: self, n: *n, children: *children, grand: *grand,
 		nodes: *nodes, cores: *cores, run: *runDur, progress: *progress, rssLimitKB: *rssLimit * 1024,
 		keep: *keep, conf: extra, active: *active}
+	if *profile != "" {
+		if cfg.profile, err = filepath.Abs(*profile); err == nil {
+			err = os.MkdirAll(cfg.profile, 0o755)
+		}
+		if err != nil {
+			fatal(err)
+		}
+	}
 	fmt.Printf("hier: %d test jobs of %s; hierarchy: 1 parent of %d brokers -> %d children -> %d grandchildren each (%d leaves of %d×%d fake cores); flat: 1 instance of %d×%d\n",
 		cfg.n, cfg.run, cfg.children, cfg.children, cfg.grand, cfg.children*cfg.grand, cfg.nodes, cfg.cores, cfg.nodes, cfg.cores)
 	fmt.Printf("capacitors keep at most %d jobs unfinished (--active; 0: no bound); pullers their default window\n", cfg.active)

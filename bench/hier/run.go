@@ -29,6 +29,7 @@ type config struct {
 	keep             bool
 	conf             []string
 	active           int    // flux capacitor --active
+	profile          string // heap profiles go here (-profile)
 	dir              string // the scripts and command files (made once)
 	leafFiles, whole []string
 }
@@ -193,6 +194,9 @@ fi
 // it), the same for every shape.
 func (c *config) env() []string {
 	env := []string{"HIER=" + c.self, "HIER_DIR=" + c.dir}
+	if c.profile != "" {
+		env = append(env, "HIER_PROFILE="+c.profile)
+	}
 	for _, k := range []string{"PATH", "HOME", "USER", "LANG", "TMPDIR"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
@@ -215,11 +219,14 @@ func (c *config) runShape(shape string) (*result, error) {
 	case "flat":
 		args = append([]string{"start", "-s", "1"}, c.leafBrokerOpts()...)
 		if len(c.conf) > 0 {
-			cf := filepath.Join(c.dir, "flat.toml")
-			if err := os.WriteFile(cf, []byte(strings.Join(c.conf, "\n")+"\n"), 0o644); err != nil {
+			cd := filepath.Join(c.dir, "flat-conf")
+			if err := os.MkdirAll(cd, 0o755); err != nil {
 				return nil, err
 			}
-			args = append(args, "--config-path", cf)
+			if err := os.WriteFile(filepath.Join(cd, "bench.toml"), []byte(strings.Join(c.conf, "\n")+"\n"), 0o644); err != nil {
+				return nil, err
+			}
+			args = append(args, "--config-path", cd)
 		}
 		args = append(args, "sh", "-c", `t0=$(date +%s.%N)
 sh "$HIER_DIR/leaf.sh" flat flat capacitor "$1"
