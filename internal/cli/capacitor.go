@@ -228,8 +228,8 @@ func runCapacitor(o capacitorOptions, in io.Reader, out, errw io.Writer) error {
 		}
 		return nil
 	}
-	if _, ok := envMap(os.Environ())["FLUX_URI"]; !ok {
-		return errNoInstance
+	if err := noInstance(os.Environ()); err != nil {
+		return err
 	}
 	return withHandle(func(ctx context.Context, h *flux.Handle) error {
 		uid := uint32(os.Getuid())

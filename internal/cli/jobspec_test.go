@@ -74,11 +74,11 @@ func TestSubmitCommand(t *testing.T) {
 		t.Errorf("--cc dry run: code %d, %d lines", code, strings.Count(out, "\n"))
 	}
 	_, errOut, code = runJobCLI(t, "", "submit", "hostname")
-	if code != 1 || errOut != "flux-submit: ERROR: cannot submit: no Flux instance (FLUX_URI not set)\n" {
+	if code != 1 || errOut != "flux-submit: ERROR: cannot submit: no Flux instance (FLUX_URI not set, and no system instance at "+systemSocket+")\n" {
 		t.Errorf("submit: code %d stderr %q", code, errOut)
 	}
 	_, errOut, code = runJobCLI(t, "", "run", "hostname")
-	if code != 1 || errOut != "flux-run: ERROR: cannot submit: no Flux instance (FLUX_URI not set)\n" {
+	if code != 1 || errOut != "flux-run: ERROR: cannot submit: no Flux instance (FLUX_URI not set, and no system instance at "+systemSocket+")\n" {
 		t.Errorf("run: code %d stderr %q", code, errOut)
 	}
 	_, errOut, code = runJobCLI(t, "", "submit", "--dry-run", "-t", "3x", "hostname")

@@ -68,9 +68,17 @@ for several jobs. With --dry-run, print the jobspec instead.`,
 	return cmd
 }
 
-// errNoInstance is returned by submissions until the job submission
-// client exists.
-var errNoInstance = errors.New("cannot submit: no Flux instance (FLUX_URI not set)")
+// noInstance is the error of a submission with nowhere to go: FLUX_URI
+// unset (in the environment the job would take) and no system instance.
+func noInstance(env []string) error {
+	if _, ok := envMap(env)["FLUX_URI"]; ok {
+		return nil
+	}
+	if _, err := enclosingURI(); err != nil {
+		return fmt.Errorf("cannot submit: no Flux instance (FLUX_URI not set, and no system instance at %s)", systemSocket)
+	}
+	return nil
+}
 
 // runSubmit builds the jobspecs for args and, with --dry-run, prints them
 // to out, one line of JSON each.
@@ -91,8 +99,8 @@ func runSubmit(o *submitOptions, args []string, out io.Writer) error {
 		}
 		return nil
 	}
-	if _, ok := envMap(o.proc.environ())["FLUX_URI"]; !ok {
-		return errNoInstance
+	if err := noInstance(o.proc.environ()); err != nil {
+		return err
 	}
 	return submitSpecs(o, specs, o.cmdName == "submit", out, os.Stderr)
 }
