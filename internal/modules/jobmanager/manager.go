@@ -44,7 +44,13 @@ type manager struct {
 	becameInactive uint64
 	load           loadState // the inactive jobs read after a restart (load.go)
 
-	batch   *kvsbatch.Batch
+	batch *kvsbatch.Batch
+	// scratch: the instance has no statedir, so its content store does
+	// not outlive the broker (content-sqlite truncates it at load) and
+	// nothing is ever restarted from it: a job's start waits for its
+	// alloc to be committed, not for a KVS checkpoint (which costs the
+	// content store a flush a start).
+	scratch bool
 	journal *journal
 	sched   *schedClient
 	exec    *execClient
@@ -372,7 +378,13 @@ func (m *manager) maybeStart(j *job) {
 	// checkpoint: after a crash the job then comes back as started, never
 	// as pending, so it cannot run twice; and a job whose submission
 	// could not be made durable (its submitter was told so) never runs.
-	m.batch.AfterDurable(func(err error) {
+	// An instance without a statedir restarts from nothing: committed is
+	// enough there.
+	wait := m.batch.AfterDurable
+	if m.scratch {
+		wait = m.batch.AfterCommit
+	}
+	wait(func(err error) {
 		if err != nil {
 			j.startSent = false // never sent: cleanup must not wait for the executor
 			if j.State == jobtap.StateRun && !j.fatal {

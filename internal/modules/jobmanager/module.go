@@ -75,6 +75,8 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	}
 	if dir, _ := h.Attr(ctx, "statedir"); dir != "" {
 		m.snap.Path = filepath.Join(dir, snapshotFile)
+	} else {
+		m.scratch = true
 	}
 	n, failed, err := m.restore(ctx)
 	if err != nil && ctx.Err() != nil {
