@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/fluxgo/fluxgo/pkg/jobid"
 	"github.com/fluxgo/fluxgo/pkg/jobspec"
 	"github.com/fluxgo/fluxgo/pkg/rset"
+	"github.com/fluxgo/fluxgo/pkg/sign"
 )
 
 // flux pool: hierarchical scheduling by pull (seed 002). Jobs go into a
@@ -594,6 +596,7 @@ func pullJobs(ctx context.Context, h *flux.Handle, o pullOptions, errw io.Writer
 		go func() { events <- pullEvent{isReport: true, err: f.Decode(ctx, nil)} }()
 	}
 	uid := uint32(os.Getuid())
+	var payloads submitCache
 	// how the jobs end: from the job manager's journal (one stream for
 	// every job), or for a user not the instance owner each job's
 	// eventlog
@@ -628,7 +631,7 @@ func pullJobs(ctx context.Context, h *flux.Handle, o pullOptions, errw io.Writer
 			for _, it := range ev.items {
 				taken++
 				inflight++
-				go runPulled(ctx, h, pj, it, uid, events, o.verbose, errw)
+				go runPulled(ctx, h, pj, &payloads, it, uid, events, o.verbose, errw)
 			}
 		case ev.isReport:
 			if ev.err != nil {
@@ -675,9 +678,9 @@ func pullJobs(ctx context.Context, h *flux.Handle, o pullOptions, errw io.Writer
 
 // runPulled submits one pulled jobspec here and reports how it ended,
 // learnt from pj (nil: by watching the job's eventlog).
-func runPulled(ctx context.Context, h *flux.Handle, pj *pullJournal, it pulled, uid uint32, events chan<- pullEvent, verbose int, errw io.Writer) {
+func runPulled(ctx context.Context, h *flux.Handle, pj *pullJournal, payloads *submitCache, it pulled, uid uint32, events chan<- pullEvent, verbose int, errw io.Writer) {
 	d := &pullDone{item: it.ID}
-	js, err := jobspec.Parse(it.Jobspec)
+	payload, err := payloads.get(it.Jobspec, uid)
 	if err != nil {
 		d.result = wire.PoolResult{Result: "REFUSED", Note: err.Error()}
 		events <- pullEvent{done: d}
@@ -686,7 +689,7 @@ func runPulled(ctx context.Context, h *flux.Handle, pj *pullJournal, it pulled, 
 	if pj != nil {
 		pj.submit()
 	}
-	f, err := job.SubmitAsync(h, js, uid, 16, 0)
+	f, err := h.RPC("job-ingest.submit", flux.NodeidAny, json.RawMessage(payload), 0)
 	var resp struct {
 		ID jobid.ID `json:"id"`
 	}
@@ -713,6 +716,42 @@ func runPulled(ctx context.Context, h *flux.Handle, pj *pullJournal, it pulled, 
 		return
 	}
 	ended(job.WaitResult(ctx, h, resp.ID))
+}
+
+// submitCache makes the job-ingest.submit request of a pulled jobspec,
+// keeping the last one made: a pool of identical jobs (a --bcc stream)
+// parses and encodes its jobspec once.
+type submitCache struct {
+	mu      sync.Mutex
+	raw     string
+	payload []byte
+}
+
+func (c *submitCache) get(raw json.RawMessage, uid uint32) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.payload != nil && string(raw) == c.raw {
+		return c.payload, nil
+	}
+	js, err := jobspec.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(js)
+	if err != nil {
+		return nil, fmt.Errorf("jobspec: %w", err)
+	}
+	req := struct {
+		J       string `json:"J"`
+		Urgency int    `json:"urgency"`
+		Flags   int    `json:"flags"`
+	}{sign.Wrap(b, uid), job.UrgencyDefault, 0}
+	p, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	c.raw, c.payload = string(raw), p
+	return p, nil
 }
 
 // pulledResult is what a pool is told of a pulled job that ran here as

@@ -42,3 +42,31 @@ func TestEachPoolJobspec(t *testing.T) {
 		t.Errorf("no --cc: %d jobspecs", len(one))
 	}
 }
+
+// TestSubmitCache: a puller encodes a run of identical pulled jobspecs
+// once; a different one gets its own request, and a bad one an error.
+func TestSubmitCache(t *testing.T) {
+	o := &submitOptions{cmdName: "pool submit", proc: defaultProcessEnv(), urgency: "16"}
+	var specs [][]byte
+	for _, arg := range []string{"a", "b"} {
+		if err := eachPoolJobspec(o, []string{"echo", arg}, func(b []byte) error { specs = append(specs, b); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var c submitCache
+	p1, err := c.get(specs[0], 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, _ := c.get(append([]byte(nil), specs[0]...), 1000)
+	if &p1[0] != &p2[0] {
+		t.Error("an identical jobspec was encoded again")
+	}
+	p3, err := c.get(specs[1], 1000)
+	if err != nil || string(p3) == string(p1) || !strings.Contains(string(p3), `"urgency":16`) {
+		t.Errorf("another jobspec: %s, %v", p3, err)
+	}
+	if _, err := c.get([]byte(`{"version":1}`), 1000); err == nil {
+		t.Error("a bad jobspec was encoded")
+	}
+}
