@@ -80,7 +80,7 @@ func configSchema() *schema {
 			with("access", access).
 			with("scheduler", openTable) // read by the scheduler, opaque to the rest (RFC 33)
 	}
-	queue := table("requires", "preemptible").with("policy", policy("duration"))
+	queue := table("requires", "preemptible", "preempt-mode", "gpu-share").with("policy", policy("duration"))
 	// tables checked whole by the code that reads them
 	checkedElsewhere := []string{
 		"accounting",   // the accounting-limits plugin (unknown fields refused)

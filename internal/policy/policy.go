@@ -11,6 +11,7 @@
 //
 //	[queues.batch]                  # named queues (none: one anonymous)
 //	requires = ["batch"]            # node properties the queue runs on
+//	gpu-share = 4                   # jobs per GPU on its nodes (sched-simple)
 //	[queues.debug]
 //	policy.limits.duration = "10m"  # the queue's own limits
 //	policy.jobspec.defaults.system.duration = "5m"
@@ -86,7 +87,21 @@ type Queue struct {
 	// queue preemptible: the scheduler cancels it when a job that is not
 	// preemptible needs its resources (a "standby" queue).
 	Preemptible bool
+	// GPUShare (queues.NAME.gpu-share) is how many jobs may be given
+	// each GPU of the queue's nodes at once, 1 to MaxGPUShare; 0 when
+	// not set ([sched-simple] gpu-share applies).
+	GPUShare int
+	// PreemptMode (queues.NAME.preempt-mode, Slurm's PreemptMode per
+	// partition) is what becomes of the queue's jobs when they are
+	// preempted: "cancel" or "requeue"; "" when not set (the
+	// scheduler's preempt-mode applies; a job's own attributes.system.
+	// preempt-mode overrides both).
+	PreemptMode string
 }
+
+// MaxGPUShare bounds queues.NAME.gpu-share (the scheduler's bound,
+// sched.MaxGPUShare).
+const MaxGPUShare = 64
 
 // DefaultMaxJobspecSize is the largest jobspec accepted when the
 // configuration sets no ingest.max-jobspec-size (Slurm's max_script_size
@@ -183,6 +198,8 @@ func Parse(conf []byte) (*Config, error) {
 			Requires    json.RawMessage `json:"requires"`
 			Policy      *policyTable    `json:"policy"`
 			Preemptible json.RawMessage `json:"preemptible"`
+			GPUShare    json.RawMessage `json:"gpu-share"`
+			PreemptMode json.RawMessage `json:"preempt-mode"`
 		}
 		if err := json.Unmarshal(v, &q); err != nil {
 			return nil, invalid("queues.%s must be a table, not %s", name, v)
@@ -192,6 +209,18 @@ func Parse(conf []byte) (*Config, error) {
 			if err := json.Unmarshal(q.Preemptible, &queue.Preemptible); err != nil {
 				return nil, invalid("queues.%s.preemptible must be true or false, not %s", name, q.Preemptible)
 			}
+		}
+		if len(q.PreemptMode) > 0 {
+			if json.Unmarshal(q.PreemptMode, &queue.PreemptMode) != nil || (queue.PreemptMode != "cancel" && queue.PreemptMode != "requeue") {
+				return nil, invalid("queues.%s.preempt-mode must be \"cancel\" or \"requeue\", not %s", name, q.PreemptMode)
+			}
+		}
+		if len(q.GPUShare) > 0 {
+			var n float64
+			if err := json.Unmarshal(q.GPUShare, &n); err != nil || n != math.Trunc(n) || n < 1 || n > MaxGPUShare {
+				return nil, invalid("queues.%s.gpu-share must be an integer from 1 (not shared) to %d, not %s", name, MaxGPUShare, q.GPUShare)
+			}
+			queue.GPUShare = int(n)
 		}
 		if q.Policy != nil && q.Policy.Limits != nil {
 			var err error
@@ -421,6 +450,9 @@ func (c *Config) Requires(name string) []string { return c.Queues[name].Requires
 
 // Preemptible reports whether the named queue's jobs are preemptible.
 func (c *Config) Preemptible(name string) bool { return c.Queues[name].Preemptible }
+
+// PreemptMode is queue name's preempt-mode ("" when it sets none).
+func (c *Config) PreemptMode(name string) string { return c.Queues[name].PreemptMode }
 
 // Names lists the named queues, sorted.
 func (c *Config) Names() []string {

@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/fluxgo/fluxgo/pkg/idset"
 	"github.com/fluxgo/fluxgo/pkg/rset"
@@ -22,8 +23,10 @@ import (
 //   - feasibility counts GPUs, not shares (a node of 4 GPUs never holds
 //     a 5-GPU slot, however they are shared).
 //
-// The share is set when the pool is made (NewPoolShared) and is the same
-// for every node; without it (1) nothing here costs anything.
+// The share is set per node when the pool is made (NewPoolShared for
+// every node, NewPoolShares by node properties: a queue's nodes); a node
+// whose share is 1 has its GPUs' ids once, as without sharing, and
+// without sharing anywhere nothing here costs anything.
 
 // MaxGPUShare bounds the share (the lists grow by it).
 const MaxGPUShare = 64
@@ -31,15 +34,95 @@ const MaxGPUShare = 64
 // NewPoolShared is NewPool with each GPU given to up to share
 // allocations at once (1: not shared).
 func NewPoolShared(r *rset.R, share int) (*Pool, error) {
-	if share < 1 || share > MaxGPUShare {
-		return nil, fmt.Errorf("%w: gpu-share=%d: want 1 to %d", ErrInvalid, share, MaxGPUShare)
-	}
-	return newPool(r, int32(share)), nil
+	return NewPoolShares(r, GPUShares{Default: share})
 }
 
-// GPUShare returns the pool's GPU share (1: not shared).
+// GPUShares is how many allocations each node's GPUs may be given to at
+// once: a node's share is the smallest of the rules it matches (a
+// node in two queues shares only as much as both allow: never where
+// one of them does not), Default where it matches none.
+type GPUShares struct {
+	Default int
+	Rules   []ShareRule
+}
+
+// ShareRule gives the nodes with every one of Requires (node
+// properties; "^name": without name, as a queue's requires) a share.
+type ShareRule struct {
+	Name     string // what the rule is for (a queue), for errors
+	Requires []string
+	Share    int
+}
+
+// Validate checks every share.
+func (s GPUShares) Validate() error {
+	if s.Default < 1 || s.Default > MaxGPUShare {
+		return fmt.Errorf("%w: gpu-share=%d: want 1 to %d", ErrInvalid, s.Default, MaxGPUShare)
+	}
+	for _, r := range s.Rules {
+		if r.Share < 1 || r.Share > MaxGPUShare {
+			return fmt.Errorf("%w: %s: gpu-share=%d: want 1 to %d", ErrInvalid, r.Name, r.Share, MaxGPUShare)
+		}
+	}
+	return nil
+}
+
+// of is the share of a node with the (sorted) properties props.
+func (s GPUShares) of(props []string) int32 {
+	share, matched := MaxGPUShare, false
+	for _, r := range s.Rules {
+		if r.matches(props) {
+			share, matched = min(share, r.Share), true
+		}
+	}
+	if !matched {
+		share = s.Default
+	}
+	return int32(max(share, 1))
+}
+
+func (r ShareRule) matches(props []string) bool {
+	for _, req := range r.Requires {
+		name, not := strings.CutPrefix(req, "^")
+		if _, has := slices.BinarySearch(props, name); has == not {
+			return false
+		}
+	}
+	return true
+}
+
+// NewPoolShares is NewPool with each node's GPUs shared as s says.
+func NewPoolShares(r *rset.R, s GPUShares) (*Pool, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return newPool(r, s), nil
+}
+
+// GPUShare returns the largest GPU share of the pool's nodes (1: no GPU
+// is shared).
 func (p *Pool) GPUShare() int { return int(p.share()) }
 
+// NodeGPUShare returns the GPU share of the node of rank (0 if the pool
+// has no such node).
+func (p *Pool) NodeGPUShare(rank uint32) int {
+	i, ok := p.byRank[rank]
+	if !ok {
+		return 0
+	}
+	return int(p.nodes[i].share)
+}
+
+// NumGPUs returns the number of GPUs of the pool's nodes (not shares).
+func (p *Pool) NumGPUs() int {
+	n := 0
+	for i := range p.nodes {
+		n += p.physGPUs(&p.nodes[i])
+	}
+	return n
+}
+
+// share is the largest share of any node.
 func (p *Pool) share() int32 { return max(p.gpuShare, 1) }
 
 // gpuList is the node's GPU places for ids: each id share times.
@@ -57,13 +140,13 @@ func gpuList(ids idset.Set, share int32) []uint32 {
 }
 
 // physGPUs is the number of GPUs of nd (not shares).
-func (p *Pool) physGPUs(nd *node) int { return len(nd.gpus) / int(p.share()) }
+func (p *Pool) physGPUs(nd *node) int { return len(nd.gpus) / int(max(nd.share, 1)) }
 
 // distinctFree is how many different GPUs of nd (within mask, when not
 // nil) an allocation holding held (nil: nothing yet) could still get a
 // share of.
 func (p *Pool) distinctFree(nd *node, mask, held bitset) int {
-	s := int(p.share())
+	s := int(max(nd.share, 1))
 	if s == 1 {
 		if mask == nil {
 			return int(nd.nGPUs)
@@ -101,7 +184,7 @@ func (p *Pool) gpuRoom(v view, i int) int {
 // the lowest free ones; shared, one free share each of the lowest GPUs
 // dst holds no share of. It returns how many it moved.
 func (p *Pool) takeGPUs(nd *node, dst bitset, g int, mask bitset) int {
-	s := int(p.share())
+	s := int(max(nd.share, 1))
 	if s == 1 {
 		if mask == nil {
 			return nd.gpuFree.takeLowest(dst, g)
@@ -133,10 +216,10 @@ func (p *Pool) takeGPUs(nd *node, dst bitset, g int, mask bitset) int {
 // the first share with want(pos) true, or the first share if none is.
 func (p *Pool) gpuPlace(nd *node, id uint32, want func(pos int) bool) (int, bool) {
 	pos, ok := slices.BinarySearch(nd.gpus, id)
-	if !ok || p.share() == 1 || want == nil {
+	if !ok || nd.share <= 1 || want == nil {
 		return pos, ok
 	}
-	for k := pos; k < pos+int(p.share()) && k < len(nd.gpus); k++ {
+	for k := pos; k < pos+int(nd.share) && k < len(nd.gpus); k++ {
 		if want(k) {
 			return k, true
 		}

@@ -53,7 +53,7 @@ func (p *Pool) nicSlots(i int, c, g int32, want int) int {
 	n, fits := 0, false
 	for d := range nd.doms {
 		dom := &nd.doms[d]
-		if !dom.nic || int32(dom.cores.count()) < c || int32(dom.gpus.count())/p.share() < g {
+		if !dom.nic || int32(dom.cores.count()) < c || int32(dom.gpus.count())/max(nd.share, 1) < g {
 			continue
 		}
 		fits = true

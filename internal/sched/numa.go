@@ -235,7 +235,7 @@ func (p *Pool) splits(i int, k int, c, g int32) bool {
 	n, fitsOne := 0, false
 	for d := range nd.doms {
 		dom := &nd.doms[d]
-		if int32(dom.cores.count()) < c || int32(dom.gpus.count())/p.share() < g {
+		if int32(dom.cores.count()) < c || int32(dom.gpus.count())/max(nd.share, 1) < g {
 			continue // this domain never holds a slot
 		}
 		fitsOne = true

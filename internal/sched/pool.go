@@ -36,14 +36,15 @@ type Pool struct {
 
 	masks map[string]*mask // compiled constraints, by their JSON
 
-	scheduling []byte  // the inventory's "scheduling" value, copied into allocations
-	fit        Fit     // how Allocate places requests
-	uniform    bool    // every node has the same number of cores and of GPUs
-	numa       int     // nodes with NUMA domains (numa.go)
-	nics       int     // nodes where some domains have a fabric NIC and some not (nic.go)
-	nicPrefer  bool    // the profile has the nic plugin (nic.go)
-	gpuShare   int32   // allocations a GPU may be given to at once (gpushare.go; 0: 1)
-	profile    Profile // the search's plugins (extension.go)
+	scheduling []byte    // the inventory's "scheduling" value, copied into allocations
+	fit        Fit       // how Allocate places requests
+	uniform    bool      // every node has the same number of cores and of GPUs
+	numa       int       // nodes with NUMA domains (numa.go)
+	nics       int       // nodes where some domains have a fabric NIC and some not (nic.go)
+	nicPrefer  bool      // the profile has the nic plugin (nic.go)
+	gpuShare   int32     // the most allocations any node's GPU may be given to at once (gpushare.go; 0: 1)
+	shares     GPUShares // each node's share, by its properties (gpushare.go)
+	profile    Profile   // the search's plugins (extension.go)
 }
 
 type node struct {
@@ -59,6 +60,9 @@ type node struct {
 	doms []domain
 	// someNIC: some of doms have a fabric NIC, some not (nic.go).
 	someNIC bool
+	// share is how many allocations each of its GPUs may be given to
+	// at once (gpushare.go; 1: not shared).
+	share int32
 	// gone marks the place of a node Shrink removed while an allocated
 	// node above it kept its index (pool_grow.go): it has no resources
 	// and is in no index.
@@ -69,11 +73,12 @@ type node struct {
 // starts free and every node unavailable: mark nodes up with
 // SetAvailable. The expiration of r becomes the pool's (see
 // SetExpiration).
-func NewPool(r *rset.R) *Pool { return newPool(r, 1) }
+func NewPool(r *rset.R) *Pool { return newPool(r, GPUShares{Default: 1}) }
 
-func newPool(r *rset.R, share int32) *Pool {
+func newPool(r *rset.R, shares GPUShares) *Pool {
 	p := &Pool{
-		gpuShare: share,
+		gpuShare: 1,
+		shares:   shares,
 		inv:      r,
 		byRank:   make(map[uint32]int32),
 		byHost:   make(map[string][]int32),
@@ -103,13 +108,28 @@ func newPool(r *rset.R, share int32) *Pool {
 		shared[key] = l
 		return l
 	}
+	// the nodes' properties, when shares depend on them
+	var propsOf map[uint][]string
+	if len(shares.Rules) > 0 {
+		propsOf = make(map[uint][]string)
+		for name, ranks := range r.Properties() {
+			for rank := range ranks.All() {
+				propsOf[rank] = append(propsOf[rank], name)
+			}
+		}
+		for _, l := range propsOf {
+			slices.Sort(l)
+		}
+	}
 	words := 0
 	for n := range r.All() {
+		share := shares.of(propsOf[n.Rank])
 		gpus := idList(n.GPUs)
 		if share > 1 {
 			gpus = gpuList(n.GPUs, share) // gpushare.go
+			p.gpuShare = max(p.gpuShare, share)
 		}
-		nd := node{rank: uint32(n.Rank), host: n.Hostname, cores: idList(n.Cores), gpus: gpus}
+		nd := node{rank: uint32(n.Rank), host: n.Hostname, cores: idList(n.Cores), gpus: gpus, share: share}
 		words += (len(nd.cores)+63)/64 + (len(nd.gpus)+63)/64
 		p.byRank[nd.rank] = int32(len(p.nodes))
 		if nd.host != "" {

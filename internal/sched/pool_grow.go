@@ -45,20 +45,24 @@ func (p *Pool) Grow(r *rset.R) error {
 	added := make([]node, 0, r.NNodes())
 	props := r.Properties()
 	for n := range r.All() {
-		nd := node{rank: uint32(n.Rank), host: n.Hostname, cores: idList(n.Cores), gpus: gpuList(n.GPUs, p.share())}
-		nd.coreFree, nd.gpuFree = newBitset(len(nd.cores)), newBitset(len(nd.gpus))
-		nd.coreFree.fill(len(nd.cores))
-		nd.gpuFree.fill(len(nd.gpus))
-		nd.nCores, nd.nGPUs = int32(len(nd.cores)), int32(len(nd.gpus))
+		nd := node{rank: uint32(n.Rank), host: n.Hostname, cores: idList(n.Cores)}
 		for name, ranks := range props {
 			if ranks.Contains(n.Rank) {
 				nd.props = append(nd.props, name)
 			}
 		}
 		slices.Sort(nd.props)
+		nd.share = p.shares.of(nd.props) // gpushare.go
+		p.gpuShare = max(p.gpuShare, nd.share)
+		nd.gpus = gpuList(n.GPUs, nd.share)
+		nd.coreFree, nd.gpuFree = newBitset(len(nd.cores)), newBitset(len(nd.gpus))
+		nd.coreFree.fill(len(nd.cores))
+		nd.gpuFree.fill(len(nd.gpus))
+		nd.nCores, nd.nGPUs = int32(len(nd.cores)), int32(len(nd.gpus))
 		added = append(added, nd)
 	}
 	slices.SortFunc(added, func(a, b node) int { return int(a.rank) - int(b.rank) })
+	p.SetProfile(p.profile) // keeps the gpu-share filter if a grown node shares
 
 	// merge by rank; a new node takes the place of a removed one of its
 	// rank

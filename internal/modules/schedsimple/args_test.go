@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fluxgo/fluxgo/internal/policy"
 	"github.com/fluxgo/fluxgo/internal/sched"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 )
@@ -153,5 +154,28 @@ func TestConfigTableKeys(t *testing.T) {
 	err := CheckTable(map[string]any{Name: map[string]any{"alloc-mode": "random"}})
 	if err == nil || !strings.Contains(err.Error(), `alloc-mode "random"`) {
 		t.Errorf("a bad alloc-mode in the table: %v", err)
+	}
+}
+
+// TestQueueGPUShares: each queue's gpu-share (the global one where it
+// sets none) becomes a rule on the nodes it requires.
+func TestQueueGPUShares(t *testing.T) {
+	pol, err := policy.Parse([]byte(`{"queues": {"ml": {"requires": ["ml"], "gpu-share": 4}, "batch": {"requires": ["^ml"]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := DefaultConfig()
+	c.GPUShare = 2
+	c.Policy = pol
+	got := c.gpuShares()
+	want := sched.GPUShares{Default: 2, Rules: []sched.ShareRule{
+		{Name: "queues.batch", Requires: []string{"^ml"}, Share: 2},
+		{Name: "queues.ml", Requires: []string{"ml"}, Share: 4},
+	}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("gpuShares = %+v, want %+v", got, want)
+	}
+	if policy.MaxGPUShare != sched.MaxGPUShare {
+		t.Errorf("policy.MaxGPUShare %d != sched.MaxGPUShare %d", policy.MaxGPUShare, sched.MaxGPUShare)
 	}
 }

@@ -41,6 +41,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -136,6 +137,34 @@ func (c Config) Validate() error {
 		return err
 	}
 	return wire.CheckMaxRequeue(c.MaxRequeue)
+}
+
+// gpuShares is each node's GPU share: [sched-simple] gpu-share, and
+// where queues are configured each queue's own (queues.NAME.gpu-share,
+// the global one when it sets none) on the nodes it requires. A node
+// several queues cover shares as the least of them allows, so a queue
+// that does not share never has its GPUs shared (sched.GPUShares).
+// The shares are read when the resources are acquired: a change takes
+// effect when the module is reloaded.
+func (c Config) gpuShares() sched.GPUShares {
+	s := sched.GPUShares{Default: max(c.GPUShare, 1)}
+	if c.Policy == nil {
+		return s
+	}
+	names := make([]string, 0, len(c.Policy.Queues))
+	for name := range c.Policy.Queues {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		q := c.Policy.Queues[name]
+		share := q.GPUShare
+		if share == 0 {
+			share = s.Default
+		}
+		s.Rules = append(s.Rules, sched.ShareRule{Name: "queues." + name, Requires: q.Requires, Share: share})
+	}
+	return s
 }
 
 // NewPolicy returns the queue policy the configuration names.

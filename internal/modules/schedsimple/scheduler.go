@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -262,7 +263,7 @@ func (s *scheduler) acquire(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("resource.acquire: up: %w", err)
 	}
-	if s.pool, err = sched.NewPoolShared(r, max(s.cfg.GPUShare, 1)); err != nil {
+	if s.pool, err = sched.NewPoolShares(r, s.cfg.gpuShares()); err != nil {
 		return fmt.Errorf("resource.acquire: %w", err)
 	}
 	s.pool.SetFit(s.cfg.Fit)
@@ -270,8 +271,8 @@ func (s *scheduler) acquire(ctx context.Context) error {
 		s.pool.SetProfile(s.pool.Profile().WithoutPreference("nic"))
 	}
 	s.pool.SetAvailable(up, true)
-	cores, _, gpus, _ := s.pool.Counts()
-	gpus /= s.pool.GPUShare() // GPUs, not shares
+	cores, _, _, _ := s.pool.Counts()
+	gpus := s.pool.NumGPUs() // GPUs, not shares
 	s.log.Debug(fmt.Sprintf("acquired %d nodes, %d cores, %d gpus; up: %s; match plugins: %s", r.NNodes(), cores, gpus, up,
 		strings.Join(s.pool.Profile().Names(), " ")))
 	s.acq = f
@@ -727,6 +728,11 @@ func (s *scheduler) configReload(r *flux.Request) {
 		return
 	}
 	s.cache = newRequestCache(pol)
+	next := s.cfg
+	next.Policy = pol
+	if s.pool != nil && !reflect.DeepEqual(next.gpuShares(), s.cfg.gpuShares()) {
+		s.log.Warn("queues' gpu-share changed: it takes effect when sched-simple is reloaded")
+	}
 	s.schedule()
 	r.Respond(nil)
 }
