@@ -34,6 +34,8 @@ import (
 //     at the start of the next burst those pages are wanted again a moment
 //     later; faulting them back in cost the job pipeline 12-15% of its CPU
 //     (bench/throughput; a page fault takes ~28 us on a small VM).
+//     Once quiet it also unmaps the binary's read-only pages it is not
+//     using (filepages.go): most of an idle broker's RSS was those.
 //   - a size ("512M", "2G", "268435456"; K, M, G, T are powers of 1024):
 //     a fixed soft limit. Near it the collector works harder (at most
 //     about half the CPU) to stay under it.
@@ -128,8 +130,13 @@ func trimWhenQuiet(ctx context.Context) {
 	t := time.NewTicker(memoryTick)
 	defer t.Stop()
 	gc := gcSignal(ctx)
+	release := true // the binary's pages start-up touched (filepages.go)
 	for {
 		if q.idle() {
+			if release {
+				releaseBinaryPages()
+				release = false
+			}
 			// nothing to trim and nothing collected for a while: no tick
 			// until the collector runs again (work, or the runtime's
 			// forced collection every two minutes)
@@ -151,6 +158,7 @@ func trimWhenQuiet(ctx context.Context) {
 		now := cycles()
 		if q.tick(now - prev) {
 			debug.FreeOSMemory()
+			release = true
 			now = cycles() // that collection was ours
 		}
 		prev = now
