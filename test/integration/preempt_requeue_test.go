@@ -385,3 +385,53 @@ func allocs(e *env, id jobid.ID) []float64 {
 	}
 	return ts
 }
+
+// TestPreemptModePerQueue: [queues.NAME] preempt-mode (Slurm's
+// PreemptMode per partition) decides what becomes of a queue's
+// preempted jobs over the scheduler's preempt-mode: with sched-simple's
+// default (cancel), a job of the queue that says requeue goes back to
+// the queue and completes, a job of a preemptible queue that says
+// nothing is canceled, and a job's own preempt-mode beats its queue's.
+func TestPreemptModePerQueue(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an instance")
+	}
+	conf := t.TempDir()
+	if err := os.WriteFile(filepath.Join(conf, "preempt.toml"), []byte(
+		"[queues.standby]\npreemptible = true\npreempt-mode = \"requeue\"\n[queues.scavenger]\npreemptible = true\n[queues.batch]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, inst: testinstance.Start(t, testinstance.Options{Size: 1, Args: []string{"--config-path", conf}})}
+	cores, _ := strconv.Atoi(e.must("resource", "list", "-n", "-o", "{ncores}"))
+	if cores < 1 {
+		t.Skip("no cores")
+	}
+	c := fmt.Sprintf("--cores-per-task=%d", cores)
+	dir := t.TempDir()
+	script := func(name string) string {
+		return fmt.Sprintf(`if [ -e %[1]s/%[2]s ]; then exit 0; fi; touch %[1]s/%[2]s; exec sleep 300`, dir, name)
+	}
+	for i, tc := range []struct {
+		name, queue string
+		extra       []string
+		result      string
+		requeued    bool
+	}{
+		{"the queue's requeue", "standby", nil, "COMPLETED", true},
+		{"the scheduler's cancel", "scavenger", nil, "FAILED", false},
+		{"the job's own cancel", "standby", []string{"--setattr=preempt-mode=cancel"}, "FAILED", false},
+	} {
+		args := append([]string{"-q", tc.queue, "-n1", c}, tc.extra...)
+		victim := e.submit(append(args, "sh", "-c", script(fmt.Sprintf("ran%d", i)))...)
+		e.waitEvent(victim, "start")
+		urgent := e.submit("-q", "batch", "-n1", c, "true")
+		if r := e.result(urgent); r != "COMPLETED" {
+			t.Fatalf("%s: the urgent job: %s", tc.name, r)
+		}
+		r := e.result(victim)
+		log := e.must("job", "eventlog", victim.String())
+		if got := strings.Contains(log, " requeue count=1"); r != tc.result || got != tc.requeued {
+			t.Errorf("%s: the preempted job is %s, requeued %v; want %s, %v:\n%s", tc.name, r, got, tc.result, tc.requeued, log)
+		}
+	}
+}

@@ -98,7 +98,9 @@ func (m *manager) handlePreempt(r *flux.Request) {
 
 // preemptMode is the job's own preempt-mode (its jobspec's
 // attributes.system.preempt-mode, checked at submission by the
-// scheduler's feasibility check) or else def.
+// scheduler's feasibility check), else its queue's ([queues.NAME]
+// preempt-mode, Slurm's PreemptMode per partition), else def (the
+// scheduler's).
 func (m *manager) preemptMode(j *job, def string) string {
 	own, err := wire.PreemptModeOf(j.Jobspec)
 	if err != nil {
@@ -107,6 +109,11 @@ func (m *manager) preemptMode(j *job, def string) string {
 	}
 	if own != "" {
 		return own
+	}
+	if m.queues != nil && m.queues.pol != nil && j.Jobspec != nil {
+		if q := m.queues.pol.PreemptMode(j.Jobspec.Queue()); q != "" {
+			return q
+		}
 	}
 	return def
 }
