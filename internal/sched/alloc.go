@@ -303,7 +303,10 @@ func (p *Pool) allocFromR(r *rset.R, want func(nd *node, i int32, pos int) bool)
 }
 
 // Allocated returns every allocated resource of the pool as one Alloc
-// (for status reports). It visits every node.
+// (for status reports: flux resource list). A shared GPU (gpushare.go)
+// is allocated only when every share of it is taken: one with a share
+// free can still be given to a job, so it shows as free. It visits
+// every node.
 func (p *Pool) Allocated() *Alloc {
 	a := &Alloc{}
 	for i := range p.nodes {
@@ -316,10 +319,39 @@ func (p *Pool) Allocated() *Alloc {
 		if int(nd.nGPUs) != len(nd.gpus) {
 			na.gpus = nd.gpuFree.clone()
 			na.gpus.not(len(nd.gpus))
+			if nd.share > 1 {
+				na.gpus = wholeGPUs(na.gpus, len(nd.gpus), int(nd.share))
+			}
+		}
+		if na.cores.count() == 0 && na.gpus == nil {
+			continue // only shares of GPUs that have more free
 		}
 		a.Nodes = append(a.Nodes, na)
 	}
 	return a
+}
+
+// wholeGPUs keeps the GPUs of taken (n places, share a GPU) whose
+// every share is taken; nil when none is.
+func wholeGPUs(taken bitset, n, share int) bitset {
+	out := newBitset(n)
+	some := false
+	for base := 0; base+share <= n; base += share {
+		all := true
+		for pos := base; pos < base+share && all; pos++ {
+			all = taken.has(pos)
+		}
+		if all {
+			for pos := base; pos < base+share; pos++ {
+				out.set(pos)
+			}
+			some = true
+		}
+	}
+	if !some {
+		return nil
+	}
+	return out
 }
 
 // Merge adds the resources of b to a (a job growing, RFC 51); nodes stay

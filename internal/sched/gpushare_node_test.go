@@ -127,3 +127,27 @@ func TestGPUSharesValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestAllocatedShares: the status report (flux resource list) shows a
+// shared GPU allocated only when every share of it is taken.
+func TestAllocatedShares(t *testing.T) {
+	p := sharedPool(t, 1, "0-3", "0-1", 2)
+	summary := func() string { return p.Summary(p.Allocated()) }
+	a := numaAlloc(t, p, Request{Slots: 1, SlotCores: 1, SlotGPUs: 1}) // a share of GPU 0
+	if got := summary(); got != "rank0/core0" {
+		t.Errorf("one share of GPU 0 taken: allocated %q, want rank0/core0 (GPU 0 can still be given)", got)
+	}
+	b := numaAlloc(t, p, Request{Slots: 1, SlotCores: 1, SlotGPUs: 1}) // GPU 0's second share
+	c := numaAlloc(t, p, Request{Slots: 1, SlotCores: 1, SlotGPUs: 1}) // a share of GPU 1
+	if got := summary(); got != "rank0/core[0-2],gpu[0]" {
+		t.Errorf("three shares of two GPUs: allocated %q, want rank0/core[0-2],gpu[0] (GPU 0 whole, GPU 1 has a share free)", got)
+	}
+	for _, x := range []*Alloc{a, b, c} {
+		if err := p.Free(x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := summary(); got != "" {
+		t.Errorf("all freed: allocated %q", got)
+	}
+}

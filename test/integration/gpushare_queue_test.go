@@ -56,8 +56,16 @@ properties = ["batch"]
 		}
 		return ids
 	}
+	freeGPUs := func() string {
+		return e.must("resource", "list", "-n", "-s", "free,allocated", "-o", "{state}:{ngpus}")
+	}
+	// a GPU with a share taken and one free is free (it can take a job)
+	first := run("ml", 1)
+	if got := freeGPUs(); got != "free:4\nallocated:0" {
+		t.Errorf("one share of a GPU taken: resource list %q, want free:4 allocated:0", got)
+	}
 	gpus := map[string]int{}
-	for _, id := range run("ml", 4) {
+	for _, id := range append(first, run("ml", 3)...) {
 		R, err := rset.Parse([]byte(e.must("job", "info", id.String(), "R")))
 		if err != nil {
 			t.Fatal(err)
@@ -71,6 +79,9 @@ properties = ["batch"]
 	}
 	if gpus["0"] != 2 || gpus["1"] != 2 {
 		t.Errorf("GPUs of four ml jobs (gpu-share 2): %v, want two on each", gpus)
+	}
+	if got := freeGPUs(); got != "free:2\nallocated:2" {
+		t.Errorf("every share of n0's GPUs taken: resource list %q, want free:2 allocated:2", got)
 	}
 	run("batch", 2)
 	fifth := e.submit("-q", "ml", "-n1", "-g1", testDuration("300s"), "true")
