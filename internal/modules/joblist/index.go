@@ -46,10 +46,34 @@ func (l *orderedList) first(a, b *record) bool {
 	return a.id < b.id
 }
 
-// drop marks r as gone from the list (removed at the next compaction).
+// drop marks r as gone from the list (removed at the next compaction:
+// when the list is next asked for, or once most of it is stale, so that
+// a list nobody asks for, as in an instance that only runs jobs, does not
+// keep every record that ever passed through it, and their slab chunks,
+// alive).
 func (l *orderedList) drop(r *record) {
 	r.listed = listNone
 	l.stale++
+	if l.stale >= compactMin && 2*l.stale > len(l.recs) {
+		l.compact()
+	}
+}
+
+// compactMin is how many stale entries a list holds before drop compacts
+// it (the cost of a compaction is then spread over as many drops).
+const compactMin = 1024
+
+// compact removes the stale entries, keeping the order of the rest.
+func (l *orderedList) compact() {
+	kept := l.recs[:0]
+	for _, r := range l.recs {
+		if r.listed == l.kind {
+			kept = append(kept, r)
+		}
+	}
+	clear(l.recs[len(kept):])
+	l.recs = kept
+	l.stale = 0
 }
 
 // remove takes r out of the list now, not at the next compaction: a
@@ -72,15 +96,7 @@ func (l *orderedList) remove(r *record, stale bool) {
 // ordered returns the records, stored reversed (iterate from the end).
 func (l *orderedList) ordered() []*record {
 	if l.stale > 0 {
-		kept := l.recs[:0]
-		for _, r := range l.recs {
-			if r.listed == l.kind {
-				kept = append(kept, r)
-			}
-		}
-		clear(l.recs[len(kept):])
-		l.recs = kept
-		l.stale = 0
+		l.compact()
 	}
 	if l.dirty {
 		slices.SortFunc(l.recs, func(a, b *record) int {
