@@ -1,6 +1,7 @@
 package accounting
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,8 +32,26 @@ type FairShareConfig struct {
 	DecayHalfLife string `json:"decay-half-life"`
 	// Interval between passes (FSD, default "1m").
 	Interval string `json:"interval"`
+	// Algorithm: "classic" (the default: acct.FairShare) or "fair-tree"
+	// (Slurm's Fair Tree: acct.FairTree).
+	Algorithm string `json:"algorithm"`
 
 	halfLife, interval time.Duration
+}
+
+// The fair-share algorithms.
+const (
+	AlgorithmClassic  = "classic"
+	AlgorithmFairTree = "fair-tree"
+)
+
+// factors computes the fair-share factors with the configured
+// algorithm.
+func (c *FairShareConfig) factors(banks []acct.Bank, assocs []acct.Association, usage map[acct.AssocKey]float64) map[acct.AssocKey]float64 {
+	if c.Algorithm == AlgorithmFairTree {
+		return acct.FairTree(banks, assocs, usage)
+	}
+	return acct.FairShare(banks, assocs, usage)
 }
 
 // DefaultFairShareInterval is the time between passes.
@@ -41,6 +60,11 @@ const DefaultFairShareInterval = time.Minute
 // Validate parses the durations, filling in the defaults.
 func (c *FairShareConfig) Validate() error {
 	c.halfLife, c.interval = acct.DefaultHalfLife, DefaultFairShareInterval
+	switch c.Algorithm {
+	case "", AlgorithmClassic, AlgorithmFairTree:
+	default:
+		return fmt.Errorf("[accounting.fairshare] algorithm=%q: want %q or %q", c.Algorithm, AlgorithmClassic, AlgorithmFairTree)
+	}
 	if c.DecayHalfLife != "" {
 		d, err := fsd.ParseDuration(c.DecayHalfLife)
 		if err != nil || d < 0 {
@@ -63,7 +87,7 @@ func (c *FairShareConfig) Validate() error {
 func parseFairShareConfig(raw json.RawMessage) (FairShareConfig, error) {
 	var top struct {
 		Accounting struct {
-			FairShare FairShareConfig `json:"fairshare"`
+			FairShare json.RawMessage `json:"fairshare"`
 		} `json:"accounting"`
 	}
 	if len(raw) > 0 {
@@ -71,7 +95,14 @@ func parseFairShareConfig(raw json.RawMessage) (FairShareConfig, error) {
 			return FairShareConfig{}, fmt.Errorf("[accounting.fairshare]: %v", err)
 		}
 	}
-	c := top.Accounting.FairShare
+	var c FairShareConfig
+	if len(top.Accounting.FairShare) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(top.Accounting.FairShare))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
+			return FairShareConfig{}, fmt.Errorf("[accounting.fairshare]: %v (keys: decay-half-life, interval, algorithm)", err)
+		}
+	}
 	return c, c.Validate()
 }
 
@@ -200,7 +231,7 @@ func (s *server) updateFairShare(ctx context.Context) (acct.FairShareUpdate, err
 		}
 		s.usageMark = max(s.usageMark, hist.maxInactive)
 	}
-	factors := acct.FairShare(banks, assocs, usage)
+	factors := s.fs.factors(banks, assocs, usage)
 	fair := make(map[acct.AssocKey]acct.FairShareEntry, len(assocs))
 	for _, a := range assocs {
 		k := acct.AssocKey{Userid: a.Userid, Bank: a.Bank}
