@@ -83,7 +83,7 @@ type FairShareUpdate struct {
 }
 
 // PriorityExplainTopic explains a job's priority (flux job priority
-// --explain): the job's user or the instance owner may ask.
+// --explain): the job's user, an operator or the instance owner may ask.
 const PriorityExplainTopic = "job-manager.mf-priority.explain"
 
 // PriorityExplainRequest names the job.

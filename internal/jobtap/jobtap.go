@@ -251,8 +251,14 @@ type Querier interface {
 
 // Method is a service method a plugin offers under job-manager.<Topic>.
 type Method struct {
-	Topic   string
+	Topic string
+	// Handler is told whether the caller is the instance owner, or an
+	// operator when Operators is set.
 	Handler func(payload json.RawMessage, userid uint32, owner bool) (any, error)
+	// Operators: operators ([access] operators) may call it as the
+	// owner may, for methods that only read (flux job priority
+	// --explain of any job, as operators see any job).
+	Operators bool
 }
 
 // Servicer offers request handlers.

@@ -235,7 +235,7 @@ func (p *MFPriority) Priority(j *jobtap.Job) (int64, bool) {
 func (p *MFPriority) Methods() []jobtap.Method {
 	return []jobtap.Method{
 		{Topic: "mf-priority.update", Handler: p.update},
-		{Topic: "mf-priority.explain", Handler: p.explainMethod},
+		{Topic: "mf-priority.explain", Handler: p.explainMethod, Operators: true},
 	}
 }
 
@@ -266,7 +266,7 @@ func (p *MFPriority) explainMethod(payload json.RawMessage, userid uint32, owner
 		return nil, fmt.Errorf("unknown job id: %w", syscall.ENOENT)
 	}
 	if !owner && j.Userid != userid {
-		return nil, fmt.Errorf("the job is another user's: %w", syscall.EPERM)
+		return nil, fmt.Errorf("the job is another user's: only its user, operators and the instance owner may ask: %w", syscall.EPERM)
 	}
 	e := p.explain(j)
 	if j.State != jobtap.StatePriority && j.State != jobtap.StateSched {

@@ -574,7 +574,7 @@ func (m *manager) handlePluginMethod(r *flux.Request) {
 		r.Errorf(syscall.ENOSYS, "no job-manager method %s", r.Topic())
 		return
 	}
-	resp, err := meth.Handler(r.Msg.JSON(), r.Userid(), r.IsOwner())
+	resp, err := meth.Handler(r.Msg.JSON(), r.Userid(), r.IsOwner() || (meth.Operators && r.IsOperator()))
 	if err != nil {
 		r.RespondError(err)
 		return
