@@ -42,14 +42,16 @@ func Decayed(coreHours float64, age, halfLife time.Duration) float64 {
 // sibling's normalization. It is a pure function: the accounting module
 // calls it after each pass over the job archive.
 func FairShare(banks []Bank, assocs []Association, usage map[AssocKey]float64) map[AssocKey]float64 {
-	// sum of the active children's shares, per bank
+	// sum of the active children's shares, per bank (in float64: a
+	// database written before shares were bounded may hold banks whose
+	// int64 sum wraps)
 	byName := make(map[string]*Bank, len(banks))
-	childShares := make(map[string]int64, len(banks))
+	childShares := make(map[string]float64, len(banks))
 	for i := range banks {
 		b := &banks[i]
 		byName[b.Name] = b
 		if b.Active && b.Parent != "" {
-			childShares[b.Parent] += b.Shares
+			childShares[b.Parent] += float64(b.Shares)
 		}
 	}
 	// the banks' normalized shares, memoized down the tree
@@ -66,19 +68,19 @@ func FairShare(banks []Bank, assocs []Association, usage map[AssocKey]float64) m
 		case b.Parent == "":
 			v = 1
 		case childShares[b.Parent] > 0:
-			v = float64(b.Shares) / float64(childShares[b.Parent]) * bankNorm(b.Parent, depth+1)
+			v = float64(b.Shares) / childShares[b.Parent] * bankNorm(b.Parent, depth+1)
 		}
 		norm[name] = v
 		return v
 	}
-	assocShares := make(map[string]int64, len(banks))
+	assocShares := make(map[string]float64, len(banks))
 	total := 0.0
 	for i := range assocs {
 		a := &assocs[i]
 		if !a.Active {
 			continue
 		}
-		assocShares[a.Bank] += a.Shares
+		assocShares[a.Bank] += float64(a.Shares)
 		total += usage[AssocKey{a.Userid, a.Bank}]
 	}
 	out := make(map[AssocKey]float64, len(assocs))
@@ -90,7 +92,7 @@ func FairShare(banks []Bank, assocs []Association, usage map[AssocKey]float64) m
 		k := AssocKey{a.Userid, a.Bank}
 		s := 0.0
 		if assocShares[a.Bank] > 0 {
-			s = float64(a.Shares) / float64(assocShares[a.Bank]) * bankNorm(a.Bank, 0)
+			s = float64(a.Shares) / assocShares[a.Bank] * bankNorm(a.Bank, 0)
 		}
 		u := 0.0
 		if total > 0 {

@@ -75,7 +75,10 @@ func (u *indexUser) activeBanks() string {
 }
 
 // Charge says which bank and project a job of uid's is charged to: the
-// ones it names, which must be the user's, or the user's defaults. A
+// ones it names, which must be the user's, or the user's defaults. Once
+// the database has projects, a project must be one of the user's (or
+// AnyProject), and a job naming none gets the user's default project,
+// or AnyProject for a user without one. A
 // user the database does not know may not submit, unless they are the
 // instance owner (owner): the owner's jobs are then left as they are.
 func (x *Index) Charge(uid uint32, owner bool, bank, project string) (string, string, error) {
@@ -102,18 +105,32 @@ func (x *Index) Charge(uid uint32, owner bool, bank, project string) (string, st
 	case !a.Active:
 		return "", "", errf(syscall.EPERM, "bank %s: user %s's association with it is inactive (banks: %s)", bank, u.name, u.activeBanks())
 	}
-	if project == "" {
-		project = u.defaultProject
-	} else if len(x.projects) > 0 {
-		switch {
-		case !x.projects[project]:
-			return "", "", errf(syscall.EINVAL, "project %s is not in the accounting database (projects: %s)", project, x.projectNames())
-		case len(u.projects) > 0 && !slices.Contains(u.projects, project):
-			return "", "", errf(syscall.EPERM, "project %s: user %s does not belong to it (projects: %s)", project, u.name, strings.Join(u.projects, ", "))
+	if len(x.projects) == 0 {
+		// no projects in the database: --project is a free tag
+		if project == "" {
+			project = u.defaultProject
 		}
+		return bank, project, nil
+	}
+	switch {
+	case project == "" && u.defaultProject != "":
+		project = u.defaultProject
+	case project == "" || project == AnyProject:
+		project = AnyProject
+	case !x.projects[project]:
+		return "", "", errf(syscall.EINVAL, "project %s is not in the accounting database (projects: %s)", project, x.projectNames())
+	case !slices.Contains(u.projects, project):
+		return "", "", errf(syscall.EPERM, "project %s: user %s does not belong to it (projects: %s)", project, u.name,
+			strings.Join(append(slices.Clone(u.projects), AnyProject), ", "))
 	}
 	return bank, project, nil
 }
+
+// AnyProject is the project every user belongs to, as in
+// flux-accounting: the project of the jobs of a user without a default
+// project once the database has projects (a job may name it too). A
+// user may name no other project that is not on their list.
+const AnyProject = "*"
 
 func (x *Index) projectNames() string {
 	names := make([]string, 0, len(x.projects))

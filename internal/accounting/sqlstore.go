@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
 )
 
 // schema is the accounting database, one statement per element, in SQL
@@ -193,20 +192,6 @@ func (s *SQLStore) duplicate(err error) (bool, string) {
 	return s.d.Duplicate(err)
 }
 
-// checkName refuses names that would not survive a command line, a
-// "user:bank" configuration key or a comma-separated list.
-func checkName(kind, name string) error {
-	if name == "" {
-		return errf(ErrInvalid, "%s name is empty", kind)
-	}
-	for _, r := range name {
-		if unicode.IsSpace(r) || r == ':' || r == ',' || !unicode.IsPrint(r) {
-			return errf(ErrInvalid, "%s name %q: spaces, ':' and ',' are not allowed", kind, name)
-		}
-	}
-	return nil
-}
-
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -265,8 +250,8 @@ func (s *SQLStore) AddBank(ctx context.Context, b Bank) error {
 	if err := checkName("bank", b.Name); err != nil {
 		return err
 	}
-	if b.Shares < 0 {
-		return errf(ErrInvalid, "bank %s: shares=%d: must be 0 or more", b.Name, b.Shares)
+	if err := checkShares("bank "+b.Name, b.Shares); err != nil {
+		return err
 	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		old, exists, err := s.bankRow(ctx, tx, b.Name)
@@ -306,8 +291,8 @@ func (s *SQLStore) EditBank(ctx context.Context, e BankEdit) error {
 			return errf(ErrNotFound, "bank %s is not in the accounting database (banks: %s)", e.Name, s.bankNames(ctx, tx))
 		}
 		if e.Shares != nil {
-			if *e.Shares < 0 {
-				return errf(ErrInvalid, "bank %s: shares=%d: must be 0 or more", e.Name, *e.Shares)
+			if err := checkShares("bank "+e.Name, *e.Shares); err != nil {
+				return err
 			}
 			if _, err := s.exec(ctx, tx, "UPDATE banks SET shares = ? WHERE name = ?", *e.Shares, e.Name); err != nil {
 				return err
@@ -361,14 +346,21 @@ func (s *SQLStore) subtree(ctx context.Context, x execer, name string) ([]string
 	return out, nil
 }
 
-// DeleteBank implements Store: the bank, its sub-banks and their
-// associations.
+// DeleteBank implements Store. Without force it deactivates a bank that
+// has no active sub-bank and no active user, and refuses the root bank;
+// with force it removes the bank, its sub-banks and their associations.
 func (s *SQLStore) DeleteBank(ctx context.Context, name string, force bool) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		if _, ok, err := s.bankRow(ctx, tx, name); err != nil {
+		b, ok, err := s.bankRow(ctx, tx, name)
+		if err != nil {
 			return err
 		} else if !ok {
 			return errf(ErrNotFound, "bank %s is not in the accounting database (banks: %s)", name, s.bankNames(ctx, tx))
+		}
+		if !force {
+			if err := s.bankInUse(ctx, tx, b); err != nil {
+				return err
+			}
 		}
 		banks, err := s.subtree(ctx, tx, name)
 		if err != nil {
@@ -406,6 +398,53 @@ func (s *SQLStore) DeleteBank(ctx context.Context, name string, force bool) erro
 		}
 		return nil
 	})
+}
+
+// bankInUse refuses to deactivate the root bank, or a bank with active
+// sub-banks or users (delete-bank without --force): deactivating would
+// take every one of them with it, and adding them back would not bring
+// back their limits.
+func (s *SQLStore) bankInUse(ctx context.Context, x execer, b Bank) error {
+	if b.Parent == "" {
+		return errf(ErrInvalid, "bank %s is the root bank: deleting it would deactivate every bank and association; "+
+			"delete-bank %s --force removes them all from the database", b.Name, b.Name)
+	}
+	for _, q := range []struct{ what, sql string }{
+		{"active sub-banks", "SELECT name FROM banks WHERE parent = ? AND active = 1 ORDER BY name"},
+		{"active users", "SELECT username FROM associations WHERE bank = ? AND active = 1 ORDER BY username"},
+	} {
+		names, err := s.names(ctx, x, q.sql, b.Name)
+		if err != nil {
+			return err
+		}
+		if len(names) > 0 {
+			shown := names
+			if len(shown) > 10 {
+				shown = append(slices.Clone(shown[:10]), fmt.Sprintf("and %d more", len(names)-10))
+			}
+			return errf(ErrInvalid, "bank %s has %d %s (%s): delete them first, or delete-bank %s --force removes the bank, the banks below it and their associations",
+				b.Name, len(names), q.what, strings.Join(shown, ", "), b.Name)
+		}
+	}
+	return nil
+}
+
+// names is a query's first column.
+func (s *SQLStore) names(ctx context.Context, x execer, q string, args ...any) ([]string, error) {
+	rows, err := s.query(ctx, x, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
 }
 
 // Banks implements Store.
@@ -512,21 +551,6 @@ func (s *SQLStore) setProjects(ctx context.Context, x execer, username string, p
 	return nil
 }
 
-func checkLimits(who string, l Limits, allowUnset bool) error {
-	for _, f := range l.fields() {
-		if *f.v == nil {
-			continue
-		}
-		if v := **f.v; v < 0 && !(allowUnset && v == -1) {
-			if allowUnset {
-				return errf(ErrInvalid, "%s: %s=%d: want 0 (no limit) or more, or -1 to unset it", who, f.name, v)
-			}
-			return errf(ErrInvalid, "%s: %s=%d: want 0 (no limit) or more", who, f.name, v)
-		}
-	}
-	return nil
-}
-
 func nullInt(v *int) any {
 	if v == nil {
 		return nil
@@ -544,9 +568,15 @@ func (s *SQLStore) AddUser(ctx context.Context, a Association) error {
 	if a.Bank == "" {
 		return errf(ErrInvalid, "user %s: --bank is required", a.Username)
 	}
+	if err := checkName("bank", a.Bank); err != nil {
+		return err
+	}
 	who := fmt.Sprintf("user %s, bank %s", a.Username, a.Bank)
-	if a.Shares < 0 {
-		return errf(ErrInvalid, "%s: shares=%d: must be 0 or more", who, a.Shares)
+	if err := checkShares(who, a.Shares); err != nil {
+		return err
+	}
+	if err := checkUserid("user "+a.Username, a.Userid); err != nil {
+		return err
 	}
 	if err := checkLimits(who, a.Limits, false); err != nil {
 		return err
@@ -572,6 +602,9 @@ func (s *SQLStore) AddUser(ctx context.Context, a Association) error {
 		if exists && active == 1 {
 			return errf(ErrExists, "user %s already belongs to bank %s", a.Username, a.Bank)
 		}
+		if err := s.useridFree(ctx, tx, a.Username, a.Userid); err != nil {
+			return err
+		}
 		args := []any{a.Shares, nullInt(a.MaxRunningJobs), nullInt(a.MaxActiveJobs), nullInt(a.MaxNodes), nullInt(a.MaxCores),
 			b2i(a.Exempt), b2i(a.Expedite), a.Username, a.Bank}
 		if exists {
@@ -594,6 +627,9 @@ func (s *SQLStore) AddUser(ctx context.Context, a Association) error {
 			}
 		} else if err != nil {
 			return err
+		} else if uint32(uid) != a.Userid {
+			return errf(ErrInvalid, "user %s: --userid=%d: the accounting database has uid %d for %s (flux account edit-user %s --userid=UID changes it)",
+				a.Username, a.Userid, uid, a.Username, a.Username)
 		}
 		have, err := s.userProjects(ctx, tx, a.Username)
 		if err != nil {
@@ -619,6 +655,43 @@ func (s *SQLStore) AddUser(ctx context.Context, a Association) error {
 		}
 		return s.fixUser(ctx, tx, a.Username)
 	})
+}
+
+// useridFree refuses uid when another user of the database has it: two
+// names for one uid would merge their jobs, usage and privacy.
+func (s *SQLStore) useridFree(ctx context.Context, x execer, username string, uid uint32) error {
+	var other string
+	err := s.row(ctx, x, "SELECT username FROM users WHERE userid = ? AND username <> ? ORDER BY username", int64(uid), username).Scan(&other)
+	switch {
+	case err == nil:
+		return errUseridTaken(username, uid, other)
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	}
+	return err
+}
+
+// setUserid changes a user's uid (edit-user --userid). The usage
+// history written under the user's name was charged from the jobs of
+// the old uid, someone else's when the uid was wrong: it goes, and the
+// accounting module's next pass writes the days its archive still
+// holds again under the right names.
+func (s *SQLStore) setUserid(ctx context.Context, x execer, username string, uid uint32) error {
+	var old int64
+	if err := s.row(ctx, x, "SELECT userid FROM users WHERE username = ?", username).Scan(&old); err != nil {
+		return err
+	}
+	if uint32(old) == uid {
+		return nil
+	}
+	if err := s.useridFree(ctx, x, username, uid); err != nil {
+		return err
+	}
+	if _, err := s.exec(ctx, x, "UPDATE users SET userid = ? WHERE username = ?", int64(uid), username); err != nil {
+		return err
+	}
+	_, err := s.exec(ctx, x, "DELETE FROM usage_history WHERE username = ?", username)
+	return err
 }
 
 // userBanks lists a user's banks, for errors.
@@ -664,11 +737,18 @@ func (s *SQLStore) EditUser(ctx context.Context, e UserEdit) error {
 	if e.Bank != "" {
 		who += ", bank " + e.Bank
 	}
-	if e.Shares != nil && *e.Shares < 0 {
-		return errf(ErrInvalid, "%s: shares=%d: must be 0 or more", who, *e.Shares)
+	if e.Shares != nil {
+		if err := checkShares(who, *e.Shares); err != nil {
+			return err
+		}
 	}
 	if err := checkLimits(who, e.Limits, true); err != nil {
 		return err
+	}
+	if e.Userid != nil {
+		if err := checkUserid("user "+e.Username, *e.Userid); err != nil {
+			return err
+		}
 	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		if err := s.userExists(ctx, tx, e.Username); err != nil {
@@ -714,7 +794,7 @@ func (s *SQLStore) EditUser(ctx context.Context, e UserEdit) error {
 			}
 		}
 		if e.Userid != nil {
-			if _, err := s.exec(ctx, tx, "UPDATE users SET userid = ? WHERE username = ?", int64(*e.Userid), e.Username); err != nil {
+			if err := s.setUserid(ctx, tx, e.Username, *e.Userid); err != nil {
 				return err
 			}
 		}
@@ -876,6 +956,9 @@ func (s *SQLStore) Associations(ctx context.Context, username string) ([]Associa
 func (s *SQLStore) AddProject(ctx context.Context, name string) error {
 	if err := checkName("project", name); err != nil {
 		return err
+	}
+	if name == AnyProject {
+		return errf(ErrInvalid, "project %s is every user's already (the project of jobs that name none): it cannot be added", name)
 	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		var n int

@@ -3,8 +3,10 @@ package accounting
 import (
 	"context"
 	"errors"
+	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -14,6 +16,7 @@ import (
 func storeSuite(t *testing.T, open func(t *testing.T) Store) {
 	ctx := context.Background()
 	ip := func(v int) *int { return &v }
+	ip64 := func(v int64) *int64 { return &v }
 	sp := func(v string) *string { return &v }
 
 	t.Run("banks", func(t *testing.T) {
@@ -32,6 +35,11 @@ func storeSuite(t *testing.T, open func(t *testing.T) Store) {
 			{Bank{Name: "x", Parent: "nosuch", Shares: 1}, ErrNotFound},
 			{Bank{Name: "bad name", Parent: "root", Shares: 1}, ErrInvalid},
 			{Bank{Name: "neg", Parent: "root", Shares: -1}, ErrInvalid},
+			{Bank{Name: "big", Parent: "root", Shares: MaxShares + 1}, ErrInvalid},
+			{Bank{Name: "big", Parent: "root", Shares: math.MaxInt64}, ErrInvalid},
+			{Bank{Name: strings.Repeat("b", MaxNameLen+1), Parent: "root", Shares: 1}, ErrInvalid},
+			{Bank{Name: "bad\xff", Parent: "root", Shares: 1}, ErrInvalid},
+			{Bank{Name: "tab\tname", Parent: "root", Shares: 1}, ErrInvalid},
 		} {
 			if err := s.AddBank(ctx, c.b); !errors.Is(err, c.kind) {
 				t.Errorf("AddBank(%+v) = %v, want %v", c.b, err, c.kind)
@@ -40,8 +48,32 @@ func storeSuite(t *testing.T, open func(t *testing.T) Store) {
 		if err := s.EditBank(ctx, BankEdit{Name: "physics", Parent: sp("theory")}); !errors.Is(err, ErrInvalid) {
 			t.Errorf("a bank moved below itself: %v", err)
 		}
-		if err := s.DeleteBank(ctx, "physics", false); err != nil {
+		if err := s.AddBank(ctx, Bank{Name: strings.Repeat("b", MaxNameLen), Parent: "cs", Shares: MaxShares}); err != nil {
+			t.Errorf("a name of %d bytes, %d shares: %v", MaxNameLen, MaxShares, err)
+		}
+		if err := s.EditBank(ctx, BankEdit{Name: "cs", Shares: ip64(MaxShares + 1)}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("edit-bank --shares=%d: %v", MaxShares+1, err)
+		}
+		// a bank with active sub-banks or users, and the root, are
+		// deleted only with --force
+		for _, name := range []string{"physics", "root"} {
+			if err := s.DeleteBank(ctx, name, false); !errors.Is(err, ErrInvalid) {
+				t.Errorf("delete-bank %s (sub-banks below it): %v, want ErrInvalid", name, err)
+			}
+		}
+		if err := s.AddUser(ctx, Association{Username: "carol", Userid: 3001, Bank: "theory", Shares: 1}); err != nil {
 			t.Fatal(err)
+		}
+		if err := s.DeleteBank(ctx, "theory", false); err == nil || !strings.Contains(err.Error(), "carol") {
+			t.Errorf("delete-bank theory (user carol in it): %v", err)
+		}
+		if err := s.DeleteUser(ctx, "carol", "theory", false); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"theory", "physics"} {
+			if err := s.DeleteBank(ctx, name, false); err != nil {
+				t.Fatalf("delete-bank %s: %v", name, err)
+			}
 		}
 		banks, _ := s.Banks(ctx)
 		active := map[string]bool{}
@@ -54,7 +86,7 @@ func storeSuite(t *testing.T, open func(t *testing.T) Store) {
 		if err := s.DeleteBank(ctx, "physics", true); err != nil {
 			t.Fatal(err)
 		}
-		if banks, _ = s.Banks(ctx); len(banks) != 2 {
+		if banks, _ = s.Banks(ctx); len(banks) != 3 { // root, cs and the long name below cs
 			t.Errorf("after delete-bank --force physics: %v", banks)
 		}
 	})
@@ -85,6 +117,13 @@ func storeSuite(t *testing.T, open func(t *testing.T) Store) {
 			{Association{Username: "bob", Bank: "nosuch"}, ErrNotFound},
 			{Association{Username: "bob", Bank: "a", Projects: []string{"nosuch"}}, ErrNotFound},
 			{Association{Username: "bob", Bank: "a", Limits: Limits{MaxNodes: ip(-2)}}, ErrInvalid},
+			{Association{Username: "bob", Bank: "a", Limits: Limits{MaxCores: ip(MaxLimit + 1)}}, ErrInvalid},
+			{Association{Username: "bob", Bank: "a", Shares: MaxShares + 1}, ErrInvalid},
+			{Association{Username: strings.Repeat("u", MaxNameLen+1), Bank: "a"}, ErrInvalid},
+			// another user's uid, (uid_t)-1, and a uid other than alice's own
+			{Association{Username: "bob", Userid: 1001, Bank: "a"}, ErrExists},
+			{Association{Username: "bob", Userid: math.MaxUint32, Bank: "a"}, ErrInvalid},
+			{Association{Username: "alice", Userid: 1002, Bank: "b"}, ErrExists},
 		} {
 			if err := s.AddUser(ctx, c.a); !errors.Is(err, c.kind) {
 				t.Errorf("AddUser(%+v) = %v, want %v", c.a, err, c.kind)
@@ -112,6 +151,42 @@ func storeSuite(t *testing.T, open func(t *testing.T) Store) {
 		if err := s.EditUser(ctx, UserEdit{Username: "alice", DefaultBank: sp("nosuch")}); !errors.Is(err, ErrNotFound) {
 			t.Errorf("--default-bank=nosuch: %v", err)
 		}
+		if err := s.AddUser(ctx, Association{Username: "bob", Userid: 1002, Bank: "a", Shares: 1}); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			uid  uint32
+			kind error
+		}{{1001, ErrExists}, {math.MaxUint32, ErrInvalid}} {
+			if err := s.EditUser(ctx, UserEdit{Username: "bob", Userid: &c.uid}); !errors.Is(err, c.kind) {
+				t.Errorf("edit-user bob --userid=%d: %v, want %v", c.uid, err, c.kind)
+			}
+		}
+		if err := s.EditUser(ctx, UserEdit{Username: "bob", Limits: Limits{MaxNodes: ip(MaxLimit + 1)}}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("edit-user bob --max-nodes=%d: %v", MaxLimit+1, err)
+		}
+		// a corrected uid takes the usage history written under the
+		// wrong one with it
+		if us, ok := s.(UsageStore); ok {
+			if err := us.SetUsage(ctx, []UsagePeriod{{Username: "bob", Bank: "a", Start: 0, Jobs: 1, CoreHours: 1},
+				{Username: "alice", Bank: "a", Start: 0, Jobs: 1, CoreHours: 2}}); err != nil {
+				t.Fatal(err)
+			}
+			uid := uint32(1005)
+			if err := s.EditUser(ctx, UserEdit{Username: "bob", Userid: &uid}); err != nil {
+				t.Fatal(err)
+			}
+			hist, err := us.UsageHistory(ctx, UsageFilter{})
+			if err != nil || len(hist) != 1 || hist[0].Username != "alice" {
+				t.Errorf("usage history after bob's uid changed: %+v %v", hist, err)
+			}
+		}
+		if as, _ := s.Associations(ctx, "bob"); len(as) != 1 || as[0].Userid != 1005 {
+			t.Errorf("bob after edit-user --userid=1005: %+v", as)
+		}
+		if err := s.DeleteUser(ctx, "bob", "a", true); err != nil {
+			t.Fatal(err)
+		}
 		if err := s.EditUser(ctx, UserEdit{Username: "nobody"}); !errors.Is(err, ErrNotFound) {
 			t.Errorf("edit-user nobody: %v", err)
 		}
@@ -127,7 +202,7 @@ func storeSuite(t *testing.T, open func(t *testing.T) Store) {
 			t.Errorf("after delete-user alice b: %+v", as)
 		}
 		// adding it again reactivates it
-		if err := s.AddUser(ctx, Association{Username: "alice", Bank: "b", Shares: 1}); err != nil {
+		if err := s.AddUser(ctx, Association{Username: "alice", Userid: 1001, Bank: "b", Shares: 1}); err != nil {
 			t.Fatal(err)
 		}
 		for _, b := range []string{"a", "b"} {

@@ -7,8 +7,10 @@ import (
 	"io"
 	"strconv"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/fluxgo/fluxgo/internal/accounting"
 	"github.com/fluxgo/fluxgo/pkg/flux"
@@ -40,6 +42,11 @@ projects and view their own associations (view-user, list-users).
 The database is STATEDIR/accounting.sqlite (RUNDIR's without a statedir),
 made by the first change.`,
 	}
+	// a name that is not UTF-8 would reach the module as U+FFFD (JSON
+	// encoding replaces the bytes), another name: refuse it here
+	cmd.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		return checkUTF8(cmd, args)
+	}
 	for _, c := range []*cobra.Command{
 		newAccountAddBankCmd(), newAccountEditBankCmd(), newAccountDeleteBankCmd(), newAccountListBanksCmd(), newAccountViewBankCmd(),
 		newAccountAddUserCmd(), newAccountEditUserCmd(), newAccountDeleteUserCmd(), newAccountViewUserCmd(), newAccountListUsersCmd(),
@@ -49,6 +56,23 @@ made by the first change.`,
 		cmd.AddCommand(c)
 	}
 	return cmd
+}
+
+// checkUTF8 refuses arguments and option values that are not valid
+// UTF-8, naming which.
+func checkUTF8(cmd *cobra.Command, args []string) error {
+	for i, a := range args {
+		if !utf8.ValidString(a) {
+			return fmt.Errorf("argument %d %q is not valid UTF-8", i+1, a)
+		}
+	}
+	var err error
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if v := f.Value.String(); err == nil && !utf8.ValidString(v) {
+			err = fmt.Errorf("--%s=%q is not valid UTF-8", f.Name, v)
+		}
+	})
+	return err
 }
 
 // accountCall sends one request to the accounting module.

@@ -17,8 +17,8 @@ import (
 
 func parseShares(s string) (int64, error) {
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("SHARES=%q: want a whole number, 0 or more", s)
+	if err != nil || n < 0 || n > accounting.MaxShares {
+		return 0, fmt.Errorf("SHARES=%q: want a whole number from 0 to %d", s, accounting.MaxShares)
 	}
 	return n, nil
 }
@@ -40,7 +40,7 @@ root and has no parent; every other bank names its parent with
 			return accountRPC("add-bank", accounting.Bank{Name: args[0], Parent: parent, Shares: shares}, nil)
 		},
 	}
-	cmd.Flags().StringVar(&parent, "parent-bank", "", "the bank's parent `BANK`")
+	nameVarP(cmd.Flags(), &parent, "parent-bank", "", "the bank's parent `BANK`")
 	return cmd
 }
 
@@ -66,7 +66,7 @@ func newAccountEditBankCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().Int64Var(&shares, "shares", 0, "the bank's `N` shares of its parent")
-	cmd.Flags().StringVar(&parent, "parent-bank", "", "move the bank below `BANK`")
+	nameVarP(cmd.Flags(), &parent, "parent-bank", "", "move the bank below `BANK`")
 	return cmd
 }
 
@@ -74,16 +74,29 @@ func newAccountDeleteBankCmd() *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "delete-bank BANK [--force]",
-		Short: "Deactivate a bank (with --force, remove it)",
-		Long: `Deactivate BANK, the banks below it and their users' associations: jobs
-may no longer be charged to them, and users whose default bank it was get
-another of theirs. With --force the rows are removed instead.`,
+		Short: "Deactivate a bank (with --force, remove it and everything below it)",
+		Long: `Deactivate BANK: jobs may no longer be charged to it. A bank that still
+has active sub-banks or users is refused (delete or move them first), and
+so is the root bank.
+
+With --force the rows are removed instead: BANK, every bank below it and
+their users' associations (users whose default bank it was get another of
+theirs; the root bank takes the whole database). What goes is printed
+first.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if force {
+				var resp accounting.BanksResponse
+				if err := accountRPC("view-bank", accounting.NameRequest{Bank: args[0]}, &resp); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "delete-bank: removing bank %s, %d banks below it and %d associations with them\n",
+					args[0], max(len(resp.Banks)-1, 0), len(resp.Associations))
+			}
 			return accountRPC("delete-bank", accounting.DeleteRequest{Bank: args[0], Force: force}, nil)
 		},
 	}
-	cmd.Flags().BoolVar(&force, "force", false, "remove the bank's rows instead of deactivating them")
+	cmd.Flags().BoolVar(&force, "force", false, "remove the bank, the banks below it and their associations instead of deactivating it")
 	return cmd
 }
 
@@ -213,7 +226,7 @@ func printBankTree(out io.Writer, root string, resp accounting.BanksResponse) {
 		fmt.Fprintf(tw, "%s%s\t\t%d\t%d\t\t\n", pad, b.Name, b.Shares, btoi(b.Active))
 		for _, a := range usersOf[b.Name] {
 			fmt.Fprintf(tw, "%s %s\t%s\t%d\t%d\t%s\t%s\n", pad, b.Name, a.Username, a.Shares, btoi(a.Active),
-				floatText(a.JobUsage, 2), floatText(a.FairShare, 4))
+				floatText(a.JobUsage, usageDecimals), floatText(a.FairShare, usageDecimals))
 		}
 		kids := children[b.Name]
 		sort.Slice(kids, func(i, j int) bool { return kids[i].Name < kids[j].Name })

@@ -5,12 +5,14 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fluxgo/fluxgo/internal/accounting"
+	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 )
 
@@ -96,6 +98,11 @@ YY/MM/DD or -DURATION before now (-7d); a day counts if it starts in
 			if err := accountRPC("view-usage-report", o.req, &resp); err != nil {
 				return err
 			}
+			if len(resp.Periods) == 0 {
+				if err := o.known(); err != nil {
+					return err
+				}
+			}
 			if o.asJSON {
 				return printJSON(cmd.OutOrStdout(), resp.Periods)
 			}
@@ -105,13 +112,32 @@ YY/MM/DD or -DURATION before now (-7d); a day counts if it starts in
 	f := cmd.Flags()
 	f.StringVarP(&o.start, "start", "s", "", "the first `DATE` (default: the oldest day kept)")
 	f.StringVarP(&o.end, "end", "e", "", "the `DATE` the report ends before (default: now)")
-	f.StringVarP(&o.req.Username, "username", "u", "", "only `USERNAME`'s associations")
-	f.StringVarP(&o.req.Bank, "bank", "b", "", "only the associations with `BANK`")
+	nameVarP(f, &o.req.Username, "username", "u", "only `USERNAME`'s associations")
+	nameVarP(f, &o.req.Bank, "bank", "b", "only the associations with `BANK`")
 	f.StringVarP(&o.req.ReportType, "report-type", "r", accounting.ReportByAssociation, "rows per `TYPE`: byassociation, byuser or bybank")
 	f.StringVarP(&o.unit, "time-unit", "t", "hour", "core time in `UNIT`: hour, min or sec")
 	f.BoolVar(&o.req.Daily, "daily", false, "a row per day instead of the total")
 	f.BoolVarP(&o.asJSON, "json", "j", false, "print JSON (core time in hours)")
 	return cmd
+}
+
+// known refuses a --username or --bank that the database does not
+// have, when the report is empty (a user deleted with --force may still
+// have history, which is shown).
+func (o *usageReportOpts) known() error {
+	if o.req.Bank != "" {
+		if err := knownBank("--bank", o.req.Bank); err != nil {
+			return err
+		}
+	}
+	if o.req.Username != "" {
+		var resp accounting.AssociationsResponse
+		err := accountRPC("view-user", accounting.NameRequest{Username: o.req.Username}, &resp)
+		if flux.ErrnoOf(err) == syscall.ENOENT {
+			return fmt.Errorf("--username=%s: user %s is not in the accounting database", o.req.Username, o.req.Username)
+		}
+	}
+	return nil
 }
 
 // parse checks the options that need no instance.

@@ -43,19 +43,23 @@ does not know.`,
 			if a.Username == "" || a.Bank == "" {
 				return usageError{fmt.Errorf("add-user needs --username and --bank")}
 			}
+			if cmd.Flags().Changed("userid") && a.Userid == 0 && a.Username != "root" {
+				// 0 asks the module to look the name up: say what it is
+				return usageError{fmt.Errorf("--userid=0 is root's uid, not %s's: leave --userid out to look %s up on this host", a.Username, a.Username)}
+			}
 			a.Limits = lim.limits(cmd)
 			a.Projects = splitList(projects)
 			return accountRPC("add-user", a, nil)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&a.Username, "username", "u", "", "the user's `NAME`")
-	f.Uint32VarP(&a.Userid, "userid", "i", 0, "the user's `UID` (default: looked up by name)")
-	f.StringVarP(&a.Bank, "bank", "B", "", "the `BANK` the user joins")
+	nameVarP(f, &a.Username, "username", "u", "the user's `NAME`")
+	useridVarP(f, &a.Userid, "userid", "i", "the user's `UID` (default: looked up by name; a host user's must be theirs)")
+	nameVarP(f, &a.Bank, "bank", "B", "the `BANK` the user joins")
 	f.Int64Var(&a.Shares, "shares", 1, "the association's `N` shares of the bank")
 	lim.add(cmd, "for the association")
 	f.StringVarP(&projects, "projects", "P", "", "the `PROJECTS` (comma-separated) the user may charge")
-	f.StringVar(&a.DefaultProject, "default-project", "", "the `PROJECT` of the user's jobs that name none")
+	nameVarP(f, &a.DefaultProject, "default-project", "", "the `PROJECT` of the user's jobs that name none")
 	f.BoolVar(&a.Exempt, "exempt", false, "the association's jobs pass every limit")
 	f.BoolVar(&a.Expedite, "expedite", false, "the association may submit with urgency above 16")
 	return cmd
@@ -107,10 +111,10 @@ replaces the user's list of projects.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&bank, "bank", "B", "", "change the association with `BANK` only")
-	f.StringVar(&defBank, "default-bank", "", "make `BANK` the user's default bank")
+	nameVarP(f, &bank, "bank", "B", "change the association with `BANK` only")
+	nameVarP(f, &defBank, "default-bank", "", "make `BANK` the user's default bank")
 	f.Int64Var(&shares, "shares", 1, "the association's `N` shares")
-	f.Uint32VarP(&userid, "userid", "i", 0, "the user's `UID`")
+	useridVarP(f, &userid, "userid", "i", "the user's `UID` (a host user's must be theirs)")
 	lim.add(cmd, "(-1: unset)")
 	f.StringVarP(&projects, "projects", "P", "", "the `PROJECTS` (comma-separated) the user may charge")
 	f.StringVar(&defProject, "default-project", "", "the `PROJECT` of the user's jobs that name none")
@@ -138,7 +142,13 @@ func newAccountViewUserCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "view-user USERNAME [--json] [--list-banks]",
 		Short: "Show a user's associations (users other than the owner: their own)",
-		Args:  cobra.ExactArgs(1),
+		// flux-accounting's view-user requires the name too
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("view-user needs one USERNAME (got %d arguments)", len(args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var resp accounting.AssociationsResponse
 			if err := accountRPC("view-user", accounting.NameRequest{Username: args[0]}, &resp); err != nil {
@@ -147,8 +157,15 @@ func newAccountViewUserCmd() *cobra.Command {
 			out := cmd.OutOrStdout()
 			switch {
 			case listBanks:
+				banks := []string{}
 				for _, a := range resp.Associations {
-					fmt.Fprintln(out, a.Bank)
+					banks = append(banks, a.Bank)
+				}
+				if asJSON {
+					return printJSON(out, banks)
+				}
+				for _, b := range banks {
+					fmt.Fprintln(out, b)
 				}
 				return nil
 			case asJSON:
@@ -158,7 +175,7 @@ func newAccountViewUserCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&asJSON, "json", "j", false, "print JSON")
-	cmd.Flags().BoolVar(&listBanks, "list-banks", false, "print only the user's banks, one a line")
+	cmd.Flags().BoolVar(&listBanks, "list-banks", false, "print only the user's banks, one a line (with --json: a list)")
 	return cmd
 }
 
@@ -174,6 +191,11 @@ func newAccountListUsersCmd() *cobra.Command {
 			if err := accountRPC("list-users", nil, &resp); err != nil {
 				return err
 			}
+			if bank != "" {
+				if err := knownBank("--bank", bank); err != nil {
+					return err
+				}
+			}
 			as := []accounting.Association{}
 			for _, a := range resp.Associations {
 				if bank == "" || a.Bank == bank {
@@ -187,9 +209,33 @@ func newAccountListUsersCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&asJSON, "json", "j", false, "print JSON")
-	cmd.Flags().StringVarP(&bank, "bank", "B", "", "only the associations with `BANK`")
+	nameVarP(cmd.Flags(), &bank, "bank", "B", "only the associations with `BANK`")
 	return cmd
 }
+
+// knownBank refuses a bank the database does not have (inactive ones
+// are known): an option naming it would show nothing and say nothing.
+func knownBank(option, bank string) error {
+	var resp accounting.BanksResponse
+	if err := accountRPC("list-banks", nil, &resp); err != nil {
+		return err
+	}
+	names := []string{}
+	for _, b := range resp.Banks {
+		if b.Name == bank {
+			return nil
+		}
+		names = append(names, b.Name)
+	}
+	if len(names) == 0 {
+		names = append(names, "none")
+	}
+	return fmt.Errorf("%s=%s: bank %s is not in the accounting database (banks: %s)", option, bank, bank, strings.Join(names, ", "))
+}
+
+// usageDecimals is how JOB_USAGE (core-hours) and FAIRSHARE are shown:
+// the same 4 decimals, so a short job's usage is not 0.00.
+const usageDecimals = 4
 
 // listAssociations prints associations as a table; "-" is an unset
 // limit (or a fair-share not computed yet), "*" marks the default bank.
@@ -212,7 +258,7 @@ func listAssociations(out io.Writer, as []accounting.Association) error {
 			defProject = "-"
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", a.Username, a.Userid, a.Bank, def, btoi(a.Active), a.Shares,
-			floatText(a.JobUsage, 2), floatText(a.FairShare, 4), limitText(a.MaxRunningJobs), limitText(a.MaxActiveJobs), limitText(a.MaxNodes), limitText(a.MaxCores),
+			floatText(a.JobUsage, usageDecimals), floatText(a.FairShare, usageDecimals), limitText(a.MaxRunningJobs), limitText(a.MaxActiveJobs), limitText(a.MaxNodes), limitText(a.MaxCores),
 			btoi(a.Exempt), btoi(a.Expedite), projects, defProject)
 	}
 	return tw.Flush()

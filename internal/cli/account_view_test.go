@@ -36,7 +36,7 @@ func TestListAssociationsFairShare(t *testing.T) {
 		return ""
 	}
 	for _, c := range []struct{ line, col, want string }{
-		{lines[1], "SHARES", "3"}, {lines[1], "JOB_USAGE", "12.35"}, {lines[1], "FAIRSHARE", "0.6250"},
+		{lines[1], "SHARES", "3"}, {lines[1], "JOB_USAGE", "12.3450"}, {lines[1], "FAIRSHARE", "0.6250"},
 		{lines[2], "SHARES", "1"}, {lines[2], "JOB_USAGE", "-"}, {lines[2], "FAIRSHARE", "-"},
 	} {
 		if got := col(c.line, c.col); got != c.want {

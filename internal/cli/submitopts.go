@@ -129,8 +129,8 @@ func addSubmitFlags(fs *pflag.FlagSet, o *submitOptions, sets submitFlagSets) {
 	if !sets.perTask {
 		bankShort = "" // flux batch and alloc: -B is --broker-opts
 	}
-	fs.StringVarP(&o.bank, "bank", bankShort, "", "Charge the job to bank `NAME` (attributes.system.bank)")
-	fs.StringVar(&o.project, "project", "", "Set the job's project `NAME` (attributes.system.project)")
+	nameVarP(fs, &o.bank, "bank", bankShort, "Charge the job to bank `NAME` (attributes.system.bank)")
+	nameVarP(fs, &o.project, "project", "", "Set the job's project `NAME` (attributes.system.project)")
 	fs.StringVar(&o.mailType, "mail-type", "", "E-mail the submitter on job `EVENTS`: begin, end, fail (comma-separated), all or none (needs the instance's [mail] configuration)")
 	fs.StringVar(&o.mailUser, "mail-user", "", "Send --mail-type messages to `ADDRESS` (default: the submitting user)")
 	fs.StringArrayVarP(&o.setattr, "setattr", "S", nil, "Set job attribute `KEY[=VAL]` (system. is assumed without system., user. or .; VAL defaults to 1 and is parsed as JSON if it is JSON; ^KEY=FILE reads it from a JSON file) (multiple use OK)")

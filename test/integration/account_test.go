@@ -101,6 +101,14 @@ func accountBody(t *testing.T, dbconf string) {
 	e.refusedAs(aliceUID, "bank chem: user fluxacct-alice does not belong to it", "submit", "-B", "chem", "true")
 	e.refusedAs(aliceUID, "project proj-b: user fluxacct-alice does not belong to it", "submit", "--project=proj-b", "true")
 	e.refusedAs(guestUID, "is not in the accounting database", "submit", "true")
+	// a user added without projects has only "*" (flux-accounting's):
+	// a job naming another project is refused, one naming none is "*"
+	e.refusedAs(bobUID, "project proj-b: user fluxacct-bob does not belong to it (projects: *)", "submit", "--project=proj-b", "true")
+	star := jobid.MustParse(e.mustAs(bobUID, "submit", testDuration("0.01s"), "true"))
+	if got := e.field(star, "{bank} {project}"); got != "chem *" {
+		t.Errorf("the job of bob (no projects) is charged to %q, want chem *", got)
+	}
+	e.must("account", "edit-user", "fluxacct-bob", "--projects=proj-b")
 	bobs := jobid.MustParse(e.mustAs(bobUID, "submit", "--project=proj-b", testDuration("0.01s"), "true"))
 	if got := e.field(bobs, "{bank} {project}"); got != "chem proj-b" {
 		t.Errorf("bob's job is charged to %q, want chem proj-b", got)

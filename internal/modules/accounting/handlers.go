@@ -28,16 +28,35 @@ func (s *server) handlers(ctx context.Context) {
 			return nil, flux.NewError(syscall.EINVAL, "add-user: --username is required")
 		}
 		if a.Userid == 0 {
-			uid, err := acct.LookupUserid(a.Username)
+			// a user already in the database keeps their uid; a new
+			// one is looked up on this host
+			uid, err := s.knownUserid(ctx, a.Username)
 			if err != nil {
 				return nil, err
 			}
 			a.Userid = uid
 		}
+		if err := acct.CheckHostUserid(a.Username, a.Userid); err != nil {
+			return nil, err
+		}
 		return nil, s.store.AddUser(ctx, *a)
 	}))
 	h.HandleFunc(topic("edit-user"), write(ctx, s, "edit-user", func(e *acct.UserEdit) (any, error) {
-		return nil, s.store.EditUser(ctx, *e)
+		if e.Userid != nil {
+			if err := acct.CheckHostUserid(e.Username, *e.Userid); err != nil {
+				return nil, err
+			}
+		}
+		if err := s.store.EditUser(ctx, *e); err != nil {
+			return nil, err
+		}
+		if e.Userid != nil {
+			// the store dropped the user's usage history (charged by
+			// the old uid): the pass after this change rewrites every
+			// day of the window under the right names
+			s.usageMark = rewriteUsageWindow
+		}
+		return nil, nil
 	}))
 	h.HandleFunc(topic("delete-user"), write(ctx, s, "delete-user", func(d *acct.DeleteRequest) (any, error) {
 		return nil, s.store.DeleteUser(ctx, d.Username, d.Bank, d.Force)
@@ -125,7 +144,8 @@ func (s *server) handlers(ctx context.Context) {
 	})
 	// update-usage: a fair-share pass now (flux account update-usage)
 	h.HandleFunc(topic("update-usage"), func(r *flux.Request) {
-		if !r.RequireOwner() {
+		if !r.IsOwner() {
+			r.Errorf(syscall.EPERM, "update-usage: only the instance owner may run a fair-share pass")
 			return
 		}
 		upd, err := s.updateFairShare(ctx)
@@ -140,6 +160,18 @@ func (s *server) handlers(ctx context.Context) {
 		r.Respond(map[string]any{"dbpath": s.path, "open": s.store != nil})
 	})
 	h.HandleFunc(topic("disconnect"), func(*flux.Request) {})
+}
+
+// knownUserid is username's uid in the database, or else on this host.
+func (s *server) knownUserid(ctx context.Context, username string) (uint32, error) {
+	as, err := s.store.Associations(ctx, username)
+	if err != nil {
+		return 0, err
+	}
+	if len(as) > 0 {
+		return as[0].Userid, nil
+	}
+	return acct.LookupUserid(username)
 }
 
 func (s *server) banks(ctx context.Context) ([]acct.Bank, error) {
