@@ -32,9 +32,9 @@ type accessConfig struct {
 }
 
 // accessKeys are the keys [access] may hold (private-mode and roles are
-// flux-core's, accepted and not acted on: job-list.private decides
-// whether a guest sees only their own jobs, and operators are named by
-// operators and operator-groups).
+// flux-core's: private-mode is job-list's to act on, the broker checks
+// its type; roles.admin's users and groups get the operator role, as
+// operators and operator-groups do).
 var accessKeys = []string{"allow-guest-user", "allow-root-owner", "max-user-connections", "max-user-pending",
 	"operator-groups", "operators", "private-mode", "roles"}
 
@@ -192,7 +192,9 @@ func parseAccess(toml map[string]any) (accessConfig, error) {
 			if err != nil {
 				return ac, err
 			}
-			ac.operators = make(map[uint32]bool, len(uids))
+			if ac.operators == nil {
+				ac.operators = make(map[uint32]bool, len(uids))
+			}
 			for _, uid := range uids {
 				ac.operators[uid] = true
 			}
@@ -201,18 +203,61 @@ func parseAccess(toml map[string]any) (accessConfig, error) {
 			if err != nil {
 				return ac, err
 			}
-			ac.operatorGids = gids
+			ac.operatorGids = append(ac.operatorGids, gids...)
 		case "private-mode":
 			if _, ok := v.(bool); !ok {
 				return ac, fmt.Errorf("access.private-mode: want true or false, got %v", v)
 			}
 		case "roles":
-			if _, ok := v.(map[string]any); !ok {
-				return ac, fmt.Errorf("access.roles: want a table of roles, not %s", valuekind.Of(v))
+			if err := ac.parseRoles(v); err != nil {
+				return ac, err
 			}
 		default:
 			return ac, fmt.Errorf("access.%s: unknown key (the [access] table may hold %s)", k, strings.Join(accessKeys, ", "))
 		}
 	}
 	return ac, nil
+}
+
+// parseRoles reads access.roles, flux-core's table of named roles: only
+// admin, whose users and groups get the operator role here (what
+// flux-core's admin role may do, and more: docs/ACCOUNTING.md).
+func (ac *accessConfig) parseRoles(v any) error {
+	roles, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("access.roles: want a table of roles, not %s", valuekind.Of(v))
+	}
+	for name, rv := range roles {
+		if name != "admin" {
+			return fmt.Errorf("access.roles.%s: unknown role (the only role is admin)", name)
+		}
+		rt, ok := rv.(map[string]any)
+		if !ok {
+			return fmt.Errorf("access.roles.admin: want a table with users and groups, not %s", valuekind.Of(rv))
+		}
+		for k, list := range rt {
+			switch k {
+			case "users":
+				uids, err := parseIDList("roles.admin.users", "user", list, lookupUID)
+				if err != nil {
+					return err
+				}
+				if ac.operators == nil {
+					ac.operators = make(map[uint32]bool, len(uids))
+				}
+				for _, uid := range uids {
+					ac.operators[uid] = true
+				}
+			case "groups":
+				gids, err := parseIDList("roles.admin.groups", "group", list, lookupGID)
+				if err != nil {
+					return err
+				}
+				ac.operatorGids = append(ac.operatorGids, gids...)
+			default:
+				return fmt.Errorf("access.roles.admin.%s: unknown key (a role has users and groups)", k)
+			}
+		}
+	}
+	return nil
 }

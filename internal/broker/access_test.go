@@ -44,6 +44,17 @@ func TestParseAccessOperators(t *testing.T) {
 			err: `access.operator-groups: "4294967295" is not a valid group id`},
 		{name: "empty name", table: map[string]any{"operators": []any{""}},
 			err: `access.operators: a user name is empty`},
+		// flux-core's spelling: the admin role's users and groups
+		{name: "roles.admin with operators", table: map[string]any{"operators": []any{int64(7)},
+			"roles": map[string]any{"admin": map[string]any{"users": []any{"root", int64(9)}}}}, operators: []uint32{0, 7, 9}},
+		{name: "roles.admin groups", table: map[string]any{"roles": map[string]any{"admin": map[string]any{"groups": []any{"root"}}}},
+			gids: []uint32{0}, needGroup: true},
+		{name: "unknown role", table: map[string]any{"roles": map[string]any{"user": map[string]any{}}},
+			err: `access.roles.user: unknown role (the only role is admin)`},
+		{name: "unknown role key", table: map[string]any{"roles": map[string]any{"admin": map[string]any{"user": []any{}}}},
+			err: `access.roles.admin.user: unknown key (a role has users and groups)`},
+		{name: "unknown admin user", table: map[string]any{"roles": map[string]any{"admin": map[string]any{"users": []any{"fluxgo-no-such-user"}}}},
+			err: `access.roles.admin.users: there is no user "fluxgo-no-such-user" on this host`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.needGroup && !rootGroup {

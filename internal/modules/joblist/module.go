@@ -106,6 +106,10 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 		cfg.Private = true
 	}
 	s := newService(ctx, h, flux.NewLogger(h, Name), cfg)
+	s.privateFixed = cfg.Private
+	if err := s.loadPrivate(ctx); err != nil { // private.go
+		return err
+	}
 	s.register()
 	if err := h.OnOwnerEvent(ctx, "job-purge-inactive", s.purgeEvent); err != nil {
 		return fmt.Errorf("subscribing to job-purge-inactive: %w", err)
@@ -131,7 +135,10 @@ type service struct {
 	h     *flux.Handle
 	log   *slog.Logger
 	cfg   Config
-	idx   *index
+	// privateFixed: private mode from the module's arguments or the
+	// job-list.private attribute, on whatever [access] says (private.go)
+	privateFixed bool
+	idx          *index
 
 	journal     *flux.Future
 	backlogDone bool // journal backlog (full=true) received
@@ -182,6 +189,7 @@ func (s *service) register() {
 	s.h.HandleFunc(Name+".disconnect", s.handleDisconnect)
 	s.h.HandleFunc(Name+".job-state-pause", s.handlePause)     // pause.go
 	s.h.HandleFunc(Name+".job-state-unpause", s.handleUnpause) // pause.go
+	s.h.HandleFunc(Name+".config-reload", s.configReload)      // private.go
 }
 
 // purgeEvent drops the jobs the job manager purged
