@@ -222,10 +222,11 @@ func (e *env) result(id jobid.ID) string {
 	return e.field(id, "{result}")
 }
 
-// waitFor polls cond until it holds, failing the test after 20 s.
+// waitFor polls cond until it holds, failing the test after 60 s (a
+// hang guard: a loaded machine can take many seconds).
 func (e *env) waitFor(what string, cond func() bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			e.t.Fatalf("timed out waiting for %s", what)

@@ -97,11 +97,50 @@ func killShells(t *testing.T, state string) {
 	})
 }
 
-// printer submits a 2-node job that prints before and after sleeping
+// gate is a file a test's jobs wait for: their tasks go on once the
+// test opens it, so what a job does before and after does not race the
+// test on a loaded machine (a task gives up after 300 s, a hang guard).
+// Its directory is readable by guests; tasks that passed it leave a
+// done.PID file beside it.
+type gate string
+
+func newGate(t *testing.T) gate {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "fluxgo-gate-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o777)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return gate(filepath.Join(dir, "open"))
+}
+
+// script is the shell text that waits for the gate.
+func (g gate) script() string {
+	return fmt.Sprintf("i=0; while [ ! -e %s ] && [ $i -lt 3000 ]; do sleep 0.1; i=$((i+1)); done", g)
+}
+
+// done is the shell text a task runs once past the gate.
+func (g gate) done() string { return fmt.Sprintf("touch %s/done.$$", filepath.Dir(string(g))) }
+
+func (g gate) open(t *testing.T) {
+	t.Helper()
+	if err := os.WriteFile(string(g), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// passed is how many tasks have gone past the gate.
+func (g gate) passed() int {
+	m, _ := filepath.Glob(filepath.Join(filepath.Dir(string(g)), "done.*"))
+	return len(m)
+}
+
+// printer submits a 2-node job that prints, waits for g, prints again
 // and exits with code.
-func (e *env) printer(sleep string, code int) jobid.ID {
+func (e *env) printer(g gate, code int) jobid.ID {
 	return e.submit("-N2", "-n2", "sh", "-c",
-		fmt.Sprintf("echo before $FLUX_TASK_RANK; sleep %s; echo after $FLUX_TASK_RANK; exit %d", sleep, code))
+		fmt.Sprintf("echo before $FLUX_TASK_RANK; %s; echo after $FLUX_TASK_RANK; %s; exit %d", g.script(), g.done(), code))
 }
 
 // checkPrinter checks a printer job's end: its exit code and all its
@@ -213,12 +252,13 @@ func TestRestartAfterCrash(t *testing.T) {
 		code int
 	}
 	var jobs []job
+	short, long := newGate(t), newGate(t)
 	for i := 0; i < 20; i++ {
-		sleep := "1" // ends while no broker is up
+		g := short // ends while no broker is up
 		if i%2 == 1 {
-			sleep = "5" // ends after the restart
+			g = long // ends after the restart
 		}
-		jobs = append(jobs, job{e.printer(sleep, i%4), i % 4})
+		jobs = append(jobs, job{e.printer(g, i%4), i % 4})
 	}
 	pending := e.submit("-N4", "--exclusive", "true")
 	for _, j := range jobs {
@@ -228,31 +268,21 @@ func TestRestartAfterCrash(t *testing.T) {
 	for _, j := range jobs {
 		e.waitOutput(j.id, 2)
 	}
-	// a long job still running now is running at the kill (a short one
-	// may have ended already on a loaded machine): its reattach is
-	// checked below
-	var long jobid.ID
-	for _, id := range strings.Fields(e.must("jobs", "-n", "-f", "running", "-o", "{id}")) {
-		for i, j := range jobs {
-			if i%2 == 1 && j.id.String() == id {
-				long = j.id
-			}
-		}
-	}
 	e.inst.Kill()
 	if n := len(shellPIDs(state)); n == 0 {
 		t.Fatal("no job shell outlived the brokers")
 	}
-	time.Sleep(1500 * time.Millisecond) // the short jobs end meanwhile
+	// the short jobs end while no broker is up
+	short.open(t)
+	e.waitFor("the short jobs' 20 tasks to end", func() bool { return short.passed() == 20 })
+	longID := jobs[1].id
 
 	e2 := restartable(t, state)
+	long.open(t)
 	for _, j := range jobs {
 		e2.checkPrinter(j.id, j.code)
 	}
-	if long == 0 {
-		t.Fatal("no 5-second job was running at the kill")
-	}
-	exec := e2.must("job", "eventlog", "-p", "exec", long.String())
+	exec := e2.must("job", "eventlog", "-p", "exec", longID.String())
 	if !strings.Contains(exec, "reattach-start") || !strings.Contains(exec, "reattach-finish") {
 		t.Errorf("exec eventlog of a reattached job:\n%s", exec)
 	}
@@ -288,7 +318,8 @@ func TestShutdownKeepsJobs(t *testing.T) {
 	state := t.TempDir()
 	killShells(t, state)
 	e := restartable(t, state)
-	a, b := e.printer("4", 3), e.printer("4", 0)
+	g := newGate(t)
+	a, b := e.printer(g, 3), e.printer(g, 0)
 	e.waitEvent(a, "start")
 	e.waitEvent(b, "start")
 	r := e.flux("shutdown")
@@ -300,10 +331,11 @@ func TestShutdownKeepsJobs(t *testing.T) {
 		t.Fatal("no job shell outlived the shutdown")
 	}
 	e2 := restartable(t, state)
+	g.open(t)
 	e2.checkPrinter(a, 3)
 	e2.checkPrinter(b, 0)
 
-	c := e2.printer("30", 0)
+	c := e2.printer(newGate(t), 0) // never opened: canceled
 	e2.waitEvent(c, "start")
 	r = e2.flux("shutdown", "--cancel-jobs")
 	if r.Code != 0 || !strings.Contains(r.Stderr, "canceled 1 running jobs") {
@@ -468,7 +500,8 @@ func TestRestartMultiUser(t *testing.T) {
 	if !canRunAsGuest(e) {
 		t.Skip("needs root, to run commands as user nobody")
 	}
-	script := "id -u; sleep 3; id -u; exit %d"
+	g := newGate(t)
+	script := "id -u; " + g.script() + "; id -u; " + g.done() + "; exit %d"
 	mine := e.submit("-N2", "-n2", "sh", "-c", fmt.Sprintf(script, 3))
 	r := e.asGuest("submit", "-N2", "-n2", "sh", "-c", fmt.Sprintf(script, 4))
 	if r.Code != 0 {
@@ -496,6 +529,9 @@ func TestRestartMultiUser(t *testing.T) {
 	e.waitOutput(mine, 2)
 	e.waitOutput(theirs, 2)
 	e.inst.Kill()
+	// both jobs end while no broker is up
+	g.open(t)
+	e.waitFor("the jobs' 4 tasks to end", func() bool { return g.passed() == 4 })
 	e2 := restartable(t, state)
 	r = e2.flux("job", "attach", mine.String())
 	if r.Code != 3 || r.Stdout != "0\n0\n0\n0\n" {
