@@ -90,6 +90,11 @@ type pool struct {
 	// lastSpec is the jobspec of the item added last: an identical one
 	// (a --bcc job stream) shares its bytes rather than holding its own
 	lastSpec json.RawMessage
+	// loggedKey and loggedSpec are the added log written to last and
+	// the jobspec of its last record (see logAdded); none after a
+	// restart, so a log's first record there holds its jobspec
+	loggedKey  string
+	loggedSpec json.RawMessage
 }
 
 // intern returns js, or the identical jobspec p already holds.
@@ -172,9 +177,14 @@ func (p *pool) resultsKey(id int64) string {
 // resultsSize is how many items share a results log.
 const resultsSize = bucketSize / 10
 
-// logAdded queues an item's added record (its id, jobspec and time).
+// logAdded queues an item's added record (its id, jobspec and time):
+// one whose jobspec is the record before's in the same log says so
+// instead of repeating it.
 func (s *service) logAdded(p *pool, it *Item) {
-	s.batch.AppendShared(p.addedKey(it.ID), appendAdded(nil, it))
+	key := p.addedKey(it.ID)
+	same := key == p.loggedKey && bytes.Equal(it.Jobspec, p.loggedSpec)
+	p.loggedKey, p.loggedSpec = key, it.Jobspec
+	s.batch.AppendShared(key, appendAdded(nil, it, same))
 }
 
 // logResult queues a done item's record for its results log.

@@ -201,12 +201,17 @@ func (s *service) restoreOld(ctx context.Context, p *pool, base string) error {
 }
 
 // appendAdded appends the added-log line of an item: {"id","t_add",
-// "jobspec"} and a newline.
-func appendAdded(b []byte, it *Item) []byte {
+// "jobspec"} and a newline, or with same {"id","t_add","same":1}: the
+// jobspec is the previous record's of the same log (a stream of
+// identical jobs takes a line each, not a jobspec each).
+func appendAdded(b []byte, it *Item, same bool) []byte {
 	b = append(b, `{"id":`...)
 	b = strconv.AppendInt(b, it.ID, 10)
 	b = append(b, `,"t_add":`...)
 	b = strconv.AppendFloat(b, it.TAdd, 'f', -1, 64)
+	if same {
+		return append(b, `,"same":1}`+"\n"...)
+	}
 	b = append(b, `,"jobspec":`...)
 	b = append(b, it.Jobspec...)
 	return append(b, "}\n"...)
@@ -214,18 +219,27 @@ func appendAdded(b []byte, it *Item) []byte {
 
 // parseAdded reads an added log, calling fn with each item (pending).
 func parseAdded(data []byte, fn func(*Item)) error {
+	var prev json.RawMessage
 	return parseLog(data, func(n int, raw json.RawMessage) error {
 		var rec struct {
 			ID      int64           `json:"id"`
 			TAdd    float64         `json:"t_add"`
 			Jobspec json.RawMessage `json:"jobspec"`
+			Same    int             `json:"same"`
 		}
 		if err := json.Unmarshal(raw, &rec); err != nil {
 			return fmt.Errorf("record %d: %w", n, err)
 		}
+		if rec.Same == 1 && rec.Jobspec == nil {
+			if prev == nil {
+				return fmt.Errorf("record %d: same jobspec as the record before, but it is the first", n)
+			}
+			rec.Jobspec = prev
+		}
 		if rec.ID < 1 || len(rec.Jobspec) == 0 || rec.Jobspec[0] != '{' {
 			return fmt.Errorf("record %d: want an id of 1 or more and a jobspec object", n)
 		}
+		prev = rec.Jobspec
 		fn(&Item{PoolItem: wire.PoolItem{ID: rec.ID, TAdd: rec.TAdd, Jobspec: rec.Jobspec, State: StatePending}})
 		return nil
 	})

@@ -350,6 +350,7 @@ func TestParseLogsErrors(t *testing.T) {
 		{`{"id":0,"jobspec":{}}`, "record 1: want an id"},
 		{`{"id":3,"jobspec":"x"}`, "jobspec object"},
 		{`[1]`, "record 1"},
+		{`{"id":5,"t_add":1,"same":1}`, "record 1: same jobspec"},
 	} {
 		err := parseAdded([]byte(c.data), func(*Item) {})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -365,6 +366,7 @@ func TestParseLogsErrors(t *testing.T) {
 // is what a record holds.
 func FuzzParseLogs(f *testing.F) {
 	f.Add([]byte(`{"id":1,"t_add":1.5,"jobspec":{"version":1}}` + "\n"))
+	f.Add([]byte(`{"id":1,"t_add":1.5,"jobspec":{"version":1}}` + "\n" + `{"id":2,"t_add":1.5,"same":1}` + "\n"))
 	f.Add([]byte(`{"id":7,"state":"done","result":{"result":"COMPLETED"}}` + "\n" + `{"id":8`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		parseAdded(data, func(it *Item) {
@@ -373,7 +375,7 @@ func FuzzParseLogs(f *testing.F) {
 			}
 			// what appendAdded writes reads back the same
 			var again []*Item
-			if err := parseAdded(appendAdded(nil, it), func(x *Item) { again = append(again, x) }); err != nil || len(again) != 1 || again[0].ID != it.ID {
+			if err := parseAdded(appendAdded(nil, it, false), func(x *Item) { again = append(again, x) }); err != nil || len(again) != 1 || again[0].ID != it.ID {
 				t.Fatalf("the record of %+v did not read back: %v", it, err)
 			}
 		})
@@ -400,5 +402,27 @@ func TestInternIdenticalJobspecs(t *testing.T) {
 	}
 	if w := p.intern(spec(t, "a")); &w[0] == &a1[0] {
 		t.Error("intern remembers more than the last jobspec")
+	}
+}
+
+// TestAddedLogSameJobspec: a run of identical jobspecs is written once
+// per added log, each later record saying "same", and reads back whole.
+func TestAddedLogSameJobspec(t *testing.T) {
+	js := spec(t, "a")
+	var data []byte
+	for i := int64(1); i <= 3; i++ {
+		data = appendAdded(data, &Item{PoolItem: wire.PoolItem{ID: i, TAdd: 1, Jobspec: js}}, i > 1)
+	}
+	other := spec(t, "b")
+	data = appendAdded(data, &Item{PoolItem: wire.PoolItem{ID: 4, TAdd: 1, Jobspec: other}}, false)
+	if n := strings.Count(string(data), `"jobspec"`); n != 2 {
+		t.Fatalf("%d jobspecs written for 4 records of 2 jobspecs:\n%s", n, data)
+	}
+	var got []*Item
+	if err := parseAdded(data, func(it *Item) { got = append(got, it) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 || string(got[2].Jobspec) != string(js) || string(got[3].Jobspec) != string(other) {
+		t.Fatalf("read back %+v", got)
 	}
 }
