@@ -182,6 +182,22 @@ plugins = [ { load = "mf-priority" } ]
 	if got := report(); got["fluxchk-b"] != 0 || got["fluxchk-a"] < 1 {
 		t.Errorf("the usage history after fluxchk-b's uid was corrected: %v (before: %v), want fluxchk-a's job and nothing of fluxchk-b's", got, merged)
 	}
+
+	// 8. a held job's dependency names what holds it now
+	e.must("account", "edit-user", "fluxchk-a", "--max-running-jobs=1", "--max-cores=1")
+	first := jobid.MustParse(e.mustAs(aUID, "submit", testDuration("60s"), "true"))
+	e.waitEvent(first, "start")
+	second := jobid.MustParse(e.mustAs(aUID, "submit", "true"))
+	e.waitFor("the second job held on max-running-jobs", func() bool {
+		return e.field(second, "{status_abbrev} {dependencies}") == "D max-running-jobs-user-limit"
+	})
+	e.must("account", "edit-user", "fluxchk-a", "--max-running-jobs=2")
+	e.waitFor("the second job held on max-cores", func() bool {
+		return e.field(second, "{status_abbrev} {dependencies}") == "D max-resources-user-limit"
+	})
+	e.must("account", "edit-user", "fluxchk-a", "--max-cores=2")
+	e.waitEvent(second, "clean")
+	e.must("cancel", first.String())
 }
 
 // setUID writes a uid into the accounting database behind the module's

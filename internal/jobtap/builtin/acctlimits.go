@@ -417,7 +417,8 @@ func (a *AccountLimits) release(k assocKey) {
 			u.Held = u.Held[1:]
 			continue
 		}
-		if a.fits(aj) != "" {
+		if why := a.fits(aj); why != "" {
+			a.relabel(u.Held[0], aj, why)
 			return
 		}
 		id, dep := u.Held[0], aj.held
@@ -427,6 +428,26 @@ func (a *AccountLimits) release(k assocKey) {
 		if err := a.h.RemoveDependency(id, dep); err != nil {
 			a.h.Log().Error("accounting-limits: releasing job", "id", id.String(), "err", err)
 		}
+	}
+}
+
+// relabel keeps a held job's dependency true to what holds it now: a
+// job held on max-running-jobs whose limit was raised, but that still
+// does not fit max-cores, says max-resources-user-limit from now on.
+// The new dependency is added before the old one goes, so the job
+// never has none.
+func (a *AccountLimits) relabel(id jobid.ID, aj *acctJob, why string) {
+	if why == aj.held {
+		return
+	}
+	if err := a.h.AddDependency(id, why); err != nil {
+		a.h.Log().Error("accounting-limits: relabelling held job", "id", id.String(), "err", err)
+		return
+	}
+	old := aj.held
+	aj.held = why
+	if err := a.h.RemoveDependency(id, old); err != nil {
+		a.h.Log().Error("accounting-limits: relabelling held job", "id", id.String(), "err", err)
 	}
 }
 
