@@ -774,8 +774,11 @@ func pulledResult(id jobid.ID, r *job.JobResult, err error) wire.PoolResult {
 // default: enough to have the next job queued here for each core when
 // one ends (a window of one per core leaves every core idle for a pull
 // and a submission between jobs), and not so many that one child holds
-// work another could run: four per core, 8 at least.
-func defaultWindow(cores int) int { return max(8, 4*cores) }
+// work another could run: four per core, 8 at least, and no more than
+// maxWindow (a child of 16,384 cores asked for 65,536 jobs in its first
+// pull and took a 100,000-job pool's first 65,536 while the other
+// children got none).
+func defaultWindow(cores int) int { return min(maxWindow, max(8, 4*cores)) }
 
 // maxWindow bounds the window flux pool pull grows to by itself.
 const maxWindow = 1024

@@ -70,3 +70,13 @@ func TestSubmitCache(t *testing.T) {
 		t.Error("a bad jobspec was encoded")
 	}
 }
+
+// TestDefaultWindow: four pulled jobs a core, 8 at least and maxWindow
+// at most, however many cores the child has.
+func TestDefaultWindow(t *testing.T) {
+	for cores, want := range map[int]int{1: 8, 2: 8, 16: 64, 256: maxWindow, 16384: maxWindow} {
+		if got := defaultWindow(cores); got != want {
+			t.Errorf("defaultWindow(%d) = %d, want %d", cores, got, want)
+		}
+	}
+}
