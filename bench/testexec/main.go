@@ -120,6 +120,7 @@ func main() {
 	elapsed := time.Since(t0)
 
 	var fin, clean, alloc []time.Duration
+	byDur := map[time.Duration][]time.Duration{}
 	for id, d := range dur {
 		at := eventTimes(ctx, h, id)
 		s, ok1 := at["start"]
@@ -129,6 +130,7 @@ func main() {
 			fatal(fmt.Errorf("job %s: eventlog lacks start, finish or clean", id))
 		}
 		fin = append(fin, time.Duration((f-s)*1e9)-d)
+		byDur[d] = append(byDur[d], time.Duration((f-s)*1e9)-d)
 		clean = append(clean, time.Duration((c-s)*1e9)-d)
 		if a, ok := at["alloc"]; ok {
 			alloc = append(alloc, time.Duration((s-a)*1e9))
@@ -139,6 +141,9 @@ func main() {
 	report("start -> finish, beyond the duration", fin)
 	report("start -> clean (run to inactive), beyond", clean)
 	report("alloc -> start", alloc)
+	for _, d := range durations {
+		report(fmt.Sprintf("start -> finish beyond, %d ms jobs", d), byDur[time.Duration(d)*time.Millisecond])
+	}
 }
 
 func report(name string, d []time.Duration) {
