@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+	"unique"
 
 	"github.com/fluxgo/fluxgo/internal/kvsbatch"
 	"github.com/fluxgo/fluxgo/internal/module"
@@ -410,7 +411,7 @@ func (s *service) done(r *flux.Request) {
 			refused = append(refused, why)
 			continue
 		}
-		it.State, it.Result, it.TDone, it.route = StateDone, d.Result, t, ""
+		it.State, it.Result, it.TDone, it.route = StateDone, compactResult(d.Result), t, ""
 		s.logResult(p, it)
 		// a done item is never handed out again: its jobspec stays in
 		// the added log only
@@ -435,6 +436,23 @@ func (s *service) done(r *flux.Request) {
 		}
 		r.Errorf(errno, "%s", msg)
 	})
+}
+
+// zeroStatus is the wait status most results share (exit 0).
+var zeroStatus = 0
+
+// compactResult is r as a pool keeps it for good: its strings shared
+// with every other result that has them (COMPLETED, an empty note) and
+// a wait status of 0 shared too, so a million done items do not each
+// hold their own copies.
+func compactResult(r *Result) *Result {
+	c := *r
+	c.Result = unique.Make(c.Result).Value()
+	c.Note = unique.Make(c.Note).Value()
+	if c.Waitstatus != nil && *c.Waitstatus == 0 {
+		c.Waitstatus = &zeroStatus
+	}
+	return &c
 }
 
 // close stops a pool taking jobs: its pullers get ENODATA once nothing is

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/fluxgo/fluxgo/internal/broker"
 	"github.com/fluxgo/fluxgo/internal/broker/brokertest"
@@ -424,5 +425,20 @@ func TestAddedLogSameJobspec(t *testing.T) {
 	}
 	if len(got) != 4 || string(got[2].Jobspec) != string(js) || string(got[3].Jobspec) != string(other) {
 		t.Fatalf("read back %+v", got)
+	}
+}
+
+// TestCompactResult: done items' results share their common parts and
+// keep their values.
+func TestCompactResult(t *testing.T) {
+	zero, three := 0, 768
+	a := compactResult(&Result{Jobid: "ƒa", Result: string([]byte("COMPLETED")), Waitstatus: &zero})
+	b := compactResult(&Result{Jobid: "ƒb", Result: string([]byte("COMPLETED")), Waitstatus: new(int)})
+	c := compactResult(&Result{Jobid: "ƒc", Result: "FAILED", Waitstatus: &three, Note: "x"})
+	if a.Waitstatus != b.Waitstatus || *a.Waitstatus != 0 || unsafe.StringData(a.Result) != unsafe.StringData(b.Result) {
+		t.Error("two COMPLETED results with status 0 share nothing")
+	}
+	if a.Jobid != "ƒa" || b.Jobid != "ƒb" || *c.Waitstatus != 768 || c.Result != "FAILED" || c.Note != "x" {
+		t.Errorf("values changed: %+v %+v %+v", a, b, c)
 	}
 }
