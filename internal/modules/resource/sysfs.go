@@ -241,10 +241,16 @@ func sysfsDomains(root string, cpus []uint, gpus, nics []pciDev) []rset.NUMADoma
 // MemTotal:       24683736 kB") in bytes; 0 when it cannot.
 func nodeMemory(path string) uint64 {
 	b, err := os.ReadFile(path)
-	if err != nil {
+	if err != nil || len(b) > 1<<16 {
 		return 0
 	}
-	for line := range strings.Lines(string(b)) {
+	return parseNodeMeminfo(string(b))
+}
+
+// parseNodeMeminfo reads MemTotal from a node's meminfo text, in bytes
+// (0 when it has none it can read).
+func parseNodeMeminfo(text string) uint64 {
+	for line := range strings.Lines(text) {
 		f := strings.Fields(line)
 		if len(f) == 5 && f[0] == "Node" && f[2] == "MemTotal:" && f[4] == "kB" {
 			kb, err := strconv.ParseUint(f[3], 10, 64)
