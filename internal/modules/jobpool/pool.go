@@ -96,6 +96,48 @@ type pool struct {
 	// restart, so a log's first record there holds its jobspec
 	loggedKey  string
 	loggedSpec json.RawMessage
+	// done holds the done items, compacted (see doneRec): items keeps
+	// only the pending and assigned ones
+	done []doneRec
+}
+
+// doneRec is a done item as a pool keeps it: no jobspec, no pointers
+// but its strings (shared where they repeat), in one slice rather than
+// a map of records; a million done items take about half what their
+// Items did.
+type doneRec struct {
+	id                   int64
+	tAdd, tAssign, tDone float64
+	pulls                int32
+	waitstatus           int32
+	hasStatus            bool
+	child, jobid         string
+	result, note         string
+}
+
+// retire moves a done item from items to done.
+func (p *pool) retire(it *Item) {
+	d := doneRec{id: it.ID, tAdd: it.TAdd, tAssign: it.TAssign, tDone: it.TDone, pulls: int32(it.Pulls),
+		child: unique.Make(it.Child).Value()}
+	if r := it.Result; r != nil {
+		d.jobid, d.result, d.note = r.Jobid, unique.Make(r.Result).Value(), unique.Make(r.Note).Value()
+		if r.Waitstatus != nil {
+			d.hasStatus, d.waitstatus = true, int32(*r.Waitstatus)
+		}
+	}
+	delete(p.items, it.ID)
+	p.done = append(p.done, d)
+}
+
+// item is d as the wire describes it.
+func (d *doneRec) item() Item {
+	r := &Result{Jobid: d.jobid, Result: d.result, Note: d.note}
+	if d.hasStatus {
+		ws := int(d.waitstatus)
+		r.Waitstatus = &ws
+	}
+	return Item{PoolItem: wire.PoolItem{ID: d.id, State: StateDone, Child: d.child, Pulls: int(d.pulls),
+		TAdd: d.tAdd, TAssign: d.tAssign, TDone: d.tDone, Result: r}}
 }
 
 // intern returns js, or the identical jobspec p already holds.
@@ -398,6 +440,8 @@ func (s *service) done(r *flux.Request) {
 		it := p.items[d.ID]
 		var why string
 		switch {
+		case it == nil && d.ID >= 1 && d.ID < p.meta.Next:
+			why, errno = fmt.Sprintf("pool %q item %d is %s, not assigned", p.name, d.ID, StateDone), syscall.EINVAL
 		case it == nil:
 			why, errno = fmt.Sprintf("pool %q has no item %d", p.name, d.ID), syscall.ENOENT
 		case it.State != StateAssigned:
@@ -411,11 +455,11 @@ func (s *service) done(r *flux.Request) {
 			refused = append(refused, why)
 			continue
 		}
-		it.State, it.Result, it.TDone, it.route = StateDone, compactResult(d.Result), t, ""
+		it.State, it.Result, it.TDone, it.route = StateDone, d.Result, t, ""
 		s.logResult(p, it)
 		// a done item is never handed out again: its jobspec stays in
-		// the added log only
-		it.Jobspec = nil
+		// the added log only, its record is compacted
+		p.retire(it)
 	}
 	if len(refused) == 0 {
 		s.durable(r, map[string]any{})
@@ -436,23 +480,6 @@ func (s *service) done(r *flux.Request) {
 		}
 		r.Errorf(errno, "%s", msg)
 	})
-}
-
-// zeroStatus is the wait status most results share (exit 0).
-var zeroStatus = 0
-
-// compactResult is r as a pool keeps it for good: its strings shared
-// with every other result that has them (COMPLETED, an empty note) and
-// a wait status of 0 shared too, so a million done items do not each
-// hold their own copies.
-func compactResult(r *Result) *Result {
-	c := *r
-	c.Result = unique.Make(c.Result).Value()
-	c.Note = unique.Make(c.Note).Value()
-	if c.Waitstatus != nil && *c.Waitstatus == 0 {
-		c.Waitstatus = &zeroStatus
-	}
-	return &c
 }
 
 // close stops a pool taking jobs: its pullers get ENODATA once nothing is
@@ -504,6 +531,7 @@ func (p *pool) count() map[string]int {
 	for _, it := range p.items {
 		c[it.State]++
 	}
+	c[StateDone] += len(p.done)
 	return c
 }
 
@@ -541,11 +569,14 @@ func (s *service) list(r *flux.Request) {
 			r.Errorf(syscall.ENOENT, "no pool %q", req.Pool)
 			return
 		}
-		items := make([]Item, 0, len(p.items))
+		items := make([]Item, 0, len(p.items)+len(p.done))
 		for _, it := range p.items {
 			c := *it
 			c.Jobspec = nil
 			items = append(items, c)
+		}
+		for i := range p.done {
+			items = append(items, p.done[i].item())
 		}
 		sort.Slice(items, func(i, j int) bool { return items[i].ID < items[j].ID })
 		r.Respond(map[string]any{"pool": p.info(), "items": items})

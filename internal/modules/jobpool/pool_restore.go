@@ -41,10 +41,12 @@ func (s *service) restore(ctx context.Context) error {
 				return fmt.Errorf("pool %s of user %d: %w", name, uid, err)
 			}
 			for id, it := range p.items {
-				if it.State != StateDone {
-					it.State = StatePending
-					p.pending = append(p.pending, id)
+				if it.State == StateDone {
+					p.retire(it)
+					continue
 				}
+				it.State = StatePending
+				p.pending = append(p.pending, id)
 			}
 			sort.Slice(p.pending, func(i, j int) bool { return p.pending[i] < p.pending[j] })
 			s.pools[key(p.userid, name)] = p

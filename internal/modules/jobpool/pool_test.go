@@ -428,17 +428,31 @@ func TestAddedLogSameJobspec(t *testing.T) {
 	}
 }
 
-// TestCompactResult: done items' results share their common parts and
-// keep their values.
-func TestCompactResult(t *testing.T) {
-	zero, three := 0, 768
-	a := compactResult(&Result{Jobid: "ƒa", Result: string([]byte("COMPLETED")), Waitstatus: &zero})
-	b := compactResult(&Result{Jobid: "ƒb", Result: string([]byte("COMPLETED")), Waitstatus: new(int)})
-	c := compactResult(&Result{Jobid: "ƒc", Result: "FAILED", Waitstatus: &three, Note: "x"})
-	if a.Waitstatus != b.Waitstatus || *a.Waitstatus != 0 || unsafe.StringData(a.Result) != unsafe.StringData(b.Result) {
-		t.Error("two COMPLETED results with status 0 share nothing")
+// TestDoneRecord: a done item compacted reads back as it was, its
+// repeated strings shared.
+func TestDoneRecord(t *testing.T) {
+	p := &pool{items: map[int64]*Item{}}
+	ws := 256
+	for i, res := range []*Result{
+		{Jobid: "ƒa", Result: string([]byte("COMPLETED")), Waitstatus: new(int)},
+		{Jobid: "ƒb", Result: string([]byte("COMPLETED")), Waitstatus: &ws, Note: "n"},
+		{Jobid: "", Result: "REFUSED"},
+	} {
+		it := &Item{PoolItem: wire.PoolItem{ID: int64(i + 1), State: StateDone, Child: "job ƒx", Pulls: 2, TAdd: 1, TAssign: 2, TDone: 3, Result: res}}
+		p.items[it.ID] = it
+		want := *it
+		p.retire(it)
+		got := p.done[i].item()
+		if got.ID != want.ID || got.State != StateDone || got.Child != want.Child || got.Pulls != 2 || got.TAdd != 1 || got.TAssign != 2 || got.TDone != 3 ||
+			got.Result.Jobid != res.Jobid || got.Result.Result != res.Result || got.Result.Note != res.Note ||
+			(res.Waitstatus == nil) != (got.Result.Waitstatus == nil) || res.Waitstatus != nil && *got.Result.Waitstatus != *res.Waitstatus {
+			t.Errorf("item %d: %+v (result %+v), want %+v (result %+v)", i+1, got, got.Result, want, res)
+		}
 	}
-	if a.Jobid != "ƒa" || b.Jobid != "ƒb" || *c.Waitstatus != 768 || c.Result != "FAILED" || c.Note != "x" {
-		t.Errorf("values changed: %+v %+v %+v", a, b, c)
+	if len(p.items) != 0 || p.count()[StateDone] != 3 {
+		t.Errorf("items %d, done %d", len(p.items), p.count()[StateDone])
+	}
+	if unsafe.StringData(p.done[0].result) != unsafe.StringData(p.done[1].result) {
+		t.Error("two COMPLETED results hold two copies")
 	}
 }
