@@ -17,6 +17,7 @@ type chooser struct {
 	need  int // nodes (with a node count) or slots still wanted
 	picks []pick
 	aside []asidePick
+	tiers bool // some of aside were set aside by a later plugin than the first
 }
 
 // asidePick is a node set aside, or the slots of a node beyond those it
@@ -86,7 +87,9 @@ func (ch *chooser) offer(v view, i int) bool {
 			return false
 		}
 		if kd, cuts := ch.prefer(i, spn, buf[:0]); kd < spn {
-			ch.aside = append(ch.aside, asidePick{pick{i, spn}, -1, firstCut(cuts)})
+			tier := firstCut(cuts)
+			ch.tiers = ch.tiers || tier > 0
+			ch.aside = append(ch.aside, asidePick{pick{i, spn}, -1, tier})
 			return false
 		}
 		ch.picks = append(ch.picks, pick{i, spn})
@@ -105,6 +108,7 @@ func (ch *chooser) offer(v view, i int) bool {
 		}
 		for tier, n := range cuts {
 			if n > 0 {
+				ch.tiers = ch.tiers || tier > 0
 				ch.aside = append(ch.aside, asidePick{pick{i, n}, at, tier})
 			}
 		}
@@ -128,7 +132,9 @@ func (ch *chooser) finish() []pick {
 	}
 	// a later plugin's first: a node only it set aside holds its slots
 	// better than one an earlier plugin did
-	slices.SortStableFunc(ch.aside, func(a, b asidePick) int { return b.tier - a.tier })
+	if ch.tiers {
+		slices.SortStableFunc(ch.aside, func(a, b asidePick) int { return b.tier - a.tier })
+	}
 	for n, a := range ch.aside {
 		if ch.need == 0 {
 			break
