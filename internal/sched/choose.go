@@ -29,7 +29,7 @@ type asidePick struct {
 }
 
 func (p *Pool) chooser(v view, req *Request, picks []pick) chooser {
-	ch := chooser{p: p, v: v, req: req, c: int32(req.SlotCores), g: int32(req.SlotGPUs), picks: picks[:0]}
+	ch := chooser{p: p, v: v, req: req, c: int32(req.SlotCores), g: int32(req.SlotGPUs), picks: picks[:0], aside: p.asideBuf[:0]}
 	ch.need = req.Slots
 	if req.Nodes > 0 {
 		ch.need = req.Nodes
@@ -124,6 +124,7 @@ func (ch *chooser) offer(v view, i int) bool {
 // finish returns the picks, completed from the nodes set aside if need
 // be (nil if the request is not met).
 func (ch *chooser) finish() []pick {
+	defer func() { ch.p.asideBuf = ch.aside[:0] }() // kept for the next request
 	if ch.need == 0 || len(ch.aside) == 0 {
 		if ch.need > 0 {
 			return nil

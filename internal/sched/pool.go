@@ -36,15 +36,16 @@ type Pool struct {
 
 	masks map[string]*mask // compiled constraints, by their JSON
 
-	scheduling []byte    // the inventory's "scheduling" value, copied into allocations
-	fit        Fit       // how Allocate places requests
-	uniform    bool      // every node has the same number of cores and of GPUs
-	numa       int       // nodes with NUMA domains (numa.go)
-	nics       int       // nodes where some domains have a fabric NIC and some not (nic.go)
-	nicPrefer  bool      // the profile has the nic plugin (nic.go)
-	gpuShare   int32     // the most allocations any node's GPU may be given to at once (gpushare.go; 0: 1)
-	shares     GPUShares // each node's share, by its properties (gpushare.go)
-	profile    Profile   // the search's plugins (extension.go)
+	scheduling []byte      // the inventory's "scheduling" value, copied into allocations
+	fit        Fit         // how Allocate places requests
+	uniform    bool        // every node has the same number of cores and of GPUs
+	numa       int         // nodes with NUMA domains (numa.go)
+	nics       int         // nodes where some domains have a fabric NIC and some not (nic.go)
+	nicPrefer  bool        // the profile has the nic plugin (nic.go)
+	gpuShare   int32       // the most allocations any node's GPU may be given to at once (gpushare.go; 0: 1)
+	shares     GPUShares   // each node's share, by its properties (gpushare.go)
+	profile    Profile     // the search's plugins (extension.go)
+	asideBuf   []asidePick // the chooser's nodes set aside, reused (choose.go)
 }
 
 type node struct {
