@@ -374,6 +374,50 @@ func Has(ctx context.Context, db *sql.DB, id uint64) (bool, error) {
 	return err == nil, err
 }
 
+// idsPerQuery bounds the ids one Archived statement binds (SQLite's
+// limit on a statement's parameters is 32766; a smaller statement
+// keeps each step short).
+const idsPerQuery = 500
+
+// Archived returns which of ids are archived, with one query per
+// idsPerQuery of them (instead of a Has for each).
+func Archived(ctx context.Context, db *sql.DB, ids []uint64) (map[uint64]bool, error) {
+	have := make(map[uint64]bool)
+	var q strings.Builder
+	args := make([]any, 0, min(len(ids), idsPerQuery))
+	for start := 0; start < len(ids); start += idsPerQuery {
+		chunk := ids[start:min(start+idsPerQuery, len(ids))]
+		q.Reset()
+		q.WriteString("SELECT id FROM jobs WHERE id IN (")
+		args = args[:0]
+		for i, id := range chunk {
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteByte('?')
+			args = append(args, int64(id))
+		}
+		q.WriteByte(')')
+		rows, err := db.QueryContext(ctx, q.String(), args...)
+		if err != nil {
+			return nil, fmt.Errorf("job archive: %w", err)
+		}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("job archive: %w", err)
+			}
+			have[uint64(id)] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("job archive: %w", err)
+		}
+	}
+	return have, nil
+}
+
 // QueryRequest is the job-archive.query payload (the module's wire
 // contract lives here, beside the records it carries).
 type QueryRequest struct {

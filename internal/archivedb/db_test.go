@@ -117,3 +117,43 @@ func FuzzRequeuedRuns(f *testing.F) {
 		}
 	})
 }
+
+// TestArchived: one batch query says which of many ids are archived,
+// across more ids than one statement binds.
+func TestArchived(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "a.sqlite"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	var recs []Record
+	var ids []uint64
+	for id := uint64(1); id <= 2*idsPerQuery+7; id++ {
+		ids = append(ids, id)
+		if id%3 == 0 {
+			recs = append(recs, Record{ID: id, Jobid: "f" + strings.Repeat("x", int(id%5)), Result: "COMPLETED", TInactive: float64(id)})
+		}
+	}
+	if n, err := Insert(ctx, db, recs); err != nil || n != len(recs) {
+		t.Fatalf("insert: %d, %v; want %d", n, err, len(recs))
+	}
+	have, err := Archived(ctx, db, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(have) != len(recs) {
+		t.Fatalf("%d archived, want %d", len(have), len(recs))
+	}
+	for _, id := range ids {
+		if have[id] != (id%3 == 0) {
+			t.Fatalf("job %d: archived %v, want %v", id, have[id], id%3 == 0)
+		}
+		if h, err := Has(ctx, db, id); err != nil || h != have[id] {
+			t.Fatalf("job %d: Has %v, %v; Archived says %v", id, h, err, have[id])
+		}
+	}
+	if have, err := Archived(ctx, db, nil); err != nil || len(have) != 0 {
+		t.Fatalf("no ids: %v, %v", have, err)
+	}
+}

@@ -12,9 +12,13 @@
 //
 // Every period (and when asked: job-archive.sync, and once more as it
 // unloads) it lists the jobs that became inactive since the newest one
-// archived (job-list.list), fetches the rest of each record
-// (job-info.lookup) and inserts them in one transaction. A job already
-// archived is left as it is, so a restart or an overlap costs nothing.
+// archived (job-list.list, every field in one stream), drops those
+// archived already (one query for the lot), and, oldest first, a batch
+// at a time, reads the rest of each record from the job's KVS directory
+// (the batch's lookups all in flight) and inserts the batch in one
+// transaction. A job already archived is left as it is, so a restart,
+// a crash or an overlap archives none twice; a pass cut short keeps
+// the batches it committed.
 //
 // job-archive.query reads it back for flux usage: a streaming RPC whose
 // responses carry up to queryChunk records each ({"records": [...]}),
@@ -24,6 +28,7 @@
 package jobarchive
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -32,6 +37,7 @@ import (
 	"log/slog"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -41,6 +47,7 @@ import (
 	"github.com/fluxgo/fluxgo/internal/module"
 	"github.com/fluxgo/fluxgo/pkg/flux"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
+	"github.com/fluxgo/fluxgo/pkg/flux/kvs"
 	"github.com/fluxgo/fluxgo/pkg/fsd"
 	"github.com/fluxgo/fluxgo/pkg/rset"
 )
@@ -209,65 +216,140 @@ func (a *archiver) pollLocked(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("job-list.list: %w", err)
 	}
-	var unarchived []*job.Info
+	if len(jobs) == 0 {
+		return 0, nil
+	}
+	// which are archived already (those of the overlap, or all of
+	// them after a crash between an insert and its reply): one query
+	// for the lot
+	ids := make([]uint64, len(jobs))
+	for i, j := range jobs {
+		ids[i] = uint64(j.ID)
+	}
+	have, err := archivedb.Archived(ctx, a.db, ids)
+	if err != nil {
+		return 0, err
+	}
+	unarchived := jobs[:0]
 	for _, j := range jobs {
-		has, err := archivedb.Has(ctx, a.db, uint64(j.ID))
-		if err != nil {
-			return 0, err
-		}
-		if !has {
+		if !have[uint64(j.ID)] {
 			unarchived = append(unarchived, j)
 		}
 	}
-	if len(unarchived) == 0 {
-		return 0, nil
+	// oldest first, a batch at a time, each batch committed before the
+	// next is read: a pass cut short (the deadline of the last one as
+	// the module unloads, or a crash) leaves every job that became
+	// inactive before the newest archived one archived, so the next
+	// pass (or start) that looks from there misses none
+	slices.SortStableFunc(unarchived, func(x, y *job.Info) int { return cmp.Compare(x.TInactive, y.TInactive) })
+	n := 0
+	for start := 0; start < len(unarchived); start += batchJobs {
+		batch := unarchived[start:min(start+batchJobs, len(unarchived))]
+		recs, err := a.records(ctx, batch)
+		if err != nil {
+			return n, err
+		}
+		k, err := archivedb.Insert(ctx, a.db, recs)
+		if err != nil {
+			return n, err
+		}
+		for _, r := range recs {
+			a.since = max(a.since, r.TInactive)
+		}
+		n += k
+		a.archived += k
 	}
-	recs, err := a.records(ctx, unarchived)
-	if err != nil {
-		return 0, err
-	}
-	n, err := archivedb.Insert(ctx, a.db, recs)
-	if err != nil {
-		return 0, err
-	}
-	for _, r := range recs {
-		a.since = max(a.since, r.TInactive)
-	}
-	a.archived += n
 	return n, nil
 }
 
-// lookupWindow bounds the job-info lookups in flight.
-const lookupWindow = 128
+// batchJobs is how many jobs' records are read (their KVS lookups all
+// in flight at once) and inserted in one transaction.
+const batchJobs = 256
 
-// records fetches the rest of each job's record.
+// jobKeys are the job's KVS keys a record holds; the last two only
+// for a job that was given resources.
+var jobKeys = [...]string{"jobspec", "eventlog", "R", "guest.usage"}
+
+// records reads the rest of each job's record from the KVS: every
+// lookup of the batch sent before the first answer is read (the
+// module runs as the instance owner, so it reads the job directories
+// itself rather than through job-info, one request per key).
 func (a *archiver) records(ctx context.Context, jobs []*job.Info) ([]archivedb.Record, error) {
-	out := make([]archivedb.Record, len(jobs))
-	errs := make([]error, len(jobs))
-	sem := make(chan struct{}, lookupWindow)
-	var wg sync.WaitGroup
-	for i, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			out[i], errs[i] = a.record(ctx, j)
-		}()
-	}
-	wg.Wait()
-	// a job purged between the list and the lookup is skipped, not fatal
-	kept := out[:0]
-	for i, r := range out {
-		switch {
-		case errs[i] == nil:
-			kept = append(kept, r)
-		case errors.Is(errs[i], syscall.ENOENT):
-			a.log.Warn("job gone before it was archived", "id", jobs[i].ID.String())
-		default:
-			return nil, errs[i]
+	futs := make([]*flux.Future, 0, len(jobs)*len(jobKeys))
+	waited := 0
+	defer func() {
+		// abandon the lookups not waited for (an error cut it short)
+		for _, f := range futs[waited:] {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}()
+	for _, j := range jobs {
+		keys := jobKeys[:2]
+		if ran(j) {
+			keys = jobKeys[:]
+		}
+		for k := range jobKeys {
+			var f *flux.Future
+			if k < len(keys) {
+				var err error
+				if f, err = kvs.LookupAsync(a.h, kvs.PrimaryNamespace, 0, job.KVSKey(j.ID, jobKeys[k])); err != nil {
+					return nil, fmt.Errorf("job %s: %s: %w", j.ID.String(), jobKeys[k], err)
+				}
+			}
+			futs = append(futs, f)
 		}
 	}
-	return kept, nil
+	out := make([]archivedb.Record, 0, len(jobs))
+	var vals [len(jobKeys)]string
+	for i, j := range jobs {
+		var gone error
+		for k := range jobKeys {
+			f := futs[i*len(jobKeys)+k]
+			waited++
+			vals[k] = ""
+			if f == nil {
+				continue
+			}
+			v, err := lookupValue(ctx, f, jobKeys[k])
+			switch {
+			case err == nil:
+				vals[k] = v
+			case errors.Is(err, syscall.ENOENT) && k >= 2:
+				// no R (an exception before the alloc) or no usage
+				// measured
+			case errors.Is(err, syscall.ENOENT):
+				gone = err
+			default:
+				return nil, fmt.Errorf("job %s: %w", j.ID.String(), err)
+			}
+		}
+		// a job purged between the list and the lookup is skipped, not
+		// fatal
+		if gone != nil {
+			a.log.Warn("job gone before it was archived", "id", j.ID.String(), "err", gone)
+			continue
+		}
+		out = append(out, record(j, vals[0], vals[1], vals[2], vals[3]))
+	}
+	return out, nil
+}
+
+// ran reports whether the job may have an R (and usage) in the KVS.
+func ran(j *job.Info) bool { return j.TRun > 0 || j.Nnodes > 0 }
+
+// lookupValue waits for a kvs.lookup and returns its value as text.
+func lookupValue(ctx context.Context, f *flux.Future, key string) (string, error) {
+	o, err := kvs.LookupResult(ctx, f)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", key, err)
+	}
+	v, err := kvs.ValueOf(key, o)
+	if err != nil {
+		return "", err
+	}
+	return string(v), nil
 }
 
 var usernames sync.Map
@@ -284,11 +366,14 @@ func username(uid uint32) string {
 	return n
 }
 
-func (a *archiver) record(ctx context.Context, j *job.Info) (archivedb.Record, error) {
+// record is a job's archive row: its job-list fields and the texts of
+// its KVS keys.
+func record(j *job.Info, jobspec, eventlog, R, usage string) archivedb.Record {
 	r := archivedb.Record{ID: uint64(j.ID), Jobid: j.ID.String(), Userid: j.Userid, Username: username(j.Userid),
 		Name: j.Name, Queue: j.Queue, Bank: j.Bank, Project: j.Project, Result: j.Result.String(),
 		TSubmit: j.TSubmit, TRun: j.TRun, TCleanup: j.TCleanup, TInactive: j.TInactive, Duration: j.Duration,
-		Ntasks: j.Ntasks, Nnodes: j.Nnodes, Ncores: j.Ncores, Ranks: j.Ranks, Nodelist: j.Nodelist, Cwd: j.Cwd}
+		Ntasks: j.Ntasks, Nnodes: j.Nnodes, Ncores: j.Ncores, Ranks: j.Ranks, Nodelist: j.Nodelist, Cwd: j.Cwd,
+		Jobspec: jobspec, Eventlog: eventlog}
 	if j.ExceptionOccurred {
 		r.ExceptionType, r.ExceptionNote = j.ExceptionType, j.ExceptionNote
 	}
@@ -296,37 +381,14 @@ func (a *archiver) record(ctx context.Context, j *job.Info) (archivedb.Record, e
 		ws, code := int64(j.Waitstatus), int64(job.WaitstatusToExitCode(j.Waitstatus))
 		r.Waitstatus, r.ExitCode = &ws, &code
 	}
-	var texts struct {
-		Jobspec  string `json:"jobspec"`
-		Eventlog string `json:"eventlog"`
-	}
-	if err := a.h.Call(ctx, "job-info.lookup", flux.NodeidAny,
-		map[string]any{"id": j.ID, "keys": []string{"jobspec", "eventlog"}, "flags": 0}, &texts); err != nil {
-		return r, fmt.Errorf("job %s: %w", r.Jobid, err)
-	}
-	r.Jobspec, r.Eventlog = texts.Jobspec, texts.Eventlog
-	if j.TRun > 0 || j.Nnodes > 0 {
-		var R struct {
-			R string `json:"R"`
-		}
-		err := a.h.Call(ctx, "job-info.lookup", flux.NodeidAny, map[string]any{"id": j.ID, "keys": []string{"R"}, "flags": 0}, &R)
-		if err != nil && !errors.Is(err, syscall.ENOENT) {
-			return r, fmt.Errorf("job %s: R: %w", r.Jobid, err)
-		}
-		r.R = R.R
-		if rs, err := rset.Parse([]byte(R.R)); err == nil {
+	if ran(j) {
+		r.R = R
+		if rs, err := rset.Parse([]byte(R)); err == nil {
 			r.Ngpus = rs.NGPUs()
 		}
 		// peak memory and CPU time from the job's cgroups, when the
 		// shells measured them (issue 24)
-		var u struct {
-			Usage string `json:"guest.usage"`
-		}
-		err = a.h.Call(ctx, "job-info.lookup", flux.NodeidAny, map[string]any{"id": j.ID, "keys": []string{"guest.usage"}, "flags": 0}, &u)
-		if err != nil && !errors.Is(err, syscall.ENOENT) {
-			return r, fmt.Errorf("job %s: guest.usage: %w", r.Jobid, err)
-		}
-		r.SetUsage(u.Usage)
+		r.SetUsage(usage)
 	}
-	return r, nil
+	return r
 }
