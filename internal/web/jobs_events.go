@@ -11,8 +11,9 @@ const (
 	// jobsStreamInterval is the shortest time between two writes of a
 	// jobs stream: the changes of a burst are gathered (a job that
 	// changed three times is sent once), so a browser watching a busy
-	// instance renders a few times a second, not per event.
-	jobsStreamInterval = 500 * time.Millisecond
+	// instance parses one message a second, as often as the jobs page
+	// redraws, not one per event.
+	jobsStreamInterval = time.Second
 	// jobsPerMessage bounds one "jobs" message's records.
 	jobsPerMessage = 1000
 	// streamKeepalive is how often an idle stream sends a comment, so

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
+	"github.com/fluxgo/fluxgo/pkg/rset"
 )
 
 // TestTrackRequeue: a preempted, requeued job goes back to PRIORITY
@@ -49,4 +50,65 @@ func TestTrackRequeue(t *testing.T) {
 	if !reflect.DeepEqual(want, rec) {
 		t.Errorf("record %v, want %v", rec, want)
 	}
+}
+
+// TestTrackSpecAndR: the name, queue, node count and node list the
+// jobs table shows, read without decoding the jobspec, and R's one-node
+// shortcut agreeing with the whole parse.
+func TestTrackSpecAndR(t *testing.T) {
+	for _, tc := range []struct{ spec, name, queue string }{
+		{`{"attributes":{"system":{"environment":{"A":"x"},"job":{"name":"sim"},"queue":"batch"}},"tasks":[{"command":["/bin/true"]}]}`, "sim", "batch"},
+		{`{"tasks":[{"command":["/usr/bin/hostname","-s"]}],"attributes":{"system":{"cwd":"/"}}}`, "hostname", ""},
+		{`{"tasks":[],"attributes":{}}`, "", ""},
+		{`{"tasks":"x"`, "", ""},
+	} {
+		tr := newJobTrack(1)
+		tr.setJobspec([]byte(tc.spec))
+		if tr.Name != tc.name || tr.Queue != tc.queue {
+			t.Errorf("%s: name %q queue %q, want %q %q", tc.spec, tr.Name, tr.Queue, tc.name, tc.queue)
+		}
+	}
+	for _, tc := range []struct {
+		r        string
+		nnodes   int
+		nodelist string
+	}{
+		{`{"version":1,"execution":{"R_lite":[{"rank":"3","children":{"core":"7"}}],"nodelist":["node3"]}}`, 1, "node3"},
+		{`{"version":1,"execution":{"R_lite":[{"rank":"0-1","children":{"core":"0"}}],"nodelist":["a,b"]}}`, 2, "a,b"},
+		{`{"version":1,"execution":{"R_lite":[{"rank":"0-3","children":{"core":"0"}}],"nodelist":["n[0-3]"]}}`, 4, "n[0-3]"},
+		{`{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0"}},{"rank":"2","children":{"core":"1"}}],"nodelist":["x,z"]}}`, 2, "x,z"},
+		{`{"version":1,"execution":{"R_lite":[{"rank":"5","children":{"core":"0"}}]}}`, 1, ""},
+	} {
+		tr := newJobTrack(1)
+		tr.setR([]byte(tc.r))
+		if tr.Nnodes != tc.nnodes || (tc.nodelist != "" && tr.Nodelist != tc.nodelist) {
+			t.Errorf("%s: nnodes %d nodelist %q, want %d %q", tc.r, tr.Nnodes, tr.Nodelist, tc.nnodes, tc.nodelist)
+		}
+		// the whole parse agrees
+		r, err := rset.Parse([]byte(tc.r))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.r, err)
+		}
+		want := ""
+		if r.HasHostnames() {
+			want = r.Nodelist().String()
+		}
+		if r.Ranks().Count() != tr.Nnodes || want != tr.Nodelist {
+			t.Errorf("%s: read %d %q, parsed %d %q", tc.r, tr.Nnodes, tr.Nodelist, r.Ranks().Count(), want)
+		}
+	}
+}
+
+// FuzzTrackSpecAndR: no jobspec or R makes the track panic.
+func FuzzTrackSpecAndR(f *testing.F) {
+	f.Add(`{"attributes":{"system":{"job":{"name":"a"}}},"tasks":[{"command":["b"]}]}`)
+	f.Add(`{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0"}}],"nodelist":["n0"]}}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		tr := newJobTrack(1)
+		tr.setJobspec([]byte(s))
+		tr.setR([]byte(s))
+		if tr.Nnodes < 0 {
+			t.Fatalf("%q: nnodes %d", s, tr.Nnodes)
+		}
+	})
 }

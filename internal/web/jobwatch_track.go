@@ -2,8 +2,11 @@ package web
 
 import (
 	"encoding/json"
+	"errors"
+	"math"
 	"path"
 	"strconv"
+	"strings"
 
 	"github.com/fluxgo/fluxgo/internal/wire"
 	"github.com/fluxgo/fluxgo/pkg/flux/job"
@@ -99,37 +102,68 @@ func (t *jobTrack) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-// trackSpec is the part of a jobspec the jobs table shows.
-type trackSpec struct {
-	Attributes struct {
-		System struct {
-			Job struct {
-				Name string `json:"name"`
-			} `json:"job"`
-			Queue string `json:"queue"`
-		} `json:"system"`
-	} `json:"attributes"`
-	Tasks []struct {
-		Command []string `json:"command"`
-	} `json:"tasks"`
+// memberPath returns the value at a path of object members (nil if
+// any is missing or not an object). The jobspec's environment and the
+// rest are skipped, not decoded: a journal entry carries the whole
+// jobspec of every new job.
+func memberPath(obj []byte, keys ...string) []byte {
+	for _, k := range keys {
+		v, found, err := jsonwire.Member(obj, k)
+		if err != nil || !found {
+			return nil
+		}
+		obj = v
+	}
+	return obj
+}
+
+// firstElement returns the first element of a JSON array (nil if none).
+func firstElement(arr []byte) []byte {
+	var first []byte
+	errStop := errors.New("stop")
+	if jsonwire.KindOf(arr) != jsonwire.KindArray {
+		return nil
+	}
+	_ = jsonwire.Array(arr, func(v []byte) error { first = v; return errStop })
+	return first
 }
 
 // setJobspec takes the name and queue of a jobspec: its job name, else
 // the base name of its first command, as flux jobs shows it.
 func (t *jobTrack) setJobspec(raw []byte) {
-	var s trackSpec
-	if json.Unmarshal(raw, &s) != nil {
-		return
-	}
-	t.Queue = s.Attributes.System.Queue
-	t.Name = s.Attributes.System.Job.Name
-	if t.Name == "" && len(s.Tasks) > 0 && len(s.Tasks[0].Command) > 0 {
-		t.Name = path.Base(s.Tasks[0].Command[0])
+	system := memberPath(raw, "attributes", "system")
+	t.Queue, _ = jsonwire.String(memberPath(system, "queue"))
+	t.Name, _ = jsonwire.String(memberPath(system, "job", "name"))
+	if t.Name == "" {
+		arg0, _ := jsonwire.String(firstElement(memberPath(firstElement(memberPath(raw, "tasks")), "command")))
+		if arg0 != "" {
+			t.Name = path.Base(arg0)
+		}
 	}
 }
 
-// setR takes the node count and node list of an R (RFC 20).
+// setR takes the node count and node list of an R (RFC 20). A job on
+// one node (one R_lite entry of one rank, one host name) is read as it
+// stands; any other R is parsed whole.
 func (t *jobTrack) setR(raw []byte) {
+	exec := memberPath(raw, "execution")
+	lite := memberPath(exec, "R_lite")
+	var entries, hosts int
+	var rank, host []byte
+	if jsonwire.KindOf(lite) == jsonwire.KindArray {
+		_ = jsonwire.Array(lite, func(v []byte) error { entries++; rank = memberPath(v, "rank"); return nil })
+	}
+	if nl := memberPath(exec, "nodelist"); jsonwire.KindOf(nl) == jsonwire.KindArray {
+		_ = jsonwire.Array(nl, func(v []byte) error { hosts++; host = v; return nil })
+	}
+	if entries == 1 && hosts == 1 {
+		r, err1 := jsonwire.String(rank)
+		h, err2 := jsonwire.String(host)
+		if err1 == nil && err2 == nil && r != "" && strings.Trim(r, "0123456789") == "" && h != "" && !strings.ContainsAny(h, ",[]") {
+			t.Nnodes, t.Nodelist = 1, h
+			return
+		}
+	}
 	r, err := rset.Parse(raw)
 	if err != nil {
 		return
@@ -161,27 +195,16 @@ func (t *jobTrack) apply(e *wire.JournalEntry) {
 		}
 		switch ev.Name {
 		case "submit":
-			var c struct {
-				Userid  uint32 `json:"userid"`
-				Urgency int32  `json:"urgency"`
+			if uid, err := jsonwire.Uint(memberPath(ev.Context, "userid")); err == nil && uid <= math.MaxUint32 {
+				t.Userid = uint32(uid)
 			}
-			if json.Unmarshal(ev.Context, &c) == nil {
-				t.Userid, t.Urgency = c.Userid, c.Urgency
-			}
+			t.setUrgency(ev.Context)
 		case "priority":
-			var c struct {
-				Priority int64 `json:"priority"`
-			}
-			if json.Unmarshal(ev.Context, &c) == nil {
-				t.Priority = c.Priority
+			if prio, err := jsonwire.Int(memberPath(ev.Context, "priority")); err == nil {
+				t.Priority = prio
 			}
 		case "urgency":
-			var c struct {
-				Urgency int32 `json:"urgency"`
-			}
-			if json.Unmarshal(ev.Context, &c) == nil {
-				t.Urgency = c.Urgency
-			}
+			t.setUrgency(ev.Context)
 		case "jobspec-update":
 			var c map[string]json.RawMessage
 			if json.Unmarshal(ev.Context, &c) != nil {
@@ -194,6 +217,13 @@ func (t *jobTrack) apply(e *wire.JournalEntry) {
 				_ = json.Unmarshal(v, &t.Queue)
 			}
 		}
+	}
+}
+
+// setUrgency takes the urgency of a submit or urgency event's context.
+func (t *jobTrack) setUrgency(ctx []byte) {
+	if u, err := jsonwire.Int(memberPath(ctx, "urgency")); err == nil && u >= math.MinInt32 && u <= math.MaxInt32 {
+		t.Urgency = int32(u)
 	}
 }
 
