@@ -262,6 +262,7 @@ func New(cfg Config) (*Broker, error) {
 	b.access.Store(&access)
 	b.state.Store("join")
 	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.coarse.onQuiet = releaseWhenQuiet // filepages.go
 	b.ring = newLogRing(1024, b.rank)
 	b.ring.stderrSev = cfg.LogStderrLevel
 	b.log = slog.New(&ringHandler{ring: b.ring, name: "broker", level: slog.LevelDebug})

@@ -23,6 +23,9 @@ type coarseClock struct {
 	mu      sync.Mutex  // timer, stopped
 	timer   *time.Timer
 	stopped bool
+	// onQuiet, if set, runs (on the timer's goroutine) each time the
+	// clock stops because nobody read it: the broker went quiet.
+	onQuiet func()
 }
 
 // Now returns the coarse time.
@@ -60,13 +63,21 @@ func (c *coarseClock) wake() {
 // again only if the clock was read since the last tick.
 func (c *coarseClock) advance() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.now.Store(time.Now().UnixNano())
 	if !c.stopped && c.read.Swap(false) {
 		c.timer.Reset(coarseTick)
+		c.mu.Unlock()
 		return
 	}
 	c.running.Store(false)
+	quiet := c.onQuiet
+	if c.stopped {
+		quiet = nil
+	}
+	c.mu.Unlock()
+	if quiet != nil {
+		quiet()
+	}
 }
 
 // stop ends the timer for good; reads after it read the clock each time.

@@ -48,3 +48,19 @@ func TestCoarseClockStopsWhenUnread(t *testing.T) {
 		t.Fatalf("a read after stop got %d (before %d), running %v", got, before, c.running.Load())
 	}
 }
+
+// onQuiet runs when the clock stops for want of readers.
+func TestCoarseClockOnQuiet(t *testing.T) {
+	quiet := make(chan struct{}, 4)
+	c := coarseClock{onQuiet: func() { quiet <- struct{}{} }}
+	c.Now()
+	select {
+	case <-quiet:
+	case <-time.After(time.Minute): // a hang guard only
+		t.Fatal("onQuiet did not run after the clock stopped")
+	}
+	if c.running.Load() {
+		t.Fatal("onQuiet ran while the clock was running")
+	}
+	c.stop()
+}

@@ -6,7 +6,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // Most of an idle broker's resident memory is not its own: of 17 MB of
@@ -21,6 +23,42 @@ import (
 // broker uses while idle. The writable data segment is not touched
 // (MADV_DONTNEED would drop its written pages).
 
+// Pages a burst of work faulted back in are released again when the
+// broker goes quiet (its coarse clock stops: no module message for a
+// tick), at most once every releaseGap, and only where the "auto"
+// memory policy runs (TuneMemory: the flux broker command, not brokers
+// inside tests).
+const releaseGap = 10 * time.Second
+
+var (
+	releaseOnQuiet atomic.Bool  // set by TuneMemory's auto policy
+	lastRelease    atomic.Int64 // Unix nanoseconds
+
+	releaseLater atomic.Bool // a release is set for the end of the gap
+)
+
+// releaseWhenQuiet is the coarse clock's onQuiet: it releases the
+// binary's pages now, or at the end of releaseGap when they were
+// released less than that ago (one timer, not one per quiet moment).
+func releaseWhenQuiet() {
+	if !releaseOnQuiet.Load() {
+		return
+	}
+	wait := time.Duration(lastRelease.Load() + int64(releaseGap) - time.Now().UnixNano())
+	if wait <= 0 {
+		releaseBinaryPages()
+		return
+	}
+	if releaseLater.CompareAndSwap(false, true) {
+		time.AfterFunc(wait, func() {
+			releaseLater.Store(false)
+			if releaseOnQuiet.Load() {
+				releaseBinaryPages()
+			}
+		})
+	}
+}
+
 // releaseBinaryPages drops this process's mappings of its executable's
 // read-only pages and returns how many bytes of address space it
 // advised.
@@ -34,6 +72,7 @@ func releaseBinaryPages() int {
 	if err != nil {
 		return 0
 	}
+	lastRelease.Store(time.Now().UnixNano())
 	n := 0
 	for _, r := range readOnlyMappings(maps, exe) {
 		if _, _, e := syscall.Syscall(syscall.SYS_MADVISE, r[0], r[1]-r[0], syscall.MADV_DONTNEED); e == 0 {

@@ -99,13 +99,14 @@ func TuneMemory(attrs map[string]string) (stop func(), err error) {
 	}
 	switch {
 	case p.auto:
+		releaseOnQuiet.Store(true) // filepages.go
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
 			trimWhenQuiet(ctx)
 		}()
-		return func() { cancel(); <-done }, nil
+		return func() { releaseOnQuiet.Store(false); cancel(); <-done }, nil
 	case p.limit > 0:
 		debug.SetMemoryLimit(p.limit)
 	default:
