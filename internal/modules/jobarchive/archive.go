@@ -31,6 +31,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -340,14 +341,28 @@ func (a *archiver) records(ctx context.Context, jobs []*job.Info) ([]archivedb.R
 func ran(j *job.Info) bool { return j.TRun > 0 || j.Nnodes > 0 }
 
 // lookupValue waits for a kvs.lookup and returns its value as text.
+// The response is read as just the val object's type and base64 data
+// (the KVS resolves valrefs), not decoded into a tree object.
 func lookupValue(ctx context.Context, f *flux.Future, key string) (string, error) {
-	o, err := kvs.LookupResult(ctx, f)
+	m, err := f.Get(ctx)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", key, err)
 	}
-	v, err := kvs.ValueOf(key, o)
+	var resp struct {
+		Val *struct {
+			Type string `json:"type"`
+			Data string `json:"data"`
+		} `json:"val"`
+	}
+	if err := m.UnmarshalPayload(&resp); err != nil {
+		return "", fmt.Errorf("%s: kvs.lookup response: %w", key, err)
+	}
+	if resp.Val == nil || resp.Val.Type != "val" {
+		return "", fmt.Errorf("%s: kvs.lookup answered no value: %w", key, syscall.EPROTO)
+	}
+	v, err := base64.StdEncoding.DecodeString(resp.Val.Data)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%s: kvs.lookup value is not base64: %w", key, syscall.EPROTO)
 	}
 	return string(v), nil
 }
