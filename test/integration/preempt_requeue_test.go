@@ -408,9 +408,6 @@ func TestPreemptModePerQueue(t *testing.T) {
 	}
 	c := fmt.Sprintf("--cores-per-task=%d", cores)
 	dir := t.TempDir()
-	script := func(name string) string {
-		return fmt.Sprintf(`if [ -e %[1]s/%[2]s ]; then exit 0; fi; touch %[1]s/%[2]s; exec sleep 300`, dir, name)
-	}
 	for i, tc := range []struct {
 		name, queue string
 		extra       []string
@@ -422,8 +419,9 @@ func TestPreemptModePerQueue(t *testing.T) {
 		{"the job's own cancel", "standby", []string{"--setattr=preempt-mode=cancel"}, "FAILED", false},
 	} {
 		args := append([]string{"-q", tc.queue, "-n1", c}, tc.extra...)
-		victim := e.submit(append(args, "sh", "-c", script(fmt.Sprintf("ran%d", i)))...)
-		e.waitEvent(victim, "start")
+		mark := fmt.Sprintf("ran%d", i)
+		victim := e.submit(append(args, "sh", "-c", victimScript(dir, mark))...)
+		waitFirstRun(e, victim, dir, mark)
 		urgent := e.submit("-q", "batch", "-n1", c, "true")
 		if r := e.result(urgent); r != "COMPLETED" {
 			t.Fatalf("%s: the urgent job: %s", tc.name, r)
@@ -434,4 +432,19 @@ func TestPreemptModePerQueue(t *testing.T) {
 			t.Errorf("%s: the preempted job is %s, requeued %v; want %s, %v:\n%s", tc.name, r, got, tc.result, tc.requeued, log)
 		}
 	}
+}
+
+// waitFirstRun waits until a job running victimScript(dir, name) is in
+// its first run's sleep: started, and its mark made. The start event
+// alone is not enough: it says the task was spawned, not that the
+// script ran, and a job preempted and requeued before its first run
+// made the mark sleeps again in its second run (300 s) instead of
+// exiting.
+func waitFirstRun(e *env, id jobid.ID, dir, name string) {
+	e.t.Helper()
+	e.waitEvent(id, "start")
+	e.waitFor(fmt.Sprintf("job %s's first run to mark %s", id, name), func() bool {
+		_, err := os.Stat(filepath.Join(dir, name))
+		return err == nil
+	})
 }
