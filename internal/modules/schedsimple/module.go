@@ -240,31 +240,106 @@ func parseDepth(v string) (int, error) {
 
 // parseConfig reads module arguments over the attribute settings.
 func parseConfig(ctx context.Context, h *flux.Handle, args []string) (Config, error) {
-	cfg := DefaultConfig()
+	cfg, _, err := loadConfig(ctx, h, args)
+	return cfg, err
+}
+
+// configSources is what sched-simple's configuration is made of besides
+// the instance configuration's [sched-simple] table, read once at load:
+// the broker attributes sched-simple.queue-depth and
+// sched-simple.queue-policy, FLUX_SCHED_OPTS and the module arguments.
+// A flux config reload builds the configuration again from them and the
+// new table (scheduler.configReload), so the arguments still win.
+type configSources struct {
+	attrs     map[string]string
+	schedOpts string
+	args      []string
+}
+
+// loadConfig reads the configuration at load, and what it was made of.
+func loadConfig(ctx context.Context, h *flux.Handle, args []string) (Config, configSources, error) {
+	src := configSources{attrs: map[string]string{}, schedOpts: os.Getenv("FLUX_SCHED_OPTS"), args: args}
 	for _, k := range []string{"queue-depth", "queue-policy"} {
 		if v, err := h.Attr(ctx, "sched-simple."+k); err == nil {
+			src.attrs[k] = v
+		}
+	}
+	var top map[string]any
+	var raw json.RawMessage
+	if err := h.Call(ctx, "config.get", flux.NodeidAny, nil, &raw); err == nil {
+		if err := json.Unmarshal(raw, &top); err != nil {
+			return DefaultConfig(), src, fmt.Errorf("[sched-simple]: %w", err)
+		}
+	}
+	cfg, err := src.build(top)
+	return cfg, src, err
+}
+
+// build makes the configuration: module arguments over FLUX_SCHED_OPTS
+// over the [sched-simple] table of top (the instance configuration;
+// nil for none) over the attributes over the defaults. It does not read
+// the queues (Config.Policy).
+func (src configSources) build(top map[string]any) (Config, error) {
+	cfg := DefaultConfig()
+	for _, k := range []string{"queue-depth", "queue-policy"} {
+		if v, ok := src.attrs[k]; ok {
 			if err := cfg.setKey(k, v); err != nil {
 				return cfg, fmt.Errorf("attribute sched-simple.%w", err)
 			}
 		}
 	}
-	var raw json.RawMessage
-	if err := h.Call(ctx, "config.get", flux.NodeidAny, nil, &raw); err == nil {
-		var top map[string]any
-		if err := json.Unmarshal(raw, &top); err != nil {
-			return cfg, fmt.Errorf("[sched-simple]: %w", err)
-		}
-		if err := cfg.applyTable(top); err != nil {
-			return cfg, err
-		}
-	}
-	if err := cfg.applySchedOpts(os.Getenv("FLUX_SCHED_OPTS")); err != nil {
+	if err := cfg.applyTable(top); err != nil {
 		return cfg, err
 	}
-	if err := cfg.applyArgs(args); err != nil {
+	if err := cfg.applySchedOpts(src.schedOpts); err != nil {
+		return cfg, err
+	}
+	if err := cfg.applyArgs(src.args); err != nil {
 		return cfg, err
 	}
 	return cfg, cfg.Validate()
+}
+
+// A flux config reload changes what can change while the module runs,
+// for what it does from then on: preempt-mode and max-requeue (the next
+// preemptions), alloc-mode (the next placements). The other keys shape
+// state built at load (the resource pool's GPU shares and match
+// plugins, the queue policy and its view of the running jobs, the queue
+// depth the job manager was told in limited mode): a reload that changes
+// one of them is refused, naming it, since a reload changes everything
+// or nothing.
+
+// moduleOnlyKeys are the keys a reload cannot change, with their values
+// (mode= and log-level= are module arguments only, which a reload keeps).
+var moduleOnlyKeys = []struct {
+	key string
+	val func(Config) string
+}{
+	{"queue-depth", Config.depthString},
+	{"queue-policy", func(c Config) string { return c.QueuePolicy }},
+	{"reservation-depth", func(c Config) string { return strconv.Itoa(c.ReservationDepth) }},
+	{"gpu-share", func(c Config) string { return strconv.Itoa(c.GPUShare) }},
+	{"nic-prefer", func(c Config) string { return strconv.FormatBool(c.NICPrefer) }},
+}
+
+// reloaded returns the configuration a reload to next makes of c: c with
+// next's live keys (see above), or an error naming each key that would
+// change but cannot without flux module reload sched-simple.
+func (c Config) reloaded(next Config) (Config, error) {
+	var changed, args []string
+	for _, k := range moduleOnlyKeys {
+		if was, now := k.val(c), k.val(next); was != now {
+			changed = append(changed, fmt.Sprintf("%s (%s, now %s)", k.key, now, was))
+			args = append(args, k.key+"="+now)
+		}
+	}
+	if len(changed) > 0 {
+		return c, fmt.Errorf("[sched-simple] %s: cannot change while sched-simple runs, so the configuration was not reloaded; "+
+			"flux module reload sched-simple %s applies it (or flux module remove sched-simple, flux config reload, flux module load sched-simple)",
+			strings.Join(changed, ", "), strings.Join(args, " "))
+	}
+	c.PreemptMode, c.MaxRequeue, c.Fit = next.PreemptMode, next.MaxRequeue, next.Fit
+	return c, nil
 }
 
 // applySchedOpts reads FLUX_SCHED_OPTS, flux-sched 0.x's (2018) way to
@@ -465,7 +540,7 @@ func (*Module) Name() string { return Name }
 
 // Run implements module.Module.
 func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
-	cfg, err := parseConfig(ctx, h, args)
+	cfg, src, err := loadConfig(ctx, h, args)
 	if err != nil {
 		return err
 	}
@@ -475,6 +550,7 @@ func (*Module) Run(ctx context.Context, h *flux.Handle, args []string) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	s := newScheduler(h, newLogger(h, cfg.LogLevel), cfg, cancel)
+	s.src = src
 	if err := s.acquire(ctx); err != nil {
 		return err
 	}

@@ -215,6 +215,13 @@ func TestPreemptYield(t *testing.T) {
 // max-requeue=3) on one node of two cores beside preemptJM.
 func startPreemptSched(t *testing.T) (*flux.Handle, *preemptJM) {
 	t.Helper()
+	return startPreemptSchedArgs(t, "preempt-mode=requeue", "max-requeue=3")
+}
+
+// startPreemptSchedArgs is startPreemptSched with sched-simple's
+// arguments args.
+func startPreemptSchedArgs(t *testing.T, args ...string) (*flux.Handle, *preemptJM) {
+	t.Helper()
 	jm := &preemptJM{ready: make(chan struct{}), preempts: make(chan wire.PreemptRequest, 4)}
 	reg := module.NewRegistry()
 	reg.Register(resource.Name, resource.New)
@@ -224,7 +231,7 @@ func startPreemptSched(t *testing.T) (*flux.Handle, *preemptJM) {
 		Size: 1, Registry: reg,
 		Attrs: map[string]string{"resource.config": `[{"hosts":"n0","cores":"0-1"}]`, "resource.monitor-force-up": "1"},
 		Modules: []broker.ModuleSpec{{Name: resource.Name}, {Name: "job-manager"},
-			{Name: Name, Args: []string{"preempt-mode=requeue", "max-requeue=3"}}},
+			{Name: Name, Args: args}},
 	})
 	select {
 	case <-jm.ready:

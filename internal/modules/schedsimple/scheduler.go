@@ -39,6 +39,7 @@ type scheduler struct {
 	h      *flux.Handle
 	log    *slog.Logger
 	cfg    Config
+	src    configSources // what cfg was made of but the table (configReload)
 	fail   context.CancelCauseFunc
 	pool   *sched.Pool
 	queue  *sched.Queue
@@ -712,7 +713,10 @@ func (s *scheduler) resourceStatus(r *flux.Request) {
 }
 
 // configReload takes a new instance configuration (flux config reload):
-// the nodes a queue requires apply to allocations requested from now on.
+// the queues, the reservations, and the [sched-simple] keys that can
+// change while the module runs (Config.reloaded); a change to one that
+// cannot refuses the whole reload. Everything is checked before
+// anything changes.
 func (s *scheduler) configReload(r *flux.Request) {
 	if !r.IsOwner() {
 		r.Errorf(syscall.EPERM, "only the instance owner may reload the configuration")
@@ -723,15 +727,36 @@ func (s *scheduler) configReload(r *flux.Request) {
 		r.Errorf(syscall.EINVAL, "%v", err)
 		return
 	}
+	var top map[string]any
+	if err := json.Unmarshal(r.Msg.JSON(), &top); err != nil {
+		r.Errorf(syscall.EPROTO, "config-reload: %v", err)
+		return
+	}
+	built, err := s.src.build(top)
+	if err != nil {
+		r.Errorf(syscall.EINVAL, "%v", err)
+		return
+	}
+	next, err := s.cfg.reloaded(built)
+	if err != nil {
+		r.Errorf(syscall.EINVAL, "%v", err)
+		return
+	}
 	if err := s.setReservations(pol); err != nil {
 		r.Errorf(syscall.EINVAL, "%v", err)
 		return
 	}
 	s.cache = newRequestCache(pol)
-	next := s.cfg
 	next.Policy = pol
 	if s.pool != nil && !reflect.DeepEqual(next.gpuShares(), s.cfg.gpuShares()) {
 		s.log.Warn("queues' gpu-share changed: it takes effect when sched-simple is reloaded")
+	}
+	if next.PreemptMode != s.cfg.PreemptMode || next.MaxRequeue != s.cfg.MaxRequeue || next.Fit != s.cfg.Fit {
+		s.log.Info(fmt.Sprintf("configuration reloaded: preempt-mode=%s max-requeue=%d alloc-mode=%s", next.PreemptMode, next.MaxRequeue, next.Fit))
+	}
+	s.cfg = next
+	if s.pool != nil {
+		s.pool.SetFit(next.Fit)
 	}
 	s.schedule()
 	r.Respond(nil)
