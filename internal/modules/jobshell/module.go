@@ -406,6 +406,13 @@ func (m *manager) relayByJob(r *flux.Request) {
 		e.onVerified = append(e.onVerified, func(bool) { m.relayByJob(r) })
 		return
 	}
+	if !r.IsOwner() && e == nil && len(m.expect) > 0 && guestRelayed(r.Topic()) {
+		// the job's shell here may be one still coming back (a shell of
+		// the job on another node reconnected first): its claim is
+		// checked once it is back, and this request with it
+		m.queued = append(m.queued, func() { m.relayByJob(r) })
+		return
+	}
 	if !r.IsOwner() && !m.guestMayRelay(r, e) {
 		r.Errorf(syscall.EPERM, "%s is for job-exec and the job's shells only", r.Topic())
 		return
