@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -115,29 +116,11 @@ func readEntries(path string) []entry {
 		return nil
 	}
 	var out []entry
-	for _, line := range splitLines(b) {
+	for _, line := range bytes.Split(b, []byte{'\n'}) {
 		var e entry
-		if json.Unmarshal(line, &e) == nil {
+		if len(line) > 0 && json.Unmarshal(line, &e) == nil {
 			out = append(out, e)
 		}
-	}
-	return out
-}
-
-func splitLines(b []byte) [][]byte {
-	var out [][]byte
-	for len(b) > 0 {
-		i := 0
-		for i < len(b) && b[i] != '\n' {
-			i++
-		}
-		if i > 0 {
-			out = append(out, b[:i])
-		}
-		if i < len(b) {
-			i++
-		}
-		b = b[i:]
 	}
 	return out
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -239,20 +238,9 @@ func eachPoolJobspec(o *submitOptions, args []string, fn func([]byte) error) err
 
 // poolCCJobspec is the JSON of the jobspec of --cc/--bcc ID id.
 func poolCCJobspec(o *submitOptions, args []string, id int) ([]byte, error) {
-	x, cmd, err := o.substituteCC(args, id)
+	js, err := o.buildCC(args, id)
 	if err != nil {
 		return nil, err
-	}
-	js, err := x.buildOne(cmd)
-	if err != nil {
-		return nil, fmt.Errorf("cc=%d: %w", id, err)
-	}
-	if o.cc != "" {
-		env := js.Attributes.System["environment"].(map[string]any)
-		env["FLUX_JOB_CC"] = strconv.Itoa(id)
-	}
-	if err := js.CheckText(); err != nil {
-		return nil, fmt.Errorf("cc=%d: %w", id, err)
 	}
 	return js.MarshalJSON()
 }

@@ -243,24 +243,34 @@ func buildJobspecs(o *submitOptions, args []string) ([]*jobspec.Jobspec, error) 
 	}
 	out := make([]*jobspec.Jobspec, 0, len(ids))
 	for _, id := range ids {
-		x, cmd, err := o.substituteCC(args, id)
+		js, err := o.buildCC(args, id)
 		if err != nil {
 			return nil, err
-		}
-		js, err := x.buildOne(cmd)
-		if err != nil {
-			return nil, fmt.Errorf("cc=%d: %w", id, err)
-		}
-		if o.cc != "" {
-			env := js.Attributes.System["environment"].(map[string]any)
-			env["FLUX_JOB_CC"] = strconv.Itoa(id)
-		}
-		if err := js.CheckText(); err != nil {
-			return nil, fmt.Errorf("cc=%d: %w", id, err)
 		}
 		out = append(out, js)
 	}
 	return out, nil
+}
+
+// buildCC builds the jobspec of --cc/--bcc ID id ({cc} substituted,
+// FLUX_JOB_CC set for --cc).
+func (o *submitOptions) buildCC(args []string, id int) (*jobspec.Jobspec, error) {
+	x, cmd, err := o.substituteCC(args, id)
+	if err != nil {
+		return nil, err
+	}
+	js, err := x.buildOne(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("cc=%d: %w", id, err)
+	}
+	if o.cc != "" {
+		env := js.Attributes.System["environment"].(map[string]any)
+		env["FLUX_JOB_CC"] = strconv.Itoa(id)
+	}
+	if err := js.CheckText(); err != nil {
+		return nil, fmt.Errorf("cc=%d: %w", id, err)
+	}
+	return js, nil
 }
 
 // buildOne builds a single jobspec, in the order flux-core applies the

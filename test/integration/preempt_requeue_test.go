@@ -191,15 +191,13 @@ touch %[1]s/ran.$r; echo first $r; exec sleep 300`, dir2)
 	}
 }
 
-// allocTime is the timestamp of the job's last alloc event.
+// allocTime is the timestamp of the job's last alloc event (0: none).
 func allocTime(e *env, id jobid.ID) float64 {
-	var ts float64
-	for _, ev := range e.events(id) {
-		if ev.Name == "alloc" {
-			ts = ev.Timestamp
-		}
+	ts := allocs(e, id)
+	if len(ts) == 0 {
+		return 0
 	}
-	return ts
+	return ts[len(ts)-1]
 }
 
 // TestPreemptRequeueCrash: an instance killed (SIGKILL, every broker)

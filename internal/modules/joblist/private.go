@@ -63,8 +63,11 @@ func (s *service) configReload(r *flux.Request) {
 	}
 	if on := s.privateFixed || p; on != s.cfg.Private {
 		s.cfg.Private = on
-		s.log.Info(fmt.Sprintf("private mode %s: guests see %s", map[bool]string{true: "on", false: "off"}[on],
-			map[bool]string{true: "only their own jobs", false: "every job's public fields"}[on]))
+		if on {
+			s.log.Info("private mode on: guests list only their own jobs")
+		} else {
+			s.log.Info("private mode off: guests list every job's public fields")
+		}
 	}
 	r.Respond(nil)
 }
